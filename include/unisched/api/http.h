@@ -1,0 +1,48 @@
+#pragma once
+// HTTP as the handlers see it: plain values, no Beast. The server (the only
+// place with Beast) turns wire messages into HttpRequest and back, so every
+// handler is a function from request to response, testable without a socket.
+
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace unisched::api {
+
+struct HttpRequest {
+  std::string method;  // "GET", "POST", ...
+  std::string target;  // as received: path and query
+  std::string path;    // decoded path, no query
+  std::map<std::string, std::string> query;    // decoded query parameters
+  std::map<std::string, std::string> headers;  // names lower-cased
+  std::string body;
+  std::string remote;  // peer address, for logs
+
+  std::string Header(const std::string& lower_name) const {
+    auto it = headers.find(lower_name);
+    return it == headers.end() ? std::string() : it->second;
+  }
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;  // extra headers
+};
+
+// Must be called exactly once per request, from any thread.
+using Respond = std::function<void(HttpResponse)>;
+using Handler = std::function<void(HttpRequest, Respond)>;
+
+// {"error": {"code", "message", "field"?}} with the given status.
+HttpResponse ErrorResponse(int status, const std::string& code, const std::string& message,
+                           const std::string& field = {});
+
+// Splits "a=1&b=x%20y" into decoded pairs; "+" decodes to a space.
+std::map<std::string, std::string> ParseQuery(const std::string& query);
+std::string PercentDecode(const std::string& text);
+
+}  // namespace unisched::api

@@ -1,0 +1,38 @@
+#pragma once
+// The HTTP/1.1 listener (Boost.Beast). Keep-alive, a body limit (413 with the
+// error shape), separate timeouts for headers, body and idle keep-alive. The
+// listener is written against a stream type so TLS can be added without
+// touching handlers (docs/adr).
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "unisched/api/http.h"
+#include "unisched/common/status.h"
+
+namespace unisched::api {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 8642;  // 0 picks a free port; see HttpServer::port()
+  int threads = 2;
+  int64_t max_body_bytes = 1 << 20;
+  int header_timeout_seconds = 10;
+  int body_timeout_seconds = 30;
+  int idle_timeout_seconds = 60;
+};
+
+class HttpServer {
+ public:
+  virtual ~HttpServer() = default;
+  // The bound port (useful with port 0).
+  virtual uint16_t port() const = 0;
+  // Stops accepting, closes connections, joins the I/O threads.
+  virtual void Stop() = 0;
+};
+
+// Binds, listens and starts the I/O threads. Errors: address in use, bad host.
+Result<std::unique_ptr<HttpServer>> StartHttpServer(const ServerOptions& options, Handler handler);
+
+}  // namespace unisched::api

@@ -1,0 +1,81 @@
+#pragma once
+// Typed configuration and its loader. YAML is parsed in src/config only; every
+// other module sees these structs. Loading validates everything and reports
+// every error with its key path, e.g.
+//   queues[1].policy.max_concurrency: must be > 0
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "unisched/model/cluster.h"
+
+namespace unisched::config {
+
+struct ServerSettings {
+  std::string listen = "127.0.0.1:8642";  // HOST:PORT; port 0 picks a free port
+  std::string state_dir = "/var/lib/unisched";
+  int http_threads = 2;
+  int64_t max_body_bytes = 1 << 20;  // 1 MiB, the contract's limit
+  int header_timeout_seconds = 10;   // to receive a request's headers
+  int body_timeout_seconds = 30;     // to receive its body
+  int idle_timeout_seconds = 60;     // keep-alive idle time between requests
+  double scheduler_tick_seconds = 1.0;  // periodic cycle besides event wake-ups
+  bool metrics_require_token = false;
+};
+
+struct StoreSettings {
+  std::string synchronous = "full";  // full | normal | off (SQLite PRAGMA synchronous)
+  int group_commit_max_batch = 1024;  // writes per transaction at most
+  int job_retention_days = 30;        // finished job records older than this are deleted
+  int64_t max_log_bytes = 10 << 20;   // per stream per attempt; output beyond is dropped
+};
+
+struct ExecutorSettings {
+  std::string default_unix_user = "unisched-job";  // jobs of users without unix_user run as this
+  int kill_grace_seconds = 10;                     // SIGTERM .. SIGKILL on cancel and timeout
+  bool use_cgroups = true;                         // cgroup v1 groups where the machine has them
+  int pids_limit = 4096;                           // per job
+  std::string supervisor_path;                     // empty: unisched-supervisor beside the binary
+};
+
+struct ProjectSpec {
+  std::string name;
+  std::string description;
+};
+
+struct UserSpec {
+  std::string name;
+  std::string role = "user";           // platform-admin | queue-admin | user
+  std::vector<std::string> projects;
+  std::vector<std::string> queues;     // for queue-admin
+  std::string unix_user;               // empty: executor.default_unix_user
+};
+
+struct Config {
+  ServerSettings server;
+  StoreSettings store;
+  ExecutorSettings executor;
+  model::ClusterSpec cluster;
+  std::vector<ProjectSpec> projects;
+  std::vector<UserSpec> users;
+  std::string version;  // content hash of the source text; every job records it
+};
+
+struct ConfigError {
+  std::string path;     // key path, e.g. "queues[1].policy.max_concurrency"
+  std::string message;  // e.g. "must be > 0"
+  std::string ToString() const { return path.empty() ? message : path + ": " + message; }
+};
+
+using LoadResult = std::variant<Config, std::vector<ConfigError>>;
+
+// Parses and validates YAML text. source_name is used in messages only.
+LoadResult LoadConfigText(std::string_view yaml_text, std::string_view source_name = "<config>");
+LoadResult LoadConfigFile(const std::string& path);
+// The text of config/unisched.yaml, compiled into the binary.
+std::string_view EmbeddedDefaultConfig();
+
+}  // namespace unisched::config

@@ -1,0 +1,99 @@
+#pragma once
+// Running attempts of jobs. The local executor starts one small supervisor
+// process per attempt (unisched-supervisor); the supervisor outlives the
+// daemon, runs the command contained and unprivileged, and leaves its result
+// in a state file that the daemon collects, also after a restart.
+//
+// Every run is an attempt, identified by (job id, attempt). Launch is an
+// idempotent handshake: the supervisor claims its attempt directory with an
+// exclusive create before it runs anything, so a second launch of the same
+// attempt never runs the command twice.
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "unisched/common/status.h"
+#include "unisched/common/time.h"
+#include "unisched/model/job.h"
+
+namespace unisched::executor {
+
+struct Limits {
+  int64_t memory_bytes = 0;  // 0: no limit
+  int cpu_millis = 0;        // 1000 per cpu; 0: no limit
+  int pids = 0;              // 0: no limit
+};
+
+struct LaunchSpec {
+  model::JobId job_id = 0;
+  int attempt = 1;
+  std::vector<std::string> argv;
+  // The complete environment of the job; nothing else is passed on.
+  std::map<std::string, std::string> env;
+  std::string unix_user;  // account to run as; empty: the daemon's own (only allowed when not root)
+  int64_t walltime_seconds = 0;  // 0: unlimited
+  int kill_grace_seconds = 10;
+  Limits limits;
+  int64_t log_cap_bytes = 10 << 20;  // per stream
+};
+
+enum class RunOutcome {
+  kCompleted,     // exit status 0
+  kFailed,        // non-zero exit or killed by a signal (not by us)
+  kTimeout,       // wall time exceeded; we sent SIGTERM, grace, SIGKILL
+  kCancelled,     // Cancel() asked it to stop
+  kLaunchFailed,  // the command could not start (reason says why)
+  kLost,          // the supervisor vanished without a result
+};
+std::string_view ToString(RunOutcome outcome);
+
+struct RunResult {
+  model::JobId job_id = 0;
+  int attempt = 0;
+  RunOutcome outcome = RunOutcome::kLost;
+  std::optional<int> exit_code;  // 128+N when killed by signal N; none if it never started
+  std::string reason;
+  std::optional<Timestamp> started_at;
+  std::optional<Timestamp> ended_at;
+  model::RunUsage usage;
+};
+
+class Executor {
+ public:
+  // Called once per attempt that ends, from an executor thread.
+  using ResultSink = std::function<void(RunResult)>;
+  virtual ~Executor() = default;
+
+  // Starts the attempt. Idempotent: a launch of an attempt that was already
+  // launched runs nothing new. An error means nothing was started.
+  virtual Status Launch(const LaunchSpec& spec) = 0;
+  // SIGTERM to the attempt's whole process group, SIGKILL after the grace;
+  // its result arrives with outcome kCancelled. Unknown or ended attempts: no-op.
+  virtual void Cancel(model::JobId job_id, int attempt) = 0;
+  // After a daemon restart, for an attempt the store records as running:
+  // collects its result if it ended, adopts it if its supervisor still runs,
+  // and launches it if it never started. The result arrives through the sink.
+  virtual void Recover(const LaunchSpec& spec) = 0;
+  // The capped output file of an attempt ("stdout" or "stderr").
+  virtual std::string LogPath(model::JobId job_id, int attempt, std::string_view stream) const = 0;
+  // Removes an attempt's files (retention).
+  virtual void Forget(model::JobId job_id, int attempt) = 0;
+  // Stops watching; running supervisors keep running.
+  virtual void Shutdown() = 0;
+};
+
+struct LocalExecutorOptions {
+  std::string runs_dir;         // supervisor state, logs: <runs_dir>/<job>/<attempt>/ (root only)
+  std::string work_root;        // job working directories: <work_root>/<job>/ (owned by the job's user)
+  std::string supervisor_path;  // the unisched-supervisor executable
+  bool use_cgroups = true;
+};
+
+std::unique_ptr<Executor> MakeLocalExecutor(const LocalExecutorOptions& options, Executor::ResultSink sink);
+
+}  // namespace unisched::executor

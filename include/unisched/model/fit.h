@@ -1,0 +1,54 @@
+#pragma once
+// Fitting a resource request onto nodes: pure, shared by the router (can this
+// job ever fit in a pool?) and the scheduler (where does it fit now?).
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "unisched/model/cluster.h"
+#include "unisched/model/job.h"
+#include "unisched/model/resources.h"
+
+namespace unisched::model {
+
+// A node as the fitter sees it: its spec, its state and what is already
+// allocated on it. gpu_busy[i] tells whether spec.gpus[i] is taken.
+struct NodeUsage {
+  NodeSpec spec;
+  NodeState state = NodeState::kUp;
+  int cpus_used = 0;
+  int64_t memory_used_mb = 0;
+  std::vector<bool> gpu_busy;  // same length as spec.gpus
+
+  int FreeCpus() const { return spec.cpus - cpus_used; }
+  int64_t FreeMemoryMb() const { return spec.memory_mb - memory_used_mb; }
+  // Free GPUs of the given model ("" = any model).
+  int FreeGpus(const std::string& model) const;
+  // Adds (sign=+1) or removes (sign=-1) one node's share of an allocation.
+  void Apply(const NodeAllocation& alloc, int sign);
+};
+
+// Why a node cannot take a request, or nothing if it can.
+struct Shortfall {
+  std::string code;     // "Resources" or "NodeLabelsMismatch"
+  std::string message;  // e.g. "needs 4 cpus, 2 free"
+};
+
+// Whether `node` could take one node's share of `request` with `constraints`
+// given what is allocated (ignore_usage: as if empty, for "could it ever fit").
+std::optional<Shortfall> CheckNode(const NodeUsage& node, const ResourceRequest& request, const Labels& constraints,
+                                   bool ignore_usage);
+
+// Places `request` on `request.nodes` distinct up nodes among `nodes`,
+// all-or-nothing. Picks best fit (fewest free cpus left, then name) so large
+// holes stay open for large jobs, and the lowest free GPU indices. On success
+// returns the allocation; on failure the reasons why, most useful first.
+struct FitResult {
+  std::optional<Allocation> allocation;
+  std::vector<PendingReason> reasons;
+};
+FitResult Fit(const std::vector<const NodeUsage*>& nodes, const ResourceRequest& request, const Labels& constraints,
+              const std::string& pool_name);
+
+}  // namespace unisched::model

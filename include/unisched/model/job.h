@@ -1,0 +1,103 @@
+#pragma once
+// A job, its attempts and its state machine.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "unisched/common/time.h"
+#include "unisched/model/cluster.h"
+#include "unisched/model/resources.h"
+
+namespace unisched::model {
+
+using JobId = int64_t;
+
+enum class JobState { kPending, kHeld, kRunning, kCompleted, kFailed, kCancelled, kTimeout, kNodeFail };
+std::string_view ToString(JobState state);  // "PENDING", ... as in the contract
+std::optional<JobState> ParseJobState(std::string_view text);
+// COMPLETED, FAILED, CANCELLED, TIMEOUT and NODE_FAIL are terminal and final.
+bool IsTerminal(JobState state);
+// The transition table of the contract. A terminal state never changes;
+// RUNNING may go back to PENDING (requeue: preempted, node failed, retry).
+bool CanTransition(JobState from, JobState to);
+
+struct Workload {
+  WorkloadKind kind = WorkloadKind::kHpc;
+  // Further workload keys (precision, gpu_memory_gb, ...). Scalars only; the
+  // API keeps their text form ("fp64", "80", "true").
+  std::map<std::string, std::string> features;
+  bool operator==(const Workload&) const = default;
+};
+
+struct PendingReason {
+  std::string code;  // Resources, Priority, NodeLabelsMismatch, Held, ...
+  std::string message;
+  bool operator==(const PendingReason&) const = default;
+};
+
+// Resource use of one run, as the supervisor measured it.
+struct RunUsage {
+  double wall_seconds = 0;
+  double user_cpu_seconds = 0;
+  double system_cpu_seconds = 0;
+  int64_t max_rss_kb = 0;
+  bool operator==(const RunUsage&) const = default;
+};
+
+// One run of a job; (job id, number) identifies it everywhere.
+struct Attempt {
+  int number = 1;
+  Allocation allocation;
+  JobState state = JobState::kRunning;  // RUNNING while it runs, then how it ended
+  std::optional<Timestamp> started_at;
+  std::optional<Timestamp> ended_at;
+  std::optional<int> exit_code;
+  std::string reason;
+  std::optional<RunUsage> usage;
+  bool operator==(const Attempt&) const = default;
+};
+
+struct Routing {
+  std::string pool;
+  std::string queue;
+  std::string reason;
+  bool operator==(const Routing&) const = default;
+};
+
+struct Job {
+  JobId id = 0;
+  std::string name;
+  std::string user;
+  std::string project;
+  std::string queue;
+  std::string pool;
+  JobState state = JobState::kPending;
+  std::string state_reason;
+  Workload workload;
+  ResourceRequest resources;
+  Labels constraints;  // node labels the job requires
+  std::vector<std::string> command;
+  std::map<std::string, std::string> env;
+  int priority = 0;
+  Routing routing;
+  std::optional<int> exit_code;
+  std::vector<Attempt> attempts;
+  Timestamp submitted_at{};
+  std::optional<Timestamp> started_at;
+  std::optional<Timestamp> ended_at;
+  std::string config_version;  // the config the job was admitted under
+  bool cancel_requested = false;
+
+  // The latest attempt, or nullptr before the first start.
+  const Attempt* CurrentAttempt() const { return attempts.empty() ? nullptr : &attempts.back(); }
+  Attempt* CurrentAttempt() { return attempts.empty() ? nullptr : &attempts.back(); }
+  // Names of the nodes of the current attempt.
+  std::vector<std::string> NodeNames() const;
+  bool operator==(const Job&) const = default;
+};
+
+}  // namespace unisched::model

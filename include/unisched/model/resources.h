@@ -1,0 +1,35 @@
+#pragma once
+// Resource requests and allocations. cpus, memory_mb and gpus are per node,
+// as in the public contract; a job with nodes=N asks for N such slices.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace unisched::model {
+
+using Labels = std::map<std::string, std::string>;
+
+struct ResourceRequest {
+  int nodes = 1;
+  int cpus = 1;
+  int64_t memory_mb = 0;          // 0 until the queue default is applied
+  int gpus = 0;
+  std::string gpu_model;          // empty: any model
+  int64_t walltime_seconds = 0;   // 0 until the queue default is applied
+  bool operator==(const ResourceRequest&) const = default;
+};
+
+// What one node gives one job.
+struct NodeAllocation {
+  std::string node;
+  int cpus = 0;
+  int64_t memory_mb = 0;
+  std::vector<int> gpu_indices;  // device indices on that node (CUDA_VISIBLE_DEVICES)
+  bool operator==(const NodeAllocation&) const = default;
+};
+
+using Allocation = std::vector<NodeAllocation>;
+
+}  // namespace unisched::model

@@ -1,0 +1,144 @@
+#pragma once
+// The durable store: one SQLite file in WAL mode under the state directory,
+// numbered schema migrations, one writer thread.
+//
+// Writes go through Write(): the writer thread gathers every write queued
+// while the previous commit was syncing and runs them in one transaction
+// (group commit), each inside its own savepoint so one failing write rolls
+// back alone. `done` runs on the writer thread after the commit is durable
+// (synchronous=FULL by default), so a caller that answers 201 from `done`
+// has committed first.
+//
+// Reads may come from any thread; they use a small pool of read connections
+// and see every committed write.
+//
+// No SQLite type appears in this header.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <tuple>
+#include <string>
+#include <vector>
+
+#include "unisched/common/status.h"
+#include "unisched/common/time.h"
+#include "unisched/model/job.h"
+
+namespace unisched::store {
+
+struct StoreOptions {
+  std::string path;                  // the database file
+  std::string synchronous = "full";  // full | normal | off
+  int max_batch = 1024;              // writes per transaction at most
+};
+
+struct JobEvent {
+  Timestamp time{};
+  std::string kind;     // submitted, started, completed, failed, cancel_requested, ...
+  std::string message;
+};
+
+struct AuditRecord {
+  Timestamp time{};
+  std::string actor;   // user name, or "system"
+  std::string action;  // e.g. "POST /v1/jobs"
+  std::string target;  // e.g. "job/42"
+  std::string result;  // e.g. "201" or "403 forbidden"
+};
+
+struct UserRecord {
+  std::string name;
+  std::string role;  // platform-admin | queue-admin | user
+  std::vector<std::string> projects;
+  std::vector<std::string> queues;
+  std::string unix_user;
+  bool from_config = false;
+};
+
+struct TokenRecord {
+  std::string hash;  // hex SHA-256 of the token; the token itself is never stored
+  std::string user;
+  std::string kind = "user";  // user | node
+  std::string pool;           // for node tokens
+  Timestamp created_at{};
+};
+
+struct NodeStateRecord {
+  std::string name;
+  model::NodeState state = model::NodeState::kUp;
+  std::string reason;
+};
+
+struct JobFilter {
+  std::optional<model::JobState> state;
+  std::optional<std::string> queue, pool, project, user;
+  // Visibility: when set, only jobs whose project is in `projects` or whose
+  // queue is in `queues` match (an empty list matches nothing).
+  std::optional<std::vector<std::string>> visible_projects;
+  std::vector<std::string> visible_queues;
+  int limit = 100;                     // 0: count only
+  std::optional<model::JobId> cursor;  // return jobs with id < cursor (newest first)
+};
+
+struct JobPage {
+  std::vector<model::Job> jobs;  // newest first
+  int64_t total = 0;             // all matches, ignoring limit and cursor
+  std::optional<model::JobId> next_cursor;
+};
+
+// The write-side view handed to Write() callbacks. Valid only inside the callback.
+class Transaction {
+ public:
+  virtual ~Transaction() = default;
+  // Inserts a job; assigns and returns its id (job.id is ignored). If
+  // idempotency_key is non-empty it is recorded for (job.user, key).
+  virtual Result<model::JobId> InsertJob(const model::Job& job, const std::string& idempotency_key) = 0;
+  // The job id a (user, key) pair was first used for, if any.
+  virtual std::optional<model::JobId> FindIdempotentJob(const std::string& user, const std::string& key) = 0;
+  // Rewrites a job's mutable part (state, reasons, attempts, times, ...).
+  virtual Status UpdateJob(const model::Job& job) = 0;
+  virtual Result<model::Job> GetJob(model::JobId id) = 0;
+  virtual Status AppendEvent(model::JobId id, const JobEvent& event) = 0;
+  virtual Status AppendAudit(const AuditRecord& record) = 0;
+  virtual Status UpsertUser(const UserRecord& user) = 0;
+  virtual Status InsertToken(const TokenRecord& token) = 0;
+  virtual Status SetNodeState(const NodeStateRecord& node) = 0;
+  // Deletes terminal jobs that ended before `cutoff`; returns their ids.
+  virtual Result<std::vector<model::JobId>> DeleteJobsEndedBefore(Timestamp cutoff) = 0;
+};
+
+class Store {
+ public:
+  // Opens (creating if needed) and migrates the database.
+  static Result<std::unique_ptr<Store>> Open(const StoreOptions& options);
+  virtual ~Store() = default;
+
+  // Queues `work` for the writer's next transaction; `done` gets the status
+  // after the commit (or the error of `work`, whose savepoint is rolled back).
+  virtual void Write(std::function<Status(Transaction&)> work, std::function<void(Status)> done) = 0;
+  // Write() and wait for the commit.
+  virtual Status WriteSync(std::function<Status(Transaction&)> work) = 0;
+
+  // ---- reads (any thread) ----
+  virtual Result<model::Job> GetJob(model::JobId id) const = 0;
+  virtual JobPage ListJobs(const JobFilter& filter) const = 0;
+  // PENDING, HELD and RUNNING jobs, oldest first: what the controller loads at start.
+  virtual std::vector<model::Job> LoadActiveJobs() const = 0;
+  // Job counts by (state, queue, pool), for metrics at start-up.
+  virtual std::map<std::tuple<model::JobState, std::string, std::string>, int64_t> CountJobs() const = 0;
+  virtual std::vector<JobEvent> ListEvents(model::JobId id) const = 0;
+  virtual std::vector<AuditRecord> ListAudit(int limit) const = 0;
+  virtual std::optional<TokenRecord> FindToken(const std::string& hash) const = 0;
+  virtual std::optional<UserRecord> GetUser(const std::string& name) const = 0;
+  virtual std::vector<UserRecord> ListUsers() const = 0;
+  virtual std::vector<NodeStateRecord> LoadNodeStates() const = 0;
+  virtual int SchemaVersion() const = 0;
+
+  // Stops the writer after draining what is queued.
+  virtual void Close() = 0;
+};
+
+}  // namespace unisched::store

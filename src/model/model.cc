@@ -1,0 +1,127 @@
+#include <array>
+#include <utility>
+
+#include "unisched/model/cluster.h"
+#include "unisched/model/job.h"
+
+namespace unisched::model {
+namespace {
+
+template <class E, size_t N>
+std::optional<E> Lookup(const std::array<std::pair<E, std::string_view>, N>& table, std::string_view text) {
+  for (const auto& [value, name] : table) {
+    if (name == text) return value;
+  }
+  return std::nullopt;
+}
+template <class E, size_t N>
+std::string_view Name(const std::array<std::pair<E, std::string_view>, N>& table, E value) {
+  for (const auto& [v, name] : table) {
+    if (v == value) return name;
+  }
+  return "unknown";
+}
+
+constexpr std::array<std::pair<WorkloadKind, std::string_view>, 4> kWorkloadKinds{{
+    {WorkloadKind::kHpc, "hpc"},
+    {WorkloadKind::kAiTraining, "ai-training"},
+    {WorkloadKind::kAiInference, "ai-inference"},
+    {WorkloadKind::kAgent, "agent"},
+}};
+constexpr std::array<std::pair<PoolKind, std::string_view>, 3> kPoolKinds{{
+    {PoolKind::kCpu, "cpu"},
+    {PoolKind::kGpu, "gpu"},
+    {PoolKind::kElastic, "elastic"},
+}};
+constexpr std::array<std::pair<NodeState, std::string_view>, 4> kNodeStates{{
+    {NodeState::kUp, "up"},
+    {NodeState::kDraining, "draining"},
+    {NodeState::kDrained, "drained"},
+    {NodeState::kDown, "down"},
+}};
+constexpr std::array<std::pair<JobState, std::string_view>, 8> kJobStates{{
+    {JobState::kPending, "PENDING"},
+    {JobState::kHeld, "HELD"},
+    {JobState::kRunning, "RUNNING"},
+    {JobState::kCompleted, "COMPLETED"},
+    {JobState::kFailed, "FAILED"},
+    {JobState::kCancelled, "CANCELLED"},
+    {JobState::kTimeout, "TIMEOUT"},
+    {JobState::kNodeFail, "NODE_FAIL"},
+}};
+
+}  // namespace
+
+std::string_view ToString(WorkloadKind kind) { return Name(kWorkloadKinds, kind); }
+std::optional<WorkloadKind> ParseWorkloadKind(std::string_view text) { return Lookup(kWorkloadKinds, text); }
+std::string_view ToString(PoolKind kind) { return Name(kPoolKinds, kind); }
+std::optional<PoolKind> ParsePoolKind(std::string_view text) { return Lookup(kPoolKinds, text); }
+std::string_view ToString(NodeState state) { return Name(kNodeStates, state); }
+std::optional<NodeState> ParseNodeState(std::string_view text) { return Lookup(kNodeStates, text); }
+std::string_view ToString(JobState state) { return Name(kJobStates, state); }
+std::optional<JobState> ParseJobState(std::string_view text) { return Lookup(kJobStates, text); }
+
+bool IsTerminal(JobState state) {
+  switch (state) {
+    case JobState::kPending:
+    case JobState::kHeld:
+    case JobState::kRunning:
+      return false;
+    default:
+      return true;
+  }
+}
+
+bool CanTransition(JobState from, JobState to) {
+  if (IsTerminal(from) || from == to) return false;
+  switch (from) {
+    case JobState::kPending:
+      // A pending job starts, is held, or is cancelled; it cannot complete,
+      // fail or time out without having run.
+      return to == JobState::kRunning || to == JobState::kHeld || to == JobState::kCancelled;
+    case JobState::kHeld:
+      return to == JobState::kPending || to == JobState::kCancelled;
+    case JobState::kRunning:
+      // Any ending, or back to PENDING when requeued with a new attempt.
+      return to != JobState::kHeld;
+    default:
+      return false;
+  }
+}
+
+std::vector<std::string> Job::NodeNames() const {
+  std::vector<std::string> names;
+  if (const Attempt* a = CurrentAttempt()) {
+    for (const auto& n : a->allocation) names.push_back(n.node);
+  }
+  return names;
+}
+
+const PoolSpec* ClusterSpec::FindPool(std::string_view name) const {
+  for (const auto& p : pools) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+const QueueSpec* ClusterSpec::FindQueue(std::string_view name) const {
+  for (const auto& q : queues) {
+    if (q.name == name) return &q;
+  }
+  return nullptr;
+}
+const NodeSpec* ClusterSpec::FindNode(std::string_view name) const {
+  for (const auto& n : nodes) {
+    if (n.name == name) return &n;
+  }
+  return nullptr;
+}
+const QueueSpec* ClusterSpec::DefaultQueueFor(WorkloadKind kind) const {
+  for (const auto& q : queues) {
+    for (WorkloadKind k : q.workload_kinds) {
+      if (k == kind) return &q;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace unisched::model
