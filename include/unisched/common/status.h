@@ -5,7 +5,7 @@
 #include <cassert>
 #include <string>
 #include <utility>
-#include <variant>
+#include <optional>
 
 namespace unisched {
 
@@ -56,25 +56,27 @@ struct Error {
   }
 };
 
-// A value or an Error. Small stand-in for C++23 std::expected.
+// A value or an Error. Small stand-in for C++23 std::expected. (Not a
+// std::variant: GCC 12 reports false -Wmaybe-uninitialized on variants.)
 template <class T>
 class Result {
  public:
-  Result(T value) : v_(std::move(value)) {}           // NOLINT: implicit by design
-  Result(Error error) : v_(std::move(error)) {}       // NOLINT: implicit by design
-  bool ok() const { return v_.index() == 0; }
+  Result(T value) : value_(std::move(value)) {}      // NOLINT: implicit by design
+  Result(Error error) : error_(std::move(error)) {}  // NOLINT: implicit by design
+  bool ok() const { return value_.has_value(); }
   explicit operator bool() const { return ok(); }
-  T& value() & { assert(ok()); return std::get<0>(v_); }
-  const T& value() const& { assert(ok()); return std::get<0>(v_); }
-  T&& value() && { assert(ok()); return std::get<0>(std::move(v_)); }
-  const Error& error() const { assert(!ok()); return std::get<1>(v_); }
+  T& value() & { assert(ok()); return *value_; }
+  const T& value() const& { assert(ok()); return *value_; }
+  T&& value() && { assert(ok()); return std::move(*value_); }
+  const Error& error() const { assert(!ok()); return error_; }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
 
  private:
-  std::variant<T, Error> v_;
+  std::optional<T> value_;
+  Error error_;
 };
 
 // Result of an operation with no value.

@@ -75,6 +75,11 @@ using LoadResult = std::variant<Config, std::vector<ConfigError>>;
 // Parses and validates YAML text. source_name is used in messages only.
 LoadResult LoadConfigText(std::string_view yaml_text, std::string_view source_name = "<config>");
 LoadResult LoadConfigFile(const std::string& path);
+// The value rules of docs/config.md (ranges, name formats, unique names,
+// references, each node in exactly one pool) applied to a typed Config, e.g.
+// one built in code. Returns every violation; empty when valid. The loaders
+// above already apply it.
+std::vector<ConfigError> ValidateConfig(const Config& config);
 // The text of config/unisched.yaml, compiled into the binary.
 std::string_view EmbeddedDefaultConfig();
 

@@ -1,0 +1,128 @@
+#pragma once
+// The REST API: a route table and one handler per endpoint. Handlers are plain
+// functions from HttpRequest to HttpResponse (delivered through Respond, so a
+// submission can answer after its durable commit); none of them sees Beast.
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "unisched/api/http.h"
+#include "unisched/auth/auth.h"
+#include "unisched/common/status.h"
+#include "unisched/common/time.h"
+#include "unisched/config/config.h"
+#include "unisched/metrics/metrics.h"
+#include "unisched/model/fit.h"
+#include "unisched/model/job.h"
+#include "unisched/store/store.h"
+
+namespace unisched::api {
+
+// What the controller publishes after every change: an immutable view for
+// readers (GET /v1/nodes, /v1/pools, /v1/queues, pending reasons).
+struct ClusterView {
+  struct Node {
+    model::NodeUsage usage;
+    std::string reason;  // why drained/down
+  };
+  std::vector<Node> nodes;
+  std::map<std::string, int> pending_by_queue;
+  std::map<std::string, int> running_by_queue;
+  std::unordered_map<model::JobId, std::vector<model::PendingReason>> pending_reasons;
+};
+
+// The control side of the daemon, as the API needs it. Implemented by the
+// daemon's controller; every method is safe from any thread.
+class ControlPlane {
+ public:
+  enum class JobAction { kCancel, kHold, kRelease };
+  virtual ~ControlPlane() = default;
+  // A job was durably committed; the scheduler takes it from here. Called
+  // before the 201 is sent, so later requests about it are ordered after it.
+  virtual void JobCommitted(const model::Job& job) = 0;
+  // Cancel/hold/release; done gets the job as committed after the action, or
+  // NotFound / Conflict (terminal job, wrong state).
+  virtual void ControlJob(model::JobId id, JobAction action, std::string actor,
+                          std::function<void(Result<model::Job>)> done) = 0;
+  // Drain (drain=true) or resume a node; done gets the node's view.
+  virtual void SetNodeState(std::string node, bool drain, std::string reason, std::string actor,
+                            std::function<void(Result<ClusterView::Node>)> done) = 0;
+  virtual std::shared_ptr<const ClusterView> View() const = 0;
+};
+
+struct ApiContext {
+  const config::Config* config = nullptr;
+  store::Store* store = nullptr;
+  ControlPlane* control = nullptr;
+  metrics::Metrics* metrics = nullptr;
+  const Clock* clock = nullptr;
+  // Path of an attempt's output file ("stdout"/"stderr").
+  std::function<std::string(model::JobId, int, std::string_view)> log_path;
+  // Whether the daemon is ready (store open, recovery done) for /readyz.
+  std::function<bool()> ready;
+};
+
+class Api {
+ public:
+  explicit Api(ApiContext context);
+  // The HTTP handler: routes, authenticates, authorizes, answers.
+  void Handle(HttpRequest request, Respond respond);
+  // Handle() and wait for the answer (tests, tools).
+  HttpResponse HandleSync(HttpRequest request);
+  // Forget cached token -> principal resolutions (after user changes).
+  void InvalidateCredentials();
+
+ private:
+  struct Call;
+  using Endpoint = void (Api::*)(Call&);
+  struct Route {
+    std::string method;
+    std::vector<std::string> segments;  // "{id}" captures
+    std::string templ;
+    Endpoint endpoint;
+    bool needs_auth;
+  };
+
+  Result<auth::Principal> Authenticate(const HttpRequest& request);
+  // Appends an audit record without waiting for its commit.
+  void Audit(const std::string& actor, const std::string& action, const std::string& target, int status);
+
+  void Healthz(Call& call);
+  void Readyz(Call& call);
+  void MetricsText(Call& call);
+  void SubmitJob(Call& call);
+  void ListJobs(Call& call);
+  void GetJob(Call& call);
+  void CancelJob(Call& call);
+  void HoldJob(Call& call);
+  void ReleaseJob(Call& call);
+  void JobLog(Call& call);
+  void JobEvents(Call& call);
+  void ListPools(Call& call);
+  void ListQueues(Call& call);
+  void ListNodes(Call& call);
+  void DrainNode(Call& call);
+  void ResumeNode(Call& call);
+  void CreateUser(Call& call);
+  void ListUsers(Call& call);
+  void CreateToken(Call& call);
+  void ListAudit(Call& call);
+  void WhoAmI(Call& call);
+  void ControlJobAction(Call& call, ControlPlane::JobAction action);
+  // Reads a job the caller may see: NotFound both when missing and when hidden.
+  Result<model::Job> LoadVisibleJob(const Call& call);
+
+  ApiContext ctx_;
+  std::vector<Route> routes_;
+  std::mutex credentials_mu_;
+  std::unordered_map<std::string, auth::Principal> credentials_;  // token hash -> principal
+};
+
+
+}  // namespace unisched::api

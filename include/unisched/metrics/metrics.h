@@ -1,0 +1,46 @@
+#pragma once
+// Prometheus series of the daemon (prometheus-cpp core; the text exposition
+// is served by our own HTTP listener, so there is one HTTP stack).
+//
+// Adding a metric: add a family member below, create it in the constructor
+// with a help text, add a method that updates it. Every name starts with
+// "unisched_". Series of the public contract must never be renamed.
+
+#include <memory>
+#include <string>
+
+namespace unisched::metrics {
+
+class Metrics {
+ public:
+  Metrics();
+  ~Metrics();
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
+
+  // unisched_jobs{state,queue,pool}: jobs known to the store, by state (gauge).
+  void SetJobs(const std::string& state, const std::string& queue, const std::string& pool, double count);
+  // unisched_job_submissions_total{queue}: accepted submissions (counter).
+  void CountSubmission(const std::string& queue);
+  // unisched_scheduler_cycle_seconds: duration of one scheduling cycle (histogram).
+  void ObserveCycle(double seconds);
+  // unisched_http_request_duration_seconds{route,method,code} (histogram).
+  // route is the route template ("/v1/jobs/{id}"), never the raw path.
+  void ObserveHttp(const std::string& route, const std::string& method, int code, double seconds);
+  // unisched_nodes{state,pool}: nodes by state (gauge).
+  void SetNodes(const std::string& state, const std::string& pool, double count);
+  // unisched_jobs_started_total{pool}, unisched_jobs_finished_total{state,pool} (counters).
+  void CountStart(const std::string& pool);
+  void CountFinish(const std::string& state, const std::string& pool);
+  // unisched_store_commit_seconds (histogram) and unisched_store_batch_size (histogram).
+  void ObserveCommit(double seconds, double batch_size);
+
+  // The Prometheus text format (version 0.0.4) of every series.
+  std::string Serialize() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace unisched::metrics

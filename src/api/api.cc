@@ -1,0 +1,823 @@
+// The route table and the endpoint handlers of the REST API (contract v1).
+
+#include "unisched/api/api.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <future>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "api/submission.h"
+#include "unisched/codec/job_json.h"
+#include "unisched/router/router.h"
+
+namespace unisched::api {
+namespace {
+
+using nlohmann::json;
+using model::JobState;
+
+int StatusOf(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kBadRequest:
+      return 400;
+    case ErrorKind::kUnauthenticated:
+      return 401;
+    case ErrorKind::kForbidden:
+      return 403;
+    case ErrorKind::kNotFound:
+      return 404;
+    case ErrorKind::kConflict:
+      return 409;
+    case ErrorKind::kTooLarge:
+      return 413;
+    case ErrorKind::kUnprocessable:
+      return 422;
+    case ErrorKind::kRateLimited:
+      return 429;
+    case ErrorKind::kUnavailable:
+      return 503;
+    case ErrorKind::kInternal:
+      break;
+  }
+  return 500;
+}
+
+HttpResponse FromError(const Error& e) { return ErrorResponse(StatusOf(e.kind), e.code, e.message, e.field); }
+
+HttpResponse Json(int status, const json& body) {
+  HttpResponse r;
+  r.status = status;
+  r.body = body.dump();
+  return r;
+}
+
+std::vector<std::string> SplitPath(std::string_view path) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < path.size()) {
+    while (i < path.size() && path[i] == '/') ++i;
+    size_t j = i;
+    while (j < path.size() && path[j] != '/') ++j;
+    if (j > i) out.emplace_back(path.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+
+bool IsMutating(const std::string& method) { return method == "POST" || method == "DELETE" || method == "PUT"; }
+
+json LabelsJson(const model::Labels& labels) {
+  json out = json::object();
+  for (const auto& [k, v] : labels) out[k] = v;
+  return out;
+}
+
+json NodeJson(const ClusterView::Node& node) {
+  const auto& u = node.usage;
+  json gpus = json::array();
+  json busy = json::array();
+  for (size_t i = 0; i < u.spec.gpus.size(); ++i) {
+    const auto& g = u.spec.gpus[i];
+    gpus.push_back({{"index", g.index}, {"model", g.model}, {"memory_gb", g.memory_gb}});
+    if (i < u.gpu_busy.size() && u.gpu_busy[i]) busy.push_back(g.index);
+  }
+  return {{"name", u.spec.name},
+          {"pool", u.spec.pool},
+          {"labels", LabelsJson(u.spec.labels)},
+          {"state", std::string(model::ToString(u.state))},
+          {"reason", node.reason},
+          {"resources", {{"cpus", u.spec.cpus}, {"memory_mb", u.spec.memory_mb}, {"gpus", gpus}}},
+          {"allocated", {{"cpus", u.cpus_used}, {"memory_mb", u.memory_used_mb}, {"gpus", busy}}},
+          {"last_heartbeat", nullptr}};
+}
+
+json UserJson(const store::UserRecord& u) {
+  return {{"name", u.name},     {"role", u.role},           {"projects", u.projects},
+          {"queues", u.queues}, {"unix_user", u.unix_user}, {"from_config", u.from_config}};
+}
+
+bool ValidUserName(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  if (!(std::islower(static_cast<unsigned char>(name[0])) || name[0] == '_')) return false;
+  for (char c : name) {
+    if (!(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '_' ||
+          c == '-' || c == '.')) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+// One request while its endpoint runs. `reply` may be copied into callbacks
+// that answer later (after a commit); it records metrics and the audit trail
+// exactly once, and owns nothing of the Call.
+struct Api::Call {
+  struct Reply {
+    std::atomic<bool> answered{false};
+    Respond respond;
+    std::chrono::steady_clock::time_point started;
+    std::string method, route, path, actor = "anonymous";
+    bool audited = false;  // the endpoint wrote the audit record in its own transaction
+  };
+  HttpRequest request;
+  std::map<std::string, std::string> params;  // path captures
+  std::optional<auth::Principal> principal;
+  std::shared_ptr<Reply> state;
+  std::function<void(HttpResponse)> reply;
+
+  const std::string& Param(const std::string& name) const { return params.at(name); }
+  void MarkAudited() { state->audited = true; }
+};
+
+Api::Api(ApiContext context) : ctx_(std::move(context)) {
+  auto add = [this](std::string method, std::string templ, Endpoint endpoint, bool needs_auth = true) {
+    routes_.push_back({std::move(method), SplitPath(templ), templ, endpoint, needs_auth});
+  };
+  add("GET", "/healthz", &Api::Healthz, false);
+  add("GET", "/readyz", &Api::Readyz, false);
+  add("GET", "/metrics", &Api::MetricsText, ctx_.config->server.metrics_require_token);
+  add("POST", "/v1/jobs", &Api::SubmitJob);
+  add("GET", "/v1/jobs", &Api::ListJobs);
+  add("GET", "/v1/jobs/{id}", &Api::GetJob);
+  add("DELETE", "/v1/jobs/{id}", &Api::CancelJob);
+  add("POST", "/v1/jobs/{id}/hold", &Api::HoldJob);
+  add("POST", "/v1/jobs/{id}/release", &Api::ReleaseJob);
+  add("GET", "/v1/jobs/{id}/log", &Api::JobLog);
+  add("GET", "/v1/jobs/{id}/events", &Api::JobEvents);
+  add("GET", "/v1/pools", &Api::ListPools);
+  add("GET", "/v1/queues", &Api::ListQueues);
+  add("GET", "/v1/nodes", &Api::ListNodes);
+  add("POST", "/v1/nodes/{name}/drain", &Api::DrainNode);
+  add("POST", "/v1/nodes/{name}/resume", &Api::ResumeNode);
+  add("POST", "/v1/users", &Api::CreateUser);
+  add("GET", "/v1/users", &Api::ListUsers);
+  add("POST", "/v1/users/{name}/tokens", &Api::CreateToken);
+  add("GET", "/v1/audit", &Api::ListAudit);
+  add("GET", "/v1/whoami", &Api::WhoAmI);
+}
+
+void Api::InvalidateCredentials() {
+  std::lock_guard lock(credentials_mu_);
+  credentials_.clear();
+}
+
+Result<auth::Principal> Api::Authenticate(const HttpRequest& request) {
+  const std::string header = request.Header("authorization");
+  static constexpr std::string_view kBearer = "Bearer ";
+  if (header.size() <= kBearer.size() || header.compare(0, kBearer.size(), kBearer) != 0) {
+    return Error::Unauthenticated("missing bearer token: send 'Authorization: Bearer <token>'");
+  }
+  const std::string hash = auth::HashToken(std::string_view(header).substr(kBearer.size()));
+  {
+    std::lock_guard lock(credentials_mu_);
+    if (auto it = credentials_.find(hash); it != credentials_.end()) return it->second;
+  }
+  auto token = ctx_.store->FindToken(hash);
+  if (!token || token->kind != "user") return Error::Unauthenticated("invalid or revoked token");
+  auto user = ctx_.store->GetUser(token->user);
+  if (!user) return Error::Unauthenticated("the token's user no longer exists");
+  auth::Principal p;
+  p.user = user->name;
+  p.role = auth::ParseRole(user->role).value_or(auth::Role::kUser);
+  p.projects = user->projects;
+  p.queues = user->queues;
+  p.unix_user = user->unix_user;
+  std::lock_guard lock(credentials_mu_);
+  credentials_[hash] = p;
+  return p;
+}
+
+void Api::Audit(const std::string& actor, const std::string& action, const std::string& target, int status) {
+  store::AuditRecord record{ctx_.clock->Now(), actor, action, target, std::to_string(status)};
+  ctx_.store->Write([record](store::Transaction& t) { return t.AppendAudit(record); },
+                    [](Status s) {
+                      if (!s.ok()) spdlog::warn("audit write failed: {}", s.error().message);
+                    });
+}
+
+void Api::Handle(HttpRequest request, Respond respond) {
+  Call call;
+  call.request = std::move(request);
+  call.state = std::make_shared<Call::Reply>();
+  auto& state = *call.state;
+  state.started = std::chrono::steady_clock::now();
+  state.respond = std::move(respond);
+  state.method = call.request.method;
+  state.path = call.request.path;
+  state.route = "unmatched";
+
+  const auto parts = SplitPath(call.request.path);
+  const Route* match = nullptr;
+  bool path_known = false;
+  for (const auto& route : routes_) {
+    if (route.segments.size() != parts.size()) continue;
+    std::map<std::string, std::string> params;
+    bool ok = true;
+    for (size_t i = 0; i < parts.size() && ok; ++i) {
+      const auto& seg = route.segments[i];
+      if (seg.size() > 2 && seg.front() == '{' && seg.back() == '}') {
+        params[seg.substr(1, seg.size() - 2)] = parts[i];
+      } else {
+        ok = seg == parts[i];
+      }
+    }
+    if (!ok) continue;
+    path_known = true;
+    if (route.method != call.request.method) continue;
+    match = &route;
+    call.params = std::move(params);
+    break;
+  }
+  if (match) state.route = match->templ;
+
+  // Answer exactly once: metrics, audit of mutating calls, then the wire.
+  call.reply = [this, reply_state = call.state](HttpResponse response) {
+    if (reply_state->answered.exchange(true)) return;
+    const auto& st = *reply_state;
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - st.started).count();
+    ctx_.metrics->ObserveHttp(st.route, st.method, response.status, seconds);
+    if (!st.audited && IsMutating(st.method)) Audit(st.actor, st.method + " " + st.route, st.path, response.status);
+    st.respond(std::move(response));
+  };
+
+  if (!match) {
+    call.reply(path_known ? ErrorResponse(405, "method_not_allowed",
+                                          call.request.method + " is not allowed on " + call.request.path)
+                          : ErrorResponse(404, "not_found", "no such endpoint: " + call.request.path));
+    return;
+  }
+  if (match->needs_auth) {
+    auto principal = Authenticate(call.request);
+    if (!principal.ok()) {
+      call.reply(FromError(principal.error()));
+      return;
+    }
+    call.principal = std::move(principal.value());
+    state.actor = call.principal->user;
+  }
+  try {
+    (this->*(match->endpoint))(call);
+  } catch (const std::exception& e) {
+    spdlog::error("{} {}: {}", call.request.method, call.request.path, e.what());
+    call.reply(ErrorResponse(500, "internal", "internal error; see the daemon log"));
+  }
+}
+
+HttpResponse Api::HandleSync(HttpRequest request) {
+  auto promise = std::make_shared<std::promise<HttpResponse>>();
+  auto future = promise->get_future();
+  Handle(std::move(request), [promise](HttpResponse r) { promise->set_value(std::move(r)); });
+  return future.get();
+}
+
+// ---- probes and metrics ----
+
+void Api::Healthz(Call& call) { call.reply(Json(200, {{"status", "ok"}})); }
+
+void Api::Readyz(Call& call) {
+  if (ctx_.ready && !ctx_.ready()) {
+    call.reply(ErrorResponse(503, "not_ready", "the daemon is starting: recovery is not finished"));
+    return;
+  }
+  call.reply(Json(200, {{"status", "ready"}}));
+}
+
+void Api::MetricsText(Call& call) {
+  HttpResponse r;
+  r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+  r.body = ctx_.metrics->Serialize();
+  call.reply(std::move(r));
+}
+
+// ---- jobs ----
+
+namespace {
+json JobView(const model::Job& job, const ClusterView* view) {
+  json out = codec::JobToJson(job);
+  json reasons = json::array();
+  if (job.state == JobState::kHeld) {
+    reasons.push_back({{"code", "Held"}, {"message", "held; release it to let it be scheduled"}});
+  } else if (job.state == JobState::kPending && view) {
+    if (auto it = view->pending_reasons.find(job.id); it != view->pending_reasons.end()) {
+      for (const auto& r : it->second) reasons.push_back({{"code", r.code}, {"message", r.message}});
+    }
+  }
+  out["pending_reasons"] = std::move(reasons);
+  return out;
+}
+}  // namespace
+
+void Api::SubmitJob(Call& call) {
+  json body = json::parse(call.request.body, nullptr, false);
+  if (body.is_discarded()) {
+    call.reply(ErrorResponse(400, "malformed_json", "the request body is not valid JSON"));
+    return;
+  }
+  auto parsed = ParseSubmission(body);
+  if (!parsed.ok()) {
+    call.reply(FromError(parsed.error()));
+    return;
+  }
+  Submission& s = parsed.value();
+  const auth::Principal& who = *call.principal;
+  const auto& cfg = *ctx_.config;
+
+  std::string project = s.project.value_or(who.projects.size() == 1 ? who.projects.front() : "default");
+  bool known_project = false;
+  for (const auto& p : cfg.projects) known_project |= p.name == project;
+  if (!known_project) {
+    call.reply(ErrorResponse(422, "unknown_project", "project '" + project + "' does not exist", "project"));
+    return;
+  }
+  if (!auth::CanSubmitTo(who, project)) {
+    call.reply(ErrorResponse(403, "forbidden", "user " + who.user + " is not a member of project " + project,
+                             "project"));
+    return;
+  }
+  auto route = router::Route(cfg.cluster, {s.workload, s.resources, s.constraints, s.queue});
+  if (!route.ok()) {
+    call.reply(FromError(route.error()));
+    return;
+  }
+  if (s.priority > 0 && !auth::CanRaisePriority(who, route->queue)) {
+    call.reply(ErrorResponse(403, "forbidden",
+                             "only platform-admins and admins of queue " + route->queue +
+                                 " may submit with a priority above 0",
+                             "priority"));
+    return;
+  }
+  const std::string idempotency_key = call.request.Header("idempotency-key");
+  if (idempotency_key.size() > 255) {
+    call.reply(ErrorResponse(400, "invalid_header", "Idempotency-Key must be at most 255 characters"));
+    return;
+  }
+
+  model::Job job;
+  job.name = s.name;
+  job.user = who.user;
+  job.project = project;
+  job.queue = route->queue;
+  job.pool = route->pool;
+  job.state = JobState::kPending;
+  job.workload = std::move(s.workload);
+  job.resources = route->resources;
+  job.constraints = std::move(s.constraints);
+  job.command = std::move(s.command);
+  job.env = std::move(s.env);
+  job.priority = s.priority;
+  job.routing = {route->pool, route->queue, route->reason};
+  job.submitted_at = ctx_.clock->Now();
+  job.config_version = cfg.version;
+
+  struct Outcome {
+    model::JobId id = 0;
+    bool replayed = false;
+  };
+  auto outcome = std::make_shared<Outcome>();
+  store::AuditRecord audit{job.submitted_at, who.user, "POST /v1/jobs", "", "201"};
+  call.MarkAudited();
+  auto reply = call.reply;
+  ctx_.store->Write(
+      [job, idempotency_key, audit, outcome](store::Transaction& t) mutable -> Status {
+        if (!idempotency_key.empty()) {
+          if (auto existing = t.FindIdempotentJob(job.user, idempotency_key)) {
+            outcome->id = *existing;
+            outcome->replayed = true;
+            return Status::Ok();
+          }
+        }
+        auto id = t.InsertJob(job, idempotency_key);
+        if (!id.ok()) return id.error();
+        outcome->id = *id;
+        audit.target = "job/" + std::to_string(*id);
+        if (auto s = t.AppendEvent(*id, {job.submitted_at, "submitted", job.routing.reason}); !s.ok()) return s;
+        return t.AppendAudit(audit);
+      },
+      [this, job, outcome, reply](Status status) mutable {
+        if (!status.ok()) {
+          spdlog::error("submission not committed: {}", status.error().message);
+          reply(ErrorResponse(503, "store_unavailable", "the job was not stored; retry with the same Idempotency-Key"));
+          return;
+        }
+        if (outcome->replayed) {
+          auto existing = ctx_.store->GetJob(outcome->id);
+          if (!existing.ok()) {
+            reply(FromError(existing.error()));
+            return;
+          }
+          auto r = Json(201, JobView(*existing, ctx_.control->View().get()));
+          r.headers.emplace_back("Idempotent-Replayed", "true");
+          reply(std::move(r));
+          return;
+        }
+        job.id = outcome->id;
+        ctx_.control->JobCommitted(job);
+        ctx_.metrics->CountSubmission(job.queue);
+        auto r = Json(201, JobView(job, nullptr));
+        r.headers.emplace_back("Location", "/v1/jobs/" + std::to_string(job.id));
+        reply(std::move(r));
+      });
+}
+
+void Api::ListJobs(Call& call) {
+  const auto& q = call.request.query;
+  store::JobFilter filter;
+  if (auto it = q.find("state"); it != q.end() && !it->second.empty()) {
+    auto state = model::ParseJobState(it->second);
+    if (!state) {
+      call.reply(ErrorResponse(422, "invalid_value",
+                               "state '" + it->second +
+                                   "' is not known; use PENDING, HELD, RUNNING, COMPLETED, FAILED, CANCELLED, "
+                                   "TIMEOUT or NODE_FAIL",
+                               "state"));
+      return;
+    }
+    filter.state = state;
+  }
+  for (auto [key, slot] : {std::pair{"queue", &filter.queue}, std::pair{"pool", &filter.pool},
+                           std::pair{"project", &filter.project}, std::pair{"user", &filter.user}}) {
+    if (auto it = q.find(key); it != q.end() && !it->second.empty()) *slot = it->second;
+  }
+  auto parse_int = [&](const char* key, int64_t min, int64_t max, int64_t& out) -> bool {
+    auto it = q.find(key);
+    if (it == q.end() || it->second.empty()) return true;
+    try {
+      size_t used = 0;
+      const int64_t v = std::stoll(it->second, &used);
+      if (used != it->second.size() || v < min || v > max) throw std::out_of_range("range");
+      out = v;
+      return true;
+    } catch (const std::exception&) {
+      call.reply(ErrorResponse(422, "invalid_value",
+                               std::string(key) + " must be an integer between " + std::to_string(min) + " and " +
+                                   std::to_string(max),
+                               key));
+      return false;
+    }
+  };
+  int64_t limit = 100, cursor = 0;
+  if (!parse_int("limit", 0, 1000, limit) || !parse_int("cursor", 1, INT64_MAX, cursor)) return;
+  filter.limit = static_cast<int>(limit);
+  if (cursor > 0) filter.cursor = cursor;
+  const auth::Principal& who = *call.principal;
+  if (!auth::IsPlatformAdmin(who)) {
+    filter.visible_projects = who.projects;
+    if (who.role == auth::Role::kQueueAdmin) filter.visible_queues = who.queues;
+  }
+  auto page = ctx_.store->ListJobs(filter);
+  auto view = ctx_.control->View();
+  json jobs = json::array();
+  for (const auto& job : page.jobs) jobs.push_back(JobView(job, view.get()));
+  call.reply(Json(200, {{"jobs", std::move(jobs)},
+                        {"total", page.total},
+                        {"next_cursor", page.next_cursor ? json(std::to_string(*page.next_cursor)) : json(nullptr)}}));
+}
+
+Result<model::Job> Api::LoadVisibleJob(const Call& call) {
+  const std::string& raw = call.Param("id");
+  model::JobId id = 0;
+  try {
+    size_t used = 0;
+    id = std::stoll(raw, &used);
+    if (used != raw.size() || id <= 0) throw std::invalid_argument("id");
+  } catch (const std::exception&) {
+    return Error::NotFound("no job " + raw + ": job ids are positive integers");
+  }
+  auto job = ctx_.store->GetJob(id);
+  if (!job.ok() || !auth::CanReadJob(*call.principal, *job)) return Error::NotFound("no job " + raw);
+  return job;
+}
+
+void Api::GetJob(Call& call) {
+  auto job = LoadVisibleJob(call);
+  if (!job.ok()) {
+    call.reply(FromError(job.error()));
+    return;
+  }
+  call.reply(Json(200, JobView(*job, ctx_.control->View().get())));
+}
+
+void Api::ControlJobAction(Call& call, ControlPlane::JobAction action) {
+  auto job = LoadVisibleJob(call);
+  if (!job.ok()) {
+    call.reply(FromError(job.error()));
+    return;
+  }
+  if (!auth::CanControlJob(*call.principal, *job)) {
+    call.reply(ErrorResponse(403, "forbidden",
+                             "user " + call.principal->user + " may not control job " + std::to_string(job->id) +
+                                 " of user " + job->user));
+    return;
+  }
+  auto reply = call.reply;
+  auto view = ctx_.control->View();
+  ctx_.control->ControlJob(job->id, action, call.principal->user, [reply, this](Result<model::Job> result) {
+    if (!result.ok()) {
+      reply(FromError(result.error()));
+      return;
+    }
+    reply(Json(200, JobView(*result, ctx_.control->View().get())));
+  });
+}
+
+void Api::CancelJob(Call& call) { ControlJobAction(call, ControlPlane::JobAction::kCancel); }
+void Api::HoldJob(Call& call) { ControlJobAction(call, ControlPlane::JobAction::kHold); }
+void Api::ReleaseJob(Call& call) { ControlJobAction(call, ControlPlane::JobAction::kRelease); }
+
+void Api::JobLog(Call& call) {
+  auto job = LoadVisibleJob(call);
+  if (!job.ok()) {
+    call.reply(FromError(job.error()));
+    return;
+  }
+  std::string stream = "stdout";
+  if (auto it = call.request.query.find("stream"); it != call.request.query.end() && !it->second.empty()) {
+    stream = it->second;
+  }
+  if (stream != "stdout" && stream != "stderr") {
+    call.reply(ErrorResponse(422, "invalid_value", "stream must be stdout or stderr", "stream"));
+    return;
+  }
+  HttpResponse r;
+  r.content_type = "text/plain; charset=utf-8";
+  if (const model::Attempt* attempt = job->CurrentAttempt()) {
+    std::ifstream in(ctx_.log_path(job->id, attempt->number, stream), std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    r.body = text.str();
+  }
+  call.reply(std::move(r));
+}
+
+void Api::JobEvents(Call& call) {
+  auto job = LoadVisibleJob(call);
+  if (!job.ok()) {
+    call.reply(FromError(job.error()));
+    return;
+  }
+  json events = json::array();
+  for (const auto& e : ctx_.store->ListEvents(job->id)) {
+    events.push_back({{"time", FormatRfc3339(e.time)}, {"kind", e.kind}, {"message", e.message}});
+  }
+  call.reply(Json(200, {{"events", std::move(events)}}));
+}
+
+// ---- cluster ----
+
+void Api::ListPools(Call& call) {
+  auto view = ctx_.control->View();
+  json pools = json::array();
+  for (const auto& pool : ctx_.config->cluster.pools) {
+    int cpus = 0, gpus = 0, cpus_used = 0, gpus_used = 0;
+    int64_t memory = 0, memory_used = 0;
+    for (const auto& node : view->nodes) {
+      const auto& u = node.usage;
+      if (u.spec.pool != pool.name) continue;
+      cpus += u.spec.cpus;
+      memory += u.spec.memory_mb;
+      gpus += static_cast<int>(u.spec.gpus.size());
+      cpus_used += u.cpus_used;
+      memory_used += u.memory_used_mb;
+      for (bool b : u.gpu_busy) gpus_used += b ? 1 : 0;
+    }
+    pools.push_back({{"name", pool.name},
+                     {"kind", std::string(model::ToString(pool.kind))},
+                     {"labels", LabelsJson(pool.labels)},
+                     {"nodes", pool.nodes},
+                     {"capacity", {{"cpus", cpus}, {"memory_mb", memory}, {"gpus", gpus}}},
+                     {"allocated", {{"cpus", cpus_used}, {"memory_mb", memory_used}, {"gpus", gpus_used}}}});
+  }
+  call.reply(Json(200, {{"pools", std::move(pools)}}));
+}
+
+void Api::ListQueues(Call& call) {
+  auto view = ctx_.control->View();
+  json queues = json::array();
+  for (const auto& q : ctx_.config->cluster.queues) {
+    json policy = {{"type", q.policy.type}, {"preemptible", q.policy.preemptible}};
+    auto opt = [&policy](const char* key, const auto& value) {
+      if (value) policy[key] = *value;
+    };
+    opt("max_walltime_hours", q.policy.max_walltime_hours);
+    opt("default_walltime_hours", q.policy.default_walltime_hours);
+    opt("default_memory_mb_per_cpu", q.policy.default_memory_mb_per_cpu);
+    opt("gpu_quota_per_project", q.policy.gpu_quota_per_project);
+    opt("scale_in_idle_seconds", q.policy.scale_in_idle_seconds);
+    opt("max_concurrency", q.policy.max_concurrency);
+    json kinds = json::array();
+    for (auto k : q.workload_kinds) kinds.push_back(std::string(model::ToString(k)));
+    auto count = [](const std::map<std::string, int>& m, const std::string& k) {
+      auto it = m.find(k);
+      return it == m.end() ? 0 : it->second;
+    };
+    queues.push_back({{"name", q.name},
+                      {"pool", q.pool},
+                      {"policy", std::move(policy)},
+                      {"workload_kinds", std::move(kinds)},
+                      {"priority_tier", q.priority_tier},
+                      {"pending", count(view->pending_by_queue, q.name)},
+                      {"running", count(view->running_by_queue, q.name)}});
+  }
+  call.reply(Json(200, {{"queues", std::move(queues)}}));
+}
+
+void Api::ListNodes(Call& call) {
+  auto view = ctx_.control->View();
+  json nodes = json::array();
+  for (const auto& node : view->nodes) nodes.push_back(NodeJson(node));
+  call.reply(Json(200, {{"nodes", std::move(nodes)}}));
+}
+
+namespace {
+std::string ReasonFromBody(const std::string& body) {
+  if (body.empty()) return {};
+  json j = json::parse(body, nullptr, false);
+  if (j.is_object() && j.contains("reason") && j["reason"].is_string()) return j["reason"].get<std::string>();
+  return {};
+}
+}  // namespace
+
+void Api::DrainNode(Call& call) {
+  if (!auth::IsPlatformAdmin(*call.principal)) {
+    call.reply(ErrorResponse(403, "forbidden", "only platform-admins may drain nodes"));
+    return;
+  }
+  if (!call.request.body.empty() && json::parse(call.request.body, nullptr, false).is_discarded()) {
+    call.reply(ErrorResponse(400, "malformed_json", "the request body is not valid JSON"));
+    return;
+  }
+  auto reply = call.reply;
+  ctx_.control->SetNodeState(call.Param("name"), true, ReasonFromBody(call.request.body), call.principal->user,
+                             [reply](Result<ClusterView::Node> node) {
+                               reply(node.ok() ? Json(200, NodeJson(*node)) : FromError(node.error()));
+                             });
+}
+
+void Api::ResumeNode(Call& call) {
+  if (!auth::IsPlatformAdmin(*call.principal)) {
+    call.reply(ErrorResponse(403, "forbidden", "only platform-admins may resume nodes"));
+    return;
+  }
+  auto reply = call.reply;
+  ctx_.control->SetNodeState(call.Param("name"), false, "", call.principal->user,
+                             [reply](Result<ClusterView::Node> node) {
+                               reply(node.ok() ? Json(200, NodeJson(*node)) : FromError(node.error()));
+                             });
+}
+
+// ---- users and tokens ----
+
+void Api::CreateUser(Call& call) {
+  if (!auth::IsPlatformAdmin(*call.principal)) {
+    call.reply(ErrorResponse(403, "forbidden", "only platform-admins may create users"));
+    return;
+  }
+  json body = json::parse(call.request.body, nullptr, false);
+  if (body.is_discarded() || !body.is_object()) {
+    call.reply(ErrorResponse(400, "malformed_json", "the request body must be a JSON object"));
+    return;
+  }
+  store::UserRecord user;
+  for (const auto& [key, value] : body.items()) {
+    if (key == "name" || key == "role" || key == "unix_user") {
+      if (!value.is_string()) {
+        call.reply(ErrorResponse(400, "invalid_type", key + " must be a string", key));
+        return;
+      }
+    } else if (key == "projects" || key == "queues") {
+      if (!value.is_array() || !std::all_of(value.begin(), value.end(), [](const json& v) { return v.is_string(); })) {
+        call.reply(ErrorResponse(400, "invalid_type", key + " must be a list of strings", key));
+        return;
+      }
+    } else {
+      call.reply(ErrorResponse(400, "unknown_field",
+                               "unknown field '" + key + "'; expected name, role, projects, queues, unix_user", key));
+      return;
+    }
+  }
+  user.name = body.value("name", "");
+  user.role = body.value("role", "user");
+  user.unix_user = body.value("unix_user", "");
+  if (body.contains("projects")) user.projects = body["projects"].get<std::vector<std::string>>();
+  if (body.contains("queues")) user.queues = body["queues"].get<std::vector<std::string>>();
+  if (!ValidUserName(user.name)) {
+    call.reply(ErrorResponse(422, "invalid_value",
+                             "name must be 1-64 characters: lower-case letters, digits, '_', '-', '.'", "name"));
+    return;
+  }
+  if (!auth::ParseRole(user.role)) {
+    call.reply(ErrorResponse(422, "invalid_value", "role must be platform-admin, queue-admin or user", "role"));
+    return;
+  }
+  for (const auto& p : user.projects) {
+    bool known = false;
+    for (const auto& cp : ctx_.config->projects) known |= cp.name == p;
+    if (!known) {
+      call.reply(ErrorResponse(422, "unknown_project", "project '" + p + "' does not exist", "projects"));
+      return;
+    }
+  }
+  for (const auto& q : user.queues) {
+    if (!ctx_.config->cluster.FindQueue(q)) {
+      call.reply(ErrorResponse(422, "unknown_queue", "queue '" + q + "' does not exist", "queues"));
+      return;
+    }
+  }
+  if (user.role == "queue-admin" && user.queues.empty()) {
+    call.reply(ErrorResponse(422, "invalid_value", "a queue-admin needs the queues it administers", "queues"));
+    return;
+  }
+  for (const auto& cu : ctx_.config->users) {
+    if (cu.name == user.name) {
+      call.reply(ErrorResponse(409, "defined_in_config",
+                               "user " + user.name + " is defined in the config file; change it there"));
+      return;
+    }
+  }
+  if (auto existing = ctx_.store->GetUser(user.name); existing && existing->from_config) {
+    call.reply(ErrorResponse(409, "defined_in_config", "user " + user.name + " is managed by the daemon"));
+    return;
+  }
+  auto reply = call.reply;
+  ctx_.store->Write([user](store::Transaction& t) { return t.UpsertUser(user); },
+                    [this, reply, user](Status s) {
+                      if (!s.ok()) {
+                        reply(FromError(s.error()));
+                        return;
+                      }
+                      InvalidateCredentials();
+                      reply(Json(201, UserJson(user)));
+                    });
+}
+
+void Api::ListUsers(Call& call) {
+  if (!auth::IsPlatformAdmin(*call.principal)) {
+    call.reply(ErrorResponse(403, "forbidden", "only platform-admins may list users"));
+    return;
+  }
+  json users = json::array();
+  for (const auto& u : ctx_.store->ListUsers()) users.push_back(UserJson(u));
+  call.reply(Json(200, {{"users", std::move(users)}}));
+}
+
+void Api::CreateToken(Call& call) {
+  const std::string& name = call.Param("name");
+  if (!auth::IsPlatformAdmin(*call.principal) && call.principal->user != name) {
+    call.reply(ErrorResponse(403, "forbidden", "only platform-admins may create tokens for other users"));
+    return;
+  }
+  if (!ctx_.store->GetUser(name)) {
+    call.reply(ErrorResponse(404, "not_found", "no user " + name));
+    return;
+  }
+  const std::string token = auth::GenerateToken();
+  store::TokenRecord record{auth::HashToken(token), name, "user", "", ctx_.clock->Now()};
+  auto reply = call.reply;
+  ctx_.store->Write([record](store::Transaction& t) { return t.InsertToken(record); },
+                    [reply, token, name](Status s) {
+                      reply(s.ok() ? Json(201, {{"token", token}, {"user", name}}) : FromError(s.error()));
+                    });
+}
+
+void Api::ListAudit(Call& call) {
+  if (!auth::IsPlatformAdmin(*call.principal)) {
+    call.reply(ErrorResponse(403, "forbidden", "only platform-admins may read the audit log"));
+    return;
+  }
+  int limit = 100;
+  if (auto it = call.request.query.find("limit"); it != call.request.query.end()) {
+    try {
+      limit = std::clamp(std::stoi(it->second), 1, 10000);
+    } catch (const std::exception&) {
+      call.reply(ErrorResponse(422, "invalid_value", "limit must be an integer", "limit"));
+      return;
+    }
+  }
+  json records = json::array();
+  for (const auto& a : ctx_.store->ListAudit(limit)) {
+    records.push_back({{"time", FormatRfc3339(a.time)},
+                       {"actor", a.actor},
+                       {"action", a.action},
+                       {"target", a.target},
+                       {"result", a.result}});
+  }
+  call.reply(Json(200, {{"audit", std::move(records)}}));
+}
+
+void Api::WhoAmI(Call& call) {
+  const auto& p = *call.principal;
+  call.reply(Json(200, {{"user", p.user},
+                        {"role", std::string(auth::ToString(p.role))},
+                        {"projects", p.projects},
+                        {"queues", p.queues}}));
+}
+
+}  // namespace unisched::api

@@ -1,0 +1,215 @@
+#include "api/submission.h"
+
+#include <set>
+
+namespace unisched::api {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kMaxNodes = 4096;
+constexpr int kMaxCpus = 1 << 20;
+constexpr int kMaxGpus = 1024;
+constexpr size_t kMaxNameLength = 255;
+
+std::string TypeName(const json& v) { return v.type_name(); }
+
+Error WrongType(const std::string& field, const char* expected, const json& got) {
+  return Error::BadRequest("invalid_type", field + " must be " + expected + ", got " + TypeName(got), field);
+}
+
+std::optional<Error> CheckKeys(const json& obj, const std::string& prefix, const std::set<std::string>& allowed) {
+  for (const auto& [key, value] : obj.items()) {
+    (void)value;
+    if (!allowed.count(key)) {
+      std::string list;
+      for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+      const std::string field = prefix.empty() ? key : prefix + "." + key;
+      return Error::BadRequest("unknown_field", "unknown field '" + field + "'; expected one of: " + list, field);
+    }
+  }
+  return std::nullopt;
+}
+
+// Reads an integer field in [min, max]; absent leaves `out` unchanged.
+std::optional<Error> ReadInt(const json& obj, const char* key, const std::string& field, int64_t min, int64_t max,
+                             int64_t& out) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return std::nullopt;
+  if (!it->is_number_integer()) {
+    if (it->is_number_float()) {
+      return Error::BadRequest("invalid_type", field + " must be a whole number, got " + it->dump(), field);
+    }
+    return WrongType(field, "an integer", *it);
+  }
+  const int64_t v = it->get<int64_t>();
+  if (v < min || v > max) {
+    return Error::Unprocessable("invalid_value",
+                                field + " must be between " + std::to_string(min) + " and " + std::to_string(max) +
+                                    ", got " + std::to_string(v),
+                                field);
+  }
+  out = v;
+  return std::nullopt;
+}
+
+// A scalar as text: strings as they are, numbers and booleans in JSON form.
+std::optional<std::string> ScalarText(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number() || v.is_boolean()) return v.dump();
+  return std::nullopt;
+}
+
+bool ValidEnvName(const std::string& name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+  for (char c : name) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<Submission> ParseSubmission(const json& body) {
+  if (!body.is_object()) {
+    return Error::BadRequest("invalid_type", "the request body must be a JSON object describing the job");
+  }
+  if (auto e = CheckKeys(body, "",
+                         {"name", "project", "queue", "workload", "resources", "constraints", "command", "env",
+                          "priority"})) {
+    return *e;
+  }
+  Submission s;
+
+  if (auto it = body.find("name"); it != body.end() && !it->is_null()) {
+    if (!it->is_string()) return WrongType("name", "a string", *it);
+    s.name = it->get<std::string>();
+    if (s.name.size() > kMaxNameLength) {
+      return Error::Unprocessable("invalid_value", "name must be at most 255 characters", "name");
+    }
+  }
+  for (const char* key : {"project", "queue"}) {
+    auto it = body.find(key);
+    if (it == body.end() || it->is_null()) continue;
+    if (!it->is_string()) return WrongType(key, "a string", *it);
+    if (it->get<std::string>().empty()) {
+      return Error::Unprocessable("invalid_value", std::string(key) + " must not be empty; omit it to use the default",
+                                  key);
+    }
+    (std::string_view(key) == "project" ? s.project : s.queue) = it->get<std::string>();
+  }
+
+  // workload: required, {"kind": ..., features...}
+  auto wl = body.find("workload");
+  if (wl == body.end() || wl->is_null()) {
+    return Error::Unprocessable("missing_field",
+                                "workload is required, e.g. {\"kind\": \"hpc\"}; kinds: hpc, ai-training, "
+                                "ai-inference, agent",
+                                "workload");
+  }
+  if (!wl->is_object()) return WrongType("workload", "an object", *wl);
+  auto kind = wl->find("kind");
+  if (kind == wl->end()) {
+    return Error::Unprocessable("missing_field",
+                                "workload.kind is required: one of hpc, ai-training, ai-inference, agent",
+                                "workload.kind");
+  }
+  if (!kind->is_string()) return WrongType("workload.kind", "a string", *kind);
+  auto parsed_kind = model::ParseWorkloadKind(kind->get<std::string>());
+  if (!parsed_kind) {
+    return Error::Unprocessable("invalid_value",
+                                "workload.kind '" + kind->get<std::string>() +
+                                    "' is not known; use one of hpc, ai-training, ai-inference, agent",
+                                "workload.kind");
+  }
+  s.workload.kind = *parsed_kind;
+  for (const auto& [key, value] : wl->items()) {
+    if (key == "kind") continue;
+    auto text = ScalarText(value);
+    if (!text) return WrongType("workload." + key, "a string, number or boolean", value);
+    s.workload.features[key] = *text;
+  }
+
+  if (auto res = body.find("resources"); res != body.end() && !res->is_null()) {
+    if (!res->is_object()) return WrongType("resources", "an object", *res);
+    if (auto e = CheckKeys(*res, "resources",
+                           {"nodes", "cpus", "memory_mb", "gpus", "gpu_model", "walltime_seconds"})) {
+      return *e;
+    }
+    int64_t nodes = 1, cpus = 1, memory = 0, gpus = 0, walltime = 0;
+    if (auto e = ReadInt(*res, "nodes", "resources.nodes", 1, kMaxNodes, nodes)) return *e;
+    if (auto e = ReadInt(*res, "cpus", "resources.cpus", 1, kMaxCpus, cpus)) return *e;
+    if (auto e = ReadInt(*res, "memory_mb", "resources.memory_mb", 1, int64_t{1} << 40, memory)) return *e;
+    if (auto e = ReadInt(*res, "gpus", "resources.gpus", 0, kMaxGpus, gpus)) return *e;
+    if (auto e = ReadInt(*res, "walltime_seconds", "resources.walltime_seconds", 1, int64_t{10} * 365 * 86400,
+                         walltime)) {
+      return *e;
+    }
+    s.resources.nodes = static_cast<int>(nodes);
+    s.resources.cpus = static_cast<int>(cpus);
+    s.resources.memory_mb = memory;
+    s.resources.gpus = static_cast<int>(gpus);
+    s.resources.walltime_seconds = walltime;
+    if (auto gm = res->find("gpu_model"); gm != res->end() && !gm->is_null()) {
+      if (!gm->is_string()) return WrongType("resources.gpu_model", "a string", *gm);
+      s.resources.gpu_model = gm->get<std::string>();
+    }
+  }
+
+  if (auto c = body.find("constraints"); c != body.end() && !c->is_null()) {
+    if (!c->is_object()) return WrongType("constraints", "an object of node labels", *c);
+    for (const auto& [key, value] : c->items()) {
+      auto text = ScalarText(value);
+      if (!text) return WrongType("constraints." + key, "a string, number or boolean", value);
+      s.constraints[key] = *text;
+    }
+  }
+
+  auto cmd = body.find("command");
+  if (cmd == body.end() || cmd->is_null()) {
+    return Error::Unprocessable("missing_field",
+                                "command is required: a non-empty list of strings, e.g. [\"/bin/sh\", \"-c\", "
+                                "\"echo hello\"]",
+                                "command");
+  }
+  if (!cmd->is_array()) return WrongType("command", "a list of strings", *cmd);
+  if (cmd->empty()) {
+    return Error::Unprocessable("invalid_value", "command must not be empty; give the program and its arguments",
+                                "command");
+  }
+  for (size_t i = 0; i < cmd->size(); ++i) {
+    const auto& arg = (*cmd)[i];
+    const std::string field = "command[" + std::to_string(i) + "]";
+    if (!arg.is_string()) return WrongType(field, "a string", arg);
+    const auto& text = arg.get_ref<const std::string&>();
+    if (text.find('\0') != std::string::npos) {
+      return Error::Unprocessable("invalid_value", field + " must not contain NUL bytes", field);
+    }
+    if (i == 0 && text.empty()) return Error::Unprocessable("invalid_value", "command[0] must name a program", field);
+    s.command.push_back(text);
+  }
+
+  if (auto env = body.find("env"); env != body.end() && !env->is_null()) {
+    if (!env->is_object()) return WrongType("env", "an object of strings", *env);
+    for (const auto& [key, value] : env->items()) {
+      const std::string field = "env." + key;
+      if (!value.is_string()) return WrongType(field, "a string", value);
+      if (!ValidEnvName(key)) {
+        return Error::Unprocessable("invalid_value",
+                                    "env name '" + key + "' is not valid; use letters, digits and '_'", field);
+      }
+      if (key.rfind("UNISCHED_", 0) == 0) {
+        return Error::Unprocessable("invalid_value", "env names starting with UNISCHED_ are set by the scheduler",
+                                    field);
+      }
+      s.env[key] = value.get<std::string>();
+    }
+  }
+
+  int64_t priority = 0;
+  if (auto e = ReadInt(body, "priority", "priority", -1000000, 1000000, priority)) return *e;
+  s.priority = static_cast<int>(priority);
+  return s;
+}
+
+}  // namespace unisched::api

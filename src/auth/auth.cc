@@ -1,0 +1,90 @@
+#include "unisched/auth/auth.h"
+
+#include <openssl/sha.h>
+#include <sys/random.h>
+
+#include <algorithm>
+#include <array>
+#include <stdexcept>
+
+namespace unisched::auth {
+namespace {
+bool Contains(const std::vector<std::string>& list, std::string_view item) {
+  return std::find(list.begin(), list.end(), item) != list.end();
+}
+}  // namespace
+
+std::string_view ToString(Role role) {
+  switch (role) {
+    case Role::kPlatformAdmin:
+      return "platform-admin";
+    case Role::kQueueAdmin:
+      return "queue-admin";
+    case Role::kUser:
+      break;
+  }
+  return "user";
+}
+
+std::optional<Role> ParseRole(std::string_view text) {
+  if (text == "user") return Role::kUser;
+  if (text == "queue-admin") return Role::kQueueAdmin;
+  if (text == "platform-admin") return Role::kPlatformAdmin;
+  return std::nullopt;
+}
+
+std::string HashToken(std::string_view token) {
+  std::array<unsigned char, SHA256_DIGEST_LENGTH> digest{};
+  SHA256(reinterpret_cast<const unsigned char*>(token.data()), token.size(), digest.data());
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(digest.size() * 2);
+  for (unsigned char b : digest) {
+    out.push_back(kHex[b >> 4]);
+    out.push_back(kHex[b & 0xf]);
+  }
+  return out;
+}
+
+std::string GenerateToken() {
+  std::array<unsigned char, 32> bytes{};
+  size_t got = 0;
+  while (got < bytes.size()) {
+    const ssize_t n = getrandom(bytes.data() + got, bytes.size() - got, 0);
+    if (n < 0) throw std::runtime_error("getrandom failed");
+    got += static_cast<size_t>(n);
+  }
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::string out = "usk_";
+  // base64url without padding: 6 bits per character.
+  uint32_t acc = 0;
+  int bits = 0;
+  for (unsigned char b : bytes) {
+    acc = (acc << 8) | b;
+    bits += 8;
+    while (bits >= 6) {
+      bits -= 6;
+      out.push_back(kAlphabet[(acc >> bits) & 0x3f]);
+    }
+  }
+  if (bits > 0) out.push_back(kAlphabet[(acc << (6 - bits)) & 0x3f]);
+  return out;
+}
+
+bool IsPlatformAdmin(const Principal& p) { return p.role == Role::kPlatformAdmin; }
+bool BelongsTo(const Principal& p, std::string_view project) { return Contains(p.projects, project); }
+bool AdministersQueue(const Principal& p, std::string_view queue) {
+  return p.role == Role::kQueueAdmin && Contains(p.queues, queue);
+}
+bool CanSubmitTo(const Principal& p, std::string_view project) { return IsPlatformAdmin(p) || BelongsTo(p, project); }
+bool CanReadJob(const Principal& p, const model::Job& job) {
+  return IsPlatformAdmin(p) || BelongsTo(p, job.project) || AdministersQueue(p, job.queue);
+}
+bool CanControlJob(const Principal& p, const model::Job& job) {
+  return IsPlatformAdmin(p) || job.user == p.user || AdministersQueue(p, job.queue);
+}
+bool CanRaisePriority(const Principal& p, std::string_view queue) {
+  return IsPlatformAdmin(p) || AdministersQueue(p, queue);
+}
+
+}  // namespace unisched::auth

@@ -1,0 +1,189 @@
+// The client's flag parser and value parsers.
+
+#include "cli/args.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+
+namespace unisched::cli {
+
+std::optional<std::string> ParsedArgs::Get(const std::string& name) const {
+  auto it = flags.find(name);
+  if (it == flags.end() || it->second.empty()) return std::nullopt;
+  return it->second.back();
+}
+
+const std::vector<std::string>& ParsedArgs::All(const std::string& name) const {
+  static const std::vector<std::string> kNone;
+  auto it = flags.find(name);
+  return it == flags.end() ? kNone : it->second;
+}
+
+const std::vector<FlagSpec>& CommonFlags() {
+  static const std::vector<FlagSpec> kCommon = {
+      {"url", true, false}, {"token-file", true, false}, {"json", false, false}, {"help", false, false}};
+  return kCommon;
+}
+
+Result<ParsedArgs> ParseArgs(const std::vector<std::string>& args, const std::vector<FlagSpec>& specs,
+                             bool stop_at_positional) {
+  auto find_spec = [&](const std::string& name) -> const FlagSpec* {
+    for (const auto* list : {&specs, &CommonFlags()}) {
+      for (const auto& s : *list) {
+        if (s.name == name) return &s;
+      }
+    }
+    return nullptr;
+  };
+  ParsedArgs out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& word = args[i];
+    if (word == "--") {
+      out.rest.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+      break;
+    }
+    if (word == "-h") {
+      out.flags["help"] = {""};
+      continue;
+    }
+    if (word.size() < 2 || word[0] != '-') {
+      if (stop_at_positional) {
+        out.rest.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+        break;
+      }
+      out.positionals.push_back(word);
+      continue;
+    }
+    if (word.rfind("--", 0) != 0) return UsageError("unknown option '" + word + "'");
+    std::string name = word.substr(2);
+    std::optional<std::string> inline_value;
+    if (auto eq = name.find('='); eq != std::string::npos) {
+      inline_value = name.substr(eq + 1);
+      name.resize(eq);
+    }
+    const FlagSpec* spec = find_spec(name);
+    if (!spec) return UsageError("unknown option '--" + name + "'");
+    std::string value;
+    if (spec->takes_value) {
+      if (inline_value) {
+        value = *inline_value;
+      } else if (i + 1 < args.size()) {
+        value = args[++i];
+      } else {
+        return UsageError("option '--" + name + "' needs a value", name);
+      }
+    } else if (inline_value) {
+      return UsageError("option '--" + name + "' takes no value", name);
+    }
+    auto& values = out.flags[name];
+    if (!values.empty() && !spec->repeatable && spec->takes_value) {
+      return UsageError("option '--" + name + "' given more than once", name);
+    }
+    if (!spec->takes_value) values.clear();
+    values.push_back(std::move(value));
+  }
+  return out;
+}
+
+Result<int64_t> ParseInteger(std::string_view text, const std::string& flag) {
+  int64_t value = 0;
+  std::string_view digits = text;
+  if (!digits.empty() && digits[0] == '+') digits.remove_prefix(1);
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+  if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size()) {
+    return UsageError("--" + flag + " must be a whole number, got '" + std::string(text) + "'", flag);
+  }
+  return value;
+}
+
+Result<int64_t> ParseDuration(std::string_view text) {
+  const std::string original(text);
+  auto bad = [&]() {
+    return UsageError("--time must be HH:MM:SS or D-HH:MM:SS (e.g. 01:30:00), got '" + original + "'", "time");
+  };
+  auto number = [](std::string_view part, int64_t& out) {
+    if (part.empty() || part.size() > 9) return false;
+    for (char c : part) {
+      if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+    }
+    std::from_chars(part.data(), part.data() + part.size(), out);
+    return true;
+  };
+  int64_t days = 0;
+  if (auto dash = text.find('-'); dash != std::string_view::npos) {
+    if (!number(text.substr(0, dash), days)) return bad();
+    text.remove_prefix(dash + 1);
+  }
+  int64_t parts[3] = {0, 0, 0};
+  for (int i = 0; i < 3; ++i) {
+    const size_t colon = text.find(':');
+    if ((i < 2) != (colon != std::string_view::npos)) return bad();
+    if (!number(text.substr(0, colon), parts[i])) return bad();
+    text = i < 2 ? text.substr(colon + 1) : std::string_view();
+  }
+  if (parts[1] >= 60 || parts[2] >= 60) return bad();
+  const int64_t seconds = ((days * 24 + parts[0]) * 60 + parts[1]) * 60 + parts[2];
+  if (seconds <= 0) return UsageError("--time must be longer than zero", "time");
+  return seconds;
+}
+
+Result<std::pair<std::string, std::string>> ParseKeyValue(std::string_view text, const std::string& flag) {
+  const size_t eq = text.find('=');
+  if (eq == std::string_view::npos || eq == 0) {
+    return UsageError("--" + flag + " takes KEY=VALUE, got '" + std::string(text) + "'", flag);
+  }
+  return std::pair{std::string(text.substr(0, eq)), std::string(text.substr(eq + 1))};
+}
+
+std::string UrlEncode(std::string_view text) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+std::string BuildQuery(const std::vector<std::pair<std::string, std::string>>& params) {
+  std::string out;
+  for (const auto& [key, value] : params) {
+    if (value.empty()) continue;
+    out += out.empty() ? '?' : '&';
+    out += UrlEncode(key) + "=" + UrlEncode(value);
+  }
+  return out;
+}
+
+Result<ConnectionSettings> ResolveConnection(const ParsedArgs& args, const EnvLookup& env,
+                                             const FileReader& read_file) {
+  ConnectionSettings s;
+  if (auto url = args.Get("url")) {
+    s.url = *url;
+  } else if (auto from_env = env("UNISCHED_URL"); from_env && !from_env->empty()) {
+    s.url = *from_env;
+  } else {
+    s.url = kDefaultUrl;
+  }
+  if (auto path = args.Get("token-file")) {
+    auto text = read_file(*path);
+    if (!text.ok()) return text.error();
+    std::string token = *text;
+    auto not_space = [](unsigned char c) { return !std::isspace(c); };
+    token.erase(std::find_if(token.rbegin(), token.rend(), not_space).base(), token.end());
+    token.erase(token.begin(), std::find_if(token.begin(), token.end(), not_space));
+    if (token.empty()) return Error::BadRequest("empty_token", "token file " + *path + " is empty");
+    s.token = std::move(token);
+  } else if (auto from_env = env("UNISCHED_TOKEN")) {
+    s.token = *from_env;
+  }
+  return s;
+}
+
+}  // namespace unisched::cli

@@ -1,0 +1,420 @@
+// RunCli: the client commands. Parsing and formatting live in args.cc,
+// submit_args.cc and format.cc; this file only talks HTTP and prints.
+
+#include "unisched/cli/cli.h"
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/args.h"
+#include "cli/format.h"
+#include "cli/submit_args.h"
+#include "unisched/client/http_client.h"
+
+namespace unisched::cli {
+namespace {
+
+using client::ClientResponse;
+using client::HttpClient;
+using nlohmann::json;
+
+constexpr const char* kTerminalStates[] = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL"};
+
+struct CommandInfo {
+  const char* name;
+  const char* usage;    // the arguments after the command name
+  const char* summary;  // one line for `unisched help`
+};
+
+constexpr CommandInfo kCommands[] = {
+    {"submit",
+     "[--name N] [--project P] [--queue Q] [--kind hpc|ai-training|ai-inference|agent] [--feature K=V]... "
+     "[--nodes N] [--cpus N] [--memory-mb N] [--gpus N] [--gpu-model M] [--walltime SECONDS|--time HH:MM:SS] "
+     "[--constraint K=V]... [--env K=V]... [--priority N] [--idempotency-key K] [--wait] [--json] -- COMMAND "
+     "[ARGS...]",
+     "submit a job"},
+    {"jobs", "[--state S] [--queue Q] [--pool P] [--project P] [--user U] [--limit N] [--cursor C] [--json]",
+     "list jobs"},
+    {"job", "ID [--json]", "show one job, with its routing and pending reasons"},
+    {"cancel", "ID [ID...] [--json]", "cancel jobs"},
+    {"hold", "ID [ID...] [--json]", "hold pending jobs"},
+    {"release", "ID [ID...] [--json]", "release held jobs"},
+    {"log", "ID [--stderr]", "print a job's output"},
+    {"events", "ID [--json]", "show a job's events"},
+    {"nodes", "[--json]", "list nodes"},
+    {"queues", "[--json]", "list queues"},
+    {"pools", "[--json]", "list pools"},
+    {"whoami", "[--json]", "show the token's user, role and projects"},
+    {"help", "[COMMAND]", "show this help, or one command's usage"},
+};
+
+const CommandInfo* FindCommand(const std::string& name) {
+  for (const auto& c : kCommands) {
+    if (name == c.name) return &c;
+  }
+  return nullptr;
+}
+
+std::string UsageLine(const CommandInfo& c) { return std::string("usage: unisched ") + c.name + " " + c.usage; }
+
+void PrintHelp(std::ostream& out) {
+  out << "usage: unisched COMMAND [ARGS...]\n\n"
+         "Daemon:\n"
+         "  server --config FILE [--listen HOST:PORT] [--state-dir DIR]   run the daemon\n"
+         "  validate-config FILE                                          check a config file\n\n"
+         "Client commands:\n";
+  size_t width = 0;
+  for (const auto& c : kCommands) width = std::max(width, std::string(c.name).size());
+  for (const auto& c : kCommands) {
+    out << "  " << c.name << std::string(width - std::string(c.name).size() + 3, ' ') << c.summary << "\n";
+  }
+  out << "\nEvery client command takes --url URL (default $UNISCHED_URL, else " << kDefaultUrl
+      << "),\n--token-file FILE (default $UNISCHED_TOKEN) and --json (the API's JSON, for scripts).\n"
+         "`unisched help COMMAND` shows a command's options.\n";
+}
+
+int UsageFailure(const CommandInfo& c, const std::string& message) {
+  std::cerr << "error: " << message << "\n" << UsageLine(c) << "\n";
+  return 2;
+}
+
+void PrintBody(const std::string& body) {
+  std::cout << body;
+  if (body.empty() || body.back() != '\n') std::cout << "\n";
+}
+
+Result<std::string> ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error::BadRequest("unreadable_file", "cannot read token file " + path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// One connection to the daemon. Each call prints its own failure (to
+// stderr) and returns nullopt, so commands only handle the good path.
+class Session {
+ public:
+  Session(ConnectionSettings settings, std::string host, uint16_t port)
+      : settings_(std::move(settings)), client_(std::move(host), port) {
+    if (!settings_.token.empty()) client_.SetBearerToken(settings_.token);
+  }
+
+  std::optional<ClientResponse> Call(const std::string& method, const std::string& target,
+                                     const std::string& body = {},
+                                     const std::map<std::string, std::string>& headers = {}) {
+    auto response = client_.Request(method, target, body, headers);
+    if (!response.ok()) {
+      std::cerr << FormatConnectionError(settings_.url, response.error().code, response.error().message) << "\n";
+      return std::nullopt;
+    }
+    if (response->status < 200 || response->status >= 300) {
+      std::cerr << FormatApiError(response->status, response->body) << "\n";
+      if (std::string hint = HintForStatus(response->status); !hint.empty()) std::cerr << hint << "\n";
+      return std::nullopt;
+    }
+    return std::move(*response);
+  }
+
+  // Call, then parse the body as JSON; a body that is not JSON is an error.
+  std::optional<json> CallJson(const std::string& method, const std::string& target, const std::string& body = {},
+                               const std::map<std::string, std::string>& headers = {},
+                               std::string* raw = nullptr) {
+    auto response = Call(method, target, body, headers);
+    if (!response) return std::nullopt;
+    json parsed = json::parse(response->body, nullptr, false);
+    if (parsed.is_discarded()) {
+      std::cerr << "error: the daemon at " << settings_.url << " answered " << method << " " << target
+                << " with a body that is not JSON\n";
+      return std::nullopt;
+    }
+    if (raw) *raw = std::move(response->body);
+    return parsed;
+  }
+
+ private:
+  ConnectionSettings settings_;
+  HttpClient client_;
+};
+
+std::string JobPath(const std::string& id) { return "/v1/jobs/" + UrlEncode(id); }
+
+std::string StringField(const json& obj, const char* key) {
+  if (!obj.is_object()) return {};
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+bool IsTerminal(const std::string& state) {
+  return std::any_of(std::begin(kTerminalStates), std::end(kTerminalStates),
+                     [&](const char* s) { return state == s; });
+}
+
+// Polls the job until it ends (20 ms, doubling to 1 s between polls).
+std::optional<json> WaitForJob(Session& session, const std::string& id, std::string* raw) {
+  auto delay = std::chrono::milliseconds(20);
+  for (;;) {
+    auto job = session.CallJson("GET", JobPath(id), {}, {}, raw);
+    if (!job) return std::nullopt;
+    if (IsTerminal(StringField(*job, "state"))) return job;
+    std::this_thread::sleep_for(delay);
+    delay = std::min(delay * 2, std::chrono::milliseconds(1000));
+  }
+}
+
+std::string FinalStateLine(const json& job) {
+  std::string line = "Job " + StringField(job, "id") + " " + StringField(job, "state");
+  if (auto it = job.find("exit_code"); it != job.end() && it->is_number_integer()) {
+    line += " (exit code " + std::to_string(it->get<int>()) + ")";
+  }
+  if (std::string reason = StringField(job, "state_reason"); !reason.empty()) line += ": " + reason;
+  return line;
+}
+
+int RunSubmit(Session& session, const ParsedArgs& args, const CommandInfo& info) {
+  auto request = BuildSubmitRequest(args);
+  if (!request.ok()) return UsageFailure(info, request.error().message);
+  std::map<std::string, std::string> headers;
+  if (!request->idempotency_key.empty()) headers["Idempotency-Key"] = request->idempotency_key;
+  std::string raw;
+  auto job = session.CallJson("POST", "/v1/jobs", request->body.dump(), headers, &raw);
+  if (!job) return 1;
+  const bool as_json = args.Has("json");
+  const std::string id = StringField(*job, "id");
+  if (!as_json) {
+    std::cout << "Submitted job " << id << " (queue " << StringField(*job, "queue") << ", pool "
+              << StringField(*job, "pool") << ")\n";
+    if (std::string reason = StringField(job->value("routing", json::object()), "reason"); !reason.empty()) {
+      std::cout << "  routing: " << reason << "\n";
+    }
+  }
+  if (!request->wait) {
+    if (as_json) PrintBody(raw);
+    return 0;
+  }
+  std::cout.flush();
+  auto final_job = WaitForJob(session, id, &raw);
+  if (!final_job) return 1;
+  if (as_json) {
+    PrintBody(raw);
+  } else {
+    std::cout << FinalStateLine(*final_job) << "\n";
+  }
+  return StringField(*final_job, "state") == "COMPLETED" ? 0 : 1;
+}
+
+int RunJobs(Session& session, const ParsedArgs& args, const CommandInfo& info) {
+  if (!args.positionals.empty()) return UsageFailure(info, "unexpected argument '" + args.positionals[0] + "'");
+  std::string state = args.Get("state").value_or("");
+  std::transform(state.begin(), state.end(), state.begin(), [](unsigned char c) { return std::toupper(c); });
+  if (auto limit = args.Get("limit")) {
+    if (auto n = ParseInteger(*limit, "limit"); !n.ok()) return UsageFailure(info, n.error().message);
+  }
+  const std::string target =
+      "/v1/jobs" + BuildQuery({{"state", state},
+                               {"queue", args.Get("queue").value_or("")},
+                               {"pool", args.Get("pool").value_or("")},
+                               {"project", args.Get("project").value_or("")},
+                               {"user", args.Get("user").value_or("")},
+                               {"limit", args.Get("limit").value_or("")},
+                               {"cursor", args.Get("cursor").value_or("")}});
+  std::string raw;
+  auto list = session.CallJson("GET", target, {}, {}, &raw);
+  if (!list) return 1;
+  if (args.Has("json")) {
+    PrintBody(raw);
+    return 0;
+  }
+  std::cout << FormatJobsTable(*list);
+  const size_t shown = list->contains("jobs") && (*list)["jobs"].is_array() ? (*list)["jobs"].size() : 0;
+  if (auto total = list->find("total"); total != list->end() && total->is_number_integer() &&
+                                        total->get<int64_t>() > static_cast<int64_t>(shown)) {
+    std::cout << "(" << shown << " of " << total->get<int64_t>() << " jobs shown";
+    if (std::string next = StringField(*list, "next_cursor"); !next.empty()) {
+      std::cout << "; next page: --cursor " << next;
+    }
+    std::cout << ")\n";
+  }
+  return 0;
+}
+
+int RunJob(Session& session, const ParsedArgs& args, const CommandInfo& info) {
+  if (args.positionals.size() != 1) return UsageFailure(info, "job needs exactly one job ID");
+  std::string raw;
+  auto job = session.CallJson("GET", JobPath(args.positionals[0]), {}, {}, &raw);
+  if (!job) return 1;
+  if (args.Has("json")) {
+    PrintBody(raw);
+  } else {
+    std::cout << FormatJobDetail(*job);
+  }
+  return 0;
+}
+
+// cancel, hold and release: one call per ID; every ID is tried even when
+// one fails.
+int RunJobAction(Session& session, const ParsedArgs& args, const CommandInfo& info) {
+  if (args.positionals.empty()) return UsageFailure(info, std::string(info.name) + " needs at least one job ID");
+  const std::string command = info.name;
+  const bool as_json = args.Has("json");
+  json results = json::array();
+  int status = 0;
+  for (const auto& id : args.positionals) {
+    auto job = command == "cancel" ? session.CallJson("DELETE", JobPath(id))
+                                   : session.CallJson("POST", JobPath(id) + "/" + command);
+    if (!job) {
+      status = 1;
+      continue;
+    }
+    if (as_json) {
+      results.push_back(*job);
+      continue;
+    }
+    const std::string state = StringField(*job, "state");
+    if (command == "cancel") {
+      std::cout << (state == "CANCELLED" ? "Cancelled job " + id
+                                         : "Cancel requested for job " + id + " (now " + state + ")")
+                << "\n";
+    } else {
+      std::cout << (command == "hold" ? "Held job " : "Released job ") << id << " (now " << state << ")\n";
+    }
+  }
+  if (as_json && !results.empty()) std::cout << (results.size() == 1 ? results[0] : results).dump() << "\n";
+  return status;
+}
+
+int RunLog(Session& session, const ParsedArgs& args, const CommandInfo& info) {
+  if (args.positionals.size() != 1) return UsageFailure(info, "log needs exactly one job ID");
+  const std::string stream = args.Has("stderr") ? "stderr" : "stdout";
+  auto response = session.Call("GET", JobPath(args.positionals[0]) + "/log?stream=" + stream);
+  if (!response) return 1;
+  std::cout << response->body;
+  return 0;
+}
+
+// GET a resource and print it as a table (or the raw JSON).
+int RunShow(Session& session, const ParsedArgs& args, const std::string& target,
+            std::string (*format)(const json&)) {
+  std::string raw;
+  auto body = session.CallJson("GET", target, {}, {}, &raw);
+  if (!body) return 1;
+  if (args.Has("json")) {
+    PrintBody(raw);
+  } else {
+    std::cout << format(*body);
+  }
+  return 0;
+}
+
+std::vector<FlagSpec> FlagsFor(const std::string& command) {
+  if (command == "submit") return SubmitFlags();
+  if (command == "jobs") {
+    return {{"state", true, false}, {"queue", true, false},   {"pool", true, false}, {"project", true, false},
+            {"user", true, false},  {"limit", true, false},   {"cursor", true, false}};
+  }
+  if (command == "log") return {{"stderr", false, false}};
+  return {};
+}
+
+int Dispatch(const CommandInfo& info, const std::vector<std::string>& words) {
+  const std::string command = info.name;
+  auto parsed = ParseArgs(words, FlagsFor(command), /*stop_at_positional=*/command == "submit");
+  if (!parsed.ok()) return UsageFailure(info, parsed.error().message);
+  const ParsedArgs& args = *parsed;
+  if (args.Has("help")) {
+    std::cout << UsageLine(info) << "\n";
+    return 0;
+  }
+  if (command != "submit" && !args.rest.empty()) {
+    return UsageFailure(info, "unexpected argument '" + args.rest.front() + "'");
+  }
+  if ((command == "nodes" || command == "queues" || command == "pools" || command == "whoami") &&
+      !args.positionals.empty()) {
+    return UsageFailure(info, "unexpected argument '" + args.positionals.front() + "'");
+  }
+
+  auto env = [](const std::string& name) -> std::optional<std::string> {
+    const char* v = std::getenv(name.c_str());
+    return v ? std::optional<std::string>(v) : std::nullopt;
+  };
+  auto settings = ResolveConnection(args, env, ReadWholeFile);
+  if (!settings.ok()) {
+    std::cerr << "error: " << settings.error().message << "\n";
+    return 2;
+  }
+  auto endpoint = client::ParseBaseUrl(settings->url);
+  if (!endpoint.ok()) {
+    std::cerr << "error: daemon URL '" << settings->url << "': " << endpoint.error().message
+              << "\n  set UNISCHED_URL or --url to e.g. " << kDefaultUrl << "\n";
+    return 2;
+  }
+  if (settings->token.empty()) {
+    std::cerr << "error: no API token: set UNISCHED_TOKEN or pass --token-file FILE\n"
+                 "  (a daemon without UNISCHED_ADMIN_TOKEN writes its admin token to <state-dir>/admin.token)\n";
+    return 2;
+  }
+  Session session(*settings, endpoint->first, endpoint->second);
+
+  if (command == "submit") return RunSubmit(session, args, info);
+  if (command == "jobs") return RunJobs(session, args, info);
+  if (command == "job") return RunJob(session, args, info);
+  if (command == "cancel" || command == "hold" || command == "release") return RunJobAction(session, args, info);
+  if (command == "log") return RunLog(session, args, info);
+  if (command == "events") {
+    if (args.positionals.size() != 1) return UsageFailure(info, "events needs exactly one job ID");
+    return RunShow(session, args, JobPath(args.positionals[0]) + "/events", FormatEventsTable);
+  }
+  if (command == "nodes") return RunShow(session, args, "/v1/nodes", FormatNodesTable);
+  if (command == "queues") return RunShow(session, args, "/v1/queues", FormatQueuesTable);
+  if (command == "pools") return RunShow(session, args, "/v1/pools", FormatPoolsTable);
+  if (command == "whoami") return RunShow(session, args, "/v1/whoami", FormatWhoAmI);
+  return UsageFailure(info, "unknown command");  // every kCommands entry is handled above
+}
+
+}  // namespace
+
+int RunCli(int argc, char** argv) {
+  if (argc < 2) {
+    PrintHelp(std::cerr);
+    return 2;
+  }
+  const std::string command = argv[1];
+  std::vector<std::string> words(argv + 2, argv + argc);
+  if (command == "help" || command == "--help" || command == "-h") {
+    if (!words.empty()) {
+      if (const CommandInfo* info = FindCommand(words[0])) {
+        std::cout << UsageLine(*info) << "\n";
+        return 0;
+      }
+      if (words[0] == "server" || words[0] == "validate-config") {
+        PrintHelp(std::cout);
+        return 0;
+      }
+      std::cerr << "error: unknown command '" << words[0] << "'\n";
+      PrintHelp(std::cerr);
+      return 2;
+    }
+    PrintHelp(std::cout);
+    return 0;
+  }
+  const CommandInfo* info = FindCommand(command);
+  if (!info) {
+    std::cerr << "error: unknown command '" << command << "'\n";
+    PrintHelp(std::cerr);
+    return 2;
+  }
+  return Dispatch(*info, words);
+}
+
+}  // namespace unisched::cli

@@ -1,0 +1,33 @@
+#pragma once
+// `unisched submit ...` -> the POST /v1/jobs request body. Pure: the tests
+// check argv against the JSON it produces.
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/args.h"
+#include "unisched/common/status.h"
+
+namespace unisched::cli {
+
+struct SubmitRequest {
+  nlohmann::json body;          // the job object to POST
+  std::string idempotency_key;  // sent as the Idempotency-Key header when non-empty
+  bool wait = false;            // poll until the job ends
+};
+
+// The flags of `submit` (CommonFlags() come on top).
+const std::vector<FlagSpec>& SubmitFlags();
+
+// Builds the request from parsed arguments. The command is `args.rest`
+// (after "--", or from the first word that is not an option). Defaults are
+// left to the server except workload.kind, which is "hpc". Numeric --feature
+// values become JSON numbers ("gpu_memory_gb=80" -> 80), others strings.
+Result<SubmitRequest> BuildSubmitRequest(const ParsedArgs& args);
+
+// ParseArgs(args, SubmitFlags(), true) followed by BuildSubmitRequest.
+Result<SubmitRequest> ParseSubmit(const std::vector<std::string>& args);
+
+}  // namespace unisched::cli

@@ -1,0 +1,356 @@
+// The job object codec: model::Job <-> the contract's JSON job object.
+
+#include "unisched/codec/job_json.h"
+
+#include <charconv>
+#include <limits>
+#include <utility>
+
+namespace unisched::codec {
+namespace {
+
+using nlohmann::json;
+
+json TimestampOrNull(const std::optional<Timestamp>& t) { return t ? json(FormatRfc3339(*t)) : json(nullptr); }
+
+json IntOrNull(const std::optional<int>& v) { return v ? json(*v) : json(nullptr); }
+
+json NodeNamesOf(const model::Allocation& allocation) {
+  json names = json::array();
+  for (const auto& a : allocation) names.push_back(a.node);
+  return names;
+}
+
+json AttemptToJson(const model::Attempt& attempt) {
+  json allocation = json::array();
+  for (const auto& a : attempt.allocation) {
+    allocation.push_back({{"node", a.node}, {"cpus", a.cpus}, {"memory_mb", a.memory_mb}, {"gpus", a.gpu_indices}});
+  }
+  json usage = nullptr;
+  if (attempt.usage) {
+    usage = {{"wall_seconds", attempt.usage->wall_seconds},
+             {"user_cpu_seconds", attempt.usage->user_cpu_seconds},
+             {"system_cpu_seconds", attempt.usage->system_cpu_seconds},
+             {"max_rss_kb", attempt.usage->max_rss_kb}};
+  }
+  return {{"attempt", attempt.number},
+          {"nodes", NodeNamesOf(attempt.allocation)},
+          {"started_at", TimestampOrNull(attempt.started_at)},
+          {"ended_at", TimestampOrNull(attempt.ended_at)},
+          {"state", std::string(model::ToString(attempt.state))},
+          {"exit_code", IntOrNull(attempt.exit_code)},
+          {"reason", attempt.reason},
+          {"allocation", std::move(allocation)},
+          {"usage", std::move(usage)}};
+}
+
+// Reads typed fields out of a JSON object, remembering the first error with
+// the path of the field at fault. Absent and null fields keep the default;
+// once an error is recorded every further read is a no-op.
+class Decoder {
+ public:
+  bool failed() const { return error_.has_value(); }
+  Error TakeError() { return std::move(*error_); }
+
+  // The member `key` of `obj`, or nullptr if absent or null.
+  const json* Field(const json& obj, const char* key) {
+    if (failed() || !obj.is_object()) return nullptr;
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) return nullptr;
+    return &*it;
+  }
+
+  void Fail(const std::string& path, const std::string& what) {
+    if (!failed()) error_ = Error::BadRequest("invalid_job_document", path + ": " + what, path);
+  }
+
+  void String(const json& obj, const char* key, const std::string& path, std::string& out) {
+    if (const json* v = Field(obj, key)) {
+      if (!v->is_string()) return Fail(path, "must be a string");
+      out = v->get<std::string>();
+    }
+  }
+
+  void Bool(const json& obj, const char* key, const std::string& path, bool& out) {
+    if (const json* v = Field(obj, key)) {
+      if (!v->is_boolean()) return Fail(path, "must be a boolean");
+      out = v->get<bool>();
+    }
+  }
+
+  template <class Int>
+  void Integer(const json& obj, const char* key, const std::string& path, Int& out) {
+    if (const json* v = Field(obj, key)) IntegerValue(*v, path, out);
+  }
+
+  template <class Int>
+  void IntegerValue(const json& v, const std::string& path, Int& out) {
+    if (failed()) return;
+    if (v.is_number_unsigned()) {
+      const auto u = v.get<uint64_t>();
+      if (u > static_cast<uint64_t>(std::numeric_limits<Int>::max())) return Fail(path, "is out of range");
+      out = static_cast<Int>(u);
+    } else if (v.is_number_integer()) {
+      const auto i = v.get<int64_t>();
+      if (i < std::numeric_limits<Int>::min() || i > std::numeric_limits<Int>::max()) {
+        return Fail(path, "is out of range");
+      }
+      out = static_cast<Int>(i);
+    } else {
+      Fail(path, "must be an integer");
+    }
+  }
+
+  void OptionalInt(const json& obj, const char* key, const std::string& path, std::optional<int>& out) {
+    if (const json* v = Field(obj, key)) {
+      int i = 0;
+      IntegerValue(*v, path, i);
+      if (!failed()) out = i;
+    }
+  }
+
+  void Double(const json& obj, const char* key, const std::string& path, double& out) {
+    if (const json* v = Field(obj, key)) {
+      if (!v->is_number()) return Fail(path, "must be a number");
+      out = v->get<double>();
+    }
+  }
+
+  void Time(const json& obj, const char* key, const std::string& path, std::optional<Timestamp>& out) {
+    if (const json* v = Field(obj, key)) {
+      if (!v->is_string()) return Fail(path, "must be an RFC 3339 timestamp string or null");
+      auto t = ParseRfc3339(v->get_ref<const std::string&>());
+      if (!t) return Fail(path, "is not an RFC 3339 timestamp");
+      out = *t;
+    }
+  }
+
+  void StringMap(const json& obj, const char* key, const std::string& path, std::map<std::string, std::string>& out) {
+    if (const json* v = Field(obj, key)) {
+      if (!v->is_object()) return Fail(path, "must be an object");
+      out.clear();
+      for (const auto& [k, value] : v->items()) {
+        if (!value.is_string()) return Fail(path + "." + k, "must be a string");
+        out[k] = value.get<std::string>();
+      }
+    }
+  }
+
+  void StringList(const json& obj, const char* key, const std::string& path, std::vector<std::string>& out) {
+    if (const json* v = Field(obj, key)) {
+      if (!v->is_array()) return Fail(path, "must be an array of strings");
+      out.clear();
+      for (size_t i = 0; i < v->size(); ++i) {
+        if (!(*v)[i].is_string()) return Fail(path + "[" + std::to_string(i) + "]", "must be a string");
+        out.push_back((*v)[i].get<std::string>());
+      }
+    }
+  }
+
+  template <class E>
+  void Enum(const json& obj, const char* key, const std::string& path, std::optional<E> (*parse)(std::string_view),
+            E& out) {
+    if (const json* v = Field(obj, key)) {
+      if (!v->is_string()) return Fail(path, "must be a string");
+      auto e = parse(v->get_ref<const std::string&>());
+      if (!e) return Fail(path, "unknown value \"" + v->get<std::string>() + "\"");
+      out = *e;
+    }
+  }
+
+  // `key` as an array, or nullptr (absent, null, or wrong type: then failed()).
+  const json* Array(const json& obj, const char* key, const std::string& path) {
+    const json* v = Field(obj, key);
+    if (v && !v->is_array()) {
+      Fail(path, "must be an array");
+      return nullptr;
+    }
+    return v;
+  }
+
+  const json* Object(const json& obj, const char* key, const std::string& path) {
+    const json* v = Field(obj, key);
+    if (v && !v->is_object()) {
+      Fail(path, "must be an object");
+      return nullptr;
+    }
+    return v;
+  }
+
+ private:
+  std::optional<Error> error_;
+};
+
+void DecodeAttempt(Decoder& d, const json& doc, const std::string& path, model::Attempt& a) {
+  if (!doc.is_object()) return d.Fail(path, "must be an object");
+  d.Integer(doc, "attempt", path + ".attempt", a.number);
+  d.Time(doc, "started_at", path + ".started_at", a.started_at);
+  d.Time(doc, "ended_at", path + ".ended_at", a.ended_at);
+  d.Enum(doc, "state", path + ".state", &model::ParseJobState, a.state);
+  d.OptionalInt(doc, "exit_code", path + ".exit_code", a.exit_code);
+  d.String(doc, "reason", path + ".reason", a.reason);
+  if (const json* alloc = d.Array(doc, "allocation", path + ".allocation")) {
+    for (size_t i = 0; i < alloc->size() && !d.failed(); ++i) {
+      const json& item = (*alloc)[i];
+      const std::string p = path + ".allocation[" + std::to_string(i) + "]";
+      if (!item.is_object()) return d.Fail(p, "must be an object");
+      model::NodeAllocation n;
+      d.String(item, "node", p + ".node", n.node);
+      d.Integer(item, "cpus", p + ".cpus", n.cpus);
+      d.Integer(item, "memory_mb", p + ".memory_mb", n.memory_mb);
+      if (const json* gpus = d.Array(item, "gpus", p + ".gpus")) {
+        for (size_t g = 0; g < gpus->size() && !d.failed(); ++g) {
+          int index = 0;
+          d.IntegerValue((*gpus)[g], p + ".gpus[" + std::to_string(g) + "]", index);
+          n.gpu_indices.push_back(index);
+        }
+      }
+      a.allocation.push_back(std::move(n));
+    }
+  }
+  if (const json* usage = d.Object(doc, "usage", path + ".usage")) {
+    model::RunUsage u;
+    d.Double(*usage, "wall_seconds", path + ".usage.wall_seconds", u.wall_seconds);
+    d.Double(*usage, "user_cpu_seconds", path + ".usage.user_cpu_seconds", u.user_cpu_seconds);
+    d.Double(*usage, "system_cpu_seconds", path + ".usage.system_cpu_seconds", u.system_cpu_seconds);
+    d.Integer(*usage, "max_rss_kb", path + ".usage.max_rss_kb", u.max_rss_kb);
+    a.usage = u;
+  }
+}
+
+}  // namespace
+
+json FeatureValueToJson(const std::string& text) {
+  if (text == "true") return true;
+  if (text == "false") return false;
+  // Only a text that is exactly how its number prints becomes a number, so
+  // the text comes back unchanged from FeatureValueFromJson.
+  json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_number() && parsed.dump() == text) return parsed;
+  return text;
+}
+
+std::optional<std::string> FeatureValueFromJson(const json& value) {
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_boolean()) return value.get<bool>() ? "true" : "false";
+  if (value.is_number()) return value.dump();
+  return std::nullopt;
+}
+
+json JobToJson(const model::Job& job) {
+  json workload = json::object();
+  for (const auto& [key, value] : job.workload.features) workload[key] = FeatureValueToJson(value);
+  workload["kind"] = std::string(model::ToString(job.workload.kind));
+
+  json attempts = json::array();
+  for (const auto& a : job.attempts) attempts.push_back(AttemptToJson(a));
+
+  const auto& r = job.resources;
+  return {
+      {"id", std::to_string(job.id)},
+      {"name", job.name},
+      {"user", job.user},
+      {"project", job.project},
+      {"queue", job.queue},
+      {"pool", job.pool},
+      {"state", std::string(model::ToString(job.state))},
+      {"state_reason", job.state_reason},
+      {"workload", std::move(workload)},
+      {"resources",
+       {{"nodes", r.nodes},
+        {"cpus", r.cpus},
+        {"memory_mb", r.memory_mb},
+        {"gpus", r.gpus},
+        {"gpu_model", r.gpu_model},
+        {"walltime_seconds", r.walltime_seconds}}},
+      {"constraints", job.constraints},
+      {"command", job.command},
+      {"env", job.env},
+      {"priority", job.priority},
+      {"routing", {{"pool", job.routing.pool}, {"queue", job.routing.queue}, {"reason", job.routing.reason}}},
+      {"nodes", json(job.NodeNames())},
+      {"exit_code", IntOrNull(job.exit_code)},
+      {"pending_reasons", json::array()},
+      {"attempts", std::move(attempts)},
+      {"submitted_at", FormatRfc3339(job.submitted_at)},
+      {"started_at", TimestampOrNull(job.started_at)},
+      {"ended_at", TimestampOrNull(job.ended_at)},
+      {"config_version", job.config_version},
+      {"cancel_requested", job.cancel_requested},
+  };
+}
+
+Result<model::Job> JobFromJson(const json& doc) {
+  if (!doc.is_object()) return Error::BadRequest("invalid_job_document", "a job must be a JSON object");
+  Decoder d;
+  model::Job job;
+
+  if (const json* id = d.Field(doc, "id")) {
+    if (id->is_string()) {
+      const std::string& text = id->get_ref<const std::string&>();
+      const char* end = text.data() + text.size();
+      auto [ptr, ec] = std::from_chars(text.data(), end, job.id);
+      if (ec != std::errc() || ptr != end || text.empty()) d.Fail("id", "must be a decimal job id");
+    } else {
+      // Tolerated for callers that hold the id as a number.
+      d.IntegerValue(*id, "id", job.id);
+    }
+  }
+  d.String(doc, "name", "name", job.name);
+  d.String(doc, "user", "user", job.user);
+  d.String(doc, "project", "project", job.project);
+  d.String(doc, "queue", "queue", job.queue);
+  d.String(doc, "pool", "pool", job.pool);
+  d.Enum(doc, "state", "state", &model::ParseJobState, job.state);
+  d.String(doc, "state_reason", "state_reason", job.state_reason);
+
+  if (const json* w = d.Object(doc, "workload", "workload")) {
+    d.Enum(*w, "kind", "workload.kind", &model::ParseWorkloadKind, job.workload.kind);
+    for (const auto& [key, value] : w->items()) {
+      if (key == "kind" || d.failed()) continue;
+      auto text = FeatureValueFromJson(value);
+      if (!text) {
+        d.Fail("workload." + key, "must be a string, number or boolean");
+        break;
+      }
+      job.workload.features[key] = std::move(*text);
+    }
+  }
+  if (const json* r = d.Object(doc, "resources", "resources")) {
+    d.Integer(*r, "nodes", "resources.nodes", job.resources.nodes);
+    d.Integer(*r, "cpus", "resources.cpus", job.resources.cpus);
+    d.Integer(*r, "memory_mb", "resources.memory_mb", job.resources.memory_mb);
+    d.Integer(*r, "gpus", "resources.gpus", job.resources.gpus);
+    d.String(*r, "gpu_model", "resources.gpu_model", job.resources.gpu_model);
+    d.Integer(*r, "walltime_seconds", "resources.walltime_seconds", job.resources.walltime_seconds);
+  }
+  d.StringMap(doc, "constraints", "constraints", job.constraints);
+  d.StringList(doc, "command", "command", job.command);
+  d.StringMap(doc, "env", "env", job.env);
+  d.Integer(doc, "priority", "priority", job.priority);
+  if (const json* r = d.Object(doc, "routing", "routing")) {
+    d.String(*r, "pool", "routing.pool", job.routing.pool);
+    d.String(*r, "queue", "routing.queue", job.routing.queue);
+    d.String(*r, "reason", "routing.reason", job.routing.reason);
+  }
+  d.OptionalInt(doc, "exit_code", "exit_code", job.exit_code);
+  if (const json* attempts = d.Array(doc, "attempts", "attempts")) {
+    for (size_t i = 0; i < attempts->size() && !d.failed(); ++i) {
+      model::Attempt a;
+      DecodeAttempt(d, (*attempts)[i], "attempts[" + std::to_string(i) + "]", a);
+      job.attempts.push_back(std::move(a));
+    }
+  }
+  std::optional<Timestamp> submitted;
+  d.Time(doc, "submitted_at", "submitted_at", submitted);
+  if (submitted) job.submitted_at = *submitted;
+  d.Time(doc, "started_at", "started_at", job.started_at);
+  d.Time(doc, "ended_at", "ended_at", job.ended_at);
+  d.String(doc, "config_version", "config_version", job.config_version);
+  d.Bool(doc, "cancel_requested", "cancel_requested", job.cancel_requested);
+
+  if (d.failed()) return d.TakeError();
+  return job;
+}
+
+}  // namespace unisched::codec

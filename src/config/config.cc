@@ -1,0 +1,125 @@
+// The config loaders: text or file -> YAML tree -> Config, then the value
+// rules; every problem of the file comes back at once.
+
+#include "unisched/config/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iterator>
+#include <memory>
+#include <utility>
+
+#include "config/errors.h"
+#include "config/parse.h"
+#include "config/version.h"
+
+namespace unisched::config {
+
+// FNV-1a 64: a stable content hash, so every job can record which config it
+// was admitted under, and equal files give equal versions on every host.
+std::string internal::ContentVersion(std::string_view text) {
+  uint64_t hash = 14695981039346656037ull;
+  for (unsigned char c : text) {
+    hash ^= c;
+    hash *= 1099511628211ull;
+  }
+  char out[17];
+  std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(hash));
+  return out;
+}
+
+namespace {
+
+std::string Located(std::string_view source_name, const YAML::Mark& mark) {
+  std::string where(source_name);
+  // yaml-cpp counts from 0; editors count from 1. Marks of -1 mean unknown.
+  if (mark.line >= 0) where += ":" + std::to_string(mark.line + 1);
+  if (mark.line >= 0 && mark.column >= 0) where += ":" + std::to_string(mark.column + 1);
+  return where;
+}
+
+// Parsing and validation each report in file order, but one after the
+// other; grouping by section and list item puts a file's errors back in
+// reading order, keeping the order within each group.
+void SortBySection(std::vector<ConfigError>& errors) {
+  static constexpr std::string_view kSections[] = {"server", "store",   "executor", "pools", "nodes",
+                                                   "queues", "routing", "projects", "users"};
+  const auto key = [](const std::string& path) {
+    const size_t end = path.find_first_of(".[");
+    const std::string_view section = std::string_view(path).substr(0, end);
+    int rank = -1;  // the document itself ("") first
+    for (size_t i = 0; i < std::size(kSections); ++i) {
+      if (section == kSections[i]) rank = static_cast<int>(i);
+    }
+    long index = -1;  // the section itself before its items
+    const size_t open = path.find('[');
+    if (open != std::string::npos) index = std::strtol(path.c_str() + open + 1, nullptr, 10);
+    return std::pair<int, long>(rank, index);
+  };
+  std::stable_sort(errors.begin(), errors.end(),
+                   [&](const ConfigError& a, const ConfigError& b) { return key(a.path) < key(b.path); });
+}
+
+}  // namespace
+
+LoadResult LoadConfigText(std::string_view yaml_text, std::string_view source_name) {
+  std::vector<YAML::Node> documents;
+  try {
+    documents = YAML::LoadAll(std::string(yaml_text));
+  } catch (const YAML::Exception& e) {
+    return std::vector<ConfigError>{{"", Located(source_name, e.mark) + ": invalid YAML: " + e.msg}};
+  }
+  if (documents.size() > 1) {
+    return std::vector<ConfigError>{
+        {"", std::string(source_name) + ": holds " + std::to_string(documents.size()) +
+                 " YAML documents (separated by '---'); put the whole configuration in one"}};
+  }
+
+  internal::Errors errors;
+  Config config;
+  try {
+    config = internal::ParseConfig(documents.empty() ? YAML::Node() : documents.front(), errors);
+  } catch (const YAML::Exception& e) {
+    // The readers avoid every throwing yaml-cpp call; this keeps a missed one
+    // a reported error rather than a crash of validate-config.
+    errors.Add("", Located(source_name, e.mark) + ": cannot read the document: " + e.msg);
+  }
+
+  std::vector<ConfigError> all = errors.list();
+  // A value that could not be read is reported once, where it is; its
+  // default stand-in is not judged again by the value rules.
+  for (auto& error : ValidateConfig(config)) {
+    if (!errors.IsBroken(error.path)) all.push_back(std::move(error));
+  }
+  if (!all.empty()) {
+    SortBySection(all);
+    return all;
+  }
+  config.version = internal::ContentVersion(yaml_text);
+  return config;
+}
+
+LoadResult LoadConfigFile(const std::string& path) {
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!file) {
+    return std::vector<ConfigError>{{"", "cannot read config file '" + path + "': " + std::strerror(errno)}};
+  }
+  std::string text;
+  char buffer[64 * 1024];
+  while (true) {
+    const size_t n = std::fread(buffer, 1, sizeof buffer, file.get());
+    text.append(buffer, n);
+    if (n < sizeof buffer) break;
+  }
+  if (std::ferror(file.get())) {
+    return std::vector<ConfigError>{{"", "cannot read config file '" + path + "': " + std::strerror(errno)}};
+  }
+  return LoadConfigText(text, path);
+}
+
+}  // namespace unisched::config

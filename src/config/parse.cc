@@ -1,0 +1,308 @@
+// YAML tree -> Config: every section, every key, with the key path of each
+// problem. Value ranges and cross references are checked in validate.cc.
+
+#include "config/parse.h"
+
+#include <string>
+#include <vector>
+
+#include "config/yaml_reader.h"
+
+namespace unisched::config::internal {
+namespace {
+
+const std::vector<std::string> kPoolKindNames = {"cpu", "gpu", "elastic"};
+const std::vector<std::string> kWorkloadKindNames = {"hpc", "ai-training", "ai-inference", "agent"};
+// The most GPUs one node may declare; a guard against a typo such as 80 for 8.
+constexpr int64_t kMaxGpusPerNode = 1024;
+
+void ParseServer(const YAML::Node& node, Errors& errors, ServerSettings& out) {
+  MapReader m(node, "server",
+              {"listen", "state_dir", "http_threads", "max_body_bytes", "header_timeout_seconds",
+               "body_timeout_seconds", "idle_timeout_seconds", "scheduler_tick_seconds", "metrics_require_token"},
+              errors);
+  m.Read("listen", out.listen);
+  m.Read("state_dir", out.state_dir);
+  m.Read("http_threads", out.http_threads);
+  m.Read("max_body_bytes", out.max_body_bytes);
+  m.Read("header_timeout_seconds", out.header_timeout_seconds);
+  m.Read("body_timeout_seconds", out.body_timeout_seconds);
+  m.Read("idle_timeout_seconds", out.idle_timeout_seconds);
+  m.Read("scheduler_tick_seconds", out.scheduler_tick_seconds);
+  m.Read("metrics_require_token", out.metrics_require_token);
+}
+
+void ParseStore(const YAML::Node& node, Errors& errors, StoreSettings& out) {
+  MapReader m(node, "store", {"synchronous", "group_commit_max_batch", "job_retention_days", "max_log_bytes"}, errors);
+  m.Read("synchronous", out.synchronous);
+  m.Read("group_commit_max_batch", out.group_commit_max_batch);
+  m.Read("job_retention_days", out.job_retention_days);
+  m.Read("max_log_bytes", out.max_log_bytes);
+}
+
+void ParseExecutor(const YAML::Node& node, Errors& errors, ExecutorSettings& out) {
+  MapReader m(node, "executor",
+              {"default_unix_user", "kill_grace_seconds", "use_cgroups", "pids_limit", "supervisor_path"}, errors);
+  m.Read("default_unix_user", out.default_unix_user);
+  m.Read("kill_grace_seconds", out.kill_grace_seconds);
+  m.Read("use_cgroups", out.use_cgroups);
+  m.Read("pids_limit", out.pids_limit);
+  m.Read("supervisor_path", out.supervisor_path);
+}
+
+model::PoolSpec ParsePool(const YAML::Node& node, const std::string& path, Errors& errors) {
+  model::PoolSpec pool;
+  MapReader m(node, path, {"name", "kind", "labels", "nodes"}, errors);
+  m.Require("name");
+  m.Read("name", pool.name);
+  std::string kind;
+  if (m.Require("kind", "one of: " + JoinNames(kPoolKindNames)) && m.Read("kind", kind)) {
+    if (auto parsed = model::ParsePoolKind(kind)) {
+      pool.kind = *parsed;
+    } else {
+      errors.Add(m.PathOf("kind"), "unknown pool kind '" + kind + "'; expected one of: " + JoinNames(kPoolKindNames) +
+                                       DidYouMean(kind, kPoolKindNames));
+    }
+  }
+  m.Read("labels", pool.labels);
+  m.Read("nodes", pool.nodes);
+  return pool;
+}
+
+// Reads {model, memory_gb} of one device description; false after errors.
+bool ParseGpuModel(MapReader& m, Errors& errors, model::GpuDevice& device) {
+  bool ok = true;
+  if (!m.Require("model", "e.g. model: h100") || !m.Read("model", device.model)) {
+    ok = false;
+  } else if (device.model.empty()) {
+    errors.Add(m.PathOf("model"), "must not be empty; name the GPU model, e.g. h100");
+    ok = false;
+  }
+  if (!m.Require("memory_gb", "the memory of one device in GB, e.g. memory_gb: 80") ||
+      !m.Read("memory_gb", device.memory_gb)) {
+    ok = false;
+  } else if (device.memory_gb <= 0) {
+    errors.Add(m.PathOf("memory_gb"), "must be > 0; give the memory of one device in GB");
+    ok = false;
+  }
+  return ok;
+}
+
+// gpus is either {count, model, memory_gb} (identical devices) or a list of
+// {model, memory_gb}. Devices get indices 0..n-1 in order. On any error the
+// node gets no devices and its gpus path is marked, so validation does not
+// add "declares no GPUs" on top.
+std::vector<model::GpuDevice> ParseGpus(const YAML::Node& node, const std::string& path, Errors& errors) {
+  std::vector<model::GpuDevice> gpus;
+  bool ok = true;
+  if (node.IsMap()) {
+    MapReader m(node, path, {"count", "model", "memory_gb"}, errors);
+    model::GpuDevice device;
+    int64_t count = 0;
+    if (m.Require("count", "the number of identical devices, e.g. count: 8")) {
+      auto value = ReadInteger(m.Get("count"), m.PathOf("count"), 0, kMaxGpusPerNode, errors);
+      if (value) {
+        count = *value;
+      } else {
+        ok = false;
+      }
+    } else {
+      ok = false;
+    }
+    ok = ParseGpuModel(m, errors, device) && ok;
+    for (int64_t i = 0; ok && i < count; ++i) {
+      device.index = static_cast<int>(i);
+      gpus.push_back(device);
+    }
+  } else if (node.IsSequence()) {
+    if (node.size() > static_cast<size_t>(kMaxGpusPerNode)) {
+      errors.Add(path, "lists " + std::to_string(node.size()) + " devices; at most " + std::to_string(kMaxGpusPerNode) +
+                           " per node");
+      ok = false;
+    }
+    ForEachItem(node, path, errors, [&](const YAML::Node& item, const std::string& item_path) {
+      MapReader m(item, item_path, {"model", "memory_gb"}, errors);
+      model::GpuDevice device;
+      device.index = static_cast<int>(gpus.size());
+      if (m.is_map() && ParseGpuModel(m, errors, device)) {
+        gpus.push_back(device);
+      } else {
+        ok = false;
+      }
+    });
+  } else {
+    errors.Add(path, "must be a map {count, model, memory_gb} or a list of {model, memory_gb}; got " + Describe(node));
+    ok = false;
+  }
+  if (!ok) {
+    errors.MarkBroken(path);
+    gpus.clear();
+  }
+  return gpus;
+}
+
+model::NodeSpec ParseNode(const YAML::Node& node, const std::string& path, Errors& errors) {
+  model::NodeSpec spec;
+  MapReader m(node, path, {"name", "labels", "cpus", "memory_mb", "gpus"}, errors);
+  m.Require("name", "e.g. name: x86-c64m256-hpc-01");
+  m.Read("name", spec.name);
+  m.Read("labels", spec.labels);
+  m.Require("cpus", "the number of CPUs jobs may use on this node");
+  m.Read("cpus", spec.cpus);
+  m.Require("memory_mb", "the memory jobs may use on this node, in MB");
+  m.Read("memory_mb", spec.memory_mb);
+  if (m.Has("gpus")) spec.gpus = ParseGpus(m.Get("gpus"), m.PathOf("gpus"), errors);
+  return spec;
+}
+
+std::vector<model::WorkloadKind> ParseWorkloadKinds(const YAML::Node& node, const std::string& path, Errors& errors) {
+  std::vector<model::WorkloadKind> kinds;
+  ForEachItem(node, path, errors, [&](const YAML::Node& item, const std::string& item_path) {
+    auto name = ReadString(item, item_path, errors);
+    if (!name) return;
+    if (auto kind = model::ParseWorkloadKind(*name)) {
+      kinds.push_back(*kind);
+    } else {
+      errors.Add(item_path, "unknown workload kind '" + *name + "'; expected one of: " + JoinNames(kWorkloadKindNames) +
+                                DidYouMean(*name, kWorkloadKindNames));
+    }
+  });
+  return kinds;
+}
+
+model::QueuePolicy ParsePolicy(const YAML::Node& node, const std::string& path, Errors& errors) {
+  model::QueuePolicy policy;
+  MapReader m(node, path,
+              {"type", "max_walltime_hours", "default_walltime_hours", "default_memory_mb_per_cpu",
+               "gpu_quota_per_project", "preemptible", "scale_in_idle_seconds", "max_concurrency"},
+              errors);
+  m.Read("type", policy.type);
+  m.Read("max_walltime_hours", policy.max_walltime_hours);
+  m.Read("default_walltime_hours", policy.default_walltime_hours);
+  m.Read("default_memory_mb_per_cpu", policy.default_memory_mb_per_cpu);
+  m.Read("gpu_quota_per_project", policy.gpu_quota_per_project);
+  m.Read("preemptible", policy.preemptible);
+  m.Read("scale_in_idle_seconds", policy.scale_in_idle_seconds);
+  m.Read("max_concurrency", policy.max_concurrency);
+  return policy;
+}
+
+model::QueueSpec ParseQueue(const YAML::Node& node, const std::string& path, Errors& errors,
+                            const std::vector<std::string>& pool_names) {
+  model::QueueSpec queue;
+  MapReader m(node, path, {"name", "pool", "workload_kinds", "priority_tier", "policy"}, errors);
+  m.Require("name");
+  m.Read("name", queue.name);
+  m.Require("pool", "name the pool this queue's jobs run on (defined pools: " + JoinNames(pool_names) + ")");
+  m.Read("pool", queue.pool);
+  queue.workload_kinds = ParseWorkloadKinds(m.Get("workload_kinds"), m.PathOf("workload_kinds"), errors);
+  m.Read("priority_tier", queue.priority_tier);
+  queue.policy = ParsePolicy(m.Get("policy"), m.PathOf("policy"), errors);
+  return queue;
+}
+
+model::RoutingRule ParseRule(const YAML::Node& node, const std::string& path, Errors& errors) {
+  model::RoutingRule rule;
+  MapReader m(node, path, {"name", "match", "queue"}, errors);
+  m.Require("name", "rules are named in every routing decision");
+  m.Read("name", rule.name);
+  m.Require("queue", "name the queue that matching jobs go to");
+  m.Read("queue", rule.queue);
+  MapReader match(m.Get("match"), m.PathOf("match"), {"kind", "features", "min_gpus", "max_gpus"}, errors);
+  std::string kind;
+  if (match.Read("kind", kind)) {
+    if (auto parsed = model::ParseWorkloadKind(kind)) {
+      rule.kind = *parsed;
+    } else {
+      errors.Add(match.PathOf("kind"), "unknown workload kind '" + kind + "'; expected one of: " +
+                                           JoinNames(kWorkloadKindNames) + DidYouMean(kind, kWorkloadKindNames));
+    }
+  }
+  match.Read("features", rule.features);
+  match.Read("min_gpus", rule.min_gpus);
+  match.Read("max_gpus", rule.max_gpus);
+  return rule;
+}
+
+ProjectSpec ParseProject(const YAML::Node& node, const std::string& path, Errors& errors) {
+  ProjectSpec project;
+  MapReader m(node, path, {"name", "description"}, errors);
+  m.Require("name");
+  m.Read("name", project.name);
+  m.Read("description", project.description);
+  return project;
+}
+
+UserSpec ParseUser(const YAML::Node& node, const std::string& path, Errors& errors) {
+  UserSpec user;
+  MapReader m(node, path, {"name", "role", "projects", "queues", "unix_user"}, errors);
+  m.Require("name");
+  m.Read("name", user.name);
+  m.Read("role", user.role);
+  m.Read("projects", user.projects);
+  m.Read("queues", user.queues);
+  m.Read("unix_user", user.unix_user);
+  return user;
+}
+
+// Reads a top-level list, one entry per item even when the item is broken,
+// so that the index in every later key path is the item's place in the file.
+template <class T, class ParseItem>
+std::vector<T> ParseList(const MapReader& root, std::string_view key, Errors& errors, ParseItem parse_item) {
+  std::vector<T> items;
+  ForEachItem(root.Get(key), root.PathOf(key), errors, [&](const YAML::Node& item, const std::string& item_path) {
+    items.push_back(parse_item(item, item_path, errors));
+  });
+  return items;
+}
+
+}  // namespace
+
+void DeriveNodePools(model::ClusterSpec& cluster) {
+  for (const auto& pool : cluster.pools) {
+    for (const auto& node_name : pool.nodes) {
+      for (auto& node : cluster.nodes) {
+        if (node.name != node_name || !node.pool.empty()) continue;
+        node.pool = pool.name;
+        // insert() keeps existing keys, so the node's own labels win.
+        node.labels.insert(pool.labels.begin(), pool.labels.end());
+        break;
+      }
+    }
+  }
+}
+
+Config ParseConfig(const YAML::Node& root, Errors& errors) {
+  Config config;
+  MapReader m(root, "", {"server", "store", "executor", "pools", "nodes", "queues", "routing", "projects", "users"},
+              errors);
+  if (!m.is_map()) return config;
+  ParseServer(m.Get("server"), errors, config.server);
+  ParseStore(m.Get("store"), errors, config.store);
+  ParseExecutor(m.Get("executor"), errors, config.executor);
+
+  m.Require("pools", "list the resource pools, e.g. pools: [{name: cpu-hpc-pool, kind: cpu, nodes: [...]}]");
+  m.Require("nodes", "list the nodes (nodes: [] when every node registers through an agent)");
+  m.Require("queues", "list the queues, e.g. queues: [{name: hpc-precision, pool: cpu-hpc-pool}]");
+  config.cluster.pools = ParseList<model::PoolSpec>(m, "pools", errors, ParsePool);
+  config.cluster.nodes = ParseList<model::NodeSpec>(m, "nodes", errors, ParseNode);
+  std::vector<std::string> pool_names;
+  for (const auto& pool : config.cluster.pools) {
+    if (!pool.name.empty()) pool_names.push_back(pool.name);
+  }
+  config.cluster.queues = ParseList<model::QueueSpec>(
+      m, "queues", errors, [&](const YAML::Node& item, const std::string& item_path, Errors& item_errors) {
+        return ParseQueue(item, item_path, item_errors, pool_names);
+      });
+
+  MapReader routing(m.Get("routing"), m.PathOf("routing"), {"rules"}, errors);
+  config.cluster.routing_rules = ParseList<model::RoutingRule>(routing, "rules", errors, ParseRule);
+
+  config.projects = ParseList<ProjectSpec>(m, "projects", errors, ParseProject);
+  config.users = ParseList<UserSpec>(m, "users", errors, ParseUser);
+
+  DeriveNodePools(config.cluster);
+  return config;
+}
+
+}  // namespace unisched::config::internal

@@ -1,0 +1,423 @@
+// The value rules of a Config: ranges, name formats, unique names, references
+// between sections and node membership in pools. docs/config.md lists them.
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "config/errors.h"
+#include "unisched/config/config.h"
+
+namespace unisched::config {
+namespace {
+
+using internal::DidYouMean;
+using internal::Errors;
+using internal::JoinIndex;
+using internal::JoinKey;
+using internal::JoinNames;
+
+constexpr size_t kMaxNameLength = 63;
+
+bool IsLowerAlnum(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+// Pools, queues, projects and rules: lowercase letters, digits, '-' and '_',
+// starting and ending with a letter or digit. They appear in URLs, metric
+// labels and file names, so they are kept that plain.
+bool IsPlainName(std::string_view name, std::string_view extra_inner) {
+  if (name.empty() || name.size() > kMaxNameLength) return false;
+  if (!IsLowerAlnum(name.front()) || !IsLowerAlnum(name.back())) return false;
+  for (char c : name) {
+    if (!IsLowerAlnum(c) && c != '-' && c != '_' && extra_inner.find(c) == std::string_view::npos) return false;
+  }
+  return true;
+}
+
+// architecture-spec-purpose: at least three '-'-separated parts, the first
+// of [a-z0-9_], the others of [a-z0-9_.], e.g. x86-c64m256-hpc-01.
+bool IsNodeName(std::string_view name) {
+  if (name.empty() || name.size() > kMaxNameLength) return false;
+  size_t parts = 0;
+  size_t start = 0;
+  while (true) {
+    const size_t end = name.find('-', start);
+    const std::string_view part = name.substr(start, end == std::string_view::npos ? end : end - start);
+    if (part.empty()) return false;
+    for (char c : part) {
+      if (!IsLowerAlnum(c) && c != '_' && (parts == 0 || c != '.')) return false;
+    }
+    ++parts;
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+  }
+  return parts >= 3;
+}
+
+// The portable POSIX user name shape useradd accepts by default.
+bool IsUnixUserName(std::string_view name) {
+  if (!name.empty() && name.back() == '$') name.remove_suffix(1);
+  if (name.empty() || name.size() > 32) return false;
+  if (!((name.front() >= 'a' && name.front() <= 'z') || name.front() == '_')) return false;
+  for (char c : name) {
+    if (!IsLowerAlnum(c) && c != '_' && c != '-') return false;
+  }
+  return true;
+}
+
+bool IsListenAddress(std::string_view text) {
+  const size_t colon = text.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) return false;
+  const std::string_view host = text.substr(0, colon);
+  const std::string_view port = text.substr(colon + 1);
+  if (host.front() == '[') {
+    if (host.size() < 3 || host.back() != ']') return false;
+  } else if (host.find(':') != std::string_view::npos) {
+    return false;  // an IPv6 address must be bracketed: [::1]:8642
+  }
+  if (port.empty() || port.size() > 5) return false;
+  int value = 0;
+  const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+  return ec == std::errc() && end == port.data() + port.size() && value >= 0 && value <= 65535;
+}
+
+template <class T>
+void Positive(Errors& errors, const std::string& path, T value, std::string_view hint = {}) {
+  if (value > 0) return;
+  std::string message = "must be > 0";
+  if (!hint.empty()) {
+    message += "; ";
+    message += hint;
+  }
+  errors.Add(path, std::move(message));
+}
+
+template <class T>
+void NonNegative(Errors& errors, const std::string& path, T value, std::string_view hint = {}) {
+  if (value >= 0) return;
+  std::string message = "must be >= 0";
+  if (!hint.empty()) {
+    message += "; ";
+    message += hint;
+  }
+  errors.Add(path, std::move(message));
+}
+
+// Checks the shape of a name and that it is not taken; returns whether the
+// name is usable as a reference target.
+class NameRegistry {
+ public:
+  NameRegistry(std::string noun, std::string section) : noun_(std::move(noun)), section_(std::move(section)) {}
+
+  void Add(Errors& errors, const std::string& path, const std::string& name, bool shape_ok,
+           std::string_view shape_rule) {
+    if (name.empty()) {
+      errors.Add(path, "must not be empty; give the " + noun_ + " a name");
+      return;
+    }
+    if (!shape_ok) errors.Add(path, "invalid " + noun_ + " name '" + name + "'; " + std::string(shape_rule));
+    const auto [it, inserted] = first_use_.emplace(name, path);
+    if (!inserted) {
+      errors.Add(path, "duplicate " + noun_ + " name '" + name + "' (first defined at " + it->second +
+                           "); names must be unique");
+      return;
+    }
+    names_.push_back(name);
+  }
+
+  bool Has(const std::string& name) const { return first_use_.count(name) != 0; }
+  const std::vector<std::string>& names() const { return names_; }
+
+  // Records "unknown <noun>" at path unless name is defined. Empty names are
+  // skipped: their own "missing" error is already there.
+  bool CheckReference(Errors& errors, const std::string& path, const std::string& name) const {
+    if (name.empty() || Has(name)) return !name.empty();
+    errors.Add(path, "unknown " + noun_ + " '" + name + "'; defined " + section_ + ": " + JoinNames(names_) +
+                         DidYouMean(name, names_));
+    return false;
+  }
+
+ private:
+  std::string noun_;
+  std::string section_;
+  std::map<std::string, std::string> first_use_;  // name -> path where it is defined
+  std::vector<std::string> names_;                // in file order, for messages
+};
+
+constexpr std::string_view kPlainNameRule =
+    "use lowercase letters, digits, '-' and '_', starting and ending with a letter or digit, at most 63 "
+    "characters";
+constexpr std::string_view kNodeNameRule =
+    "name nodes architecture-spec-purpose: at least three lowercase parts joined by '-', e.g. "
+    "x86-c64m256-hpc-01";
+constexpr std::string_view kUserNameRule =
+    "use lowercase letters, digits, '.', '-' and '_', starting and ending with a letter or digit, at most 63 "
+    "characters";
+constexpr std::string_view kUnixUserRule =
+    "must be a Unix user name: a lowercase letter or '_', then lowercase letters, digits, '_' or '-', at most "
+    "32 characters";
+
+void ValidateServer(const ServerSettings& s, Errors& errors) {
+  if (!IsListenAddress(s.listen)) {
+    errors.Add("server.listen",
+               "must be HOST:PORT with a port from 0 to 65535 (0 picks a free port), e.g. "
+               "127.0.0.1:8642; got '" +
+                   s.listen + "'");
+  }
+  if (s.state_dir.empty()) errors.Add("server.state_dir", "must not be empty; give the directory for the database");
+  Positive(errors, "server.http_threads", s.http_threads);
+  Positive(errors, "server.max_body_bytes", s.max_body_bytes);
+  Positive(errors, "server.header_timeout_seconds", s.header_timeout_seconds);
+  Positive(errors, "server.body_timeout_seconds", s.body_timeout_seconds);
+  Positive(errors, "server.idle_timeout_seconds", s.idle_timeout_seconds);
+  Positive(errors, "server.scheduler_tick_seconds", s.scheduler_tick_seconds);
+}
+
+void ValidateStore(const StoreSettings& s, Errors& errors) {
+  if (s.synchronous != "full" && s.synchronous != "normal" && s.synchronous != "off") {
+    errors.Add("store.synchronous", "unknown value '" + s.synchronous + "'; expected one of: full, normal, off" +
+                                        DidYouMean(s.synchronous, {"full", "normal", "off"}));
+  }
+  Positive(errors, "store.group_commit_max_batch", s.group_commit_max_batch);
+  Positive(errors, "store.job_retention_days", s.job_retention_days);
+  NonNegative(errors, "store.max_log_bytes", s.max_log_bytes, "0 keeps no output");
+}
+
+void ValidateExecutor(const ExecutorSettings& s, Errors& errors) {
+  if (!IsUnixUserName(s.default_unix_user)) {
+    errors.Add("executor.default_unix_user", std::string(kUnixUserRule) + "; got '" + s.default_unix_user + "'");
+  }
+  NonNegative(errors, "executor.kill_grace_seconds", s.kill_grace_seconds, "0 sends SIGKILL at once");
+  Positive(errors, "executor.pids_limit", s.pids_limit);
+  if (!s.supervisor_path.empty() && s.supervisor_path.front() != '/') {
+    errors.Add("executor.supervisor_path",
+               "must be an absolute path, or left out to use unisched-supervisor beside the unisched binary");
+  }
+}
+
+void ValidateGpus(const model::NodeSpec& node, const std::string& path, Errors& errors) {
+  for (size_t j = 0; j < node.gpus.size(); ++j) {
+    const model::GpuDevice& gpu = node.gpus[j];
+    const std::string gpu_path = JoinIndex(JoinKey(path, "gpus"), j);
+    if (gpu.index != static_cast<int>(j)) {
+      errors.Add(JoinKey(gpu_path, "index"), "must be " + std::to_string(j) + "; devices are numbered 0..n-1 in order");
+    }
+    if (gpu.model.empty()) errors.Add(JoinKey(gpu_path, "model"), "must not be empty; name the GPU model, e.g. h100");
+    Positive(errors, JoinKey(gpu_path, "memory_gb"), gpu.memory_gb, "give the memory of one device in GB");
+  }
+}
+
+void ValidateCluster(const model::ClusterSpec& cluster, NameRegistry& queues, Errors& errors) {
+  NameRegistry pools("pool", "pools");
+  if (cluster.pools.empty()) errors.Add("pools", "must list at least one pool");
+  for (size_t i = 0; i < cluster.pools.size(); ++i) {
+    const auto& pool = cluster.pools[i];
+    pools.Add(errors, JoinKey(JoinIndex("pools", i), "name"), pool.name, IsPlainName(pool.name, ""), kPlainNameRule);
+  }
+
+  NameRegistry nodes("node", "nodes");
+  for (size_t i = 0; i < cluster.nodes.size(); ++i) {
+    const auto& node = cluster.nodes[i];
+    const std::string path = JoinIndex("nodes", i);
+    nodes.Add(errors, JoinKey(path, "name"), node.name, IsNodeName(node.name), kNodeNameRule);
+    Positive(errors, JoinKey(path, "cpus"), node.cpus, "the number of CPUs jobs may use on this node");
+    Positive(errors, JoinKey(path, "memory_mb"), node.memory_mb, "the memory jobs may use on this node, in MB");
+    ValidateGpus(node, path, errors);
+  }
+
+  // Each node in exactly one pool: the first pool that lists it owns it.
+  std::map<std::string, std::string> owner;  // node name -> pool name
+  for (size_t i = 0; i < cluster.pools.size(); ++i) {
+    const auto& pool = cluster.pools[i];
+    const std::string nodes_path = JoinKey(JoinIndex("pools", i), "nodes");
+    for (size_t j = 0; j < pool.nodes.size(); ++j) {
+      const std::string& name = pool.nodes[j];
+      const std::string path = JoinIndex(nodes_path, j);
+      if (name.empty()) {
+        errors.Add(path, "must not be empty; list node names");
+        continue;
+      }
+      if (!nodes.CheckReference(errors, path, name)) continue;
+      const auto [it, inserted] = owner.emplace(name, pool.name);
+      if (!inserted) {
+        errors.Add(path, "node '" + name + "' is already in pool '" + it->second +
+                             "'; a node belongs to exactly one pool, so list it once");
+      }
+    }
+  }
+  for (size_t i = 0; i < cluster.nodes.size(); ++i) {
+    const auto& node = cluster.nodes[i];
+    if (node.name.empty()) continue;
+    const std::string path = JoinIndex("nodes", i);
+    const auto it = owner.find(node.name);
+    if (it == owner.end()) {
+      // Only the first node of a duplicated name is the one pools refer to.
+      if (cluster.FindNode(node.name) == &node) {
+        errors.Add(path, "node '" + node.name + "' is in no pool; add it to the nodes of one pool (" +
+                             JoinNames(pools.names()) + ")");
+      }
+      continue;
+    }
+    if (!node.pool.empty() && node.pool != it->second) {
+      errors.Add(JoinKey(path, "pool"), "is '" + node.pool + "' but pool '" + it->second + "' lists the node");
+    }
+    const model::PoolSpec* pool = cluster.FindPool(it->second);
+    if (pool != nullptr && pool->kind == model::PoolKind::kGpu && node.gpus.empty()) {
+      errors.Add(JoinKey(path, "gpus"), "node '" + node.name + "' is in GPU pool '" + pool->name +
+                                            "' but declares no GPUs; add gpus: {count, model, memory_gb}");
+    }
+  }
+
+  if (cluster.queues.empty()) errors.Add("queues", "must list at least one queue");
+  for (size_t i = 0; i < cluster.queues.size(); ++i) {
+    const auto& queue = cluster.queues[i];
+    const std::string path = JoinIndex("queues", i);
+    queues.Add(errors, JoinKey(path, "name"), queue.name, IsPlainName(queue.name, ""), kPlainNameRule);
+    pools.CheckReference(errors, JoinKey(path, "pool"), queue.pool);
+    for (size_t j = 0; j < queue.workload_kinds.size(); ++j) {
+      for (size_t k = 0; k < j; ++k) {
+        if (queue.workload_kinds[k] == queue.workload_kinds[j]) {
+          errors.Add(JoinIndex(JoinKey(path, "workload_kinds"), j),
+                     "'" + std::string(model::ToString(queue.workload_kinds[j])) + "' is listed twice");
+          break;
+        }
+      }
+    }
+    const model::QueuePolicy& p = queue.policy;
+    const std::string policy_path = JoinKey(path, "policy");
+    static const std::vector<std::string> kPolicyTypes = {"fifo", "fairshare", "priority-with-quota", "elastic"};
+    if (std::find(kPolicyTypes.begin(), kPolicyTypes.end(), p.type) == kPolicyTypes.end()) {
+      errors.Add(JoinKey(policy_path, "type"), "unknown policy type '" + p.type + "'; expected one of: " +
+                                                   JoinNames(kPolicyTypes) + DidYouMean(p.type, kPolicyTypes));
+    }
+    if (p.max_walltime_hours) Positive(errors, JoinKey(policy_path, "max_walltime_hours"), *p.max_walltime_hours);
+    if (p.default_walltime_hours) {
+      const std::string default_path = JoinKey(policy_path, "default_walltime_hours");
+      if (*p.default_walltime_hours <= 0) {
+        errors.Add(default_path, "must be > 0");
+      } else if (p.max_walltime_hours && *p.max_walltime_hours > 0 &&
+                 *p.default_walltime_hours > *p.max_walltime_hours) {
+        char max_text[32];
+        std::snprintf(max_text, sizeof max_text, "%g", *p.max_walltime_hours);
+        errors.Add(default_path,
+                   std::string("must be <= max_walltime_hours (") + max_text + "); lower it or raise the maximum");
+      }
+    }
+    if (p.default_memory_mb_per_cpu) {
+      Positive(errors, JoinKey(policy_path, "default_memory_mb_per_cpu"), *p.default_memory_mb_per_cpu);
+    }
+    if (p.gpu_quota_per_project) {
+      NonNegative(errors, JoinKey(policy_path, "gpu_quota_per_project"), *p.gpu_quota_per_project);
+    }
+    if (p.scale_in_idle_seconds) {
+      Positive(errors, JoinKey(policy_path, "scale_in_idle_seconds"), *p.scale_in_idle_seconds);
+    }
+    if (p.max_concurrency) Positive(errors, JoinKey(policy_path, "max_concurrency"), *p.max_concurrency);
+  }
+
+  NameRegistry rules("routing rule", "rules");
+  for (size_t i = 0; i < cluster.routing_rules.size(); ++i) {
+    const auto& rule = cluster.routing_rules[i];
+    const std::string path = JoinIndex("routing.rules", i);
+    rules.Add(errors, JoinKey(path, "name"), rule.name, IsPlainName(rule.name, ""), kPlainNameRule);
+    const std::string match_path = JoinKey(path, "match");
+    if (rule.min_gpus) NonNegative(errors, JoinKey(match_path, "min_gpus"), *rule.min_gpus);
+    if (rule.max_gpus) NonNegative(errors, JoinKey(match_path, "max_gpus"), *rule.max_gpus);
+    if (rule.min_gpus && rule.max_gpus && *rule.min_gpus >= 0 && *rule.max_gpus >= 0 &&
+        *rule.min_gpus > *rule.max_gpus) {
+      errors.Add(JoinKey(match_path, "max_gpus"),
+                 "must be >= min_gpus (" + std::to_string(*rule.min_gpus) + "); no job could match this rule");
+    }
+    for (const auto& [feature, value] : rule.features) {
+      if (feature.empty()) errors.Add(JoinKey(match_path, "features"), "feature names must not be empty");
+    }
+    const std::string queue_path = JoinKey(path, "queue");
+    if (!queues.CheckReference(errors, queue_path, rule.queue) || !rule.kind) continue;
+    const model::QueueSpec* queue = cluster.FindQueue(rule.queue);
+    if (queue != nullptr && !queue->workload_kinds.empty() &&
+        std::find(queue->workload_kinds.begin(), queue->workload_kinds.end(), *rule.kind) ==
+            queue->workload_kinds.end()) {
+      std::vector<std::string> served;
+      for (auto kind : queue->workload_kinds) {
+        const std::string name(model::ToString(kind));
+        if (std::find(served.begin(), served.end(), name) == served.end()) served.push_back(name);
+      }
+      errors.Add(queue_path, "queue '" + rule.queue + "' does not serve workload kind '" +
+                                 std::string(model::ToString(*rule.kind)) + "' (its workload_kinds: " +
+                                 JoinNames(served) + "); route to a queue that lists it, or add it there");
+    }
+  }
+}
+
+// Reports names listed twice in one list of references.
+void NoRepeats(const std::vector<std::string>& names, const std::string& path, Errors& errors) {
+  for (size_t j = 0; j < names.size(); ++j) {
+    if (std::find(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(j), names[j]) !=
+        names.begin() + static_cast<std::ptrdiff_t>(j)) {
+      errors.Add(JoinIndex(path, j), "'" + names[j] + "' is listed twice");
+    }
+  }
+}
+
+void ValidatePeople(const Config& config, const NameRegistry& queues, Errors& errors) {
+  NameRegistry projects("project", "projects");
+  for (size_t i = 0; i < config.projects.size(); ++i) {
+    const auto& project = config.projects[i];
+    projects.Add(errors, JoinKey(JoinIndex("projects", i), "name"), project.name, IsPlainName(project.name, ""),
+                 kPlainNameRule);
+  }
+
+  NameRegistry users("user", "users");
+  static const std::vector<std::string> kRoles = {"platform-admin", "queue-admin", "user"};
+  for (size_t i = 0; i < config.users.size(); ++i) {
+    const auto& user = config.users[i];
+    const std::string path = JoinIndex("users", i);
+    users.Add(errors, JoinKey(path, "name"), user.name, IsPlainName(user.name, "."), kUserNameRule);
+    const bool known_role = std::find(kRoles.begin(), kRoles.end(), user.role) != kRoles.end();
+    if (!known_role) {
+      errors.Add(JoinKey(path, "role"), "unknown role '" + user.role + "'; expected one of: " + JoinNames(kRoles) +
+                                            DidYouMean(user.role, kRoles));
+    }
+    const std::string projects_path = JoinKey(path, "projects");
+    for (size_t j = 0; j < user.projects.size(); ++j) {
+      projects.CheckReference(errors, JoinIndex(projects_path, j), user.projects[j]);
+    }
+    NoRepeats(user.projects, projects_path, errors);
+    const std::string queues_path = JoinKey(path, "queues");
+    if (user.role == "queue-admin") {
+      if (user.queues.empty()) {
+        errors.Add(queues_path, "a queue-admin needs the queues it administers; list them, e.g. queues: [" +
+                                    (queues.names().empty() ? std::string("hpc-precision") : queues.names().front()) +
+                                    "]");
+      }
+    } else if (!user.queues.empty() && known_role) {
+      errors.Add(queues_path, "only a queue-admin has queues; set role: queue-admin or remove queues");
+    }
+    for (size_t j = 0; j < user.queues.size(); ++j) {
+      queues.CheckReference(errors, JoinIndex(queues_path, j), user.queues[j]);
+    }
+    NoRepeats(user.queues, queues_path, errors);
+    if (!user.unix_user.empty() && !IsUnixUserName(user.unix_user)) {
+      errors.Add(JoinKey(path, "unix_user"), std::string(kUnixUserRule) + "; got '" + user.unix_user + "'");
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<ConfigError> ValidateConfig(const Config& config) {
+  Errors errors;
+  ValidateServer(config.server, errors);
+  ValidateStore(config.store, errors);
+  ValidateExecutor(config.executor, errors);
+  NameRegistry queues("queue", "queues");
+  ValidateCluster(config.cluster, queues, errors);
+  ValidatePeople(config, queues, errors);
+  return errors.Take();
+}
+
+}  // namespace unisched::config

@@ -1,0 +1,300 @@
+// Containment: cgroup v1 limit groups plus a cgroup v2 kill group, with an
+// rlimit fallback. See containment.h for the lifecycle.
+
+#include "unisched/containment/containment.h"
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+#include <thread>
+
+namespace unisched::containment {
+namespace {
+
+bool Exists(const std::string& path) {
+  struct stat st{};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+// Writes `value` to an existing (cgroup) file. Returns 0 or the errno.
+int WriteValue(const char* path, const char* value, size_t len) {
+  const int fd = ::open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return errno;
+  int err = 0;
+  if (::write(fd, value, len) != static_cast<ssize_t>(len)) err = errno ? errno : EIO;
+  ::close(fd);
+  return err;
+}
+
+int WriteValue(const std::string& path, const std::string& value) {
+  return WriteValue(path.c_str(), value.data(), value.size());
+}
+
+bool ReadFile(const std::string& path, std::string& out) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  out.clear();
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return true;
+}
+
+// The value after `key ` on its own line of a "key value" file, or -1.
+int64_t KeyedValue(const std::string& text, std::string_view key) {
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    std::string_view line(text.data() + pos, end - pos);
+    if (line.size() > key.size() && line.substr(0, key.size()) == key && line[key.size()] == ' ') {
+      return std::strtoll(std::string(line.substr(key.size() + 1)).c_str(), nullptr, 10);
+    }
+    pos = end + 1;
+  }
+  return -1;
+}
+
+int64_t ReadNumber(const std::string& path) {
+  std::string text;
+  if (!ReadFile(path, text)) return -1;
+  return std::strtoll(text.c_str(), nullptr, 10);
+}
+
+// mkdir that accepts an existing directory. Returns 0 or the errno.
+int MakeDir(const std::string& path) {
+  if (::mkdir(path.c_str(), 0755) == 0 || errno == EEXIST) return 0;
+  return errno;
+}
+
+std::string ErrnoText(int err) { return std::strerror(err); }
+
+}  // namespace
+
+Result<Containment> Containment::Create(const std::string& name, const Limits& limits, const Options& options) {
+  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) {
+    return Error::BadRequest("bad_containment_name", "containment name must be one path component: '" + name + "'");
+  }
+  Containment c;
+  c.limits_ = limits;
+  const std::string& root = options.cgroup_root;
+
+  // Creates <hierarchy>/<parent>/<name>; returns the group dir or an error.
+  auto make_group = [&](const std::string& hierarchy) -> Result<std::string> {
+    const std::string parent = hierarchy + "/" + options.parent;
+    if (int err = MakeDir(parent)) {
+      return Error::Internal("cannot create cgroup " + parent + ": " + ErrnoText(err));
+    }
+    const std::string dir = parent + "/" + name;
+    if (int err = MakeDir(dir)) return Error::Internal("cannot create cgroup " + dir + ": " + ErrnoText(err));
+    return dir;
+  };
+  // On any failure the groups made so far are removed again.
+  auto fail = [&c](Error e) -> Result<Containment> {
+    (void)c.Destroy();  // best effort: the error below is what matters
+    return e;
+  };
+  auto write = [](const std::string& dir, const char* file, const std::string& value) -> Status {
+    const std::string path = dir + "/" + file;
+    if (int err = WriteValue(path, value)) {
+      return Error::Internal("cannot write '" + value + "' to " + path + ": " + ErrnoText(err));
+    }
+    return Status::Ok();
+  };
+
+  if (Exists(root + "/memory/memory.limit_in_bytes")) {
+    auto dir = make_group(root + "/memory");
+    if (!dir.ok()) return fail(dir.error());
+    c.memory_dir_ = *dir;
+    if (limits.memory_bytes > 0) {
+      const std::string v = std::to_string(limits.memory_bytes);
+      const bool memsw = Exists(c.memory_dir_ + "/memory.memsw.limit_in_bytes");
+      // memsw may never be below the plain limit; a reused group may hold a
+      // smaller memsw from before, so lower memsw first if the plain write is refused.
+      Status s = write(c.memory_dir_, "memory.limit_in_bytes", v);
+      if (!s.ok() && memsw) {
+        if (Status s2 = write(c.memory_dir_, "memory.memsw.limit_in_bytes", v); !s2.ok()) return fail(s2.error());
+        s = write(c.memory_dir_, "memory.limit_in_bytes", v);
+      }
+      if (!s.ok()) return fail(s.error());
+      if (memsw) {
+        if (Status s2 = write(c.memory_dir_, "memory.memsw.limit_in_bytes", v); !s2.ok()) return fail(s2.error());
+      }
+    }
+  }
+  if (Exists(root + "/cpu/cpu.cfs_quota_us")) {
+    auto dir = make_group(root + "/cpu");
+    if (!dir.ok()) return fail(dir.error());
+    c.cpu_dir_ = *dir;
+    if (limits.cpu_millis > 0) {
+      // quota/period = cpus = millis/1000, with a period of 100 ms.
+      if (Status s = write(c.cpu_dir_, "cpu.cfs_period_us", "100000"); !s.ok()) return fail(s.error());
+      const int64_t quota = static_cast<int64_t>(limits.cpu_millis) * 100;
+      if (Status s = write(c.cpu_dir_, "cpu.cfs_quota_us", std::to_string(quota)); !s.ok()) return fail(s.error());
+    }
+  }
+  // The root of a v1 pids hierarchy has no pids.max; its children do.
+  if (Exists(root + "/pids/cgroup.procs") && !Exists(root + "/pids/cgroup.controllers")) {
+    auto dir = make_group(root + "/pids");
+    if (!dir.ok()) return fail(dir.error());
+    c.pids_dir_ = *dir;
+    if (limits.pids > 0) {
+      if (Status s = write(c.pids_dir_, "pids.max", std::to_string(limits.pids)); !s.ok()) return fail(s.error());
+    }
+  }
+  // cgroup v2: /sys/fs/cgroup/unified in hybrid mode, /sys/fs/cgroup itself on a pure v2 machine.
+  std::string unified;
+  if (Exists(root + "/unified/cgroup.controllers")) {
+    unified = root + "/unified";
+  } else if (Exists(root + "/cgroup.controllers")) {
+    unified = root;
+  }
+  if (!unified.empty()) {
+    auto dir = make_group(unified);
+    if (!dir.ok()) return fail(dir.error());
+    c.unified_dir_ = *dir;
+    c.unified_has_kill_ = Exists(c.unified_dir_ + "/cgroup.kill");
+  }
+
+  for (const std::string& dir : c.GroupDirs()) c.procs_files_.push_back(dir + "/cgroup.procs");
+  return c;
+}
+
+Containment Containment::Disabled(const Limits& limits) {
+  Containment c;
+  c.limits_ = limits;
+  return c;
+}
+
+std::vector<std::string> Containment::GroupDirs() const {
+  std::vector<std::string> dirs;
+  for (const std::string* d : {&memory_dir_, &cpu_dir_, &pids_dir_, &unified_dir_}) {
+    if (!d->empty()) dirs.push_back(*d);
+  }
+  return dirs;
+}
+
+int Containment::JoinSelf() const {
+  // Formats the pid by hand: no allocation between fork and exec.
+  char buf[24];
+  char* p = buf + sizeof buf;
+  for (pid_t pid = ::getpid(); pid > 0; pid /= 10) *--p = static_cast<char>('0' + pid % 10);
+  const size_t len = static_cast<size_t>(buf + sizeof buf - p);
+  for (const std::string& file : procs_files_) {
+    if (int err = WriteValue(file.c_str(), p, len)) return err;
+  }
+  return 0;
+}
+
+int Containment::ApplyRlimitsSelf() const {
+  if (limits_.memory_bytes > 0 && memory_dir_.empty()) {
+    const rlimit rl{static_cast<rlim_t>(limits_.memory_bytes), static_cast<rlim_t>(limits_.memory_bytes)};
+    if (::setrlimit(RLIMIT_AS, &rl) != 0) return errno;
+  }
+  if (limits_.pids > 0 && pids_dir_.empty()) {
+    const rlimit rl{static_cast<rlim_t>(limits_.pids), static_cast<rlim_t>(limits_.pids)};
+    if (::setrlimit(RLIMIT_NPROC, &rl) != 0) return errno;
+  }
+  return 0;
+}
+
+std::vector<pid_t> Containment::Pids() const {
+  std::vector<pid_t> pids;
+  std::string text;
+  for (const std::string& file : procs_files_) {
+    if (!ReadFile(file, text)) continue;
+    const char* s = text.c_str();
+    while (*s) {
+      char* end = nullptr;
+      const long v = std::strtol(s, &end, 10);
+      if (end == s) break;
+      if (v > 0) pids.push_back(static_cast<pid_t>(v));
+      s = end;
+      while (*s == '\n' || *s == ' ') ++s;
+    }
+  }
+  std::sort(pids.begin(), pids.end());
+  pids.erase(std::unique(pids.begin(), pids.end()), pids.end());
+  return pids;
+}
+
+void Containment::KillAll(int signal) const {
+  if (signal == SIGKILL && unified_has_kill_) {
+    (void)WriteValue(unified_dir_ + "/cgroup.kill", "1");  // the per-pid pass below covers a failure
+  }
+  // A process can fork between reading cgroup.procs and the kill; the
+  // supervisor calls this repeatedly until the groups are empty.
+  for (pid_t pid : Pids()) ::kill(pid, signal);
+  if (pgid_ > 0) ::kill(-pgid_, signal);
+}
+
+bool Containment::OomKilled() const {
+  if (memory_dir_.empty()) return false;
+  std::string text;
+  if (!ReadFile(memory_dir_ + "/memory.oom_control", text)) return false;
+  const int64_t kills = KeyedValue(text, "oom_kill");
+  if (kills >= 0) return kills > 0;
+  return ReadNumber(memory_dir_ + "/memory.failcnt") > 0;
+}
+
+int64_t Containment::MaxMemoryBytes() const {
+  if (memory_dir_.empty()) return 0;
+  return std::max<int64_t>(0, ReadNumber(memory_dir_ + "/memory.max_usage_in_bytes"));
+}
+
+Status Containment::Destroy() {
+  std::string failed;
+  for (std::string* dir : {&memory_dir_, &cpu_dir_, &pids_dir_, &unified_dir_}) {
+    if (dir->empty()) continue;
+    int err = 0;
+    // A group cannot be removed while it has members; just-killed processes
+    // take a moment to leave.
+    for (int i = 0; i < 100; ++i) {
+      if (::rmdir(dir->c_str()) == 0 || errno == ENOENT) {
+        err = 0;
+        break;
+      }
+      err = errno;
+      if (err != EBUSY) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (err != 0) {
+      failed += (failed.empty() ? "" : "; ") + *dir + ": " + ErrnoText(err);
+    } else {
+      dir->clear();
+    }
+  }
+  procs_files_.clear();
+  for (const std::string& dir : GroupDirs()) procs_files_.push_back(dir + "/cgroup.procs");
+  if (!failed.empty()) return Error::Internal("cannot remove cgroups: " + failed);
+  return Status::Ok();
+}
+
+std::string Containment::Describe() const {
+  std::string v1;
+  if (!memory_dir_.empty()) v1 += "memory";
+  if (!cpu_dir_.empty()) v1 += std::string(v1.empty() ? "" : ",") + "cpu";
+  if (!pids_dir_.empty()) v1 += std::string(v1.empty() ? "" : ",") + "pids";
+  std::string out;
+  if (!v1.empty()) out = "cgroup v1 " + v1;
+  if (!unified_dir_.empty()) out += std::string(out.empty() ? "" : " + ") + "cgroup v2";
+  const bool rl = (limits_.memory_bytes > 0 && memory_dir_.empty()) || (limits_.pids > 0 && pids_dir_.empty());
+  if (rl || out.empty()) out += std::string(out.empty() ? "" : " + ") + "rlimits";
+  return out;
+}
+
+}  // namespace unisched::containment

@@ -1,0 +1,481 @@
+#include "daemon/controller.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+namespace unisched::daemon {
+namespace {
+
+using model::Job;
+using model::JobState;
+
+constexpr std::chrono::hours kRetentionSweepEvery{1};
+
+std::string Join(const std::vector<std::string>& items, char sep) {
+  std::string out;
+  for (const auto& i : items) {
+    if (!out.empty()) out.push_back(sep);
+    out += i;
+  }
+  return out;
+}
+
+// How an attempt's outcome maps onto the job's state.
+JobState StateOf(executor::RunOutcome outcome) {
+  switch (outcome) {
+    case executor::RunOutcome::kCompleted:
+      return JobState::kCompleted;
+    case executor::RunOutcome::kTimeout:
+      return JobState::kTimeout;
+    case executor::RunOutcome::kCancelled:
+      return JobState::kCancelled;
+    case executor::RunOutcome::kFailed:
+    case executor::RunOutcome::kLaunchFailed:
+    case executor::RunOutcome::kLost:
+      break;
+  }
+  return JobState::kFailed;
+}
+
+}  // namespace
+
+std::map<std::string, std::string> JobEnvironment(const Job& job, const model::Attempt& attempt,
+                                                  const std::string& unix_user) {
+  std::map<std::string, std::string> env = {
+      {"PATH", "/usr/local/bin:/usr/bin:/bin"},
+      {"LANG", "C.UTF-8"},
+  };
+  if (!unix_user.empty()) {
+    env["USER"] = unix_user;
+    env["LOGNAME"] = unix_user;
+  }
+  for (const auto& [k, v] : job.env) env[k] = v;
+  std::vector<std::string> nodes;
+  for (const auto& a : attempt.allocation) nodes.push_back(a.node);
+  env["UNISCHED_JOB_ID"] = std::to_string(job.id);
+  env["UNISCHED_JOB_NAME"] = job.name;
+  env["UNISCHED_ATTEMPT"] = std::to_string(attempt.number);
+  env["UNISCHED_NODELIST"] = Join(nodes, ',');
+  env["UNISCHED_QUEUE"] = job.queue;
+  env["UNISCHED_POOL"] = job.pool;
+  env["UNISCHED_PROJECT"] = job.project;
+  env["UNISCHED_USER"] = job.user;
+  env["OMP_NUM_THREADS"] = std::to_string(job.resources.cpus);
+  if (job.resources.gpus > 0 && !attempt.allocation.empty()) {
+    std::vector<std::string> indices;
+    for (int i : attempt.allocation.front().gpu_indices) indices.push_back(std::to_string(i));
+    env["CUDA_VISIBLE_DEVICES"] = Join(indices, ',');
+  }
+  return env;
+}
+
+Controller::Controller(const config::Config& config, store::Store& store, metrics::Metrics& metrics,
+                       const Clock& clock)
+    : config_(config), store_(store), metrics_(metrics), clock_(clock) {
+  for (const auto& spec : config_.cluster.nodes) {
+    model::NodeUsage n;
+    n.spec = spec;
+    n.gpu_busy.assign(spec.gpus.size(), false);
+    nodes_.push_back(std::move(n));
+  }
+  view_ = std::make_shared<api::ClusterView>();
+}
+
+Controller::~Controller() { Stop(); }
+
+model::NodeUsage* Controller::FindNode(const std::string& name) {
+  for (auto& n : nodes_) {
+    if (n.spec.name == name) return &n;
+  }
+  return nullptr;
+}
+
+void Controller::Start() {
+  for (const auto& record : store_.LoadNodeStates()) {
+    if (auto* n = FindNode(record.name)) {
+      n->state = record.state;
+      node_reasons_[record.name] = record.reason;
+    }
+  }
+  job_counts_ = store_.CountJobs();
+  std::vector<executor::LaunchSpec> to_recover;
+  for (auto& job : store_.LoadActiveJobs()) {
+    if (job.state == JobState::kRunning) {
+      if (const model::Attempt* a = job.CurrentAttempt()) {
+        for (const auto& alloc : a->allocation) {
+          if (auto* n = FindNode(alloc.node)) n->Apply(alloc, +1);
+        }
+        to_recover.push_back(MakeLaunchSpec(job));
+      }
+    }
+    active_.emplace(job.id, std::move(job));
+  }
+  spdlog::info("controller: {} active jobs loaded, {} running attempts to recover", active_.size(),
+               to_recover.size());
+  Publish();
+  thread_ = std::thread([this] { Loop(); });
+  // Results of recovered attempts arrive through OnRunResult, after the loop runs.
+  for (const auto& spec : to_recover) executor_->Recover(spec);
+  ready_ = true;
+}
+
+void Controller::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_ && !thread_.joinable()) return;
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Controller::Post(Command command) {
+  {
+    std::lock_guard lock(mu_);
+    inbox_.push_back(std::move(command));
+  }
+  wake_.notify_one();
+}
+
+std::shared_ptr<const api::ClusterView> Controller::View() const {
+  std::lock_guard lock(view_mu_);
+  return view_;
+}
+
+void Controller::JobCommitted(const Job& job) {
+  Post([this, job](Batch&) {
+    ++job_counts_[{job.state, job.queue, job.pool}];
+    active_.emplace(job.id, job);
+    need_cycle_ = true;
+  });
+}
+
+void Controller::OnRunResult(executor::RunResult result) {
+  Post([this, result = std::move(result)](Batch& batch) { ApplyResult(batch, result); });
+}
+
+void Controller::ControlJob(model::JobId id, JobAction action, std::string actor,
+                            std::function<void(Result<Job>)> done) {
+  Post([this, id, action, actor = std::move(actor), done = std::move(done)](Batch& batch) {
+    ApplyControl(batch, id, action, actor, done);
+  });
+}
+
+void Controller::SetNodeState(std::string node, bool drain, std::string reason, std::string actor,
+                              std::function<void(Result<api::ClusterView::Node>)> done) {
+  Post([this, node = std::move(node), drain, reason = std::move(reason), actor = std::move(actor),
+        done = std::move(done)](Batch& batch) {
+    spdlog::info("node {}: {} by {}", node, drain ? "drain" : "resume", actor);
+    ApplyNodeState(batch, node, drain, reason, done);
+  });
+}
+
+void Controller::Loop() {
+  const auto tick = std::chrono::milliseconds(static_cast<int64_t>(config_.server.scheduler_tick_seconds * 1000));
+  auto next_tick = std::chrono::steady_clock::now() + tick;
+  while (true) {
+    std::deque<Command> commands;
+    {
+      std::unique_lock lock(mu_);
+      wake_.wait_until(lock, next_tick, [this] { return stopping_ || !inbox_.empty(); });
+      if (stopping_) break;
+      commands.swap(inbox_);
+    }
+    Batch batch;
+    for (auto& command : commands) command(batch);
+    const Timestamp now = clock_.Now();
+    if (std::chrono::steady_clock::now() >= next_tick) {
+      next_tick = std::chrono::steady_clock::now() + tick;
+      need_cycle_ = true;  // refresh pending reasons even when nothing happened
+      if (now >= next_retention_sweep_) SweepRetention(batch, now);
+    }
+    if (need_cycle_) RunCycle(batch, now);
+    Commit(batch);
+    Publish();
+  }
+}
+
+void Controller::Transition(Batch& batch, Job& job, JobState to, std::string reason, const std::string& event_kind,
+                            const std::string& message) {
+  if (job.state != to) {
+    --job_counts_[{job.state, job.queue, job.pool}];
+    ++job_counts_[{to, job.queue, job.pool}];
+    if (model::IsTerminal(to)) metrics_.CountFinish(std::string(model::ToString(to)), job.pool);
+  }
+  job.state = to;
+  job.state_reason = std::move(reason);
+  batch.writes.push_back([copy = job, event = store::JobEvent{clock_.Now(), event_kind, message}](
+                             store::Transaction& t) -> Status {
+    if (auto s = t.UpdateJob(copy); !s.ok()) return s;
+    return t.AppendEvent(copy.id, event);
+  });
+}
+
+void Controller::RunCycle(Batch& batch, Timestamp now) {
+  need_cycle_ = false;
+  scheduler::Snapshot snapshot;
+  snapshot.nodes = nodes_;
+  for (const auto& [id, job] : active_) {
+    if (job.state == JobState::kPending) {
+      const auto* queue = config_.cluster.FindQueue(job.queue);
+      snapshot.pending.push_back({job.id, job.queue, job.pool, job.project, job.user, job.priority,
+                                  queue ? queue->priority_tier : 0, job.submitted_at, job.resources,
+                                  job.constraints});
+    } else if (job.state == JobState::kRunning) {
+      const model::Attempt* a = job.CurrentAttempt();
+      snapshot.running.push_back({job.id, job.queue, job.pool, job.project, job.user,
+                                  a ? a->allocation : model::Allocation{}, job.started_at.value_or(now)});
+    }
+  }
+  if (snapshot.pending.empty()) {
+    pending_reasons_.clear();
+    return;
+  }
+  const auto started = std::chrono::steady_clock::now();
+  scheduler::Plan plan = scheduler_.Decide(snapshot, now);
+  metrics_.ObserveCycle(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+
+  for (auto& start : plan.starts) {
+    auto it = active_.find(start.job);
+    if (it == active_.end() || it->second.state != JobState::kPending) continue;
+    Job& job = it->second;
+    for (const auto& alloc : start.allocation) {
+      if (auto* n = FindNode(alloc.node)) n->Apply(alloc, +1);
+    }
+    model::Attempt attempt;
+    attempt.number = static_cast<int>(job.attempts.size()) + 1;
+    attempt.allocation = start.allocation;
+    attempt.state = JobState::kRunning;
+    job.attempts.push_back(attempt);
+    job.started_at = now;
+    std::vector<std::string> names = job.NodeNames();
+    Transition(batch, job, JobState::kRunning, "", "started",
+               "attempt " + std::to_string(attempt.number) + " on " + Join(names, ','));
+    metrics_.CountStart(job.pool);
+    // Launch only after the RUNNING state is durable: a crash in between is
+    // recovered by launching the attempt then (it never claimed its directory).
+    batch.after_commit.push_back([this, spec = MakeLaunchSpec(job)] {
+      if (Status s = executor_->Launch(spec); !s.ok()) {
+        executor::RunResult failed;
+        failed.job_id = spec.job_id;
+        failed.attempt = spec.attempt;
+        failed.outcome = executor::RunOutcome::kLaunchFailed;
+        failed.reason = s.error().message;
+        failed.ended_at = clock_.Now();
+        OnRunResult(std::move(failed));
+      }
+    });
+  }
+  pending_reasons_ = std::move(plan.pending_reasons);
+}
+
+void Controller::ReleaseAllocation(const model::Attempt& attempt) {
+  for (const auto& alloc : attempt.allocation) {
+    model::NodeUsage* n = FindNode(alloc.node);
+    if (!n) continue;
+    n->Apply(alloc, -1);
+    // A draining node becomes drained when its last job leaves.
+    if (n->state == model::NodeState::kDraining && n->cpus_used == 0 && n->memory_used_mb == 0) {
+      n->state = model::NodeState::kDrained;
+    }
+  }
+}
+
+void Controller::ApplyResult(Batch& batch, const executor::RunResult& result) {
+  auto it = active_.find(result.job_id);
+  model::Attempt* attempt = it == active_.end() ? nullptr : it->second.CurrentAttempt();
+  if (!attempt || attempt->number != result.attempt || it->second.state != JobState::kRunning) {
+    spdlog::info("ignoring report of stale attempt {}.{}", result.job_id, result.attempt);
+    return;
+  }
+  Job& job = it->second;
+  const Timestamp now = clock_.Now();
+  const JobState to = StateOf(result.outcome);
+  attempt->state = to;
+  attempt->started_at = result.started_at;
+  attempt->ended_at = result.ended_at.value_or(now);
+  attempt->exit_code = result.exit_code;
+  attempt->reason = result.reason;
+  attempt->usage = result.usage;
+  job.exit_code = result.exit_code;
+  job.ended_at = attempt->ended_at;
+  if (result.started_at) job.started_at = result.started_at;
+  ReleaseAllocation(*attempt);
+  std::string reason = result.reason;
+  if (to == JobState::kCancelled && reason.empty()) reason = "cancelled";
+  std::string message = std::string(executor::ToString(result.outcome));
+  if (result.exit_code) message += ", exit code " + std::to_string(*result.exit_code);
+  if (!result.reason.empty()) message += ": " + result.reason;
+  Transition(batch, job, to, reason, std::string(executor::ToString(result.outcome)), message);
+  active_.erase(it);
+  need_cycle_ = true;
+}
+
+void Controller::ApplyControl(Batch& batch, model::JobId id, JobAction action, const std::string& actor,
+                              const std::function<void(Result<Job>)>& done) {
+  auto it = active_.find(id);
+  if (it == active_.end()) {
+    auto stored = store_.GetJob(id);
+    if (!stored.ok()) {
+      done(stored.error());
+      return;
+    }
+    done(Error::Conflict("job_finished", "job " + std::to_string(id) + " already ended " +
+                                             std::string(model::ToString(stored->state))));
+    return;
+  }
+  Job& job = it->second;
+  auto reply_after_commit = [&batch, &done](const Job& copy) {
+    batch.after_commit.push_back([done, copy] { done(copy); });
+  };
+  switch (action) {
+    case JobAction::kCancel:
+      if (job.state == JobState::kRunning) {
+        if (!job.cancel_requested) {
+          job.cancel_requested = true;
+          batch.writes.push_back([copy = job, event = store::JobEvent{clock_.Now(), "cancel_requested",
+                                                                      "cancel requested by " + actor}](
+                                     store::Transaction& t) -> Status {
+            if (auto s = t.UpdateJob(copy); !s.ok()) return s;
+            return t.AppendEvent(copy.id, event);
+          });
+          batch.after_commit.push_back(
+              [this, id, attempt = job.CurrentAttempt()->number] { executor_->Cancel(id, attempt); });
+        }
+        reply_after_commit(job);
+        return;
+      }
+      job.ended_at = clock_.Now();
+      Transition(batch, job, JobState::kCancelled, "cancelled by " + actor, "cancelled", "cancelled by " + actor);
+      reply_after_commit(job);
+      active_.erase(it);
+      need_cycle_ = true;
+      return;
+    case JobAction::kHold:
+      if (job.state != JobState::kPending) {
+        done(Error::Conflict("invalid_state", "only PENDING jobs can be held; job " + std::to_string(id) + " is " +
+                                                  std::string(model::ToString(job.state))));
+        return;
+      }
+      Transition(batch, job, JobState::kHeld, "held by " + actor, "held", "held by " + actor);
+      reply_after_commit(job);
+      need_cycle_ = true;
+      return;
+    case JobAction::kRelease:
+      if (job.state != JobState::kHeld) {
+        done(Error::Conflict("invalid_state", "only HELD jobs can be released; job " + std::to_string(id) + " is " +
+                                                  std::string(model::ToString(job.state))));
+        return;
+      }
+      Transition(batch, job, JobState::kPending, "", "released", "released by " + actor);
+      reply_after_commit(job);
+      need_cycle_ = true;
+      return;
+  }
+}
+
+void Controller::ApplyNodeState(Batch& batch, const std::string& name, bool drain, const std::string& reason,
+                                const std::function<void(Result<api::ClusterView::Node>)>& done) {
+  model::NodeUsage* node = FindNode(name);
+  if (!node) {
+    done(Error::NotFound("no node " + name));
+    return;
+  }
+  const bool busy = node->cpus_used > 0 || node->memory_used_mb > 0;
+  node->state = drain ? (busy ? model::NodeState::kDraining : model::NodeState::kDrained) : model::NodeState::kUp;
+  node_reasons_[name] = drain ? reason : "";
+  batch.writes.push_back([record = store::NodeStateRecord{name, node->state, node_reasons_[name]}](
+                             store::Transaction& t) { return t.SetNodeState(record); });
+  batch.after_commit.push_back([done, view = api::ClusterView::Node{*node, node_reasons_[name]}] { done(view); });
+  need_cycle_ = true;
+}
+
+void Controller::SweepRetention(Batch& batch, Timestamp now) {
+  next_retention_sweep_ = now + kRetentionSweepEvery;
+  const Timestamp cutoff = now - std::chrono::hours(24) * config_.store.job_retention_days;
+  auto deleted = std::make_shared<std::vector<model::JobId>>();
+  batch.writes.push_back([cutoff, deleted](store::Transaction& t) -> Status {
+    auto ids = t.DeleteJobsEndedBefore(cutoff);
+    if (!ids.ok()) return ids.error();
+    *deleted = std::move(ids.value());
+    return Status::Ok();
+  });
+  batch.after_commit.push_back([this, deleted] {
+    for (model::JobId id : *deleted) executor_->Forget(id, 0);
+    if (!deleted->empty()) spdlog::info("retention: removed {} finished jobs", deleted->size());
+  });
+}
+
+void Controller::Commit(Batch& batch) {
+  if (!batch.writes.empty()) {
+    auto writes = std::move(batch.writes);
+    Status s = store_.WriteSync([&writes](store::Transaction& t) -> Status {
+      for (auto& w : writes) {
+        if (Status ws = w(t); !ws.ok()) return ws;
+      }
+      return Status::Ok();
+    });
+    if (!s.ok()) {
+      // The live state is ahead of the store; nothing is launched or answered
+      // for it. A restart reloads the store's (consistent) view.
+      spdlog::critical("store commit failed: {}; restart the daemon once the store is writable",
+                       s.error().message);
+      return;
+    }
+  }
+  for (auto& action : batch.after_commit) action();
+}
+
+void Controller::Publish() {
+  auto view = std::make_shared<api::ClusterView>();
+  for (const auto& n : nodes_) {
+    auto it = node_reasons_.find(n.spec.name);
+    view->nodes.push_back({n, it == node_reasons_.end() ? "" : it->second});
+  }
+  for (const auto& [id, job] : active_) {
+    if (job.state == JobState::kPending || job.state == JobState::kHeld) ++view->pending_by_queue[job.queue];
+    if (job.state == JobState::kRunning) ++view->running_by_queue[job.queue];
+  }
+  for (const auto& [id, reasons] : pending_reasons_) {
+    if (active_.count(id)) view->pending_reasons.emplace(id, reasons);
+  }
+  for (const auto& [key, count] : job_counts_) {
+    metrics_.SetJobs(std::string(model::ToString(std::get<0>(key))), std::get<1>(key), std::get<2>(key),
+                     static_cast<double>(count));
+  }
+  std::map<std::pair<std::string, std::string>, int> node_counts;
+  for (const auto& pool : config_.cluster.pools) {
+    for (auto s : {model::NodeState::kUp, model::NodeState::kDraining, model::NodeState::kDrained,
+                   model::NodeState::kDown}) {
+      node_counts[{std::string(model::ToString(s)), pool.name}] = 0;
+    }
+  }
+  for (const auto& n : nodes_) ++node_counts[{std::string(model::ToString(n.state)), n.spec.pool}];
+  for (const auto& [key, count] : node_counts) metrics_.SetNodes(key.first, key.second, count);
+  std::lock_guard lock(view_mu_);
+  view_ = std::move(view);
+}
+
+executor::LaunchSpec Controller::MakeLaunchSpec(const Job& job) const {
+  const model::Attempt& attempt = *job.CurrentAttempt();
+  std::string unix_user = config_.executor.default_unix_user;
+  if (auto user = store_.GetUser(job.user); user && !user->unix_user.empty()) unix_user = user->unix_user;
+  executor::LaunchSpec spec;
+  spec.job_id = job.id;
+  spec.attempt = attempt.number;
+  spec.argv = job.command;
+  spec.env = JobEnvironment(job, attempt, unix_user);
+  spec.unix_user = unix_user;
+  spec.walltime_seconds = job.resources.walltime_seconds;
+  spec.kill_grace_seconds = config_.executor.kill_grace_seconds;
+  if (!attempt.allocation.empty()) {
+    spec.limits.memory_bytes = attempt.allocation.front().memory_mb * (int64_t{1} << 20);
+    spec.limits.cpu_millis = attempt.allocation.front().cpus * 1000;
+  }
+  spec.limits.pids = config_.executor.pids_limit;
+  spec.log_cap_bytes = config_.store.max_log_bytes;
+  return spec;
+}
+
+}  // namespace unisched::daemon

@@ -1,0 +1,113 @@
+#pragma once
+// The controller owns the authoritative live state (active jobs, node usage)
+// on one control thread. Every mutation arrives as a command in its inbox:
+// committed submissions, cancel/hold/release, node drain/resume, run results.
+// One loop iteration applies the commands, runs a scheduling cycle when
+// something changed (or on the periodic tick), commits every resulting store
+// write in ONE transaction, and only then acts: launches, signals, replies.
+// Readers never enter the loop: they read the store and the published view.
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <tuple>
+
+#include "unisched/api/api.h"
+#include "unisched/common/time.h"
+#include "unisched/config/config.h"
+#include "unisched/executor/executor.h"
+#include "unisched/metrics/metrics.h"
+#include "unisched/scheduler/scheduler.h"
+#include "unisched/store/store.h"
+
+namespace unisched::daemon {
+
+class Controller final : public api::ControlPlane {
+ public:
+  Controller(const config::Config& config, store::Store& store, metrics::Metrics& metrics, const Clock& clock);
+  ~Controller() override;
+
+  // REQUIRES: called once, before Start.
+  void SetExecutor(executor::Executor* executor) { executor_ = executor; }
+  // Loads state from the store, recovers running attempts, starts the loop.
+  void Start();
+  // Stops the loop; running jobs keep running (their supervisors outlive us).
+  void Stop();
+  bool Ready() const { return ready_.load(); }
+
+  // From the executor's threads.
+  void OnRunResult(executor::RunResult result);
+
+  // api::ControlPlane
+  void JobCommitted(const model::Job& job) override;
+  void ControlJob(model::JobId id, JobAction action, std::string actor,
+                  std::function<void(Result<model::Job>)> done) override;
+  void SetNodeState(std::string node, bool drain, std::string reason, std::string actor,
+                    std::function<void(Result<api::ClusterView::Node>)> done) override;
+  std::shared_ptr<const api::ClusterView> View() const override;
+
+ private:
+  // What one loop iteration will commit, and what to do after the commit.
+  struct Batch {
+    std::vector<std::function<Status(store::Transaction&)>> writes;
+    std::vector<std::function<void()>> after_commit;
+  };
+  using Command = std::function<void(Batch&)>;
+
+  void Post(Command command);
+  void Loop();
+  void RunCycle(Batch& batch, Timestamp now);
+  void Commit(Batch& batch);
+  void Publish();
+  void SweepRetention(Batch& batch, Timestamp now);
+
+  // Changes a job's state: counts, the stored row and an event.
+  void Transition(Batch& batch, model::Job& job, model::JobState to, std::string reason, const std::string& event_kind,
+                  const std::string& message);
+  void ApplyResult(Batch& batch, const executor::RunResult& result);
+  void ApplyControl(Batch& batch, model::JobId id, JobAction action, const std::string& actor,
+                    const std::function<void(Result<model::Job>)>& done);
+  void ApplyNodeState(Batch& batch, const std::string& name, bool drain, const std::string& reason,
+                      const std::function<void(Result<api::ClusterView::Node>)>& done);
+  void ReleaseAllocation(const model::Attempt& attempt);
+  model::NodeUsage* FindNode(const std::string& name);
+  executor::LaunchSpec MakeLaunchSpec(const model::Job& job) const;
+
+  const config::Config& config_;
+  store::Store& store_;
+  metrics::Metrics& metrics_;
+  const Clock& clock_;
+  executor::Executor* executor_ = nullptr;
+  scheduler::Scheduler scheduler_;
+
+  // Inbox: guarded by mu_.
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::deque<Command> inbox_;
+  bool stopping_ = false;
+
+  // Owned by the control thread.
+  std::map<model::JobId, model::Job> active_;
+  std::vector<model::NodeUsage> nodes_;
+  std::map<std::string, std::string> node_reasons_;
+  std::map<std::tuple<model::JobState, std::string, std::string>, int64_t> job_counts_;
+  std::map<model::JobId, std::vector<model::PendingReason>> pending_reasons_;
+  bool need_cycle_ = true;
+  Timestamp next_retention_sweep_{};
+
+  mutable std::mutex view_mu_;
+  std::shared_ptr<const api::ClusterView> view_;
+  std::atomic<bool> ready_{false};
+  std::thread thread_;
+};
+
+// The environment of a job: nothing of the daemon's own. The job's env, then
+// what the scheduler sets (which the job cannot override).
+std::map<std::string, std::string> JobEnvironment(const model::Job& job, const model::Attempt& attempt,
+                                                  const std::string& unix_user);
+
+}  // namespace unisched::daemon

@@ -1,0 +1,13 @@
+// unisched: one binary for the daemon, the config check and the CLI client.
+
+#include <string>
+
+#include "daemon/server.h"
+#include "unisched/cli/cli.h"
+
+int main(int argc, char** argv) {
+  const std::string command = argc > 1 ? argv[1] : "";
+  if (command == "server") return unisched::daemon::RunServer(argc, argv);
+  if (command == "validate-config") return unisched::daemon::RunValidateConfig(argc, argv);
+  return unisched::cli::RunCli(argc, argv);
+}

@@ -1,0 +1,220 @@
+#pragma once
+// The files of an attempt directory: the protocol between the executor (in
+// the daemon) and unisched-supervisor. Header-only, because the lean
+// supervisor links no executor code. docs/execution.md describes the files.
+//
+//   spec.json       executor -> supervisor: what to run (AttemptSpec)
+//   lock            flock'ed by the live supervisor for its whole life
+//   claim           created O_EXCL by the one supervisor that runs the attempt
+//   state.json      {"phase":"running"|"ended", supervisor_pid, started_at, ended_at}
+//   stdout, stderr  the job's capped output
+//   result.json     how it ended (RunResult); written once, atomically
+//   supervisor.log  the supervisor's own diagnostics
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "unisched/executor/executor.h"
+
+namespace unisched::executor::files {
+
+inline constexpr const char* kSpec = "spec.json";
+inline constexpr const char* kLock = "lock";
+inline constexpr const char* kClaim = "claim";
+inline constexpr const char* kState = "state.json";
+inline constexpr const char* kResult = "result.json";
+inline constexpr const char* kStdout = "stdout";
+inline constexpr const char* kStderr = "stderr";
+inline constexpr const char* kSupervisorLog = "supervisor.log";
+
+// What the supervisor needs beyond the LaunchSpec.
+struct AttemptSpec {
+  LaunchSpec launch;
+  std::string work_dir;
+  bool use_cgroups = true;
+};
+
+inline std::string_view OutcomeName(RunOutcome outcome) {
+  switch (outcome) {
+    case RunOutcome::kCompleted: return "completed";
+    case RunOutcome::kFailed: return "failed";
+    case RunOutcome::kTimeout: return "timeout";
+    case RunOutcome::kCancelled: return "cancelled";
+    case RunOutcome::kLaunchFailed: return "launch_failed";
+    case RunOutcome::kLost: return "lost";
+  }
+  return "lost";
+}
+
+inline std::optional<RunOutcome> ParseOutcome(std::string_view text) {
+  for (RunOutcome o : {RunOutcome::kCompleted, RunOutcome::kFailed, RunOutcome::kTimeout, RunOutcome::kCancelled,
+                       RunOutcome::kLaunchFailed, RunOutcome::kLost}) {
+    if (OutcomeName(o) == text) return o;
+  }
+  return std::nullopt;
+}
+
+inline nlohmann::json SpecToJson(const AttemptSpec& spec) {
+  const LaunchSpec& l = spec.launch;
+  return nlohmann::json{
+      {"job_id", l.job_id},
+      {"attempt", l.attempt},
+      {"argv", l.argv},
+      {"env", l.env},
+      {"unix_user", l.unix_user},
+      {"work_dir", spec.work_dir},
+      {"walltime_seconds", l.walltime_seconds},
+      {"kill_grace_seconds", l.kill_grace_seconds},
+      {"limits",
+       {{"memory_bytes", l.limits.memory_bytes}, {"cpu_millis", l.limits.cpu_millis}, {"pids", l.limits.pids}}},
+      {"log_cap_bytes", l.log_cap_bytes},
+      {"use_cgroups", spec.use_cgroups},
+  };
+}
+
+// Every field is required except limits (defaults: none).
+inline Result<AttemptSpec> SpecFromJson(std::string_view text) {
+  try {
+    const nlohmann::json j = nlohmann::json::parse(text);
+    AttemptSpec spec;
+    LaunchSpec& l = spec.launch;
+    l.job_id = j.at("job_id").get<model::JobId>();
+    l.attempt = j.at("attempt").get<int>();
+    l.argv = j.at("argv").get<std::vector<std::string>>();
+    l.env = j.at("env").get<std::map<std::string, std::string>>();
+    l.unix_user = j.at("unix_user").get<std::string>();
+    spec.work_dir = j.at("work_dir").get<std::string>();
+    l.walltime_seconds = j.at("walltime_seconds").get<int64_t>();
+    l.kill_grace_seconds = j.at("kill_grace_seconds").get<int>();
+    if (j.contains("limits")) {
+      const nlohmann::json& lim = j.at("limits");
+      l.limits.memory_bytes = lim.value("memory_bytes", int64_t{0});
+      l.limits.cpu_millis = lim.value("cpu_millis", 0);
+      l.limits.pids = lim.value("pids", 0);
+    }
+    l.log_cap_bytes = j.at("log_cap_bytes").get<int64_t>();
+    spec.use_cgroups = j.at("use_cgroups").get<bool>();
+    if (l.argv.empty()) return Error::BadRequest("bad_spec", "argv is empty");
+    return spec;
+  } catch (const nlohmann::json::exception& e) {
+    return Error::BadRequest("bad_spec", std::string("malformed spec.json: ") + e.what());
+  }
+}
+
+inline nlohmann::json ResultToJson(const RunResult& r, std::string_view containment = {}) {
+  nlohmann::json j{
+      {"job_id", r.job_id},
+      {"attempt", r.attempt},
+      {"outcome", OutcomeName(r.outcome)},
+      {"exit_code", nullptr},
+      {"reason", r.reason},
+      {"started_at", nullptr},
+      {"ended_at", nullptr},
+      {"usage",
+       {{"wall_seconds", r.usage.wall_seconds},
+        {"user_cpu_seconds", r.usage.user_cpu_seconds},
+        {"system_cpu_seconds", r.usage.system_cpu_seconds},
+        {"max_rss_kb", r.usage.max_rss_kb}}},
+  };
+  if (r.exit_code) j["exit_code"] = *r.exit_code;
+  if (r.started_at) j["started_at"] = ToUnixMillis(*r.started_at);
+  if (r.ended_at) j["ended_at"] = ToUnixMillis(*r.ended_at);
+  if (!containment.empty()) j["containment"] = containment;
+  return j;
+}
+
+inline Result<RunResult> ResultFromJson(std::string_view text) {
+  try {
+    const nlohmann::json j = nlohmann::json::parse(text);
+    RunResult r;
+    r.job_id = j.at("job_id").get<model::JobId>();
+    r.attempt = j.at("attempt").get<int>();
+    const auto outcome = ParseOutcome(j.at("outcome").get<std::string>());
+    if (!outcome) return Error::BadRequest("bad_result", "unknown outcome " + j.at("outcome").dump());
+    r.outcome = *outcome;
+    if (j.contains("exit_code") && !j["exit_code"].is_null()) r.exit_code = j["exit_code"].get<int>();
+    r.reason = j.value("reason", std::string());
+    if (j.contains("started_at") && !j["started_at"].is_null()) {
+      r.started_at = FromUnixMillis(j["started_at"].get<int64_t>());
+    }
+    if (j.contains("ended_at") && !j["ended_at"].is_null()) r.ended_at = FromUnixMillis(j["ended_at"].get<int64_t>());
+    if (j.contains("usage")) {
+      const nlohmann::json& u = j["usage"];
+      r.usage.wall_seconds = u.value("wall_seconds", 0.0);
+      r.usage.user_cpu_seconds = u.value("user_cpu_seconds", 0.0);
+      r.usage.system_cpu_seconds = u.value("system_cpu_seconds", 0.0);
+      r.usage.max_rss_kb = u.value("max_rss_kb", int64_t{0});
+    }
+    return r;
+  } catch (const nlohmann::json::exception& e) {
+    return Error::BadRequest("bad_result", std::string("malformed result.json: ") + e.what());
+  }
+}
+
+// Reads a whole small file; nullopt if it cannot be opened.
+inline std::optional<std::string> ReadWholeFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::string out;
+  char buf[8192];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+// Replaces dir/name with `content` so that readers see the old or the new
+// file whole, never a part: write a temporary, fsync, rename, fsync the dir.
+// Returns 0 or the errno of the step that failed.
+inline int WriteFileAtomic(const std::string& dir, const std::string& name, std::string_view content) {
+  // Unique per writer, so that two writers never share a temporary.
+  static std::atomic<unsigned> counter{0};
+  const std::string tmp =
+      dir + "/." + name + "." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1)) + ".tmp";
+  const std::string path = dir + "/" + name;
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return errno;
+  size_t done = 0;
+  while (done < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = errno ? errno : EIO;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return err;
+    }
+    done += static_cast<size_t>(n);
+  }
+  const int sync_err = ::fsync(fd) != 0 ? errno : 0;
+  const int close_err = ::close(fd) != 0 ? errno : 0;
+  if (sync_err != 0 || close_err != 0) {
+    ::unlink(tmp.c_str());
+    return sync_err != 0 ? sync_err : close_err;
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    return err;
+  }
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    (void)::fsync(dfd);  // the rename is what matters; a failed dir fsync only weakens crash safety
+    ::close(dfd);
+  }
+  return 0;
+}
+
+}  // namespace unisched::executor::files

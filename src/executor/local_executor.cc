@@ -1,0 +1,521 @@
+// LocalExecutor: one unisched-supervisor per attempt, watched through its
+// process (while it is our child) and through its attempt directory (after
+// a daemon restart). See executor.h and docs/execution.md.
+
+#include <fcntl.h>
+#include <poll.h>
+#include <pwd.h>
+#include <spawn.h>
+#include <sys/eventfd.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <utility>
+
+#include "executor/attempt_files.h"
+#include "unisched/executor/executor.h"
+
+namespace unisched::executor {
+
+std::string_view ToString(RunOutcome outcome) { return files::OutcomeName(outcome); }
+
+namespace {
+
+using Key = std::pair<model::JobId, int>;
+// How often adopted attempts (not our children) are looked at.
+constexpr int kPollMillis = 200;
+
+std::string Errno(int err) { return std::strerror(err); }
+
+bool Exists(const std::string& path) {
+  struct stat st{};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+// Creates `path` and any missing parents with `mode` (exactly, whatever the
+// umask). Returns 0 or the errno.
+int MakeDirs(const std::string& path, mode_t mode) {
+  if (path.empty()) return EINVAL;
+  struct stat st{};
+  if (::stat(path.c_str(), &st) == 0) return S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+  const size_t slash = path.find_last_of('/');
+  if (slash != std::string::npos && slash > 0) {
+    if (int err = MakeDirs(path.substr(0, slash), mode)) return err;
+  }
+  if (::mkdir(path.c_str(), mode) != 0) return errno == EEXIST ? 0 : errno;
+  if (::chmod(path.c_str(), mode) != 0) return errno;
+  return 0;
+}
+
+enum class LockState { kHeld, kFree, kMissing };
+
+// Whether a live supervisor holds the attempt's lock. The probe holds the
+// lock for an instant only; it is taken only once a claim exists, when no
+// new supervisor would run the attempt anyway.
+LockState ProbeLock(const std::string& dir) {
+  const int fd = ::open((dir + "/" + files::kLock).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return LockState::kMissing;
+  LockState state = LockState::kFree;
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    state = errno == EWOULDBLOCK ? LockState::kHeld : LockState::kFree;
+  } else {
+    ::flock(fd, LOCK_UN);
+  }
+  ::close(fd);
+  return state;
+}
+
+// The last non-empty line of a small diagnostics file, for "lost" reasons.
+std::string LastLine(const std::string& path) {
+  auto text = files::ReadWholeFile(path);
+  if (!text) return {};
+  while (!text->empty() && text->back() == '\n') text->pop_back();
+  const size_t nl = text->find_last_of('\n');
+  return nl == std::string::npos ? *text : text->substr(nl + 1);
+}
+
+// The pid of the supervisor that claimed `dir`, if it is still that
+// supervisor (its command line names the directory): pids get reused.
+pid_t LiveSupervisorPid(const std::string& dir) {
+  pid_t pid = 0;
+  if (auto claim = files::ReadWholeFile(dir + "/" + files::kClaim)) pid = std::atoi(claim->c_str());
+  if (pid <= 0) {
+    if (auto state = files::ReadWholeFile(dir + "/" + files::kState)) {
+      const auto j = nlohmann::json::parse(*state, nullptr, false);
+      if (j.is_object()) pid = j.value("supervisor_pid", 0);
+    }
+  }
+  if (pid <= 0) return 0;
+  auto cmdline = files::ReadWholeFile("/proc/" + std::to_string(pid) + "/cmdline");
+  if (!cmdline) return 0;
+  // argv[1] of "unisched-supervisor ATTEMPT_DIR".
+  const size_t first = cmdline->find('\0');
+  if (first == std::string::npos) return 0;
+  const std::string arg = cmdline->substr(first + 1, cmdline->find('\0', first + 1) - first - 1);
+  return arg == dir ? pid : 0;
+}
+
+RunResult Lost(const Key& key, std::string reason) {
+  RunResult r;
+  r.job_id = key.first;
+  r.attempt = key.second;
+  r.outcome = RunOutcome::kLost;
+  r.reason = std::move(reason);
+  return r;
+}
+
+// result.json as a RunResult, nullopt if there is none (yet).
+std::optional<RunResult> ReadResult(const Key& key, const std::string& dir) {
+  auto text = files::ReadWholeFile(dir + "/" + files::kResult);
+  if (!text) return std::nullopt;
+  auto result = files::ResultFromJson(*text);
+  if (!result.ok()) return Lost(key, result.error().message);
+  result->job_id = key.first;
+  result->attempt = key.second;
+  return std::move(result).value();
+}
+
+class LocalExecutor final : public Executor {
+ public:
+  LocalExecutor(LocalExecutorOptions options, ResultSink sink)
+      : options_(std::move(options)), sink_(std::move(sink)) {
+    wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    watcher_ = std::thread([this] { WatchLoop(); });
+  }
+  ~LocalExecutor() override {
+    Shutdown();
+    if (wake_fd_ >= 0) ::close(wake_fd_);
+  }
+
+  Status Launch(const LaunchSpec& spec) override;
+  void Cancel(model::JobId job_id, int attempt) override;
+  void Recover(const LaunchSpec& spec) override;
+  std::string LogPath(model::JobId job_id, int attempt, std::string_view stream) const override;
+  void Forget(model::JobId job_id, int attempt) override;
+  void Shutdown() override;
+
+ private:
+  enum class Phase {
+    kStarting,  // Launch is preparing or spawning
+    kChild,     // our supervisor child runs
+    kAdopted,   // watched through the attempt directory
+    kDone,      // its result was handed to the sink
+  };
+  struct Tracked {
+    Phase phase = Phase::kStarting;
+    pid_t pid = -1;    // our supervisor child
+    int pidfd = -1;    // readable when that child exits
+    bool cancel_requested = false;
+    bool cancel_sent = false;
+  };
+
+  std::string JobRunsDir(model::JobId job_id) const { return options_.runs_dir + "/" + std::to_string(job_id); }
+  std::string AttemptDir(model::JobId job_id, int attempt) const {
+    return JobRunsDir(job_id) + "/" + std::to_string(attempt);
+  }
+  std::string WorkDir(model::JobId job_id) const { return options_.work_root + "/" + std::to_string(job_id); }
+
+  Status Prepare(const LaunchSpec& spec, bool& already_claimed);
+  Result<pid_t> Spawn(const std::string& attempt_dir);
+  void WatchLoop();
+  // Both REQUIRE mu_. They return the attempt's result once it has one.
+  std::optional<RunResult> CheckChild(const Key& key, Tracked& t);
+  std::optional<RunResult> CheckAdopted(const Key& key, Tracked& t);
+  void SendCancel(const Key& key, Tracked& t);  // REQUIRES mu_
+  void Deliver(std::vector<RunResult> results);
+  void Wake();
+
+  const LocalExecutorOptions options_;
+  const ResultSink sink_;
+  int wake_fd_ = -1;
+  std::thread watcher_;
+  std::mutex mu_;
+  std::map<Key, Tracked> attempts_;    // GUARDED_BY(mu_)
+  std::vector<RunResult> pending_;     // GUARDED_BY(mu_): results made outside the watcher
+  std::set<Key> delivered_;            // GUARDED_BY(mu_)
+  bool stopping_ = false;              // GUARDED_BY(mu_)
+  std::once_flag shutdown_once_;
+};
+
+Status LocalExecutor::Launch(const LaunchSpec& spec) {
+  if (spec.argv.empty()) return Error::BadRequest("bad_launch", "the command (argv) is empty", "argv");
+  if (spec.job_id <= 0 || spec.attempt < 1) {
+    return Error::BadRequest("bad_launch", "job id and attempt must be positive");
+  }
+  const Key key{spec.job_id, spec.attempt};
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return Error::Unavailable("the executor is shut down");
+    // Launched (or launching) already: the handshake makes this a no-op.
+    if (attempts_.count(key) != 0) return Status::Ok();
+    attempts_[key] = Tracked{};
+  }
+  auto forget_key = [&] {
+    std::lock_guard lock(mu_);
+    attempts_.erase(key);
+  };
+
+  bool already_claimed = false;
+  if (Status s = Prepare(spec, already_claimed); !s.ok()) {
+    forget_key();
+    return s;
+  }
+  const std::string dir = AttemptDir(spec.job_id, spec.attempt);
+  if (already_claimed) {
+    std::lock_guard lock(mu_);
+    Tracked& t = attempts_[key];
+    t.phase = Phase::kAdopted;
+    Wake();
+    return Status::Ok();
+  }
+  auto pid = Spawn(dir);
+  if (!pid.ok()) {
+    forget_key();
+    return pid.error();
+  }
+  {
+    std::lock_guard lock(mu_);
+    Tracked& t = attempts_[key];
+    t.phase = Phase::kChild;
+    t.pid = *pid;
+    t.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, *pid, 0));  // -1: found by the periodic waitpid instead
+    if (t.cancel_requested) SendCancel(key, t);
+  }
+  Wake();
+  return Status::Ok();
+}
+
+// Directories, work dir ownership and spec.json. Sets already_claimed (and
+// writes nothing) when a supervisor has claimed the attempt before.
+Status LocalExecutor::Prepare(const LaunchSpec& spec, bool& already_claimed) {
+  if (::access(options_.supervisor_path.c_str(), X_OK) != 0) {
+    return Error::Unavailable("cannot run the supervisor '" + options_.supervisor_path + "': " + Errno(errno));
+  }
+  const bool root = ::geteuid() == 0;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  if (root) {
+    if (spec.unix_user.empty()) {
+      return Error::Unprocessable("no_user", "jobs never run as root: the launch names no unix_user", "unix_user");
+    }
+    std::vector<char> buf(16384);
+    passwd pw{};
+    passwd* found = nullptr;
+    int rc = 0;
+    while ((rc = ::getpwnam_r(spec.unix_user.c_str(), &pw, buf.data(), buf.size(), &found)) == ERANGE) {
+      buf.resize(buf.size() * 2);
+    }
+    if (rc != 0) return Error::Internal("cannot look up user '" + spec.unix_user + "': " + Errno(rc));
+    if (found == nullptr) {
+      return Error::Unprocessable("unknown_user", "unknown user '" + spec.unix_user + "'", "unix_user");
+    }
+    if (pw.pw_uid == 0) {
+      return Error::Unprocessable("root_user", "jobs never run as root ('" + spec.unix_user + "')", "unix_user");
+    }
+    uid = pw.pw_uid;
+    gid = pw.pw_gid;
+  }
+
+  const std::string dir = AttemptDir(spec.job_id, spec.attempt);
+  if (int err = MakeDirs(dir, 0700)) return Error::Internal("cannot create " + dir + ": " + Errno(err));
+  if (Exists(dir + "/" + files::kClaim)) {
+    already_claimed = true;
+    return Status::Ok();
+  }
+
+  // work_root must be traversable by every job account; each job's own
+  // directory is private to its account.
+  if (int err = MakeDirs(options_.work_root, 0755)) {
+    return Error::Internal("cannot create " + options_.work_root + ": " + Errno(err));
+  }
+  const std::string work = WorkDir(spec.job_id);
+  if (::mkdir(work.c_str(), 0700) != 0 && errno != EEXIST) {
+    return Error::Internal("cannot create " + work + ": " + Errno(errno));
+  }
+  if (root && ::chown(work.c_str(), uid, gid) != 0) {
+    return Error::Internal("cannot give " + work + " to '" + spec.unix_user + "': " + Errno(errno));
+  }
+  if (::chmod(work.c_str(), 0700) != 0) return Error::Internal("cannot chmod " + work + ": " + Errno(errno));
+
+  files::AttemptSpec attempt_spec{spec, work, options_.use_cgroups};
+  const std::string json = files::SpecToJson(attempt_spec).dump(2) + "\n";
+  if (int err = files::WriteFileAtomic(dir, files::kSpec, json)) {
+    return Error::Internal("cannot write " + dir + "/" + files::kSpec + ": " + Errno(err));
+  }
+  return Status::Ok();
+}
+
+// posix_spawn: no fork of the (large, threaded) daemon, nothing inherited
+// but stdio, an empty environment, its own session.
+Result<pid_t> LocalExecutor::Spawn(const std::string& attempt_dir) {
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attr;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawnattr_init(&attr);
+  const std::string log = attempt_dir + "/" + files::kSupervisorLog;
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+  // Blocked from the first instruction: a cancel sent right away waits in
+  // the supervisor's signalfd rather than killing it before it is ready.
+  sigset_t blocked;
+  sigemptyset(&blocked);
+  for (int sig : {SIGTERM, SIGINT, SIGCHLD}) sigaddset(&blocked, sig);
+  sigset_t defaults;
+  sigfillset(&defaults);
+  posix_spawnattr_setsigmask(&attr, &blocked);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSID);
+
+  std::string path = options_.supervisor_path;
+  std::string arg = attempt_dir;
+  char* argv[] = {path.data(), arg.data(), nullptr};
+  char* envp[] = {nullptr};
+  pid_t pid = -1;
+  const int rc = ::posix_spawn(&pid, path.c_str(), &actions, &attr, argv, envp);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) return Error::Unavailable("cannot start the supervisor '" + path + "': " + Errno(rc));
+  return pid;
+}
+
+void LocalExecutor::Cancel(model::JobId job_id, int attempt) {
+  std::lock_guard lock(mu_);
+  auto it = attempts_.find({job_id, attempt});
+  if (it == attempts_.end() || it->second.phase == Phase::kDone) return;
+  it->second.cancel_requested = true;
+  SendCancel(it->first, it->second);
+}
+
+void LocalExecutor::SendCancel(const Key& key, Tracked& t) {
+  if (t.cancel_sent) return;
+  if (t.phase == Phase::kChild && t.pid > 0) {
+    ::kill(t.pid, SIGTERM);
+    t.cancel_sent = true;
+  } else if (t.phase == Phase::kAdopted) {
+    // Until the claim names a live supervisor, the watcher retries.
+    if (pid_t pid = LiveSupervisorPid(AttemptDir(key.first, key.second)); pid > 0) {
+      ::kill(pid, SIGTERM);
+      t.cancel_sent = true;
+    }
+  }
+}
+
+void LocalExecutor::Recover(const LaunchSpec& spec) {
+  const Key key{spec.job_id, spec.attempt};
+  const std::string dir = AttemptDir(spec.job_id, spec.attempt);
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_ || attempts_.count(key) != 0) return;
+    // Started before: its files tell the rest (result, still running, or lost).
+    if (Exists(dir + "/" + files::kClaim) || Exists(dir + "/" + files::kResult)) {
+      attempts_[key].phase = Phase::kAdopted;
+      Wake();
+      return;
+    }
+  }
+  // Never claimed: it never ran, so it may run now.
+  if (Status s = Launch(spec); !s.ok()) {
+    RunResult r;
+    r.job_id = spec.job_id;
+    r.attempt = spec.attempt;
+    r.outcome = RunOutcome::kLaunchFailed;
+    r.reason = s.error().message;
+    std::lock_guard lock(mu_);
+    pending_.push_back(std::move(r));
+    Wake();
+  }
+}
+
+std::string LocalExecutor::LogPath(model::JobId job_id, int attempt, std::string_view stream) const {
+  if (stream != files::kStdout && stream != files::kStderr) return {};
+  return AttemptDir(job_id, attempt) + "/" + std::string(stream);
+}
+
+void LocalExecutor::Forget(model::JobId job_id, int attempt) {
+  const Key key{job_id, attempt};
+  const std::string dir = AttemptDir(job_id, attempt);
+  {
+    std::lock_guard lock(mu_);
+    auto it = attempts_.find(key);
+    // Still running: its files are its state. Retention comes back later.
+    if (it != attempts_.end() && it->second.phase != Phase::kDone) return;
+    if (ProbeLock(dir) == LockState::kHeld) return;
+    if (it != attempts_.end()) attempts_.erase(it);
+    delivered_.erase(key);
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);  // best effort: retention retries on its next pass
+  const std::string job_dir = JobRunsDir(job_id);
+  if (std::filesystem::is_empty(job_dir, ec) && !ec) {
+    std::filesystem::remove(job_dir, ec);
+    std::filesystem::remove_all(WorkDir(job_id), ec);
+  }
+}
+
+void LocalExecutor::Shutdown() {
+  std::call_once(shutdown_once_, [this] {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    Wake();
+    if (watcher_.joinable()) watcher_.join();
+    std::lock_guard lock(mu_);
+    for (auto& [key, t] : attempts_) {
+      if (t.pidfd >= 0) ::close(t.pidfd);
+      t.pidfd = -1;
+    }
+  });
+}
+
+void LocalExecutor::Wake() {
+  if (wake_fd_ < 0) return;
+  const uint64_t one = 1;
+  ssize_t ignored = ::write(wake_fd_, &one, sizeof one);
+  (void)ignored;  // the counter saturating still wakes the watcher
+}
+
+void LocalExecutor::WatchLoop() {
+  for (;;) {
+    std::vector<pollfd> fds;
+    if (wake_fd_ >= 0) fds.push_back({wake_fd_, POLLIN, 0});
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_) return;
+      for (const auto& [key, t] : attempts_) {
+        if (t.phase == Phase::kChild && t.pidfd >= 0) fds.push_back({t.pidfd, POLLIN, 0});
+      }
+    }
+    ::poll(fds.data(), fds.size(), kPollMillis);
+    if (wake_fd_ >= 0) {
+      uint64_t count = 0;
+      ssize_t ignored = ::read(wake_fd_, &count, sizeof count);
+      (void)ignored;  // EAGAIN: nobody woke us
+    }
+
+    std::vector<RunResult> results;
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_) return;
+      results.swap(pending_);
+      for (auto& [key, t] : attempts_) {
+        std::optional<RunResult> r;
+        if (t.phase == Phase::kChild) r = CheckChild(key, t);
+        if (!r && t.phase == Phase::kAdopted) {
+          if (t.cancel_requested) SendCancel(key, t);
+          r = CheckAdopted(key, t);
+        }
+        if (r) {
+          t.phase = Phase::kDone;
+          results.push_back(std::move(*r));
+        }
+      }
+    }
+    Deliver(std::move(results));
+  }
+}
+
+std::optional<RunResult> LocalExecutor::CheckChild(const Key& key, Tracked& t) {
+  int status = 0;
+  const pid_t rc = ::waitpid(t.pid, &status, WNOHANG);
+  if (rc == 0 || (rc < 0 && errno == EINTR)) return std::nullopt;
+  if (t.pidfd >= 0) ::close(t.pidfd);
+  t.pidfd = -1;
+  t.pid = -1;
+  const std::string dir = AttemptDir(key.first, key.second);
+  if (auto r = ReadResult(key, dir)) return r;
+  // No result: another supervisor may own the attempt (ours found it
+  // claimed), or someone else reaped ours (rc < 0). The files decide.
+  if (rc < 0 || (WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+    t.phase = Phase::kAdopted;
+    return CheckAdopted(key, t);
+  }
+  std::string why = WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
+                                        : "exited with status " + std::to_string(WEXITSTATUS(status));
+  std::string reason = "the supervisor " + why + " without a result";
+  if (std::string last = LastLine(dir + "/" + files::kSupervisorLog); !last.empty()) reason += ": " + last;
+  return Lost(key, std::move(reason));
+}
+
+std::optional<RunResult> LocalExecutor::CheckAdopted(const Key& key, Tracked&) {
+  const std::string dir = AttemptDir(key.first, key.second);
+  if (auto r = ReadResult(key, dir)) return r;
+  if (ProbeLock(dir) == LockState::kHeld) return std::nullopt;
+  // The supervisor writes its result before it lets go of the lock: look
+  // again, in case it ended between the two checks.
+  if (auto r = ReadResult(key, dir)) return r;
+  return Lost(key, "the supervisor died without a result");
+}
+
+void LocalExecutor::Deliver(std::vector<RunResult> results) {
+  for (RunResult& r : results) {
+    {
+      std::lock_guard lock(mu_);
+      if (!delivered_.insert({r.job_id, r.attempt}).second) continue;  // exactly once per attempt
+      auto it = attempts_.find({r.job_id, r.attempt});
+      if (it != attempts_.end()) it->second.phase = Phase::kDone;
+    }
+    if (sink_) sink_(std::move(r));
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Executor> MakeLocalExecutor(const LocalExecutorOptions& options, Executor::ResultSink sink) {
+  return std::make_unique<LocalExecutor>(options, std::move(sink));
+}
+
+}  // namespace unisched::executor

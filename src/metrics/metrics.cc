@@ -1,0 +1,150 @@
+// The daemon's Prometheus series on a prometheus-cpp registry. Families are
+// created once; label sets are added on first use (Family::Add returns the
+// existing series for known labels), and every update is thread-safe because
+// prometheus-cpp guards families with a mutex and metric values are atomic
+// or mutex-protected.
+
+#include "unisched/metrics/metrics.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+namespace unisched::metrics {
+namespace {
+
+// start * 2^i for i in [0, count): multiplying by a power of two is exact, so
+// the bucket labels print as short decimals ("0.0064", not "0.00640000001").
+prometheus::Histogram::BucketBoundaries PowersOfTwo(double start, int count) {
+  prometheus::Histogram::BucketBoundaries bounds;
+  double value = start;
+  for (int i = 0; i < count; ++i) {
+    bounds.push_back(value);
+    value *= 2;
+  }
+  return bounds;
+}
+
+}  // namespace
+
+struct Metrics::Impl {
+  std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
+
+  // 50us .. 6.55s: a cycle or commit of a few microseconds up to a stalled disk.
+  const prometheus::Histogram::BucketBoundaries latency_buckets = PowersOfTwo(50e-6, 18);
+  // 100us .. 13.1s: HTTP requests include a write's commit wait.
+  const prometheus::Histogram::BucketBoundaries http_buckets = PowersOfTwo(100e-6, 18);
+  // 1 .. 4096 records per commit.
+  const prometheus::Histogram::BucketBoundaries batch_buckets = PowersOfTwo(1, 13);
+
+  prometheus::Family<prometheus::Gauge>& jobs = prometheus::BuildGauge()
+      .Name("unisched_jobs")
+      .Help("Jobs known to the store, by state, queue and pool.")
+      .Register(*registry);
+  prometheus::Family<prometheus::Counter>& submissions = prometheus::BuildCounter()
+      .Name("unisched_job_submissions_total")
+      .Help("Accepted job submissions, by queue.")
+      .Register(*registry);
+  prometheus::Family<prometheus::Histogram>& cycle = prometheus::BuildHistogram()
+      .Name("unisched_scheduler_cycle_seconds")
+      .Help("Duration of one scheduling cycle in seconds.")
+      .Register(*registry);
+  prometheus::Family<prometheus::Histogram>& http = prometheus::BuildHistogram()
+      .Name("unisched_http_request_duration_seconds")
+      .Help("HTTP request duration in seconds, by route template, method and status code.")
+      .Register(*registry);
+  prometheus::Family<prometheus::Gauge>& nodes = prometheus::BuildGauge()
+      .Name("unisched_nodes")
+      .Help("Nodes by state and pool.")
+      .Register(*registry);
+  prometheus::Family<prometheus::Counter>& started = prometheus::BuildCounter()
+      .Name("unisched_jobs_started_total")
+      .Help("Job attempts started, by pool.")
+      .Register(*registry);
+  prometheus::Family<prometheus::Counter>& finished = prometheus::BuildCounter()
+      .Name("unisched_jobs_finished_total")
+      .Help("Jobs that reached a terminal state, by state and pool.")
+      .Register(*registry);
+  prometheus::Family<prometheus::Histogram>& commit = prometheus::BuildHistogram()
+      .Name("unisched_store_commit_seconds")
+      .Help("Duration of one store commit (a batch of writes) in seconds.")
+      .Register(*registry);
+  prometheus::Family<prometheus::Histogram>& batch = prometheus::BuildHistogram()
+      .Name("unisched_store_batch_size")
+      .Help("Number of writes committed together in one store transaction.")
+      .Register(*registry);
+
+  // The unlabelled histograms have exactly one series; create it up front so
+  // the exposition shows it (with zero counts) before the first observation.
+  prometheus::Histogram& cycle_series = cycle.Add({}, latency_buckets);
+  prometheus::Histogram& commit_series = commit.Add({}, latency_buckets);
+  prometheus::Histogram& batch_series = batch.Add({}, batch_buckets);
+
+  // Family<Histogram>::Add builds a throw-away histogram even for a known
+  // label set; HTTP observations are hot, so known series are cached.
+  std::mutex http_mu;
+  std::map<std::string, prometheus::Histogram*> http_series;  // GUARDED_BY(http_mu)
+};
+
+Metrics::Metrics() : impl_(std::make_unique<Impl>()) {}
+Metrics::~Metrics() = default;
+
+void Metrics::SetJobs(const std::string& state, const std::string& queue, const std::string& pool,
+                      double count) {
+  impl_->jobs.Add({{"state", state}, {"queue", queue}, {"pool", pool}}).Set(count);
+}
+
+void Metrics::CountSubmission(const std::string& queue) {
+  impl_->submissions.Add({{"queue", queue}}).Increment();
+}
+
+void Metrics::ObserveCycle(double seconds) { impl_->cycle_series.Observe(seconds); }
+
+void Metrics::ObserveHttp(const std::string& route, const std::string& method, int code,
+                          double seconds) {
+  std::string code_text = std::to_string(code);
+  std::string key = route + '\0' + method + '\0' + code_text;
+  prometheus::Histogram* series = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(impl_->http_mu);
+    auto it = impl_->http_series.find(key);
+    if (it == impl_->http_series.end()) {
+      series = &impl_->http.Add({{"route", route}, {"method", method}, {"code", code_text}},
+                                impl_->http_buckets);
+      impl_->http_series.emplace(std::move(key), series);
+    } else {
+      series = it->second;
+    }
+  }
+  series->Observe(seconds);
+}
+
+void Metrics::SetNodes(const std::string& state, const std::string& pool, double count) {
+  impl_->nodes.Add({{"state", state}, {"pool", pool}}).Set(count);
+}
+
+void Metrics::CountStart(const std::string& pool) { impl_->started.Add({{"pool", pool}}).Increment(); }
+
+void Metrics::CountFinish(const std::string& state, const std::string& pool) {
+  impl_->finished.Add({{"state", state}, {"pool", pool}}).Increment();
+}
+
+void Metrics::ObserveCommit(double seconds, double batch_size) {
+  impl_->commit_series.Observe(seconds);
+  impl_->batch_series.Observe(batch_size);
+}
+
+std::string Metrics::Serialize() const {
+  return prometheus::TextSerializer{}.Serialize(impl_->registry->Collect());
+}
+
+}  // namespace unisched::metrics

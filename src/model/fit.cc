@@ -1,0 +1,359 @@
+// Fitting a request onto nodes: the per-node check, the all-or-nothing
+// placement, and, when placement fails, one explanation for the whole pool
+// (users read "at most 2 GPUs free on any node", not twenty node messages).
+
+#include "unisched/model/fit.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstddef>
+#include <set>
+#include <string_view>
+#include <utility>
+
+namespace unisched::model {
+namespace {
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
+  }
+  return true;
+}
+
+bool ModelMatches(const GpuDevice& device, const std::string& model) {
+  return model.empty() || EqualsIgnoreCase(device.model, model);
+}
+
+// gpu_busy may be shorter than spec.gpus in a hand-built snapshot; a missing
+// entry means free.
+bool GpuBusy(const NodeUsage& node, size_t position) {
+  return position < node.gpu_busy.size() && node.gpu_busy[position];
+}
+
+std::string Count(int64_t n, std::string_view one, std::string_view many) {
+  return std::to_string(n) + " " + std::string(n == 1 ? one : many);
+}
+
+// "4 GPUs (h100)", "1 GPU".
+std::string GpuPhrase(int64_t n, const std::string& model) {
+  std::string text = Count(n, "GPU", "GPUs");
+  if (!model.empty()) text += " (" + model + ")";
+  return text;
+}
+
+std::string JoinLabels(const Labels& labels) {
+  std::string text;
+  for (const auto& [key, value] : labels) {
+    if (!text.empty()) text += ", ";
+    text += key + "=" + value;
+  }
+  return text;
+}
+
+int DevicesOfModel(const NodeSpec& spec, const std::string& model) {
+  int n = 0;
+  for (const auto& d : spec.gpus) {
+    if (ModelMatches(d, model)) ++n;
+  }
+  return n;
+}
+
+// The first constraint the node does not satisfy, as a message, or "".
+std::string LabelMismatch(const NodeSpec& spec, const Labels& constraints) {
+  for (const auto& [key, value] : constraints) {
+    auto it = spec.labels.find(key);
+    if (it == spec.labels.end()) return "requires " + key + "=" + value + "; node has no label " + key;
+    if (it->second != value) return "requires " + key + "=" + value + "; node has " + key + "=" + it->second;
+  }
+  return {};
+}
+
+// Everything the fitter needs to know about one node for one request,
+// evaluated in full so the pool-wide explanation can count each condition
+// separately.
+struct NodeEval {
+  const NodeUsage* node = nullptr;
+  bool up = true;
+  std::string label_mismatch;  // empty: constraints hold
+  bool model_ok = true;        // the node has devices of the requested model
+  int free_cpus = 0;
+  int64_t free_memory_mb = 0;
+  int free_gpus = 0;           // of the requested model
+  bool cpus_ok = true;
+  bool memory_ok = true;
+  bool gpus_ok = true;
+
+  bool LabelsOk() const { return label_mismatch.empty(); }
+  bool Fits() const { return up && LabelsOk() && model_ok && cpus_ok && memory_ok && gpus_ok; }
+};
+
+NodeEval Evaluate(const NodeUsage& node, const ResourceRequest& request, const Labels& constraints,
+                  bool ignore_usage) {
+  NodeEval e;
+  e.node = &node;
+  e.up = node.state == NodeState::kUp;
+  e.label_mismatch = LabelMismatch(node.spec, constraints);
+  const bool wants_gpus = request.gpus > 0;
+  if (wants_gpus && !request.gpu_model.empty()) e.model_ok = DevicesOfModel(node.spec, request.gpu_model) > 0;
+  e.free_cpus = ignore_usage ? node.spec.cpus : node.FreeCpus();
+  e.free_memory_mb = ignore_usage ? node.spec.memory_mb : node.FreeMemoryMb();
+  e.free_gpus = ignore_usage ? DevicesOfModel(node.spec, request.gpu_model) : node.FreeGpus(request.gpu_model);
+  e.cpus_ok = e.free_cpus >= request.cpus;
+  e.memory_ok = e.free_memory_mb >= request.memory_mb;
+  e.gpus_ok = !wants_gpus || e.free_gpus >= request.gpus;
+  return e;
+}
+
+// The lowest free device indices of the requested model.
+std::vector<int> PickGpus(const NodeUsage& node, int count, const std::string& model) {
+  std::vector<int> free;
+  for (size_t i = 0; i < node.spec.gpus.size(); ++i) {
+    if (!GpuBusy(node, i) && ModelMatches(node.spec.gpus[i], model)) free.push_back(node.spec.gpus[i].index);
+  }
+  std::sort(free.begin(), free.end());
+  if (count < 0) count = 0;
+  free.resize(std::min(free.size(), static_cast<size_t>(count)));
+  return free;
+}
+
+std::string NamesWithState(const std::vector<const NodeEval*>& evals) {
+  constexpr size_t kMaxListed = 5;  // a message, not an inventory
+  std::string text;
+  for (size_t i = 0; i < evals.size() && i < kMaxListed; ++i) {
+    if (!text.empty()) text += ", ";
+    text += evals[i]->node->spec.name + " " + std::string(ToString(evals[i]->node->state));
+  }
+  if (evals.size() > kMaxListed) text += ", and " + std::to_string(evals.size() - kMaxListed) + " more";
+  return text;
+}
+
+// Why no label-matching set of N nodes exists.
+std::string NoLabelsMessage(const std::vector<NodeEval>& evals, const Labels& constraints, const std::string& pool) {
+  // Name the first label no node has at all: that is the one to change.
+  for (const auto& [key, value] : constraints) {
+    std::set<std::string> seen_values;
+    bool any = false;
+    for (const auto& e : evals) {
+      auto it = e.node->spec.labels.find(key);
+      if (it == e.node->spec.labels.end()) continue;
+      if (it->second == value) any = true;
+      seen_values.insert(it->second);
+    }
+    if (any) continue;
+    std::string text = "requires " + key + "=" + value + "; ";
+    if (seen_values.empty()) return text + "no node of " + pool + " has label " + key;
+    text += "no node of " + pool + " has it (found";
+    for (const auto& v : seen_values) text += " " + key + "=" + v;
+    return text + ")";
+  }
+  return "requires " + JoinLabels(constraints) + "; no node of " + pool + " has all of them";
+}
+
+struct ResourceShort {
+  int ok_count = 0;
+  std::string message;
+};
+
+std::vector<PendingReason> Explain(const std::vector<NodeEval>& evals, const ResourceRequest& request,
+                                   const Labels& constraints, const std::string& pool) {
+  const int n = request.nodes;
+  const std::string nodes_word = Count(n, "node", "nodes");
+  // " of gpu-train-pool" or " of gpu-train-pool with interconnect=ib", after "node" or "nodes".
+  const std::string of_pool = " of " + pool + (constraints.empty() ? "" : " with " + JoinLabels(constraints));
+  auto nodes_of_pool = [&](size_t count) { return Count(static_cast<int64_t>(count), "node", "nodes") + of_pool; };
+
+  std::vector<const NodeEval*> matching;
+  for (const auto& e : evals) {
+    if (e.LabelsOk()) matching.push_back(&e);
+  }
+  if (static_cast<int>(matching.size()) < n) {
+    if (matching.empty()) return {{"NodeLabelsMismatch", NoLabelsMessage(evals, constraints, pool)}};
+    return {{"NodeLabelsMismatch", "needs " + nodes_word + " with " + JoinLabels(constraints) + ", " +
+                                       std::to_string(matching.size()) + " in " + pool}};
+  }
+
+  std::vector<const NodeEval*> up, not_up;
+  for (const NodeEval* e : matching) (e->up ? up : not_up).push_back(e);
+  if (static_cast<int>(up.size()) < n) {
+    return {{"Resources", "needs " + nodes_word + ", " + std::to_string(up.size()) + " of " +
+                              nodes_of_pool(matching.size()) + " up (" +
+                              NamesWithState(not_up) + ")"}};
+  }
+
+  std::vector<const NodeEval*> candidates;
+  for (const NodeEval* e : up) {
+    if (e->model_ok) candidates.push_back(e);
+  }
+  if (static_cast<int>(candidates.size()) < n) {
+    const std::string& model = request.gpu_model;
+    if (candidates.empty()) {
+      return {{"Resources", "needs " + GpuPhrase(request.gpus, model) + " on " + nodes_word + ", no up node" + of_pool +
+                                " has " + model + " GPUs"}};
+    }
+    return {{"Resources", "needs " + nodes_word + " with " + model + " GPUs, " + std::to_string(candidates.size()) +
+                              " available in " + pool}};
+  }
+
+  // Each resource on its own: how many candidates have enough of it free.
+  auto shortage = [&](auto ok, auto free, const std::string& what, const std::string& unit) -> ResourceShort {
+    ResourceShort s;
+    int64_t most_free = 0;
+    for (const NodeEval* e : candidates) {
+      if (ok(*e)) ++s.ok_count;
+      most_free = std::max<int64_t>(most_free, free(*e));
+    }
+    if (n == 1) {
+      s.message = "needs " + what + " on 1 node, at most " + std::to_string(most_free) + unit + " free on any node" + of_pool;
+    } else {
+      s.message = "needs " + nodes_word + " with " + what + " free, " + std::to_string(s.ok_count) +
+                  " available in " + pool;
+    }
+    return s;
+  };
+  std::vector<ResourceShort> shorts;
+  if (request.gpus > 0) {
+    shorts.push_back(shortage([](const NodeEval& e) { return e.gpus_ok; },
+                              [](const NodeEval& e) { return static_cast<int64_t>(e.free_gpus); },
+                              GpuPhrase(request.gpus, request.gpu_model), ""));
+  }
+  shorts.push_back(shortage([](const NodeEval& e) { return e.cpus_ok; },
+                            [](const NodeEval& e) { return static_cast<int64_t>(e.free_cpus); },
+                            Count(request.cpus, "cpu", "cpus"), ""));
+  shorts.push_back(shortage([](const NodeEval& e) { return e.memory_ok; },
+                            [](const NodeEval& e) { return e.free_memory_mb; },
+                            std::to_string(request.memory_mb) + " MB memory", " MB"));
+  // Most restrictive resource first; GPUs before cpus before memory on ties.
+  std::stable_sort(shorts.begin(), shorts.end(),
+                   [](const ResourceShort& a, const ResourceShort& b) { return a.ok_count < b.ok_count; });
+
+  std::vector<PendingReason> reasons;
+  for (const auto& s : shorts) {
+    if (s.ok_count < n) reasons.push_back({"Resources", s.message});
+  }
+  if (reasons.empty()) {
+    // Enough nodes for each resource alone, but not for all of them at once.
+    int together = 0;
+    for (const NodeEval* e : candidates) {
+      if (e->Fits()) ++together;
+    }
+    std::string all = Count(request.cpus, "cpu", "cpus") + (request.gpus > 0 ? ", " : " and ") +
+                      std::to_string(request.memory_mb) + " MB memory";
+    if (request.gpus > 0) all += " and " + GpuPhrase(request.gpus, request.gpu_model);
+    reasons.push_back({"Resources", "needs " + nodes_word + " with " + all + " free at once, " +
+                                        std::to_string(together) + " available in " + pool});
+  }
+  if (!not_up.empty()) {
+    reasons.push_back({"Resources", nodes_of_pool(not_up.size()) + " not up (" + NamesWithState(not_up) + ")"});
+  }
+  return reasons;
+}
+
+}  // namespace
+
+int NodeUsage::FreeGpus(const std::string& model) const {
+  int n = 0;
+  for (size_t i = 0; i < spec.gpus.size(); ++i) {
+    if (!GpuBusy(*this, i) && ModelMatches(spec.gpus[i], model)) ++n;
+  }
+  return n;
+}
+
+void NodeUsage::Apply(const NodeAllocation& alloc, int sign) {
+  cpus_used += sign * alloc.cpus;
+  memory_used_mb += sign * alloc.memory_mb;
+  if (gpu_busy.size() < spec.gpus.size()) gpu_busy.resize(spec.gpus.size(), false);
+  for (int index : alloc.gpu_indices) {
+    for (size_t i = 0; i < spec.gpus.size(); ++i) {
+      if (spec.gpus[i].index == index) gpu_busy[i] = sign > 0;
+    }
+  }
+}
+
+std::optional<Shortfall> CheckNode(const NodeUsage& node, const ResourceRequest& request, const Labels& constraints,
+                                   bool ignore_usage) {
+  const NodeEval e = Evaluate(node, request, constraints, ignore_usage);
+  // "Could it ever fit" also looks past the node's state: a drained node may
+  // be resumed, a down node may come back.
+  if (!ignore_usage && !e.up) {
+    return Shortfall{"Resources", "node " + node.spec.name + " is " + std::string(ToString(node.state))};
+  }
+  if (!e.LabelsOk()) return Shortfall{"NodeLabelsMismatch", e.label_mismatch};
+  if (!e.model_ok) {
+    std::string text = "needs " + GpuPhrase(request.gpus, request.gpu_model) + "; node has no " + request.gpu_model +
+                       " GPUs";
+    if (!node.spec.gpus.empty()) {
+      std::set<std::string> models;
+      for (const auto& d : node.spec.gpus) models.insert(d.model);
+      std::string list;
+      for (const auto& m : models) list += (list.empty() ? "" : ", ") + m;
+      text += " (has " + list + ")";
+    }
+    return Shortfall{"Resources", text};
+  }
+  const std::string have = ignore_usage ? ", node has " : ", ";
+  const std::string free = ignore_usage ? "" : " free";
+  if (!e.cpus_ok) {
+    return Shortfall{"Resources", "needs " + Count(request.cpus, "cpu", "cpus") + have +
+                                      std::to_string(e.free_cpus) + free};
+  }
+  if (!e.memory_ok) {
+    return Shortfall{"Resources", "needs " + std::to_string(request.memory_mb) + " MB memory" + have +
+                                      std::to_string(e.free_memory_mb) + " MB" + free};
+  }
+  if (!e.gpus_ok) {
+    return Shortfall{"Resources", "needs " + GpuPhrase(request.gpus, request.gpu_model) + have +
+                                      std::to_string(e.free_gpus) + free};
+  }
+  return std::nullopt;
+}
+
+FitResult Fit(const std::vector<const NodeUsage*>& nodes, const ResourceRequest& request, const Labels& constraints,
+              const std::string& pool_name) {
+  FitResult result;
+  // The API rejects these before a job exists; a hand-built snapshot must
+  // still not produce a negative allocation.
+  if (request.nodes < 1 || request.cpus < 0 || request.memory_mb < 0 || request.gpus < 0) {
+    result.reasons.push_back({"Resources", "invalid request: nodes must be at least 1 and cpus, memory_mb, gpus "
+                                           "not negative"});
+    return result;
+  }
+
+  std::vector<NodeEval> evals;
+  std::set<std::string> seen;
+  for (const NodeUsage* node : nodes) {
+    if (node == nullptr || !seen.insert(node->spec.name).second) continue;  // distinct nodes only
+    evals.push_back(Evaluate(*node, request, constraints, /*ignore_usage=*/false));
+  }
+  if (evals.empty()) {
+    result.reasons.push_back({"Resources", "needs " + Count(request.nodes, "node", "nodes") + ", " + pool_name +
+                                               " has no nodes"});
+    return result;
+  }
+
+  std::vector<const NodeEval*> fitting;
+  for (const auto& e : evals) {
+    if (e.Fits()) fitting.push_back(&e);
+  }
+  if (static_cast<int>(fitting.size()) < request.nodes) {
+    result.reasons = Explain(evals, request, constraints, pool_name);
+    return result;
+  }
+
+  // Best fit: the tightest nodes first keep the large holes for large jobs.
+  std::sort(fitting.begin(), fitting.end(), [](const NodeEval* a, const NodeEval* b) {
+    if (a->free_cpus != b->free_cpus) return a->free_cpus < b->free_cpus;
+    return a->node->spec.name < b->node->spec.name;
+  });
+  Allocation allocation;
+  for (int i = 0; i < request.nodes; ++i) {
+    const NodeUsage& node = *fitting[i]->node;
+    allocation.push_back({node.spec.name, request.cpus, request.memory_mb,
+                          request.gpus > 0 ? PickGpus(node, request.gpus, request.gpu_model) : std::vector<int>{}});
+  }
+  result.allocation = std::move(allocation);
+  return result;
+}
+
+}  // namespace unisched::model

@@ -1,0 +1,164 @@
+// The schema migrations of the store and the code that applies them.
+
+#include "store/migrations.h"
+
+#include <sqlite3.h>
+
+#include <string>
+
+#include "store/sqlite_db.h"
+
+namespace unisched::store {
+namespace {
+
+// Version 1: the initial schema. Times are Unix milliseconds. A job row keeps
+// the columns the list filters use next to the whole job document (the API's
+// job object), so a read never joins. Events and idempotency keys go with
+// their job (ON DELETE CASCADE; the store turns foreign_keys on).
+constexpr std::string_view kMigration1 = R"sql(
+CREATE TABLE jobs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  name TEXT NOT NULL,
+  user TEXT NOT NULL,
+  project TEXT NOT NULL,
+  queue TEXT NOT NULL,
+  pool TEXT NOT NULL,
+  state TEXT NOT NULL,
+  submitted_at INTEGER NOT NULL,
+  ended_at INTEGER,
+  doc TEXT NOT NULL
+);
+CREATE INDEX jobs_state ON jobs(state);
+CREATE INDEX jobs_queue ON jobs(queue);
+CREATE INDEX jobs_pool ON jobs(pool);
+CREATE INDEX jobs_project ON jobs(project);
+CREATE INDEX jobs_user ON jobs(user);
+CREATE INDEX jobs_ended_at ON jobs(ended_at);
+
+CREATE TABLE idempotency (
+  user TEXT NOT NULL,
+  key TEXT NOT NULL,
+  job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  PRIMARY KEY (user, key)
+);
+CREATE INDEX idempotency_job ON idempotency(job_id);
+
+CREATE TABLE job_events (
+  id INTEGER PRIMARY KEY,
+  job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  time INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  message TEXT NOT NULL
+);
+CREATE INDEX job_events_job ON job_events(job_id);
+
+CREATE TABLE audit (
+  id INTEGER PRIMARY KEY,
+  time INTEGER NOT NULL,
+  actor TEXT NOT NULL,
+  action TEXT NOT NULL,
+  target TEXT NOT NULL,
+  result TEXT NOT NULL
+);
+
+CREATE TABLE users (
+  name TEXT PRIMARY KEY,
+  role TEXT NOT NULL,
+  projects TEXT NOT NULL,  -- JSON array of strings
+  queues TEXT NOT NULL,    -- JSON array of strings
+  unix_user TEXT NOT NULL,
+  from_config INTEGER NOT NULL
+);
+
+CREATE TABLE tokens (
+  hash TEXT PRIMARY KEY,
+  user TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  pool TEXT NOT NULL,
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX tokens_user ON tokens(user);
+
+CREATE TABLE node_states (
+  name TEXT PRIMARY KEY,
+  state TEXT NOT NULL,
+  reason TEXT NOT NULL
+);
+)sql";
+
+Status Rollback(sqlite3* db, Error error) {
+  if (sqlite3_get_autocommit(db) == 0) sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+  return error;
+}
+
+Status Exec(sqlite3* db, const std::string& sql, const std::string& what) {
+  char* message = nullptr;
+  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &message);
+  if (rc == SQLITE_OK) return Status::Ok();
+  std::string text = what + ": " + (message != nullptr ? message : sqlite3_errstr(rc));
+  sqlite3_free(message);
+  return SqliteError(nullptr, rc, text);
+}
+
+}  // namespace
+
+const std::vector<std::string_view>& Migrations() {
+  static const std::vector<std::string_view> migrations = {kMigration1};
+  return migrations;
+}
+
+Result<int> SchemaVersionOf(sqlite3* db) {
+  Status created = Exec(db,
+                        "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                        "version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)",
+                        "creating schema_migrations");
+  if (!created) return created.error();
+  sqlite3_stmt* stmt = nullptr;
+  int rc = sqlite3_prepare_v2(db, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations", -1, &stmt, nullptr);
+  if (rc != SQLITE_OK) return SqliteError(db, rc, "reading the schema version");
+  rc = sqlite3_step(stmt);
+  const int version = rc == SQLITE_ROW ? sqlite3_column_int(stmt, 0) : 0;
+  sqlite3_finalize(stmt);
+  if (rc != SQLITE_ROW) return SqliteError(db, rc, "reading the schema version");
+  return version;
+}
+
+Result<int> ApplyMigrations(sqlite3* db, const std::vector<std::string_view>& migrations, Timestamp now) {
+  auto current = SchemaVersionOf(db);
+  if (!current.ok()) return current.error();
+  int version = *current;
+  const int known = static_cast<int>(migrations.size());
+  if (version > known) {
+    return Error::Internal("store: the database has schema version " + std::to_string(version) +
+                           " but this unisched knows only up to " + std::to_string(known) +
+                           "; run the newer unisched that wrote it");
+  }
+  for (int next = version + 1; next <= known; ++next) {
+    const std::string label = "schema migration " + std::to_string(next);
+    // IMMEDIATE: two processes opening the same file never both migrate.
+    if (Status s = Exec(db, "BEGIN IMMEDIATE", label); !s) return s.error();
+    // Another opener may have applied it while we waited for the lock.
+    sqlite3_stmt* check = nullptr;
+    int rc = sqlite3_prepare_v2(db, "SELECT 1 FROM schema_migrations WHERE version = ?", -1, &check, nullptr);
+    if (rc != SQLITE_OK) return Rollback(db, SqliteError(db, rc, label)).error();
+    sqlite3_bind_int(check, 1, next);
+    rc = sqlite3_step(check);
+    sqlite3_finalize(check);
+    if (rc == SQLITE_ROW) {
+      if (Status s = Exec(db, "COMMIT", label); !s) return Rollback(db, s.error()).error();
+      version = next;
+      continue;
+    }
+    if (rc != SQLITE_DONE) return Rollback(db, SqliteError(db, rc, label)).error();
+
+    if (Status s = Exec(db, std::string(migrations[next - 1]), label); !s) return Rollback(db, s.error()).error();
+    const std::string record = "INSERT INTO schema_migrations(version, applied_at) VALUES(" + std::to_string(next) +
+                               ", " + std::to_string(ToUnixMillis(now)) + ")";
+    if (Status s = Exec(db, record, label); !s) return Rollback(db, s.error()).error();
+    if (Status s = Exec(db, "COMMIT", label); !s) return Rollback(db, s.error()).error();
+    version = next;
+  }
+  return version;
+}
+
+}  // namespace unisched::store

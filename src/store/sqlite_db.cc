@@ -1,0 +1,143 @@
+// The sqlite3 connection wrapper of the store.
+
+#include "store/sqlite_db.h"
+
+#include <utility>
+
+namespace unisched::store {
+
+Error SqliteError(sqlite3* db, int rc, std::string_view what) {
+  std::string message(what);
+  message += ": ";
+  message += (db != nullptr && sqlite3_errcode(db) == rc) ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+  switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+    case SQLITE_FULL:
+      return Error::Unavailable("store: " + message);
+    case SQLITE_CONSTRAINT:
+      return Error::Conflict("store_constraint", "store: " + message);
+    default:
+      return Error::Internal("store: " + message);
+  }
+}
+
+Statement::Statement(Statement&& other) noexcept
+    : db_(other.db_),
+      stmt_(std::exchange(other.stmt_, nullptr)),
+      bind_error_(other.bind_error_),
+      last_error_(other.last_error_) {}
+
+Statement::~Statement() {
+  if (stmt_ != nullptr) {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+}
+
+Statement& Statement::Bind(int index, int64_t value) {
+  const int rc = sqlite3_bind_int64(stmt_, index, value);
+  if (rc != SQLITE_OK && bind_error_ == SQLITE_OK) bind_error_ = rc;
+  return *this;
+}
+
+Statement& Statement::Bind(int index, std::string_view value) {
+  const int rc = sqlite3_bind_text64(stmt_, index, value.data(), value.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+  if (rc != SQLITE_OK && bind_error_ == SQLITE_OK) bind_error_ = rc;
+  return *this;
+}
+
+Statement& Statement::BindNull(int index) {
+  const int rc = sqlite3_bind_null(stmt_, index);
+  if (rc != SQLITE_OK && bind_error_ == SQLITE_OK) bind_error_ = rc;
+  return *this;
+}
+
+Result<bool> Statement::Step() {
+  if (bind_error_ != SQLITE_OK) {
+    last_error_ = bind_error_;
+    return SqliteError(nullptr, bind_error_, std::string("binding ") + sqlite3_sql(stmt_));
+  }
+  const int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  last_error_ = sqlite3_extended_errcode(db_);
+  return SqliteError(db_, rc, sqlite3_sql(stmt_));
+}
+
+Status Statement::Run() {
+  for (;;) {
+    auto row = Step();
+    if (!row.ok()) return row.error();
+    if (!*row) return Status::Ok();
+  }
+}
+
+bool Statement::IsNull(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
+int64_t Statement::Int(int column) const { return sqlite3_column_int64(stmt_, column); }
+double Statement::Double(int column) const { return sqlite3_column_double(stmt_, column); }
+std::string Statement::Text(int column) const {
+  const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, column));
+  if (text == nullptr) return {};
+  return std::string(text, static_cast<size_t>(sqlite3_column_bytes(stmt_, column)));
+}
+
+Result<std::unique_ptr<Connection>> Connection::Open(const std::string& path, Mode mode, int busy_timeout_ms) {
+  // NOMUTEX: each connection is used by one thread at a time (the writer,
+  // or whoever leased it from the read pool).
+  int flags = SQLITE_OPEN_NOMUTEX;
+  flags |= mode == Mode::kReadOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  sqlite3* db = nullptr;
+  const int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
+  if (rc != SQLITE_OK) {
+    Error error = SqliteError(db, rc, "opening " + path);
+    sqlite3_close_v2(db);
+    return error;
+  }
+  sqlite3_extended_result_codes(db, 1);
+  sqlite3_busy_timeout(db, busy_timeout_ms);
+  return std::unique_ptr<Connection>(new Connection(db));
+}
+
+Connection::~Connection() {
+  for (auto& [sql, stmt] : cache_) sqlite3_finalize(stmt);
+  sqlite3_close_v2(db_);
+}
+
+Status Connection::Exec(const std::string& sql) {
+  char* message = nullptr;
+  const int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &message);
+  if (rc == SQLITE_OK) return Status::Ok();
+  std::string text = message != nullptr ? message : sqlite3_errstr(rc);
+  sqlite3_free(message);
+  return SqliteError(nullptr, rc, text);
+}
+
+Result<Statement> Connection::Prepare(const std::string& sql) {
+  auto it = cache_.find(sql);
+  if (it == cache_.end()) {
+    sqlite3_stmt* stmt = nullptr;
+    const int rc = sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size() + 1), SQLITE_PREPARE_PERSISTENT,
+                                      &stmt, nullptr);
+    if (rc != SQLITE_OK) return SqliteError(db_, rc, "preparing " + sql);
+    it = cache_.emplace(sql, stmt).first;
+  }
+  return Statement(db_, it->second);
+}
+
+Status Connection::Run(const std::string& sql) {
+  auto stmt = Prepare(sql);
+  if (!stmt.ok()) return stmt.error();
+  return stmt->Run();
+}
+
+Result<std::string> Connection::QueryText(const std::string& sql) {
+  auto stmt = Prepare(sql);
+  if (!stmt.ok()) return stmt.error();
+  auto row = stmt->Step();
+  if (!row.ok()) return row.error();
+  if (!*row) return std::string();
+  return stmt->Text(0);
+}
+
+}  // namespace unisched::store

@@ -1,0 +1,714 @@
+// The SQLite implementation of Store: one writer thread that commits queued
+// writes in groups, and a small pool of read-only connections for readers.
+//
+// Reads whose signature has no error channel (ListJobs, ListEvents, ...)
+// throw StoreFailure when SQLite fails under them: on a healthy disk that
+// does not happen, so it is exceptional, not an expected failure. Inside a
+// Write() callback such a throw fails just that write.
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <future>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <utility>
+#include <variant>
+
+#include <nlohmann/json.hpp>
+
+#include "store/migrations.h"
+#include "store/sqlite_db.h"
+#include "unisched/codec/job_json.h"
+#include "unisched/store/store.h"
+
+namespace unisched::store {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kBusyTimeoutMs = 5000;
+constexpr int kMaxReaders = 4;
+
+class StoreFailure : public std::runtime_error {
+ public:
+  explicit StoreFailure(const Error& error) : std::runtime_error(error.message) {}
+};
+
+template <class T>
+T OrThrow(Result<T> result) {
+  if (!result.ok()) throw StoreFailure(result.error());
+  return std::move(result).value();
+}
+
+std::string StatesSql(bool terminal) {
+  std::string sql;
+  for (auto state : {model::JobState::kPending, model::JobState::kHeld, model::JobState::kRunning,
+                     model::JobState::kCompleted, model::JobState::kFailed, model::JobState::kCancelled,
+                     model::JobState::kTimeout, model::JobState::kNodeFail}) {
+    if (model::IsTerminal(state) != terminal) continue;
+    if (!sql.empty()) sql += ",";
+    sql += "'" + std::string(model::ToString(state)) + "'";
+  }
+  return sql;
+}
+
+std::string JobDocText(const model::Job& job) {
+  // Replace rather than throw on invalid UTF-8: the API only lets valid text in.
+  return codec::JobToJson(job).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string JsonList(const std::vector<std::string>& items) {
+  return json(items).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::vector<std::string> ParseJsonList(const std::string& text) {
+  std::vector<std::string> out;
+  json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_array()) return out;
+  for (const auto& item : doc) {
+    if (item.is_string()) out.push_back(item.get<std::string>());
+  }
+  return out;
+}
+
+// ---- queries shared by the writer (inside a batch) and the readers ----
+
+Result<model::Job> DecodeJob(model::JobId id, const std::string& doc_text) {
+  json doc = json::parse(doc_text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return Error::Internal("store: job " + std::to_string(id) + " has a corrupt document");
+  auto job = codec::JobFromJson(doc);
+  if (!job.ok()) {
+    return Error::Internal("store: job " + std::to_string(id) + " has a bad document: " + job.error().message);
+  }
+  job->id = id;  // the row id is the truth
+  return job;
+}
+
+Result<model::Job> QueryJob(Connection& c, model::JobId id) {
+  auto stmt = c.Prepare("SELECT doc FROM jobs WHERE id = ?");
+  if (!stmt.ok()) return stmt.error();
+  stmt->Bind(1, int64_t{id});
+  auto row = stmt->Step();
+  if (!row.ok()) return row.error();
+  if (!*row) return Error::NotFound("job " + std::to_string(id) + " not found");
+  return DecodeJob(id, stmt->Text(0));
+}
+
+// Runs a SELECT of (id, doc) rows into jobs.
+Result<std::vector<model::Job>> CollectJobs(Statement& stmt) {
+  std::vector<model::Job> jobs;
+  for (;;) {
+    auto row = stmt.Step();
+    if (!row.ok()) return row.error();
+    if (!*row) return jobs;
+    auto job = DecodeJob(stmt.Int(0), stmt.Text(1));
+    if (!job.ok()) return job.error();
+    jobs.push_back(std::move(*job));
+  }
+}
+
+using Param = std::variant<int64_t, std::string>;
+
+void BindAll(Statement& stmt, const std::vector<Param>& params) {
+  for (size_t i = 0; i < params.size(); ++i) {
+    const int index = static_cast<int>(i + 1);
+    if (const auto* n = std::get_if<int64_t>(&params[i])) {
+      stmt.Bind(index, *n);
+    } else {
+      stmt.Bind(index, std::get<std::string>(params[i]));
+    }
+  }
+}
+
+// Ends a read transaction however the read leaves; declare it before the
+// statements so they are reset first.
+class ReadSnapshot {
+ public:
+  explicit ReadSnapshot(Connection& c) : c_(c) { ok_ = c_.Run("BEGIN").ok(); }
+  ~ReadSnapshot() {
+    if (ok_) c_.Run("COMMIT");
+  }
+  ReadSnapshot(const ReadSnapshot&) = delete;
+  ReadSnapshot& operator=(const ReadSnapshot&) = delete;
+
+ private:
+  Connection& c_;
+  bool ok_ = false;
+};
+
+Result<JobPage> QueryJobs(Connection& c, const JobFilter& filter) {
+  // Lists are bound as one JSON parameter, so the SQL text (and the cached
+  // statement) does not depend on their lengths.
+  std::string where = " WHERE 1";
+  std::vector<Param> params;
+  auto equals = [&](const char* column, const std::optional<std::string>& value) {
+    if (!value) return;
+    where += std::string(" AND ") + column + " = ?";
+    params.emplace_back(*value);
+  };
+  if (filter.state) {
+    where += " AND state = ?";
+    params.emplace_back(std::string(model::ToString(*filter.state)));
+  }
+  equals("queue", filter.queue);
+  equals("pool", filter.pool);
+  equals("project", filter.project);
+  equals("user", filter.user);
+  if (filter.visible_projects) {
+    where += " AND (project IN (SELECT value FROM json_each(?)) OR queue IN (SELECT value FROM json_each(?)))";
+    params.emplace_back(JsonList(*filter.visible_projects));
+    params.emplace_back(JsonList(filter.visible_queues));
+  }
+
+  ReadSnapshot snapshot(c);
+  JobPage page;
+  {
+    auto count = c.Prepare("SELECT COUNT(*) FROM jobs" + where);
+    if (!count.ok()) return count.error();
+    BindAll(*count, params);
+    auto row = count->Step();
+    if (!row.ok()) return row.error();
+    page.total = *row ? count->Int(0) : 0;
+  }
+  const int limit = std::max(filter.limit, 0);
+  if (limit == 0) return page;
+
+  std::string sql = "SELECT id, doc FROM jobs" + where;
+  if (filter.cursor) {
+    sql += " AND id < ?";
+    params.emplace_back(int64_t{*filter.cursor});
+  }
+  sql += " ORDER BY id DESC LIMIT ?";
+  // One row more than asked tells whether another page follows.
+  params.emplace_back(int64_t{limit} + 1);
+  auto select = c.Prepare(sql);
+  if (!select.ok()) return select.error();
+  BindAll(*select, params);
+  auto jobs = CollectJobs(*select);
+  if (!jobs.ok()) return jobs.error();
+  page.jobs = std::move(*jobs);
+  if (page.jobs.size() > static_cast<size_t>(limit)) {
+    page.jobs.resize(static_cast<size_t>(limit));
+    page.next_cursor = page.jobs.back().id;
+  }
+  return page;
+}
+
+Result<std::vector<model::Job>> QueryActiveJobs(Connection& c) {
+  auto stmt = c.Prepare("SELECT id, doc FROM jobs WHERE state IN (" + StatesSql(false) + ") ORDER BY id ASC");
+  if (!stmt.ok()) return stmt.error();
+  return CollectJobs(*stmt);
+}
+
+UserRecord UserFromRow(const Statement& stmt) {
+  UserRecord user;
+  user.name = stmt.Text(0);
+  user.role = stmt.Text(1);
+  user.projects = ParseJsonList(stmt.Text(2));
+  user.queues = ParseJsonList(stmt.Text(3));
+  user.unix_user = stmt.Text(4);
+  user.from_config = stmt.Int(5) != 0;
+  return user;
+}
+
+constexpr const char* kUserColumns = "SELECT name, role, projects, queues, unix_user, from_config FROM users";
+
+// ---- the write side ----
+
+class SqliteTransaction final : public Transaction {
+ public:
+  explicit SqliteTransaction(Connection& c) : c_(c) {}
+
+  Result<model::JobId> InsertJob(const model::Job& job, const std::string& idempotency_key) override {
+    if (!idempotency_key.empty()) {
+      if (auto first = FindIdempotentJob(job.user, idempotency_key)) {
+        return Error::Conflict("idempotency_key_used", "idempotency key already used for job " +
+                                                           std::to_string(*first));
+      }
+    }
+    auto insert = c_.Prepare(
+        "INSERT INTO jobs(name, user, project, queue, pool, state, submitted_at, ended_at, doc) "
+        "VALUES(?, ?, ?, ?, ?, ?, ?, ?, '')");
+    if (!insert.ok()) return insert.error();
+    BindColumns(*insert, job);
+    if (Status s = insert->Run(); !s) return s.error();
+
+    model::Job stored = job;
+    stored.id = sqlite3_last_insert_rowid(c_.db());
+    auto doc = c_.Prepare("UPDATE jobs SET doc = ? WHERE id = ?");
+    if (!doc.ok()) return doc.error();
+    doc->Bind(1, JobDocText(stored)).Bind(2, int64_t{stored.id});
+    if (Status s = doc->Run(); !s) return s.error();
+
+    if (!idempotency_key.empty()) {
+      auto key = c_.Prepare("INSERT INTO idempotency(user, key, job_id) VALUES(?, ?, ?)");
+      if (!key.ok()) return key.error();
+      key->Bind(1, job.user).Bind(2, idempotency_key).Bind(3, int64_t{stored.id});
+      if (Status s = key->Run(); !s) return s.error();
+    }
+    return stored.id;
+  }
+
+  std::optional<model::JobId> FindIdempotentJob(const std::string& user, const std::string& key) override {
+    auto stmt = OrThrow(c_.Prepare("SELECT job_id FROM idempotency WHERE user = ? AND key = ?"));
+    stmt.Bind(1, user).Bind(2, key);
+    if (!OrThrow(stmt.Step())) return std::nullopt;
+    return stmt.Int(0);
+  }
+
+  Status UpdateJob(const model::Job& job) override {
+    auto update = c_.Prepare(
+        "UPDATE jobs SET name = ?, user = ?, project = ?, queue = ?, pool = ?, state = ?, submitted_at = ?, "
+        "ended_at = ?, doc = ? WHERE id = ?");
+    if (!update.ok()) return update.error();
+    BindColumns(*update, job);
+    update->Bind(9, JobDocText(job)).Bind(10, int64_t{job.id});
+    if (Status s = update->Run(); !s) return s;
+    if (sqlite3_changes(c_.db()) == 0) return Error::NotFound("job " + std::to_string(job.id) + " not found");
+    return Status::Ok();
+  }
+
+  Result<model::Job> GetJob(model::JobId id) override { return QueryJob(c_, id); }
+
+  Status AppendEvent(model::JobId id, const JobEvent& event) override {
+    auto stmt = c_.Prepare("INSERT INTO job_events(job_id, time, kind, message) VALUES(?, ?, ?, ?)");
+    if (!stmt.ok()) return stmt.error();
+    stmt->Bind(1, int64_t{id}).Bind(2, ToUnixMillis(event.time)).Bind(3, event.kind).Bind(4, event.message);
+    Status s = stmt->Run();
+    if (!s && stmt->last_error() == SQLITE_CONSTRAINT_FOREIGNKEY) {
+      return Error::NotFound("job " + std::to_string(id) + " not found");
+    }
+    return s;
+  }
+
+  Status AppendAudit(const AuditRecord& record) override {
+    auto stmt = c_.Prepare("INSERT INTO audit(time, actor, action, target, result) VALUES(?, ?, ?, ?, ?)");
+    if (!stmt.ok()) return stmt.error();
+    stmt->Bind(1, ToUnixMillis(record.time))
+        .Bind(2, record.actor)
+        .Bind(3, record.action)
+        .Bind(4, record.target)
+        .Bind(5, record.result);
+    return stmt->Run();
+  }
+
+  Status UpsertUser(const UserRecord& user) override {
+    auto stmt = c_.Prepare(
+        "INSERT INTO users(name, role, projects, queues, unix_user, from_config) VALUES(?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT(name) DO UPDATE SET role = excluded.role, projects = excluded.projects, "
+        "queues = excluded.queues, unix_user = excluded.unix_user, from_config = excluded.from_config");
+    if (!stmt.ok()) return stmt.error();
+    stmt->Bind(1, user.name)
+        .Bind(2, user.role)
+        .Bind(3, JsonList(user.projects))
+        .Bind(4, JsonList(user.queues))
+        .Bind(5, user.unix_user)
+        .Bind(6, int64_t{user.from_config ? 1 : 0});
+    return stmt->Run();
+  }
+
+  Status InsertToken(const TokenRecord& token) override {
+    auto stmt = c_.Prepare("INSERT INTO tokens(hash, user, kind, pool, created_at) VALUES(?, ?, ?, ?, ?)");
+    if (!stmt.ok()) return stmt.error();
+    stmt->Bind(1, token.hash)
+        .Bind(2, token.user)
+        .Bind(3, token.kind)
+        .Bind(4, token.pool)
+        .Bind(5, ToUnixMillis(token.created_at));
+    Status s = stmt->Run();
+    if (!s && (stmt->last_error() & 0xff) == SQLITE_CONSTRAINT) {
+      return Error::Conflict("token_exists", "a token with this hash already exists");
+    }
+    return s;
+  }
+
+  Status SetNodeState(const NodeStateRecord& node) override {
+    auto stmt = c_.Prepare(
+        "INSERT INTO node_states(name, state, reason) VALUES(?, ?, ?) "
+        "ON CONFLICT(name) DO UPDATE SET state = excluded.state, reason = excluded.reason");
+    if (!stmt.ok()) return stmt.error();
+    stmt->Bind(1, node.name).Bind(2, model::ToString(node.state)).Bind(3, node.reason);
+    return stmt->Run();
+  }
+
+  Result<std::vector<model::JobId>> DeleteJobsEndedBefore(Timestamp cutoff) override {
+    // Events and idempotency keys go by ON DELETE CASCADE.
+    auto stmt = c_.Prepare("DELETE FROM jobs WHERE ended_at < ? AND state IN (" + StatesSql(true) +
+                           ") RETURNING id");
+    if (!stmt.ok()) return stmt.error();
+    stmt->Bind(1, ToUnixMillis(cutoff));
+    std::vector<model::JobId> ids;
+    for (;;) {
+      auto row = stmt->Step();
+      if (!row.ok()) return row.error();
+      if (!*row) break;
+      ids.push_back(stmt->Int(0));
+    }
+    std::sort(ids.begin(), ids.end());
+    return ids;
+  }
+
+ private:
+  // Binds parameters 1..8: the columns a job row keeps next to its document.
+  static void BindColumns(Statement& stmt, const model::Job& job) {
+    stmt.Bind(1, job.name)
+        .Bind(2, job.user)
+        .Bind(3, job.project)
+        .Bind(4, job.queue)
+        .Bind(5, job.pool)
+        .Bind(6, model::ToString(job.state))
+        .Bind(7, ToUnixMillis(job.submitted_at))
+        .Bind(8, job.ended_at ? std::optional<int64_t>(ToUnixMillis(*job.ended_at)) : std::nullopt);
+  }
+
+  Connection& c_;
+};
+
+// ---- read connections ----
+
+class ReaderPool {
+ public:
+  explicit ReaderPool(std::string path) : path_(std::move(path)) {}
+
+  // A read connection held for one read; returned to the pool on destruction.
+  class Lease {
+   public:
+    Lease(ReaderPool* pool, std::unique_ptr<Connection> conn) : pool_(pool), conn_(std::move(conn)) {}
+    Lease(Lease&& other) noexcept : pool_(other.pool_), conn_(std::move(other.conn_)) {}
+    Lease& operator=(Lease&&) = delete;
+    ~Lease() {
+      if (conn_) pool_->Release(std::move(conn_));
+    }
+    Connection& operator*() const { return *conn_; }
+
+   private:
+    ReaderPool* pool_;
+    std::unique_ptr<Connection> conn_;
+  };
+
+  Result<Lease> Acquire() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return !idle_.empty() || open_ < kMaxReaders; });
+    if (!idle_.empty()) {
+      auto conn = std::move(idle_.back());
+      idle_.pop_back();
+      return Lease(this, std::move(conn));
+    }
+    ++open_;
+    lock.unlock();
+    auto conn = Connection::Open(path_, Connection::Mode::kReadOnly, kBusyTimeoutMs);
+    if (!conn.ok()) {
+      lock.lock();
+      --open_;
+      cv_.notify_one();
+      return conn.error();
+    }
+    return Lease(this, std::move(*conn));
+  }
+
+ private:
+  void Release(std::unique_ptr<Connection> conn) {
+    {
+      std::lock_guard lock(mu_);
+      idle_.push_back(std::move(conn));
+    }
+    cv_.notify_one();
+  }
+
+  const std::string path_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<Connection>> idle_;
+  int open_ = 0;
+};
+
+// ---- the store ----
+
+struct WriteItem {
+  std::function<Status(Transaction&)> work;
+  std::function<void(Status)> done;
+};
+
+Status RunWork(const std::function<Status(Transaction&)>& work, Transaction& txn) {
+  try {
+    return work(txn);
+  } catch (const std::exception& e) {
+    return Error::Internal(std::string("store: write failed: ") + e.what());
+  } catch (...) {
+    return Error::Internal("store: write failed with an unknown exception");
+  }
+}
+
+void CallDone(const std::function<void(Status)>& done, Status status) {
+  if (!done) return;
+  // A throwing callback must not take the writer thread (and every later write) down.
+  try {
+    done(std::move(status));
+  } catch (...) {
+  }
+}
+
+class SqliteStore final : public Store {
+ public:
+  static Result<std::unique_ptr<Store>> Open(const StoreOptions& options);
+
+  ~SqliteStore() override { Close(); }
+
+  void Write(std::function<Status(Transaction&)> work, std::function<void(Status)> done) override {
+    {
+      std::lock_guard lock(mu_);
+      if (!closing_) {
+        queue_.push_back({std::move(work), std::move(done)});
+        cv_.notify_one();
+        return;
+      }
+    }
+    CallDone(done, Error::Unavailable("store: closed"));
+  }
+
+  Status WriteSync(std::function<Status(Transaction&)> work) override {
+    if (std::this_thread::get_id() == writer_id_) {
+      return Error::Internal("store: WriteSync from the writer thread would wait for itself");
+    }
+    std::promise<Status> promise;
+    auto future = promise.get_future();
+    Write(std::move(work), [&promise](Status s) { promise.set_value(std::move(s)); });
+    return future.get();
+  }
+
+  Result<model::Job> GetJob(model::JobId id) const override {
+    auto lease = readers_.Acquire();
+    if (!lease.ok()) return lease.error();
+    return QueryJob(**lease, id);
+  }
+
+  JobPage ListJobs(const JobFilter& filter) const override {
+    auto lease = OrThrow(readers_.Acquire());
+    return OrThrow(QueryJobs(*lease, filter));
+  }
+
+  std::vector<model::Job> LoadActiveJobs() const override {
+    auto lease = OrThrow(readers_.Acquire());
+    return OrThrow(QueryActiveJobs(*lease));
+  }
+
+  std::map<std::tuple<model::JobState, std::string, std::string>, int64_t> CountJobs() const override {
+    auto lease = OrThrow(readers_.Acquire());
+    auto stmt = OrThrow((*lease).Prepare("SELECT state, queue, pool, COUNT(*) FROM jobs GROUP BY state, queue, pool"));
+    std::map<std::tuple<model::JobState, std::string, std::string>, int64_t> counts;
+    while (OrThrow(stmt.Step())) {
+      if (auto state = model::ParseJobState(stmt.Text(0))) {
+        counts[{*state, stmt.Text(1), stmt.Text(2)}] = stmt.Int(3);
+      }
+    }
+    return counts;
+  }
+
+  std::vector<JobEvent> ListEvents(model::JobId id) const override {
+    auto lease = OrThrow(readers_.Acquire());
+    auto stmt = OrThrow((*lease).Prepare("SELECT time, kind, message FROM job_events WHERE job_id = ? ORDER BY id"));
+    stmt.Bind(1, int64_t{id});
+    std::vector<JobEvent> events;
+    while (OrThrow(stmt.Step())) {
+      events.push_back({FromUnixMillis(stmt.Int(0)), stmt.Text(1), stmt.Text(2)});
+    }
+    return events;
+  }
+
+  std::vector<AuditRecord> ListAudit(int limit) const override {
+    auto lease = OrThrow(readers_.Acquire());
+    auto stmt = OrThrow(
+        (*lease).Prepare("SELECT time, actor, action, target, result FROM audit ORDER BY id DESC LIMIT ?"));
+    stmt.Bind(1, int64_t{std::max(limit, 0)});
+    std::vector<AuditRecord> records;
+    while (OrThrow(stmt.Step())) {
+      records.push_back({FromUnixMillis(stmt.Int(0)), stmt.Text(1), stmt.Text(2), stmt.Text(3), stmt.Text(4)});
+    }
+    return records;
+  }
+
+  std::optional<TokenRecord> FindToken(const std::string& hash) const override {
+    auto lease = OrThrow(readers_.Acquire());
+    auto stmt = OrThrow((*lease).Prepare("SELECT hash, user, kind, pool, created_at FROM tokens WHERE hash = ?"));
+    stmt.Bind(1, hash);
+    if (!OrThrow(stmt.Step())) return std::nullopt;
+    return TokenRecord{stmt.Text(0), stmt.Text(1), stmt.Text(2), stmt.Text(3), FromUnixMillis(stmt.Int(4))};
+  }
+
+  std::optional<UserRecord> GetUser(const std::string& name) const override {
+    auto lease = OrThrow(readers_.Acquire());
+    auto stmt = OrThrow((*lease).Prepare(std::string(kUserColumns) + " WHERE name = ?"));
+    stmt.Bind(1, name);
+    if (!OrThrow(stmt.Step())) return std::nullopt;
+    return UserFromRow(stmt);
+  }
+
+  std::vector<UserRecord> ListUsers() const override {
+    auto lease = OrThrow(readers_.Acquire());
+    auto stmt = OrThrow((*lease).Prepare(std::string(kUserColumns) + " ORDER BY name"));
+    std::vector<UserRecord> users;
+    while (OrThrow(stmt.Step())) users.push_back(UserFromRow(stmt));
+    return users;
+  }
+
+  std::vector<NodeStateRecord> LoadNodeStates() const override {
+    auto lease = OrThrow(readers_.Acquire());
+    auto stmt = OrThrow((*lease).Prepare("SELECT name, state, reason FROM node_states ORDER BY name"));
+    std::vector<NodeStateRecord> nodes;
+    while (OrThrow(stmt.Step())) {
+      // A state this binary does not know is left out rather than guessed.
+      if (auto state = model::ParseNodeState(stmt.Text(1))) nodes.push_back({stmt.Text(0), *state, stmt.Text(2)});
+    }
+    return nodes;
+  }
+
+  int SchemaVersion() const override { return schema_version_; }
+
+  void Close() override {
+    {
+      std::lock_guard lock(mu_);
+      closing_ = true;
+    }
+    cv_.notify_all();
+    // From a `done` callback the writer cannot join itself; it stops after
+    // this batch and the destructor joins it.
+    if (std::this_thread::get_id() == writer_id_) return;
+    std::lock_guard join_lock(join_mu_);
+    if (writer_thread_.joinable()) writer_thread_.join();
+  }
+
+ private:
+  SqliteStore(const StoreOptions& options, std::unique_ptr<Connection> writer, int schema_version)
+      : options_(options), writer_(std::move(writer)), schema_version_(schema_version), readers_(options.path) {}
+
+  void Start() {
+    writer_thread_ = std::thread([this] { WriterLoop(); });
+    writer_id_ = writer_thread_.get_id();
+  }
+
+  void WriterLoop() {
+    const size_t max_batch = static_cast<size_t>(std::max(options_.max_batch, 1));
+    std::vector<WriteItem> batch;
+    for (;;) {
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return closing_ || !queue_.empty(); });
+        if (queue_.empty()) return;  // closing, and everything queued is written
+        const size_t n = std::min(queue_.size(), max_batch);
+        batch.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.begin() + n));
+        queue_.erase(queue_.begin(), queue_.begin() + n);
+      }
+      RunBatch(batch);
+      batch.clear();
+    }
+  }
+
+  // One transaction for the whole batch, one savepoint per write.
+  void RunBatch(std::vector<WriteItem>& batch) {
+    Connection& c = *writer_;
+    std::vector<Status> results(batch.size());
+    Status whole = c.Run("BEGIN IMMEDIATE");
+    if (whole) {
+      SqliteTransaction txn(c);
+      for (size_t i = 0; i < batch.size() && whole; ++i) {
+        if (Status s = c.Run("SAVEPOINT w"); !s) {
+          whole = s;
+          break;
+        }
+        results[i] = RunWork(batch[i].work, txn);
+        if (!results[i]) {
+          if (Status s = c.Run("ROLLBACK TO w"); !s) whole = s;
+        }
+        if (Status s = c.Run("RELEASE w"); !s && whole) whole = s;
+        // Some errors (a full disk, I/O) make SQLite roll the whole
+        // transaction back on its own; then nothing of the batch is left.
+        if (whole && sqlite3_get_autocommit(c.db()) != 0) {
+          whole = Error::Unavailable("store: the transaction was rolled back by SQLite after: " +
+                                     (results[i] ? std::string("a write") : results[i].error().message));
+        }
+      }
+      if (whole) whole = c.Run("COMMIT");
+      if (!whole && sqlite3_get_autocommit(c.db()) == 0) c.Run("ROLLBACK");
+    }
+    for (size_t i = 0; i < batch.size(); ++i) {
+      // A write that failed on its own reports its own error; the others
+      // share the fate of the commit.
+      CallDone(batch[i].done, results[i] ? whole : results[i]);
+    }
+  }
+
+  const StoreOptions options_;
+  std::unique_ptr<Connection> writer_;  // used only by the writer thread once started
+  const int schema_version_;
+  mutable ReaderPool readers_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<WriteItem> queue_;
+  bool closing_ = false;
+  std::mutex join_mu_;
+  std::thread writer_thread_;
+  std::thread::id writer_id_;  // set before the store is handed out, constant after
+};
+
+Status CreateFileWithMode(const std::string& path) {
+  // The file holds token hashes and job environments: owner only. SQLite
+  // gives its -wal and -shm files the mode of the database file.
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    return Error::Unavailable("store: cannot open " + path + ": " + std::strerror(errno));
+  }
+  const int rc = ::fchmod(fd, 0600);
+  const int saved = errno;
+  ::close(fd);
+  if (rc != 0) return Error::Unavailable("store: cannot chmod 0600 " + path + ": " + std::strerror(saved));
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<Store>> SqliteStore::Open(const StoreOptions& options) {
+  if (options.path.empty()) return Error::BadRequest("invalid_store_path", "store: no database path", "path");
+  std::string synchronous = options.synchronous;
+  std::transform(synchronous.begin(), synchronous.end(), synchronous.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  if (synchronous != "full" && synchronous != "normal" && synchronous != "off") {
+    return Error::BadRequest("invalid_store_synchronous",
+                             "store: synchronous must be full, normal or off, not \"" + options.synchronous + "\"",
+                             "synchronous");
+  }
+  if (Status s = CreateFileWithMode(options.path); !s) return s.error();
+
+  auto writer = Connection::Open(options.path, Connection::Mode::kReadWrite, kBusyTimeoutMs);
+  if (!writer.ok()) return writer.error();
+  Connection& c = **writer;
+  auto mode = c.QueryText("PRAGMA journal_mode=WAL");
+  if (!mode.ok()) return mode.error();
+  if (*mode != "wal") {
+    return Error::Internal("store: " + options.path + " cannot use WAL mode (journal_mode is " + *mode + ")");
+  }
+  if (Status s = c.Exec("PRAGMA synchronous=" + synchronous + "; PRAGMA foreign_keys=ON;"); !s) return s.error();
+  auto fk = c.QueryText("PRAGMA foreign_keys");
+  if (!fk.ok()) return fk.error();
+  if (*fk != "1") return Error::Internal("store: this SQLite cannot enforce foreign keys");
+
+  auto version = ApplyMigrations(c.db(), Migrations(), SystemClock().Now());
+  if (!version.ok()) return version.error();
+
+  std::unique_ptr<SqliteStore> store(new SqliteStore(options, std::move(*writer), *version));
+  store->Start();
+  return std::unique_ptr<Store>(std::move(store));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) { return SqliteStore::Open(options); }
+
+}  // namespace unisched::store

@@ -1,0 +1,36 @@
+#pragma once
+// One captured output stream of a job: the bytes up to a cap go to a file,
+// the rest is dropped and a single marker line says so.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace unisched::supervisor {
+
+class CappedLog {
+ public:
+  CappedLog() = default;
+  CappedLog(const CappedLog&) = delete;
+  CappedLog& operator=(const CappedLog&) = delete;
+  ~CappedLog();
+
+  // Creates (truncates) the file. cap <= 0: no cap. Returns 0 or the errno.
+  int Open(const std::string& path, int64_t cap);
+  // Keeps what fits under the cap; on the first byte past it writes
+  // "[unisched: output truncated at N bytes]" on a line of its own.
+  void Append(const char* data, size_t size);
+  bool truncated() const { return truncated_; }
+  int64_t written() const { return written_; }
+
+ private:
+  void WriteAll(const char* data, size_t size);
+
+  int fd_ = -1;
+  int64_t cap_ = 0;
+  int64_t written_ = 0;  // job bytes kept, without the marker
+  bool truncated_ = false;
+  char last_ = '\n';
+};
+
+}  // namespace unisched::supervisor

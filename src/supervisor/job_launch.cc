@@ -1,0 +1,190 @@
+// Job start: see job_launch.h. Everything the child needs is prepared in the
+// parent; the child only makes system calls (the supervisor is
+// single-threaded, but keeping the child minimal keeps failures legible).
+
+#include "supervisor/job_launch.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/close_range.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+
+namespace unisched::supervisor {
+namespace {
+
+enum Step : int {
+  kStepSignals = 1,
+  kStepProcessGroup,
+  kStepContainment,
+  kStepRlimits,
+  kStepStdio,
+  kStepGroups,
+  kStepSetgid,
+  kStepSetuid,
+  kStepChdir,
+  kStepExec,
+};
+
+[[noreturn]] void ChildFail(int fd, int step, int err) {
+  const LaunchError e{step, err};
+  ssize_t ignored = ::write(fd, &e, sizeof e);
+  (void)ignored;  // nothing left to report to if this fails
+  ::_exit(127);
+}
+
+void ClosePair(int fds[2]) {
+  if (fds[0] >= 0) ::close(fds[0]);
+  if (fds[1] >= 0) ::close(fds[1]);
+}
+
+std::string Errno(int err) { return std::strerror(err); }
+
+}  // namespace
+
+Result<Account> ResolveAccount(const std::string& unix_user) {
+  const uid_t me = ::geteuid();
+  if (unix_user.empty()) {
+    if (me == 0) return Error::Unprocessable("no_user", "refusing to run a job as root: no unix_user given");
+    return Account{};
+  }
+  long size = ::sysconf(_SC_GETPW_R_SIZE_MAX);
+  std::vector<char> buf(size > 0 ? static_cast<size_t>(size) : 16384);
+  passwd pw{};
+  passwd* found = nullptr;
+  int rc = 0;
+  while ((rc = ::getpwnam_r(unix_user.c_str(), &pw, buf.data(), buf.size(), &found)) == ERANGE) {
+    buf.resize(buf.size() * 2);
+  }
+  if (rc != 0) return Error::Internal("cannot look up user '" + unix_user + "': " + Errno(rc));
+  if (found == nullptr) return Error::Unprocessable("unknown_user", "unknown user '" + unix_user + "'");
+  if (pw.pw_uid == 0) return Error::Unprocessable("root_user", "refusing to run a job as root ('" + unix_user + "')");
+  Account account;
+  account.name = unix_user;
+  account.uid = pw.pw_uid;
+  account.gid = pw.pw_gid;
+  if (me != 0 && pw.pw_uid == me) return Account{};  // already that user
+  account.switch_user = true;
+  int count = 16;
+  account.groups.resize(static_cast<size_t>(count));
+  while (::getgrouplist(unix_user.c_str(), pw.pw_gid, account.groups.data(), &count) < 0) {
+    account.groups.resize(static_cast<size_t>(count) * 2);
+    count = static_cast<int>(account.groups.size());
+  }
+  account.groups.resize(static_cast<size_t>(count));
+  return account;
+}
+
+Result<JobProcess> StartJob(const JobSpec& spec, const containment::Containment& containment) {
+  if (spec.argv.empty()) return Error::BadRequest("bad_spec", "argv is empty");
+  // Everything the child touches is built here, before the fork.
+  std::vector<std::string> env_strings;
+  for (const auto& [k, v] : spec.env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> argv;
+  for (const std::string& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  std::vector<char*> envp;
+  for (std::string& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  const Account& account = spec.account;
+
+  int out[2] = {-1, -1}, err[2] = {-1, -1}, report[2] = {-1, -1};
+  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0 || ::pipe2(report, O_CLOEXEC) != 0) {
+    const int e = errno;
+    ClosePair(out);
+    ClosePair(err);
+    ClosePair(report);
+    return Error::Internal("cannot create pipes: " + Errno(e));
+  }
+  const int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (devnull < 0) {
+    const int e = errno;
+    ClosePair(out);
+    ClosePair(err);
+    ClosePair(report);
+    return Error::Internal("cannot open /dev/null: " + Errno(e));
+  }
+
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    const int e = errno;
+    ClosePair(out);
+    ClosePair(err);
+    ClosePair(report);
+    ::close(devnull);
+    return Error::Internal("cannot fork: " + Errno(e));
+  }
+  if (pid == 0) {
+    const int fd = report[1];
+    // The supervisor blocks and ignores signals for itself; the job gets
+    // the defaults back.
+    sigset_t none;
+    sigemptyset(&none);
+    if (::sigprocmask(SIG_SETMASK, &none, nullptr) != 0) ChildFail(fd, kStepSignals, errno);
+    for (int sig : {SIGHUP, SIGPIPE, SIGINT, SIGTERM, SIGCHLD}) ::signal(sig, SIG_DFL);
+    if (::setpgid(0, 0) != 0) ChildFail(fd, kStepProcessGroup, errno);
+    if (int e = containment.JoinSelf()) ChildFail(fd, kStepContainment, e);
+    if (int e = containment.ApplyRlimitsSelf()) ChildFail(fd, kStepRlimits, e);
+    if (::dup2(devnull, 0) < 0 || ::dup2(out[1], 1) < 0 || ::dup2(err[1], 2) < 0) ChildFail(fd, kStepStdio, errno);
+    // Nothing of the supervisor leaks into the job; the report pipe is
+    // already close-on-exec and must stay open until the exec.
+    if (::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
+      for (int i = 3; i < 4096; ++i) {
+        if (i != fd) ::fcntl(i, F_SETFD, FD_CLOEXEC);
+      }
+    }
+    ::umask(022);
+    if (account.switch_user) {
+      if (::setgroups(account.groups.size(), account.groups.data()) != 0) ChildFail(fd, kStepGroups, errno);
+      if (::setgid(account.gid) != 0) ChildFail(fd, kStepSetgid, errno);
+      if (::setuid(account.uid) != 0) ChildFail(fd, kStepSetuid, errno);
+    }
+    // After the switch, so the job's own account must be able to enter it.
+    if (!spec.work_dir.empty() && ::chdir(spec.work_dir.c_str()) != 0) ChildFail(fd, kStepChdir, errno);
+    // execvpe searches the supervisor's PATH (set by the caller), never
+    // passing it on: the job sees envp only.
+    ::execvpe(argv[0], argv.data(), envp.data());
+    ChildFail(fd, kStepExec, errno);
+  }
+
+  // Both sides call setpgid, so that signalling the group works from now on,
+  // whichever runs first.
+  (void)::setpgid(pid, pid);  // fails harmlessly once the child has exec'ed
+  ::close(out[1]);
+  ::close(err[1]);
+  ::close(report[1]);
+  ::close(devnull);
+  for (int fd : {out[0], err[0], report[0]}) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  JobProcess job;
+  job.pid = pid;
+  job.stdout_fd = out[0];
+  job.stderr_fd = err[0];
+  job.error_fd = report[0];
+  return job;
+}
+
+std::string DescribeLaunchError(const LaunchError& error, const JobSpec& spec) {
+  const std::string what = Errno(error.err);
+  const std::string user = spec.account.name;
+  switch (error.step) {
+    case kStepSignals: return "cannot reset signals: " + what;
+    case kStepProcessGroup: return "cannot create a process group: " + what;
+    case kStepContainment: return "cannot join the containment cgroups: " + what;
+    case kStepRlimits: return "cannot set resource limits: " + what;
+    case kStepStdio: return "cannot set up standard input and output: " + what;
+    case kStepGroups:
+    case kStepSetgid:
+    case kStepSetuid: return "cannot switch to user '" + user + "': " + what;
+    case kStepChdir: return "cannot change to working directory '" + spec.work_dir + "': " + what;
+    case kStepExec: return "cannot execute '" + (spec.argv.empty() ? std::string() : spec.argv[0]) + "': " + what;
+  }
+  return "launch failed (step " + std::to_string(error.step) + "): " + what;
+}
+
+}  // namespace unisched::supervisor

@@ -1,0 +1,62 @@
+#pragma once
+// Starting the job process: resolving the account it runs as, then fork and,
+// in the child, process group, containment, stdio, user switch, working
+// directory and exec with exactly the given environment. A close-on-exec
+// pipe carries a failure of any of those steps back to the supervisor.
+
+#include <sys/types.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "unisched/common/status.h"
+#include "unisched/containment/containment.h"
+
+namespace unisched::supervisor {
+
+// Who the job runs as. switch_user false: the supervisor's own account
+// (only when the supervisor is not root).
+struct Account {
+  bool switch_user = false;
+  std::string name;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;
+};
+
+// Resolves unix_user. Root never runs a job as itself or as uid 0; a
+// non-root supervisor runs the job as itself when unix_user is empty or its
+// own name. The error message is the launch failure reason.
+Result<Account> ResolveAccount(const std::string& unix_user);
+
+struct JobSpec {
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;
+  std::string work_dir;
+  Account account;
+};
+
+// The running job: its pid (also its process group) and the read ends of
+// its stdout, stderr and launch-error pipes (all non-blocking, close-on-exec).
+struct JobProcess {
+  pid_t pid = -1;
+  int stdout_fd = -1;
+  int stderr_fd = -1;
+  int error_fd = -1;
+};
+
+// Forks the job. An error means no process was started. A failure in the
+// child arrives later on error_fd (see DecodeLaunchError).
+Result<JobProcess> StartJob(const JobSpec& spec, const containment::Containment& containment);
+
+// The message the child writes to the error pipe: a step and its errno.
+struct LaunchError {
+  int step = 0;
+  int err = 0;
+};
+// "cannot execute 'x': No such file or directory" and the like.
+std::string DescribeLaunchError(const LaunchError& error, const JobSpec& spec);
+
+}  // namespace unisched::supervisor

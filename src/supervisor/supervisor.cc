@@ -1,0 +1,490 @@
+// The supervisor of one attempt: claim, start the job, watch it (output,
+// wall time, cancel, exit), reap the whole tree, write the result.
+
+#include "supervisor/supervisor.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include "executor/attempt_files.h"
+#include "supervisor/capped_log.h"
+#include "supervisor/job_launch.h"
+
+namespace unisched::supervisor {
+namespace {
+
+namespace files = executor::files;
+using executor::RunOutcome;
+using executor::RunResult;
+using Mono = std::chrono::steady_clock;
+
+// Where a job without PATH in its environment finds its command. The job's
+// environment still gets no PATH: only the search uses it.
+constexpr const char* kDefaultSearchPath = "/usr/local/bin:/usr/bin:/bin";
+// How long to wait for the job's leftovers to die and its pipes to close
+// after the main process ended, before writing the result anyway.
+constexpr auto kDrainLimit = std::chrono::seconds(10);
+constexpr auto kSweepInterval = std::chrono::milliseconds(100);
+
+int64_t NowMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Diagnostics go to stderr, which the executor points at supervisor.log.
+void Log(const char* format, ...) __attribute__((format(printf, 1, 2)));
+void Log(const char* format, ...) {
+  std::fprintf(stderr, "unisched-supervisor[%d]: ", static_cast<int>(::getpid()));
+  va_list args;
+  va_start(args, format);
+  std::vfprintf(stderr, format, args);
+  va_end(args);
+  std::fputc('\n', stderr);
+  std::fflush(stderr);
+}
+
+// With fds 0-2 closed, a pipe could become the job's "stdout" by accident.
+void EnsureStandardFds() {
+  for (;;) {
+    const int fd = ::open("/dev/null", O_RDWR);
+    if (fd < 0) return;
+    if (fd > 2) {
+      ::close(fd);
+      return;
+    }
+  }
+}
+
+// Our children, from /proc: the job's main process and every orphan of its
+// tree, which the kernel re-parents to us (we are a child subreaper).
+std::vector<pid_t> DirectChildren() {
+  std::vector<pid_t> out;
+  const pid_t self = ::getpid();
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) return out;
+  while (dirent* e = ::readdir(proc)) {
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    const std::string path = std::string("/proc/") + e->d_name + "/stat";
+    const auto stat = files::ReadWholeFile(path);
+    if (!stat) continue;
+    // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+    const size_t close = stat->rfind(')');
+    if (close == std::string::npos || close + 4 >= stat->size()) continue;
+    const long ppid = std::strtol(stat->c_str() + close + 4, nullptr, 10);
+    if (ppid == self) out.push_back(static_cast<pid_t>(std::strtol(e->d_name, nullptr, 10)));
+  }
+  ::closedir(proc);
+  return out;
+}
+
+enum class ClaimResult { kOwned, kTaken, kError };
+enum class Stop { kNone, kTimeout, kCancel };
+
+class Supervisor {
+ public:
+  explicit Supervisor(std::string dir) : dir_(std::move(dir)) {}
+  int Run();
+
+ private:
+  ClaimResult Claim();
+  RunResult Supervise();
+  RunResult Watch(const JobSpec& job_spec, RunResult result);
+  bool CancelPending();
+  void Signal(int sig);
+  void Reap();
+  void DrainPipe(int& fd, CappedLog& log);
+  void WriteState(const char* phase, std::optional<int64_t> ended_at);
+  std::string Path(const char* name) const { return dir_ + "/" + name; }
+
+  std::string dir_;
+  int lock_fd_ = -1;
+  int signal_fd_ = -1;
+  int64_t started_at_ms_ = 0;
+  files::AttemptSpec spec_;
+  containment::Containment containment_;
+  CappedLog stdout_log_;
+  CappedLog stderr_log_;
+  JobProcess job_;
+  bool main_reaped_ = false;
+  int main_status_ = 0;
+  bool children_left_ = true;
+};
+
+int Supervisor::Run() {
+  EnsureStandardFds();
+  ::umask(077);
+  // Blocked before anything else, so that a cancel sent right after the
+  // spawn waits in the signalfd instead of killing us without a result.
+  sigset_t mask;
+  sigemptyset(&mask);
+  for (int sig : {SIGCHLD, SIGTERM, SIGINT}) sigaddset(&mask, sig);
+  ::sigprocmask(SIG_BLOCK, &mask, nullptr);
+  ::signal(SIGHUP, SIG_IGN);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  switch (Claim()) {
+    case ClaimResult::kOwned: break;
+    case ClaimResult::kTaken: return 0;
+    case ClaimResult::kError: return 1;
+  }
+  (void)::setsid();  // already a session leader when spawned with POSIX_SPAWN_SETSID
+  if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) Log("cannot become a child subreaper: %s", std::strerror(errno));
+  signal_fd_ = ::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (signal_fd_ < 0) Log("signalfd: %s", std::strerror(errno));
+  started_at_ms_ = NowMillis();
+  WriteState("running", std::nullopt);
+
+  RunResult result = Supervise();
+
+  // The groups go before the result appears, so a reader of the result
+  // finds nothing of the attempt left in the kernel.
+  const std::string contained_by = containment_.Describe();
+  if (Status s = containment_.Destroy(); !s.ok()) Log("%s", s.error().message.c_str());
+  const std::string json = files::ResultToJson(result, contained_by).dump(2) + "\n";
+  if (int err = files::WriteFileAtomic(dir_, files::kResult, json)) {
+    Log("cannot write %s: %s", Path(files::kResult).c_str(), std::strerror(err));
+    return 1;
+  }
+  WriteState("ended", NowMillis());
+  return 0;
+}
+
+// The lock comes first: whoever sees the claim can then trust that a free
+// lock means its supervisor is gone.
+ClaimResult Supervisor::Claim() {
+  lock_fd_ = ::open(Path(files::kLock).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock_fd_ < 0) {
+    Log("cannot open %s: %s", Path(files::kLock).c_str(), std::strerror(errno));
+    return ClaimResult::kError;
+  }
+  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK) return ClaimResult::kTaken;
+    Log("cannot lock %s: %s", Path(files::kLock).c_str(), std::strerror(errno));
+    return ClaimResult::kError;
+  }
+  const int fd = ::open(Path(files::kClaim).c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    if (errno == EEXIST) return ClaimResult::kTaken;
+    Log("cannot create %s: %s", Path(files::kClaim).c_str(), std::strerror(errno));
+    return ClaimResult::kError;
+  }
+  const std::string pid = std::to_string(::getpid()) + "\n";
+  ssize_t ignored = ::write(fd, pid.data(), pid.size());
+  (void)ignored;  // the claim is its existence; the pid is a courtesy
+  ::close(fd);
+  return ClaimResult::kOwned;
+}
+
+void Supervisor::WriteState(const char* phase, std::optional<int64_t> ended_at) {
+  nlohmann::json j{{"phase", phase}, {"supervisor_pid", ::getpid()}, {"started_at", started_at_ms_}};
+  if (ended_at) j["ended_at"] = *ended_at;
+  if (int err = files::WriteFileAtomic(dir_, files::kState, j.dump() + "\n")) {
+    Log("cannot write %s: %s", Path(files::kState).c_str(), std::strerror(err));
+  }
+}
+
+RunResult Supervisor::Supervise() {
+  RunResult result;
+  result.outcome = RunOutcome::kLaunchFailed;
+  auto fail = [&result](std::string reason) {
+    result.reason = std::move(reason);
+    return result;
+  };
+
+  const auto text = files::ReadWholeFile(Path(files::kSpec));
+  if (!text) return fail("cannot read " + Path(files::kSpec) + ": " + std::strerror(errno));
+  auto spec = files::SpecFromJson(*text);
+  if (!spec.ok()) return fail(spec.error().message);
+  spec_ = std::move(spec).value();
+  const executor::LaunchSpec& launch = spec_.launch;
+  result.job_id = launch.job_id;
+  result.attempt = launch.attempt;
+
+  JobSpec job_spec;
+  job_spec.argv = launch.argv;
+  job_spec.env = launch.env;
+  job_spec.work_dir = spec_.work_dir;
+  auto account = ResolveAccount(launch.unix_user);
+  if (!account.ok()) return fail(account.error().message);
+  job_spec.account = std::move(account).value();
+  job_spec.account.name = launch.unix_user;
+
+  const auto path = launch.env.find("PATH");
+  ::setenv("PATH", path != launch.env.end() ? path->second.c_str() : kDefaultSearchPath, 1);
+
+  const containment::Limits limits{launch.limits.memory_bytes, launch.limits.cpu_millis, launch.limits.pids};
+  if (spec_.use_cgroups) {
+    // Unique per supervisor: two daemons (or test runs) may both have a job 1.
+    const std::string name = std::to_string(launch.job_id) + "-" + std::to_string(launch.attempt) + "-" +
+                             std::to_string(::getpid());
+    auto c = containment::Containment::Create(name, limits);
+    if (c.ok()) {
+      containment_ = std::move(c).value();
+    } else {
+      Log("cgroups unavailable, falling back to rlimits: %s", c.error().message.c_str());
+      containment_ = containment::Containment::Disabled(limits);
+    }
+  } else {
+    containment_ = containment::Containment::Disabled(limits);
+  }
+
+  if (int err = stdout_log_.Open(Path(files::kStdout), launch.log_cap_bytes)) {
+    return fail("cannot create " + Path(files::kStdout) + ": " + std::strerror(err));
+  }
+  if (int err = stderr_log_.Open(Path(files::kStderr), launch.log_cap_bytes)) {
+    return fail("cannot create " + Path(files::kStderr) + ": " + std::strerror(err));
+  }
+
+  if (CancelPending()) {
+    result.outcome = RunOutcome::kCancelled;
+    result.reason = "cancelled before the job started";
+    return result;
+  }
+  return Watch(job_spec, result);
+}
+
+// Consumes pending signals before the job exists; true if one asked to stop.
+bool Supervisor::CancelPending() {
+  if (signal_fd_ < 0) return false;
+  bool cancel = false;
+  signalfd_siginfo info;
+  while (::read(signal_fd_, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+    if (info.ssi_signo == SIGTERM || info.ssi_signo == SIGINT) cancel = true;
+  }
+  return cancel;
+}
+
+// The job's whole tree: cgroups, its process group, and orphans re-parented to us.
+void Supervisor::Signal(int sig) {
+  containment_.KillAll(sig);
+  if (!main_reaped_ && job_.pid > 0) ::kill(job_.pid, sig);
+  for (pid_t pid : DirectChildren()) ::kill(pid, sig);
+}
+
+void Supervisor::Reap() {
+  for (;;) {
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid > 0) {
+      if (pid == job_.pid) {
+        main_reaped_ = true;
+        main_status_ = status;
+      }
+      continue;
+    }
+    if (pid < 0 && errno == EINTR) continue;
+    children_left_ = !(pid < 0 && errno == ECHILD);
+    return;
+  }
+}
+
+void Supervisor::DrainPipe(int& fd, CappedLog& log) {
+  char buf[65536];
+  // Bounded, so one chatty stream cannot starve the other or the signals.
+  for (int i = 0; i < 16; ++i) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0) {
+      log.Append(buf, static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    ::close(fd);  // EOF or error: no writer left
+    fd = -1;
+    return;
+  }
+}
+
+RunResult Supervisor::Watch(const JobSpec& job_spec, RunResult result) {
+  const executor::LaunchSpec& launch = spec_.launch;
+  auto job = StartJob(job_spec, containment_);
+  if (!job.ok()) {
+    result.reason = job.error().message;
+    return result;
+  }
+  job_ = *job;
+  containment_.TrackProcessGroup(job_.pid);
+  const auto t0 = Mono::now();
+  result.started_at = FromUnixMillis(NowMillis());
+
+  std::optional<Mono::time_point> deadline;
+  if (launch.walltime_seconds > 0) deadline = t0 + std::chrono::seconds(launch.walltime_seconds);
+  const auto grace = std::chrono::seconds(std::max(0, launch.kill_grace_seconds));
+  std::optional<Mono::time_point> kill_at;
+  std::optional<Mono::time_point> drain_until;
+  std::optional<Mono::time_point> next_sweep;
+  std::optional<Mono::time_point> main_ended;
+  Stop stop = Stop::kNone;
+  std::optional<LaunchError> launch_error;
+
+  auto stop_job = [&](Stop why, Mono::time_point now) {
+    if (stop != Stop::kNone || main_reaped_) return;
+    stop = why;
+    Signal(SIGTERM);
+    kill_at = now + grace;
+  };
+
+  for (;;) {
+    if (main_reaped_ && !main_ended) {
+      // The main process is gone: its leftovers go too (a `sleep &` holding
+      // our pipes would otherwise keep the attempt open).
+      main_ended = Mono::now();
+      result.ended_at = FromUnixMillis(NowMillis());
+      Signal(SIGKILL);
+      drain_until = *main_ended + kDrainLimit;
+      next_sweep = *main_ended + kSweepInterval;
+      Reap();
+    }
+    if (main_reaped_ && !children_left_ && job_.stdout_fd < 0 && job_.stderr_fd < 0 && job_.error_fd < 0) break;
+    auto now = Mono::now();
+    if (drain_until && now >= *drain_until) {
+      Log("job %lld attempt %d: leftovers or open pipes after %llds; writing the result anyway",
+          static_cast<long long>(launch.job_id), launch.attempt, static_cast<long long>(kDrainLimit.count()));
+      break;
+    }
+
+    if (stop != Stop::kNone) deadline.reset();
+    std::optional<Mono::time_point> wake;
+    for (const auto& t : {deadline, kill_at, next_sweep, drain_until}) {
+      if (t && (!wake || *t < *wake)) wake = t;
+    }
+    int timeout_ms = -1;
+    if (wake) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*wake - now).count();
+      timeout_ms = static_cast<int>(std::clamp<int64_t>(left + 1, 0, 60'000));
+    }
+    // Without a signalfd, SIGCHLD is only noticed by polling.
+    if (signal_fd_ < 0 && (timeout_ms < 0 || timeout_ms > 100)) timeout_ms = 100;
+
+    pollfd fds[4];
+    nfds_t n = 0;
+    int* watched[4] = {&signal_fd_, &job_.stdout_fd, &job_.stderr_fd, &job_.error_fd};
+    int index[4] = {-1, -1, -1, -1};
+    for (int i = 0; i < 4; ++i) {
+      if (*watched[i] < 0) continue;
+      index[i] = static_cast<int>(n);
+      fds[n++] = pollfd{*watched[i], POLLIN, 0};
+    }
+    const int rc = ::poll(fds, n, timeout_ms);
+    if (rc < 0 && errno != EINTR) {
+      Log("poll: %s", std::strerror(errno));
+      ::usleep(100'000);
+    }
+    auto ready = [&](int i) { return rc > 0 && index[i] >= 0 && fds[index[i]].revents != 0; };
+
+    if (ready(0) || signal_fd_ < 0) {
+      signalfd_siginfo info;
+      bool child = signal_fd_ < 0;
+      while (signal_fd_ >= 0 && ::read(signal_fd_, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+        if (info.ssi_signo == SIGCHLD) child = true;
+        if (info.ssi_signo == SIGTERM || info.ssi_signo == SIGINT) stop_job(Stop::kCancel, Mono::now());
+      }
+      if (child) Reap();
+    }
+    if (ready(1)) DrainPipe(job_.stdout_fd, stdout_log_);
+    if (ready(2)) DrainPipe(job_.stderr_fd, stderr_log_);
+    if (ready(3)) {
+      LaunchError e;
+      const ssize_t got = ::read(job_.error_fd, &e, sizeof e);
+      if (got == static_cast<ssize_t>(sizeof e)) {
+        launch_error = e;
+      } else if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR)) {
+        ::close(job_.error_fd);  // closed on exec: the command runs
+        job_.error_fd = -1;
+      }
+    }
+
+    now = Mono::now();
+    if (!main_reaped_) {
+      if (deadline && now >= *deadline) stop_job(Stop::kTimeout, now);
+      if (kill_at && now >= *kill_at) {
+        Signal(SIGKILL);
+        kill_at.reset();
+        next_sweep = now + kSweepInterval;
+      }
+    }
+    if (next_sweep && now >= *next_sweep) {
+      Signal(SIGKILL);
+      Reap();
+      next_sweep = now + kSweepInterval;
+    }
+  }
+  if (!main_ended) result.ended_at = FromUnixMillis(NowMillis());
+  const auto wall_end = main_ended.value_or(Mono::now());
+  for (int* fd : {&job_.stdout_fd, &job_.stderr_fd, &job_.error_fd}) {
+    if (*fd >= 0) ::close(*fd);
+    *fd = -1;
+  }
+
+  rusage ru{};
+  ::getrusage(RUSAGE_CHILDREN, &ru);
+  result.usage.wall_seconds = std::chrono::duration<double>(wall_end - t0).count();
+  result.usage.user_cpu_seconds = static_cast<double>(ru.ru_utime.tv_sec) + ru.ru_utime.tv_usec / 1e6;
+  result.usage.system_cpu_seconds = static_cast<double>(ru.ru_stime.tv_sec) + ru.ru_stime.tv_usec / 1e6;
+  result.usage.max_rss_kb = ru.ru_maxrss;
+
+  if (launch_error) {
+    result.outcome = RunOutcome::kLaunchFailed;
+    result.reason = DescribeLaunchError(*launch_error, job_spec);
+    result.exit_code.reset();
+    return result;
+  }
+  if (!main_reaped_) {
+    // Only after the drain limit with the main process unkillable (D state).
+    result.outcome = RunOutcome::kFailed;
+    result.reason = "the job did not exit after SIGKILL";
+    return result;
+  }
+  int code = 0;
+  if (WIFEXITED(main_status_)) code = WEXITSTATUS(main_status_);
+  if (WIFSIGNALED(main_status_)) code = 128 + WTERMSIG(main_status_);
+  result.exit_code = code;
+  if (stop == Stop::kTimeout) {
+    result.outcome = RunOutcome::kTimeout;
+    result.reason = "wall time limit of " + std::to_string(launch.walltime_seconds) + " s exceeded";
+  } else if (stop == Stop::kCancel) {
+    result.outcome = RunOutcome::kCancelled;
+    result.reason = "cancelled";
+  } else if (code == 0) {
+    result.outcome = RunOutcome::kCompleted;
+    result.reason.clear();
+  } else {
+    result.outcome = RunOutcome::kFailed;
+    if (containment_.OomKilled()) {
+      result.reason = "out of memory (cgroup limit " + std::to_string(launch.limits.memory_bytes >> 20) + " MB)";
+    } else if (WIFSIGNALED(main_status_)) {
+      result.reason = "killed by signal " + std::to_string(WTERMSIG(main_status_));
+    } else {
+      result.reason = "exit status " + std::to_string(code);
+    }
+  }
+  return result;
+}
+
+}  // namespace
+
+int RunSupervisor(const std::string& attempt_dir) {
+  Supervisor supervisor(attempt_dir);
+  return supervisor.Run();
+}
+
+}  // namespace unisched::supervisor

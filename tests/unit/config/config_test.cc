@@ -1,0 +1,775 @@
+// Tests of the config loader: valid and invalid documents with their exact
+// error paths, the derived node fields, and the shipped config files.
+
+#include "unisched/config/config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "config/version.h"
+
+namespace unisched::config {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+// A small valid cluster, section by section; cases replace one section.
+constexpr const char* kPools = R"(
+pools:
+  - name: cpu-pool
+    kind: cpu
+    labels: {interconnect: ib, memory: large}
+    nodes: [x86-c8m16-hpc-01, x86-c8m16-hpc-02]
+  - name: gpu-pool
+    kind: gpu
+    labels: {interconnect: nvlink}
+    nodes: [x86-c8m64g2-train-01]
+)";
+constexpr const char* kNodes = R"(
+nodes:
+  - name: x86-c8m16-hpc-01
+    labels: {memory: huge, rack: r1}
+    cpus: 8
+    memory_mb: 16384
+  - name: x86-c8m16-hpc-02
+    cpus: 8
+    memory_mb: 16384
+  - name: x86-c8m64g2-train-01
+    cpus: 8
+    memory_mb: 65536
+    gpus:
+      - {model: a100, memory_gb: 40}
+      - {model: h100, memory_gb: 80}
+)";
+constexpr const char* kQueues = R"(
+queues:
+  - name: batch
+    pool: cpu-pool
+    workload_kinds: [hpc]
+  - name: train
+    pool: gpu-pool
+    workload_kinds: [ai-training, ai-inference]
+    priority_tier: 2
+    policy: {type: priority-with-quota, gpu_quota_per_project: 4, preemptible: false}
+)";
+
+class Doc {
+ public:
+  Doc& Pools(std::string text) {
+    pools_ = std::move(text);
+    return *this;
+  }
+  Doc& Nodes(std::string text) {
+    nodes_ = std::move(text);
+    return *this;
+  }
+  Doc& Queues(std::string text) {
+    queues_ = std::move(text);
+    return *this;
+  }
+  Doc& Extra(std::string text) {
+    extra_ = std::move(text);
+    return *this;
+  }  // further top-level sections
+  std::string Text() const { return pools_ + nodes_ + queues_ + extra_; }
+
+ private:
+  std::string pools_ = kPools;
+  std::string nodes_ = kNodes;
+  std::string queues_ = kQueues;
+  std::string extra_;
+};
+
+std::vector<ConfigError> ErrorsOf(const LoadResult& result) {
+  if (const auto* errors = std::get_if<std::vector<ConfigError>>(&result)) return *errors;
+  return {};
+}
+
+std::vector<std::string> PathsOf(const std::vector<ConfigError>& errors) {
+  std::vector<std::string> paths;
+  for (const auto& error : errors) paths.push_back(error.path);
+  return paths;
+}
+
+std::string Dump(const std::vector<ConfigError>& errors) {
+  std::string out;
+  for (const auto& error : errors) out += "\n  " + error.ToString();
+  return out;
+}
+
+Config MustLoad(const LoadResult& result) {
+  const auto errors = ErrorsOf(result);
+  EXPECT_THAT(errors, IsEmpty()) << Dump(errors);
+  if (const auto* config = std::get_if<Config>(&result)) return *config;
+  return {};
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+const model::NodeSpec& NodeNamed(const Config& config, std::string_view name) {
+  const model::NodeSpec* node = config.cluster.FindNode(name);
+  if (node == nullptr) {
+    ADD_FAILURE() << "no node " << name;
+    static const model::NodeSpec kNone;
+    return kNone;
+  }
+  return *node;
+}
+
+TEST(LoadConfigText, AcceptsValidDocuments) {
+  struct Case {
+    std::string name;
+    Doc doc;
+  };
+  const std::vector<Case> cases = {
+      {"the base document", Doc()},
+      {"no nodes at all: agents may register them",
+       Doc().Pools("pools: [{name: cpu-pool, kind: cpu}, {name: gpu-pool, kind: gpu}]\n").Nodes("nodes: []\n")},
+      {"gpus as a map of identical devices", Doc().Nodes(R"(
+nodes:
+  - {name: x86-c8m16-hpc-01, cpus: 8, memory_mb: 16384}
+  - {name: x86-c8m16-hpc-02, cpus: 8, memory_mb: 16384}
+  - {name: x86-c8m64g2-train-01, cpus: 8, memory_mb: 65536, gpus: {count: 2, model: a100, memory_gb: 40}}
+)")},
+      {"every optional section with every key", Doc().Extra(R"(
+server:
+  listen: "[::1]:0"
+  state_dir: /tmp/unisched
+  http_threads: 4
+  max_body_bytes: 2048
+  header_timeout_seconds: 1
+  body_timeout_seconds: 2
+  idle_timeout_seconds: 3
+  scheduler_tick_seconds: 0.5
+  metrics_require_token: true
+store: {synchronous: normal, group_commit_max_batch: 8, job_retention_days: 1, max_log_bytes: 0}
+executor:
+  default_unix_user: nobody
+  kill_grace_seconds: 0
+  use_cgroups: false
+  pids_limit: 64
+  supervisor_path: /usr/libexec/unisched-supervisor
+routing:
+  rules:
+    - {name: gpu-jobs, match: {kind: ai-training, features: {precision: bf16}, min_gpus: 1, max_gpus: 8}, queue: train}
+    - {name: catch-all, queue: batch}
+projects:
+  - {name: default, description: everyone}
+  - {name: genomics}
+users:
+  - {name: alice, projects: [genomics], unix_user: alice}
+  - {name: bob.smith, role: queue-admin, projects: [default, genomics], queues: [batch, train]}
+  - {name: root-admin, role: platform-admin}
+)")},
+      {"empty optional sections and explicit nulls",
+       Doc().Extra("server:\nstore: ~\nexecutor: {}\nrouting:\nprojects: []\nusers:\n")},
+      {"numbers with a plus sign and floats for hours", Doc().Queues(R"(
+queues:
+  - name: batch
+    pool: cpu-pool
+    policy: {max_walltime_hours: +2.5, default_walltime_hours: 0.25, default_memory_mb_per_cpu: 512}
+  - name: train
+    pool: gpu-pool
+    policy: {type: elastic, scale_in_idle_seconds: 30, max_concurrency: 10, gpu_quota_per_project: 0}
+)")},
+      {"a queue without workload kinds serves any kind, so any rule may target it",
+       Doc()
+           .Queues("queues: [{name: batch, pool: cpu-pool}, {name: train, pool: gpu-pool}]\n")
+           .Extra("routing: {rules: [{name: agents, match: {kind: agent}, queue: batch}]}\n")},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    MustLoad(LoadConfigText(c.doc.Text()));
+  }
+}
+
+TEST(LoadConfigText, ReportsEveryErrorWithItsPath) {
+  struct Case {
+    std::string name;
+    Doc doc;
+    std::vector<std::string> paths;  // in the reported order
+    std::string message;             // a part of the first error's message
+  };
+  const std::vector<Case> cases = {
+      // Shape: missing, unknown and mistyped keys.
+      {"required sections missing",
+       Doc().Pools("").Nodes("").Queues(""),
+       {"pools", "nodes", "queues"},
+       "missing required key 'pools'"},
+      {"unknown top-level key", Doc().Extra("poolz: []\n"), {"poolz"}, "unknown key 'poolz'; expected one of: server"},
+      {"unknown nested key with a suggestion",
+       Doc().Queues("queues:\n  - {name: batch, pool: cpu-pool, policy: {max_concurency: 5}}\n"),
+       {"queues[0].policy.max_concurency"},
+       "(did you mean 'max_concurrency'?)"},
+      {"a string where a number is needed",
+       Doc().Extra("server: {http_threads: four}\n"),
+       {"server.http_threads"},
+       "must be an integer; got 'four'"},
+      {"a quoted number is a string",
+       Doc().Extra("store: {max_log_bytes: \"1024\"}\n"),
+       {"store.max_log_bytes"},
+       "write numbers and true/false without quotes"},
+      {"a fraction where an integer is needed",
+       Doc()
+           .Pools("pools: [{name: cpu-pool, kind: cpu, nodes: [x86-c8m16-hpc-01]}]\n")
+           .Nodes("nodes: [{name: x86-c8m16-hpc-01, cpus: 1.5, memory_mb: 1}]\n")
+           .Queues("queues: [{name: batch, pool: cpu-pool}]\n"),
+       {"nodes[0].cpus"},
+       "must be an integer"},
+      {"an integer beyond int",
+       Doc().Extra("executor: {pids_limit: 99999999999}\n"),
+       {"executor.pids_limit"},
+       "between"},
+      {"a boolean spelled otherwise",
+       Doc().Extra("executor: {use_cgroups: maybe}\n"),
+       {"executor.use_cgroups"},
+       "must be true or false"},
+      {"a list where a map is needed", Doc().Extra("server: [listen]\n"), {"server"}, "must be a map"},
+      {"a map where a list is needed", Doc().Extra("projects: {name: default}\n"), {"projects"}, "must be a list"},
+      {"a duplicate key",
+       Doc().Extra("store: {synchronous: full, synchronous: off}\n"),
+       {"store.synchronous"},
+       "duplicate key 'synchronous'"},
+      {"a label value that is a list",
+       Doc().Extra("routing: {rules: [{name: r, match: {features: {a: [1]}}, queue: batch}]}\n"),
+       {"routing.rules[0].match.features.a"},
+       "must be a string value"},
+
+      // Server, store and executor values.
+      {"bad listen address", Doc().Extra("server: {listen: localhost}\n"), {"server.listen"}, "must be HOST:PORT"},
+      {"port out of range", Doc().Extra("server: {listen: \"127.0.0.1:70000\"}\n"), {"server.listen"}, "65535"},
+      {"non-positive server numbers",
+       Doc().Extra("server: {http_threads: 0, max_body_bytes: -1, header_timeout_seconds: 0, "
+                   "body_timeout_seconds: 0, idle_timeout_seconds: 0, scheduler_tick_seconds: 0, state_dir: ''}\n"),
+       {"server.state_dir", "server.http_threads", "server.max_body_bytes", "server.header_timeout_seconds",
+        "server.body_timeout_seconds", "server.idle_timeout_seconds", "server.scheduler_tick_seconds"},
+       "must not be empty"},
+      {"store values",
+       Doc().Extra("store: {synchronous: ful, group_commit_max_batch: 0, job_retention_days: 0, max_log_bytes: -1}\n"),
+       {"store.synchronous", "store.group_commit_max_batch", "store.job_retention_days", "store.max_log_bytes"},
+       "expected one of: full, normal, off (did you mean 'full'?)"},
+      {"executor values",
+       Doc().Extra(
+           "executor: {default_unix_user: Root, kill_grace_seconds: -1, pids_limit: 0, supervisor_path: bin/x}\n"),
+       {"executor.default_unix_user", "executor.kill_grace_seconds", "executor.pids_limit", "executor.supervisor_path"},
+       "must be a Unix user name"},
+
+      // Pools and nodes.
+      {"pool without name and kind, and an unknown kind (so cpu-pool is undefined)",
+       Doc().Pools(R"(
+pools:
+  - {nodes: [x86-c8m16-hpc-01, x86-c8m16-hpc-02]}
+  - {name: gpu-pool, kind: tpu, nodes: [x86-c8m64g2-train-01]}
+)"),
+       {"pools[0].name", "pools[0].kind", "pools[1].kind", "queues[0].pool"},
+       "missing required key 'name'"},
+      {"bad and duplicate pool names",
+       Doc().Pools(R"(
+pools:
+  - {name: CPU pool, kind: cpu, nodes: [x86-c8m16-hpc-01, x86-c8m16-hpc-02]}
+  - {name: gpu-pool, kind: gpu, nodes: [x86-c8m64g2-train-01]}
+  - {name: gpu-pool, kind: gpu}
+)"),
+       {"pools[0].name", "pools[2].name", "queues[0].pool"},
+       "invalid pool name 'CPU pool'"},
+      {"node names must be architecture-spec-purpose",
+       Doc()
+           .Pools("pools: [{name: cpu-pool, kind: cpu, nodes: [hpc01, x86-c8m16-hpc-02]}, "
+                  "{name: gpu-pool, kind: gpu, nodes: [x86-c8m64g2-train-01]}]\n")
+           .Nodes(R"(
+nodes:
+  - {name: hpc01, cpus: 8, memory_mb: 16384}
+  - {name: x86-c8m16-hpc-02, cpus: 8, memory_mb: 16384}
+  - {name: x86-c8m64g2-train-01, cpus: 8, memory_mb: 65536, gpus: {count: 1, model: a100, memory_gb: 40}}
+)"),
+       {"nodes[0].name"},
+       "architecture-spec-purpose"},
+      {"node resources missing or not positive",
+       Doc().Nodes(R"(
+nodes:
+  - {name: x86-c8m16-hpc-01}
+  - {name: x86-c8m16-hpc-02, cpus: 0, memory_mb: -5}
+  - {name: x86-c8m64g2-train-01, cpus: 8, memory_mb: 65536, gpus: {count: 1, model: a100, memory_gb: 40}}
+)"),
+       {"nodes[0].cpus", "nodes[0].memory_mb", "nodes[1].cpus", "nodes[1].memory_mb"},
+       "missing required key 'cpus'"},
+      {"node in no pool, in two pools, and an unknown node in a pool",
+       Doc().Pools(R"(
+pools:
+  - {name: cpu-pool, kind: cpu, nodes: [x86-c8m16-hpc-01, x86-c8m64g2-train-01]}
+  - {name: gpu-pool, kind: gpu, nodes: [x86-c8m64g2-train-01, x86-c8m16-hpc-09]}
+)"),
+       {"pools[1].nodes[0]", "pools[1].nodes[1]", "nodes[1]"},
+       "node 'x86-c8m64g2-train-01' is already in pool 'cpu-pool'"},
+      {"duplicate node names",
+       Doc().Nodes(std::string(kNodes) + "  - {name: x86-c8m16-hpc-01, cpus: 1, memory_mb: 1}\n"),
+       {"nodes[3].name"},
+       "duplicate node name 'x86-c8m16-hpc-01' (first defined at nodes[0].name)"},
+      {"gpu map form errors",
+       Doc().Nodes(R"(
+nodes:
+  - {name: x86-c8m16-hpc-01, cpus: 8, memory_mb: 16384}
+  - {name: x86-c8m16-hpc-02, cpus: 8, memory_mb: 16384}
+  - {name: x86-c8m64g2-train-01, cpus: 8, memory_mb: 65536, gpus: {count: -1, model: '', memory_gb: 0, kind: x}}
+)"),
+       {"nodes[2].gpus.kind", "nodes[2].gpus.count", "nodes[2].gpus.model", "nodes[2].gpus.memory_gb"},
+       "unknown key 'kind'; expected one of: count, model, memory_gb"},
+      {"gpu list form errors",
+       Doc().Nodes(R"(
+nodes:
+  - {name: x86-c8m16-hpc-01, cpus: 8, memory_mb: 16384}
+  - {name: x86-c8m16-hpc-02, cpus: 8, memory_mb: 16384}
+  - {name: x86-c8m64g2-train-01, cpus: 8, memory_mb: 65536, gpus: [{model: a100}, 7]}
+)"),
+       {"nodes[2].gpus[0].memory_gb", "nodes[2].gpus[1]"},
+       "missing required key 'memory_gb'"},
+      {"gpus neither map nor list",
+       Doc().Nodes(R"(
+nodes:
+  - {name: x86-c8m16-hpc-01, cpus: 8, memory_mb: 16384}
+  - {name: x86-c8m16-hpc-02, cpus: 8, memory_mb: 16384}
+  - {name: x86-c8m64g2-train-01, cpus: 8, memory_mb: 65536, gpus: 8}
+)"),
+       {"nodes[2].gpus"},
+       "must be a map {count, model, memory_gb} or a list of {model, memory_gb}"},
+      {"a node of a gpu pool without gpus",
+       Doc().Nodes(R"(
+nodes:
+  - {name: x86-c8m16-hpc-01, cpus: 8, memory_mb: 16384}
+  - {name: x86-c8m16-hpc-02, cpus: 8, memory_mb: 16384}
+  - {name: x86-c8m64g2-train-01, cpus: 8, memory_mb: 65536}
+)"),
+       {"nodes[2].gpus"},
+       "is in GPU pool 'gpu-pool' but declares no GPUs"},
+
+      // Queues.
+      {"unknown pool, listing the defined ones",
+       Doc().Queues("queues: [{name: batch, pool: gpu-poll}]\n"),
+       {"queues[0].pool"},
+       "unknown pool 'gpu-poll'; defined pools: cpu-pool, gpu-pool (did you mean 'gpu-pool'?)"},
+      {"queue without name and pool",
+       Doc().Queues("queues: [{workload_kinds: [hpc]}]\n"),
+       {"queues[0].name", "queues[0].pool"},
+       "missing required key 'name'"},
+      {"no queues", Doc().Queues("queues: []\n"), {"queues"}, "at least one queue"},
+      {"no pools",
+       Doc().Pools("pools: []\n").Nodes("nodes: []\n").Queues("queues: [{name: batch, pool: cpu-pool}]\n"),
+       {"pools", "queues[0].pool"},
+       "at least one pool"},
+      {"duplicate queue names and workload kinds",
+       Doc().Queues("queues:\n  - {name: batch, pool: cpu-pool, workload_kinds: [hpc, agent, hpc, robots]}\n"
+                    "  - {name: batch, pool: gpu-pool}\n"),
+       {"queues[0].workload_kinds[3]", "queues[0].workload_kinds[2]", "queues[1].name"},
+       "unknown workload kind 'robots'"},
+      {"every policy rule at once",
+       Doc().Queues(R"(
+queues:
+  - name: batch
+    pool: cpu-pool
+    policy:
+      type: fair-share
+      max_walltime_hours: 0
+      default_walltime_hours: -1
+      default_memory_mb_per_cpu: 0
+      gpu_quota_per_project: -1
+      preemptible: nope
+      scale_in_idle_seconds: 0
+      max_concurrency: 0
+  - name: train
+    pool: gpu-pool
+    policy: {max_walltime_hours: 1, default_walltime_hours: 2, max_concurrency: many}
+)"),
+       {"queues[0].policy.preemptible", "queues[0].policy.type", "queues[0].policy.max_walltime_hours",
+        "queues[0].policy.default_walltime_hours", "queues[0].policy.default_memory_mb_per_cpu",
+        "queues[0].policy.gpu_quota_per_project", "queues[0].policy.scale_in_idle_seconds",
+        "queues[0].policy.max_concurrency", "queues[1].policy.max_concurrency",
+        "queues[1].policy.default_walltime_hours"},
+       "must be true or false"},
+
+      // Routing.
+      {"routing rule errors",
+       Doc().Extra(R"(
+routing:
+  rules:
+    - {name: r1, match: {kind: quantum}, queue: batch}
+    - {name: r1, match: {min_gpus: 4, max_gpus: 2}, queue: nowhere}
+    - {match: {kind: hpc, min_gpus: -1}}
+    - {name: r4, match: {kind: agent}, queue: train}
+)"),
+       {"routing.rules[0].match.kind", "routing.rules[1].name", "routing.rules[1].match.max_gpus",
+        "routing.rules[1].queue", "routing.rules[2].name", "routing.rules[2].queue", "routing.rules[2].match.min_gpus",
+        "routing.rules[3].queue"},
+       "unknown workload kind 'quantum'"},
+      {"routing must be a map with rules",
+       Doc().Extra("routing: {rule: []}\n"),
+       {"routing.rule"},
+       "expected one of: rules"},
+
+      // Projects and users.
+      {"projects and users",
+       Doc().Extra(R"(
+projects:
+  - {name: default}
+  - {name: default}
+  - {description: nameless}
+users:
+  - {name: alice, role: queue-admin}
+  - {name: bob, projects: [genomics, default, default], queues: [batch]}
+  - {name: carol, role: root, unix_user: Carol}
+  - {name: dave, role: queue-admin, queues: [batch, nightly]}
+  - {name: alice}
+)"),
+       {"projects[1].name", "projects[2].name", "users[0].queues", "users[1].projects[0]", "users[1].projects[2]",
+        "users[1].queues", "users[2].role", "users[2].unix_user", "users[3].queues[1]", "users[4].name"},
+       "duplicate project name 'default'"},
+
+      // Several sections wrong at once: all are reported, grouped by section.
+      {"many errors in one file",
+       Doc()
+           .Queues("queues: [{name: batch, pool: nowhere, policy: {max_concurrency: 0}}]\n")
+           .Extra("server: {listen: nowhere}\nstore: {synchronous: sometimes}\nusers: [{name: x, role: y}]\n"),
+       {"server.listen", "store.synchronous", "queues[0].pool", "queues[0].policy.max_concurrency", "users[0].role"},
+       "must be HOST:PORT"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const auto errors = ErrorsOf(LoadConfigText(c.doc.Text()));
+    EXPECT_EQ(PathsOf(errors), c.paths) << Dump(errors);
+    if (!errors.empty()) EXPECT_THAT(errors.front().message, HasSubstr(c.message)) << Dump(errors);
+  }
+}
+
+TEST(LoadConfigText, DocumentLevelErrors) {
+  struct Case {
+    std::string name;
+    std::string text;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"syntax error with line and column", "pools:\n  - name: [a, b\nqueues: []\n", "test.yaml:3:"},
+      {"bad indentation", "pools: []\n  nodes: []\n", "test.yaml:2:"},
+      {"not a map", "- a\n- b\n", "the configuration must be a map of sections"},
+      {"two documents", std::string(kPools) + kNodes + kQueues + "---\nfoo: 1\n", "holds 2 YAML documents"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const auto errors = ErrorsOf(LoadConfigText(c.text, "test.yaml"));
+    ASSERT_EQ(errors.size(), 1u) << Dump(errors);
+    EXPECT_EQ(errors[0].path, "");
+    EXPECT_THAT(errors[0].message, HasSubstr(c.message));
+    EXPECT_EQ(errors[0].ToString(), errors[0].message);
+  }
+}
+
+TEST(LoadConfigText, ErrorToStringIsPathColonMessage) {
+  const auto errors = ErrorsOf(LoadConfigText(Doc().Extra("server: {http_threads: 0}\n").Text()));
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].ToString(), "server.http_threads: must be > 0");
+}
+
+TEST(LoadConfigText, DerivesNodePoolsLabelsAndGpuIndices) {
+  const Config config = MustLoad(LoadConfigText(Doc{}.Text()));
+  const auto& hpc1 = NodeNamed(config, "x86-c8m16-hpc-01");
+  EXPECT_EQ(hpc1.pool, "cpu-pool");
+  // The pool's labels merged under the node's own: the node's memory wins.
+  EXPECT_EQ(hpc1.labels, (model::Labels{{"interconnect", "ib"}, {"memory", "huge"}, {"rack", "r1"}}));
+  EXPECT_EQ(NodeNamed(config, "x86-c8m16-hpc-02").labels, (model::Labels{{"interconnect", "ib"}, {"memory", "large"}}));
+  EXPECT_EQ(hpc1.cpus, 8);
+  EXPECT_EQ(hpc1.memory_mb, 16384);
+  EXPECT_THAT(hpc1.gpus, IsEmpty());
+
+  const auto& train = NodeNamed(config, "x86-c8m64g2-train-01");
+  EXPECT_EQ(train.pool, "gpu-pool");
+  EXPECT_THAT(train.gpus, ElementsAre(model::GpuDevice{0, "a100", 40}, model::GpuDevice{1, "h100", 80}));
+
+  // Pool labels stay the pool's own.
+  EXPECT_EQ(config.cluster.FindPool("cpu-pool")->labels, (model::Labels{{"interconnect", "ib"}, {"memory", "large"}}));
+
+  const auto* queue = config.cluster.FindQueue("train");
+  ASSERT_NE(queue, nullptr);
+  EXPECT_EQ(queue->pool, "gpu-pool");
+  EXPECT_EQ(queue->priority_tier, 2);
+  EXPECT_THAT(queue->workload_kinds, ElementsAre(model::WorkloadKind::kAiTraining, model::WorkloadKind::kAiInference));
+  EXPECT_EQ(queue->policy.type, "priority-with-quota");
+  EXPECT_EQ(queue->policy.gpu_quota_per_project, 4);
+  EXPECT_FALSE(queue->policy.preemptible);
+  EXPECT_FALSE(queue->policy.max_walltime_hours.has_value());
+  // Defaults of what the file leaves out.
+  const auto* batch = config.cluster.FindQueue("batch");
+  ASSERT_NE(batch, nullptr);
+  EXPECT_EQ(batch->policy.type, "fifo");
+  EXPECT_TRUE(batch->policy.preemptible);
+  EXPECT_EQ(config.server.listen, "127.0.0.1:8642");
+  EXPECT_EQ(config.store.synchronous, "full");
+  EXPECT_EQ(config.executor.default_unix_user, "unisched-job");
+}
+
+TEST(LoadConfigText, GpuMapFormGivesIdenticalDevicesInOrder) {
+  Doc doc;
+  doc.Nodes(R"(
+nodes:
+  - {name: x86-c8m16-hpc-01, cpus: 8, memory_mb: 16384}
+  - {name: x86-c8m16-hpc-02, cpus: 8, memory_mb: 16384}
+  - {name: x86-c8m64g2-train-01, cpus: 8, memory_mb: 65536, gpus: {count: 3, model: l40s, memory_gb: 48}}
+)");
+  const Config config = MustLoad(LoadConfigText(doc.Text()));
+  EXPECT_THAT(
+      NodeNamed(config, "x86-c8m64g2-train-01").gpus,
+      ElementsAre(model::GpuDevice{0, "l40s", 48}, model::GpuDevice{1, "l40s", 48}, model::GpuDevice{2, "l40s", 48}));
+}
+
+TEST(LoadConfigText, ReadsOptionalSections) {
+  Doc doc;
+  doc.Extra(R"(
+server: {listen: "0.0.0.0:9000", scheduler_tick_seconds: 0.25, metrics_require_token: true}
+store: {synchronous: normal, max_log_bytes: 4096}
+executor: {kill_grace_seconds: 3, use_cgroups: false}
+routing:
+  rules:
+    - {name: big-gpu, match: {kind: ai-training, features: {precision: bf16, gpu_memory_gb: 80}, min_gpus: 2, max_gpus: 8}, queue: train}
+projects: [{name: default, description: "the default"}]
+users: [{name: bob, role: queue-admin, projects: [default], queues: [train], unix_user: bob}]
+)");
+  const Config config = MustLoad(LoadConfigText(doc.Text()));
+  EXPECT_EQ(config.server.listen, "0.0.0.0:9000");
+  EXPECT_DOUBLE_EQ(config.server.scheduler_tick_seconds, 0.25);
+  EXPECT_TRUE(config.server.metrics_require_token);
+  EXPECT_EQ(config.store.synchronous, "normal");
+  EXPECT_EQ(config.store.max_log_bytes, 4096);
+  EXPECT_EQ(config.executor.kill_grace_seconds, 3);
+  EXPECT_FALSE(config.executor.use_cgroups);
+  ASSERT_EQ(config.cluster.routing_rules.size(), 1u);
+  const auto& rule = config.cluster.routing_rules[0];
+  EXPECT_EQ(rule.name, "big-gpu");
+  EXPECT_EQ(rule.kind, model::WorkloadKind::kAiTraining);
+  // Every scalar is text in a label map, so the number 80 reads as "80".
+  EXPECT_EQ(rule.features, (model::Labels{{"gpu_memory_gb", "80"}, {"precision", "bf16"}}));
+  EXPECT_EQ(rule.min_gpus, 2);
+  EXPECT_EQ(rule.max_gpus, 8);
+  EXPECT_EQ(rule.queue, "train");
+  ASSERT_EQ(config.projects.size(), 1u);
+  EXPECT_EQ(config.projects[0].description, "the default");
+  ASSERT_EQ(config.users.size(), 1u);
+  EXPECT_EQ(config.users[0].role, "queue-admin");
+  EXPECT_THAT(config.users[0].queues, ElementsAre("train"));
+  EXPECT_EQ(config.users[0].unix_user, "bob");
+}
+
+TEST(LoadConfigText, VersionIsTheFnv1aOfTheText) {
+  // Published FNV-1a 64 test vectors.
+  EXPECT_EQ(internal::ContentVersion(""), "cbf29ce484222325");
+  EXPECT_EQ(internal::ContentVersion("a"), "af63dc4c8601ec8c");
+  EXPECT_EQ(internal::ContentVersion("foobar"), "85944171f73967e8");
+
+  const std::string text = Doc{}.Text();
+  const Config config = MustLoad(LoadConfigText(text));
+  EXPECT_EQ(config.version, internal::ContentVersion(text));
+  // A comment changes the text, so the version, though not the meaning.
+  EXPECT_NE(MustLoad(LoadConfigText(text + "# note\n")).version, config.version);
+}
+
+TEST(LoadConfigFile, MissingFileIsOneError) {
+  const auto errors = ErrorsOf(LoadConfigFile("/nonexistent/unisched.yaml"));
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].path, "");
+  EXPECT_THAT(errors[0].message, HasSubstr("/nonexistent/unisched.yaml"));
+  EXPECT_THAT(errors[0].message, HasSubstr("No such file or directory"));
+}
+
+TEST(LoadConfigFile, NamesTheFileInSyntaxErrors) {
+  const std::string path = ::testing::TempDir() + "/broken-config.yaml";
+  std::ofstream(path) << "pools: [\n";
+  const auto errors = ErrorsOf(LoadConfigFile(path));
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_THAT(errors[0].message, HasSubstr(path + ":2:"));
+}
+
+TEST(DefaultConfig, LoadsCleanlyWithTheContractsCluster) {
+  const std::string path = UNISCHED_SOURCE_DIR "/config/unisched.yaml";
+  const Config config = MustLoad(LoadConfigFile(path));
+  EXPECT_EQ(config.version, internal::ContentVersion(ReadFile(path)));
+  EXPECT_EQ(config.server.listen, "127.0.0.1:8642");
+  EXPECT_EQ(config.server.state_dir, "/var/lib/unisched");
+
+  struct PoolWant {
+    std::string name;
+    model::PoolKind kind;
+    size_t nodes;
+    int cpus;
+    int64_t memory_mb;
+    size_t gpus;
+    std::string gpu_model;
+    int gpu_memory_gb;
+  };
+  const std::vector<PoolWant> pools = {
+      {"cpu-hpc-pool", model::PoolKind::kCpu, 4, 64, 262144, 0, "", 0},
+      {"gpu-train-pool", model::PoolKind::kGpu, 2, 32, 524288, 8, "h100", 80},
+      {"inference-pool", model::PoolKind::kGpu, 1, 16, 131072, 4, "l40s", 48},
+      {"elastic-light-pool", model::PoolKind::kElastic, 2, 256, 524288, 0, "", 0},
+  };
+  ASSERT_EQ(config.cluster.pools.size(), pools.size());
+  size_t node_count = 0;
+  for (const auto& want : pools) {
+    SCOPED_TRACE(want.name);
+    const auto* pool = config.cluster.FindPool(want.name);
+    ASSERT_NE(pool, nullptr);
+    EXPECT_EQ(pool->kind, want.kind);
+    ASSERT_EQ(pool->nodes.size(), want.nodes);
+    node_count += pool->nodes.size();
+    for (const auto& name : pool->nodes) {
+      SCOPED_TRACE(name);
+      const auto& node = NodeNamed(config, name);
+      EXPECT_EQ(node.pool, want.name);
+      EXPECT_EQ(node.cpus, want.cpus);
+      EXPECT_EQ(node.memory_mb, want.memory_mb);
+      ASSERT_EQ(node.gpus.size(), want.gpus);
+      for (size_t i = 0; i < node.gpus.size(); ++i) {
+        EXPECT_EQ(node.gpus[i], (model::GpuDevice{static_cast<int>(i), want.gpu_model, want.gpu_memory_gb}));
+      }
+      // Every pool label reaches the node.
+      for (const auto& [key, value] : pool->labels) EXPECT_EQ(node.labels.at(key), value) << key;
+    }
+  }
+  EXPECT_EQ(config.cluster.nodes.size(), node_count);
+  EXPECT_NE(config.cluster.FindNode("x86-c64m256-hpc-01"), nullptr);
+  EXPECT_NE(config.cluster.FindNode("x86-c32m512g8-train-02"), nullptr);
+  EXPECT_NE(config.cluster.FindNode("x86-c16m128g4-infer-01"), nullptr);
+  EXPECT_NE(config.cluster.FindNode("x86-c256m512-elastic-02"), nullptr);
+  const auto& hpc_labels = NodeNamed(config, "x86-c64m256-hpc-01").labels;
+  EXPECT_EQ(hpc_labels.at("precision.fp64"), "true");
+  EXPECT_EQ(hpc_labels.at("interconnect"), "ib");
+  EXPECT_EQ(NodeNamed(config, "x86-c32m512g8-train-01").labels.at("interconnect"), "nvlink");
+  EXPECT_EQ(NodeNamed(config, "x86-c256m512-elastic-01").labels.at("network"), "isolated");
+
+  const auto* hpc = config.cluster.FindQueue("hpc-precision");
+  const auto* training = config.cluster.FindQueue("ai-training");
+  const auto* inference = config.cluster.FindQueue("ai-inference");
+  const auto* agent = config.cluster.FindQueue("agent-sandbox");
+  ASSERT_TRUE(hpc && training && inference && agent);
+  EXPECT_EQ(hpc->pool, "cpu-hpc-pool");
+  EXPECT_EQ(hpc->policy.type, "fairshare");
+  EXPECT_EQ(hpc->policy.max_walltime_hours, 72.0);
+  EXPECT_EQ(hpc->policy.default_walltime_hours, 1.0);
+  EXPECT_EQ(hpc->policy.default_memory_mb_per_cpu, 1024);
+  EXPECT_EQ(training->pool, "gpu-train-pool");
+  EXPECT_EQ(training->policy.type, "priority-with-quota");
+  EXPECT_EQ(training->policy.gpu_quota_per_project, 32);
+  EXPECT_FALSE(training->policy.preemptible);
+  EXPECT_EQ(training->policy.max_walltime_hours, 168.0);
+  EXPECT_EQ(inference->pool, "inference-pool");
+  EXPECT_EQ(inference->policy.type, "fifo");
+  EXPECT_EQ(inference->policy.max_walltime_hours, 24.0);
+  EXPECT_EQ(agent->pool, "elastic-light-pool");
+  EXPECT_EQ(agent->policy.type, "elastic");
+  EXPECT_EQ(agent->policy.scale_in_idle_seconds, 120);
+  EXPECT_EQ(agent->policy.max_concurrency, 500);
+  EXPECT_EQ(agent->policy.max_walltime_hours, 1.0);
+  EXPECT_EQ(agent->policy.default_walltime_hours, 0.25);
+  EXPECT_EQ(agent->policy.default_memory_mb_per_cpu, 512);
+
+  // Every workload kind has its default queue, as the contract promises.
+  EXPECT_EQ(config.cluster.DefaultQueueFor(model::WorkloadKind::kHpc), hpc);
+  EXPECT_EQ(config.cluster.DefaultQueueFor(model::WorkloadKind::kAiTraining), training);
+  EXPECT_EQ(config.cluster.DefaultQueueFor(model::WorkloadKind::kAiInference), inference);
+  EXPECT_EQ(config.cluster.DefaultQueueFor(model::WorkloadKind::kAgent), agent);
+
+  std::vector<std::pair<std::string, std::string>> rules;
+  for (const auto& rule : config.cluster.routing_rules) rules.emplace_back(rule.name, rule.queue);
+  EXPECT_THAT(rules, ElementsAre(std::pair<std::string, std::string>{"fp64-hpc", "hpc-precision"},
+                                 std::pair<std::string, std::string>{"hpc-default", "hpc-precision"},
+                                 std::pair<std::string, std::string>{"gpu-training", "ai-training"},
+                                 std::pair<std::string, std::string>{"inference", "ai-inference"},
+                                 std::pair<std::string, std::string>{"agent", "agent-sandbox"}));
+  EXPECT_EQ(config.cluster.routing_rules[0].features, (model::Labels{{"precision", "fp64"}}));
+  EXPECT_EQ(config.cluster.routing_rules[2].min_gpus, 1);
+
+  ASSERT_EQ(config.projects.size(), 1u);
+  EXPECT_EQ(config.projects[0].name, "default");
+}
+
+TEST(DefaultConfig, EmbeddedCopyEqualsTheFile) {
+  EXPECT_EQ(EmbeddedDefaultConfig(), ReadFile(UNISCHED_SOURCE_DIR "/config/unisched.yaml"));
+  MustLoad(LoadConfigText(EmbeddedDefaultConfig(), "embedded"));
+}
+
+TEST(SeedExample, LoadsAndHoldsTheSeedBlockVerbatim) {
+  // The queue block of the seed document, byte for byte.
+  constexpr const char* kSeedBlock = R"(queues:
+  - name: hpc-precision          # double-precision simulation
+    pool: cpu-hpc-pool
+    policy:
+      type: fairshare            # fair share among many users
+      max_walltime_hours: 72     # per-job wall-time limit
+  - name: ai-training
+    pool: gpu-train-pool
+    policy:
+      type: priority-with-quota  # priority plus quota
+      gpu_quota_per_project: 32  # GPUs per project
+      preemptible: false         # training is never preempted: long jobs, costly to interrupt
+  - name: agent-sandbox
+    pool: elastic-light-pool
+    policy:
+      type: elastic              # elastic scaling
+      scale_in_idle_seconds: 120 # reclaim idle instances
+      max_concurrency: 500       # cap on concurrent instances
+)";
+  const std::string path = UNISCHED_SOURCE_DIR "/config/examples/seed-queues.yaml";
+  EXPECT_THAT(ReadFile(path), HasSubstr(kSeedBlock));
+  const Config config = MustLoad(LoadConfigFile(path));
+  const auto* training = config.cluster.FindQueue("ai-training");
+  ASSERT_NE(training, nullptr);
+  EXPECT_FALSE(training->policy.preemptible);
+  EXPECT_EQ(training->policy.gpu_quota_per_project, 32);
+  const auto* agent = config.cluster.FindQueue("agent-sandbox");
+  ASSERT_NE(agent, nullptr);
+  EXPECT_EQ(agent->policy.max_concurrency, 500);
+  EXPECT_EQ(agent->policy.scale_in_idle_seconds, 120);
+  EXPECT_EQ(config.cluster.FindQueue("hpc-precision")->policy.max_walltime_hours, 72.0);
+
+  // The seed block is also valid inside the default cluster, whose pools it names.
+  std::string text = ReadFile(UNISCHED_SOURCE_DIR "/config/unisched.yaml");
+  const size_t begin = text.find("\nqueues:\n");
+  const size_t end = text.find("\n# Feature-aware routing");
+  ASSERT_NE(begin, std::string::npos);
+  ASSERT_NE(end, std::string::npos);
+  text.replace(begin + 1, end - begin, std::string(kSeedBlock) + "  - {name: ai-inference, pool: inference-pool}\n");
+  MustLoad(LoadConfigText(text));
+}
+
+TEST(ValidateConfig, ChecksConfigsBuiltInCode) {
+  Config config;
+  EXPECT_THAT(PathsOf(ValidateConfig(config)), ElementsAre("pools", "queues"));
+
+  config.cluster.pools.push_back({"cpu-pool", model::PoolKind::kCpu, {}, {"x86-c4m8-test-01"}});
+  model::NodeSpec node;
+  node.name = "x86-c4m8-test-01";
+  node.pool = "cpu-pool";
+  node.cpus = 4;
+  node.memory_mb = 8192;
+  config.cluster.nodes.push_back(node);
+  config.cluster.queues.push_back({.name = "q", .pool = "cpu-pool"});
+  EXPECT_THAT(ValidateConfig(config), IsEmpty()) << Dump(ValidateConfig(config));
+
+  // Fields only code can get wrong: a pool other than the one listing the
+  // node, and device indices out of order.
+  config.cluster.nodes[0].pool = "gpu-pool";
+  config.cluster.nodes[0].gpus = {{0, "a100", 40}, {5, "", 0}};
+  EXPECT_THAT(PathsOf(ValidateConfig(config)), ElementsAre("nodes[0].gpus[1].index", "nodes[0].gpus[1].model",
+                                                           "nodes[0].gpus[1].memory_gb", "nodes[0].pool"));
+}
+
+}  // namespace
+}  // namespace unisched::config

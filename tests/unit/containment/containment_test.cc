@@ -1,0 +1,253 @@
+// Containment against the real kernel: groups, limits, joining, killing a
+// whole tree, OOM detection, removal, and the rlimit fallback. Tests that
+// need cgroups skip where the machine (or the user) has none.
+
+#include "unisched/containment/containment.h"
+
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace unisched::containment {
+namespace {
+
+bool Exists(const std::string& path) {
+  struct stat st{};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+std::string ReadTrimmed(const std::string& path) {
+  std::ifstream in(path);
+  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+bool HaveCgroupV1() {
+  return ::geteuid() == 0 && Exists("/sys/fs/cgroup/memory/memory.limit_in_bytes") &&
+         Exists("/sys/fs/cgroup/pids/cgroup.procs") && Exists("/sys/fs/cgroup/cpu/cpu.cfs_quota_us");
+}
+
+std::string UniqueName(const char* what) {
+  static int counter = 0;
+  return std::string("test-") + what + "-" + std::to_string(::getpid()) + "-" + std::to_string(++counter);
+}
+
+// Waits (bounded) for a condition that the kernel makes true asynchronously.
+template <class F>
+bool Eventually(F done) {
+  for (int i = 0; i < 500; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return done();
+}
+
+// Forks a child that joins `c` and then runs `body`; returns its pid.
+template <class F>
+pid_t ForkJoined(const Containment& c, F body) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    if (c.JoinSelf() != 0) ::_exit(100);
+    if (c.ApplyRlimitsSelf() != 0) ::_exit(101);
+    ::_exit(body());
+  }
+  return pid;
+}
+
+int WaitStatus(pid_t pid) {
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return status;
+}
+
+TEST(ContainmentTest, RejectsNamesThatAreNotOnePathComponent) {
+  for (const std::string name : {"", ".", "..", "a/b", "/abs"}) {
+    SCOPED_TRACE(name);
+    auto c = Containment::Create(name, Limits{});
+    ASSERT_FALSE(c.ok());
+    EXPECT_EQ(c.error().code, "bad_containment_name");
+  }
+}
+
+TEST(ContainmentTest, WithoutHierarchiesFallsBackToRlimits) {
+  char tmpl[] = "/tmp/unisched-containment-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  Options options;
+  options.cgroup_root = tmpl;  // an empty directory: no controllers at all
+  auto c = Containment::Create("job", Limits{64 << 20, 500, 10}, options);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_FALSE(c->has_memory_group());
+  EXPECT_FALSE(c->has_cpu_group());
+  EXPECT_FALSE(c->has_pids_group());
+  EXPECT_FALSE(c->has_unified_group());
+  EXPECT_EQ(c->Describe(), "rlimits");
+  EXPECT_TRUE(c->Destroy().ok());
+  ::rmdir(tmpl);
+}
+
+TEST(ContainmentTest, DisabledAppliesRlimitsInTheChild) {
+  const Containment c = Containment::Disabled(Limits{256 << 20, 0, 50});
+  const pid_t pid = ForkJoined(c, [] {
+    rlimit as{}, nproc{};
+    ::getrlimit(RLIMIT_AS, &as);
+    ::getrlimit(RLIMIT_NPROC, &nproc);
+    return (as.rlim_cur == (256u << 20) && nproc.rlim_cur == 50) ? 0 : 1;
+  });
+  const int status = WaitStatus(pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+TEST(ContainmentTest, CreateWritesLimitsAndDestroyRemovesGroups) {
+  if (!HaveCgroupV1()) GTEST_SKIP() << "needs root and cgroup v1 memory/cpu/pids";
+  const std::string name = UniqueName("limits");
+  auto c = Containment::Create(name, Limits{64 << 20, 250, 7});
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  const std::string mem = "/sys/fs/cgroup/memory/unisched/" + name;
+  const std::string cpu = "/sys/fs/cgroup/cpu/unisched/" + name;
+  const std::string pids = "/sys/fs/cgroup/pids/unisched/" + name;
+  struct Case {
+    std::string file;
+    std::string want;
+  };
+  std::vector<Case> cases = {
+      {mem + "/memory.limit_in_bytes", std::to_string(64 << 20)},
+      {cpu + "/cpu.cfs_period_us", "100000"},
+      {cpu + "/cpu.cfs_quota_us", "25000"},
+      {pids + "/pids.max", "7"},
+  };
+  if (Exists(mem + "/memory.memsw.limit_in_bytes")) {
+    cases.push_back({mem + "/memory.memsw.limit_in_bytes", std::to_string(64 << 20)});
+  }
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.file);
+    EXPECT_EQ(ReadTrimmed(k.file), k.want);
+  }
+  EXPECT_TRUE(c->has_memory_group());
+  EXPECT_NE(c->Describe().find("cgroup v1 memory,cpu,pids"), std::string::npos) << c->Describe();
+
+  ASSERT_TRUE(c->Destroy().ok());
+  for (const std::string& dir : {mem, cpu, pids, std::string("/sys/fs/cgroup/unified/unisched/") + name}) {
+    EXPECT_FALSE(Exists(dir)) << dir;
+  }
+  EXPECT_TRUE(c->Destroy().ok());  // idempotent
+}
+
+TEST(ContainmentTest, KillAllReachesProcessesThatLeftTheProcessGroup) {
+  if (!HaveCgroupV1()) GTEST_SKIP() << "needs root and cgroup v1";
+  auto c = Containment::Create(UniqueName("kill"), Limits{});
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  // The child starts a grandchild in a session of its own (out of any
+  // process group we know), tells us, and both sleep.
+  const pid_t pid = ForkJoined(*c, [&] {
+    if (::fork() == 0) {
+      ::setsid();
+      (void)!::write(ready[1], "x", 1);
+      ::pause();
+      ::_exit(0);
+    }
+    ::pause();
+    return 0;
+  });
+  ::close(ready[1]);
+  char x;
+  ASSERT_EQ(::read(ready[0], &x, 1), 1);
+  ::close(ready[0]);
+  c->TrackProcessGroup(pid);
+  EXPECT_EQ(c->Pids().size(), 2u);
+
+  c->KillAll(SIGKILL);
+  const int status = WaitStatus(pid);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  // The grandchild is re-parented to init; it leaves the groups when it dies.
+  EXPECT_TRUE(Eventually([&] { return c->Pids().empty(); }));
+  EXPECT_TRUE(c->Destroy().ok());
+}
+
+TEST(ContainmentTest, MemoryLimitOomKillsAndIsReported) {
+  if (!HaveCgroupV1()) GTEST_SKIP() << "needs root and cgroup v1";
+  auto c = Containment::Create(UniqueName("oom"), Limits{32 << 20, 0, 0});
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_FALSE(c->OomKilled());
+  const pid_t pid = ForkJoined(*c, [] {
+    // Touch every page and read it back, so the allocation cannot be elided.
+    const size_t size = 200u << 20;
+    volatile char* p = static_cast<volatile char*>(std::malloc(size));
+    if (p == nullptr) return 2;
+    for (size_t i = 0; i < size; i += 4096) p[i] = 1;
+    long sum = 0;
+    for (size_t i = 0; i < size; i += 4096) sum += p[i];
+    return sum > 0 ? 0 : 3;
+  });
+  const int status = WaitStatus(pid);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+  EXPECT_TRUE(c->OomKilled());
+  EXPECT_GT(c->MaxMemoryBytes(), 0);
+  EXPECT_TRUE(c->Destroy().ok());
+}
+
+TEST(ContainmentTest, PidsLimitRefusesForks) {
+  if (!HaveCgroupV1()) GTEST_SKIP() << "needs root and cgroup v1";
+  auto c = Containment::Create(UniqueName("pids"), Limits{0, 0, 3});
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  // The child itself is one of the 3; of 5 forks at most 2 succeed.
+  const pid_t pid = ForkJoined(*c, [] {
+    int refused = 0;
+    std::vector<pid_t> kids;
+    for (int i = 0; i < 5; ++i) {
+      const pid_t k = ::fork();
+      if (k == 0) {
+        ::pause();
+        ::_exit(0);
+      }
+      if (k < 0) {
+        ++refused;
+      } else {
+        kids.push_back(k);
+      }
+    }
+    for (pid_t k : kids) {
+      ::kill(k, SIGKILL);
+      ::waitpid(k, nullptr, 0);
+    }
+    return refused;
+  });
+  const int status = WaitStatus(pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 3);
+  EXPECT_TRUE(c->Destroy().ok());
+}
+
+TEST(ContainmentTest, CgroupLimitsLeaveRlimitsAlone) {
+  if (!HaveCgroupV1()) GTEST_SKIP() << "needs root and cgroup v1";
+  auto c = Containment::Create(UniqueName("norlimit"), Limits{64 << 20, 0, 10});
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  rlimit parent_as{};
+  ::getrlimit(RLIMIT_AS, &parent_as);
+  const pid_t pid = ForkJoined(*c, [&] {
+    rlimit as{};
+    ::getrlimit(RLIMIT_AS, &as);
+    return as.rlim_cur == parent_as.rlim_cur ? 0 : 1;
+  });
+  const int status = WaitStatus(pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_TRUE(c->Destroy().ok());
+}
+
+}  // namespace
+}  // namespace unisched::containment

@@ -1,0 +1,468 @@
+// The local executor with the real unisched-supervisor and real processes:
+// output capture, exit codes, timeouts, cancel, launch failures, the job
+// account and environment, limits, log caps, leftovers, the launch
+// handshake, and recovery after a daemon restart.
+//
+// Needs root and the unisched-job account (scripts/install-deps.sh); the
+// supervisor is found through $UNISCHED_SUPERVISOR or next to the tests
+// directory of the build tree.
+
+#include "unisched/executor/executor.h"
+
+#include <limits.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace unisched::executor {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+constexpr const char* kJobUser = "unisched-job";
+
+std::string SupervisorPath() {
+  if (const char* env = std::getenv("UNISCHED_SUPERVISOR")) return env;
+  // <build>/tests/unit_executor_tests -> <build>/unisched-supervisor
+  return (fs::read_symlink("/proc/self/exe").parent_path().parent_path() / "unisched-supervisor").string();
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+bool HaveCgroupV1() { return fs::exists("/sys/fs/cgroup/memory/memory.limit_in_bytes"); }
+
+// Waits (bounded) for something the supervisor does asynchronously.
+template <class F>
+bool Eventually(F done, std::chrono::milliseconds limit = 30s) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < until) {
+    if (done()) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return done();
+}
+
+// Collects what the executor hands to its sink.
+class Results {
+ public:
+  Executor::ResultSink Sink() {
+    return [this](RunResult r) {
+      std::lock_guard lock(mu_);
+      results_.push_back(std::move(r));
+      cv_.notify_all();
+    };
+  }
+  std::optional<RunResult> Wait(model::JobId job, int attempt = 1) {
+    std::unique_lock lock(mu_);
+    std::optional<RunResult> found;
+    cv_.wait_for(lock, 90s, [&] {
+      for (const RunResult& r : results_) {
+        if (r.job_id == job && r.attempt == attempt) found = r;
+      }
+      return found.has_value();
+    });
+    return found;
+  }
+  int Count(model::JobId job, int attempt = 1) {
+    std::lock_guard lock(mu_);
+    int n = 0;
+    for (const RunResult& r : results_) n += (r.job_id == job && r.attempt == attempt) ? 1 : 0;
+    return n;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<RunResult> results_;
+};
+
+class ExecutorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0 || ::getpwnam(kJobUser) == nullptr) {
+      GTEST_SKIP() << "needs root and the " << kJobUser << " account (scripts/install-deps.sh)";
+    }
+    char tmpl[] = "/tmp/unisched-executor-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    base_ = tmpl;
+    ::chmod(base_.c_str(), 0755);  // the job account must reach its work dir
+    options_.runs_dir = base_ + "/runs";
+    options_.work_root = base_ + "/work";
+    options_.supervisor_path = SupervisorPath();
+    ASSERT_TRUE(fs::exists(options_.supervisor_path)) << options_.supervisor_path;
+    executor_ = MakeLocalExecutor(options_, results_.Sink());
+  }
+  void TearDown() override {
+    executor_.reset();
+    if (!base_.empty()) fs::remove_all(base_);
+  }
+
+  LaunchSpec Spec(std::vector<std::string> argv) {
+    LaunchSpec spec;
+    spec.job_id = ++next_job_;
+    spec.argv = std::move(argv);
+    spec.unix_user = kJobUser;
+    spec.walltime_seconds = 120;
+    spec.kill_grace_seconds = 2;
+    return spec;
+  }
+  RunResult Run(const LaunchSpec& spec) {
+    Status s = executor_->Launch(spec);
+    EXPECT_TRUE(s.ok()) << s.error().message;
+    auto r = results_.Wait(spec.job_id, spec.attempt);
+    EXPECT_TRUE(r.has_value()) << "no result for job " << spec.job_id;
+    return r.value_or(RunResult{});
+  }
+  std::string Stdout(const LaunchSpec& spec) { return ReadFile(executor_->LogPath(spec.job_id, spec.attempt, "stdout")); }
+  std::string Stderr(const LaunchSpec& spec) { return ReadFile(executor_->LogPath(spec.job_id, spec.attempt, "stderr")); }
+  std::string AttemptDir(const LaunchSpec& spec) {
+    return options_.runs_dir + "/" + std::to_string(spec.job_id) + "/" + std::to_string(spec.attempt);
+  }
+
+  std::string base_;
+  LocalExecutorOptions options_;
+  Results results_;
+  std::unique_ptr<Executor> executor_;
+  model::JobId next_job_ = 0;
+};
+
+TEST_F(ExecutorTest, CapturesStdoutAndCompletes) {
+  const LaunchSpec spec = Spec({"echo", "hello"});
+  const RunResult r = Run(spec);
+  EXPECT_EQ(r.outcome, RunOutcome::kCompleted) << r.reason;
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(Stdout(spec), "hello\n");
+  EXPECT_EQ(Stderr(spec), "");
+  ASSERT_TRUE(r.started_at && r.ended_at);
+  EXPECT_LE(*r.started_at, *r.ended_at);
+  EXPECT_GT(r.usage.max_rss_kb, 0);
+  EXPECT_EQ(ToString(r.outcome), "completed");
+}
+
+TEST_F(ExecutorTest, NonZeroExitFails) {
+  const RunResult r = Run(Spec({"/bin/sh", "-c", "echo oops >&2; exit 3"}));
+  EXPECT_EQ(r.outcome, RunOutcome::kFailed);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.reason, "exit status 3");
+}
+
+TEST_F(ExecutorTest, KilledBySignalFails) {
+  const RunResult r = Run(Spec({"/bin/sh", "-c", "kill -USR1 $$"}));
+  EXPECT_EQ(r.outcome, RunOutcome::kFailed);
+  EXPECT_EQ(r.exit_code, 128 + SIGUSR1);
+  EXPECT_EQ(r.reason, "killed by signal " + std::to_string(SIGUSR1));
+}
+
+TEST_F(ExecutorTest, WallTimeLimitTimesOut) {
+  LaunchSpec spec = Spec({"/bin/sleep", "30"});
+  spec.walltime_seconds = 1;
+  const RunResult r = Run(spec);
+  EXPECT_EQ(r.outcome, RunOutcome::kTimeout) << r.reason;
+  ASSERT_TRUE(r.exit_code.has_value());
+  EXPECT_TRUE(*r.exit_code == 143 || *r.exit_code == 137) << *r.exit_code;
+}
+
+TEST_F(ExecutorTest, TimeoutEscalatesToSigkillAfterTheGrace) {
+  LaunchSpec spec = Spec({"/bin/sh", "-c", "trap '' TERM; echo ready; /bin/sleep 30; exit 0"});
+  spec.walltime_seconds = 1;
+  spec.kill_grace_seconds = 1;
+  const RunResult r = Run(spec);
+  EXPECT_EQ(r.outcome, RunOutcome::kTimeout);
+  EXPECT_EQ(r.exit_code, 137);
+}
+
+TEST_F(ExecutorTest, CancelStopsTheJob) {
+  const LaunchSpec spec = Spec({"/bin/sh", "-c", "echo started; exec /bin/sleep 30"});
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  ASSERT_TRUE(Eventually([&] { return Stdout(spec) == "started\n"; }));
+  executor_->Cancel(spec.job_id, spec.attempt);
+  const auto r = results_.Wait(spec.job_id);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->outcome, RunOutcome::kCancelled) << r->reason;
+  ASSERT_TRUE(r->exit_code.has_value());
+  EXPECT_TRUE(*r->exit_code == 143 || *r->exit_code == 137) << *r->exit_code;
+}
+
+TEST_F(ExecutorTest, CancelRightAfterLaunchStillCancels) {
+  const LaunchSpec spec = Spec({"/bin/sleep", "30"});
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  executor_->Cancel(spec.job_id, spec.attempt);
+  const auto r = results_.Wait(spec.job_id);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->outcome, RunOutcome::kCancelled) << r->reason;
+}
+
+TEST_F(ExecutorTest, CancelOfUnknownAttemptIsANoOp) { executor_->Cancel(4242, 1); }
+
+TEST_F(ExecutorTest, MissingCommandIsALaunchFailure) {
+  for (const std::string command : {"/no/such", "no-such-command-unisched"}) {
+    SCOPED_TRACE(command);
+    const RunResult r = Run(Spec({command, "arg"}));
+    EXPECT_EQ(r.outcome, RunOutcome::kLaunchFailed);
+    EXPECT_FALSE(r.exit_code.has_value());
+    EXPECT_EQ(r.reason, "cannot execute '" + command + "': No such file or directory");
+  }
+}
+
+TEST_F(ExecutorTest, RunsAsTheJobAccountWithExactlyTheGivenEnvironment) {
+  ::setenv("UNISCHED_TEST_LEAK", "must-not-reach-the-job", 1);
+  LaunchSpec env_spec = Spec({"/usr/bin/env"});
+  env_spec.env = {{"A", "1"}, {"B", "two words"}};
+  const RunResult env_run = Run(env_spec);
+  EXPECT_EQ(env_run.outcome, RunOutcome::kCompleted) << env_run.reason;
+  EXPECT_EQ(Stdout(env_spec), "A=1\nB=two words\n");  // no PATH, nothing of ours
+  ::unsetenv("UNISCHED_TEST_LEAK");
+
+  const LaunchSpec id_spec = Spec({"id", "-u"});
+  const RunResult id_run = Run(id_spec);
+  EXPECT_EQ(id_run.outcome, RunOutcome::kCompleted) << id_run.reason;
+  EXPECT_EQ(Stdout(id_spec), std::to_string(::getpwnam(kJobUser)->pw_uid) + "\n");
+  EXPECT_NE(Stdout(id_spec), "0\n");
+
+  const LaunchSpec pwd_spec = Spec({"/bin/pwd"});
+  EXPECT_EQ(Run(pwd_spec).outcome, RunOutcome::kCompleted);
+  EXPECT_EQ(Stdout(pwd_spec), options_.work_root + "/" + std::to_string(pwd_spec.job_id) + "\n");
+}
+
+TEST_F(ExecutorTest, CannotReadARootPrivateDirectory) {
+  const std::string secret = base_ + "/secret";
+  ASSERT_TRUE(fs::create_directory(secret));
+  ::chmod(secret.c_str(), 0700);
+  std::ofstream(secret + "/key") << "root only\n";
+  const LaunchSpec spec = Spec({"/bin/cat", secret + "/key"});
+  const RunResult r = Run(spec);
+  EXPECT_EQ(r.outcome, RunOutcome::kFailed);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(Stderr(spec).find("Permission denied"), std::string::npos) << Stderr(spec);
+  EXPECT_EQ(Stdout(spec), "");
+}
+
+TEST_F(ExecutorTest, MemoryLimitKillsAJobThatTouchesMore) {
+  // bytes * n writes every byte: the memory is really used.
+  LaunchSpec spec = Spec({"/usr/bin/python3", "-c", "s = b'x' * (300 << 20); print(len(s))"});
+  spec.limits.memory_bytes = 64 << 20;
+  const RunResult r = Run(spec);
+  EXPECT_EQ(r.outcome, RunOutcome::kFailed);
+  EXPECT_EQ(Stdout(spec), "");
+  if (HaveCgroupV1()) {
+    EXPECT_EQ(r.exit_code, 137);
+    EXPECT_EQ(r.reason, "out of memory (cgroup limit 64 MB)");
+  }
+}
+
+TEST_F(ExecutorTest, WithoutCgroupsTheMemoryLimitIsAnRlimit) {
+  executor_.reset();
+  options_.use_cgroups = false;
+  executor_ = MakeLocalExecutor(options_, results_.Sink());
+  LaunchSpec spec = Spec({"/usr/bin/python3", "-c", "s = b'x' * (300 << 20); print(len(s))"});
+  spec.limits.memory_bytes = 64 << 20;
+  const RunResult r = Run(spec);
+  EXPECT_EQ(r.outcome, RunOutcome::kFailed);
+  EXPECT_NE(Stderr(spec).find("MemoryError"), std::string::npos) << Stderr(spec);
+}
+
+TEST_F(ExecutorTest, OutputBeyondTheCapIsTruncatedWithAMarker) {
+  LaunchSpec spec = Spec({"/bin/sh", "-c", "/usr/bin/yes abc | /usr/bin/head -c 100000; echo tail >&2"});
+  spec.log_cap_bytes = 1000;
+  const RunResult r = Run(spec);
+  EXPECT_EQ(r.outcome, RunOutcome::kCompleted) << r.reason;
+  const std::string out = Stdout(spec);
+  const std::string marker = "[unisched: output truncated at 1000 bytes]\n";
+  ASSERT_EQ(out.size(), 1000 + marker.size());
+  EXPECT_EQ(out.substr(0, 8), "abc\nabc\n");
+  EXPECT_EQ(out.substr(1000), marker);
+  EXPECT_EQ(Stderr(spec), "tail\n");  // under the cap: untouched
+}
+
+TEST_F(ExecutorTest, BackgroundLeftoversAreKilledWhenTheMainProcessExits) {
+  const LaunchSpec spec = Spec({"/bin/sh", "-c", "/bin/sleep 100 & echo $!"});
+  const RunResult r = Run(spec);
+  EXPECT_EQ(r.outcome, RunOutcome::kCompleted) << r.reason;
+  const pid_t leftover = std::atoi(Stdout(spec).c_str());
+  ASSERT_GT(leftover, 0);
+  EXPECT_EQ(::kill(leftover, 0), -1);
+  EXPECT_EQ(errno, ESRCH);
+}
+
+TEST_F(ExecutorTest, LaunchingTheSameAttemptTwiceRunsItOnce) {
+  const LaunchSpec spec = Spec({"/bin/sh", "-c", "echo ran >> count; /bin/sleep 1"});
+  Results other_results;
+  auto other = MakeLocalExecutor(options_, other_results.Sink());
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  ASSERT_TRUE(other->Launch(spec).ok());  // a second daemon instance: the claim decides
+  const auto mine = results_.Wait(spec.job_id);
+  const auto theirs = other_results.Wait(spec.job_id);
+  ASSERT_TRUE(mine && theirs);
+  EXPECT_EQ(mine->outcome, RunOutcome::kCompleted) << mine->reason;
+  EXPECT_EQ(theirs->outcome, RunOutcome::kCompleted) << theirs->reason;
+  EXPECT_EQ(mine->started_at, theirs->started_at);
+  const std::string count = ReadFile(options_.work_root + "/" + std::to_string(spec.job_id) + "/count");
+  EXPECT_EQ(count, "ran\n");
+  EXPECT_EQ(results_.Count(spec.job_id), 1);
+}
+
+TEST_F(ExecutorTest, RecoverDeliversTheResultOfAFinishedAttempt) {
+  const LaunchSpec spec = Spec({"/bin/sh", "-c", "echo done; exit 4"});
+  const RunResult first = Run(spec);
+  executor_.reset();  // the daemon restarts
+
+  Results after;
+  auto restarted = MakeLocalExecutor(options_, after.Sink());
+  restarted->Recover(spec);
+  const auto r = after.Wait(spec.job_id);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->outcome, RunOutcome::kFailed);
+  EXPECT_EQ(r->exit_code, 4);
+  EXPECT_EQ(r->started_at, first.started_at);
+  EXPECT_EQ(r->ended_at, first.ended_at);
+  EXPECT_EQ(ReadFile(restarted->LogPath(spec.job_id, 1, "stdout")), "done\n");
+}
+
+TEST_F(ExecutorTest, RecoverAdoptsARunningAttemptAndDeliversItsResult) {
+  const LaunchSpec spec = Spec({"/bin/sh", "-c", "echo started; /bin/sleep 2; echo finished"});
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  ASSERT_TRUE(Eventually([&] { return Stdout(spec) == "started\n"; }));
+  executor_->Shutdown();  // the supervisor keeps running
+  executor_.reset();
+
+  Results after;
+  auto restarted = MakeLocalExecutor(options_, after.Sink());
+  restarted->Recover(spec);
+  restarted->Recover(spec);  // repeated: still one result
+  const auto r = after.Wait(spec.job_id);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->outcome, RunOutcome::kCompleted) << r->reason;
+  EXPECT_EQ(ReadFile(restarted->LogPath(spec.job_id, 1, "stdout")), "started\nfinished\n");
+  EXPECT_EQ(results_.Count(spec.job_id), 0);  // the old instance said nothing
+  EXPECT_EQ(after.Count(spec.job_id), 1);
+}
+
+TEST_F(ExecutorTest, CancelReachesAnAdoptedAttempt) {
+  const LaunchSpec spec = Spec({"/bin/sh", "-c", "echo started; exec /bin/sleep 60"});
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  ASSERT_TRUE(Eventually([&] { return Stdout(spec) == "started\n"; }));
+  executor_.reset();
+
+  Results after;
+  auto restarted = MakeLocalExecutor(options_, after.Sink());
+  restarted->Recover(spec);
+  restarted->Cancel(spec.job_id, spec.attempt);
+  const auto r = after.Wait(spec.job_id);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->outcome, RunOutcome::kCancelled) << r->reason;
+}
+
+TEST_F(ExecutorTest, RecoverLaunchesAnAttemptThatNeverStarted) {
+  const LaunchSpec spec = Spec({"echo", "late"});
+  executor_->Recover(spec);
+  const auto r = results_.Wait(spec.job_id);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->outcome, RunOutcome::kCompleted) << r->reason;
+  EXPECT_EQ(Stdout(spec), "late\n");
+}
+
+TEST_F(ExecutorTest, RecoverOfAClaimWithoutLiveSupervisorOrResultIsLost) {
+  const LaunchSpec spec = Spec({"echo", "never"});
+  const std::string dir = AttemptDir(spec);
+  fs::create_directories(dir);
+  std::ofstream(dir + "/lock").flush();
+  std::ofstream(dir + "/claim") << "999999\n";
+  executor_->Recover(spec);
+  const auto r = results_.Wait(spec.job_id);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->outcome, RunOutcome::kLost);
+  EXPECT_EQ(r->reason, "the supervisor died without a result");
+  EXPECT_FALSE(r->exit_code.has_value());
+}
+
+TEST_F(ExecutorTest, LaunchErrorsStartNothing) {
+  struct Case {
+    std::string name;
+    std::string supervisor;
+    std::string user;
+    ErrorKind kind;
+  };
+  const std::vector<Case> cases = {
+      {"missing supervisor", "/no/such/unisched-supervisor", kJobUser, ErrorKind::kUnavailable},
+      {"no account as root", SupervisorPath(), "", ErrorKind::kUnprocessable},
+      {"unknown account", SupervisorPath(), "no-such-user-unisched", ErrorKind::kUnprocessable},
+      {"root account", SupervisorPath(), "root", ErrorKind::kUnprocessable},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    LocalExecutorOptions options = options_;
+    options.supervisor_path = c.supervisor;
+    auto executor = MakeLocalExecutor(options, results_.Sink());
+    LaunchSpec spec = Spec({"echo", "x"});
+    spec.unix_user = c.user;
+    const Status s = executor->Launch(spec);
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.error().kind, c.kind) << s.error().message;
+    EXPECT_FALSE(fs::exists(AttemptDir(spec) + "/claim"));
+  }
+  EXPECT_FALSE(executor_->Launch(Spec({})).ok());
+}
+
+TEST_F(ExecutorTest, ForgetRemovesTheAttemptAndThenTheWorkDir) {
+  LaunchSpec first = Spec({"/bin/sh", "-c", "echo data > file"});
+  ASSERT_EQ(Run(first).outcome, RunOutcome::kCompleted);
+  LaunchSpec second = first;
+  second.attempt = 2;
+  ASSERT_EQ(Run(second).outcome, RunOutcome::kCompleted);
+  const std::string work = options_.work_root + "/" + std::to_string(first.job_id);
+  ASSERT_TRUE(fs::exists(work + "/file"));
+
+  executor_->Forget(first.job_id, 1);
+  EXPECT_FALSE(fs::exists(AttemptDir(first)));
+  EXPECT_TRUE(fs::exists(work));  // attempt 2 still has its files
+  executor_->Forget(first.job_id, 2);
+  EXPECT_FALSE(fs::exists(AttemptDir(second)));
+  EXPECT_FALSE(fs::exists(work));
+  EXPECT_FALSE(fs::exists(options_.runs_dir + "/" + std::to_string(first.job_id)));
+}
+
+TEST_F(ExecutorTest, ForgetLeavesARunningAttemptAlone) {
+  const LaunchSpec spec = Spec({"/bin/sh", "-c", "echo started; exec /bin/sleep 30"});
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  ASSERT_TRUE(Eventually([&] { return Stdout(spec) == "started\n"; }));
+  executor_->Forget(spec.job_id, spec.attempt);
+  EXPECT_TRUE(fs::exists(AttemptDir(spec) + "/claim"));
+  executor_->Cancel(spec.job_id, spec.attempt);
+  ASSERT_TRUE(results_.Wait(spec.job_id).has_value());
+}
+
+TEST_F(ExecutorTest, AttemptAndWorkDirectoriesArePrivate) {
+  const LaunchSpec spec = Spec({"/bin/true"});
+  ASSERT_EQ(Run(spec).outcome, RunOutcome::kCompleted);
+  struct stat st{};
+  ASSERT_EQ(::stat(AttemptDir(spec).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  EXPECT_EQ(st.st_uid, 0u);
+  const std::string work = options_.work_root + "/" + std::to_string(spec.job_id);
+  ASSERT_EQ(::stat(work.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  EXPECT_EQ(st.st_uid, ::getpwnam(kJobUser)->pw_uid);
+}
+
+}  // namespace
+}  // namespace unisched::executor

@@ -1,0 +1,155 @@
+// Tests of the schema migrations, on raw SQLite files and through Store::Open.
+
+#include "store/migrations.h"
+
+#include <sqlite3.h>
+#include <sys/stat.h>
+
+#include <gtest/gtest.h>
+
+#include "store_test_util.h"
+#include "unisched/store/store.h"
+
+namespace unisched::store {
+namespace {
+
+using testing::Options;
+using testing::TempDir;
+
+// A raw connection for looking at (or preparing) a database file.
+class RawDb {
+ public:
+  explicit RawDb(const std::string& path) { EXPECT_EQ(sqlite3_open(path.c_str(), &db_), SQLITE_OK); }
+  ~RawDb() { sqlite3_close(db_); }
+  sqlite3* get() const { return db_; }
+  std::string Text(const std::string& sql) const {
+    sqlite3_stmt* stmt = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr), SQLITE_OK) << sql;
+    std::string out;
+    if (sqlite3_step(stmt) == SQLITE_ROW) out = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
+    sqlite3_finalize(stmt);
+    return out;
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+const Timestamp kNow = FromUnixMillis(1'700'000'000'000);
+
+TEST(MigrationsTest, FreshDatabaseGetsEveryVersion) {
+  TempDir dir;
+  RawDb db(dir.File("a.db"));
+  auto version = ApplyMigrations(db.get(), Migrations(), kNow);
+  ASSERT_TRUE(version.ok()) << version.error().message;
+  EXPECT_EQ(*version, static_cast<int>(Migrations().size()));
+  EXPECT_EQ(db.Text("SELECT COUNT(*) FROM schema_migrations"), std::to_string(Migrations().size()));
+  EXPECT_EQ(db.Text("SELECT applied_at FROM schema_migrations WHERE version = 1"), "1700000000000");
+}
+
+TEST(MigrationsTest, ExistingDatabaseGetsOnlyTheMissingOnes) {
+  TempDir dir;
+  RawDb db(dir.File("a.db"));
+  // Neither script is idempotent: running one twice would fail.
+  const std::vector<std::string_view> v1 = {"CREATE TABLE a(x INTEGER)"};
+  const std::vector<std::string_view> v2 = {"CREATE TABLE a(x INTEGER)", "CREATE TABLE b(y INTEGER)"};
+  ASSERT_EQ(*ApplyMigrations(db.get(), v1, kNow), 1);
+  auto again = ApplyMigrations(db.get(), v1, kNow);
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ(*again, 1);
+  auto upgraded = ApplyMigrations(db.get(), v2, FromUnixMillis(1'700'000'099'000));
+  ASSERT_TRUE(upgraded.ok()) << upgraded.error().message;
+  EXPECT_EQ(*upgraded, 2);
+  EXPECT_EQ(db.Text("SELECT applied_at FROM schema_migrations WHERE version = 1"), "1700000000000");
+  EXPECT_EQ(db.Text("SELECT applied_at FROM schema_migrations WHERE version = 2"), "1700000099000");
+  EXPECT_EQ(db.Text("SELECT COUNT(*) FROM sqlite_master WHERE name = 'b'"), "1");
+}
+
+TEST(MigrationsTest, FailingMigrationLeavesNothingBehind) {
+  TempDir dir;
+  RawDb db(dir.File("a.db"));
+  const std::vector<std::string_view> scripts = {"CREATE TABLE a(x INTEGER)",
+                                                 "CREATE TABLE b(y INTEGER); CREATE TABLE broken("};
+  auto version = ApplyMigrations(db.get(), scripts, kNow);
+  EXPECT_FALSE(version.ok());
+  EXPECT_EQ(*SchemaVersionOf(db.get()), 1);
+  EXPECT_EQ(db.Text("SELECT COUNT(*) FROM sqlite_master WHERE name = 'b'"), "0");
+  EXPECT_EQ(sqlite3_get_autocommit(db.get()), 1);  // no transaction left open
+}
+
+TEST(MigrationsTest, DatabaseNewerThanTheBinaryIsRefused) {
+  TempDir dir;
+  RawDb db(dir.File("a.db"));
+  const std::vector<std::string_view> two = {"CREATE TABLE a(x)", "CREATE TABLE b(y)"};
+  ASSERT_EQ(*ApplyMigrations(db.get(), two, kNow), 2);
+  auto older = ApplyMigrations(db.get(), {two[0]}, kNow);
+  ASSERT_FALSE(older.ok());
+  EXPECT_NE(older.error().message.find("schema version 2"), std::string::npos) << older.error().message;
+}
+
+TEST(StoreOpenTest, CreatesAFileOnlyTheOwnerCanReadInWalMode) {
+  TempDir dir;
+  const std::string path = dir.File("unisched.db");
+  {
+    auto store = Store::Open(Options(path));
+    ASSERT_TRUE(store.ok()) << store.error().message;
+    EXPECT_EQ((*store)->SchemaVersion(), static_cast<int>(Migrations().size()));
+    struct stat st {};
+    ASSERT_EQ(::stat(path.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0600u);
+    // While the store is open the WAL files exist, with the same mode.
+    ASSERT_EQ(::stat((path + "-wal").c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0600u);
+  }
+  RawDb db(path);
+  EXPECT_EQ(db.Text("PRAGMA journal_mode"), "wal");  // persistent in the file
+  EXPECT_EQ(db.Text("SELECT COUNT(*) FROM schema_migrations"), std::to_string(Migrations().size()));
+}
+
+TEST(StoreOpenTest, ReopeningAppliesNothingNew) {
+  TempDir dir;
+  const std::string path = dir.File("unisched.db");
+  ASSERT_TRUE(Store::Open(Options(path)).ok());
+  std::string applied_at;
+  {
+    RawDb db(path);
+    applied_at = db.Text("SELECT applied_at FROM schema_migrations WHERE version = 1");
+  }
+  auto again = Store::Open(Options(path));
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ((*again)->SchemaVersion(), static_cast<int>(Migrations().size()));
+  RawDb db(path);
+  EXPECT_EQ(db.Text("SELECT COUNT(*) FROM schema_migrations"), std::to_string(Migrations().size()));
+  EXPECT_EQ(db.Text("SELECT applied_at FROM schema_migrations WHERE version = 1"), applied_at);
+}
+
+TEST(StoreOpenTest, TightensTheModeOfAnExistingFile) {
+  TempDir dir;
+  const std::string path = dir.File("unisched.db");
+  ASSERT_TRUE(Store::Open(Options(path)).ok());
+  ASSERT_EQ(::chmod(path.c_str(), 0644), 0);
+  ASSERT_TRUE(Store::Open(Options(path)).ok());
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
+TEST(StoreOpenTest, Options) {
+  TempDir dir;
+  struct Case {
+    std::string synchronous;
+    bool ok;
+  };
+  for (const Case& c : std::vector<Case>{{"full", true}, {"normal", true}, {"off", true}, {"FULL", true},
+                                         {"extra", false}, {"", false}}) {
+    auto store = Store::Open(Options(dir.File("s.db"), c.synchronous));
+    EXPECT_EQ(store.ok(), c.ok) << "synchronous=" << c.synchronous;
+  }
+  EXPECT_FALSE(Store::Open(Options("")).ok());
+  auto missing_dir = Store::Open(Options(dir.File("no/such/dir/s.db")));
+  ASSERT_FALSE(missing_dir.ok());
+  EXPECT_EQ(missing_dir.error().kind, ErrorKind::kUnavailable);
+}
+
+}  // namespace
+}  // namespace unisched::store

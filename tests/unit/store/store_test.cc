@@ -1,0 +1,607 @@
+// Tests of the SQLite store: jobs, lists, idempotency, group commit,
+// durability, retention, and the small record tables.
+
+#include "unisched/store/store.h"
+
+#include <algorithm>
+#include <atomic>
+#include <future>
+#include <set>
+#include <stdexcept>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "store_test_util.h"
+
+namespace unisched::store {
+namespace {
+
+using model::Job;
+using model::JobId;
+using model::JobState;
+using testing::Filter;
+using testing::MakeJob;
+using testing::Options;
+using testing::TempDir;
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Reopen(); }
+
+  void Reopen() {
+    store_.reset();
+    auto store = Store::Open(Options(dir_.File("unisched.db")));
+    ASSERT_TRUE(store.ok()) << store.error().message;
+    store_ = std::move(*store);
+  }
+
+  JobId Insert(const Job& job, const std::string& key = "") {
+    JobId id = 0;
+    Status s = store_->WriteSync([&](Transaction& txn) -> Status {
+      auto r = txn.InsertJob(job, key);
+      if (!r.ok()) return r.error();
+      id = *r;
+      return Status::Ok();
+    });
+    EXPECT_TRUE(s.ok()) << s.error().message;
+    return id;
+  }
+
+  Status Update(const Job& job) {
+    return store_->WriteSync([&](Transaction& txn) { return txn.UpdateJob(job); });
+  }
+
+  static std::vector<JobId> Ids(const JobPage& page) {
+    std::vector<JobId> ids;
+    for (const auto& j : page.jobs) ids.push_back(j.id);
+    return ids;
+  }
+
+  TempDir dir_;
+  std::unique_ptr<Store> store_;
+};
+
+TEST_F(StoreTest, InsertAssignsIdsAndGetReturnsTheJob) {
+  Job job = MakeJob("first");
+  job.id = 999;  // ignored
+  job.env = {{"A", "1"}};
+  job.constraints = {{"interconnect", "ib"}};
+  const JobId a = Insert(job);
+  const JobId b = Insert(MakeJob("second"));
+  EXPECT_GT(a, 0);
+  EXPECT_GT(b, a);
+
+  auto got = store_->GetJob(a);
+  ASSERT_TRUE(got.ok()) << got.error().message;
+  Job want = job;
+  want.id = a;
+  EXPECT_EQ(*got, want);
+
+  auto missing = store_->GetJob(b + 100);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().kind, ErrorKind::kNotFound);
+}
+
+TEST_F(StoreTest, UpdateRewritesColumnsAndDocument) {
+  const JobId id = Insert(MakeJob("job"));
+  Job job = *store_->GetJob(id);
+  job.state = JobState::kRunning;
+  job.started_at = FromUnixMillis(1'700'000'005'000);
+  model::Attempt attempt;
+  attempt.allocation = {{"x86-c64m256-hpc-01", 4, 4096, {}}};
+  attempt.started_at = job.started_at;
+  job.attempts.push_back(attempt);
+  ASSERT_TRUE(Update(job).ok());
+  EXPECT_EQ(*store_->GetJob(id), job);
+  EXPECT_EQ(Ids(store_->ListJobs(Filter().State(JobState::kRunning))), std::vector<JobId>{id});
+  EXPECT_TRUE(store_->ListJobs(Filter().State(JobState::kPending)).jobs.empty());
+
+  Job ghost = job;
+  ghost.id = id + 10;
+  Status s = Update(ghost);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().kind, ErrorKind::kNotFound);
+}
+
+TEST_F(StoreTest, TransactionReadsItsOwnUncommittedWrites) {
+  Status s = store_->WriteSync([&](Transaction& txn) -> Status {
+    auto id = txn.InsertJob(MakeJob("in-flight"), "");
+    if (!id.ok()) return id.error();
+    auto seen = txn.GetJob(*id);
+    EXPECT_TRUE(seen.ok());
+    if (seen.ok()) {
+      EXPECT_EQ(seen->name, "in-flight");
+    }
+    // Readers see only committed data.
+    EXPECT_FALSE(store_->GetJob(*id).ok());
+    return Status::Ok();
+  });
+  EXPECT_TRUE(s.ok());
+}
+
+TEST_F(StoreTest, ListFilters) {
+  const JobId a = Insert(MakeJob("a", "alice", "genomics", "hpc-precision", "cpu-hpc-pool"));
+  const JobId b = Insert(MakeJob("b", "bob", "vision", "ai-training", "gpu-train-pool", JobState::kRunning));
+  const JobId c = Insert(MakeJob("c", "alice", "vision", "ai-inference", "inference-pool", JobState::kHeld));
+  const JobId d = Insert(MakeJob("d", "carol", "default", "ai-training", "gpu-train-pool", JobState::kCompleted));
+
+  struct Case {
+    std::string name;
+    JobFilter filter;
+    std::vector<JobId> want;  // newest first
+  };
+  const std::vector<Case> cases = {
+      {"all", {}, {d, c, b, a}},
+      {"state", Filter().State(JobState::kRunning), {b}},
+      {"queue", Filter().Queue("ai-training"), {d, b}},
+      {"pool", Filter().Pool("inference-pool"), {c}},
+      {"project", Filter().Project("vision"), {c, b}},
+      {"user", Filter().User("alice"), {c, a}},
+      {"user and project", Filter().Project("vision").User("alice"), {c}},
+      {"no match", Filter().Queue("nope"), {}},
+      {"visible by project", Filter().Visible({"genomics"}), {a}},
+      {"visible by queue",
+       Filter().Visible({}, {"ai-training"}),
+       {d, b}},
+      {"visible by either",
+       Filter().Visible({"genomics"}, {"ai-inference"}),
+       {c, a}},
+      {"visible nothing", Filter().Visible({}), {}},
+      {"visible and filtered",
+       Filter().User("bob").Visible({"vision", "default"}),
+       {b}},
+  };
+  for (const auto& c : cases) {
+    const JobPage page = store_->ListJobs(c.filter);
+    EXPECT_EQ(Ids(page), c.want) << c.name;
+    EXPECT_EQ(page.total, static_cast<int64_t>(c.want.size())) << c.name;
+    EXPECT_FALSE(page.next_cursor.has_value()) << c.name;
+  }
+}
+
+TEST_F(StoreTest, CursorPagingAndTotal) {
+  std::vector<JobId> ids;
+  for (int i = 0; i < 25; ++i) ids.push_back(Insert(MakeJob("job-" + std::to_string(i))));
+  Insert(MakeJob("other", "zed"));  // filtered out below
+  std::reverse(ids.begin(), ids.end());
+
+  std::vector<JobId> seen;
+  std::vector<size_t> sizes;
+  JobFilter filter = Filter().User("alice").Limit(10);
+  for (;;) {
+    const JobPage page = store_->ListJobs(filter);
+    EXPECT_EQ(page.total, 25);  // ignores limit and cursor
+    sizes.push_back(page.jobs.size());
+    for (const auto& j : page.jobs) seen.push_back(j.id);
+    if (!page.next_cursor) break;
+    EXPECT_EQ(*page.next_cursor, page.jobs.back().id);
+    filter.cursor = page.next_cursor;
+  }
+  EXPECT_EQ(sizes, (std::vector<size_t>{10, 10, 5}));
+  EXPECT_EQ(seen, ids);
+
+  // An exact multiple ends without a further cursor.
+  const JobPage all = store_->ListJobs(Filter().User("alice").Limit(25));
+  EXPECT_EQ(all.jobs.size(), 25u);
+  EXPECT_FALSE(all.next_cursor.has_value());
+}
+
+TEST_F(StoreTest, LimitZeroCountsOnly) {
+  for (int i = 0; i < 3; ++i) Insert(MakeJob("job"));
+  const JobPage page = store_->ListJobs(Filter().Limit(0));
+  EXPECT_TRUE(page.jobs.empty());
+  EXPECT_EQ(page.total, 3);
+  EXPECT_FALSE(page.next_cursor.has_value());
+}
+
+TEST_F(StoreTest, IdempotencyKeys) {
+  const JobId first = Insert(MakeJob("a", "alice"), "key-1");
+  // The same key again for the same user: refused, and no second job.
+  JobId second = 0;
+  Status s = store_->WriteSync([&](Transaction& txn) -> Status {
+    EXPECT_EQ(txn.FindIdempotentJob("alice", "key-1"), first);
+    auto r = txn.InsertJob(MakeJob("a-again", "alice"), "key-1");
+    if (!r.ok()) return r.error();
+    second = *r;
+    return Status::Ok();
+  });
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().kind, ErrorKind::kConflict);
+  EXPECT_EQ(second, 0);
+  EXPECT_EQ(store_->ListJobs({}).total, 1);
+
+  // Another user's key space is separate.
+  const JobId bobs = Insert(MakeJob("b", "bob"), "key-1");
+  EXPECT_NE(bobs, first);
+  ASSERT_TRUE(store_
+                  ->WriteSync([&](Transaction& txn) {
+                    EXPECT_EQ(txn.FindIdempotentJob("alice", "key-1"), first);
+                    EXPECT_EQ(txn.FindIdempotentJob("bob", "key-1"), bobs);
+                    EXPECT_EQ(txn.FindIdempotentJob("carol", "key-1"), std::nullopt);
+                    EXPECT_EQ(txn.FindIdempotentJob("alice", "key-2"), std::nullopt);
+                    return Status::Ok();
+                  })
+                  .ok());
+  // No key: nothing recorded.
+  Insert(MakeJob("c", "carol"));
+  ASSERT_TRUE(store_
+                  ->WriteSync([&](Transaction& txn) {
+                    EXPECT_EQ(txn.FindIdempotentJob("carol", ""), std::nullopt);
+                    return Status::Ok();
+                  })
+                  .ok());
+}
+
+TEST_F(StoreTest, ConcurrentWritersAllLandWithUniqueIds) {
+  constexpr int kThreads = 8;
+  constexpr int kPerThread = 200;
+  std::vector<std::vector<JobId>> ids(kThreads);
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        JobId id = 0;
+        Status s = store_->WriteSync([&](Transaction& txn) -> Status {
+          auto r = txn.InsertJob(MakeJob("t" + std::to_string(t) + "-" + std::to_string(i)), "");
+          if (!r.ok()) return r.error();
+          id = *r;
+          return Status::Ok();
+        });
+        if (!s.ok()) ++failures;
+        ids[t].push_back(id);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  std::set<JobId> unique;
+  for (const auto& v : ids) unique.insert(v.begin(), v.end());
+  EXPECT_EQ(unique.size(), static_cast<size_t>(kThreads * kPerThread));
+  EXPECT_EQ(unique.count(0), 0u);
+  EXPECT_EQ(store_->ListJobs(Filter().Limit(0)).total, kThreads * kPerThread);
+  for (JobId id : {*unique.begin(), *unique.rbegin()}) EXPECT_TRUE(store_->GetJob(id).ok());
+}
+
+TEST_F(StoreTest, AFailingWriteRollsBackAloneInItsBatch) {
+  // Hold the writer inside one write so the next four queue up and are
+  // committed together in the following batch.
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::promise<void> blocking;
+  store_->Write(
+      [&](Transaction&) {
+        blocking.set_value();
+        released.wait();
+        return Status::Ok();
+      },
+      nullptr);
+  blocking.get_future().wait();
+
+  JobId a = 0, b = 0, c = 0, d = 0;
+  bool a_pending_while_d_ran = false;
+  std::vector<std::promise<Status>> done(4);
+  auto insert = [&](const std::string& name, JobId& out) {
+    return [&, name](Transaction& txn) -> Status {
+      auto r = txn.InsertJob(MakeJob(name), "key-" + name);
+      if (!r.ok()) return r.error();
+      out = *r;
+      return Status::Ok();
+    };
+  };
+  auto finish = [&](int i) { return [&, i](Status s) { done[i].set_value(std::move(s)); }; };
+  store_->Write(insert("a", a), finish(0));
+  store_->Write(
+      [&](Transaction& txn) -> Status {
+        if (Status s = insert("b", b)(txn); !s) return s;
+        if (Status s = txn.AppendEvent(b, {FromUnixMillis(1), "submitted", "b"}); !s) return s;
+        return Error::Conflict("refused", "this write changes its mind");
+      },
+      finish(1));
+  store_->Write(
+      [&](Transaction& txn) -> Status {
+        if (Status s = insert("c", c)(txn); !s) return s;
+        throw std::runtime_error("boom");
+      },
+      finish(2));
+  store_->Write(
+      [&](Transaction& txn) -> Status {
+        if (Status s = insert("d", d)(txn); !s) return s;
+        // a is written in this same transaction but not yet committed.
+        a_pending_while_d_ran = txn.GetJob(a).ok() && !store_->GetJob(a).ok();
+        return Status::Ok();
+      },
+      finish(3));
+  release.set_value();
+
+  std::vector<Status> results;
+  for (auto& p : done) results.push_back(p.get_future().get());
+  EXPECT_TRUE(results[0].ok());
+  ASSERT_FALSE(results[1].ok());
+  EXPECT_EQ(results[1].error().code, "refused");
+  ASSERT_FALSE(results[2].ok());
+  EXPECT_EQ(results[2].error().kind, ErrorKind::kInternal);
+  EXPECT_NE(results[2].error().message.find("boom"), std::string::npos);
+  EXPECT_TRUE(results[3].ok());
+  EXPECT_TRUE(a_pending_while_d_ran);
+
+  EXPECT_TRUE(store_->GetJob(a).ok());
+  EXPECT_TRUE(store_->GetJob(d).ok());
+  EXPECT_FALSE(store_->GetJob(b).ok());
+  EXPECT_FALSE(store_->GetJob(c).ok());
+  EXPECT_TRUE(store_->ListEvents(b).empty());
+  EXPECT_EQ(store_->ListJobs({}).total, 2);
+  ASSERT_TRUE(store_
+                  ->WriteSync([&](Transaction& txn) {
+                    EXPECT_EQ(txn.FindIdempotentJob("alice", "key-b"), std::nullopt);
+                    EXPECT_EQ(txn.FindIdempotentJob("alice", "key-c"), std::nullopt);
+                    EXPECT_EQ(txn.FindIdempotentJob("alice", "key-d"), d);
+                    return Status::Ok();
+                  })
+                  .ok());
+}
+
+TEST_F(StoreTest, DoneRunsAfterTheCommitIsVisible) {
+  std::promise<bool> visible;
+  JobId id = 0;
+  store_->Write(
+      [&](Transaction& txn) -> Status {
+        id = *txn.InsertJob(MakeJob("x"), "");
+        return Status::Ok();
+      },
+      [&](Status s) { visible.set_value(s.ok() && store_->GetJob(id).ok()); });
+  EXPECT_TRUE(visible.get_future().get());
+}
+
+TEST_F(StoreTest, DataSurvivesCloseAndReopen) {
+  Job job = MakeJob("durable");
+  const JobId id = Insert(job, "k");
+  ASSERT_TRUE(store_
+                  ->WriteSync([&](Transaction& txn) {
+                    return txn.AppendEvent(id, {FromUnixMillis(5), "submitted", "queued"});
+                  })
+                  .ok());
+  store_->Close();
+  store_->Close();  // twice is fine
+  Reopen();
+  job.id = id;
+  auto got = store_->GetJob(id);
+  ASSERT_TRUE(got.ok()) << got.error().message;
+  EXPECT_EQ(*got, job);
+  EXPECT_EQ(store_->ListEvents(id).size(), 1u);
+  ASSERT_TRUE(store_
+                  ->WriteSync([&](Transaction& txn) {
+                    EXPECT_EQ(txn.FindIdempotentJob("alice", "k"), id);
+                    return Status::Ok();
+                  })
+                  .ok());
+  EXPECT_GT(Insert(MakeJob("next")), id);
+}
+
+TEST_F(StoreTest, CloseDrainsQueuedWritesAndLaterWritesAreRefused) {
+  std::atomic<int> ok{0};
+  for (int i = 0; i < 50; ++i) {
+    store_->Write([&](Transaction& txn) { return txn.InsertJob(MakeJob("q"), "").ok() ? Status::Ok() : Error::Internal("x"); },
+                  [&](Status s) { ok += s.ok() ? 1 : 0; });
+  }
+  store_->Close();
+  EXPECT_EQ(ok.load(), 50);
+  EXPECT_EQ(store_->ListJobs(Filter().Limit(0)).total, 50);  // reads still work
+
+  std::optional<Status> late;
+  store_->Write([](Transaction&) { return Status::Ok(); }, [&](Status s) { late = s; });
+  ASSERT_TRUE(late.has_value());
+  ASSERT_FALSE(late->ok());
+  EXPECT_EQ(late->error().kind, ErrorKind::kUnavailable);
+  EXPECT_FALSE(store_->WriteSync([](Transaction&) { return Status::Ok(); }).ok());
+}
+
+TEST_F(StoreTest, WriteSyncFromTheWriterThreadFailsInsteadOfHanging) {
+  std::promise<Status> nested;
+  store_->Write([](Transaction&) { return Status::Ok(); },
+                [&](Status) { nested.set_value(store_->WriteSync([](Transaction&) { return Status::Ok(); })); });
+  Status s = nested.get_future().get();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().kind, ErrorKind::kInternal);
+}
+
+TEST_F(StoreTest, DeleteJobsEndedBefore) {
+  const Timestamp cutoff = FromUnixMillis(1'700'000'100'000);
+  auto ended = [](const std::string& name, JobState state, int64_t ended_ms) {
+    Job job = MakeJob(name, "alice", "default", "hpc-precision", "cpu-hpc-pool", state);
+    job.ended_at = FromUnixMillis(ended_ms);
+    return job;
+  };
+  const JobId old_done = Insert(ended("old-done", JobState::kCompleted, 1'700'000'050'000), "k-old");
+  const JobId old_failed = Insert(ended("old-failed", JobState::kFailed, 1'700'000'099'999));
+  const JobId at_cutoff = Insert(ended("at-cutoff", JobState::kCancelled, 1'700'000'100'000));
+  const JobId recent = Insert(ended("recent", JobState::kTimeout, 1'700'000'200'000));
+  const JobId running = Insert(MakeJob("running", "alice", "default", "hpc-precision", "cpu-hpc-pool",
+                                       JobState::kRunning));
+  // Not terminal, so kept whatever its ended_at says.
+  const JobId odd = Insert(ended("odd", JobState::kPending, 1));
+  for (JobId id : {old_done, old_failed, running}) {
+    ASSERT_TRUE(store_->WriteSync([&](Transaction& txn) { return txn.AppendEvent(id, {FromUnixMillis(1), "k", "m"}); })
+                    .ok());
+  }
+
+  std::vector<JobId> deleted;
+  ASSERT_TRUE(store_
+                  ->WriteSync([&](Transaction& txn) -> Status {
+                    auto r = txn.DeleteJobsEndedBefore(cutoff);
+                    if (!r.ok()) return r.error();
+                    deleted = *r;
+                    return Status::Ok();
+                  })
+                  .ok());
+  EXPECT_EQ(deleted, (std::vector<JobId>{old_done, old_failed}));
+  for (JobId id : {old_done, old_failed}) {
+    EXPECT_FALSE(store_->GetJob(id).ok());
+    EXPECT_TRUE(store_->ListEvents(id).empty());
+  }
+  for (JobId id : {at_cutoff, recent, running, odd}) EXPECT_TRUE(store_->GetJob(id).ok());
+  EXPECT_EQ(store_->ListEvents(running).size(), 1u);
+  ASSERT_TRUE(store_
+                  ->WriteSync([&](Transaction& txn) {
+                    EXPECT_EQ(txn.FindIdempotentJob("alice", "k-old"), std::nullopt);
+                    return Status::Ok();
+                  })
+                  .ok());
+  // Ids are never reused, even after the newest rows are deleted.
+  EXPECT_GT(Insert(MakeJob("new")), odd);
+}
+
+TEST_F(StoreTest, ActiveJobsAndCounts) {
+  const JobId p = Insert(MakeJob("p", "alice", "default", "hpc-precision", "cpu-hpc-pool", JobState::kPending));
+  const JobId r = Insert(MakeJob("r", "alice", "default", "ai-training", "gpu-train-pool", JobState::kRunning));
+  Insert(MakeJob("c", "alice", "default", "ai-training", "gpu-train-pool", JobState::kCompleted));
+  const JobId h = Insert(MakeJob("h", "alice", "default", "hpc-precision", "cpu-hpc-pool", JobState::kHeld));
+  const JobId p2 = Insert(MakeJob("p2", "bob", "default", "hpc-precision", "cpu-hpc-pool", JobState::kPending));
+
+  std::vector<JobId> active;
+  for (const auto& j : store_->LoadActiveJobs()) active.push_back(j.id);
+  EXPECT_EQ(active, (std::vector<JobId>{p, r, h, p2}));
+
+  using Key = std::tuple<JobState, std::string, std::string>;
+  const std::map<Key, int64_t> want = {
+      {{JobState::kPending, "hpc-precision", "cpu-hpc-pool"}, 2},
+      {{JobState::kHeld, "hpc-precision", "cpu-hpc-pool"}, 1},
+      {{JobState::kRunning, "ai-training", "gpu-train-pool"}, 1},
+      {{JobState::kCompleted, "ai-training", "gpu-train-pool"}, 1},
+  };
+  EXPECT_EQ(store_->CountJobs(), want);
+}
+
+TEST_F(StoreTest, EventsInOrderAndOnlyForExistingJobs) {
+  const JobId id = Insert(MakeJob("e"));
+  const std::vector<JobEvent> events = {{FromUnixMillis(10), "submitted", "queued in hpc-precision"},
+                                        {FromUnixMillis(20), "started", "on x86-c64m256-hpc-01"},
+                                        {FromUnixMillis(30), "completed", "exit 0"}};
+  for (const auto& e : events) {
+    ASSERT_TRUE(store_->WriteSync([&](Transaction& txn) { return txn.AppendEvent(id, e); }).ok());
+  }
+  const auto got = store_->ListEvents(id);
+  ASSERT_EQ(got.size(), events.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].time, events[i].time);
+    EXPECT_EQ(got[i].kind, events[i].kind);
+    EXPECT_EQ(got[i].message, events[i].message);
+  }
+  Status s = store_->WriteSync([&](Transaction& txn) { return txn.AppendEvent(id + 1, events[0]); });
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().kind, ErrorKind::kNotFound);
+}
+
+TEST_F(StoreTest, AuditNewestFirstWithLimit) {
+  for (int i = 0; i < 5; ++i) {
+    AuditRecord r{FromUnixMillis(i), i == 0 ? "system" : "alice", "POST /v1/jobs", "job/" + std::to_string(i), "201"};
+    ASSERT_TRUE(store_->WriteSync([&](Transaction& txn) { return txn.AppendAudit(r); }).ok());
+  }
+  const auto three = store_->ListAudit(3);
+  ASSERT_EQ(three.size(), 3u);
+  EXPECT_EQ(three[0].target, "job/4");
+  EXPECT_EQ(three[2].target, "job/2");
+  EXPECT_EQ(three[0].time, FromUnixMillis(4));
+  EXPECT_EQ(three[0].actor, "alice");
+  EXPECT_EQ(three[0].action, "POST /v1/jobs");
+  EXPECT_EQ(three[0].result, "201");
+  const auto all = store_->ListAudit(100);
+  ASSERT_EQ(all.size(), 5u);
+  EXPECT_EQ(all.back().actor, "system");
+  EXPECT_TRUE(store_->ListAudit(0).empty());
+}
+
+TEST_F(StoreTest, UsersUpsertAndList) {
+  UserRecord alice{"alice", "user", {"genomics", "vision"}, {}, "alice", false};
+  UserRecord admin{"admin", "platform-admin", {}, {}, "root", true};
+  UserRecord qa{"quinn", "queue-admin", {"default"}, {"ai-training"}, "", false};
+  for (const auto& u : {alice, admin, qa}) {
+    ASSERT_TRUE(store_->WriteSync([&](Transaction& txn) { return txn.UpsertUser(u); }).ok());
+  }
+  auto expect_same = [](const UserRecord& got, const UserRecord& want) {
+    EXPECT_EQ(got.name, want.name);
+    EXPECT_EQ(got.role, want.role);
+    EXPECT_EQ(got.projects, want.projects);
+    EXPECT_EQ(got.queues, want.queues);
+    EXPECT_EQ(got.unix_user, want.unix_user);
+    EXPECT_EQ(got.from_config, want.from_config);
+  };
+  auto got = store_->GetUser("quinn");
+  ASSERT_TRUE(got.has_value());
+  expect_same(*got, qa);
+  EXPECT_FALSE(store_->GetUser("nobody").has_value());
+
+  alice.role = "queue-admin";
+  alice.queues = {"hpc-precision"};
+  ASSERT_TRUE(store_->WriteSync([&](Transaction& txn) { return txn.UpsertUser(alice); }).ok());
+  const auto users = store_->ListUsers();
+  ASSERT_EQ(users.size(), 3u);  // by name
+  expect_same(users[0], admin);
+  expect_same(users[1], alice);
+  expect_same(users[2], qa);
+}
+
+TEST_F(StoreTest, Tokens) {
+  TokenRecord user_token{"ab12", "alice", "user", "", FromUnixMillis(1'700'000'000'123)};
+  TokenRecord node_token{"cd34", "node:cpu-hpc-pool", "node", "cpu-hpc-pool", FromUnixMillis(1'700'000'000'456)};
+  for (const auto& t : {user_token, node_token}) {
+    ASSERT_TRUE(store_->WriteSync([&](Transaction& txn) { return txn.InsertToken(t); }).ok());
+  }
+  auto got = store_->FindToken("cd34");
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->user, node_token.user);
+  EXPECT_EQ(got->kind, "node");
+  EXPECT_EQ(got->pool, "cpu-hpc-pool");
+  EXPECT_EQ(got->created_at, node_token.created_at);
+  EXPECT_EQ(store_->FindToken("ab12")->user, "alice");
+  EXPECT_FALSE(store_->FindToken("ef56").has_value());
+
+  Status dup = store_->WriteSync([&](Transaction& txn) { return txn.InsertToken(user_token); });
+  ASSERT_FALSE(dup.ok());
+  EXPECT_EQ(dup.error().kind, ErrorKind::kConflict);
+}
+
+TEST_F(StoreTest, NodeStates) {
+  const std::vector<NodeStateRecord> nodes = {{"x86-c64m256-hpc-02", model::NodeState::kDraining, "maintenance"},
+                                              {"x86-c64m256-hpc-01", model::NodeState::kDown, "no heartbeat"}};
+  for (const auto& n : nodes) {
+    ASSERT_TRUE(store_->WriteSync([&](Transaction& txn) { return txn.SetNodeState(n); }).ok());
+  }
+  ASSERT_TRUE(store_
+                  ->WriteSync([&](Transaction& txn) {
+                    return txn.SetNodeState({"x86-c64m256-hpc-01", model::NodeState::kUp, ""});
+                  })
+                  .ok());
+  const auto got = store_->LoadNodeStates();
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].name, "x86-c64m256-hpc-01");
+  EXPECT_EQ(got[0].state, model::NodeState::kUp);
+  EXPECT_EQ(got[0].reason, "");
+  EXPECT_EQ(got[1].name, "x86-c64m256-hpc-02");
+  EXPECT_EQ(got[1].state, model::NodeState::kDraining);
+  EXPECT_EQ(got[1].reason, "maintenance");
+}
+
+TEST_F(StoreTest, ReadersRunWhileWritesCommit) {
+  std::atomic<bool> stop{false};
+  std::atomic<int> reads{0};
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 6; ++t) {  // more threads than pooled connections
+    readers.emplace_back([&] {
+      while (!stop) {
+        const JobPage page = store_->ListJobs(Filter().Limit(5));
+        EXPECT_LE(page.jobs.size(), 5u);
+        ++reads;
+      }
+    });
+  }
+  for (int i = 0; i < 100; ++i) Insert(MakeJob("w"));
+  stop = true;
+  for (auto& th : readers) th.join();
+  EXPECT_GT(reads.load(), 0);
+  EXPECT_EQ(store_->ListJobs(Filter().Limit(0)).total, 100);
+}
+
+}  // namespace
+}  // namespace unisched::store
