@@ -195,11 +195,14 @@ Result<auth::Principal> Api::Authenticate(const HttpRequest& request) {
   return p;
 }
 
-void Api::Audit(const std::string& actor, const std::string& action, const std::string& target, int status) {
-  store::AuditRecord record{ctx_.clock->Now(), actor, action, target, std::to_string(status)};
+void Api::AuditThenRespond(const std::string& actor, const std::string& action, const std::string& target,
+                           HttpResponse response, const Respond& respond) {
+  store::AuditRecord record{ctx_.clock->Now(), actor, action, target, std::to_string(response.status)};
+  auto shared = std::make_shared<HttpResponse>(std::move(response));
   ctx_.store->Write([record](store::Transaction& t) { return t.AppendAudit(record); },
-                    [](Status s) {
+                    [shared, respond](Status s) {
                       if (!s.ok()) spdlog::warn("audit write failed: {}", s.error().message);
+                      respond(std::move(*shared));
                     });
 }
 
@@ -244,7 +247,11 @@ void Api::Handle(HttpRequest request, Respond respond) {
     const auto& st = *reply_state;
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - st.started).count();
     ctx_.metrics->ObserveHttp(st.route, st.method, response.status, seconds);
-    if (!st.audited && IsMutating(st.method)) Audit(st.actor, st.method + " " + st.route, st.path, response.status);
+    // A mutating call is answered once its audit record is committed.
+    if (!st.audited && IsMutating(st.method)) {
+      AuditThenRespond(st.actor, st.method + " " + st.route, st.path, std::move(response), st.respond);
+      return;
+    }
     st.respond(std::move(response));
   };
 

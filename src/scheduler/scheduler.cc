@@ -124,7 +124,7 @@ Plan Scheduler::Decide(const Snapshot& snapshot, Timestamp now) const {
         // Phase 3: place it on the nodes as this cycle has left them.
         t = Clock::now();
         model::FitResult fit = model::Fit(nodes.Pool(pool), job->resources, job->constraints, pool);
-        // mutated
+        if (fit.allocation) nodes.Apply(*fit.allocation);
         plan.report.fit += Clock::now() - t;
         if (fit.allocation) {
           plan.starts.push_back({job->id, std::move(*fit.allocation)});

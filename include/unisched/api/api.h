@@ -90,8 +90,9 @@ class Api {
   };
 
   Result<auth::Principal> Authenticate(const HttpRequest& request);
-  // Appends an audit record without waiting for its commit.
-  void Audit(const std::string& actor, const std::string& action, const std::string& target, int status);
+  // Appends an audit record and answers once it is committed.
+  void AuditThenRespond(const std::string& actor, const std::string& action, const std::string& target,
+                        HttpResponse response, const Respond& respond);
 
   void Healthz(Call& call);
   void Readyz(Call& call);

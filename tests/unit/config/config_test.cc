@@ -448,7 +448,9 @@ users:
     SCOPED_TRACE(c.name);
     const auto errors = ErrorsOf(LoadConfigText(c.doc.Text()));
     EXPECT_EQ(PathsOf(errors), c.paths) << Dump(errors);
-    if (!errors.empty()) EXPECT_THAT(errors.front().message, HasSubstr(c.message)) << Dump(errors);
+    if (!errors.empty()) {
+      EXPECT_THAT(errors.front().message, HasSubstr(c.message)) << Dump(errors);
+    }
   }
 }
 
@@ -760,7 +762,10 @@ TEST(ValidateConfig, ChecksConfigsBuiltInCode) {
   node.cpus = 4;
   node.memory_mb = 8192;
   config.cluster.nodes.push_back(node);
-  config.cluster.queues.push_back({.name = "q", .pool = "cpu-pool"});
+  model::QueueSpec queue;
+  queue.name = "q";
+  queue.pool = "cpu-pool";
+  config.cluster.queues.push_back(queue);
   EXPECT_THAT(ValidateConfig(config), IsEmpty()) << Dump(ValidateConfig(config));
 
   // Fields only code can get wrong: a pool other than the one listing the

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# scripts/bench.sh BUILD_DIR: the benchmark (`make bench`). Runs the three
+# unisched-bench modes, each against a fresh daemon on a free loopback port
+# with a throw-away state directory, so no mode inherits another's backlog.
+# Prints the machine, the store's synchronous mode and the figures.
+#
+# Knobs (environment): SUBMIT_CONNECTIONS (64) SUBMIT_SECONDS (10)
+# E2E_JOBS (5000) E2E_CONNECTIONS (16) LATENCY_RUNS (200) CONFIG
+# (config/unisched.yaml) BENCH_JSON (a file to which each mode's JSON line is
+# appended).
+set -euo pipefail
+
+BUILD=${1:?usage: scripts/bench.sh BUILD_DIR}
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=$(cd "$BUILD" && pwd)
+CONFIG=${CONFIG:-$ROOT/config/unisched.yaml}
+SUBMIT_CONNECTIONS=${SUBMIT_CONNECTIONS:-64}
+SUBMIT_SECONDS=${SUBMIT_SECONDS:-10}
+E2E_JOBS=${E2E_JOBS:-5000}
+E2E_CONNECTIONS=${E2E_CONNECTIONS:-16}
+LATENCY_RUNS=${LATENCY_RUNS:-200}
+
+for bin in "$BUILD/unisched" "$BUILD/unisched-bench"; do
+  [[ -x $bin ]] || { echo "bench: $bin is missing; build first (make build)" >&2; exit 1; }
+done
+
+WORK=$(mktemp -d -t unisched-bench.XXXXXX)
+DAEMON_PID=""
+URL=""
+STATE=""
+
+stop_daemon() {
+  [[ -n $DAEMON_PID ]] || return 0
+  if kill -0 "$DAEMON_PID" 2>/dev/null; then
+    kill -TERM "$DAEMON_PID" 2>/dev/null || true
+    for _ in $(seq 300); do
+      kill -0 "$DAEMON_PID" 2>/dev/null || break
+      sleep 0.1
+    done
+    if kill -0 "$DAEMON_PID" 2>/dev/null; then
+      echo "bench: the daemon did not stop within 30 s of SIGTERM; killing it" >&2
+      kill -KILL "$DAEMON_PID" 2>/dev/null || true
+    fi
+  fi
+  wait "$DAEMON_PID" 2>/dev/null || true
+  DAEMON_PID=""
+}
+
+cleanup() {
+  stop_daemon
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# start_daemon NAME: a daemon with state in $WORK/NAME; sets URL and STATE.
+start_daemon() {
+  STATE=$WORK/$1
+  mkdir -p "$STATE"
+  # Without UNISCHED_ADMIN_TOKEN the daemon writes a fresh admin token to
+  # $STATE/admin.token, which is what the benchmark uses.
+  env -u UNISCHED_ADMIN_TOKEN "$BUILD/unisched" server --config "$CONFIG" --listen 127.0.0.1:0 \
+    --state-dir "$STATE" >"$WORK/$1.log" 2>&1 &
+  DAEMON_PID=$!
+  for _ in $(seq 300); do
+    if [[ -s $STATE/endpoint && -s $STATE/admin.token ]]; then
+      URL=$(head -n 1 "$STATE/endpoint")
+      return 0
+    fi
+    if ! kill -0 "$DAEMON_PID" 2>/dev/null; then break; fi
+    sleep 0.1
+  done
+  echo "bench: the daemon did not start (no $STATE/endpoint after 30 s); its log:" >&2
+  tail -n 40 "$WORK/$1.log" >&2 || true
+  exit 1
+}
+
+# run_mode NAME ARGS...: one unisched-bench mode on a fresh daemon.
+run_mode() {
+  local name=$1
+  shift
+  start_daemon "$name"
+  local json
+  # Human lines go to stderr (shown); the JSON object to stdout.
+  if ! json=$("$BUILD/unisched-bench" "$name" --url "$URL" --token-file "$STATE/admin.token" --json "$@"); then
+    echo "bench: $name failed; the daemon's log ends with:" >&2
+    tail -n 20 "$WORK/$name.log" >&2 || true
+    stop_daemon
+    return 1
+  fi
+  [[ -z ${BENCH_JSON:-} ]] || printf '%s\n' "$json" >>"$BENCH_JSON"
+  stop_daemon
+  echo
+}
+
+synchronous_mode() {
+  # store.synchronous in the config; the config module's default is "full".
+  local mode
+  mode=$(awk '
+    /^[^[:space:]#]/ { in_store = ($0 ~ /^store:/) }
+    in_store && $1 == "synchronous:" { gsub(/["'\'']/, "", $2); print $2; exit }
+  ' "$CONFIG")
+  echo "${mode:-full (default)}"
+}
+
+echo "unisched benchmark ($(date -u +%Y-%m-%dT%H:%M:%SZ))"
+echo "  machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), \
+$(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo) memory"
+echo "  kernel:  $(uname -r)"
+echo "  config:  $CONFIG (store synchronous: $(synchronous_mode))"
+echo "  binary:  $BUILD/unisched ($(grep -m1 '^CMAKE_BUILD_TYPE' "$BUILD/CMakeCache.txt" 2>/dev/null | cut -d= -f2 || echo '?'))"
+echo "  note:    the load generator and the daemon share this machine's CPUs"
+echo
+
+status=0
+run_mode submit --connections "$SUBMIT_CONNECTIONS" --duration "$SUBMIT_SECONDS" || status=1
+run_mode e2e --jobs "$E2E_JOBS" --connections "$E2E_CONNECTIONS" || status=1
+run_mode latency --runs "$LATENCY_RUNS" || status=1
+exit $status

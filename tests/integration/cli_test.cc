@@ -1,0 +1,51 @@
+// The command-line client and validate-config against the real daemon.
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "testing/daemon.h"
+
+namespace unisched::testing {
+namespace {
+
+TEST(CliTest, ValidateConfig) {
+  TestDaemon d;  // not started: validate-config opens no port and no database
+  auto ok = d.RunCli({"validate-config", std::string(UNISCHED_SOURCE_DIR) + "/config/unisched.yaml"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
+  EXPECT_EQ(ok.out, "OK\n");
+  const std::string bad = d.state_dir() + "/bad.yaml";
+  std::ofstream(bad) << "pools:\n  - name: p\n    kind: cpu\n    nodes: [x86-c1m1-a-01]\n"
+                        "nodes:\n  - name: x86-c1m1-a-01\n    cpus: 0\n    memory_mb: 1\n"
+                        "queues:\n  - name: q\n    pool: nowhere\n    policy: {max_concurrency: 0}\n";
+  auto errors = d.RunCli({"validate-config", bad});
+  EXPECT_EQ(errors.exit_code, 1);
+  EXPECT_NE(errors.out.find("queues[0].policy.max_concurrency"), std::string::npos) << errors.out;
+  EXPECT_NE(errors.out.find("queues[0].pool"), std::string::npos) << errors.out;
+  EXPECT_NE(errors.out.find("nodes[0].cpus"), std::string::npos) << errors.out;
+}
+
+TEST(CliTest, SubmitWaitAndList) {
+  TestDaemon d;
+  d.Start();
+  auto submit = d.RunCli({"submit", "--kind", "agent", "--name", "from-cli", "--wait", "--", "/bin/echo", "hi"});
+  EXPECT_EQ(submit.exit_code, 0) << submit.out << submit.err;
+  EXPECT_NE(submit.out.find("COMPLETED"), std::string::npos) << submit.out;
+  auto jobs = d.RunCli({"jobs"});
+  EXPECT_EQ(jobs.exit_code, 0) << jobs.err;
+  EXPECT_NE(jobs.out.find("from-cli"), std::string::npos) << jobs.out;
+  auto json_jobs = d.RunCli({"jobs", "--json"});
+  EXPECT_EQ(nlohmann::json::parse(json_jobs.out)["jobs"][0]["name"], "from-cli");
+  auto queues = d.RunCli({"queues"});
+  EXPECT_NE(queues.out.find("hpc-precision"), std::string::npos) << queues.out;
+  auto nodes = d.RunCli({"nodes"});
+  EXPECT_NE(nodes.out.find("x86-c64m256-hpc-01"), std::string::npos) << nodes.out;
+  auto failing = d.RunCli({"submit", "--kind", "agent", "--wait", "--", "/bin/false"});
+  EXPECT_EQ(failing.exit_code, 1);
+  auto bad = d.RunCli({"submit", "--kind", "ai-training", "--gpus", "16", "--", "true"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("resources.gpus"), std::string::npos) << bad.err;
+}
+
+}  // namespace
+}  // namespace unisched::testing

@@ -1,0 +1,78 @@
+#pragma once
+// A real unisched daemon for integration tests: started as a child process on
+// a free loopback port with a fresh state directory, driven over real HTTP.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "unisched/client/http_client.h"
+
+namespace unisched::testing {
+
+struct Reply {
+  int status = 0;
+  nlohmann::json json;  // null when the body is not JSON
+  std::string body;
+  std::map<std::string, std::string> headers;
+};
+
+class TestDaemon {
+ public:
+  // config_path: empty = config/unisched.yaml of the source tree.
+  explicit TestDaemon(std::string config_path = {});
+  ~TestDaemon();  // SIGKILL if still running, then removes the state directory
+
+  // Adds to the daemon's environment (before Start).
+  void SetEnv(const std::string& name, const std::string& value) { env_[name] = value; }
+  // Starts the daemon and waits until /readyz answers 200. Keeps the state dir.
+  void Start();
+  // SIGTERM and wait.
+  void Stop();
+  // SIGKILL, no clean-up: the crash case.
+  void Kill9();
+  bool Running() const { return pid_ > 0; }
+
+  const std::string& state_dir() const { return state_dir_; }
+  const std::string& admin_token() const { return admin_token_; }
+  const std::string& url() const { return url_; }
+  uint16_t port() const { return port_; }
+
+  // A request with the admin token (or `token` when given; "" sends none).
+  Reply Call(const std::string& method, const std::string& target, const std::string& body = {},
+             std::map<std::string, std::string> headers = {}, const std::string* token = nullptr);
+  Reply Call(const std::string& method, const std::string& target, const nlohmann::json& body);
+  // POST /v1/jobs, expecting 201; returns the job id.
+  std::string Submit(const nlohmann::json& job);
+  // Polls the job until it reaches a terminal state (or the deadline); returns it.
+  nlohmann::json WaitTerminal(const std::string& id, std::chrono::seconds deadline = std::chrono::seconds(60));
+  // Creates a user with a token; returns the token.
+  std::string CreateUser(const std::string& name, const std::string& role, const std::vector<std::string>& projects,
+                         const std::vector<std::string>& queues = {});
+  // Runs the unisched binary with args and env additions; returns exit code and stdout.
+  struct CliResult {
+    int exit_code = -1;
+    std::string out;
+    std::string err;
+  };
+  CliResult RunCli(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {}) const;
+
+ private:
+  std::string config_path_;
+  std::map<std::string, std::string> env_;
+  std::string state_dir_;
+  std::string admin_token_;
+  std::string url_;
+  uint16_t port_ = 0;
+  pid_t pid_ = -1;
+  std::unique_ptr<client::HttpClient> client_;
+};
+
+bool IsTerminalState(const std::string& state);
+
+}  // namespace unisched::testing
