@@ -19,9 +19,12 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "executor/attempt_files.h"
 #include "unisched/executor/executor.h"
@@ -43,15 +46,15 @@ bool Exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
-// Creates `path` and any missing parents with `mode` (exactly, whatever the
-// umask). Returns 0 or the errno.
-int MakeDirs(const std::string& path, mode_t mode) {
+// Creates `path` with `mode` and any missing parents with `parent_mode`
+// (exactly, whatever the umask). Returns 0 or the errno.
+int MakeDirs(const std::string& path, mode_t mode, mode_t parent_mode = 0711) {
   if (path.empty()) return EINVAL;
   struct stat st{};
   if (::stat(path.c_str(), &st) == 0) return S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
   const size_t slash = path.find_last_of('/');
   if (slash != std::string::npos && slash > 0) {
-    if (int err = MakeDirs(path.substr(0, slash), mode)) return err;
+    if (int err = MakeDirs(path.substr(0, slash), parent_mode, parent_mode)) return err;
   }
   if (::mkdir(path.c_str(), mode) != 0) return errno == EEXIST ? 0 : errno;
   if (::chmod(path.c_str(), mode) != 0) return errno;
@@ -267,16 +270,20 @@ Status LocalExecutor::Prepare(const LaunchSpec& spec, bool& already_claimed) {
     gid = pw.pw_gid;
   }
 
+  // runs/ and below: root only. Missing parents above it are made
+  // traversable (0711), since work/ usually shares them.
   const std::string dir = AttemptDir(spec.job_id, spec.attempt);
-  if (int err = MakeDirs(dir, 0700)) return Error::Internal("cannot create " + dir + ": " + Errno(err));
+  for (const std::string& d : {options_.runs_dir, JobRunsDir(spec.job_id), dir}) {
+    if (int err = MakeDirs(d, 0700)) return Error::Internal("cannot create " + d + ": " + Errno(err));
+  }
   if (Exists(dir + "/" + files::kClaim)) {
     already_claimed = true;
     return Status::Ok();
   }
 
-  // work_root must be traversable by every job account; each job's own
-  // directory is private to its account.
-  if (int err = MakeDirs(options_.work_root, 0755)) {
+  // work_root must be traversable by every job account (but not listable);
+  // each job's own directory is private to its account.
+  if (int err = MakeDirs(options_.work_root, 0711)) {
     return Error::Internal("cannot create " + options_.work_root + ": " + Errno(err));
   }
   const std::string work = WorkDir(spec.job_id);

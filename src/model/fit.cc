@@ -80,7 +80,7 @@ struct NodeEval {
   bool model_ok = true;        // the node has devices of the requested model
   int free_cpus = 0;
   int64_t free_memory_mb = 0;
-  int free_gpus = 0;           // of the requested model
+  int free_gpus = 0;  // of the requested model
   bool cpus_ok = true;
   bool memory_ok = true;
   bool gpus_ok = true;
@@ -89,8 +89,7 @@ struct NodeEval {
   bool Fits() const { return up && LabelsOk() && model_ok && cpus_ok && memory_ok && gpus_ok; }
 };
 
-NodeEval Evaluate(const NodeUsage& node, const ResourceRequest& request, const Labels& constraints,
-                  bool ignore_usage) {
+NodeEval Evaluate(const NodeUsage& node, const ResourceRequest& request, const Labels& constraints, bool ignore_usage) {
   NodeEval e;
   e.node = &node;
   e.up = node.state == NodeState::kUp;
@@ -178,8 +177,7 @@ std::vector<PendingReason> Explain(const std::vector<NodeEval>& evals, const Res
   for (const NodeEval* e : matching) (e->up ? up : not_up).push_back(e);
   if (static_cast<int>(up.size()) < n) {
     return {{"Resources", "needs " + nodes_word + ", " + std::to_string(up.size()) + " of " +
-                              nodes_of_pool(matching.size()) + " up (" +
-                              NamesWithState(not_up) + ")"}};
+                              nodes_of_pool(matching.size()) + " up (" + NamesWithState(not_up) + ")"}};
   }
 
   std::vector<const NodeEval*> candidates;
@@ -205,10 +203,11 @@ std::vector<PendingReason> Explain(const std::vector<NodeEval>& evals, const Res
       most_free = std::max<int64_t>(most_free, free(*e));
     }
     if (n == 1) {
-      s.message = "needs " + what + " on 1 node, at most " + std::to_string(most_free) + unit + " free on any node" + of_pool;
+      s.message =
+          "needs " + what + " on 1 node, at most " + std::to_string(most_free) + unit + " free on any node" + of_pool;
     } else {
-      s.message = "needs " + nodes_word + " with " + what + " free, " + std::to_string(s.ok_count) +
-                  " available in " + pool;
+      s.message =
+          "needs " + nodes_word + " with " + what + " free, " + std::to_string(s.ok_count) + " available in " + pool;
     }
     return s;
   };
@@ -281,8 +280,8 @@ std::optional<Shortfall> CheckNode(const NodeUsage& node, const ResourceRequest&
   }
   if (!e.LabelsOk()) return Shortfall{"NodeLabelsMismatch", e.label_mismatch};
   if (!e.model_ok) {
-    std::string text = "needs " + GpuPhrase(request.gpus, request.gpu_model) + "; node has no " + request.gpu_model +
-                       " GPUs";
+    std::string text =
+        "needs " + GpuPhrase(request.gpus, request.gpu_model) + "; node has no " + request.gpu_model + " GPUs";
     if (!node.spec.gpus.empty()) {
       std::set<std::string> models;
       for (const auto& d : node.spec.gpus) models.insert(d.model);
@@ -295,16 +294,16 @@ std::optional<Shortfall> CheckNode(const NodeUsage& node, const ResourceRequest&
   const std::string have = ignore_usage ? ", node has " : ", ";
   const std::string free = ignore_usage ? "" : " free";
   if (!e.cpus_ok) {
-    return Shortfall{"Resources", "needs " + Count(request.cpus, "cpu", "cpus") + have +
-                                      std::to_string(e.free_cpus) + free};
+    return Shortfall{"Resources",
+                     "needs " + Count(request.cpus, "cpu", "cpus") + have + std::to_string(e.free_cpus) + free};
   }
   if (!e.memory_ok) {
     return Shortfall{"Resources", "needs " + std::to_string(request.memory_mb) + " MB memory" + have +
                                       std::to_string(e.free_memory_mb) + " MB" + free};
   }
   if (!e.gpus_ok) {
-    return Shortfall{"Resources", "needs " + GpuPhrase(request.gpus, request.gpu_model) + have +
-                                      std::to_string(e.free_gpus) + free};
+    return Shortfall{"Resources",
+                     "needs " + GpuPhrase(request.gpus, request.gpu_model) + have + std::to_string(e.free_gpus) + free};
   }
   return std::nullopt;
 }
@@ -315,8 +314,9 @@ FitResult Fit(const std::vector<const NodeUsage*>& nodes, const ResourceRequest&
   // The API rejects these before a job exists; a hand-built snapshot must
   // still not produce a negative allocation.
   if (request.nodes < 1 || request.cpus < 0 || request.memory_mb < 0 || request.gpus < 0) {
-    result.reasons.push_back({"Resources", "invalid request: nodes must be at least 1 and cpus, memory_mb, gpus "
-                                           "not negative"});
+    result.reasons.push_back({"Resources",
+                              "invalid request: nodes must be at least 1 and cpus, memory_mb, gpus "
+                              "not negative"});
     return result;
   }
 
@@ -327,8 +327,8 @@ FitResult Fit(const std::vector<const NodeUsage*>& nodes, const ResourceRequest&
     evals.push_back(Evaluate(*node, request, constraints, /*ignore_usage=*/false));
   }
   if (evals.empty()) {
-    result.reasons.push_back({"Resources", "needs " + Count(request.nodes, "node", "nodes") + ", " + pool_name +
-                                               " has no nodes"});
+    result.reasons.push_back(
+        {"Resources", "needs " + Count(request.nodes, "node", "nodes") + ", " + pool_name + " has no nodes"});
     return result;
   }
 

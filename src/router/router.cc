@@ -112,8 +112,8 @@ std::vector<const NodeSpec*> PoolNodes(const ClusterSpec& cluster, const std::st
   const model::PoolSpec* pool = cluster.FindPool(pool_name);
   std::vector<const NodeSpec*> nodes;
   for (const auto& node : cluster.nodes) {
-    const bool listed = pool != nullptr && std::find(pool->nodes.begin(), pool->nodes.end(), node.name) !=
-                                               pool->nodes.end();
+    const bool listed =
+        pool != nullptr && std::find(pool->nodes.begin(), pool->nodes.end(), node.name) != pool->nodes.end();
     if (node.pool == pool_name || listed) nodes.push_back(&node);
   }
   return nodes;
@@ -172,9 +172,9 @@ std::optional<Error> CheckFeasible(const ClusterSpec& cluster, const QueueSpec& 
   }
   const std::string of_pool = " of " + pool + (constraints.empty() ? "" : " with " + JoinLabels(constraints));
   if (static_cast<int64_t>(nodes.size()) < need_nodes) {
-    return Unsatisfiable("requires " + Count(need_nodes, "node", "nodes") + " but " + pool + " has only " +
-                             std::to_string(nodes.size()),
-                         "resources.nodes");
+    return Unsatisfiable(
+        "requires " + Count(need_nodes, "node", "nodes") + " but " + pool + " has only " + std::to_string(nodes.size()),
+        "resources.nodes");
   }
   if (static_cast<int64_t>(matching.size()) < need_nodes) {
     return Unsatisfiable("requires " + Count(need_nodes, "node", "nodes") + " with " + JoinLabels(constraints) +
@@ -201,8 +201,8 @@ std::optional<Error> CheckFeasible(const ClusterSpec& cluster, const QueueSpec& 
   // Each resource alone, GPUs first (the scarcest), then cpus, then memory.
   struct Capacity {
     std::string field;
-    std::string what;   // "16 GPUs (h100)"
-    std::string unit;   // "" or " MB"
+    std::string what;  // "16 GPUs (h100)"
+    std::string unit;  // "" or " MB"
     int64_t need = 0;
     int64_t ok_count = 0;
     int64_t largest = 0;
@@ -226,10 +226,10 @@ std::optional<Error> CheckFeasible(const ClusterSpec& cluster, const QueueSpec& 
   measure("resources.memory_mb", std::to_string(res.memory_mb) + " MB memory", " MB", res.memory_mb,
           [](const NodeSpec& n) { return n.memory_mb; });
   const std::string memory_note =
-      memory_defaulted ? " (memory_mb was not given; queue " + queue.name + " defaults it to cpus x " +
-                             std::to_string(queue.policy.default_memory_mb_per_cpu.value_or(kFallbackMemoryMbPerCpu)) +
-                             " MB)"
-                       : "";
+      memory_defaulted
+          ? " (memory_mb was not given; queue " + queue.name + " defaults it to cpus x " +
+                std::to_string(queue.policy.default_memory_mb_per_cpu.value_or(kFallbackMemoryMbPerCpu)) + " MB)"
+          : "";
   for (const auto& c : capacities) {
     if (c.ok_count > 0) continue;
     std::string text = "no node" + of_pool + " has " + c.what + " (largest: " + std::to_string(c.largest) + c.unit +
@@ -240,8 +240,8 @@ std::optional<Error> CheckFeasible(const ClusterSpec& cluster, const QueueSpec& 
   for (const auto& c : capacities) {
     if (c.ok_count >= need_nodes) continue;
     return Unsatisfiable("requires " + Count(need_nodes, "node", "nodes") + " but " + pool + " has only " +
-                             std::to_string(c.ok_count) + " with " + c.what + (constraints.empty() ? "" : " and " +
-                             JoinLabels(constraints)),
+                             std::to_string(c.ok_count) + " with " + c.what +
+                             (constraints.empty() ? "" : " and " + JoinLabels(constraints)),
                          "resources.nodes");
   }
 
@@ -253,15 +253,16 @@ std::optional<Error> CheckFeasible(const ClusterSpec& cluster, const QueueSpec& 
     if (!model::CheckNode(usage, res, constraints, /*ignore_usage=*/true)) ++together;
   }
   if (together < need_nodes) {
-    std::string all = Count(res.cpus, "cpu", "cpus") + (res.gpus > 0 ? ", " : " and ") +
-                      std::to_string(res.memory_mb) + " MB memory";
+    std::string all =
+        Count(res.cpus, "cpu", "cpus") + (res.gpus > 0 ? ", " : " and ") + std::to_string(res.memory_mb) + " MB memory";
     if (res.gpus > 0) all += " and " + GpuPhrase(res.gpus, res.gpu_model);
     if (together == 0) {
-      const auto tightest = std::min_element(capacities.begin(), capacities.end(),
-                                             [](const Capacity& a, const Capacity& b) { return a.ok_count < b.ok_count; });
-      return Unsatisfiable("no node" + of_pool + " has " + all + " together; ask for less per node or use more nodes" +
-                               memory_note,
-                           tightest->field);
+      const auto tightest =
+          std::min_element(capacities.begin(), capacities.end(),
+                           [](const Capacity& a, const Capacity& b) { return a.ok_count < b.ok_count; });
+      return Unsatisfiable(
+          "no node" + of_pool + " has " + all + " together; ask for less per node or use more nodes" + memory_note,
+          tightest->field);
     }
     return Unsatisfiable("requires " + Count(need_nodes, "node", "nodes") + " but " + pool + " has only " +
                              std::to_string(together) + " with " + all + " each",
@@ -297,12 +298,11 @@ QueueOutcome EvaluateQueue(const ClusterSpec& cluster, const QueueSpec& queue, c
   if (policy.max_walltime_hours) {
     const int64_t max_seconds = HoursToSeconds(*policy.max_walltime_hours);
     if (res.walltime_seconds > max_seconds) {
-      return {Error::Unprocessable("walltime_exceeds_max",
-                                   "walltime_seconds " + std::to_string(res.walltime_seconds) +
-                                       " exceeds the maximum of queue " + queue.name + " (" +
-                                       std::to_string(max_seconds) + " s = " +
-                                       FormatNumber(*policy.max_walltime_hours) + " h)",
-                                   "resources.walltime_seconds")};
+      return {Error::Unprocessable(
+          "walltime_exceeds_max",
+          "walltime_seconds " + std::to_string(res.walltime_seconds) + " exceeds the maximum of queue " + queue.name +
+              " (" + std::to_string(max_seconds) + " s = " + FormatNumber(*policy.max_walltime_hours) + " h)",
+          "resources.walltime_seconds")};
     }
   }
   bool no_gpus = false;
@@ -356,10 +356,8 @@ QueueOutcome RouteAutomatically(const ClusterSpec& cluster, const RouteRequest& 
     QueueOutcome outcome =
         queue != nullptr
             ? EvaluateQueue(cluster, *queue, request, RuleReason(rule, *queue))
-            : QueueOutcome{Error::Unprocessable("no_route",
-                                                "rule " + rule.name + " names queue " + rule.queue +
-                                                    ", which does not exist",
-                                                "queue")};
+            : QueueOutcome{Error::Unprocessable(
+                  "no_route", "rule " + rule.name + " names queue " + rule.queue + ", which does not exist", "queue")};
     if (outcome.result.ok()) {
       // Say why an earlier, more specific rule was passed over.
       for (const auto& s : skipped) outcome.result->reason += "; skipped " + s;
@@ -373,10 +371,10 @@ QueueOutcome RouteAutomatically(const ClusterSpec& cluster, const RouteRequest& 
   const WorkloadKind kind = request.workload.kind;
   const QueueSpec* queue = cluster.DefaultQueueFor(kind);
   if (queue == nullptr) {
-    return {Error::Unprocessable("no_route",
-                                 "no routing rule matches and no queue serves kind " +
-                                     std::string(model::ToString(kind)) + "; name a queue",
-                                 "workload.kind")};
+    return {Error::Unprocessable(
+        "no_route",
+        "no routing rule matches and no queue serves kind " + std::string(model::ToString(kind)) + "; name a queue",
+        "workload.kind")};
   }
   return EvaluateQueue(cluster, *queue, request, "default queue for kind " + std::string(model::ToString(kind)));
 }
@@ -406,8 +404,8 @@ Result<RouteDecision> Route(const model::ClusterSpec& cluster, const RouteReques
     if (!outcome.result.ok() && outcome.no_gpus) {
       Error error = outcome.result.error();
       const std::string suggestion = SuggestQueue(cluster, request, {}, /*try_automatic=*/false);
-      error.message += suggestion.empty() ? "; ask for 0 GPUs or name a queue with GPUs"
-                                          : "; ask for 0 GPUs or use " + suggestion;
+      error.message +=
+          suggestion.empty() ? "; ask for 0 GPUs or name a queue with GPUs" : "; ask for 0 GPUs or use " + suggestion;
       return error;
     }
     return std::move(outcome.result);

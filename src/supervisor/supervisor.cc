@@ -79,6 +79,18 @@ void EnsureStandardFds() {
 std::vector<pid_t> DirectChildren() {
   std::vector<pid_t> out;
   const pid_t self = ::getpid();
+  // One file read where the kernel has CONFIG_PROC_CHILDREN (we are
+  // single-threaded, so the main thread's list is all of them) ...
+  if (auto list = files::ReadWholeFile("/proc/self/task/" + std::to_string(self) + "/children")) {
+    const char* s = list->c_str();
+    char* end = nullptr;
+    for (long v = std::strtol(s, &end, 10); end != s; v = std::strtol(s, &end, 10)) {
+      out.push_back(static_cast<pid_t>(v));
+      s = end;
+    }
+    return out;
+  }
+  // ... else a scan of /proc.
   DIR* proc = ::opendir("/proc");
   if (proc == nullptr) return out;
   while (dirent* e = ::readdir(proc)) {
@@ -149,11 +161,18 @@ int Supervisor::Run() {
   (void)::setsid();  // already a session leader when spawned with POSIX_SPAWN_SETSID
   if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) Log("cannot become a child subreaper: %s", std::strerror(errno));
   signal_fd_ = ::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-  if (signal_fd_ < 0) Log("signalfd: %s", std::strerror(errno));
+  const int signalfd_errno = errno;
   started_at_ms_ = NowMillis();
   WriteState("running", std::nullopt);
 
-  RunResult result = Supervise();
+  RunResult result;
+  if (signal_fd_ < 0) {
+    // Cancel and SIGCHLD would go unnoticed: do not start anything.
+    result.outcome = RunOutcome::kLaunchFailed;
+    result.reason = std::string("cannot watch signals (signalfd): ") + std::strerror(signalfd_errno);
+  } else {
+    result = Supervise();
+  }
 
   // The groups go before the result appears, so a reader of the result
   // finds nothing of the attempt left in the kernel.
@@ -264,7 +283,6 @@ RunResult Supervisor::Supervise() {
 
 // Consumes pending signals before the job exists; true if one asked to stop.
 bool Supervisor::CancelPending() {
-  if (signal_fd_ < 0) return false;
   bool cancel = false;
   signalfd_siginfo info;
   while (::read(signal_fd_, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
@@ -348,6 +366,8 @@ RunResult Supervisor::Watch(const JobSpec& job_spec, RunResult result) {
       // The main process is gone: its leftovers go too (a `sleep &` holding
       // our pipes would otherwise keep the attempt open).
       main_ended = Mono::now();
+      deadline.reset();
+      kill_at.reset();
       result.ended_at = FromUnixMillis(NowMillis());
       Signal(SIGKILL);
       drain_until = *main_ended + kDrainLimit;
@@ -372,8 +392,6 @@ RunResult Supervisor::Watch(const JobSpec& job_spec, RunResult result) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*wake - now).count();
       timeout_ms = static_cast<int>(std::clamp<int64_t>(left + 1, 0, 60'000));
     }
-    // Without a signalfd, SIGCHLD is only noticed by polling.
-    if (signal_fd_ < 0 && (timeout_ms < 0 || timeout_ms > 100)) timeout_ms = 100;
 
     pollfd fds[4];
     nfds_t n = 0;
@@ -391,10 +409,10 @@ RunResult Supervisor::Watch(const JobSpec& job_spec, RunResult result) {
     }
     auto ready = [&](int i) { return rc > 0 && index[i] >= 0 && fds[index[i]].revents != 0; };
 
-    if (ready(0) || signal_fd_ < 0) {
+    if (ready(0)) {
       signalfd_siginfo info;
-      bool child = signal_fd_ < 0;
-      while (signal_fd_ >= 0 && ::read(signal_fd_, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+      bool child = false;
+      while (::read(signal_fd_, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
         if (info.ssi_signo == SIGCHLD) child = true;
         if (info.ssi_signo == SIGTERM || info.ssi_signo == SIGINT) stop_job(Stop::kCancel, Mono::now());
       }

@@ -10,7 +10,9 @@ namespace unisched::testing {
 
 // ---- nodes ----
 
-NodeBuilder::NodeBuilder(std::string name) { spec_.name = std::move(name); }
+NodeBuilder::NodeBuilder(std::string name) {
+  spec_.name = std::move(name);
+}
 NodeBuilder& NodeBuilder::Pool(std::string pool) {
   spec_.pool = std::move(pool);
   return *this;
@@ -59,11 +61,15 @@ model::NodeUsage NodeBuilder::Usage() const {
   return usage;
 }
 
-NodeBuilder MakeNode(std::string name) { return NodeBuilder(std::move(name)); }
+NodeBuilder MakeNode(std::string name) {
+  return NodeBuilder(std::move(name));
+}
 
 // ---- queues and rules ----
 
-QueueBuilder::QueueBuilder(std::string name) { queue_.name = std::move(name); }
+QueueBuilder::QueueBuilder(std::string name) {
+  queue_.name = std::move(name);
+}
 QueueBuilder& QueueBuilder::Pool(std::string pool) {
   queue_.pool = std::move(pool);
   return *this;
@@ -92,9 +98,13 @@ QueueBuilder& QueueBuilder::PolicyType(std::string type) {
   queue_.policy.type = std::move(type);
   return *this;
 }
-QueueBuilder MakeQueue(std::string name) { return QueueBuilder(std::move(name)); }
+QueueBuilder MakeQueue(std::string name) {
+  return QueueBuilder(std::move(name));
+}
 
-RuleBuilder::RuleBuilder(std::string name) { rule_.name = std::move(name); }
+RuleBuilder::RuleBuilder(std::string name) {
+  rule_.name = std::move(name);
+}
 RuleBuilder& RuleBuilder::Kind(model::WorkloadKind kind) {
   rule_.kind = kind;
   return *this;
@@ -115,7 +125,9 @@ RuleBuilder& RuleBuilder::Queue(std::string queue) {
   rule_.queue = std::move(queue);
   return *this;
 }
-RuleBuilder MakeRule(std::string name) { return RuleBuilder(std::move(name)); }
+RuleBuilder MakeRule(std::string name) {
+  return RuleBuilder(std::move(name));
+}
 
 // ---- clusters ----
 
@@ -150,7 +162,9 @@ ClusterBuilder& ClusterBuilder::Rule(const RuleBuilder& rule) {
   return *this;
 }
 
-ClusterBuilder MakeCluster() { return ClusterBuilder(); }
+ClusterBuilder MakeCluster() {
+  return ClusterBuilder();
+}
 
 model::ClusterSpec DefaultLikeCluster() {
   using model::PoolKind;
@@ -174,7 +188,8 @@ model::ClusterSpec DefaultLikeCluster() {
   }
   b.Node(MakeNode("x86-c16m128g4-infer-01").Pool("inference-pool").Cpus(16).MemoryMb(131072).Gpus(4, "l40s", 48));
   for (int i = 1; i <= 2; ++i) {
-    b.Node(MakeNode("x86-c256m1024-agent-0" + std::to_string(i)).Pool("elastic-light-pool").Cpus(256).MemoryMb(1048576));
+    b.Node(
+        MakeNode("x86-c256m1024-agent-0" + std::to_string(i)).Pool("elastic-light-pool").Cpus(256).MemoryMb(1048576));
   }
   b.Queue(MakeQueue("hpc-precision")
               .Pool("cpu-hpc-pool")
@@ -307,6 +322,8 @@ PendingBuilder& PendingBuilder::Constraint(std::string key, std::string value) {
   job_.constraints[std::move(key)] = std::move(value);
   return *this;
 }
-PendingBuilder MakePending(model::JobId id) { return PendingBuilder(id); }
+PendingBuilder MakePending(model::JobId id) {
+  return PendingBuilder(id);
+}
 
 }  // namespace unisched::testing

@@ -19,7 +19,9 @@
 namespace unisched::testing {
 
 // A fixed instant, for tests that need "some time".
-inline Timestamp TestEpoch() { return FromUnixMillis(1'700'000'000'000); }
+inline Timestamp TestEpoch() {
+  return FromUnixMillis(1'700'000'000'000);
+}
 
 class NodeBuilder {
  public:
@@ -37,7 +39,7 @@ class NodeBuilder {
 
   model::NodeSpec Spec() const { return spec_; }
   model::NodeUsage Usage() const;
-  operator model::NodeSpec() const { return Spec(); }   // NOLINT: builder
+  operator model::NodeSpec() const { return Spec(); }    // NOLINT: builder
   operator model::NodeUsage() const { return Usage(); }  // NOLINT: builder
 
  private:

@@ -65,7 +65,8 @@ struct RunResult {
 
 class Executor {
  public:
-  // Called once per attempt that ends, from an executor thread.
+  // Called once per attempt that ends, from an executor thread, with no
+  // executor lock held (it may call Launch, Cancel, Forget; not Shutdown).
   using ResultSink = std::function<void(RunResult)>;
   virtual ~Executor() = default;
 

@@ -69,8 +69,8 @@ TEST(RouterTest, RoutesTheDefaultLikeCluster) {
     std::string want_reason;
   };
   const std::vector<Case> cases = {
-      {"fp64 simulation", Req(WorkloadKind::kHpc).Feature("precision", "fp64").Cpus(4), "hpc-precision",
-       "cpu-hpc-pool", "rule fp64-hpc: kind=hpc, precision=fp64 -> hpc-precision (cpu-hpc-pool)"},
+      {"fp64 simulation", Req(WorkloadKind::kHpc).Feature("precision", "fp64").Cpus(4), "hpc-precision", "cpu-hpc-pool",
+       "rule fp64-hpc: kind=hpc, precision=fp64 -> hpc-precision (cpu-hpc-pool)"},
       {"hpc without precision", Req(WorkloadKind::kHpc).Cpus(4), "hpc-precision", "cpu-hpc-pool",
        "rule hpc-default: kind=hpc -> hpc-precision (cpu-hpc-pool)"},
       {"features compare exactly", Req(WorkloadKind::kHpc).Feature("precision", "FP64"), "hpc-precision",
@@ -139,8 +139,7 @@ TEST(RouterTest, RejectsWithCodeFieldAndAnswer) {
        "resources.walltime_seconds",
        "walltime_seconds 300000 exceeds the maximum of queue hpc-precision (259200 s = 72 h)"},
       {"walltime above a fractional maximum", Req(WorkloadKind::kAgent).Walltime(3601), "walltime_exceeds_max",
-       "resources.walltime_seconds",
-       "walltime_seconds 3601 exceeds the maximum of queue agent-sandbox (3600 s = 1 h)"},
+       "resources.walltime_seconds", "walltime_seconds 3601 exceeds the maximum of queue agent-sandbox (3600 s = 1 h)"},
       {"constraints no node has", Req(WorkloadKind::kHpc).Constraint("interconnect", "roce"), "unsatisfiable",
        "constraints", "requires interconnect=roce; no node of cpu-hpc-pool has it (found interconnect=ib)"},
       {"a constraint key no node has", Req(WorkloadKind::kAgent).Constraint("gpu.arch", "hopper"), "unsatisfiable",
@@ -172,8 +171,8 @@ TEST(RouterTest, AppliesQueueDefaults) {
                                       .Queue(MakeQueue("q").Pool("p"))
                                       .Rule(MakeRule("all").Queue("q"));
   const std::vector<Case> cases = {
-      {"hpc: memory per cpu and the default walltime", DefaultLikeCluster(), Req(WorkloadKind::kHpc).Cpus(4),
-       4 * 4096, 3600},
+      {"hpc: memory per cpu and the default walltime", DefaultLikeCluster(), Req(WorkloadKind::kHpc).Cpus(4), 4 * 4096,
+       3600},
       {"agent: a quarter of an hour", DefaultLikeCluster(), Req(WorkloadKind::kAgent).Cpus(2), 2 * 512, 900},
       {"no default walltime: the maximum", DefaultLikeCluster(), Req(WorkloadKind::kAiInference).Cpus(3), 3 * 1024,
        24 * 3600},
@@ -198,10 +197,10 @@ TEST(RouterTest, AppliesQueueDefaults) {
 }
 
 TEST(RouterTest, DefaultedMemoryThatCannotFitSaysWhereItCameFrom) {
-  const model::ClusterSpec cluster = MakeCluster()
-                                         .Node(MakeNode("n1").Pool("p").Cpus(64).MemoryMb(262144))
-                                         .Queue(MakeQueue("q").Pool("p").DefaultMemoryMbPerCpu(8192).Kinds(
-                                             {WorkloadKind::kHpc}));
+  const model::ClusterSpec cluster =
+      MakeCluster()
+          .Node(MakeNode("n1").Pool("p").Cpus(64).MemoryMb(262144))
+          .Queue(MakeQueue("q").Pool("p").DefaultMemoryMbPerCpu(8192).Kinds({WorkloadKind::kHpc}));
   const Result<RouteDecision> got = Route(cluster, Req(WorkloadKind::kHpc).Cpus(64));
   ASSERT_FALSE(got.ok());
   EXPECT_EQ(got.error().field, "resources.memory_mb");
@@ -269,8 +268,7 @@ TEST(RouterTest, RuleOrderAndFallThrough) {
   const std::vector<Case> cases = {
       {"the first match that fits", Req(WorkloadKind::kHpc).Feature("size", "s").Cpus(4), "small-q",
        "rule low-gpu: kind=hpc, size=s, gpus<=0 -> small-q (small)"},
-      {"a match that cannot hold it is passed over",
-       Req(WorkloadKind::kHpc).Feature("size", "s").Cpus(32), "big-q",
+      {"a match that cannot hold it is passed over", Req(WorkloadKind::kHpc).Feature("size", "s").Cpus(32), "big-q",
        "rule hpc: kind=hpc -> big-q (big); skipped rule low-gpu: no node of small has 32 cpus (largest: 8); ask for "
        "at most 8 per node or use more nodes"},
       {"a gpu range", Req(WorkloadKind::kAgent).Gpus(2), "gpu-q", "rule few-gpus: gpus in [1, 2] -> gpu-q (gpu)"},
@@ -307,12 +305,12 @@ TEST(RouterTest, NoRuleAndNoDefaultQueue) {
 
 TEST(RouterTest, SuggestsTheQueueAutomaticRoutingWouldPick) {
   // hpc jobs may use the GPU queue; naming the CPU one with GPUs points there.
-  const model::ClusterSpec cluster = MakeCluster()
-                                         .Node(MakeNode("c1").Pool("cpu").Cpus(8).MemoryMb(16384))
-                                         .Node(MakeNode("g1").Pool("gpu").Cpus(8).MemoryMb(16384).Gpus(2))
-                                         .Queue(MakeQueue("cpu-q").Pool("cpu").Kinds({WorkloadKind::kHpc}))
-                                         .Queue(MakeQueue("gpu-q").Pool("gpu").Kinds(
-                                             {WorkloadKind::kHpc, WorkloadKind::kAiTraining}));
+  const model::ClusterSpec cluster =
+      MakeCluster()
+          .Node(MakeNode("c1").Pool("cpu").Cpus(8).MemoryMb(16384))
+          .Node(MakeNode("g1").Pool("gpu").Cpus(8).MemoryMb(16384).Gpus(2))
+          .Queue(MakeQueue("cpu-q").Pool("cpu").Kinds({WorkloadKind::kHpc}))
+          .Queue(MakeQueue("gpu-q").Pool("gpu").Kinds({WorkloadKind::kHpc, WorkloadKind::kAiTraining}));
   const Result<RouteDecision> got = Route(cluster, Req(WorkloadKind::kHpc).Gpus(1).Queue("cpu-q"));
   ASSERT_FALSE(got.ok());
   EXPECT_EQ(got.error().message, "queue cpu-q (pool cpu) has no GPUs; omit queue or use gpu-q");

@@ -19,11 +19,11 @@ namespace {
 
 using model::NodeState;
 using model::PendingReason;
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
 using testing::MakeNode;
 using testing::MakePending;
 using testing::TestEpoch;
-using ::testing::ElementsAre;
-using ::testing::IsEmpty;
 
 std::vector<model::JobId> StartedIds(const Plan& plan) {
   std::vector<model::JobId> ids;
@@ -99,8 +99,7 @@ TEST(SchedulerTest, Decisions) {
        {2},
        {{1, {{"Resources", "needs 16 cpus on 1 node, at most 8 free on any node of p"}}},
         {3,
-         {{"Resources", "needs 16 cpus on 1 node, at most 4 free on any node of p"},
-          {"Priority", "1 job ahead in p"}}},
+         {{"Resources", "needs 16 cpus on 1 node, at most 4 free on any node of p"}, {"Priority", "1 job ahead in p"}}},
         {4,
          {{"Resources", "needs 16 cpus on 1 node, at most 4 free on any node of p"},
           {"Priority", "2 jobs ahead in p"}}}}},
@@ -140,10 +139,9 @@ TEST(SchedulerTest, Decisions) {
 }
 
 TEST(SchedulerTest, GpuIndicesAreNeverHandedOutTwiceInACycle) {
-  const Snapshot snapshot{
-      {MakeNode("g1").Pool("p").Cpus(32).MemoryMb(65536).Gpus(4, "h100").BusyGpus({1})},
-      {MakePending(1).Gpus(1), MakePending(2).Gpus(2), MakePending(3).Gpus(1)},
-      {}};
+  const Snapshot snapshot{{MakeNode("g1").Pool("p").Cpus(32).MemoryMb(65536).Gpus(4, "h100").BusyGpus({1})},
+                          {MakePending(1).Gpus(1), MakePending(2).Gpus(2), MakePending(3).Gpus(1)},
+                          {}};
   const Plan plan = Scheduler().Decide(snapshot, TestEpoch());
   ASSERT_EQ(plan.starts.size(), 2u);
   EXPECT_THAT(plan.starts[0].allocation[0].gpu_indices, ElementsAre(0));
@@ -158,8 +156,8 @@ TEST(SchedulerTest, GpuIndicesAreNeverHandedOutTwiceInACycle) {
 // the second needs the starts decided so far.
 class FakeAdmission final : public AdmissionCheck {
  public:
-  std::optional<PendingReason> Check(const PendingJob& job, const Snapshot& snapshot,
-                                     const std::vector<Start>& decided, Timestamp /*now*/) const override {
+  std::optional<PendingReason> Check(const PendingJob& job, const Snapshot& snapshot, const std::vector<Start>& decided,
+                                     Timestamp /*now*/) const override {
     ++calls;
     if (job.project == "over-quota") return PendingReason{"QuotaExceeded", "project over-quota is at its quota"};
     for (const Start& s : decided) {
@@ -274,7 +272,8 @@ TEST(SchedulerPropertyTest, NoNodeOverCommittedOverManyCycles) {
   // Two pools of mixed nodes; some nodes of gpu carry a label.
   std::vector<model::NodeUsage> nodes;
   for (int i = 0; i < 5; ++i) {
-    nodes.push_back(MakeNode("cpu-" + std::to_string(i)).Pool("cpu").Cpus(uniform(4, 32)).MemoryMb(uniform(4, 64) * 1024));
+    nodes.push_back(
+        MakeNode("cpu-" + std::to_string(i)).Pool("cpu").Cpus(uniform(4, 32)).MemoryMb(uniform(4, 64) * 1024));
   }
   for (int i = 0; i < 4; ++i) {
     auto b = MakeNode("gpu-" + std::to_string(i)).Pool("gpu").Cpus(uniform(8, 32)).MemoryMb(65536);
@@ -326,7 +325,8 @@ TEST(SchedulerPropertyTest, NoNodeOverCommittedOverManyCycles) {
     std::map<std::string, model::NodeUsage*> by_name;
     for (auto& n : nodes) by_name[n.spec.name] = &n;
     for (const auto& start : plan.starts) {
-      const auto job_it = std::find_if(pending.begin(), pending.end(), [&](const PendingJob& p) { return p.id == start.job; });
+      const auto job_it =
+          std::find_if(pending.begin(), pending.end(), [&](const PendingJob& p) { return p.id == start.job; });
       ASSERT_NE(job_it, pending.end());
       const PendingJob& job = *job_it;
       ASSERT_EQ(static_cast<int>(start.allocation.size()), job.resources.nodes);
@@ -375,9 +375,8 @@ TEST(SchedulerPropertyTest, NoNodeOverCommittedOverManyCycles) {
 }
 
 TEST(SchedulerTest, ReportTimesThePhases) {
-  const Snapshot snapshot{{MakeNode("n1").Pool("p").Cpus(8).MemoryMb(16384)},
-                          {MakePending(1), MakePending(2).Cpus(99)},
-                          {}};
+  const Snapshot snapshot{
+      {MakeNode("n1").Pool("p").Cpus(8).MemoryMb(16384)}, {MakePending(1), MakePending(2).Cpus(99)}, {}};
   const Plan plan = Scheduler().Decide(snapshot, TestEpoch());
   EXPECT_EQ(plan.report.considered, 2);
   EXPECT_EQ(plan.report.started, 1);
