@@ -15,14 +15,13 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "unisched/client/http_client.h"
 #include "unisched/common/time.h"
@@ -74,7 +73,9 @@ double Percentile(const std::vector<double>& sorted, double p) {
   return sorted[index];
 }
 
-double Round3(double v) { return std::round(v * 1000.0) / 1000.0; }
+double Round3(double v) {
+  return std::round(v * 1000.0) / 1000.0;
+}
 
 std::string Fixed(double v, int digits = 2) {
   char buf[64];
@@ -83,7 +84,9 @@ std::string Fixed(double v, int digits = 2) {
 }
 
 // Where human-readable lines go: stdout, or stderr when stdout is for JSON.
-std::ostream& Human(const Options& o) { return o.json_output ? std::cerr : std::cout; }
+std::ostream& Human(const Options& o) {
+  return o.json_output ? std::cerr : std::cout;
+}
 
 std::string JobBody(const std::string& kind) {
   return json({{"name", "bench"},
@@ -204,7 +207,8 @@ int RunSubmit(const Endpoint& endpoint, const Options& o) {
   }
   while (ready.load() < o.connections) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   const auto start = SteadyClock::now();
-  deadline = start + std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(o.duration_seconds));
+  deadline =
+      start + std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(o.duration_seconds));
   go.store(true, std::memory_order_release);
   for (auto& t : threads) t.join();
   const double elapsed_s = MillisSince(start, SteadyClock::now()) / 1000.0;
@@ -231,8 +235,8 @@ int RunSubmit(const Endpoint& endpoint, const Options& o) {
   for (const auto& [k, n] : errors) out << "  " << k << "=" << n;
   out << "\n";
   if (!first_error.empty()) out << "  first error: " << first_error << "\n";
-  out << "  latency ms (201s): p50 " << Fixed(Percentile(all, 50)) << "  p90 " << Fixed(Percentile(all, 90))
-      << "  p99 " << Fixed(Percentile(all, 99)) << "  max " << Fixed(all.empty() ? 0 : all.back()) << "\n";
+  out << "  latency ms (201s): p50 " << Fixed(Percentile(all, 50)) << "  p90 " << Fixed(Percentile(all, 90)) << "  p99 "
+      << Fixed(Percentile(all, 99)) << "  max " << Fixed(all.empty() ? 0 : all.back()) << "\n";
   if (o.json_output) {
     std::cout << json({{"mode", "submit"},
                        {"connections", o.connections},
@@ -327,7 +331,8 @@ int RunEndToEnd(const Endpoint& endpoint, const Options& o) {
           if (r.ok() && r->status == 201) {
             json job = json::parse(r->body, nullptr, false);
             std::string id;
-            if (job.is_object() && job.contains("id")) id = job["id"].is_string() ? job["id"].get<std::string>() : job["id"].dump();
+            if (job.is_object() && job.contains("id"))
+              id = job["id"].is_string() ? job["id"].get<std::string>() : job["id"].dump();
             std::lock_guard lock(ids_mu);
             ids.insert(id);
             consecutive_failures = 0;
@@ -372,8 +377,8 @@ int RunEndToEnd(const Endpoint& endpoint, const Options& o) {
       break;
     }
     if (SteadyClock::now() > deadline) {
-      std::cerr << "unisched-bench: only " << ended << " of " << o.jobs << " jobs ended within "
-                << o.timeout_seconds << " s after the last submission\n";
+      std::cerr << "unisched-bench: only " << ended << " of " << o.jobs << " jobs ended within " << o.timeout_seconds
+                << " s after the last submission\n";
       return 1;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -411,8 +416,7 @@ int RunEndToEnd(const Endpoint& endpoint, const Options& o) {
   for (const auto& [state, n] : our_states) out << " " << state << "=" << n;
   if (times->size() < ids.size()) out << " not-found=" << ids.size() - times->size();
   out << "\n  submit-to-COMPLETED ms (server timestamps): p50 " << Fixed(Percentile(latencies, 50), 0) << "  p99 "
-      << Fixed(Percentile(latencies, 99), 0) << "  max " << Fixed(latencies.empty() ? 0 : latencies.back(), 0)
-      << "\n";
+      << Fixed(Percentile(latencies, 99), 0) << "  max " << Fixed(latencies.empty() ? 0 : latencies.back(), 0) << "\n";
   if (completed < o.jobs) out << "  warning: " << o.jobs - completed << " jobs did not complete\n";
   if (o.json_output) {
     std::cout << json({{"mode", "e2e"},
@@ -425,9 +429,10 @@ int RunEndToEnd(const Endpoint& endpoint, const Options& o) {
                        {"jobs_per_second", Round3(rate)},
                        {"server_span_seconds", Round3(server_span_s)},
                        {"states", our_states},
-                       {"latency_ms", {{"p50", Percentile(latencies, 50)},
-                                       {"p99", Percentile(latencies, 99)},
-                                       {"max", latencies.empty() ? 0.0 : latencies.back()}}}})
+                       {"latency_ms",
+                        {{"p50", Percentile(latencies, 50)},
+                         {"p99", Percentile(latencies, 99)},
+                         {"max", latencies.empty() ? 0.0 : latencies.back()}}}})
                      .dump()
               << "\n";
   }
@@ -451,7 +456,8 @@ int RunLatency(const Endpoint& endpoint, const Options& o) {
       return 1;
     }
     json job = json::parse(r->body, nullptr, false);
-    const std::string id = job.is_object() && job.contains("id") && job["id"].is_string() ? job["id"].get<std::string>() : "";
+    const std::string id =
+        job.is_object() && job.contains("id") && job["id"].is_string() ? job["id"].get<std::string>() : "";
     if (id.empty()) {
       std::cerr << "unisched-bench: the submission answer has no job id\n";
       return 1;

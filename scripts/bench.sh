@@ -25,6 +25,9 @@ for bin in "$BUILD/unisched" "$BUILD/unisched-bench"; do
 done
 
 WORK=$(mktemp -d -t unisched-bench.XXXXXX)
+# Jobs run as an unprivileged user and must reach their work directory
+# inside the state dir: let them traverse (not list) this one.
+chmod 0711 "$WORK"
 DAEMON_PID=""
 URL=""
 STATE=""
@@ -80,15 +83,16 @@ run_mode() {
   local name=$1
   shift
   start_daemon "$name"
-  local json
-  # Human lines go to stderr (shown); the JSON object to stdout.
-  if ! json=$("$BUILD/unisched-bench" "$name" --url "$URL" --token-file "$STATE/admin.token" --json "$@"); then
+  # With --json the human lines come on stderr (sent on to our stdout here)
+  # and the one JSON object on stdout (kept in a file).
+  if ! "$BUILD/unisched-bench" "$name" --url "$URL" --token-file "$STATE/admin.token" --json "$@" \
+      2>&1 >"$WORK/$name.json"; then
     echo "bench: $name failed; the daemon's log ends with:" >&2
     tail -n 20 "$WORK/$name.log" >&2 || true
     stop_daemon
     return 1
   fi
-  [[ -z ${BENCH_JSON:-} ]] || printf '%s\n' "$json" >>"$BENCH_JSON"
+  [[ -z ${BENCH_JSON:-} ]] || cat "$WORK/$name.json" >>"$BENCH_JSON"
   stop_daemon
   echo
 }
@@ -108,7 +112,7 @@ echo "  machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: 
 $(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo) memory"
 echo "  kernel:  $(uname -r)"
 echo "  config:  $CONFIG (store synchronous: $(synchronous_mode))"
-echo "  binary:  $BUILD/unisched ($(grep -m1 '^CMAKE_BUILD_TYPE' "$BUILD/CMakeCache.txt" 2>/dev/null | cut -d= -f2 || echo '?'))"
+echo "  binary:  $BUILD/unisched"
 echo "  note:    the load generator and the daemon share this machine's CPUs"
 echo
 

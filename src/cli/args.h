@@ -22,7 +22,9 @@ inline constexpr const char* kUsageCode = "usage";
 inline Error UsageError(std::string message, std::string field = {}) {
   return Error{ErrorKind::kBadRequest, kUsageCode, std::move(message), std::move(field)};
 }
-inline bool IsUsageError(const Error& e) { return e.code == kUsageCode; }
+inline bool IsUsageError(const Error& e) {
+  return e.code == kUsageCode;
+}
 
 struct FlagSpec {
   std::string name;          // without the leading "--", e.g. "memory-mb"

@@ -9,13 +9,12 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "cli/args.h"
 #include "cli/format.h"
@@ -66,7 +65,9 @@ const CommandInfo* FindCommand(const std::string& name) {
   return nullptr;
 }
 
-std::string UsageLine(const CommandInfo& c) { return std::string("usage: unisched ") + c.name + " " + c.usage; }
+std::string UsageLine(const CommandInfo& c) {
+  return std::string("usage: unisched ") + c.name + " " + c.usage;
+}
 
 void PrintHelp(std::ostream& out) {
   out << "usage: unisched COMMAND [ARGS...]\n\n"
@@ -111,8 +112,7 @@ class Session {
     if (!settings_.token.empty()) client_.SetBearerToken(settings_.token);
   }
 
-  std::optional<ClientResponse> Call(const std::string& method, const std::string& target,
-                                     const std::string& body = {},
+  std::optional<ClientResponse> Call(const std::string& method, const std::string& target, const std::string& body = {},
                                      const std::map<std::string, std::string>& headers = {}) {
     auto response = client_.Request(method, target, body, headers);
     if (!response.ok()) {
@@ -129,8 +129,7 @@ class Session {
 
   // Call, then parse the body as JSON; a body that is not JSON is an error.
   std::optional<json> CallJson(const std::string& method, const std::string& target, const std::string& body = {},
-                               const std::map<std::string, std::string>& headers = {},
-                               std::string* raw = nullptr) {
+                               const std::map<std::string, std::string>& headers = {}, std::string* raw = nullptr) {
     auto response = Call(method, target, body, headers);
     if (!response) return std::nullopt;
     json parsed = json::parse(response->body, nullptr, false);
@@ -148,7 +147,9 @@ class Session {
   HttpClient client_;
 };
 
-std::string JobPath(const std::string& id) { return "/v1/jobs/" + UrlEncode(id); }
+std::string JobPath(const std::string& id) {
+  return "/v1/jobs/" + UrlEncode(id);
+}
 
 std::string StringField(const json& obj, const char* key) {
   if (!obj.is_object()) return {};
@@ -157,8 +158,7 @@ std::string StringField(const json& obj, const char* key) {
 }
 
 bool IsTerminal(const std::string& state) {
-  return std::any_of(std::begin(kTerminalStates), std::end(kTerminalStates),
-                     [&](const char* s) { return state == s; });
+  return std::any_of(std::begin(kTerminalStates), std::end(kTerminalStates), [&](const char* s) { return state == s; });
 }
 
 // Polls the job until it ends (20 ms, doubling to 1 s between polls).
@@ -187,15 +187,22 @@ int RunSubmit(Session& session, const ParsedArgs& args, const CommandInfo& info)
   if (!request.ok()) return UsageFailure(info, request.error().message);
   std::map<std::string, std::string> headers;
   if (!request->idempotency_key.empty()) headers["Idempotency-Key"] = request->idempotency_key;
-  std::string raw;
-  auto job = session.CallJson("POST", "/v1/jobs", request->body.dump(), headers, &raw);
-  if (!job) return 1;
+  auto response = session.Call("POST", "/v1/jobs", request->body.dump(), headers);
+  if (!response) return 1;
+  std::string raw = response->body;
+  json job = json::parse(raw, nullptr, false);
+  const std::string id = StringField(job, "id");
+  if (id.empty()) {
+    std::cerr << "error: the daemon's answer to the submission has no job id\n";
+    return 1;
+  }
   const bool as_json = args.Has("json");
-  const std::string id = StringField(*job, "id");
   if (!as_json) {
-    std::cout << "Submitted job " << id << " (queue " << StringField(*job, "queue") << ", pool "
-              << StringField(*job, "pool") << ")\n";
-    if (std::string reason = StringField(job->value("routing", json::object()), "reason"); !reason.empty()) {
+    // A replayed Idempotency-Key returns the first job instead of a new one.
+    const bool replayed = response->Header("idempotent-replayed") == "true";
+    std::cout << (replayed ? "Job " + id + " was already submitted with this Idempotency-Key" : "Submitted job " + id)
+              << " (queue " << StringField(job, "queue") << ", pool " << StringField(job, "pool") << ")\n";
+    if (std::string reason = StringField(job.value("routing", json::object()), "reason"); !reason.empty()) {
       std::cout << "  routing: " << reason << "\n";
     }
   }
@@ -221,14 +228,13 @@ int RunJobs(Session& session, const ParsedArgs& args, const CommandInfo& info) {
   if (auto limit = args.Get("limit")) {
     if (auto n = ParseInteger(*limit, "limit"); !n.ok()) return UsageFailure(info, n.error().message);
   }
-  const std::string target =
-      "/v1/jobs" + BuildQuery({{"state", state},
-                               {"queue", args.Get("queue").value_or("")},
-                               {"pool", args.Get("pool").value_or("")},
-                               {"project", args.Get("project").value_or("")},
-                               {"user", args.Get("user").value_or("")},
-                               {"limit", args.Get("limit").value_or("")},
-                               {"cursor", args.Get("cursor").value_or("")}});
+  const std::string target = "/v1/jobs" + BuildQuery({{"state", state},
+                                                      {"queue", args.Get("queue").value_or("")},
+                                                      {"pool", args.Get("pool").value_or("")},
+                                                      {"project", args.Get("project").value_or("")},
+                                                      {"user", args.Get("user").value_or("")},
+                                                      {"limit", args.Get("limit").value_or("")},
+                                                      {"cursor", args.Get("cursor").value_or("")}});
   std::string raw;
   auto list = session.CallJson("GET", target, {}, {}, &raw);
   if (!list) return 1;
@@ -238,8 +244,8 @@ int RunJobs(Session& session, const ParsedArgs& args, const CommandInfo& info) {
   }
   std::cout << FormatJobsTable(*list);
   const size_t shown = list->contains("jobs") && (*list)["jobs"].is_array() ? (*list)["jobs"].size() : 0;
-  if (auto total = list->find("total"); total != list->end() && total->is_number_integer() &&
-                                        total->get<int64_t>() > static_cast<int64_t>(shown)) {
+  if (auto total = list->find("total");
+      total != list->end() && total->is_number_integer() && total->get<int64_t>() > static_cast<int64_t>(shown)) {
     std::cout << "(" << shown << " of " << total->get<int64_t>() << " jobs shown";
     if (std::string next = StringField(*list, "next_cursor"); !next.empty()) {
       std::cout << "; next page: --cursor " << next;
@@ -304,8 +310,7 @@ int RunLog(Session& session, const ParsedArgs& args, const CommandInfo& info) {
 }
 
 // GET a resource and print it as a table (or the raw JSON).
-int RunShow(Session& session, const ParsedArgs& args, const std::string& target,
-            std::string (*format)(const json&)) {
+int RunShow(Session& session, const ParsedArgs& args, const std::string& target, std::string (*format)(const json&)) {
   std::string raw;
   auto body = session.CallJson("GET", target, {}, {}, &raw);
   if (!body) return 1;
@@ -320,8 +325,8 @@ int RunShow(Session& session, const ParsedArgs& args, const std::string& target,
 std::vector<FlagSpec> FlagsFor(const std::string& command) {
   if (command == "submit") return SubmitFlags();
   if (command == "jobs") {
-    return {{"state", true, false}, {"queue", true, false},   {"pool", true, false}, {"project", true, false},
-            {"user", true, false},  {"limit", true, false},   {"cursor", true, false}};
+    return {{"state", true, false}, {"queue", true, false}, {"pool", true, false},  {"project", true, false},
+            {"user", true, false},  {"limit", true, false}, {"cursor", true, false}};
   }
   if (command == "log") return {{"stderr", false, false}};
   return {};

@@ -144,9 +144,9 @@ std::string FormatApiError(int status, const std::string& body) {
 std::string FormatJobsTable(const json& list) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& j : ListOf(list, "jobs")) {
-    rows.push_back({CellText(At(j, "id")), CellText(At(j, "name")), CellText(At(j, "user")),
-                    CellText(At(j, "project")), CellText(At(j, "queue")), CellText(At(j, "pool")),
-                    CellText(At(j, "state")), CellText(At(j, "nodes")), ShortTime(At(j, "submitted_at"))});
+    rows.push_back({CellText(At(j, "id")), CellText(At(j, "name")), CellText(At(j, "user")), CellText(At(j, "project")),
+                    CellText(At(j, "queue")), CellText(At(j, "pool")), CellText(At(j, "state")),
+                    CellText(At(j, "nodes")), ShortTime(At(j, "submitted_at"))});
   }
   return FormatTable({"ID", "NAME", "USER", "PROJECT", "QUEUE", "POOL", "STATE", "NODES", "SUBMITTED"}, rows);
 }
@@ -158,8 +158,7 @@ std::string FormatNodesTable(const json& list) {
     const json& alloc = At(n, "allocated");
     rows.push_back({CellText(At(n, "name")), CellText(At(n, "pool")), CellText(At(n, "state")),
                     Ratio(At(alloc, "cpus"), At(res, "cpus")), Ratio(At(alloc, "memory_mb"), At(res, "memory_mb")),
-                    Ratio(At(alloc, "gpus"), At(res, "gpus")), CellText(At(n, "reason")),
-                    CellText(At(n, "labels"))});
+                    Ratio(At(alloc, "gpus"), At(res, "gpus")), CellText(At(n, "reason")), CellText(At(n, "labels"))});
   }
   return FormatTable({"NAME", "POOL", "STATE", "CPUS", "MEMORY_MB", "GPUS", "REASON", "LABELS"}, rows);
 }
@@ -171,8 +170,7 @@ std::string FormatQueuesTable(const json& list) {
     const json& type = policy.is_object() ? At(policy, "type") : policy;
     rows.push_back({CellText(At(q, "name")), CellText(At(q, "pool")), CellText(type),
                     CellText(At(policy, "preemptible")), CellText(At(policy, "max_walltime_hours")),
-                    CellText(At(policy, "max_concurrency")), CellText(At(q, "pending")),
-                    CellText(At(q, "running"))});
+                    CellText(At(policy, "max_concurrency")), CellText(At(q, "pending")), CellText(At(q, "running"))});
   }
   return FormatTable(
       {"NAME", "POOL", "POLICY", "PREEMPTIBLE", "MAX_WALLTIME_H", "MAX_CONCURRENCY", "PENDING", "RUNNING"}, rows);
@@ -225,7 +223,8 @@ std::string FormatJobDetail(const json& job) {
   const json& res = At(job, "resources");
   std::string resources;
   for (const char* key : {"nodes", "cpus", "memory_mb", "gpus"}) {
-    if (!At(res, key).is_null()) resources += std::string(resources.empty() ? "" : " ") + key + "=" + CellText(At(res, key));
+    if (!At(res, key).is_null())
+      resources += std::string(resources.empty() ? "" : " ") + key + "=" + CellText(At(res, key));
   }
   if (const json& model = At(res, "gpu_model"); model.is_string() && !model.get<std::string>().empty()) {
     resources += " gpu_model=" + model.get<std::string>();

@@ -4,10 +4,9 @@
 // the API's JSON, so the tests need no server.
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace unisched::cli {
 

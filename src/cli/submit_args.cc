@@ -47,12 +47,15 @@ const char* const kKinds[] = {"hpc", "ai-training", "ai-inference", "agent"};
 
 const std::vector<FlagSpec>& SubmitFlags() {
   static const std::vector<FlagSpec> kFlags = {
-      {"name", true, false},      {"project", true, false},    {"queue", true, false},
-      {"kind", true, false},      {"feature", true, true},     {"nodes", true, false},
-      {"cpus", true, false},      {"memory-mb", true, false},  {"gpus", true, false},
-      {"gpu-model", true, false}, {"walltime", true, false},   {"time", true, false},
-      {"constraint", true, true}, {"env", true, true},         {"priority", true, false},
-      {"idempotency-key", true, false}, {"wait", false, false},
+      {"name", true, false},      {"project", true, false},
+      {"queue", true, false},     {"kind", true, false},
+      {"feature", true, true},    {"nodes", true, false},
+      {"cpus", true, false},      {"memory-mb", true, false},
+      {"gpus", true, false},      {"gpu-model", true, false},
+      {"walltime", true, false},  {"time", true, false},
+      {"constraint", true, true}, {"env", true, true},
+      {"priority", true, false},  {"idempotency-key", true, false},
+      {"wait", false, false},
   };
   return kFlags;
 }
@@ -74,12 +77,14 @@ Result<SubmitRequest> BuildSubmitRequest(const ParsedArgs& args) {
   std::string kind = args.Get("kind").value_or("hpc");
   bool known = false;
   for (const char* k : kKinds) known |= kind == k;
-  if (!known) return UsageError("--kind must be one of hpc, ai-training, ai-inference, agent; got '" + kind + "'", "kind");
+  if (!known)
+    return UsageError("--kind must be one of hpc, ai-training, ai-inference, agent; got '" + kind + "'", "kind");
   json workload = {{"kind", kind}};
   for (const auto& text : args.All("feature")) {
     auto kv = ParseKeyValue(text, "feature");
     if (!kv.ok()) return kv.error();
-    if (kv->first == "kind") return UsageError("use --kind to set the workload kind, not --feature kind=...", "feature");
+    if (kv->first == "kind")
+      return UsageError("use --kind to set the workload kind, not --feature kind=...", "feature");
     workload[kv->first] = FeatureValue(kv->second);
   }
   body["workload"] = std::move(workload);

@@ -2,10 +2,9 @@
 // `unisched submit ...` -> the POST /v1/jobs request body. Pure: the tests
 // check argv against the JSON it produces.
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "cli/args.h"
 #include "unisched/common/status.h"

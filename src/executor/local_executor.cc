@@ -392,6 +392,18 @@ std::string LocalExecutor::LogPath(model::JobId job_id, int attempt, std::string
 }
 
 void LocalExecutor::Forget(model::JobId job_id, int attempt) {
+  if (attempt <= 0) {  // every attempt of the job
+    std::error_code ec;
+    std::vector<int> attempts;
+    for (const auto& entry : std::filesystem::directory_iterator(JobRunsDir(job_id), ec)) {
+      const std::string name = entry.path().filename().string();
+      if (!name.empty() && name.find_first_not_of("0123456789") == std::string::npos) {
+        attempts.push_back(std::stoi(name));
+      }
+    }
+    for (int a : attempts) Forget(job_id, a);
+    return;
+  }
   const Key key{job_id, attempt};
   const std::string dir = AttemptDir(job_id, attempt);
   {

@@ -82,7 +82,7 @@ class Executor {
   virtual void Recover(const LaunchSpec& spec) = 0;
   // The capped output file of an attempt ("stdout" or "stderr").
   virtual std::string LogPath(model::JobId job_id, int attempt, std::string_view stream) const = 0;
-  // Removes an attempt's files (retention).
+  // Removes an attempt's files (retention); attempt 0: every attempt of the job.
   virtual void Forget(model::JobId job_id, int attempt) = 0;
   // Stops watching; running supervisors keep running.
   virtual void Shutdown() = 0;

@@ -33,17 +33,34 @@ TEST(SubmitArgsTest, BuildsTheRequestBody) {
         {"resources", {{"cpus", 2}}},
         {"command", {"python3", "train.py", "--cpus", "8"}}}},
       {"every option",
-       {"--name", "sim-42", "--project", "genomics", "--queue", "hpc-precision", "--kind", "ai-training",
-        "--feature", "precision=fp64", "--feature", "gpu_memory_gb=80", "--nodes", "2", "--cpus", "4",
-        "--memory-mb", "4096", "--gpus", "1", "--gpu-model", "h100", "--walltime", "3600", "--constraint",
-        "interconnect=ib", "--env", "KEY=value", "--env", "EMPTY=", "--priority", "-5", "--", "/bin/sh", "-c",
-        "echo hello"},
+       {"--name",       "sim-42",
+        "--project",    "genomics",
+        "--queue",      "hpc-precision",
+        "--kind",       "ai-training",
+        "--feature",    "precision=fp64",
+        "--feature",    "gpu_memory_gb=80",
+        "--nodes",      "2",
+        "--cpus",       "4",
+        "--memory-mb",  "4096",
+        "--gpus",       "1",
+        "--gpu-model",  "h100",
+        "--walltime",   "3600",
+        "--constraint", "interconnect=ib",
+        "--env",        "KEY=value",
+        "--env",        "EMPTY=",
+        "--priority",   "-5",
+        "--",           "/bin/sh",
+        "-c",           "echo hello"},
        {{"name", "sim-42"},
         {"project", "genomics"},
         {"queue", "hpc-precision"},
         {"workload", {{"kind", "ai-training"}, {"precision", "fp64"}, {"gpu_memory_gb", 80}}},
         {"resources",
-         {{"nodes", 2}, {"cpus", 4}, {"memory_mb", 4096}, {"gpus", 1}, {"gpu_model", "h100"},
+         {{"nodes", 2},
+          {"cpus", 4},
+          {"memory_mb", 4096},
+          {"gpus", 1},
+          {"gpu_model", "h100"},
           {"walltime_seconds", 3600}}},
         {"constraints", {{"interconnect", "ib"}}},
         {"env", {{"KEY", "value"}, {"EMPTY", ""}}},
@@ -53,8 +70,8 @@ TEST(SubmitArgsTest, BuildsTheRequestBody) {
        {"--time=01:30:00", "--kind=agent", "--", "true"},
        {{"workload", {{"kind", "agent"}}}, {"resources", {{"walltime_seconds", 5400}}}, {"command", {"true"}}}},
       {"feature values: numbers only when plainly numeric",
-       {"--feature", "ratio=1.5", "--feature", "padded=080", "--feature", "zero=0", "--feature", "neg=-3",
-        "--feature", "version=1.2.3", "--feature", "flag=true", "--feature", "eq=a=b", "--", "x"},
+       {"--feature", "ratio=1.5", "--feature", "padded=080", "--feature", "zero=0", "--feature", "neg=-3", "--feature",
+        "version=1.2.3", "--feature", "flag=true", "--feature", "eq=a=b", "--", "x"},
        {{"workload",
          {{"kind", "hpc"},
           {"ratio", 1.5},
@@ -149,10 +166,14 @@ TEST(ArgsTest, ParsesDurations) {
     std::optional<int64_t> want;
   };
   const std::vector<Case> cases = {
-      {"01:30:00", 5400}, {"00:00:01", 1},   {"100:00:00", 360000}, {"1-00:00:00", 86400},
-      {"2-03:04:05", 183845}, {"1:2:3", 3723}, {"00:00:00", std::nullopt}, {"90", std::nullopt},
-      {"01:30", std::nullopt}, {"01:60:00", std::nullopt}, {"01:00:60", std::nullopt}, {"", std::nullopt},
-      {"a:b:c", std::nullopt}, {"01:30:00:00", std::nullopt}, {"-01:00:00", std::nullopt}, {"1-", std::nullopt},
+      {"01:30:00", 5400},          {"00:00:01", 1},
+      {"100:00:00", 360000},       {"1-00:00:00", 86400},
+      {"2-03:04:05", 183845},      {"1:2:3", 3723},
+      {"00:00:00", std::nullopt},  {"90", std::nullopt},
+      {"01:30", std::nullopt},     {"01:60:00", std::nullopt},
+      {"01:00:60", std::nullopt},  {"", std::nullopt},
+      {"a:b:c", std::nullopt},     {"01:30:00:00", std::nullopt},
+      {"-01:00:00", std::nullopt}, {"1-", std::nullopt},
       {" 01:00:00", std::nullopt},
   };
   for (const auto& c : cases) {
@@ -196,7 +217,9 @@ TEST(ArgsTest, ResolvesUrlAndTokenWithFlagsBeforeEnvironment) {
     if (path == "blank") return std::string("\n");
     return Error::BadRequest("unreadable_file", "cannot read token file " + path);
   };
-  auto resolve = [&](std::vector<std::string> argv) { return ResolveConnection(ParseArgs(argv, {}).value(), env, files); };
+  auto resolve = [&](std::vector<std::string> argv) {
+    return ResolveConnection(ParseArgs(argv, {}).value(), env, files);
+  };
 
   auto defaults = resolve({});
   ASSERT_TRUE(defaults.ok());
@@ -338,9 +361,10 @@ TEST(FormatTest, ListTables) {
 
   json queues = json::parse(R"({"queues": [{"name": "agent-sandbox", "pool": "elastic-light-pool",
       "policy": {"type": "fifo", "preemptible": false, "max_concurrency": 64}, "pending": 2, "running": 5}]})");
-  EXPECT_EQ(FormatQueuesTable(queues),
-            "NAME           POOL                POLICY  PREEMPTIBLE  MAX_WALLTIME_H  MAX_CONCURRENCY  PENDING  RUNNING\n"
-            "agent-sandbox  elastic-light-pool  fifo    false        -               64               2        5\n");
+  EXPECT_EQ(
+      FormatQueuesTable(queues),
+      "NAME           POOL                POLICY  PREEMPTIBLE  MAX_WALLTIME_H  MAX_CONCURRENCY  PENDING  RUNNING\n"
+      "agent-sandbox  elastic-light-pool  fifo    false        -               64               2        5\n");
 
   json pools = json::parse(R"({"pools": [{"name": "cpu-hpc-pool", "kind": "cpu", "labels": {},
       "nodes": ["a", "b"], "capacity": {"cpus": 128, "memory_mb": 2048, "gpus": 0},
@@ -355,8 +379,7 @@ TEST(FormatTest, ListTables) {
             "TIME                 KIND       MESSAGE\n"
             "2026-01-01 00:00:00  submitted  routed\n");
 
-  EXPECT_EQ(FormatJobsTable(json::object()),
-            "ID  NAME  USER  PROJECT  QUEUE  POOL  STATE  NODES  SUBMITTED\n");
+  EXPECT_EQ(FormatJobsTable(json::object()), "ID  NAME  USER  PROJECT  QUEUE  POOL  STATE  NODES  SUBMITTED\n");
 }
 
 TEST(FormatTest, WhoAmI) {
