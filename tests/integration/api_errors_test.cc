@@ -78,8 +78,12 @@ TEST_F(ApiErrorsTest, RejectedSubmissionsHaveTheErrorShapeAndChangeNothing) {
     ASSERT_TRUE(r.json.is_object()) << r.body;
     ASSERT_TRUE(r.json.contains("error")) << r.body;
     EXPECT_FALSE(r.json["error"]["message"].get<std::string>().empty());
-    if (c.code) EXPECT_EQ(r.json["error"]["code"], c.code) << r.body;
-    if (c.field) EXPECT_EQ(r.json["error"]["field"], c.field) << r.body;
+    if (c.code) {
+      EXPECT_EQ(r.json["error"]["code"], c.code) << r.body;
+    }
+    if (c.field) {
+      EXPECT_EQ(r.json["error"]["field"], c.field) << r.body;
+    }
   }
   EXPECT_EQ(TotalJobs(), before);
 }

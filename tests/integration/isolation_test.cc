@@ -31,7 +31,9 @@ TEST(IsolationTest, JobIsUnprivilegedAndSeesNoSecrets) {
   json job = d.WaitTerminal(id);
   ASSERT_EQ(job["state"], "COMPLETED") << job.dump();
   const std::string out = d.Call("GET", "/v1/jobs/" + id + "/log").body;
-  if (::geteuid() == 0) EXPECT_EQ(out.find("uid=0\n"), std::string::npos) << out;
+  if (::geteuid() == 0) {
+    EXPECT_EQ(out.find("uid=0\n"), std::string::npos) << out;
+  }
   EXPECT_NE(out.find("uid="), std::string::npos) << out;
   EXPECT_EQ(out.find(secret), std::string::npos) << out;
   EXPECT_EQ(out.find("UNISCHED_ADMIN_TOKEN"), std::string::npos) << out;

@@ -202,12 +202,16 @@ TEST_F(JobsTest, ClusterViews) {
 }
 
 TEST_F(JobsTest, MetricsExposeContractSeries) {
+  d().WaitTerminal(d().Submit({{"workload", {{"kind", "agent"}}}, {"command", {"true"}}}));
   Reply m = d().Call("GET", "/metrics", std::string(), {}, nullptr);
   ASSERT_EQ(m.status, 200);
   for (const char* series : {"unisched_jobs{", "unisched_job_submissions_total{", "unisched_scheduler_cycle_seconds",
                              "unisched_http_request_duration_seconds", "unisched_nodes{"}) {
     EXPECT_NE(m.body.find(series), std::string::npos) << series;
   }
+  EXPECT_NE(m.body.find("unisched_jobs{pool=\"elastic-light-pool\",queue=\"agent-sandbox\",state=\"COMPLETED\"} 1"),
+            std::string::npos)
+      << m.body;
   const std::string no_token;
   EXPECT_EQ(d().Call("GET", "/healthz", std::string(), {}, &no_token).json["status"], "ok");
 }
