@@ -13,6 +13,8 @@ packages=(
   libsqlite3-dev sqlite3 prometheus-cpp-dev libgtest-dev libgmock-dev libssl-dev
   # run and test: useradd, setpriv/flock, ps, curl for the quick-start, node for the OpenAPI check
   passwd util-linux procps curl ca-certificates nodejs npm
+  # promtool checks the /metrics exposition in the tests
+  prometheus
 )
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
