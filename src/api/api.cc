@@ -19,8 +19,8 @@
 namespace unisched::api {
 namespace {
 
-using nlohmann::json;
 using model::JobState;
+using nlohmann::json;
 
 int StatusOf(ErrorKind kind) {
   switch (kind) {
@@ -48,7 +48,9 @@ int StatusOf(ErrorKind kind) {
   return 500;
 }
 
-HttpResponse FromError(const Error& e) { return ErrorResponse(StatusOf(e.kind), e.code, e.message, e.field); }
+HttpResponse FromError(const Error& e) {
+  return ErrorResponse(StatusOf(e.kind), e.code, e.message, e.field);
+}
 
 HttpResponse Json(int status, const json& body) {
   HttpResponse r;
@@ -70,7 +72,9 @@ std::vector<std::string> SplitPath(std::string_view path) {
   return out;
 }
 
-bool IsMutating(const std::string& method) { return method == "POST" || method == "DELETE" || method == "PUT"; }
+bool IsMutating(const std::string& method) {
+  return method == "POST" || method == "DELETE" || method == "PUT";
+}
 
 json LabelsJson(const model::Labels& labels) {
   json out = json::object();
@@ -287,7 +291,9 @@ HttpResponse Api::HandleSync(HttpRequest request) {
 
 // ---- probes and metrics ----
 
-void Api::Healthz(Call& call) { call.reply(Json(200, {{"status", "ok"}})); }
+void Api::Healthz(Call& call) {
+  call.reply(Json(200, {{"status", "ok"}}));
+}
 
 void Api::Readyz(Call& call) {
   if (ctx_.ready && !ctx_.ready()) {
@@ -345,8 +351,8 @@ void Api::SubmitJob(Call& call) {
     return;
   }
   if (!auth::CanSubmitTo(who, project)) {
-    call.reply(ErrorResponse(403, "forbidden", "user " + who.user + " is not a member of project " + project,
-                             "project"));
+    call.reply(
+        ErrorResponse(403, "forbidden", "user " + who.user + " is not a member of project " + project, "project"));
     return;
   }
   auto route = router::Route(cfg.cluster, {s.workload, s.resources, s.constraints, s.queue});
@@ -355,10 +361,10 @@ void Api::SubmitJob(Call& call) {
     return;
   }
   if (s.priority > 0 && !auth::CanRaisePriority(who, route->queue)) {
-    call.reply(ErrorResponse(403, "forbidden",
-                             "only platform-admins and admins of queue " + route->queue +
-                                 " may submit with a priority above 0",
-                             "priority"));
+    call.reply(ErrorResponse(
+        403, "forbidden",
+        "only platform-admins and admins of queue " + route->queue + " may submit with a priority above 0",
+        "priority"));
     return;
   }
   const std::string idempotency_key = call.request.Header("idempotency-key");
@@ -463,10 +469,10 @@ void Api::ListJobs(Call& call) {
       out = v;
       return true;
     } catch (const std::exception&) {
-      call.reply(ErrorResponse(422, "invalid_value",
-                               std::string(key) + " must be an integer between " + std::to_string(min) + " and " +
-                                   std::to_string(max),
-                               key));
+      call.reply(ErrorResponse(
+          422, "invalid_value",
+          std::string(key) + " must be an integer between " + std::to_string(min) + " and " + std::to_string(max),
+          key));
       return false;
     }
   };
@@ -519,9 +525,9 @@ void Api::ControlJobAction(Call& call, ControlPlane::JobAction action) {
     return;
   }
   if (!auth::CanControlJob(*call.principal, *job)) {
-    call.reply(ErrorResponse(403, "forbidden",
-                             "user " + call.principal->user + " may not control job " + std::to_string(job->id) +
-                                 " of user " + job->user));
+    call.reply(ErrorResponse(
+        403, "forbidden",
+        "user " + call.principal->user + " may not control job " + std::to_string(job->id) + " of user " + job->user));
     return;
   }
   auto reply = call.reply;
@@ -535,9 +541,15 @@ void Api::ControlJobAction(Call& call, ControlPlane::JobAction action) {
   });
 }
 
-void Api::CancelJob(Call& call) { ControlJobAction(call, ControlPlane::JobAction::kCancel); }
-void Api::HoldJob(Call& call) { ControlJobAction(call, ControlPlane::JobAction::kHold); }
-void Api::ReleaseJob(Call& call) { ControlJobAction(call, ControlPlane::JobAction::kRelease); }
+void Api::CancelJob(Call& call) {
+  ControlJobAction(call, ControlPlane::JobAction::kCancel);
+}
+void Api::HoldJob(Call& call) {
+  ControlJobAction(call, ControlPlane::JobAction::kHold);
+}
+void Api::ReleaseJob(Call& call) {
+  ControlJobAction(call, ControlPlane::JobAction::kRelease);
+}
 
 void Api::JobLog(Call& call) {
   auto job = LoadVisibleJob(call);

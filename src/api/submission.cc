@@ -12,7 +12,9 @@ constexpr int kMaxCpus = 1 << 20;
 constexpr int kMaxGpus = 1024;
 constexpr size_t kMaxNameLength = 255;
 
-std::string TypeName(const json& v) { return v.type_name(); }
+std::string TypeName(const json& v) {
+  return v.type_name();
+}
 
 Error WrongType(const std::string& field, const char* expected, const json& got) {
   return Error::BadRequest("invalid_type", field + " must be " + expected + ", got " + TypeName(got), field);
@@ -74,9 +76,9 @@ Result<Submission> ParseSubmission(const json& body) {
   if (!body.is_object()) {
     return Error::BadRequest("invalid_type", "the request body must be a JSON object describing the job");
   }
-  if (auto e = CheckKeys(body, "",
-                         {"name", "project", "queue", "workload", "resources", "constraints", "command", "env",
-                          "priority"})) {
+  if (auto e = CheckKeys(
+          body, "",
+          {"name", "project", "queue", "workload", "resources", "constraints", "command", "env", "priority"})) {
     return *e;
   }
   Submission s;
@@ -110,9 +112,8 @@ Result<Submission> ParseSubmission(const json& body) {
   if (!wl->is_object()) return WrongType("workload", "an object", *wl);
   auto kind = wl->find("kind");
   if (kind == wl->end()) {
-    return Error::Unprocessable("missing_field",
-                                "workload.kind is required: one of hpc, ai-training, ai-inference, agent",
-                                "workload.kind");
+    return Error::Unprocessable(
+        "missing_field", "workload.kind is required: one of hpc, ai-training, ai-inference, agent", "workload.kind");
   }
   if (!kind->is_string()) return WrongType("workload.kind", "a string", *kind);
   auto parsed_kind = model::ParseWorkloadKind(kind->get<std::string>());
@@ -132,8 +133,8 @@ Result<Submission> ParseSubmission(const json& body) {
 
   if (auto res = body.find("resources"); res != body.end() && !res->is_null()) {
     if (!res->is_object()) return WrongType("resources", "an object", *res);
-    if (auto e = CheckKeys(*res, "resources",
-                           {"nodes", "cpus", "memory_mb", "gpus", "gpu_model", "walltime_seconds"})) {
+    if (auto e =
+            CheckKeys(*res, "resources", {"nodes", "cpus", "memory_mb", "gpus", "gpu_model", "walltime_seconds"})) {
       return *e;
     }
     int64_t nodes = 1, cpus = 1, memory = 0, gpus = 0, walltime = 0;
@@ -141,8 +142,8 @@ Result<Submission> ParseSubmission(const json& body) {
     if (auto e = ReadInt(*res, "cpus", "resources.cpus", 1, kMaxCpus, cpus)) return *e;
     if (auto e = ReadInt(*res, "memory_mb", "resources.memory_mb", 1, int64_t{1} << 40, memory)) return *e;
     if (auto e = ReadInt(*res, "gpus", "resources.gpus", 0, kMaxGpus, gpus)) return *e;
-    if (auto e = ReadInt(*res, "walltime_seconds", "resources.walltime_seconds", 1, int64_t{10} * 365 * 86400,
-                         walltime)) {
+    if (auto e =
+            ReadInt(*res, "walltime_seconds", "resources.walltime_seconds", 1, int64_t{10} * 365 * 86400, walltime)) {
       return *e;
     }
     s.resources.nodes = static_cast<int>(nodes);
@@ -195,8 +196,8 @@ Result<Submission> ParseSubmission(const json& body) {
       const std::string field = "env." + key;
       if (!value.is_string()) return WrongType(field, "a string", value);
       if (!ValidEnvName(key)) {
-        return Error::Unprocessable("invalid_value",
-                                    "env name '" + key + "' is not valid; use letters, digits and '_'", field);
+        return Error::Unprocessable("invalid_value", "env name '" + key + "' is not valid; use letters, digits and '_'",
+                                    field);
       }
       if (key.rfind("UNISCHED_", 0) == 0) {
         return Error::Unprocessable("invalid_value", "env names starting with UNISCHED_ are set by the scheduler",

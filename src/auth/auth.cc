@@ -71,12 +71,18 @@ std::string GenerateToken() {
   return out;
 }
 
-bool IsPlatformAdmin(const Principal& p) { return p.role == Role::kPlatformAdmin; }
-bool BelongsTo(const Principal& p, std::string_view project) { return Contains(p.projects, project); }
+bool IsPlatformAdmin(const Principal& p) {
+  return p.role == Role::kPlatformAdmin;
+}
+bool BelongsTo(const Principal& p, std::string_view project) {
+  return Contains(p.projects, project);
+}
 bool AdministersQueue(const Principal& p, std::string_view queue) {
   return p.role == Role::kQueueAdmin && Contains(p.queues, queue);
 }
-bool CanSubmitTo(const Principal& p, std::string_view project) { return IsPlatformAdmin(p) || BelongsTo(p, project); }
+bool CanSubmitTo(const Principal& p, std::string_view project) {
+  return IsPlatformAdmin(p) || BelongsTo(p, project);
+}
 bool CanReadJob(const Principal& p, const model::Job& job) {
   return IsPlatformAdmin(p) || BelongsTo(p, job.project) || AdministersQueue(p, job.queue);
 }

@@ -5,6 +5,11 @@
 #include "unisched/client/http_client.h"
 
 #include <algorithm>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
 #include <cctype>
 #include <chrono>
 #include <cstdint>
@@ -12,12 +17,6 @@
 #include <optional>
 #include <string>
 #include <utility>
-
-#include <boost/asio/connect.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 
 namespace unisched::client {
 namespace {
@@ -44,9 +43,8 @@ Error TransportError(const std::string& code, const std::string& message) {
 // Errors after which a reused keep-alive connection is worth one retry: the
 // server closed it while it sat idle, before reading our request.
 bool LooksLikeStaleConnection(const beast::error_code& ec) {
-  return ec == http::error::end_of_stream || ec == asio::error::connection_reset ||
-         ec == asio::error::broken_pipe || ec == asio::error::eof ||
-         ec == asio::error::connection_aborted || ec == asio::error::bad_descriptor;
+  return ec == http::error::end_of_stream || ec == asio::error::connection_reset || ec == asio::error::broken_pipe ||
+         ec == asio::error::eof || ec == asio::error::connection_aborted || ec == asio::error::bad_descriptor;
 }
 
 }  // namespace
@@ -119,8 +117,8 @@ struct HttpClient::Impl {
 
   Error ErrorFor(const beast::error_code& ec, const char* stage) const {
     if (ec == beast::error::timeout) {
-      return TransportError("timeout", "no answer from " + Where() + " within " +
-                                           std::to_string(timeout.count()) + " ms (" + stage + ")");
+      return TransportError("timeout", "no answer from " + Where() + " within " + std::to_string(timeout.count()) +
+                                           " ms (" + stage + ")");
     }
     if (std::string(stage) == "connect") {
       return TransportError("connection_failed", "cannot connect to " + Where() + ": " + ec.message() +
@@ -130,20 +128,26 @@ struct HttpClient::Impl {
   }
 };
 
-HttpClient::HttpClient(std::string host, uint16_t port)
-    : impl_(std::make_unique<Impl>(std::move(host), port)) {}
+HttpClient::HttpClient(std::string host, uint16_t port) : impl_(std::make_unique<Impl>(std::move(host), port)) {}
 HttpClient::~HttpClient() = default;
 HttpClient::HttpClient(HttpClient&&) noexcept = default;
 HttpClient& HttpClient::operator=(HttpClient&&) noexcept = default;
 
-void HttpClient::SetBearerToken(std::string token) { impl_->bearer = std::move(token); }
-void HttpClient::SetTimeout(std::chrono::milliseconds timeout) { impl_->timeout = timeout; }
-const std::string& HttpClient::host() const { return impl_->host; }
-uint16_t HttpClient::port() const { return impl_->port; }
+void HttpClient::SetBearerToken(std::string token) {
+  impl_->bearer = std::move(token);
+}
+void HttpClient::SetTimeout(std::chrono::milliseconds timeout) {
+  impl_->timeout = timeout;
+}
+const std::string& HttpClient::host() const {
+  return impl_->host;
+}
+uint16_t HttpClient::port() const {
+  return impl_->port;
+}
 
 Result<ClientResponse> HttpClient::Request(const std::string& method, const std::string& target,
-                                           const std::string& body,
-                                           const std::map<std::string, std::string>& headers) {
+                                           const std::string& body, const std::map<std::string, std::string>& headers) {
   Impl& d = *impl_;
   const Clock::time_point deadline = Clock::now() + d.timeout;
 
@@ -198,8 +202,8 @@ Result<ClientResponse> HttpClient::Request(const std::string& method, const std:
 
 Result<std::pair<std::string, uint16_t>> ParseBaseUrl(const std::string& url) {
   auto bad = [&url](const std::string& why) {
-    return Error::BadRequest("bad_url", "invalid server URL \"" + url + "\": " + why +
-                                            " (expected e.g. http://127.0.0.1:8642)");
+    return Error::BadRequest("bad_url",
+                             "invalid server URL \"" + url + "\": " + why + " (expected e.g. http://127.0.0.1:8642)");
   };
   std::string rest = url;
   const std::string lower = Lower(url);
@@ -238,8 +242,8 @@ Result<std::pair<std::string, uint16_t>> ParseBaseUrl(const std::string& url) {
   if (host.empty()) return bad("no host");
   uint16_t port = 80;
   if (!port_text.empty()) {
-    if (port_text.size() > 5 || !std::all_of(port_text.begin(), port_text.end(),
-                                             [](unsigned char c) { return std::isdigit(c) != 0; })) {
+    if (port_text.size() > 5 ||
+        !std::all_of(port_text.begin(), port_text.end(), [](unsigned char c) { return std::isdigit(c) != 0; })) {
       return bad("port must be a number");
     }
     const int value = std::stoi(port_text);

@@ -11,9 +11,13 @@ namespace {
 
 using nlohmann::json;
 
-json TimestampOrNull(const std::optional<Timestamp>& t) { return t ? json(FormatRfc3339(*t)) : json(nullptr); }
+json TimestampOrNull(const std::optional<Timestamp>& t) {
+  return t ? json(FormatRfc3339(*t)) : json(nullptr);
+}
 
-json IntOrNull(const std::optional<int>& v) { return v ? json(*v) : json(nullptr); }
+json IntOrNull(const std::optional<int>& v) {
+  return v ? json(*v) : json(nullptr);
+}
 
 json NodeNamesOf(const model::Allocation& allocation) {
   json names = json::array();

@@ -18,8 +18,8 @@ std::string FormatRfc3339(Timestamp t) {
   std::tm tm{};
   gmtime_r(&tt, &tm);
   char buf[80];  // room for any int the compiler thinks tm fields may hold
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(frac));
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(frac));
   return buf;
 }
 

@@ -21,7 +21,7 @@ namespace unisched::containment {
 namespace {
 
 bool Exists(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   return ::stat(path.c_str(), &st) == 0;
 }
 
@@ -81,7 +81,9 @@ int MakeDir(const std::string& path) {
   return errno;
 }
 
-std::string ErrnoText(int err) { return std::strerror(err); }
+std::string ErrnoText(int err) {
+  return std::strerror(err);
+}
 
 }  // namespace
 

@@ -70,8 +70,7 @@ std::map<std::string, std::string> JobEnvironment(const Job& job, const model::A
   return env;
 }
 
-Controller::Controller(const config::Config& config, store::Store& store, metrics::Metrics& metrics,
-                       const Clock& clock)
+Controller::Controller(const config::Config& config, store::Store& store, metrics::Metrics& metrics, const Clock& clock)
     : config_(config), store_(store), metrics_(metrics), clock_(clock) {
   for (const auto& spec : config_.cluster.nodes) {
     model::NodeUsage n;
@@ -82,7 +81,9 @@ Controller::Controller(const config::Config& config, store::Store& store, metric
   view_ = std::make_shared<api::ClusterView>();
 }
 
-Controller::~Controller() { Stop(); }
+Controller::~Controller() {
+  Stop();
+}
 
 model::NodeUsage* Controller::FindNode(const std::string& name) {
   for (auto& n : nodes_) {
@@ -111,8 +112,7 @@ void Controller::Start() {
     }
     active_.emplace(job.id, std::move(job));
   }
-  spdlog::info("controller: {} active jobs loaded, {} running attempts to recover", active_.size(),
-               to_recover.size());
+  spdlog::info("controller: {} active jobs loaded, {} running attempts to recover", active_.size(), to_recover.size());
   Publish();
   thread_ = std::thread([this] { Loop(); });
   // Results of recovered attempts arrive through OnRunResult, after the loop runs.
@@ -205,11 +205,11 @@ void Controller::Transition(Batch& batch, Job& job, JobState to, std::string rea
   }
   job.state = to;
   job.state_reason = std::move(reason);
-  batch.writes.push_back([copy = job, event = store::JobEvent{clock_.Now(), event_kind, message}](
-                             store::Transaction& t) -> Status {
-    if (auto s = t.UpdateJob(copy); !s.ok()) return s;
-    return t.AppendEvent(copy.id, event);
-  });
+  batch.writes.push_back(
+      [copy = job, event = store::JobEvent{clock_.Now(), event_kind, message}](store::Transaction& t) -> Status {
+        if (auto s = t.UpdateJob(copy); !s.ok()) return s;
+        return t.AppendEvent(copy.id, event);
+      });
 }
 
 void Controller::RunCycle(Batch& batch, Timestamp now) {
@@ -220,8 +220,7 @@ void Controller::RunCycle(Batch& batch, Timestamp now) {
     if (job.state == JobState::kPending) {
       const auto* queue = config_.cluster.FindQueue(job.queue);
       snapshot.pending.push_back({job.id, job.queue, job.pool, job.project, job.user, job.priority,
-                                  queue ? queue->priority_tier : 0, job.submitted_at, job.resources,
-                                  job.constraints});
+                                  queue ? queue->priority_tier : 0, job.submitted_at, job.resources, job.constraints});
     } else if (job.state == JobState::kRunning) {
       const model::Attempt* a = job.CurrentAttempt();
       snapshot.running.push_back({job.id, job.queue, job.pool, job.project, job.user,
@@ -321,8 +320,8 @@ void Controller::ApplyControl(Batch& batch, model::JobId id, JobAction action, c
       done(stored.error());
       return;
     }
-    done(Error::Conflict("job_finished", "job " + std::to_string(id) + " already ended " +
-                                             std::string(model::ToString(stored->state))));
+    done(Error::Conflict(
+        "job_finished", "job " + std::to_string(id) + " already ended " + std::string(model::ToString(stored->state))));
     return;
   }
   Job& job = it->second;
@@ -334,12 +333,12 @@ void Controller::ApplyControl(Batch& batch, model::JobId id, JobAction action, c
       if (job.state == JobState::kRunning) {
         if (!job.cancel_requested) {
           job.cancel_requested = true;
-          batch.writes.push_back([copy = job, event = store::JobEvent{clock_.Now(), "cancel_requested",
-                                                                      "cancel requested by " + actor}](
-                                     store::Transaction& t) -> Status {
-            if (auto s = t.UpdateJob(copy); !s.ok()) return s;
-            return t.AppendEvent(copy.id, event);
-          });
+          batch.writes.push_back(
+              [copy = job, event = store::JobEvent{clock_.Now(), "cancel_requested", "cancel requested by " + actor}](
+                  store::Transaction& t) -> Status {
+                if (auto s = t.UpdateJob(copy); !s.ok()) return s;
+                return t.AppendEvent(copy.id, event);
+              });
           batch.after_commit.push_back(
               [this, id, attempt = job.CurrentAttempt()->number] { executor_->Cancel(id, attempt); });
         }
@@ -419,8 +418,7 @@ void Controller::Commit(Batch& batch) {
     if (!s.ok()) {
       // The live state is ahead of the store; nothing is launched or answered
       // for it. A restart reloads the store's (consistent) view.
-      spdlog::critical("store commit failed: {}; restart the daemon once the store is writable",
-                       s.error().message);
+      spdlog::critical("store commit failed: {}; restart the daemon once the store is writable", s.error().message);
       return;
     }
   }
@@ -446,8 +444,8 @@ void Controller::Publish() {
   }
   std::map<std::pair<std::string, std::string>, int> node_counts;
   for (const auto& pool : config_.cluster.pools) {
-    for (auto s : {model::NodeState::kUp, model::NodeState::kDraining, model::NodeState::kDrained,
-                   model::NodeState::kDown}) {
+    for (auto s :
+         {model::NodeState::kUp, model::NodeState::kDraining, model::NodeState::kDrained, model::NodeState::kDown}) {
       node_counts[{std::string(model::ToString(s)), pool.name}] = 0;
     }
   }

@@ -55,8 +55,8 @@ bool WriteSecretFile(const fs::path& path, const std::string& content) {
   const std::string tmp = path.string() + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return false;
-  const bool ok = ::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size()) &&
-                  ::fsync(fd) == 0;
+  const bool ok =
+      ::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size()) && ::fsync(fd) == 0;
   ::close(fd);
   return ok && ::rename(tmp.c_str(), path.c_str()) == 0;
 }
@@ -234,9 +234,8 @@ int RunServer(int argc, char** argv) {
   api::Api api(context);
 
   controller.Start();
-  auto server = api::StartHttpServer(http, [&api](api::HttpRequest req, api::Respond respond) {
-    api.Handle(std::move(req), std::move(respond));
-  });
+  auto server = api::StartHttpServer(
+      http, [&api](api::HttpRequest req, api::Respond respond) { api.Handle(std::move(req), std::move(respond)); });
   if (!server.ok()) {
     spdlog::critical("cannot listen on {}: {}", cfg.server.listen, server.error().message);
     controller.Stop();
@@ -249,8 +248,8 @@ int RunServer(int argc, char** argv) {
     endpoint << url << "\n";
   }
   fs::rename(state_dir / "endpoint.tmp", state_dir / "endpoint");
-  spdlog::info("unisched listening on {} (state {}, config version {}, store synchronous={})", url,
-               state_dir.string(), cfg.version, cfg.store.synchronous);
+  spdlog::info("unisched listening on {} (state {}, config version {}, store synchronous={})", url, state_dir.string(),
+               cfg.version, cfg.store.synchronous);
 
   int received = 0;
   sigwait(&signals, &received);

@@ -16,11 +16,10 @@
 
 #include <atomic>
 #include <cerrno>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "unisched/executor/executor.h"
 
@@ -44,12 +43,18 @@ struct AttemptSpec {
 
 inline std::string_view OutcomeName(RunOutcome outcome) {
   switch (outcome) {
-    case RunOutcome::kCompleted: return "completed";
-    case RunOutcome::kFailed: return "failed";
-    case RunOutcome::kTimeout: return "timeout";
-    case RunOutcome::kCancelled: return "cancelled";
-    case RunOutcome::kLaunchFailed: return "launch_failed";
-    case RunOutcome::kLost: return "lost";
+    case RunOutcome::kCompleted:
+      return "completed";
+    case RunOutcome::kFailed:
+      return "failed";
+    case RunOutcome::kTimeout:
+      return "timeout";
+    case RunOutcome::kCancelled:
+      return "cancelled";
+    case RunOutcome::kLaunchFailed:
+      return "launch_failed";
+    case RunOutcome::kLost:
+      return "lost";
   }
   return "lost";
 }
@@ -176,9 +181,13 @@ inline std::optional<std::string> ReadWholeFile(const std::string& path) {
 }
 
 // Replaces dir/name with `content` so that readers see the old or the new
-// file whole, never a part: write a temporary, fsync, rename, fsync the dir.
+// file whole, never a part: write a temporary, rename. With `durable`, also
+// fsync the file before and the directory after the rename, so the file
+// survives a host crash, not only a crash of the daemon; only the result
+// needs that (a spec or state lost with the host is rebuilt by recovery).
 // Returns 0 or the errno of the step that failed.
-inline int WriteFileAtomic(const std::string& dir, const std::string& name, std::string_view content) {
+inline int WriteFileAtomic(const std::string& dir, const std::string& name, std::string_view content,
+                           bool durable = true) {
   // Unique per writer, so that two writers never share a temporary.
   static std::atomic<unsigned> counter{0};
   const std::string tmp =
@@ -198,7 +207,7 @@ inline int WriteFileAtomic(const std::string& dir, const std::string& name, std:
     }
     done += static_cast<size_t>(n);
   }
-  const int sync_err = ::fsync(fd) != 0 ? errno : 0;
+  const int sync_err = durable && ::fsync(fd) != 0 ? errno : 0;
   const int close_err = ::close(fd) != 0 ? errno : 0;
   if (sync_err != 0 || close_err != 0) {
     ::unlink(tmp.c_str());
@@ -209,7 +218,7 @@ inline int WriteFileAtomic(const std::string& dir, const std::string& name, std:
     ::unlink(tmp.c_str());
     return err;
   }
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  const int dfd = durable ? ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
   if (dfd >= 0) {
     (void)::fsync(dfd);  // the rename is what matters; a failed dir fsync only weakens crash safety
     ::close(dfd);

@@ -31,7 +31,9 @@
 
 namespace unisched::executor {
 
-std::string_view ToString(RunOutcome outcome) { return files::OutcomeName(outcome); }
+std::string_view ToString(RunOutcome outcome) {
+  return files::OutcomeName(outcome);
+}
 
 namespace {
 
@@ -39,10 +41,12 @@ using Key = std::pair<model::JobId, int>;
 // How often adopted attempts (not our children) are looked at.
 constexpr int kPollMillis = 200;
 
-std::string Errno(int err) { return std::strerror(err); }
+std::string Errno(int err) {
+  return std::strerror(err);
+}
 
 bool Exists(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   return ::stat(path.c_str(), &st) == 0;
 }
 
@@ -50,7 +54,7 @@ bool Exists(const std::string& path) {
 // (exactly, whatever the umask). Returns 0 or the errno.
 int MakeDirs(const std::string& path, mode_t mode, mode_t parent_mode = 0711) {
   if (path.empty()) return EINVAL;
-  struct stat st{};
+  struct stat st {};
   if (::stat(path.c_str(), &st) == 0) return S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
   const size_t slash = path.find_last_of('/');
   if (slash != std::string::npos && slash > 0) {
@@ -131,8 +135,7 @@ std::optional<RunResult> ReadResult(const Key& key, const std::string& dir) {
 
 class LocalExecutor final : public Executor {
  public:
-  LocalExecutor(LocalExecutorOptions options, ResultSink sink)
-      : options_(std::move(options)), sink_(std::move(sink)) {
+  LocalExecutor(LocalExecutorOptions options, ResultSink sink) : options_(std::move(options)), sink_(std::move(sink)) {
     wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     watcher_ = std::thread([this] { WatchLoop(); });
   }
@@ -157,8 +160,8 @@ class LocalExecutor final : public Executor {
   };
   struct Tracked {
     Phase phase = Phase::kStarting;
-    pid_t pid = -1;    // our supervisor child
-    int pidfd = -1;    // readable when that child exits
+    pid_t pid = -1;  // our supervisor child
+    int pidfd = -1;  // readable when that child exits
     bool cancel_requested = false;
     bool cancel_sent = false;
   };
@@ -184,10 +187,10 @@ class LocalExecutor final : public Executor {
   int wake_fd_ = -1;
   std::thread watcher_;
   std::mutex mu_;
-  std::map<Key, Tracked> attempts_;    // GUARDED_BY(mu_)
-  std::vector<RunResult> pending_;     // GUARDED_BY(mu_): results made outside the watcher
-  std::set<Key> delivered_;            // GUARDED_BY(mu_)
-  bool stopping_ = false;              // GUARDED_BY(mu_)
+  std::map<Key, Tracked> attempts_;  // GUARDED_BY(mu_)
+  std::vector<RunResult> pending_;   // GUARDED_BY(mu_): results made outside the watcher
+  std::set<Key> delivered_;          // GUARDED_BY(mu_)
+  bool stopping_ = false;            // GUARDED_BY(mu_)
   std::once_flag shutdown_once_;
 };
 
@@ -297,7 +300,7 @@ Status LocalExecutor::Prepare(const LaunchSpec& spec, bool& already_claimed) {
 
   files::AttemptSpec attempt_spec{spec, work, options_.use_cgroups};
   const std::string json = files::SpecToJson(attempt_spec).dump(2) + "\n";
-  if (int err = files::WriteFileAtomic(dir, files::kSpec, json)) {
+  if (int err = files::WriteFileAtomic(dir, files::kSpec, json, /*durable=*/false)) {
     return Error::Internal("cannot write " + dir + "/" + files::kSpec + ": " + Errno(err));
   }
   return Status::Ok();

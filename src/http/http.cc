@@ -4,9 +4,8 @@
 #include "unisched/api/http.h"
 
 #include <map>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace unisched::api {
 namespace {
@@ -20,8 +19,7 @@ int HexValue(char c) {
 
 }  // namespace
 
-HttpResponse ErrorResponse(int status, const std::string& code, const std::string& message,
-                           const std::string& field) {
+HttpResponse ErrorResponse(int status, const std::string& code, const std::string& message, const std::string& field) {
   nlohmann::json error = {{"code", code}, {"message", message}};
   if (!field.empty()) error["field"] = field;
   HttpResponse response;

@@ -10,8 +10,20 @@
 // holds) may outlive Stop() and even the server object; the socket must never
 // outlive its io_context.
 
+#include "unisched/api/server.h"
+
 #include <algorithm>
 #include <atomic>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
 #include <cctype>
 #include <chrono>
 #include <cstdint>
@@ -25,19 +37,7 @@
 #include <utility>
 #include <vector>
 
-#include <boost/asio/bind_executor.hpp>
-#include <boost/asio/dispatch.hpp>
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-
 #include "unisched/api/http.h"
-#include "unisched/api/server.h"
 
 namespace unisched::api {
 namespace {
@@ -95,9 +95,9 @@ struct Core {
   const Handler handler;
 
   std::mutex mu;
-  bool stopped = false;                                                  // GUARDED_BY(mu)
-  uint64_t next_session_id = 1;                                          // GUARDED_BY(mu)
-  std::unordered_map<uint64_t, std::weak_ptr<SessionBase>> sessions;    // GUARDED_BY(mu)
+  bool stopped = false;                                               // GUARDED_BY(mu)
+  uint64_t next_session_id = 1;                                       // GUARDED_BY(mu)
+  std::unordered_map<uint64_t, std::weak_ptr<SessionBase>> sessions;  // GUARDED_BY(mu)
 
   // Returns the session's id, or 0 when the server is stopping (the caller
   // then drops the connection).
@@ -225,8 +225,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
 
   void ReadBody() {
     Lowest().expires_after(std::chrono::seconds(core_->options.body_timeout_seconds));
-    http::async_read(stream_, buffer_, *parser_,
-                     beast::bind_front_handler(&Session::OnBody, this->shared_from_this()));
+    http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&Session::OnBody, this->shared_from_this()));
   }
 
   void OnBody(beast::error_code ec, std::size_t /*bytes*/) {
@@ -236,23 +235,22 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
 
   void OnReadError(const beast::error_code& ec) {
     if (ec == http::error::body_limit) {
-      return SendErrorAndClose(ErrorResponse(
-          413, "body_too_large",
-          "request body exceeds " + std::to_string(core_->options.max_body_bytes) +
-              " bytes; send a smaller body (large outputs belong in files, not in requests)"));
+      return SendErrorAndClose(
+          ErrorResponse(413, "body_too_large",
+                        "request body exceeds " + std::to_string(core_->options.max_body_bytes) +
+                            " bytes; send a smaller body (large outputs belong in files, not in requests)"));
     }
     if (ec == http::error::header_limit) {
-      return SendErrorAndClose(ErrorResponse(
-          431, "header_too_large",
-          "request header block exceeds " + std::to_string(kHeaderLimitBytes) +
-              " bytes; send fewer or shorter headers"));
+      return SendErrorAndClose(ErrorResponse(431, "header_too_large",
+                                             "request header block exceeds " + std::to_string(kHeaderLimitBytes) +
+                                                 " bytes; send fewer or shorter headers"));
     }
     // The client went away or stopped mid-message: nobody to answer.
     if (ec == http::error::end_of_stream || ec == http::error::partial_message) return CloseNow();
     if (IsHttpProtocolError(ec)) {
-      return SendErrorAndClose(ErrorResponse(400, "malformed_request",
-                                             "malformed HTTP request (" + ec.message() +
-                                                 "); send HTTP/1.1 with a valid request line and headers"));
+      return SendErrorAndClose(ErrorResponse(
+          400, "malformed_request",
+          "malformed HTTP request (" + ec.message() + "); send HTTP/1.1 with a valid request line and headers"));
     }
     // Timeouts (beast::error::timeout; the stream already closed the
     // socket), resets and cancellation after Stop().
@@ -284,10 +282,8 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     auto responded = std::make_shared<std::atomic<bool>>(false);
     Respond respond = [self = this->shared_from_this(), responded](HttpResponse response) {
       if (responded->exchange(true)) return;  // exactly once; later calls are ignored
-      self->core_->PostUnlessStopped(self->strand_,
-                                     [self, response = std::move(response)]() mutable {
-                                       self->Write(std::move(response), false);
-                                     });
+      self->core_->PostUnlessStopped(
+          self->strand_, [self, response = std::move(response)]() mutable { self->Write(std::move(response), false); });
     };
     try {
       core_->handler(std::move(request), respond);
@@ -309,8 +305,8 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     if (closed_) return;
     // Informational statuses are the server's business, not a handler's.
     if (response.status < 200 || response.status > 999) {
-      response = ErrorResponse(500, "internal", "the handler produced an invalid HTTP status " +
-                                                    std::to_string(response.status));
+      response = ErrorResponse(500, "internal",
+                               "the handler produced an invalid HTTP status " + std::to_string(response.status));
     }
     // HTTP forbids a body on these; Beast would throw on one.
     if (response.status == 204 || response.status == 304) response.body.clear();
@@ -332,10 +328,9 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     msg->prepare_payload();
 
     Lowest().expires_after(std::chrono::seconds(core_->options.body_timeout_seconds));
-    http::async_write(stream_, *msg,
-                      [self = this->shared_from_this(), msg, close](beast::error_code ec, std::size_t) {
-                        self->OnWrite(close, ec);
-                      });
+    http::async_write(stream_, *msg, [self = this->shared_from_this(), msg, close](beast::error_code ec, std::size_t) {
+      self->OnWrite(close, ec);
+    });
   }
 
   void OnWrite(bool close, beast::error_code ec) {
@@ -393,9 +388,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
 class Listener : public std::enable_shared_from_this<Listener> {
  public:
   explicit Listener(std::shared_ptr<Core> core)
-      : core_(std::move(core)),
-        acceptor_(asio::make_strand(core_->ioc)),
-        retry_timer_(acceptor_.get_executor()) {}
+      : core_(std::move(core)), acceptor_(asio::make_strand(core_->ioc)), retry_timer_(acceptor_.get_executor()) {}
 
   Status Open(const tcp::endpoint& endpoint, const std::string& shown_address) {
     beast::error_code ec;
@@ -459,7 +452,9 @@ class Listener : public std::enable_shared_from_this<Listener> {
 class BeastHttpServer final : public HttpServer {
  public:
   BeastHttpServer(std::shared_ptr<Core> core, std::shared_ptr<Listener> listener)
-      : core_(std::move(core)), listener_(std::move(listener)), port_(listener_->port()),
+      : core_(std::move(core)),
+        listener_(std::move(listener)),
+        port_(listener_->port()),
         work_(asio::make_work_guard(core_->ioc)) {}
 
   ~BeastHttpServer() override { Stop(); }
@@ -504,10 +499,9 @@ class BeastHttpServer final : public HttpServer {
 
 Result<std::unique_ptr<HttpServer>> StartHttpServer(const ServerOptions& options, Handler handler) {
   if (!handler) return Error::Internal("StartHttpServer: no handler given");
-  if (options.max_body_bytes <= 0 || options.header_timeout_seconds <= 0 ||
-      options.body_timeout_seconds <= 0 || options.idle_timeout_seconds <= 0) {
-    return Error::BadRequest("invalid_server_options",
-                             "max_body_bytes and every timeout must be greater than 0");
+  if (options.max_body_bytes <= 0 || options.header_timeout_seconds <= 0 || options.body_timeout_seconds <= 0 ||
+      options.idle_timeout_seconds <= 0) {
+    return Error::BadRequest("invalid_server_options", "max_body_bytes and every timeout must be greater than 0");
   }
   auto core = std::make_shared<Core>(options, std::move(handler));
   const std::string shown = options.host + ":" + std::to_string(options.port);
@@ -521,7 +515,8 @@ Result<std::unique_ptr<HttpServer>> StartHttpServer(const ServerOptions& options
     tcp::resolver resolver(core->ioc);
     auto results = resolver.resolve(options.host, std::to_string(options.port), ec);
     if (ec || results.empty()) {
-      return Error{ErrorKind::kBadRequest, "bad_listen_address",
+      return Error{ErrorKind::kBadRequest,
+                   "bad_listen_address",
                    "cannot listen on " + shown + ": unknown host \"" + options.host +
                        "\" (use an IP address such as 127.0.0.1 or 0.0.0.0)",
                    {}};

@@ -6,18 +6,18 @@
 
 #include "unisched/metrics/metrics.h"
 
-#include <map>
-#include <memory>
-#include <mutex>
-#include <string>
-#include <vector>
-
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
 
 namespace unisched::metrics {
 namespace {
@@ -47,41 +47,43 @@ struct Metrics::Impl {
   const prometheus::Histogram::BucketBoundaries batch_buckets = PowersOfTwo(1, 13);
 
   prometheus::Family<prometheus::Gauge>& jobs = prometheus::BuildGauge()
-      .Name("unisched_jobs")
-      .Help("Jobs known to the store, by state, queue and pool.")
-      .Register(*registry);
+                                                    .Name("unisched_jobs")
+                                                    .Help("Jobs known to the store, by state, queue and pool.")
+                                                    .Register(*registry);
   prometheus::Family<prometheus::Counter>& submissions = prometheus::BuildCounter()
-      .Name("unisched_job_submissions_total")
-      .Help("Accepted job submissions, by queue.")
-      .Register(*registry);
+                                                             .Name("unisched_job_submissions_total")
+                                                             .Help("Accepted job submissions, by queue.")
+                                                             .Register(*registry);
   prometheus::Family<prometheus::Histogram>& cycle = prometheus::BuildHistogram()
-      .Name("unisched_scheduler_cycle_seconds")
-      .Help("Duration of one scheduling cycle in seconds.")
-      .Register(*registry);
-  prometheus::Family<prometheus::Histogram>& http = prometheus::BuildHistogram()
-      .Name("unisched_http_request_duration_seconds")
-      .Help("HTTP request duration in seconds, by route template, method and status code.")
-      .Register(*registry);
-  prometheus::Family<prometheus::Gauge>& nodes = prometheus::BuildGauge()
-      .Name("unisched_nodes")
-      .Help("Nodes by state and pool.")
-      .Register(*registry);
+                                                         .Name("unisched_scheduler_cycle_seconds")
+                                                         .Help("Duration of one scheduling cycle in seconds.")
+                                                         .Register(*registry);
+  prometheus::Family<prometheus::Histogram>& http =
+      prometheus::BuildHistogram()
+          .Name("unisched_http_request_duration_seconds")
+          .Help("HTTP request duration in seconds, by route template, method and status code.")
+          .Register(*registry);
+  prometheus::Family<prometheus::Gauge>& nodes =
+      prometheus::BuildGauge().Name("unisched_nodes").Help("Nodes by state and pool.").Register(*registry);
   prometheus::Family<prometheus::Counter>& started = prometheus::BuildCounter()
-      .Name("unisched_jobs_started_total")
-      .Help("Job attempts started, by pool.")
-      .Register(*registry);
-  prometheus::Family<prometheus::Counter>& finished = prometheus::BuildCounter()
-      .Name("unisched_jobs_finished_total")
-      .Help("Jobs that reached a terminal state, by state and pool.")
-      .Register(*registry);
-  prometheus::Family<prometheus::Histogram>& commit = prometheus::BuildHistogram()
-      .Name("unisched_store_commit_seconds")
-      .Help("Duration of one store commit (a batch of writes) in seconds.")
-      .Register(*registry);
-  prometheus::Family<prometheus::Histogram>& batch = prometheus::BuildHistogram()
-      .Name("unisched_store_batch_size")
-      .Help("Number of writes committed together in one store transaction.")
-      .Register(*registry);
+                                                         .Name("unisched_jobs_started_total")
+                                                         .Help("Job attempts started, by pool.")
+                                                         .Register(*registry);
+  prometheus::Family<prometheus::Counter>& finished =
+      prometheus::BuildCounter()
+          .Name("unisched_jobs_finished_total")
+          .Help("Jobs that reached a terminal state, by state and pool.")
+          .Register(*registry);
+  prometheus::Family<prometheus::Histogram>& commit =
+      prometheus::BuildHistogram()
+          .Name("unisched_store_commit_seconds")
+          .Help("Duration of one store commit (a batch of writes) in seconds.")
+          .Register(*registry);
+  prometheus::Family<prometheus::Histogram>& batch =
+      prometheus::BuildHistogram()
+          .Name("unisched_store_batch_size")
+          .Help("Number of writes committed together in one store transaction.")
+          .Register(*registry);
 
   // The unlabelled histograms have exactly one series; create it up front so
   // the exposition shows it (with zero counts) before the first observation.
@@ -98,8 +100,7 @@ struct Metrics::Impl {
 Metrics::Metrics() : impl_(std::make_unique<Impl>()) {}
 Metrics::~Metrics() = default;
 
-void Metrics::SetJobs(const std::string& state, const std::string& queue, const std::string& pool,
-                      double count) {
+void Metrics::SetJobs(const std::string& state, const std::string& queue, const std::string& pool, double count) {
   impl_->jobs.Add({{"state", state}, {"queue", queue}, {"pool", pool}}).Set(count);
 }
 
@@ -107,10 +108,11 @@ void Metrics::CountSubmission(const std::string& queue) {
   impl_->submissions.Add({{"queue", queue}}).Increment();
 }
 
-void Metrics::ObserveCycle(double seconds) { impl_->cycle_series.Observe(seconds); }
+void Metrics::ObserveCycle(double seconds) {
+  impl_->cycle_series.Observe(seconds);
+}
 
-void Metrics::ObserveHttp(const std::string& route, const std::string& method, int code,
-                          double seconds) {
+void Metrics::ObserveHttp(const std::string& route, const std::string& method, int code, double seconds) {
   std::string code_text = std::to_string(code);
   std::string key = route + '\0' + method + '\0' + code_text;
   prometheus::Histogram* series = nullptr;
@@ -118,8 +120,7 @@ void Metrics::ObserveHttp(const std::string& route, const std::string& method, i
     std::lock_guard<std::mutex> lock(impl_->http_mu);
     auto it = impl_->http_series.find(key);
     if (it == impl_->http_series.end()) {
-      series = &impl_->http.Add({{"route", route}, {"method", method}, {"code", code_text}},
-                                impl_->http_buckets);
+      series = &impl_->http.Add({{"route", route}, {"method", method}, {"code", code_text}}, impl_->http_buckets);
       impl_->http_series.emplace(std::move(key), series);
     } else {
       series = it->second;
@@ -132,7 +133,9 @@ void Metrics::SetNodes(const std::string& state, const std::string& pool, double
   impl_->nodes.Add({{"state", state}, {"pool", pool}}).Set(count);
 }
 
-void Metrics::CountStart(const std::string& pool) { impl_->started.Add({{"pool", pool}}).Increment(); }
+void Metrics::CountStart(const std::string& pool) {
+  impl_->started.Add({{"pool", pool}}).Increment();
+}
 
 void Metrics::CountFinish(const std::string& state, const std::string& pool) {
   impl_->finished.Add({{"state", state}, {"pool", pool}}).Increment();

@@ -52,14 +52,30 @@ constexpr std::array<std::pair<JobState, std::string_view>, 8> kJobStates{{
 
 }  // namespace
 
-std::string_view ToString(WorkloadKind kind) { return Name(kWorkloadKinds, kind); }
-std::optional<WorkloadKind> ParseWorkloadKind(std::string_view text) { return Lookup(kWorkloadKinds, text); }
-std::string_view ToString(PoolKind kind) { return Name(kPoolKinds, kind); }
-std::optional<PoolKind> ParsePoolKind(std::string_view text) { return Lookup(kPoolKinds, text); }
-std::string_view ToString(NodeState state) { return Name(kNodeStates, state); }
-std::optional<NodeState> ParseNodeState(std::string_view text) { return Lookup(kNodeStates, text); }
-std::string_view ToString(JobState state) { return Name(kJobStates, state); }
-std::optional<JobState> ParseJobState(std::string_view text) { return Lookup(kJobStates, text); }
+std::string_view ToString(WorkloadKind kind) {
+  return Name(kWorkloadKinds, kind);
+}
+std::optional<WorkloadKind> ParseWorkloadKind(std::string_view text) {
+  return Lookup(kWorkloadKinds, text);
+}
+std::string_view ToString(PoolKind kind) {
+  return Name(kPoolKinds, kind);
+}
+std::optional<PoolKind> ParsePoolKind(std::string_view text) {
+  return Lookup(kPoolKinds, text);
+}
+std::string_view ToString(NodeState state) {
+  return Name(kNodeStates, state);
+}
+std::optional<NodeState> ParseNodeState(std::string_view text) {
+  return Lookup(kNodeStates, text);
+}
+std::string_view ToString(JobState state) {
+  return Name(kJobStates, state);
+}
+std::optional<JobState> ParseJobState(std::string_view text) {
+  return Lookup(kJobStates, text);
+}
 
 bool IsTerminal(JobState state) {
   switch (state) {

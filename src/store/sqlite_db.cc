@@ -73,9 +73,15 @@ Status Statement::Run() {
   }
 }
 
-bool Statement::IsNull(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
-int64_t Statement::Int(int column) const { return sqlite3_column_int64(stmt_, column); }
-double Statement::Double(int column) const { return sqlite3_column_double(stmt_, column); }
+bool Statement::IsNull(int column) const {
+  return sqlite3_column_type(stmt_, column) == SQLITE_NULL;
+}
+int64_t Statement::Int(int column) const {
+  return sqlite3_column_int64(stmt_, column);
+}
+double Statement::Double(int column) const {
+  return sqlite3_column_double(stmt_, column);
+}
 std::string Statement::Text(int column) const {
   const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, column));
   if (text == nullptr) return {};

@@ -18,12 +18,11 @@
 #include <deque>
 #include <future>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <thread>
 #include <utility>
 #include <variant>
-
-#include <nlohmann/json.hpp>
 
 #include "store/migrations.h"
 #include "store/sqlite_db.h"
@@ -51,9 +50,9 @@ T OrThrow(Result<T> result) {
 
 std::string StatesSql(bool terminal) {
   std::string sql;
-  for (auto state : {model::JobState::kPending, model::JobState::kHeld, model::JobState::kRunning,
-                     model::JobState::kCompleted, model::JobState::kFailed, model::JobState::kCancelled,
-                     model::JobState::kTimeout, model::JobState::kNodeFail}) {
+  for (auto state :
+       {model::JobState::kPending, model::JobState::kHeld, model::JobState::kRunning, model::JobState::kCompleted,
+        model::JobState::kFailed, model::JobState::kCancelled, model::JobState::kTimeout, model::JobState::kNodeFail}) {
     if (model::IsTerminal(state) != terminal) continue;
     if (!sql.empty()) sql += ",";
     sql += "'" + std::string(model::ToString(state)) + "'";
@@ -231,8 +230,8 @@ class SqliteTransaction final : public Transaction {
   Result<model::JobId> InsertJob(const model::Job& job, const std::string& idempotency_key) override {
     if (!idempotency_key.empty()) {
       if (auto first = FindIdempotentJob(job.user, idempotency_key)) {
-        return Error::Conflict("idempotency_key_used", "idempotency key already used for job " +
-                                                           std::to_string(*first));
+        return Error::Conflict("idempotency_key_used",
+                               "idempotency key already used for job " + std::to_string(*first));
       }
     }
     auto insert = c_.Prepare(
@@ -342,8 +341,7 @@ class SqliteTransaction final : public Transaction {
 
   Result<std::vector<model::JobId>> DeleteJobsEndedBefore(Timestamp cutoff) override {
     // Events and idempotency keys go by ON DELETE CASCADE.
-    auto stmt = c_.Prepare("DELETE FROM jobs WHERE ended_at < ? AND state IN (" + StatesSql(true) +
-                           ") RETURNING id");
+    auto stmt = c_.Prepare("DELETE FROM jobs WHERE ended_at < ? AND state IN (" + StatesSql(true) + ") RETURNING id");
     if (!stmt.ok()) return stmt.error();
     stmt->Bind(1, ToUnixMillis(cutoff));
     std::vector<model::JobId> ids;
@@ -526,8 +524,8 @@ class SqliteStore final : public Store {
 
   std::vector<AuditRecord> ListAudit(int limit) const override {
     auto lease = OrThrow(readers_.Acquire());
-    auto stmt = OrThrow(
-        (*lease).Prepare("SELECT time, actor, action, target, result FROM audit ORDER BY id DESC LIMIT ?"));
+    auto stmt =
+        OrThrow((*lease).Prepare("SELECT time, actor, action, target, result FROM audit ORDER BY id DESC LIMIT ?"));
     stmt.Bind(1, int64_t{std::max(limit, 0)});
     std::vector<AuditRecord> records;
     while (OrThrow(stmt.Step())) {
@@ -709,6 +707,8 @@ Result<std::unique_ptr<Store>> SqliteStore::Open(const StoreOptions& options) {
 
 }  // namespace
 
-Result<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) { return SqliteStore::Open(options); }
+Result<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) {
+  return SqliteStore::Open(options);
+}
 
 }  // namespace unisched::store

@@ -44,7 +44,9 @@ void ClosePair(int fds[2]) {
   if (fds[1] >= 0) ::close(fds[1]);
 }
 
-std::string Errno(int err) { return std::strerror(err); }
+std::string Errno(int err) {
+  return std::strerror(err);
+}
 
 }  // namespace
 
@@ -173,16 +175,24 @@ std::string DescribeLaunchError(const LaunchError& error, const JobSpec& spec) {
   const std::string what = Errno(error.err);
   const std::string user = spec.account.name;
   switch (error.step) {
-    case kStepSignals: return "cannot reset signals: " + what;
-    case kStepProcessGroup: return "cannot create a process group: " + what;
-    case kStepContainment: return "cannot join the containment cgroups: " + what;
-    case kStepRlimits: return "cannot set resource limits: " + what;
-    case kStepStdio: return "cannot set up standard input and output: " + what;
+    case kStepSignals:
+      return "cannot reset signals: " + what;
+    case kStepProcessGroup:
+      return "cannot create a process group: " + what;
+    case kStepContainment:
+      return "cannot join the containment cgroups: " + what;
+    case kStepRlimits:
+      return "cannot set resource limits: " + what;
+    case kStepStdio:
+      return "cannot set up standard input and output: " + what;
     case kStepGroups:
     case kStepSetgid:
-    case kStepSetuid: return "cannot switch to user '" + user + "': " + what;
-    case kStepChdir: return "cannot change to working directory '" + spec.work_dir + "': " + what;
-    case kStepExec: return "cannot execute '" + (spec.argv.empty() ? std::string() : spec.argv[0]) + "': " + what;
+    case kStepSetuid:
+      return "cannot switch to user '" + user + "': " + what;
+    case kStepChdir:
+      return "cannot change to working directory '" + spec.work_dir + "': " + what;
+    case kStepExec:
+      return "cannot execute '" + (spec.argv.empty() ? std::string() : spec.argv[0]) + "': " + what;
   }
   return "launch failed (step " + std::to_string(error.step) + "): " + what;
 }

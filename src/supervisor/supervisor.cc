@@ -154,9 +154,12 @@ int Supervisor::Run() {
   ::signal(SIGPIPE, SIG_IGN);
 
   switch (Claim()) {
-    case ClaimResult::kOwned: break;
-    case ClaimResult::kTaken: return 0;
-    case ClaimResult::kError: return 1;
+    case ClaimResult::kOwned:
+      break;
+    case ClaimResult::kTaken:
+      return 0;
+    case ClaimResult::kError:
+      return 1;
   }
   (void)::setsid();  // already a session leader when spawned with POSIX_SPAWN_SETSID
   if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) Log("cannot become a child subreaper: %s", std::strerror(errno));
@@ -216,7 +219,7 @@ ClaimResult Supervisor::Claim() {
 void Supervisor::WriteState(const char* phase, std::optional<int64_t> ended_at) {
   nlohmann::json j{{"phase", phase}, {"supervisor_pid", ::getpid()}, {"started_at", started_at_ms_}};
   if (ended_at) j["ended_at"] = *ended_at;
-  if (int err = files::WriteFileAtomic(dir_, files::kState, j.dump() + "\n")) {
+  if (int err = files::WriteFileAtomic(dir_, files::kState, j.dump() + "\n", /*durable=*/false)) {
     Log("cannot write %s: %s", Path(files::kState).c_str(), std::strerror(err));
   }
 }
@@ -253,8 +256,8 @@ RunResult Supervisor::Supervise() {
   const containment::Limits limits{launch.limits.memory_bytes, launch.limits.cpu_millis, launch.limits.pids};
   if (spec_.use_cgroups) {
     // Unique per supervisor: two daemons (or test runs) may both have a job 1.
-    const std::string name = std::to_string(launch.job_id) + "-" + std::to_string(launch.attempt) + "-" +
-                             std::to_string(::getpid());
+    const std::string name =
+        std::to_string(launch.job_id) + "-" + std::to_string(launch.attempt) + "-" + std::to_string(::getpid());
     auto c = containment::Containment::Create(name, limits);
     if (c.ok()) {
       containment_ = std::move(c).value();

@@ -34,8 +34,8 @@ TEST(CrashTest, Kill9UnderSubmissionsLosesNothingAndRunsOnce) {
   const std::string dir = ::mkdtemp(tmpl);
   ::chmod(dir.c_str(), 0777);
   const std::string marker = dir + "/runs";
-  const std::string long_id = d.Submit({{"workload", {{"kind", "hpc"}}},
-                                        {"command", {"/bin/sh", "-c", "echo run >> " + marker + "; sleep 3"}}});
+  const std::string long_id = d.Submit(
+      {{"workload", {{"kind", "hpc"}}}, {"command", {"/bin/sh", "-c", "echo run >> " + marker + "; sleep 3"}}});
   for (int i = 0; i < 500 && CountLines(marker) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   ASSERT_EQ(CountLines(marker), 1);
 

@@ -22,12 +22,18 @@ TEST(IsolationTest, JobIsUnprivilegedAndSeesNoSecrets) {
   const std::string state = d.state_dir();
   const std::string script =
       "echo uid=$(id -u); env; "
-      "cat " + state + "/unisched.db >/dev/null 2>&1 && echo READ_DB; "
-      "ls " + state + " >/dev/null 2>&1 && echo LISTED_STATE; "
-      "ls " + state + "/runs >/dev/null 2>&1 && echo LISTED_RUNS; "
+      "cat " +
+      state +
+      "/unisched.db >/dev/null 2>&1 && echo READ_DB; "
+      "ls " +
+      state +
+      " >/dev/null 2>&1 && echo LISTED_STATE; "
+      "ls " +
+      state +
+      "/runs >/dev/null 2>&1 && echo LISTED_RUNS; "
       "cat /proc/1/environ >/dev/null 2>&1 && echo READ_INIT_ENV; true";
-  const std::string id =
-      d.Submit({{"workload", {{"kind", "agent"}}}, {"env", {{"MY_VAR", "mine"}}}, {"command", {"/bin/sh", "-c", script}}});
+  const std::string id = d.Submit(
+      {{"workload", {{"kind", "agent"}}}, {"env", {{"MY_VAR", "mine"}}}, {"command", {"/bin/sh", "-c", script}}});
   json job = d.WaitTerminal(id);
   ASSERT_EQ(job["state"], "COMPLETED") << job.dump();
   const std::string out = d.Call("GET", "/v1/jobs/" + id + "/log").body;

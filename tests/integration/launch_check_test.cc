@@ -48,9 +48,7 @@ TEST_F(JobsTest, LaunchCheckOneJobOfEachKindRoutedAndCompleted) {
        "gpu-train-pool",
        "ai-training"},
       {"agent tool call",
-       {{"name", "tool"},
-        {"workload", {{"kind", "agent"}}},
-        {"command", {"/bin/echo", "tool result"}}},
+       {{"name", "tool"}, {"workload", {{"kind", "agent"}}}, {"command", {"/bin/echo", "tool result"}}},
        "elastic-light-pool",
        "agent-sandbox"},
   };
@@ -72,9 +70,10 @@ TEST_F(JobsTest, LaunchCheckOneJobOfEachKindRoutedAndCompleted) {
 }
 
 TEST_F(JobsTest, GpuJobLogShowsItsDevices) {
-  const std::string id = d().Submit({{"workload", {{"kind", "ai-training"}}},
-                                     {"resources", {{"gpus", 2}}},
-                                     {"command", {"/bin/sh", "-c", "echo CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"}}});
+  const std::string id =
+      d().Submit({{"workload", {{"kind", "ai-training"}}},
+                  {"resources", {{"gpus", 2}}},
+                  {"command", {"/bin/sh", "-c", "echo CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"}}});
   json job = d().WaitTerminal(id);
   ASSERT_EQ(job["state"], "COMPLETED") << job.dump();
   Reply log = d().Call("GET", "/v1/jobs/" + id + "/log?stream=stdout");
@@ -86,8 +85,8 @@ TEST_F(JobsTest, GpuJobLogShowsItsDevices) {
 }
 
 TEST_F(JobsTest, FailingCommandIsFailedWithItsExitCode) {
-  json job = d().WaitTerminal(d().Submit({{"workload", {{"kind", "agent"}}},
-                                          {"command", {"/bin/sh", "-c", "echo oops >&2; exit 3"}}}));
+  json job = d().WaitTerminal(
+      d().Submit({{"workload", {{"kind", "agent"}}}, {"command", {"/bin/sh", "-c", "echo oops >&2; exit 3"}}}));
   EXPECT_EQ(job["state"], "FAILED");
   EXPECT_EQ(job["exit_code"], 3);
   Reply err = d().Call("GET", "/v1/jobs/" + job["id"].get<std::string>() + "/log?stream=stderr");
@@ -102,9 +101,8 @@ TEST_F(JobsTest, CommandThatCannotStartIsFailedWithTheReason) {
 }
 
 TEST_F(JobsTest, WallTimeExceededIsTimeout) {
-  json job = d().WaitTerminal(d().Submit({{"workload", {{"kind", "hpc"}}},
-                                          {"resources", {{"walltime_seconds", 1}}},
-                                          {"command", {"sleep", "30"}}}));
+  json job = d().WaitTerminal(d().Submit(
+      {{"workload", {{"kind", "hpc"}}}, {"resources", {{"walltime_seconds", 1}}}, {"command", {"sleep", "30"}}}));
   EXPECT_EQ(job["state"], "TIMEOUT") << job.dump();
 }
 
@@ -125,12 +123,10 @@ TEST_F(JobsTest, CancelRunningJobEndsCancelled) {
 
 TEST_F(JobsTest, CancelPendingJobAndHoldRelease) {
   // Ask for a whole hpc node's cpus on every node so later jobs wait, then hold/release/cancel one.
-  const std::string big = d().Submit({{"workload", {{"kind", "hpc"}}},
-                                      {"resources", {{"nodes", 4}, {"cpus", 64}}},
-                                      {"command", {"sleep", "30"}}});
-  const std::string waiting = d().Submit({{"workload", {{"kind", "hpc"}}},
-                                          {"resources", {{"cpus", 64}}},
-                                          {"command", {"true"}}});
+  const std::string big = d().Submit(
+      {{"workload", {{"kind", "hpc"}}}, {"resources", {{"nodes", 4}, {"cpus", 64}}}, {"command", {"sleep", "30"}}});
+  const std::string waiting =
+      d().Submit({{"workload", {{"kind", "hpc"}}}, {"resources", {{"cpus", 64}}}, {"command", {"true"}}});
   json pending;
   for (int i = 0; i < 300; ++i) {
     pending = d().Call("GET", "/v1/jobs/" + waiting).json;

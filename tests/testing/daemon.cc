@@ -68,8 +68,8 @@ void TestDaemon::Start() {
     ::dup2(fd, 1);
     ::dup2(fd, 2);
     for (const auto& [k, v] : env_) ::setenv(k.c_str(), v.c_str(), 1);
-    ::execl(UNISCHED_BINARY, UNISCHED_BINARY, "server", "--config", config_path_.c_str(), "--listen",
-            "127.0.0.1:0", "--state-dir", state_dir_.c_str(), static_cast<char*>(nullptr));
+    ::execl(UNISCHED_BINARY, UNISCHED_BINARY, "server", "--config", config_path_.c_str(), "--listen", "127.0.0.1:0",
+            "--state-dir", state_dir_.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);

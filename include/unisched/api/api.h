@@ -125,5 +125,4 @@ class Api {
   std::unordered_map<std::string, auth::Principal> credentials_;  // token hash -> principal
 };
 
-
 }  // namespace unisched::api

@@ -12,9 +12,9 @@
 namespace unisched::api {
 
 struct HttpRequest {
-  std::string method;  // "GET", "POST", ...
-  std::string target;  // as received: path and query
-  std::string path;    // decoded path, no query
+  std::string method;                          // "GET", "POST", ...
+  std::string target;                          // as received: path and query
+  std::string path;                            // decoded path, no query
   std::map<std::string, std::string> query;    // decoded query parameters
   std::map<std::string, std::string> headers;  // names lower-cased
   std::string body;

@@ -43,8 +43,7 @@ class HttpClient {
   // reconnected once and the request resent. Any HTTP status is a value;
   // errors are transport failures: code "connection_failed", "timeout" or
   // "transport_error" (ErrorKind::kUnavailable).
-  Result<ClientResponse> Request(const std::string& method, const std::string& target,
-                                 const std::string& body = {},
+  Result<ClientResponse> Request(const std::string& method, const std::string& target, const std::string& body = {},
                                  const std::map<std::string, std::string>& headers = {});
 
   void SetBearerToken(std::string token);

@@ -3,10 +3,9 @@
 // back. The store keeps this same document, so JobFromJson(JobToJson(job))
 // must give back every field of the job unchanged.
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "unisched/common/status.h"
 #include "unisched/model/job.h"

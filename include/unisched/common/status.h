@@ -3,9 +3,9 @@
 // store) travel as values; exceptions are kept for what is truly exceptional.
 
 #include <cassert>
+#include <optional>
 #include <string>
 #include <utility>
-#include <optional>
 
 namespace unisched {
 
@@ -36,9 +36,7 @@ struct Error {
   static Error Unprocessable(std::string code, std::string message, std::string field = {}) {
     return {ErrorKind::kUnprocessable, std::move(code), std::move(message), std::move(field)};
   }
-  static Error NotFound(std::string message) {
-    return {ErrorKind::kNotFound, "not_found", std::move(message), {}};
-  }
+  static Error NotFound(std::string message) { return {ErrorKind::kNotFound, "not_found", std::move(message), {}}; }
   static Error Conflict(std::string code, std::string message) {
     return {ErrorKind::kConflict, std::move(code), std::move(message), {}};
   }
@@ -48,9 +46,7 @@ struct Error {
   static Error Unauthenticated(std::string message) {
     return {ErrorKind::kUnauthenticated, "unauthenticated", std::move(message), {}};
   }
-  static Error Internal(std::string message) {
-    return {ErrorKind::kInternal, "internal", std::move(message), {}};
-  }
+  static Error Internal(std::string message) { return {ErrorKind::kInternal, "internal", std::move(message), {}}; }
   static Error Unavailable(std::string message) {
     return {ErrorKind::kUnavailable, "unavailable", std::move(message), {}};
   }
@@ -65,10 +61,22 @@ class Result {
   Result(Error error) : error_(std::move(error)) {}  // NOLINT: implicit by design
   bool ok() const { return value_.has_value(); }
   explicit operator bool() const { return ok(); }
-  T& value() & { assert(ok()); return *value_; }
-  const T& value() const& { assert(ok()); return *value_; }
-  T&& value() && { assert(ok()); return std::move(*value_); }
-  const Error& error() const { assert(!ok()); return error_; }
+  T& value() & {
+    assert(ok());
+    return *value_;
+  }
+  const T& value() const& {
+    assert(ok());
+    return *value_;
+  }
+  T&& value() && {
+    assert(ok());
+    return std::move(*value_);
+  }
+  const Error& error() const {
+    assert(!ok());
+    return error_;
+  }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   T& operator*() & { return value(); }
@@ -87,7 +95,10 @@ class Status {
   static Status Ok() { return {}; }
   bool ok() const { return ok_; }
   explicit operator bool() const { return ok_; }
-  const Error& error() const { assert(!ok_); return error_; }
+  const Error& error() const {
+    assert(!ok_);
+    return error_;
+  }
 
  private:
   Error error_;

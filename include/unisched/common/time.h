@@ -12,8 +12,12 @@ namespace unisched {
 
 using Timestamp = std::chrono::time_point<std::chrono::system_clock, std::chrono::milliseconds>;
 
-inline Timestamp FromUnixMillis(int64_t ms) { return Timestamp(std::chrono::milliseconds(ms)); }
-inline int64_t ToUnixMillis(Timestamp t) { return t.time_since_epoch().count(); }
+inline Timestamp FromUnixMillis(int64_t ms) {
+  return Timestamp(std::chrono::milliseconds(ms));
+}
+inline int64_t ToUnixMillis(Timestamp t) {
+  return t.time_since_epoch().count();
+}
 
 // "2026-12-02T13:23:25.123Z" (always UTC, always milliseconds).
 std::string FormatRfc3339(Timestamp t);

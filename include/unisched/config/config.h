@@ -18,16 +18,16 @@ struct ServerSettings {
   std::string listen = "127.0.0.1:8642";  // HOST:PORT; port 0 picks a free port
   std::string state_dir = "/var/lib/unisched";
   int http_threads = 2;
-  int64_t max_body_bytes = 1 << 20;  // 1 MiB, the contract's limit
-  int header_timeout_seconds = 10;   // to receive a request's headers
-  int body_timeout_seconds = 30;     // to receive its body
-  int idle_timeout_seconds = 60;     // keep-alive idle time between requests
+  int64_t max_body_bytes = 1 << 20;     // 1 MiB, the contract's limit
+  int header_timeout_seconds = 10;      // to receive a request's headers
+  int body_timeout_seconds = 30;        // to receive its body
+  int idle_timeout_seconds = 60;        // keep-alive idle time between requests
   double scheduler_tick_seconds = 1.0;  // periodic cycle besides event wake-ups
   bool metrics_require_token = false;
 };
 
 struct StoreSettings {
-  std::string synchronous = "full";  // full | normal | off (SQLite PRAGMA synchronous)
+  std::string synchronous = "full";   // full | normal | off (SQLite PRAGMA synchronous)
   int group_commit_max_batch = 1024;  // writes per transaction at most
   int job_retention_days = 30;        // finished job records older than this are deleted
   int64_t max_log_bytes = 10 << 20;   // per stream per attempt; output beyond is dropped
@@ -48,10 +48,10 @@ struct ProjectSpec {
 
 struct UserSpec {
   std::string name;
-  std::string role = "user";           // platform-admin | queue-admin | user
+  std::string role = "user";  // platform-admin | queue-admin | user
   std::vector<std::string> projects;
-  std::vector<std::string> queues;     // for queue-admin
-  std::string unix_user;               // empty: executor.default_unix_user
+  std::vector<std::string> queues;  // for queue-admin
+  std::string unix_user;            // empty: executor.default_unix_user
 };
 
 struct Config {

@@ -35,7 +35,7 @@ struct LaunchSpec {
   std::vector<std::string> argv;
   // The complete environment of the job; nothing else is passed on.
   std::map<std::string, std::string> env;
-  std::string unix_user;  // account to run as; empty: the daemon's own (only allowed when not root)
+  std::string unix_user;         // account to run as; empty: the daemon's own (only allowed when not root)
   int64_t walltime_seconds = 0;  // 0: unlimited
   int kill_grace_seconds = 10;
   Limits limits;

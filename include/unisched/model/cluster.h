@@ -26,8 +26,8 @@ std::string_view ToString(NodeState state);  // "up", "draining", "drained", "do
 std::optional<NodeState> ParseNodeState(std::string_view text);
 
 struct GpuDevice {
-  int index = 0;       // device index handed to jobs in CUDA_VISIBLE_DEVICES
-  std::string model;   // e.g. "h100"
+  int index = 0;      // device index handed to jobs in CUDA_VISIBLE_DEVICES
+  std::string model;  // e.g. "h100"
   int memory_gb = 0;
   bool operator==(const GpuDevice&) const = default;
 };
@@ -35,7 +35,7 @@ struct GpuDevice {
 struct NodeSpec {
   std::string name;  // architecture-spec-purpose, e.g. x86-c64m256-hpc-01
   std::string pool;
-  Labels labels;     // the pool's labels merged under the node's own
+  Labels labels;  // the pool's labels merged under the node's own
   int cpus = 0;
   int64_t memory_mb = 0;
   std::vector<GpuDevice> gpus;
@@ -68,14 +68,14 @@ struct QueueSpec {
   std::string pool;
   QueuePolicy policy;
   std::vector<WorkloadKind> workload_kinds;  // kinds this queue serves; empty: any
-  int priority_tier = 0;                      // higher tiers are ordered first
+  int priority_tier = 0;                     // higher tiers are ordered first
 };
 
 // One routing rule: when every present condition holds, the job goes to queue.
 struct RoutingRule {
   std::string name;
   std::optional<WorkloadKind> kind;
-  Labels features;            // workload feature key -> required value
+  Labels features;  // workload feature key -> required value
   std::optional<int> min_gpus;
   std::optional<int> max_gpus;
   std::string queue;

@@ -14,10 +14,10 @@ using Labels = std::map<std::string, std::string>;
 struct ResourceRequest {
   int nodes = 1;
   int cpus = 1;
-  int64_t memory_mb = 0;          // 0 until the queue default is applied
+  int64_t memory_mb = 0;  // 0 until the queue default is applied
   int gpus = 0;
-  std::string gpu_model;          // empty: any model
-  int64_t walltime_seconds = 0;   // 0 until the queue default is applied
+  std::string gpu_model;         // empty: any model
+  int64_t walltime_seconds = 0;  // 0 until the queue default is applied
   bool operator==(const ResourceRequest&) const = default;
 };
 

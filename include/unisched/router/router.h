@@ -24,8 +24,8 @@ struct RouteRequest {
 struct RouteDecision {
   std::string queue;
   std::string pool;
-  std::string reason;                  // why, in words: "rule fp64-hpc: workload.precision=fp64"
-  model::ResourceRequest resources;    // with the queue's defaults applied
+  std::string reason;                // why, in words: "rule fp64-hpc: workload.precision=fp64"
+  model::ResourceRequest resources;  // with the queue's defaults applied
 };
 
 // Errors (all ErrorKind::kUnprocessable unless noted):

@@ -19,8 +19,8 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <tuple>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "unisched/common/status.h"
@@ -37,7 +37,7 @@ struct StoreOptions {
 
 struct JobEvent {
   Timestamp time{};
-  std::string kind;     // submitted, started, completed, failed, cancel_requested, ...
+  std::string kind;  // submitted, started, completed, failed, cancel_requested, ...
   std::string message;
 };
 

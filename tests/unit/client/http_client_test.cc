@@ -3,12 +3,11 @@
 #include "unisched/client/http_client.h"
 
 #include <gtest/gtest.h>
-
-#include <string>
-
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <string>
 
 namespace unisched::client {
 namespace {

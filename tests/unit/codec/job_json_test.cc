@@ -21,9 +21,8 @@ model::Job FullJob() {
   job.state_reason = "NonZeroExit";
   job.workload.kind = model::WorkloadKind::kAiTraining;
   job.workload.features = {{"precision", "fp64"}, {"gpu_memory_gb", "80"}, {"distributed", "true"},
-                           {"ratio", "1.5"}, {"padded", "080"}, {"spaced", " 7"}};
-  job.resources = {.nodes = 2, .cpus = 8, .memory_mb = 65536, .gpus = 2, .gpu_model = "h100",
-                   .walltime_seconds = 7200};
+                           {"ratio", "1.5"},      {"padded", "080"},       {"spaced", " 7"}};
+  job.resources = {.nodes = 2, .cpus = 8, .memory_mb = 65536, .gpus = 2, .gpu_model = "h100", .walltime_seconds = 7200};
   job.constraints = {{"interconnect", "ib"}};
   job.command = {"/bin/sh", "-c", "echo hello"};
   job.env = {{"KEY", "value"}, {"OTHER", ""}};
@@ -50,8 +49,8 @@ model::Job FullJob() {
   second.ended_at = FromUnixMillis(1'700'000'009'123);
   second.exit_code = 3;
   second.reason = "exit 3";
-  second.usage = model::RunUsage{.wall_seconds = 6.123, .user_cpu_seconds = 10.5, .system_cpu_seconds = 0.25,
-                                 .max_rss_kb = 123456};
+  second.usage = model::RunUsage{
+      .wall_seconds = 6.123, .user_cpu_seconds = 10.5, .system_cpu_seconds = 0.25, .max_rss_kb = 123456};
   job.attempts = {first, second};
 
   job.submitted_at = FromUnixMillis(1'700'000'000'000);
@@ -141,10 +140,10 @@ TEST(JobJsonTest, ContractShape) {
   EXPECT_EQ(a["started_at"], "2023-11-14T22:13:23.000Z");
   EXPECT_EQ(a["allocation"][0],
             json({{"node", "x86-c32m512g4-train-01"}, {"cpus", 8}, {"memory_mb", 32768}, {"gpus", {2, 3}}}));
-  EXPECT_EQ(a["usage"], json({{"wall_seconds", 6.123},
-                              {"user_cpu_seconds", 10.5},
-                              {"system_cpu_seconds", 0.25},
-                              {"max_rss_kb", 123456}}));
+  EXPECT_EQ(
+      a["usage"],
+      json(
+          {{"wall_seconds", 6.123}, {"user_cpu_seconds", 10.5}, {"system_cpu_seconds", 0.25}, {"max_rss_kb", 123456}}));
   EXPECT_TRUE(doc["attempts"][0]["exit_code"].is_null());
   EXPECT_TRUE(doc["attempts"][0]["usage"].is_null());
 }
@@ -162,10 +161,10 @@ TEST(FeatureValueTest, TextToJson) {
     json want;
   };
   const std::vector<Case> cases = {
-      {"80", 80},           {"-3", -3},           {"1.5", 1.5},        {"true", true},
-      {"false", false},     {"fp64", "fp64"},     {"080", "080"},      {"1.50", "1.50"},
-      {"1e5", "1e5"},       {"-0", "-0"},         {" 80", " 80"},      {"null", "null"},
-      {"[1]", "[1]"},       {"", ""},             {"True", "True"},    {"99999999999999999999", "99999999999999999999"},
+      {"80", 80},       {"-3", -3},       {"1.5", 1.5},     {"true", true},
+      {"false", false}, {"fp64", "fp64"}, {"080", "080"},   {"1.50", "1.50"},
+      {"1e5", "1e5"},   {"-0", "-0"},     {" 80", " 80"},   {"null", "null"},
+      {"[1]", "[1]"},   {"", ""},         {"True", "True"}, {"99999999999999999999", "99999999999999999999"},
   };
   for (const auto& c : cases) {
     const json got = FeatureValueToJson(c.text);

@@ -4,6 +4,7 @@
 
 #include "unisched/containment/containment.h"
 
+#include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -17,13 +18,11 @@
 #include <thread>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 namespace unisched::containment {
 namespace {
 
 bool Exists(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   return ::stat(path.c_str(), &st) == 0;
 }
 

@@ -9,6 +9,7 @@
 
 #include "unisched/executor/executor.h"
 
+#include <gtest/gtest.h>
 #include <limits.h>
 #include <pwd.h>
 #include <sys/stat.h>
@@ -26,8 +27,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace unisched::executor {
 namespace {
@@ -48,7 +47,9 @@ std::string ReadFile(const std::string& path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-bool HaveCgroupV1() { return fs::exists("/sys/fs/cgroup/memory/memory.limit_in_bytes"); }
+bool HaveCgroupV1() {
+  return fs::exists("/sys/fs/cgroup/memory/memory.limit_in_bytes");
+}
 
 // Waits (bounded) for something the supervisor does asynchronously.
 template <class F>
@@ -132,8 +133,12 @@ class ExecutorTest : public ::testing::Test {
     EXPECT_TRUE(r.has_value()) << "no result for job " << spec.job_id;
     return r.value_or(RunResult{});
   }
-  std::string Stdout(const LaunchSpec& spec) { return ReadFile(executor_->LogPath(spec.job_id, spec.attempt, "stdout")); }
-  std::string Stderr(const LaunchSpec& spec) { return ReadFile(executor_->LogPath(spec.job_id, spec.attempt, "stderr")); }
+  std::string Stdout(const LaunchSpec& spec) {
+    return ReadFile(executor_->LogPath(spec.job_id, spec.attempt, "stdout"));
+  }
+  std::string Stderr(const LaunchSpec& spec) {
+    return ReadFile(executor_->LogPath(spec.job_id, spec.attempt, "stderr"));
+  }
   std::string AttemptDir(const LaunchSpec& spec) {
     return options_.runs_dir + "/" + std::to_string(spec.job_id) + "/" + std::to_string(spec.attempt);
   }
@@ -211,7 +216,9 @@ TEST_F(ExecutorTest, CancelRightAfterLaunchStillCancels) {
   EXPECT_EQ(r->outcome, RunOutcome::kCancelled) << r->reason;
 }
 
-TEST_F(ExecutorTest, CancelOfUnknownAttemptIsANoOp) { executor_->Cancel(4242, 1); }
+TEST_F(ExecutorTest, CancelOfUnknownAttemptIsANoOp) {
+  executor_->Cancel(4242, 1);
+}
 
 TEST_F(ExecutorTest, MissingCommandIsALaunchFailure) {
   for (const std::string command : {"/no/such", "no-such-command-unisched"}) {
@@ -454,7 +461,7 @@ TEST_F(ExecutorTest, ForgetLeavesARunningAttemptAlone) {
 TEST_F(ExecutorTest, AttemptAndWorkDirectoriesArePrivate) {
   const LaunchSpec spec = Spec({"/bin/true"});
   ASSERT_EQ(Run(spec).outcome, RunOutcome::kCompleted);
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat(AttemptDir(spec).c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0700u);
   EXPECT_EQ(st.st_uid, 0u);

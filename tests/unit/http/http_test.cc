@@ -6,9 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <map>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace unisched::api {
 namespace {
@@ -23,10 +22,10 @@ TEST(PercentDecodeTest, Table) {
       {"plain", "plain"},
       {"a%20b", "a b"},
       {"%2Fv1%2fjobs", "/v1/jobs"},
-      {"a+b", "a+b"},            // '+' is only a space inside a query
-      {"100%", "100%"},          // truncated escape kept literally
+      {"a+b", "a+b"},    // '+' is only a space inside a query
+      {"100%", "100%"},  // truncated escape kept literally
       {"%4", "%4"},
-      {"%zz", "%zz"},            // not hex
+      {"%zz", "%zz"},  // not hex
       {"%E2%9C%93", "\xE2\x9C\x93"},
       {"%00x", std::string("\0x", 2)},
   };
@@ -66,8 +65,9 @@ TEST(ErrorResponseTest, HasTheContractShape) {
   EXPECT_EQ(r.status, 422);
   EXPECT_EQ(r.content_type, "application/json");
   auto body = nlohmann::json::parse(r.body);
-  EXPECT_EQ(body, nlohmann::json::parse(
-                      R"({"error":{"code":"invalid_resources","message":"gpus must be >= 0","field":"resources.gpus"}})"));
+  EXPECT_EQ(body,
+            nlohmann::json::parse(
+                R"({"error":{"code":"invalid_resources","message":"gpus must be >= 0","field":"resources.gpus"}})"));
 }
 
 TEST(ErrorResponseTest, OmitsAnEmptyField) {

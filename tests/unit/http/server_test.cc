@@ -3,7 +3,12 @@
 
 #include "unisched/api/server.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -11,18 +16,11 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <unistd.h>
-
-#include <nlohmann/json.hpp>
 
 #include "unisched/api/http.h"
 #include "unisched/client/http_client.h"
@@ -41,9 +39,8 @@ void EchoHandler(HttpRequest req, Respond respond) {
   json h = json::object();
   for (const auto& [k, v] : req.headers) h[k] = v;
   HttpResponse res;
-  res.body = json{{"method", req.method},   {"target", req.target}, {"path", req.path},
-                  {"query", q},             {"headers", h},         {"body", req.body},
-                  {"remote", req.remote}}
+  res.body = json{{"method", req.method}, {"target", req.target}, {"path", req.path},    {"query", q},
+                  {"headers", h},         {"body", req.body},     {"remote", req.remote}}
                  .dump();
   res.headers.push_back({"X-Echo", "yes"});
   respond(std::move(res));
@@ -263,8 +260,10 @@ TEST(HttpServerTest, ChunkedBodyOverTheLimitIs413) {
   ASSERT_TRUE(server);
   RawSocket s(server->port());
   std::string chunk(600, 'y');
-  ASSERT_TRUE(s.Send("POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
-                     "258\r\n" + chunk + "\r\n258\r\n" + chunk + "\r\n0\r\n\r\n"));
+  ASSERT_TRUE(
+      s.Send("POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+             "258\r\n" +
+             chunk + "\r\n258\r\n" + chunk + "\r\n0\r\n\r\n"));
   std::string got;
   EXPECT_TRUE(s.ReadUntilClosed(&got));
   EXPECT_EQ(got.rfind("HTTP/1.1 413", 0), 0u) << got;

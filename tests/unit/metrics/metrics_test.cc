@@ -4,6 +4,7 @@
 #include "unisched/metrics/metrics.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -11,8 +12,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <unistd.h>
 
 namespace unisched::metrics {
 namespace {
@@ -101,10 +100,13 @@ TEST(MetricsTest, ConcurrentUpdatesAreAllCounted) {
   const std::string text = m.Serialize();
   EXPECT_NE(text.find(R"(unisched_job_submissions_total{queue="q"} 8000)"), std::string::npos) << text;
   EXPECT_NE(text.find(R"(unisched_http_request_duration_seconds_count{code="200",method="GET",route="/v1/jobs"} 4000)"),
-            std::string::npos) << text;
+            std::string::npos)
+      << text;
 }
 
-bool HavePromtool() { return std::system("command -v promtool >/dev/null 2>&1") == 0; }
+bool HavePromtool() {
+  return std::system("command -v promtool >/dev/null 2>&1") == 0;
+}
 
 TEST(MetricsTest, PromtoolAcceptsTheExposition) {
   if (!HavePromtool()) GTEST_SKIP() << "promtool not installed (Debian package prometheus)";

@@ -2,10 +2,9 @@
 
 #include "store/migrations.h"
 
+#include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
-
-#include <gtest/gtest.h>
 
 #include "store_test_util.h"
 #include "unisched/store/store.h"
@@ -140,8 +139,8 @@ TEST(StoreOpenTest, Options) {
     std::string synchronous;
     bool ok;
   };
-  for (const Case& c : std::vector<Case>{{"full", true}, {"normal", true}, {"off", true}, {"FULL", true},
-                                         {"extra", false}, {"", false}}) {
+  for (const Case& c : std::vector<Case>{
+           {"full", true}, {"normal", true}, {"off", true}, {"FULL", true}, {"extra", false}, {"", false}}) {
     auto store = Store::Open(Options(dir.File("s.db"), c.synchronous));
     EXPECT_EQ(store.ok(), c.ok) << "synchronous=" << c.synchronous;
   }

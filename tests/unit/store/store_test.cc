@@ -3,14 +3,14 @@
 
 #include "unisched/store/store.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <atomic>
 #include <future>
 #include <set>
 #include <stdexcept>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "store_test_util.h"
 
@@ -141,16 +141,10 @@ TEST_F(StoreTest, ListFilters) {
       {"user and project", Filter().Project("vision").User("alice"), {c}},
       {"no match", Filter().Queue("nope"), {}},
       {"visible by project", Filter().Visible({"genomics"}), {a}},
-      {"visible by queue",
-       Filter().Visible({}, {"ai-training"}),
-       {d, b}},
-      {"visible by either",
-       Filter().Visible({"genomics"}, {"ai-inference"}),
-       {c, a}},
+      {"visible by queue", Filter().Visible({}, {"ai-training"}), {d, b}},
+      {"visible by either", Filter().Visible({"genomics"}, {"ai-inference"}), {c, a}},
       {"visible nothing", Filter().Visible({}), {}},
-      {"visible and filtered",
-       Filter().User("bob").Visible({"vision", "default"}),
-       {b}},
+      {"visible and filtered", Filter().User("bob").Visible({"vision", "default"}), {b}},
   };
   for (const auto& c : cases) {
     const JobPage page = store_->ListJobs(c.filter);
@@ -381,8 +375,9 @@ TEST_F(StoreTest, DataSurvivesCloseAndReopen) {
 TEST_F(StoreTest, CloseDrainsQueuedWritesAndLaterWritesAreRefused) {
   std::atomic<int> ok{0};
   for (int i = 0; i < 50; ++i) {
-    store_->Write([&](Transaction& txn) { return txn.InsertJob(MakeJob("q"), "").ok() ? Status::Ok() : Error::Internal("x"); },
-                  [&](Status s) { ok += s.ok() ? 1 : 0; });
+    store_->Write(
+        [&](Transaction& txn) { return txn.InsertJob(MakeJob("q"), "").ok() ? Status::Ok() : Error::Internal("x"); },
+        [&](Status s) { ok += s.ok() ? 1 : 0; });
   }
   store_->Close();
   EXPECT_EQ(ok.load(), 50);
@@ -416,12 +411,14 @@ TEST_F(StoreTest, DeleteJobsEndedBefore) {
   const JobId old_failed = Insert(ended("old-failed", JobState::kFailed, 1'700'000'099'999));
   const JobId at_cutoff = Insert(ended("at-cutoff", JobState::kCancelled, 1'700'000'100'000));
   const JobId recent = Insert(ended("recent", JobState::kTimeout, 1'700'000'200'000));
-  const JobId running = Insert(MakeJob("running", "alice", "default", "hpc-precision", "cpu-hpc-pool",
-                                       JobState::kRunning));
+  const JobId running =
+      Insert(MakeJob("running", "alice", "default", "hpc-precision", "cpu-hpc-pool", JobState::kRunning));
   // Not terminal, so kept whatever its ended_at says.
   const JobId odd = Insert(ended("odd", JobState::kPending, 1));
   for (JobId id : {old_done, old_failed, running}) {
-    ASSERT_TRUE(store_->WriteSync([&](Transaction& txn) { return txn.AppendEvent(id, {FromUnixMillis(1), "k", "m"}); })
+    ASSERT_TRUE(store_->WriteSync([&](Transaction& txn) {
+                        return txn.AppendEvent(id, {FromUnixMillis(1), "k", "m"});
+                      })
                     .ok());
   }
 

@@ -43,17 +43,35 @@ inline StoreOptions Options(const std::string& path, const std::string& synchron
 // JobFilter by chained setters (GCC 12 warns on partial designated initializers).
 class Filter {
  public:
-  Filter& State(model::JobState state) { f_.state = state; return *this; }
-  Filter& Queue(const std::string& queue) { f_.queue = queue; return *this; }
-  Filter& Pool(const std::string& pool) { f_.pool = pool; return *this; }
-  Filter& Project(const std::string& project) { f_.project = project; return *this; }
-  Filter& User(const std::string& user) { f_.user = user; return *this; }
+  Filter& State(model::JobState state) {
+    f_.state = state;
+    return *this;
+  }
+  Filter& Queue(const std::string& queue) {
+    f_.queue = queue;
+    return *this;
+  }
+  Filter& Pool(const std::string& pool) {
+    f_.pool = pool;
+    return *this;
+  }
+  Filter& Project(const std::string& project) {
+    f_.project = project;
+    return *this;
+  }
+  Filter& User(const std::string& user) {
+    f_.user = user;
+    return *this;
+  }
   Filter& Visible(std::vector<std::string> projects, std::vector<std::string> queues = {}) {
     f_.visible_projects = std::move(projects);
     f_.visible_queues = std::move(queues);
     return *this;
   }
-  Filter& Limit(int limit) { f_.limit = limit; return *this; }
+  Filter& Limit(int limit) {
+    f_.limit = limit;
+    return *this;
+  }
   operator JobFilter() const { return f_; }  // NOLINT: implicit by design
 
  private:
@@ -62,8 +80,7 @@ class Filter {
 
 inline model::Job MakeJob(const std::string& name, const std::string& user = "alice",
                           const std::string& project = "default", const std::string& queue = "hpc-precision",
-                          const std::string& pool = "cpu-hpc-pool",
-                          model::JobState state = model::JobState::kPending) {
+                          const std::string& pool = "cpu-hpc-pool", model::JobState state = model::JobState::kPending) {
   model::Job job;
   job.name = name;
   job.user = user;
