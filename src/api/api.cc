@@ -319,7 +319,7 @@ json JobView(const model::Job& job, const ClusterView* view) {
   if (job.state == JobState::kHeld) {
     reasons.push_back({{"code", "Held"}, {"message", "held; release it to let it be scheduled"}});
   } else if (job.state == JobState::kPending && view) {
-    if (auto it = view->pending_reasons.find(job.id); it != view->pending_reasons.end()) {
+    if (auto it = view->pending_reasons->find(job.id); it != view->pending_reasons->end()) {
       for (const auto& r : it->second) reasons.push_back({{"code", r.code}, {"message", r.message}});
     }
   }

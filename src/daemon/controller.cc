@@ -228,7 +228,7 @@ void Controller::RunCycle(Batch& batch, Timestamp now) {
     }
   }
   if (snapshot.pending.empty()) {
-    pending_reasons_.clear();
+    if (!pending_reasons_->empty()) pending_reasons_ = std::make_shared<const api::PendingReasonMap>();
     return;
   }
   const auto started = std::chrono::steady_clock::now();
@@ -266,7 +266,7 @@ void Controller::RunCycle(Batch& batch, Timestamp now) {
       }
     });
   }
-  pending_reasons_ = std::move(plan.pending_reasons);
+  pending_reasons_ = std::make_shared<const api::PendingReasonMap>(std::move(plan.pending_reasons));
 }
 
 void Controller::ReleaseAllocation(const model::Attempt& attempt) {
@@ -431,13 +431,14 @@ void Controller::Publish() {
     auto it = node_reasons_.find(n.spec.name);
     view->nodes.push_back({n, it == node_reasons_.end() ? "" : it->second});
   }
-  for (const auto& [id, job] : active_) {
-    if (job.state == JobState::kPending || job.state == JobState::kHeld) ++view->pending_by_queue[job.queue];
-    if (job.state == JobState::kRunning) ++view->running_by_queue[job.queue];
+  for (const auto& [key, count] : job_counts_) {
+    const auto& [state, queue, pool] = key;
+    if (state == JobState::kPending || state == JobState::kHeld) view->pending_by_queue[queue] += count;
+    if (state == JobState::kRunning) view->running_by_queue[queue] += count;
   }
-  for (const auto& [id, reasons] : pending_reasons_) {
-    if (active_.count(id)) view->pending_reasons.emplace(id, reasons);
-  }
+  // Reasons of jobs that ended since the cycle are never looked up: the API
+  // shows reasons only for jobs whose stored state is PENDING.
+  view->pending_reasons = pending_reasons_;
   for (const auto& [key, count] : job_counts_) {
     metrics_.SetJobs(std::string(model::ToString(std::get<0>(key))), std::get<1>(key), std::get<2>(key),
                      static_cast<double>(count));

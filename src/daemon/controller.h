@@ -95,7 +95,8 @@ class Controller final : public api::ControlPlane {
   std::vector<model::NodeUsage> nodes_;
   std::map<std::string, std::string> node_reasons_;
   std::map<std::tuple<model::JobState, std::string, std::string>, int64_t> job_counts_;
-  std::map<model::JobId, std::vector<model::PendingReason>> pending_reasons_;
+  // From the last cycle; shared with the published views.
+  std::shared_ptr<const api::PendingReasonMap> pending_reasons_ = std::make_shared<api::PendingReasonMap>();
   bool need_cycle_ = true;
   Timestamp next_retention_sweep_{};
 

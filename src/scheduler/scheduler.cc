@@ -110,6 +110,18 @@ Plan Scheduler::Decide(const Snapshot& snapshot, Timestamp now) const {
 
   for (const auto& [pool, jobs] : ordered) {
     int waiting_ahead = 0;  // jobs of this pool ordered before the current one that stay pending
+    // Requests that did not fit since the last start in this pool. Capacity
+    // only shrinks during a cycle, so an identical request cannot fit later
+    // either, and until the next start its reasons (which quote free
+    // amounts) are the same: reuse them instead of fitting and formatting
+    // again. With thousands of identical agent jobs waiting, this keeps a
+    // saturated pool's cycle cheap.
+    struct FailedShape {
+      const PendingJob* job;
+      std::vector<model::PendingReason> reasons;
+    };
+    std::vector<FailedShape> failed_shapes;
+    constexpr size_t kMaxFailedShapes = 64;
     for (const PendingJob* job : jobs) {
       ++plan.report.considered;
       std::vector<model::PendingReason> reasons;
@@ -118,8 +130,19 @@ Plan Scheduler::Decide(const Snapshot& snapshot, Timestamp now) const {
       std::optional<model::PendingReason> wait = Admit(admission_checks_, *job, snapshot, plan.starts, now);
       plan.report.admit += Clock::now() - t;
 
+      const FailedShape* known_failure = nullptr;
+      if (!wait) {
+        for (const auto& f : failed_shapes) {
+          if (f.job->resources == job->resources && f.job->constraints == job->constraints) {
+            known_failure = &f;
+            break;
+          }
+        }
+      }
       if (wait) {
         reasons.push_back(std::move(*wait));
+      } else if (known_failure) {
+        reasons = known_failure->reasons;
       } else {
         // Phase 3: place it on the nodes as this cycle has left them.
         t = Clock::now();
@@ -129,9 +152,11 @@ Plan Scheduler::Decide(const Snapshot& snapshot, Timestamp now) const {
         if (fit.allocation) {
           plan.starts.push_back({job->id, std::move(*fit.allocation)});
           ++plan.report.started;
+          failed_shapes.clear();  // what is free has changed
           continue;
         }
         reasons = std::move(fit.reasons);
+        if (failed_shapes.size() < kMaxFailedShapes) failed_shapes.push_back({job, reasons});
       }
 
       // Phase 4: its own reasons first, then the queue position.

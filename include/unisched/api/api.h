@@ -24,6 +24,8 @@
 
 namespace unisched::api {
 
+using PendingReasonMap = std::map<model::JobId, std::vector<model::PendingReason>>;
+
 // What the controller publishes after every change: an immutable view for
 // readers (GET /v1/nodes, /v1/pools, /v1/queues, pending reasons).
 struct ClusterView {
@@ -34,7 +36,8 @@ struct ClusterView {
   std::vector<Node> nodes;
   std::map<std::string, int> pending_by_queue;
   std::map<std::string, int> running_by_queue;
-  std::unordered_map<model::JobId, std::vector<model::PendingReason>> pending_reasons;
+  // Shared between views until the next scheduling cycle replaces it.
+  std::shared_ptr<const PendingReasonMap> pending_reasons = std::make_shared<PendingReasonMap>();
 };
 
 // The control side of the daemon, as the API needs it. Implemented by the
