@@ -387,3 +387,32 @@ TEST(SchedulerTest, ReportTimesThePhases) {
 
 }  // namespace
 }  // namespace unisched::scheduler
+
+namespace unisched::scheduler {
+namespace {
+
+// A saturated pool with many identical waiting jobs: each gets the same
+// reasons (computed once), and a smaller job that still fits starts.
+TEST(SchedulerSaturationTest, IdenticalWaitingJobsShareTheVerdictAndSmallerJobsStillStart) {
+  Snapshot snapshot;
+  snapshot.nodes.push_back(testing::MakeNode("x86-c4m8-el-01").Pool("p").Cpus(4).MemoryMb(8192).Used(3, 1024));
+  for (model::JobId id = 1; id <= 500; ++id) snapshot.pending.push_back(testing::MakePending(id).Cpus(2).MemoryMb(512));
+  snapshot.pending.push_back(testing::MakePending(501).Cpus(1).MemoryMb(512));
+
+  Scheduler scheduler;
+  Plan plan = scheduler.Decide(snapshot, testing::TestEpoch() + std::chrono::hours(1));
+  ASSERT_EQ(plan.starts.size(), 1u);
+  EXPECT_EQ(plan.starts[0].job, 501);
+  ASSERT_EQ(plan.pending_reasons.size(), 500u);
+  const auto& first = plan.pending_reasons.at(1);
+  ASSERT_FALSE(first.empty());
+  EXPECT_EQ(first[0].code, "Resources");
+  for (model::JobId id = 2; id <= 500; ++id) {
+    const auto& reasons = plan.pending_reasons.at(id);
+    ASSERT_GE(reasons.size(), 1u);
+    EXPECT_EQ(reasons[0], first[0]) << id;
+  }
+}
+
+}  // namespace
+}  // namespace unisched::scheduler
