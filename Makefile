@@ -6,6 +6,9 @@ STATE_DIR  ?= /var/lib/unisched
 CMAKE_ARGS ?=
 JOBS       ?= $(shell nproc)
 
+# ccache hits across clones in different folders (CI clones afresh).
+export CCACHE_BASEDIR := $(CURDIR)
+
 .PHONY: all deps configure build run test unit bench asan format format-check clean
 
 all: build

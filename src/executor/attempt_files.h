@@ -3,13 +3,17 @@
 // the daemon) and unisched-supervisor. Header-only, because the lean
 // supervisor links no executor code. docs/execution.md describes the files.
 //
-//   spec.json       executor -> supervisor: what to run (AttemptSpec)
-//   lock            flock'ed by the live supervisor for its whole life
-//   claim           created O_EXCL by the one supervisor that runs the attempt
-//   state.json      {"phase":"running"|"ended", supervisor_pid, started_at, ended_at}
-//   stdout, stderr  the job's capped output
-//   result.json     how it ended (RunResult); written once, atomically
-//   supervisor.log  the supervisor's own diagnostics
+// What to run (AttemptSpec, as JSON) is not a file: the executor hands it to
+// the supervisor on its stdin, a sealed memfd. The files, all created by the
+// supervisor (the daemon creates nothing per attempt, because inode
+// creation is what a launch costs most):
+//
+//   claim           created O_EXCL by the one supervisor that runs the attempt,
+//                   which flock()s it for its whole life; holds its pid
+//   state.json      {"phase":"running", supervisor_pid, started_at}, written once
+//   stdout, stderr  the job's capped output; created by its first byte
+//   result.json     how it ended (RunResult); written once, atomically, durably
+//   supervisor.log  the supervisor's own diagnostics; created by the first one
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -25,8 +29,6 @@
 
 namespace unisched::executor::files {
 
-inline constexpr const char* kSpec = "spec.json";
-inline constexpr const char* kLock = "lock";
 inline constexpr const char* kClaim = "claim";
 inline constexpr const char* kState = "state.json";
 inline constexpr const char* kResult = "result.json";
@@ -110,7 +112,7 @@ inline Result<AttemptSpec> SpecFromJson(std::string_view text) {
     if (l.argv.empty()) return Error::BadRequest("bad_spec", "argv is empty");
     return spec;
   } catch (const nlohmann::json::exception& e) {
-    return Error::BadRequest("bad_spec", std::string("malformed spec.json: ") + e.what());
+    return Error::BadRequest("bad_spec", std::string("malformed spec: ") + e.what());
   }
 }
 
@@ -184,7 +186,7 @@ inline std::optional<std::string> ReadWholeFile(const std::string& path) {
 // file whole, never a part: write a temporary, rename. With `durable`, also
 // fsync the file before and the directory after the rename, so the file
 // survives a host crash, not only a crash of the daemon; only the result
-// needs that (a spec or state lost with the host is rebuilt by recovery).
+// needs that (a state file lost with the host is rebuilt by recovery).
 // Returns 0 or the errno of the step that failed.
 inline int WriteFileAtomic(const std::string& dir, const std::string& name, std::string_view content,
                            bool durable = true) {

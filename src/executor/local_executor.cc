@@ -8,12 +8,15 @@
 #include <spawn.h>
 #include <sys/eventfd.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
@@ -40,6 +43,10 @@ namespace {
 using Key = std::pair<model::JobId, int>;
 // How often adopted attempts (not our children) are looked at.
 constexpr int kPollMillis = 200;
+// A supervisor creates its claim and then flocks it: a claim seen with a
+// free lock and no state.json may be that instant, so it is looked at again
+// this much later before it counts as a dead supervisor.
+constexpr auto kClaimSettle = std::chrono::milliseconds(200);
 
 std::string Errno(int err) {
   return std::strerror(err);
@@ -67,11 +74,11 @@ int MakeDirs(const std::string& path, mode_t mode, mode_t parent_mode = 0711) {
 
 enum class LockState { kHeld, kFree, kMissing };
 
-// Whether a live supervisor holds the attempt's lock. The probe holds the
-// lock for an instant only; it is taken only once a claim exists, when no
-// new supervisor would run the attempt anyway.
+// Whether a live supervisor holds the lock on the attempt's claim. The probe
+// holds it for an instant only (a supervisor that has just created the claim
+// waits for it); kMissing: no claim.
 LockState ProbeLock(const std::string& dir) {
-  const int fd = ::open((dir + "/" + files::kLock).c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = ::open((dir + "/" + files::kClaim).c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return LockState::kMissing;
   LockState state = LockState::kFree;
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
@@ -164,6 +171,8 @@ class LocalExecutor final : public Executor {
     int pidfd = -1;  // readable when that child exits
     bool cancel_requested = false;
     bool cancel_sent = false;
+    // When the claim was first seen unlocked without state.json or result.
+    std::optional<std::chrono::steady_clock::time_point> unlocked_since;
   };
 
   std::string JobRunsDir(model::JobId job_id) const { return options_.runs_dir + "/" + std::to_string(job_id); }
@@ -172,8 +181,9 @@ class LocalExecutor final : public Executor {
   }
   std::string WorkDir(model::JobId job_id) const { return options_.work_root + "/" + std::to_string(job_id); }
 
-  Status Prepare(const LaunchSpec& spec, bool& already_claimed);
-  Result<pid_t> Spawn(const std::string& attempt_dir);
+  Status Check(const LaunchSpec& spec);
+  Status MakeRoots();
+  Result<pid_t> Spawn(const LaunchSpec& spec, const std::string& attempt_dir);
   void WatchLoop();
   // Both REQUIRE mu_. They return the attempt's result once it has one.
   std::optional<RunResult> CheckChild(const Key& key, Tracked& t);
@@ -191,6 +201,7 @@ class LocalExecutor final : public Executor {
   std::vector<RunResult> pending_;   // GUARDED_BY(mu_): results made outside the watcher
   std::set<Key> delivered_;          // GUARDED_BY(mu_)
   bool stopping_ = false;            // GUARDED_BY(mu_)
+  std::atomic<bool> roots_made_{false};
   std::once_flag shutdown_once_;
 };
 
@@ -212,20 +223,23 @@ Status LocalExecutor::Launch(const LaunchSpec& spec) {
     attempts_.erase(key);
   };
 
-  bool already_claimed = false;
-  if (Status s = Prepare(spec, already_claimed); !s.ok()) {
+  Status checked = Check(spec);
+  if (checked.ok()) checked = MakeRoots();
+  if (!checked.ok()) {
     forget_key();
-    return s;
+    return checked;
   }
+  // Everything per attempt (directories, claim, work directory) is made by
+  // the supervisor, off this thread; here only a stat, and the spawn.
   const std::string dir = AttemptDir(spec.job_id, spec.attempt);
-  if (already_claimed) {
+  if (Exists(dir + "/" + files::kClaim)) {
     std::lock_guard lock(mu_);
     Tracked& t = attempts_[key];
     t.phase = Phase::kAdopted;
     Wake();
     return Status::Ok();
   }
-  auto pid = Spawn(dir);
+  auto pid = Spawn(spec, dir);
   if (!pid.ok()) {
     forget_key();
     return pid.error();
@@ -242,80 +256,88 @@ Status LocalExecutor::Launch(const LaunchSpec& spec) {
   return Status::Ok();
 }
 
-// Directories, work dir ownership and spec.json. Sets already_claimed (and
-// writes nothing) when a supervisor has claimed the attempt before.
-Status LocalExecutor::Prepare(const LaunchSpec& spec, bool& already_claimed) {
+// What makes a launch fail at once: no supervisor to start, or an account
+// that the job may not run as. Creates nothing.
+Status LocalExecutor::Check(const LaunchSpec& spec) {
   if (::access(options_.supervisor_path.c_str(), X_OK) != 0) {
     return Error::Unavailable("cannot run the supervisor '" + options_.supervisor_path + "': " + Errno(errno));
   }
-  const bool root = ::geteuid() == 0;
-  uid_t uid = 0;
-  gid_t gid = 0;
-  if (root) {
-    if (spec.unix_user.empty()) {
-      return Error::Unprocessable("no_user", "jobs never run as root: the launch names no unix_user", "unix_user");
-    }
-    std::vector<char> buf(16384);
-    passwd pw{};
-    passwd* found = nullptr;
-    int rc = 0;
-    while ((rc = ::getpwnam_r(spec.unix_user.c_str(), &pw, buf.data(), buf.size(), &found)) == ERANGE) {
-      buf.resize(buf.size() * 2);
-    }
-    if (rc != 0) return Error::Internal("cannot look up user '" + spec.unix_user + "': " + Errno(rc));
-    if (found == nullptr) {
-      return Error::Unprocessable("unknown_user", "unknown user '" + spec.unix_user + "'", "unix_user");
-    }
-    if (pw.pw_uid == 0) {
-      return Error::Unprocessable("root_user", "jobs never run as root ('" + spec.unix_user + "')", "unix_user");
-    }
-    uid = pw.pw_uid;
-    gid = pw.pw_gid;
+  if (::geteuid() != 0) return Status::Ok();
+  if (spec.unix_user.empty()) {
+    return Error::Unprocessable("no_user", "jobs never run as root: the launch names no unix_user", "unix_user");
   }
-
-  // runs/ and below: root only. Missing parents above it are made
-  // traversable (0711), since work/ usually shares them.
-  const std::string dir = AttemptDir(spec.job_id, spec.attempt);
-  for (const std::string& d : {options_.runs_dir, JobRunsDir(spec.job_id), dir}) {
-    if (int err = MakeDirs(d, 0700)) return Error::Internal("cannot create " + d + ": " + Errno(err));
+  std::vector<char> buf(16384);
+  passwd pw{};
+  passwd* found = nullptr;
+  int rc = 0;
+  while ((rc = ::getpwnam_r(spec.unix_user.c_str(), &pw, buf.data(), buf.size(), &found)) == ERANGE) {
+    buf.resize(buf.size() * 2);
   }
-  if (Exists(dir + "/" + files::kClaim)) {
-    already_claimed = true;
-    return Status::Ok();
+  if (rc != 0) return Error::Internal("cannot look up user '" + spec.unix_user + "': " + Errno(rc));
+  if (found == nullptr) {
+    return Error::Unprocessable("unknown_user", "unknown user '" + spec.unix_user + "'", "unix_user");
   }
-
-  // work_root must be traversable by every job account (but not listable);
-  // each job's own directory is private to its account.
-  if (int err = MakeDirs(options_.work_root, 0711)) {
-    return Error::Internal("cannot create " + options_.work_root + ": " + Errno(err));
-  }
-  const std::string work = WorkDir(spec.job_id);
-  if (::mkdir(work.c_str(), 0700) != 0 && errno != EEXIST) {
-    return Error::Internal("cannot create " + work + ": " + Errno(errno));
-  }
-  if (root && ::chown(work.c_str(), uid, gid) != 0) {
-    return Error::Internal("cannot give " + work + " to '" + spec.unix_user + "': " + Errno(errno));
-  }
-  if (::chmod(work.c_str(), 0700) != 0) return Error::Internal("cannot chmod " + work + ": " + Errno(errno));
-
-  files::AttemptSpec attempt_spec{spec, work, options_.use_cgroups};
-  const std::string json = files::SpecToJson(attempt_spec).dump(2) + "\n";
-  if (int err = files::WriteFileAtomic(dir, files::kSpec, json, /*durable=*/false)) {
-    return Error::Internal("cannot write " + dir + "/" + files::kSpec + ": " + Errno(err));
+  if (pw.pw_uid == 0) {
+    return Error::Unprocessable("root_user", "jobs never run as root ('" + spec.unix_user + "')", "unix_user");
   }
   return Status::Ok();
 }
 
+// runs_dir (root only) and work_root (traversable by every job account, not
+// listable), once per executor; missing parents above them are made 0711,
+// since both usually share them. The supervisors make what is below.
+Status LocalExecutor::MakeRoots() {
+  if (roots_made_.load()) return Status::Ok();
+  if (int err = MakeDirs(options_.runs_dir, 0700)) {
+    return Error::Internal("cannot create " + options_.runs_dir + ": " + Errno(err));
+  }
+  if (int err = MakeDirs(options_.work_root, 0711)) {
+    return Error::Internal("cannot create " + options_.work_root + ": " + Errno(err));
+  }
+  roots_made_ = true;
+  return Status::Ok();
+}
+
+// The spec as a sealed memfd, read from its start: a file that is no inode
+// of the disk, and gone with its last reader.
+Result<int> SpecMemfd(const files::AttemptSpec& spec) {
+  const std::string json = files::SpecToJson(spec).dump();
+  const int fd = ::memfd_create("unisched-spec", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0) return Error::Unavailable("cannot create the spec memfd: " + Errno(errno));
+  size_t done = 0;
+  while (done < json.size()) {
+    const ssize_t n = ::write(fd, json.data() + done, json.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : EIO;
+      ::close(fd);
+      return Error::Unavailable("cannot write the spec memfd: " + Errno(err));
+    }
+    done += static_cast<size_t>(n);
+  }
+  // Sealed: what the supervisor reads is what was launched.
+  (void)::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+  if (::lseek(fd, 0, SEEK_SET) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return Error::Unavailable("cannot rewind the spec memfd: " + Errno(err));
+  }
+  return fd;
+}
+
 // posix_spawn: no fork of the (large, threaded) daemon, nothing inherited
-// but stdio, an empty environment, its own session.
-Result<pid_t> LocalExecutor::Spawn(const std::string& attempt_dir) {
+// but the spec on stdin, an empty environment, its own session. stdout and
+// stderr are /dev/null: the supervisor opens supervisor.log itself, only
+// when it has something to say.
+Result<pid_t> LocalExecutor::Spawn(const LaunchSpec& spec, const std::string& attempt_dir) {
+  auto spec_fd = SpecMemfd(files::AttemptSpec{spec, WorkDir(spec.job_id), options_.use_cgroups});
+  if (!spec_fd.ok()) return spec_fd.error();
   posix_spawn_file_actions_t actions;
   posix_spawnattr_t attr;
   posix_spawn_file_actions_init(&actions);
   posix_spawnattr_init(&attr);
-  const std::string log = attempt_dir + "/" + files::kSupervisorLog;
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+  posix_spawn_file_actions_adddup2(&actions, *spec_fd, 0);  // dup2 clears close-on-exec
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
   posix_spawn_file_actions_addclosefrom_np(&actions, 3);
   // Blocked from the first instruction: a cancel sent right away waits in
@@ -337,6 +359,7 @@ Result<pid_t> LocalExecutor::Spawn(const std::string& attempt_dir) {
   const int rc = ::posix_spawn(&pid, path.c_str(), &actions, &attr, argv, envp);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
+  ::close(*spec_fd);
   if (rc != 0) return Error::Unavailable("cannot start the supervisor '" + path + "': " + Errno(rc));
   return pid;
 }
@@ -409,6 +432,7 @@ void LocalExecutor::Forget(model::JobId job_id, int attempt) {
   }
   const Key key{job_id, attempt};
   const std::string dir = AttemptDir(job_id, attempt);
+  bool other_attempt_live = false;
   {
     std::lock_guard lock(mu_);
     auto it = attempts_.find(key);
@@ -417,11 +441,16 @@ void LocalExecutor::Forget(model::JobId job_id, int attempt) {
     if (ProbeLock(dir) == LockState::kHeld) return;
     if (it != attempts_.end()) attempts_.erase(it);
     delivered_.erase(key);
+    // Another attempt of the job that is starting may not have made its
+    // directory yet: the job's directories stay until it is done too.
+    for (const auto& [k, t] : attempts_) {
+      if (k.first == job_id && t.phase != Phase::kDone) other_attempt_live = true;
+    }
   }
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);  // best effort: retention retries on its next pass
   const std::string job_dir = JobRunsDir(job_id);
-  if (std::filesystem::is_empty(job_dir, ec) && !ec) {
+  if (!other_attempt_live && std::filesystem::is_empty(job_dir, ec) && !ec) {
     std::filesystem::remove(job_dir, ec);
     std::filesystem::remove_all(WorkDir(job_id), ec);
   }
@@ -512,13 +541,31 @@ std::optional<RunResult> LocalExecutor::CheckChild(const Key& key, Tracked& t) {
   return Lost(key, std::move(reason));
 }
 
-std::optional<RunResult> LocalExecutor::CheckAdopted(const Key& key, Tracked&) {
+std::optional<RunResult> LocalExecutor::CheckAdopted(const Key& key, Tracked& t) {
   const std::string dir = AttemptDir(key.first, key.second);
   if (auto r = ReadResult(key, dir)) return r;
-  if (ProbeLock(dir) == LockState::kHeld) return std::nullopt;
+  const LockState lock = ProbeLock(dir);
+  if (lock == LockState::kHeld) {
+    t.unlocked_since.reset();
+    return std::nullopt;
+  }
   // The supervisor writes its result before it lets go of the lock: look
   // again, in case it ended between the two checks.
   if (auto r = ReadResult(key, dir)) return r;
+  // state.json is written once the lock is held. Without it, a free lock
+  // may be a supervisor between creating its claim and locking it: only a
+  // claim that stays so for kClaimSettle is a dead one. The watcher's tick
+  // brings us back; nothing waits here.
+  if (lock == LockState::kFree && !Exists(dir + "/" + files::kState)) {
+    const auto now = std::chrono::steady_clock::now();
+    if (!t.unlocked_since) t.unlocked_since = now;
+    if (now - *t.unlocked_since < kClaimSettle) return std::nullopt;
+    if (auto r = ReadResult(key, dir)) return r;
+    if (ProbeLock(dir) == LockState::kHeld) {
+      t.unlocked_since.reset();
+      return std::nullopt;
+    }
+  }
   return Lost(key, "the supervisor died without a result");
 }
 

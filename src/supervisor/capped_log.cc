@@ -14,11 +14,9 @@ CappedLog::~CappedLog() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-int CappedLog::Open(const std::string& path, int64_t cap) {
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
-  if (fd_ < 0) return errno;
+void CappedLog::Open(const std::string& path, int64_t cap) {
+  path_ = path;
   cap_ = cap;
-  return 0;
 }
 
 void CappedLog::Append(const char* data, size_t size) {
@@ -39,6 +37,10 @@ void CappedLog::Append(const char* data, size_t size) {
 }
 
 void CappedLog::WriteAll(const char* data, size_t size) {
+  if (fd_ < 0 && open_error_ == 0 && !path_.empty()) {
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+    if (fd_ < 0) open_error_ = errno;
+  }
   if (fd_ < 0) return;
   while (size > 0) {
     const ssize_t n = ::write(fd_, data, size);

@@ -1,5 +1,6 @@
-// The supervisor of one attempt: claim, start the job, watch it (output,
-// wall time, cancel, exit), reap the whole tree, write the result.
+// The supervisor of one attempt: read the spec from stdin, create the
+// attempt's directories, claim, start the job, watch it (output, wall time,
+// cancel, exit), reap the whole tree, write the result.
 
 #include "supervisor/supervisor.h"
 
@@ -50,16 +51,49 @@ int64_t NowMillis() {
       .count();
 }
 
-// Diagnostics go to stderr, which the executor points at supervisor.log.
+// supervisor.log, created by the first diagnostic: most attempts have none,
+// and an inode not created is the cheapest. Until the attempt directory
+// exists (or if the log cannot be created) diagnostics go to stderr, which
+// the executor points at /dev/null.
+std::string g_log_path;
+int g_log_fd = -1;
+
 void Log(const char* format, ...) __attribute__((format(printf, 1, 2)));
 void Log(const char* format, ...) {
-  std::fprintf(stderr, "unisched-supervisor[%d]: ", static_cast<int>(::getpid()));
+  char line[2048];
+  int n = std::snprintf(line, sizeof line, "unisched-supervisor[%d]: ", static_cast<int>(::getpid()));
   va_list args;
   va_start(args, format);
-  std::vfprintf(stderr, format, args);
+  if (n > 0 && static_cast<size_t>(n) < sizeof line) n += std::vsnprintf(line + n, sizeof line - n, format, args);
   va_end(args);
-  std::fputc('\n', stderr);
-  std::fflush(stderr);
+  if (n < 0) return;
+  size_t len = std::min(static_cast<size_t>(n), sizeof line - 2);
+  line[len++] = '\n';
+  if (g_log_fd < 0 && !g_log_path.empty()) {
+    g_log_fd = ::open(g_log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  }
+  const int fd = g_log_fd >= 0 ? g_log_fd : STDERR_FILENO;
+  ssize_t ignored = ::write(fd, line, len);
+  (void)ignored;  // nowhere left to report a failed diagnostic
+}
+
+// Everything readable from fd (the spec memfd on stdin).
+std::string ReadAll(int fd) {
+  std::string out;
+  char buf[8192];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+// mkdir that accepts an existing directory. Returns 0 or the errno.
+int MakeDir(const std::string& path, mode_t mode) {
+  if (::mkdir(path.c_str(), mode) == 0 || errno == EEXIST) return 0;
+  return errno;
 }
 
 // With fds 0-2 closed, a pipe could become the job's "stdout" by accident.
@@ -117,18 +151,21 @@ class Supervisor {
   int Run();
 
  private:
+  int MakeAttemptDir();
   ClaimResult Claim();
   RunResult Supervise();
+  std::string MakeWorkDir(const Account& account);
   RunResult Watch(const JobSpec& job_spec, RunResult result);
   bool CancelPending();
   void Signal(int sig);
   void Reap();
   void DrainPipe(int& fd, CappedLog& log);
-  void WriteState(const char* phase, std::optional<int64_t> ended_at);
+  void WriteState();
   std::string Path(const char* name) const { return dir_ + "/" + name; }
 
   std::string dir_;
-  int lock_fd_ = -1;
+  std::string spec_text_;
+  int claim_fd_ = -1;
   int signal_fd_ = -1;
   int64_t started_at_ms_ = 0;
   files::AttemptSpec spec_;
@@ -153,6 +190,15 @@ int Supervisor::Run() {
   ::signal(SIGHUP, SIG_IGN);
   ::signal(SIGPIPE, SIG_IGN);
 
+  // The spec comes first: it is the executor's memfd on fd 0, and reading
+  // it costs no file.
+  spec_text_ = ReadAll(STDIN_FILENO);
+  if (int err = MakeAttemptDir()) {
+    Log("cannot create %s: %s", dir_.c_str(), std::strerror(err));
+    return 1;
+  }
+  g_log_path = Path(files::kSupervisorLog);
+
   switch (Claim()) {
     case ClaimResult::kOwned:
       break;
@@ -166,7 +212,7 @@ int Supervisor::Run() {
   signal_fd_ = ::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
   const int signalfd_errno = errno;
   started_at_ms_ = NowMillis();
-  WriteState("running", std::nullopt);
+  WriteState();
 
   RunResult result;
   if (signal_fd_ < 0) {
@@ -182,43 +228,62 @@ int Supervisor::Run() {
   const std::string contained_by = containment_.Describe();
   if (Status s = containment_.Destroy(); !s.ok()) Log("%s", s.error().message.c_str());
   const std::string json = files::ResultToJson(result, contained_by).dump(2) + "\n";
+  // The only durable write: the result must survive a host crash. There is
+  // no final state.json: the result's existence says the attempt ended.
   if (int err = files::WriteFileAtomic(dir_, files::kResult, json)) {
     Log("cannot write %s: %s", Path(files::kResult).c_str(), std::strerror(err));
     return 1;
   }
-  WriteState("ended", NowMillis());
   return 0;
 }
 
-// The lock comes first: whoever sees the claim can then trust that a free
-// lock means its supervisor is gone.
+// <runs_dir>/<job>/<attempt>, 0700 by the umask; the executor made runs_dir.
+// A retention pass may remove an empty <job> directory between our two
+// mkdirs: then make it again.
+int Supervisor::MakeAttemptDir() {
+  const size_t slash = dir_.find_last_of('/');
+  const std::string job_dir = slash != std::string::npos && slash > 0 ? dir_.substr(0, slash) : std::string();
+  int err = 0;
+  for (int i = 0; i < 3; ++i) {
+    if (!job_dir.empty()) {
+      if ((err = MakeDir(job_dir, 0700)) != 0) return err;
+    }
+    if ((err = MakeDir(dir_, 0700)) != ENOENT) return err;
+  }
+  return err;
+}
+
+// One file is claim and lock: the exclusive create decides which supervisor
+// runs the attempt, and its flock, held until we exit, tells readers that we
+// live. Readers bridge the instant between the create and the flock: a
+// claim with a free lock, no result and no state.json is looked at again
+// before it counts as a dead supervisor (see the executor).
 ClaimResult Supervisor::Claim() {
-  lock_fd_ = ::open(Path(files::kLock).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (lock_fd_ < 0) {
-    Log("cannot open %s: %s", Path(files::kLock).c_str(), std::strerror(errno));
-    return ClaimResult::kError;
-  }
-  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
-    if (errno == EWOULDBLOCK) return ClaimResult::kTaken;
-    Log("cannot lock %s: %s", Path(files::kLock).c_str(), std::strerror(errno));
-    return ClaimResult::kError;
-  }
-  const int fd = ::open(Path(files::kClaim).c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) {
+  claim_fd_ = ::open(Path(files::kClaim).c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (claim_fd_ < 0) {
     if (errno == EEXIST) return ClaimResult::kTaken;
     Log("cannot create %s: %s", Path(files::kClaim).c_str(), std::strerror(errno));
     return ClaimResult::kError;
   }
+  // Blocking: a reader probing the lock holds it for an instant only.
+  while (::flock(claim_fd_, LOCK_EX) != 0) {
+    if (errno == EINTR) continue;
+    // The claim stands (no other supervisor may run the attempt); without
+    // the lock a reader takes us for dead once it sees no state.json, so
+    // write none and no result: the attempt is then lost, not run twice.
+    Log("cannot lock %s: %s", Path(files::kClaim).c_str(), std::strerror(errno));
+    return ClaimResult::kError;
+  }
   const std::string pid = std::to_string(::getpid()) + "\n";
-  ssize_t ignored = ::write(fd, pid.data(), pid.size());
+  ssize_t ignored = ::write(claim_fd_, pid.data(), pid.size());
   (void)ignored;  // the claim is its existence; the pid is a courtesy
-  ::close(fd);
   return ClaimResult::kOwned;
 }
 
-void Supervisor::WriteState(const char* phase, std::optional<int64_t> ended_at) {
-  nlohmann::json j{{"phase", phase}, {"supervisor_pid", ::getpid()}, {"started_at", started_at_ms_}};
-  if (ended_at) j["ended_at"] = *ended_at;
+// Written once, non-durably: its existence tells a reader that the lock was
+// taken (so a free lock then means we are gone), and it holds our pid.
+void Supervisor::WriteState() {
+  const nlohmann::json j{{"phase", "running"}, {"supervisor_pid", ::getpid()}, {"started_at", started_at_ms_}};
   if (int err = files::WriteFileAtomic(dir_, files::kState, j.dump() + "\n", /*durable=*/false)) {
     Log("cannot write %s: %s", Path(files::kState).c_str(), std::strerror(err));
   }
@@ -232,9 +297,7 @@ RunResult Supervisor::Supervise() {
     return result;
   };
 
-  const auto text = files::ReadWholeFile(Path(files::kSpec));
-  if (!text) return fail("cannot read " + Path(files::kSpec) + ": " + std::strerror(errno));
-  auto spec = files::SpecFromJson(*text);
+  auto spec = files::SpecFromJson(spec_text_);
   if (!spec.ok()) return fail(spec.error().message);
   spec_ = std::move(spec).value();
   const executor::LaunchSpec& launch = spec_.launch;
@@ -249,6 +312,7 @@ RunResult Supervisor::Supervise() {
   if (!account.ok()) return fail(account.error().message);
   job_spec.account = std::move(account).value();
   job_spec.account.name = launch.unix_user;
+  if (std::string error = MakeWorkDir(job_spec.account); !error.empty()) return fail(std::move(error));
 
   const auto path = launch.env.find("PATH");
   ::setenv("PATH", path != launch.env.end() ? path->second.c_str() : kDefaultSearchPath, 1);
@@ -269,12 +333,9 @@ RunResult Supervisor::Supervise() {
     containment_ = containment::Containment::Disabled(limits);
   }
 
-  if (int err = stdout_log_.Open(Path(files::kStdout), launch.log_cap_bytes)) {
-    return fail("cannot create " + Path(files::kStdout) + ": " + std::strerror(err));
-  }
-  if (int err = stderr_log_.Open(Path(files::kStderr), launch.log_cap_bytes)) {
-    return fail("cannot create " + Path(files::kStderr) + ": " + std::strerror(err));
-  }
+  // Created by their first byte: a silent job leaves neither file.
+  stdout_log_.Open(Path(files::kStdout), launch.log_cap_bytes);
+  stderr_log_.Open(Path(files::kStderr), launch.log_cap_bytes);
 
   if (CancelPending()) {
     result.outcome = RunOutcome::kCancelled;
@@ -282,6 +343,26 @@ RunResult Supervisor::Supervise() {
     return result;
   }
   return Watch(job_spec, result);
+}
+
+// <work_root>/<job>, shared by the job's attempts and private to its
+// account (0700 by the umask; chmod for one made by someone else). The
+// executor made work_root. Returns the launch failure reason, or empty.
+std::string Supervisor::MakeWorkDir(const Account& account) {
+  const std::string& work = spec_.work_dir;
+  if (work.empty()) return {};
+  bool created = true;
+  if (::mkdir(work.c_str(), 0700) != 0) {
+    if (errno != EEXIST) return "cannot create " + work + ": " + std::strerror(errno);
+    created = false;
+  }
+  if (account.switch_user && ::chown(work.c_str(), account.uid, account.gid) != 0) {
+    return "cannot give " + work + " to '" + account.name + "': " + std::strerror(errno);
+  }
+  if (!created && ::chmod(work.c_str(), 0700) != 0) {
+    return "cannot chmod " + work + ": " + std::strerror(errno);
+  }
+  return {};
 }
 
 // Consumes pending signals before the job exists; true if one asked to stop.
@@ -454,6 +535,12 @@ RunResult Supervisor::Watch(const JobSpec& job_spec, RunResult result) {
   for (int* fd : {&job_.stdout_fd, &job_.stderr_fd, &job_.error_fd}) {
     if (*fd >= 0) ::close(*fd);
     *fd = -1;
+  }
+
+  for (const auto& [log, name] : {std::pair{&stdout_log_, files::kStdout}, std::pair{&stderr_log_, files::kStderr}}) {
+    if (log->open_error() != 0) {
+      Log("cannot create %s, the job's output is lost: %s", Path(name).c_str(), std::strerror(log->open_error()));
+    }
   }
 
   rusage ru{};

@@ -11,7 +11,9 @@
 
 #include <gtest/gtest.h>
 #include <limits.h>
+#include <fcntl.h>
 #include <pwd.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -24,6 +26,7 @@
 #include <fstream>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -389,17 +392,78 @@ TEST_F(ExecutorTest, RecoverLaunchesAnAttemptThatNeverStarted) {
 }
 
 TEST_F(ExecutorTest, RecoverOfAClaimWithoutLiveSupervisorOrResultIsLost) {
+  // With state.json the supervisor had locked its claim; without, it may
+  // have died between creating and locking it (the executor looks twice).
+  for (const bool with_state : {true, false}) {
+    SCOPED_TRACE(with_state ? "claim and state" : "claim only");
+    const LaunchSpec spec = Spec({"echo", "never"});
+    const std::string dir = AttemptDir(spec);
+    fs::create_directories(dir);
+    std::ofstream(dir + "/claim") << "999999\n";
+    if (with_state) std::ofstream(dir + "/state.json") << R"({"phase":"running","supervisor_pid":999999})";
+    executor_->Recover(spec);
+    const auto r = results_.Wait(spec.job_id);
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->outcome, RunOutcome::kLost);
+    EXPECT_EQ(r->reason, "the supervisor died without a result");
+    EXPECT_FALSE(r->exit_code.has_value());
+    EXPECT_FALSE(fs::exists(dir + "/result.json"));  // recovery ran nothing
+  }
+}
+
+TEST_F(ExecutorTest, AnAdoptedAttemptWhoseClaimIsLockedWaitsForItsResult) {
   const LaunchSpec spec = Spec({"echo", "never"});
   const std::string dir = AttemptDir(spec);
   fs::create_directories(dir);
-  std::ofstream(dir + "/lock").flush();
-  std::ofstream(dir + "/claim") << "999999\n";
+  // A live supervisor, as far as the files tell: the claim is locked.
+  const int claim = ::open((dir + "/claim").c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  ASSERT_GE(claim, 0);
+  ASSERT_EQ(::flock(claim, LOCK_EX), 0);
   executor_->Recover(spec);
+  executor_->Recover(spec);
+  // Well past the executor's re-probe of a claim without state.json.
+  std::this_thread::sleep_for(600ms);
+  EXPECT_EQ(results_.Count(spec.job_id), 0);
+  // Atomically, as the supervisor does: the executor may read it any time.
+  std::ofstream(dir + "/.result.tmp") << R"({"job_id":)" << spec.job_id
+                                      << R"(,"attempt":1,"outcome":"completed","exit_code":0,"reason":""})";
+  fs::rename(dir + "/.result.tmp", dir + "/result.json");
+  ::close(claim);
   const auto r = results_.Wait(spec.job_id);
   ASSERT_TRUE(r.has_value());
-  EXPECT_EQ(r->outcome, RunOutcome::kLost);
-  EXPECT_EQ(r->reason, "the supervisor died without a result");
-  EXPECT_FALSE(r->exit_code.has_value());
+  EXPECT_EQ(r->outcome, RunOutcome::kCompleted) << r->reason;
+  EXPECT_EQ(results_.Count(spec.job_id), 1);
+}
+
+TEST_F(ExecutorTest, AQuietAttemptLeavesOnlyClaimStateAndResult) {
+  // No spec file (the spec travels on the supervisor's stdin), no empty
+  // output files, no supervisor.log without a diagnostic.
+  const LaunchSpec spec = Spec({"/bin/true"});
+  ASSERT_EQ(Run(spec).outcome, RunOutcome::kCompleted);
+  std::set<std::string> names;
+  for (const auto& entry : fs::directory_iterator(AttemptDir(spec))) names.insert(entry.path().filename().string());
+  EXPECT_EQ(names, (std::set<std::string>{"claim", "result.json", "state.json"}));
+  EXPECT_NE(ReadFile(AttemptDir(spec) + "/state.json").find(R"("phase":"running")"), std::string::npos);
+  EXPECT_EQ(Stdout(spec), "");  // the log endpoint reads a missing file as empty output
+  EXPECT_EQ(Stderr(spec), "");
+
+  const LaunchSpec loud = Spec({"/bin/sh", "-c", "echo err >&2"});
+  ASSERT_EQ(Run(loud).outcome, RunOutcome::kCompleted);
+  EXPECT_FALSE(fs::exists(AttemptDir(loud) + "/stdout"));
+  EXPECT_EQ(Stderr(loud), "err\n");
+}
+
+TEST_F(ExecutorTest, TheSupervisorReadsItsSpecFromStdin) {
+  const std::string dir = options_.runs_dir + "/77/1";
+  fs::create_directories(options_.runs_dir);
+  const std::string command = "echo 'not a spec' | " + options_.supervisor_path + " " + dir;
+  ASSERT_EQ(std::system(command.c_str()), 0);
+  const std::string result = ReadFile(dir + "/result.json");
+  EXPECT_NE(result.find(R"("outcome": "launch_failed")"), std::string::npos) << result;
+  EXPECT_NE(result.find("malformed spec: "), std::string::npos) << result;
+  // A second supervisor of the same attempt finds it claimed and runs nothing.
+  ASSERT_EQ(std::system(command.c_str()), 0);
+  EXPECT_EQ(ReadFile(dir + "/result.json"), result);
 }
 
 TEST_F(ExecutorTest, LaunchErrorsStartNothing) {
