@@ -9,9 +9,9 @@
 
 #include "unisched/executor/executor.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <limits.h>
-#include <fcntl.h>
 #include <pwd.h>
 #include <sys/file.h>
 #include <sys/stat.h>
