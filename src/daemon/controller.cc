@@ -172,25 +172,39 @@ void Controller::SetNodeState(std::string node, bool drain, std::string reason, 
 }
 
 void Controller::Loop() {
+  using SteadyClock = std::chrono::steady_clock;
   const auto tick = std::chrono::milliseconds(static_cast<int64_t>(config_.server.scheduler_tick_seconds * 1000));
-  auto next_tick = std::chrono::steady_clock::now() + tick;
+  auto next_tick = SteadyClock::now() + tick;
+  // A cycle costs time linear in the pending jobs. To keep the control thread
+  // responsive with a deep backlog, a cycle may start only once the time since
+  // the previous one is at least kCycleSpacing times that cycle's duration: at
+  // most 1/(1+kCycleSpacing) of the thread goes to cycles. A short queue
+  // (cycles of microseconds) is never delayed noticeably.
+  constexpr int kCycleSpacing = 3;
+  SteadyClock::time_point next_cycle_allowed = SteadyClock::now();
   while (true) {
     std::deque<Command> commands;
     {
       std::unique_lock lock(mu_);
-      wake_.wait_until(lock, next_tick, [this] { return stopping_ || !inbox_.empty(); });
+      const auto deadline = need_cycle_ ? std::min(next_tick, next_cycle_allowed) : next_tick;
+      wake_.wait_until(lock, deadline, [this] { return stopping_ || !inbox_.empty(); });
       if (stopping_) break;
       commands.swap(inbox_);
     }
     Batch batch;
     for (auto& command : commands) command(batch);
     const Timestamp now = clock_.Now();
-    if (std::chrono::steady_clock::now() >= next_tick) {
-      next_tick = std::chrono::steady_clock::now() + tick;
+    if (SteadyClock::now() >= next_tick) {
+      next_tick = SteadyClock::now() + tick;
       need_cycle_ = true;  // refresh pending reasons even when nothing happened
       if (now >= next_retention_sweep_) SweepRetention(batch, now);
     }
-    if (need_cycle_) RunCycle(batch, now);
+    if (need_cycle_ && SteadyClock::now() >= next_cycle_allowed) {
+      const auto started = SteadyClock::now();
+      RunCycle(batch, now);
+      const auto finished = SteadyClock::now();
+      next_cycle_allowed = finished + kCycleSpacing * (finished - started);
+    }
     Commit(batch);
     Publish();
   }
