@@ -78,21 +78,29 @@ start_daemon() {
   exit 1
 }
 
-# run_mode NAME ARGS...: one unisched-bench mode on a fresh daemon.
+# run_mode LABEL MODE ARGS...: one unisched-bench mode on a fresh daemon.
+# With DRAIN="node ...", those nodes are drained first (jobs then queue
+# without running, which isolates the admission path: HTTP, validation,
+# routing, durable commit).
 run_mode() {
-  local name=$1
-  shift
-  start_daemon "$name"
+  local label=$1 name=$2
+  shift 2
+  start_daemon "$label"
+  for node in ${DRAIN:-}; do
+    curl -fsS -o /dev/null -H "Authorization: Bearer $(cat "$STATE/admin.token")" \
+      -X POST "$URL/v1/nodes/$node/drain" -d '{"reason":"benchmark: admission path only"}'
+  done
+  [[ -z ${DRAIN:-} ]] || echo "($label: drained ${DRAIN}; submitted jobs are committed and queued, none runs)"
   # With --json the human lines come on stderr (sent on to our stdout here)
   # and the one JSON object on stdout (kept in a file).
   if ! "$BUILD/unisched-bench" "$name" --url "$URL" --token-file "$STATE/admin.token" --json "$@" \
-      2>&1 >"$WORK/$name.json"; then
-    echo "bench: $name failed; the daemon's log ends with:" >&2
-    tail -n 20 "$WORK/$name.log" >&2 || true
+      2>&1 >"$WORK/$label.json"; then
+    echo "bench: $label failed; the daemon's log ends with:" >&2
+    tail -n 20 "$WORK/$label.log" >&2 || true
     stop_daemon
     return 1
   fi
-  [[ -z ${BENCH_JSON:-} ]] || cat "$WORK/$name.json" >>"$BENCH_JSON"
+  [[ -z ${BENCH_JSON:-} ]] || cat "$WORK/$label.json" >>"$BENCH_JSON"
   stop_daemon
   echo
 }
@@ -117,7 +125,9 @@ echo "  note:    the load generator and the daemon share this machine's CPUs"
 echo
 
 status=0
-run_mode submit --connections "$SUBMIT_CONNECTIONS" --duration "$SUBMIT_SECONDS" || status=1
-run_mode e2e --jobs "$E2E_JOBS" --connections "$E2E_CONNECTIONS" || status=1
-run_mode latency --runs "$LATENCY_RUNS" || status=1
+run_mode submit submit --connections "$SUBMIT_CONNECTIONS" --duration "$SUBMIT_SECONDS" || status=1
+DRAIN="x86-c256m512-elastic-01 x86-c256m512-elastic-02" \
+  run_mode submit-admission submit --connections "$SUBMIT_CONNECTIONS" --duration "$SUBMIT_SECONDS" || status=1
+run_mode e2e e2e --jobs "$E2E_JOBS" --connections "$E2E_CONNECTIONS" || status=1
+run_mode latency latency --runs "$LATENCY_RUNS" || status=1
 exit $status
