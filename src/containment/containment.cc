@@ -17,6 +17,8 @@
 #include <string_view>
 #include <thread>
 
+#include "unisched/containment/file_io.h"
+
 namespace unisched::containment {
 namespace {
 
@@ -40,17 +42,9 @@ int WriteValue(const std::string& path, const std::string& value) {
 }
 
 bool ReadFile(const std::string& path, std::string& out) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  out.clear();
-  char buf[4096];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
+  auto text = ReadWholeFile(path);
+  if (!text) return false;
+  out = std::move(*text);
   return true;
 }
 

@@ -25,6 +25,7 @@
 #include <string>
 #include <string_view>
 
+#include "unisched/containment/file_io.h"
 #include "unisched/executor/executor.h"
 
 namespace unisched::executor::files {
@@ -166,21 +167,7 @@ inline Result<RunResult> ResultFromJson(std::string_view text) {
   }
 }
 
-// Reads a whole small file; nullopt if it cannot be opened.
-inline std::optional<std::string> ReadWholeFile(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  std::string out;
-  char buf[8192];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return out;
-}
+using containment::ReadWholeFile;
 
 // Replaces dir/name with `content` so that readers see the old or the new
 // file whole, never a part: write a temporary, rename. With `durable`, also

@@ -77,18 +77,7 @@ void Log(const char* format, ...) {
   (void)ignored;  // nowhere left to report a failed diagnostic
 }
 
-// Everything readable from fd (the spec memfd on stdin).
-std::string ReadAll(int fd) {
-  std::string out;
-  char buf[8192];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  return out;
-}
+using containment::ReadAll;  // the spec memfd on stdin
 
 // mkdir that accepts an existing directory. Returns 0 or the errno.
 int MakeDir(const std::string& path, mode_t mode) {

@@ -10,21 +10,10 @@ namespace {
 
 using nlohmann::json;
 
-class ApiErrorsTest : public ::testing::Test {
+class ApiErrorsTest : public SharedDaemonTest {
  protected:
-  static void SetUpTestSuite() {
-    daemon_ = new TestDaemon();
-    daemon_->Start();
-  }
-  static void TearDownTestSuite() {
-    delete daemon_;
-    daemon_ = nullptr;
-  }
-  static TestDaemon* daemon_;
-  TestDaemon& d() { return *daemon_; }
   int64_t TotalJobs() { return d().Call("GET", "/v1/jobs?limit=0").json["total"].get<int64_t>(); }
 };
-TestDaemon* ApiErrorsTest::daemon_ = nullptr;
 
 TEST_F(ApiErrorsTest, RejectedSubmissionsHaveTheErrorShapeAndChangeNothing) {
   const json ok_job = {{"workload", {{"kind", "hpc"}}}, {"command", {"true"}}};

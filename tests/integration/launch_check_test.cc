@@ -10,20 +10,7 @@ namespace {
 
 using nlohmann::json;
 
-class JobsTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    daemon_ = new TestDaemon();
-    daemon_->Start();
-  }
-  static void TearDownTestSuite() {
-    delete daemon_;
-    daemon_ = nullptr;
-  }
-  static TestDaemon* daemon_;
-  TestDaemon& d() { return *daemon_; }
-};
-TestDaemon* JobsTest::daemon_ = nullptr;
+class JobsTest : public SharedDaemonTest {};
 
 TEST_F(JobsTest, LaunchCheckOneJobOfEachKindRoutedAndCompleted) {
   struct Case {

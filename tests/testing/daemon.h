@@ -2,6 +2,7 @@
 // A real unisched daemon for integration tests: started as a child process on
 // a free loopback port with a fresh state directory, driven over real HTTP.
 
+#include <gtest/gtest.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -74,5 +75,23 @@ class TestDaemon {
 };
 
 bool IsTerminalState(const std::string& state);
+
+// A fixture whose tests share one daemon (started once per test suite; ctest
+// runs each test in its own process, so usually one daemon per test).
+class SharedDaemonTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    daemon_ = new TestDaemon();
+    daemon_->Start();
+  }
+  static void TearDownTestSuite() {
+    delete daemon_;
+    daemon_ = nullptr;
+  }
+  static TestDaemon& d() { return *daemon_; }
+
+ private:
+  static inline TestDaemon* daemon_ = nullptr;
+};
 
 }  // namespace unisched::testing
