@@ -1,6 +1,7 @@
 #include "daemon/controller.h"
 
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <chrono>
 
@@ -472,8 +473,14 @@ void Controller::Publish() {
 
 executor::LaunchSpec Controller::MakeLaunchSpec(const Job& job) const {
   const model::Attempt& attempt = *job.CurrentAttempt();
-  std::string unix_user = config_.executor.default_unix_user;
-  if (auto user = store_.GetUser(job.user); user && !user->unix_user.empty()) unix_user = user->unix_user;
+  // A daemon running as root runs each job as its user's mapped account (the
+  // dedicated unisched-job by default). A daemon started by an ordinary user
+  // (development) cannot switch accounts: jobs run as that user.
+  std::string unix_user;
+  if (::geteuid() == 0) {
+    unix_user = config_.executor.default_unix_user;
+    if (auto user = store_.GetUser(job.user); user && !user->unix_user.empty()) unix_user = user->unix_user;
+  }
   executor::LaunchSpec spec;
   spec.job_id = job.id;
   spec.attempt = attempt.number;
