@@ -389,6 +389,11 @@ void Api::SubmitJob(Call& call) {
   job.routing = {route->pool, route->queue, route->reason};
   job.submitted_at = ctx_.clock->Now();
   job.config_version = cfg.version;
+  // The id and the JSON are made here, on an HTTP thread: the single store
+  // writer then only writes, and the 201 body is the stored document itself
+  // (a new job has no pending reasons yet).
+  job.id = ctx_.store->ReserveJobId();
+  auto doc = std::make_shared<const std::string>(codec::JobToJson(job).dump());
 
   struct Outcome {
     model::JobId id = 0;
@@ -399,7 +404,7 @@ void Api::SubmitJob(Call& call) {
   call.MarkAudited();
   auto reply = call.reply;
   ctx_.store->Write(
-      [job, idempotency_key, audit, outcome](store::Transaction& t) mutable -> Status {
+      [job, doc, idempotency_key, audit, outcome](store::Transaction& t) mutable -> Status {
         if (!idempotency_key.empty()) {
           if (auto existing = t.FindIdempotentJob(job.user, idempotency_key)) {
             outcome->id = *existing;
@@ -407,14 +412,14 @@ void Api::SubmitJob(Call& call) {
             return Status::Ok();
           }
         }
-        auto id = t.InsertJob(job, idempotency_key);
+        auto id = t.InsertJob(job, idempotency_key, *doc);
         if (!id.ok()) return id.error();
         outcome->id = *id;
         audit.target = "job/" + std::to_string(*id);
         if (auto s = t.AppendEvent(*id, {job.submitted_at, "submitted", job.routing.reason}); !s.ok()) return s;
         return t.AppendAudit(audit);
       },
-      [this, job, outcome, reply](Status status) mutable {
+      [this, job = std::move(job), doc, outcome, reply](Status status) mutable {
         if (!status.ok()) {
           spdlog::error("submission not committed: {}", status.error().message);
           reply(ErrorResponse(503, "store_unavailable", "the job was not stored; retry with the same Idempotency-Key"));
@@ -431,11 +436,12 @@ void Api::SubmitJob(Call& call) {
           reply(std::move(r));
           return;
         }
-        job.id = outcome->id;
-        ctx_.control->JobCommitted(job);
-        ctx_.metrics->CountSubmission(job.queue);
-        auto r = Json(201, JobView(job, nullptr));
+        HttpResponse r;
+        r.status = 201;
+        r.body = *doc;
         r.headers.emplace_back("Location", "/v1/jobs/" + std::to_string(job.id));
+        ctx_.metrics->CountSubmission(job.queue);
+        ctx_.control->JobCommitted(std::move(job));
         reply(std::move(r));
       });
 }

@@ -1,5 +1,6 @@
 #include "daemon/controller.h"
 
+#include <pthread.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -115,7 +116,10 @@ void Controller::Start() {
   }
   spdlog::info("controller: {} active jobs loaded, {} running attempts to recover", active_.size(), to_recover.size());
   Publish();
-  thread_ = std::thread([this] { Loop(); });
+  thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "us-control");
+    Loop();
+  });
   // Results of recovered attempts arrive through OnRunResult, after the loop runs.
   for (const auto& spec : to_recover) executor_->Recover(spec);
   ready_ = true;
@@ -144,10 +148,11 @@ std::shared_ptr<const api::ClusterView> Controller::View() const {
   return view_;
 }
 
-void Controller::JobCommitted(const Job& job) {
-  Post([this, job](Batch&) {
+void Controller::JobCommitted(Job job) {
+  Post([this, job = std::move(job)](Batch&) mutable {
     ++job_counts_[{job.state, job.queue, job.pool}];
-    active_.emplace(job.id, job);
+    const model::JobId id = job.id;
+    active_.emplace(id, std::move(job));
     need_cycle_ = true;
   });
 }

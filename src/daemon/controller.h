@@ -43,7 +43,7 @@ class Controller final : public api::ControlPlane {
   void OnRunResult(executor::RunResult result);
 
   // api::ControlPlane
-  void JobCommitted(const model::Job& job) override;
+  void JobCommitted(model::Job job) override;
   void ControlJob(model::JobId id, JobAction action, std::string actor,
                   std::function<void(Result<model::Job>)> done) override;
   void SetNodeState(std::string node, bool drain, std::string reason, std::string actor,

@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <spawn.h>
 #include <sys/eventfd.h>
@@ -144,7 +145,10 @@ class LocalExecutor final : public Executor {
  public:
   LocalExecutor(LocalExecutorOptions options, ResultSink sink) : options_(std::move(options)), sink_(std::move(sink)) {
     wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    watcher_ = std::thread([this] { WatchLoop(); });
+    watcher_ = std::thread([this] {
+      pthread_setname_np(pthread_self(), "us-executor");
+      WatchLoop();
+    });
   }
   ~LocalExecutor() override {
     Shutdown();

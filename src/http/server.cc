@@ -12,6 +12,8 @@
 
 #include "unisched/api/server.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <boost/asio/bind_executor.hpp>
@@ -462,7 +464,10 @@ class BeastHttpServer final : public HttpServer {
   void Run(int threads) {
     listener_->Accept();
     for (int i = 0; i < std::max(1, threads); ++i) {
-      threads_.emplace_back([core = core_] { core->ioc.run(); });
+      threads_.emplace_back([core = core_] {
+        pthread_setname_np(pthread_self(), "us-http");
+        core->ioc.run();
+      });
     }
   }
 

@@ -7,10 +7,12 @@
 // Write() callback such a throw fails just that write.
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <condition_variable>
@@ -225,36 +227,40 @@ constexpr const char* kUserColumns = "SELECT name, role, projects, queues, unix_
 
 class SqliteTransaction final : public Transaction {
  public:
-  explicit SqliteTransaction(Connection& c) : c_(c) {}
+  // next_id: the store's id counter (Store::ReserveJobId), so ids inserted
+  // with and without a reservation never collide.
+  SqliteTransaction(Connection& c, std::atomic<model::JobId>& next_id) : c_(c), next_id_(next_id) {}
 
-  Result<model::JobId> InsertJob(const model::Job& job, const std::string& idempotency_key) override {
+  Result<model::JobId> InsertJob(const model::Job& job, const std::string& idempotency_key,
+                                 const std::string& doc) override {
     if (!idempotency_key.empty()) {
       if (auto first = FindIdempotentJob(job.user, idempotency_key)) {
         return Error::Conflict("idempotency_key_used",
                                "idempotency key already used for job " + std::to_string(*first));
       }
     }
+    const model::JobId id = job.id > 0 ? job.id : next_id_.fetch_add(1);
     auto insert = c_.Prepare(
-        "INSERT INTO jobs(name, user, project, queue, pool, state, submitted_at, ended_at, doc) "
-        "VALUES(?, ?, ?, ?, ?, ?, ?, ?, '')");
+        "INSERT INTO jobs(name, user, project, queue, pool, state, submitted_at, ended_at, doc, id) "
+        "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     if (!insert.ok()) return insert.error();
     BindColumns(*insert, job);
+    if (job.id > 0 && !doc.empty()) {
+      insert->Bind(9, doc);
+    } else {
+      model::Job stored = job;
+      stored.id = id;
+      insert->Bind(9, JobDocText(stored));
+    }
+    insert->Bind(10, int64_t{id});
     if (Status s = insert->Run(); !s) return s.error();
-
-    model::Job stored = job;
-    stored.id = sqlite3_last_insert_rowid(c_.db());
-    auto doc = c_.Prepare("UPDATE jobs SET doc = ? WHERE id = ?");
-    if (!doc.ok()) return doc.error();
-    doc->Bind(1, JobDocText(stored)).Bind(2, int64_t{stored.id});
-    if (Status s = doc->Run(); !s) return s.error();
-
     if (!idempotency_key.empty()) {
       auto key = c_.Prepare("INSERT INTO idempotency(user, key, job_id) VALUES(?, ?, ?)");
       if (!key.ok()) return key.error();
-      key->Bind(1, job.user).Bind(2, idempotency_key).Bind(3, int64_t{stored.id});
+      key->Bind(1, job.user).Bind(2, idempotency_key).Bind(3, int64_t{id});
       if (Status s = key->Run(); !s) return s.error();
     }
-    return stored.id;
+    return id;
   }
 
   std::optional<model::JobId> FindIdempotentJob(const std::string& user, const std::string& key) override {
@@ -369,6 +375,7 @@ class SqliteTransaction final : public Transaction {
   }
 
   Connection& c_;
+  std::atomic<model::JobId>& next_id_;
 };
 
 // ---- read connections ----
@@ -483,6 +490,8 @@ class SqliteStore final : public Store {
     return future.get();
   }
 
+  model::JobId ReserveJobId() override { return next_id_.fetch_add(1); }
+
   Result<model::Job> GetJob(model::JobId id) const override {
     auto lease = readers_.Acquire();
     if (!lease.ok()) return lease.error();
@@ -585,11 +594,18 @@ class SqliteStore final : public Store {
   }
 
  private:
-  SqliteStore(const StoreOptions& options, std::unique_ptr<Connection> writer, int schema_version)
-      : options_(options), writer_(std::move(writer)), schema_version_(schema_version), readers_(options.path) {}
+  SqliteStore(const StoreOptions& options, std::unique_ptr<Connection> writer, int schema_version, model::JobId next_id)
+      : options_(options),
+        writer_(std::move(writer)),
+        schema_version_(schema_version),
+        readers_(options.path),
+        next_id_(next_id) {}
 
   void Start() {
-    writer_thread_ = std::thread([this] { WriterLoop(); });
+    writer_thread_ = std::thread([this] {
+      pthread_setname_np(pthread_self(), "us-store");
+      WriterLoop();
+    });
     writer_id_ = writer_thread_.get_id();
   }
 
@@ -616,7 +632,7 @@ class SqliteStore final : public Store {
     std::vector<Status> results(batch.size());
     Status whole = c.Run("BEGIN IMMEDIATE");
     if (whole) {
-      SqliteTransaction txn(c);
+      SqliteTransaction txn(c, next_id_);
       for (size_t i = 0; i < batch.size() && whole; ++i) {
         if (Status s = c.Run("SAVEPOINT w"); !s) {
           whole = s;
@@ -655,7 +671,8 @@ class SqliteStore final : public Store {
   bool closing_ = false;
   std::mutex join_mu_;
   std::thread writer_thread_;
-  std::thread::id writer_id_;  // set before the store is handed out, constant after
+  std::thread::id writer_id_;          // set before the store is handed out, constant after
+  std::atomic<model::JobId> next_id_;  // the next job id to hand out (ReserveJobId, InsertJob)
 };
 
 Status CreateFileWithMode(const std::string& path) {
@@ -700,7 +717,14 @@ Result<std::unique_ptr<Store>> SqliteStore::Open(const StoreOptions& options) {
   auto version = ApplyMigrations(c.db(), Migrations(), SystemClock().Now());
   if (!version.ok()) return version.error();
 
-  std::unique_ptr<SqliteStore> store(new SqliteStore(options, std::move(*writer), *version));
+  // Ids continue after the highest ever used (sqlite_sequence keeps it even
+  // when the job was deleted by retention), so an id is never reused.
+  auto highest = c.QueryText(
+      "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'jobs'), 0), "
+      "coalesce((SELECT max(id) FROM jobs), 0))");
+  if (!highest.ok()) return highest.error();
+  const model::JobId next_id = std::stoll(*highest) + 1;
+  std::unique_ptr<SqliteStore> store(new SqliteStore(options, std::move(*writer), *version, next_id));
   store->Start();
   return std::unique_ptr<Store>(std::move(store));
 }

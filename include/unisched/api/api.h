@@ -48,7 +48,7 @@ class ControlPlane {
   virtual ~ControlPlane() = default;
   // A job was durably committed; the scheduler takes it from here. Called
   // before the 201 is sent, so later requests about it are ordered after it.
-  virtual void JobCommitted(const model::Job& job) = 0;
+  virtual void JobCommitted(model::Job job) = 0;
   // Cancel/hold/release; done gets the job as committed after the action, or
   // NotFound / Conflict (terminal job, wrong state).
   virtual void ControlJob(model::JobId id, JobAction action, std::string actor,

@@ -93,9 +93,12 @@ struct JobPage {
 class Transaction {
  public:
   virtual ~Transaction() = default;
-  // Inserts a job; assigns and returns its id (job.id is ignored). If
+  // Inserts a job and returns its id: job.id when it is set (from
+  // Store::ReserveJobId), else a new one. `doc` is the job's JSON
+  // (codec::JobToJson) when the caller already has it, else empty. If
   // idempotency_key is non-empty it is recorded for (job.user, key).
-  virtual Result<model::JobId> InsertJob(const model::Job& job, const std::string& idempotency_key) = 0;
+  virtual Result<model::JobId> InsertJob(const model::Job& job, const std::string& idempotency_key,
+                                         const std::string& doc = {}) = 0;
   // The job id a (user, key) pair was first used for, if any.
   virtual std::optional<model::JobId> FindIdempotentJob(const std::string& user, const std::string& key) = 0;
   // Rewrites a job's mutable part (state, reasons, attempts, times, ...).
@@ -121,6 +124,11 @@ class Store {
   virtual void Write(std::function<Status(Transaction&)> work, std::function<void(Status)> done) = 0;
   // Write() and wait for the commit.
   virtual Status WriteSync(std::function<Status(Transaction&)> work) = 0;
+  // A job id no committed or reserved job has had, from any thread. Lets the
+  // API build a job's JSON (and its 201 answer) before queueing the insert,
+  // so the single writer only writes. An id whose insert never commits is
+  // simply never used; ids are unique and increasing, not gap-free.
+  virtual model::JobId ReserveJobId() = 0;
 
   // ---- reads (any thread) ----
   virtual Result<model::Job> GetJob(model::JobId id) const = 0;

@@ -18,7 +18,7 @@ using nlohmann::json;
 
 class FakeControl final : public ControlPlane {
  public:
-  void JobCommitted(const model::Job& job) override { committed.push_back(job); }
+  void JobCommitted(model::Job job) override { committed.push_back(std::move(job)); }
   void ControlJob(model::JobId, JobAction, std::string, std::function<void(Result<model::Job>)> done) override {
     done(Error::Conflict("job_finished", "fake"));
   }

@@ -64,7 +64,7 @@ class StoreTest : public ::testing::Test {
 
 TEST_F(StoreTest, InsertAssignsIdsAndGetReturnsTheJob) {
   Job job = MakeJob("first");
-  job.id = 999;  // ignored
+  job.id = 0;  // no reservation: the store assigns one
   job.env = {{"A", "1"}};
   job.constraints = {{"interconnect", "ib"}};
   const JobId a = Insert(job);
@@ -81,6 +81,20 @@ TEST_F(StoreTest, InsertAssignsIdsAndGetReturnsTheJob) {
   auto missing = store_->GetJob(b + 100);
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.error().kind, ErrorKind::kNotFound);
+}
+
+TEST_F(StoreTest, ReservedIdsAreUsedAndNeverCollide) {
+  const JobId r1 = store_->ReserveJobId();
+  const JobId r2 = store_->ReserveJobId();
+  EXPECT_GT(r2, r1);
+  Job reserved = MakeJob("reserved");
+  reserved.id = r2;  // inserted before r1's job: commit order need not follow reservation order
+  EXPECT_EQ(Insert(reserved), r2);
+  const JobId unreserved = Insert(MakeJob("plain"));
+  EXPECT_GT(unreserved, r2);  // never r1: that id stays reserved
+  reserved.id = r1;
+  EXPECT_EQ(Insert(reserved), r1);
+  EXPECT_EQ(store_->GetJob(r2)->name, "reserved");
 }
 
 TEST_F(StoreTest, UpdateRewritesColumnsAndDocument) {
