@@ -106,6 +106,11 @@ json UserJson(const store::UserRecord& u) {
           {"queues", u.queues}, {"unix_user", u.unix_user}, {"from_config", u.from_config}};
 }
 
+bool ProjectExists(const config::Config& config, const std::string& name) {
+  return std::any_of(config.projects.begin(), config.projects.end(),
+                     [&name](const config::ProjectSpec& p) { return p.name == name; });
+}
+
 bool ValidUserName(const std::string& name) {
   if (name.empty() || name.size() > 64) return false;
   if (!(std::islower(static_cast<unsigned char>(name[0])) || name[0] == '_')) return false;
@@ -344,9 +349,7 @@ void Api::SubmitJob(Call& call) {
   const auto& cfg = *ctx_.config;
 
   std::string project = s.project.value_or(who.projects.size() == 1 ? who.projects.front() : "default");
-  bool known_project = false;
-  for (const auto& p : cfg.projects) known_project |= p.name == project;
-  if (!known_project) {
+  if (!ProjectExists(cfg, project)) {
     call.reply(ErrorResponse(422, "unknown_project", "project '" + project + "' does not exist", "project"));
     return;
   }
@@ -537,7 +540,6 @@ void Api::ControlJobAction(Call& call, ControlPlane::JobAction action) {
     return;
   }
   auto reply = call.reply;
-  auto view = ctx_.control->View();
   ctx_.control->ControlJob(job->id, action, call.principal->user, [reply, this](Result<model::Job> result) {
     if (!result.ok()) {
       reply(FromError(result.error()));
@@ -743,9 +745,7 @@ void Api::CreateUser(Call& call) {
     return;
   }
   for (const auto& p : user.projects) {
-    bool known = false;
-    for (const auto& cp : ctx_.config->projects) known |= cp.name == p;
-    if (!known) {
+    if (!ProjectExists(*ctx_.config, p)) {
       call.reply(ErrorResponse(422, "unknown_project", "project '" + p + "' does not exist", "projects"));
       return;
     }
