@@ -10,7 +10,7 @@ packages=(
   g++ make cmake ninja-build ccache pkg-config clang-format
   # libraries (see shared/design/toolchain.md for the versions verified)
   libboost-dev nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
-  libsqlite3-dev sqlite3 prometheus-cpp-dev libgtest-dev libgmock-dev libssl-dev
+  libsqlite3-dev sqlite3 prometheus-cpp-dev libgtest-dev libgmock-dev libssl-dev zlib1g-dev
   # run and test: useradd, setpriv/flock, ps, curl for the quick-start, node for the OpenAPI check
   passwd util-linux procps curl ca-certificates nodejs npm
   # promtool checks the /metrics exposition in the tests

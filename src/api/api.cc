@@ -318,18 +318,56 @@ void Api::MetricsText(Call& call) {
 // ---- jobs ----
 
 namespace {
+// The stored job plus what the last scheduling cycle said about it. While a
+// job is pending, `priority` is the multifactor priority it is ordered by and
+// `priority_factors` its named terms (docs/policy/priority.md); otherwise
+// `priority` is the job's own value (the adjustment term).
 json JobView(const model::Job& job, const ClusterView* view) {
   json out = codec::JobToJson(job);
   json reasons = json::array();
+  model::PriorityFactors factors;
+  factors.adjustment = job.priority;
+  std::optional<Timestamp> estimated_start;
   if (job.state == JobState::kHeld) {
     reasons.push_back({{"code", "Held"}, {"message", "held; release it to let it be scheduled"}});
   } else if (job.state == JobState::kPending && view) {
-    if (auto it = view->pending_reasons->find(job.id); it != view->pending_reasons->end()) {
-      for (const auto& r : it->second) reasons.push_back({{"code", r.code}, {"message", r.message}});
+    if (auto it = view->pending->find(job.id); it != view->pending->end()) {
+      for (const auto& r : it->second.reasons) reasons.push_back({{"code", r.code}, {"message", r.message}});
+      factors = it->second.priority;
+      estimated_start = it->second.estimated_start;
     }
   }
   out["pending_reasons"] = std::move(reasons);
+  out["priority"] = factors.Total();
+  out["priority_factors"] = {{"fairshare", factors.fairshare}, {"age", factors.age},   {"tier", factors.tier},
+                             {"size", factors.size},           {"adjustment", factors.adjustment}};
+  out["estimated_start"] = estimated_start ? json(FormatRfc3339(*estimated_start)) : json(nullptr);
   return out;
+}
+}  // namespace
+
+namespace {
+// Why a submission is refused for a quota, or nullopt: a job that alone
+// exceeds a limit could never run (refused whatever quota_action says, never
+// left pending forever); over the limit with what runs now, refused where the
+// queue's quota_action is reject (elsewhere it waits with QuotaExceeded).
+std::optional<std::string> QuotaRejection(const model::ClusterSpec& cluster, const ClusterView& view,
+                                          const std::string& queue, const std::string& project,
+                                          const std::string& user, const model::ResourceRequest& resources) {
+  const model::QueueSpec* spec = cluster.FindQueue(queue);
+  if (!spec) return std::nullopt;
+  const policy::JobScope scope{queue, project, user};
+  const model::ProjectPolicy* project_policy = cluster.FindProject(project);
+  if (auto alone = policy::ExceedsLimitsAlone(scope, resources, spec->policy, project_policy)) {
+    return alone->message + "; it can never run within this limit: ask for less";
+  }
+  if (spec->policy.quota_action != model::QuotaAction::kReject) return std::nullopt;
+  model::QueuePolicy quotas_only = spec->policy;
+  quotas_only.max_concurrency.reset();  // concurrency makes jobs wait, never refuses them
+  if (auto over = policy::CheckLimits(view.running_usage, scope, resources, quotas_only, project_policy)) {
+    return over->message + "; queue " + queue + " refuses jobs over quota (quota_action: reject): retry later";
+  }
+  return std::nullopt;
 }
 }  // namespace
 
@@ -361,6 +399,11 @@ void Api::SubmitJob(Call& call) {
   auto route = router::Route(cfg.cluster, {s.workload, s.resources, s.constraints, s.queue});
   if (!route.ok()) {
     call.reply(FromError(route.error()));
+    return;
+  }
+  if (auto over = QuotaRejection(cfg.cluster, *ctx_.control->View(), route->queue, project, who.user,
+                                 route->resources)) {
+    call.reply(ErrorResponse(403, "quota_exceeded", *over));
     return;
   }
   if (s.priority > 0 && !auth::CanRaisePriority(who, route->queue)) {

@@ -105,6 +105,16 @@ class Decoder {
     }
   }
 
+  // A job id: a decimal string (as the API writes ids), or a number.
+  void JobIdValue(const json& v, const std::string& path, model::JobId& out) {
+    if (failed()) return;
+    if (!v.is_string()) return IntegerValue(v, path, out);
+    const std::string& text = v.get_ref<const std::string&>();
+    const char* end = text.data() + text.size();
+    auto [ptr, ec] = std::from_chars(text.data(), end, out);
+    if (ec != std::errc() || ptr != end || text.empty()) Fail(path, "must be a decimal job id");
+  }
+
   void OptionalInt(const json& obj, const char* key, const std::string& path, std::optional<int>& out) {
     if (const json* v = Field(obj, key)) {
       int i = 0;
@@ -249,6 +259,9 @@ json JobToJson(const model::Job& job) {
   json attempts = json::array();
   for (const auto& a : job.attempts) attempts.push_back(AttemptToJson(a));
 
+  json preempted_by = json::array();
+  for (model::JobId id : job.preempted_by) preempted_by.push_back(std::to_string(id));
+
   const auto& r = job.resources;
   return {
       {"id", std::to_string(job.id)},
@@ -281,6 +294,8 @@ json JobToJson(const model::Job& job) {
       {"ended_at", TimestampOrNull(job.ended_at)},
       {"config_version", job.config_version},
       {"cancel_requested", job.cancel_requested},
+      {"preempting_for", job.preempting_for ? json(std::to_string(*job.preempting_for)) : json(nullptr)},
+      {"preempted_by", std::move(preempted_by)},
   };
 }
 
@@ -289,17 +304,7 @@ Result<model::Job> JobFromJson(const json& doc) {
   Decoder d;
   model::Job job;
 
-  if (const json* id = d.Field(doc, "id")) {
-    if (id->is_string()) {
-      const std::string& text = id->get_ref<const std::string&>();
-      const char* end = text.data() + text.size();
-      auto [ptr, ec] = std::from_chars(text.data(), end, job.id);
-      if (ec != std::errc() || ptr != end || text.empty()) d.Fail("id", "must be a decimal job id");
-    } else {
-      // Tolerated for callers that hold the id as a number.
-      d.IntegerValue(*id, "id", job.id);
-    }
-  }
+  if (const json* id = d.Field(doc, "id")) d.JobIdValue(*id, "id", job.id);
   d.String(doc, "name", "name", job.name);
   d.String(doc, "user", "user", job.user);
   d.String(doc, "project", "project", job.project);
@@ -352,6 +357,18 @@ Result<model::Job> JobFromJson(const json& doc) {
   d.Time(doc, "ended_at", "ended_at", job.ended_at);
   d.String(doc, "config_version", "config_version", job.config_version);
   d.Bool(doc, "cancel_requested", "cancel_requested", job.cancel_requested);
+  if (const json* v = d.Field(doc, "preempting_for")) {
+    model::JobId id = 0;
+    d.JobIdValue(*v, "preempting_for", id);
+    if (!d.failed()) job.preempting_for = id;
+  }
+  if (const json* list = d.Array(doc, "preempted_by", "preempted_by")) {
+    for (size_t i = 0; i < list->size() && !d.failed(); ++i) {
+      model::JobId id = 0;
+      d.JobIdValue((*list)[i], "preempted_by[" + std::to_string(i) + "]", id);
+      job.preempted_by.push_back(id);
+    }
+  }
 
   if (d.failed()) return d.TakeError();
   return job;

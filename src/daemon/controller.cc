@@ -13,6 +13,9 @@ using model::Job;
 using model::JobState;
 
 constexpr std::chrono::hours kRetentionSweepEvery{1};
+// Fairshare usage is kept in memory and saved this often (and at stop): a
+// crash loses at most this much charged usage.
+constexpr std::chrono::seconds kUsageSaveEvery{60};
 
 std::string Join(const std::vector<std::string>& items, char sep) {
   std::string out;
@@ -73,7 +76,12 @@ std::map<std::string, std::string> JobEnvironment(const Job& job, const model::A
 }
 
 Controller::Controller(const config::Config& config, store::Store& store, metrics::Metrics& metrics, const Clock& clock)
-    : config_(config), store_(store), metrics_(metrics), clock_(clock) {
+    : config_(config),
+      store_(store),
+      metrics_(metrics),
+      clock_(clock),
+      scheduler_(scheduler::SchedulerConfig::From(config.cluster)),
+      fairshare_usage_(config.cluster.fairshare_half_life_hours * 3600.0) {
   for (const auto& spec : config_.cluster.nodes) {
     model::NodeUsage n;
     n.spec = spec;
@@ -102,14 +110,28 @@ void Controller::Start() {
     }
   }
   job_counts_ = store_.CountJobs();
+  const store::FairshareUsage saved_usage = store_.LoadFairshareUsage();
+  std::vector<policy::DecayedUsage::Entry> entries;
+  for (const auto& e : saved_usage.entries) entries.push_back({e.project, e.user, e.usage});
+  fairshare_usage_.Restore(entries, saved_usage.as_of);
+  // Usage is charged from now on: the time the daemon was down is not
+  // charged (running jobs' records come with the accounting ledger).
+  last_accrual_ = clock_.Now();
+  next_usage_save_ = last_accrual_ + kUsageSaveEvery;
   std::vector<executor::LaunchSpec> to_recover;
+  // Stops asked for before a restart, sent again once the attempts are adopted.
+  std::vector<std::tuple<model::JobId, int, bool>> to_stop;
   for (auto& job : store_.LoadActiveJobs()) {
     if (job.state == JobState::kRunning) {
       if (const model::Attempt* a = job.CurrentAttempt()) {
         for (const auto& alloc : a->allocation) {
           if (auto* n = FindNode(alloc.node)) n->Apply(alloc, +1);
         }
+        TallyRunning(job, +1);
         to_recover.push_back(MakeLaunchSpec(job));
+        if (job.cancel_requested || job.preempting_for) {
+          to_stop.emplace_back(job.id, a->number, !job.cancel_requested && job.preempting_for.has_value());
+        }
       }
     }
     active_.emplace(job.id, std::move(job));
@@ -122,6 +144,7 @@ void Controller::Start() {
   });
   // Results of recovered attempts arrive through OnRunResult, after the loop runs.
   for (const auto& spec : to_recover) executor_->Recover(spec);
+  for (const auto& [id, attempt, preempt] : to_stop) executor_->Cancel(id, attempt, preempt);
   ready_ = true;
 }
 
@@ -132,7 +155,14 @@ void Controller::Stop() {
     stopping_ = true;
   }
   wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  if (thread_.joinable()) {
+    thread_.join();
+    // A clean stop keeps the fairshare usage charged since the last save.
+    Batch batch;
+    next_usage_save_ = Timestamp{};
+    AccrueUsage(batch, clock_.Now());
+    Commit(batch);
+  }
 }
 
 void Controller::Post(Command command) {
@@ -232,23 +262,79 @@ void Controller::Transition(Batch& batch, Job& job, JobState to, std::string rea
       });
 }
 
+scheduler::RunningJob Controller::SnapshotOfRunning(const Job& job, Timestamp now) const {
+  scheduler::RunningJob r;
+  r.id = job.id;
+  r.queue = job.queue;
+  r.pool = job.pool;
+  r.project = job.project;
+  r.user = job.user;
+  r.adjustment = job.priority;
+  r.submitted_at = job.submitted_at;
+  r.resources = job.resources;
+  const model::Attempt* a = job.CurrentAttempt();
+  if (a) r.allocation = a->allocation;
+  r.started_at = job.started_at.value_or(now);
+  if (job.resources.walltime_seconds > 0) {
+    r.expected_end = r.started_at + std::chrono::seconds(job.resources.walltime_seconds);
+  }
+  // A job being stopped frees its room within its grace at the latest.
+  if (job.cancel_requested || job.preempting_for) {
+    const model::QueueSpec* queue = config_.cluster.FindQueue(job.queue);
+    const int grace = job.preempting_for && queue ? queue->policy.preempt_grace_seconds
+                                                  : config_.executor.kill_grace_seconds;
+    r.expected_end = std::min(r.expected_end, now + std::chrono::seconds(grace));
+  }
+  r.preempting_for = job.preempting_for;
+  return r;
+}
+
+void Controller::AccrueUsage(Batch& batch, Timestamp now) {
+  const double seconds = std::chrono::duration<double>(now - last_accrual_).count();
+  if (seconds > 0) {
+    // Each running job is charged for the time since the last accrual, at
+    // its rate in CPU-second equivalents (policy::ChargeRate).
+    for (const auto& [id, job] : active_) {
+      if (job.state != JobState::kRunning) continue;
+      fairshare_usage_.Charge(job.project, job.user,
+                              policy::ChargeRate(job.resources, config_.cluster.fairshare_gpu_weight) * seconds, now);
+    }
+    fairshare_usage_.DecayTo(now);
+    last_accrual_ = now;
+  }
+  if (now >= next_usage_save_) {
+    next_usage_save_ = now + kUsageSaveEvery;
+    store::FairshareUsage saved;
+    saved.as_of = fairshare_usage_.AsOf();
+    for (const auto& e : fairshare_usage_.Entries()) saved.entries.push_back({e.project, e.user, e.usage});
+    batch.writes.push_back(
+        [saved = std::move(saved)](store::Transaction& t) -> Status { return t.SaveFairshareUsage(saved); });
+  }
+}
+
 void Controller::RunCycle(Batch& batch, Timestamp now) {
   need_cycle_ = false;
+  AccrueUsage(batch, now);
   scheduler::Snapshot snapshot;
   snapshot.nodes = nodes_;
   for (const auto& [id, job] : active_) {
     if (job.state == JobState::kPending) {
-      const auto* queue = config_.cluster.FindQueue(job.queue);
-      snapshot.pending.push_back({job.id, job.queue, job.pool, job.project, job.user, job.priority,
-                                  queue ? queue->priority_tier : 0, job.submitted_at, job.resources, job.constraints});
+      snapshot.pending.push_back({job.id, job.queue, job.pool, job.project, job.user, job.priority, job.submitted_at,
+                                  job.resources, job.constraints, job.preempted_by});
+      const model::QueueSpec* queue = config_.cluster.FindQueue(job.queue);
+      if (queue && queue->policy.Weights().fairshare > 0) {
+        auto key = std::make_pair(job.project, job.user);
+        if (!snapshot.fairshare.count(key)) {
+          snapshot.fairshare.emplace(key, policy::FairshareFactor(fairshare_usage_, config_.cluster.projects,
+                                                                  job.project, job.user));
+        }
+      }
     } else if (job.state == JobState::kRunning) {
-      const model::Attempt* a = job.CurrentAttempt();
-      snapshot.running.push_back({job.id, job.queue, job.pool, job.project, job.user,
-                                  a ? a->allocation : model::Allocation{}, job.started_at.value_or(now)});
+      snapshot.running.push_back(SnapshotOfRunning(job, now));
     }
   }
   if (snapshot.pending.empty()) {
-    if (!pending_reasons_->empty()) pending_reasons_ = std::make_shared<const api::PendingReasonMap>();
+    if (!pending_->empty()) pending_ = std::make_shared<const api::PendingInfoMap>();
     return;
   }
   const auto started = std::chrono::steady_clock::now();
@@ -268,6 +354,7 @@ void Controller::RunCycle(Batch& batch, Timestamp now) {
     attempt.state = JobState::kRunning;
     job.attempts.push_back(attempt);
     job.started_at = now;
+    TallyRunning(job, +1);
     std::vector<std::string> names = job.NodeNames();
     Transition(batch, job, JobState::kRunning, "", "started",
                "attempt " + std::to_string(attempt.number) + " on " + Join(names, ','));
@@ -286,7 +373,66 @@ void Controller::RunCycle(Batch& batch, Timestamp now) {
       }
     });
   }
-  pending_reasons_ = std::make_shared<const api::PendingReasonMap>(std::move(plan.pending_reasons));
+  for (const auto& preemption : plan.preemptions) ApplyPreemption(batch, preemption);
+  pending_ = std::make_shared<const api::PendingInfoMap>(std::move(plan.pending));
+}
+
+void Controller::ApplyPreemption(Batch& batch, const scheduler::Preemption& p) {
+  auto it = active_.find(p.victim);
+  if (it == active_.end() || it->second.state != JobState::kRunning || it->second.preempting_for ||
+      it->second.cancel_requested) {
+    return;
+  }
+  Job& victim = it->second;
+  victim.preempting_for = p.preemptor;
+  const std::string then = p.requeue ? "then back to PENDING" : "then CANCELLED";
+  const std::string message = "preempted by job " + std::to_string(p.preemptor) + ": SIGTERM, SIGKILL after " +
+                              std::to_string(p.grace_seconds) + " s, " + then;
+  batch.writes.push_back([copy = victim, victim_event = store::JobEvent{clock_.Now(), "preempted", message},
+                          preemptor = p.preemptor,
+                          preemptor_event = store::JobEvent{clock_.Now(), "preempting",
+                                                            "preempting job " + std::to_string(p.victim) +
+                                                                " to make room"}](store::Transaction& t) -> Status {
+    if (auto s = t.UpdateJob(copy); !s.ok()) return s;
+    if (auto s = t.AppendEvent(copy.id, victim_event); !s.ok()) return s;
+    return t.AppendEvent(preemptor, preemptor_event);
+  });
+  batch.after_commit.push_back(
+      [this, id = victim.id, attempt = victim.CurrentAttempt()->number] { executor_->Cancel(id, attempt, true); });
+  spdlog::info("job {} preempted by job {}", p.victim, p.preemptor);
+}
+
+void Controller::FinishPreemption(Batch& batch, Job& job, model::Attempt& attempt) {
+  const model::JobId preemptor = *job.preempting_for;
+  const model::QueueSpec* queue = config_.cluster.FindQueue(job.queue);
+  const bool requeue = !queue || queue->policy.preempt_action == model::PreemptAction::kRequeue;
+  attempt.state = JobState::kCancelled;
+  attempt.reason = "preempted by job " + std::to_string(preemptor);
+  job.preempting_for.reset();
+  job.preempted_by.push_back(preemptor);
+  need_cycle_ = true;
+  if (requeue) {
+    job.exit_code.reset();
+    job.started_at.reset();
+    job.ended_at.reset();
+    Transition(batch, job, JobState::kPending, "Preempted", "requeued",
+               "preempted by job " + std::to_string(preemptor) + "; back to PENDING for attempt " +
+                   std::to_string(attempt.number + 1));
+    return;
+  }
+  Transition(batch, job, JobState::kCancelled, "Preempted", "cancelled",
+             "preempted by job " + std::to_string(preemptor) + "; its queue cancels preempted jobs");
+  active_.erase(job.id);
+}
+
+void Controller::TallyRunning(const Job& job, int sign) {
+  const policy::JobScope scope{job.queue, job.project, job.user};
+  const policy::Amount amount = policy::AmountOf(job.resources);
+  if (sign > 0) {
+    running_usage_.Add(scope, amount);
+  } else {
+    running_usage_.Remove(scope, amount);
+  }
 }
 
 void Controller::ReleaseAllocation(const model::Attempt& attempt) {
@@ -311,6 +457,18 @@ void Controller::ApplyResult(Batch& batch, const executor::RunResult& result) {
   Job& job = it->second;
   const Timestamp now = clock_.Now();
   const JobState to = StateOf(result.outcome);
+  TallyRunning(job, -1);
+  if (job.preempting_for && result.outcome == executor::RunOutcome::kCancelled && !job.cancel_requested) {
+    attempt->started_at = result.started_at;
+    attempt->ended_at = result.ended_at.value_or(now);
+    attempt->exit_code = result.exit_code;
+    attempt->usage = result.usage;
+    ReleaseAllocation(*attempt);
+    FinishPreemption(batch, job, *attempt);
+    return;
+  }
+  // It ended on its own (or was cancelled by a person) while being preempted.
+  job.preempting_for.reset();
   attempt->state = to;
   attempt->started_at = result.started_at;
   attempt->ended_at = result.ended_at.value_or(now);
@@ -458,7 +616,8 @@ void Controller::Publish() {
   }
   // Reasons of jobs that ended since the cycle are never looked up: the API
   // shows reasons only for jobs whose stored state is PENDING.
-  view->pending_reasons = pending_reasons_;
+  view->pending = pending_;
+  view->running_usage = running_usage_;
   for (const auto& [key, count] : job_counts_) {
     metrics_.SetJobs(std::string(model::ToString(std::get<0>(key))), std::get<1>(key), std::get<2>(key),
                      static_cast<double>(count));
@@ -494,6 +653,9 @@ executor::LaunchSpec Controller::MakeLaunchSpec(const Job& job) const {
   spec.unix_user = unix_user;
   spec.walltime_seconds = job.resources.walltime_seconds;
   spec.kill_grace_seconds = config_.executor.kill_grace_seconds;
+  if (const model::QueueSpec* queue = config_.cluster.FindQueue(job.queue)) {
+    spec.preempt_grace_seconds = queue->policy.preempt_grace_seconds;
+  }
   if (!attempt.allocation.empty()) {
     spec.limits.memory_bytes = attempt.allocation.front().memory_mb * (int64_t{1} << 20);
     spec.limits.cpu_millis = attempt.allocation.front().cpus * 1000;

@@ -21,6 +21,8 @@
 #include "unisched/config/config.h"
 #include "unisched/executor/executor.h"
 #include "unisched/metrics/metrics.h"
+#include "unisched/policy/fairshare.h"
+#include "unisched/policy/quota.h"
 #include "unisched/scheduler/scheduler.h"
 #include "unisched/store/store.h"
 
@@ -74,6 +76,15 @@ class Controller final : public api::ControlPlane {
   void ApplyNodeState(Batch& batch, const std::string& name, bool drain, const std::string& reason,
                       const std::function<void(Result<api::ClusterView::Node>)>& done);
   void ReleaseAllocation(const model::Attempt& attempt);
+  // Running jobs' shares of quota scopes, as the scheduler and the API count them.
+  void TallyRunning(const model::Job& job, int sign);
+  // Charges running jobs' use since the last accrual to fairshare usage, and
+  // saves the usage now and then.
+  void AccrueUsage(Batch& batch, Timestamp now);
+  void ApplyPreemption(Batch& batch, const scheduler::Preemption& preemption);
+  // A preempted attempt has ended: requeue the job or cancel it, per its queue.
+  void FinishPreemption(Batch& batch, model::Job& job, model::Attempt& attempt);
+  scheduler::RunningJob SnapshotOfRunning(const model::Job& job, Timestamp now) const;
   model::NodeUsage* FindNode(const std::string& name);
   executor::LaunchSpec MakeLaunchSpec(const model::Job& job) const;
 
@@ -95,8 +106,12 @@ class Controller final : public api::ControlPlane {
   std::vector<model::NodeUsage> nodes_;
   std::map<std::string, std::string> node_reasons_;
   std::map<std::tuple<model::JobState, std::string, std::string>, int64_t> job_counts_;
+  policy::QuotaTally running_usage_;
+  policy::DecayedUsage fairshare_usage_;
+  Timestamp last_accrual_{};
+  Timestamp next_usage_save_{};
   // From the last cycle; shared with the published views.
-  std::shared_ptr<const api::PendingReasonMap> pending_reasons_ = std::make_shared<api::PendingReasonMap>();
+  std::shared_ptr<const api::PendingInfoMap> pending_ = std::make_shared<api::PendingInfoMap>();
   bool need_cycle_ = true;
   Timestamp next_retention_sweep_{};
 

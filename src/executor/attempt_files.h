@@ -81,6 +81,7 @@ inline nlohmann::json SpecToJson(const AttemptSpec& spec) {
       {"work_dir", spec.work_dir},
       {"walltime_seconds", l.walltime_seconds},
       {"kill_grace_seconds", l.kill_grace_seconds},
+      {"preempt_grace_seconds", l.preempt_grace_seconds},
       {"limits",
        {{"memory_bytes", l.limits.memory_bytes}, {"cpu_millis", l.limits.cpu_millis}, {"pids", l.limits.pids}}},
       {"log_cap_bytes", l.log_cap_bytes},
@@ -88,7 +89,8 @@ inline nlohmann::json SpecToJson(const AttemptSpec& spec) {
   };
 }
 
-// Every field is required except limits (defaults: none).
+// Every field is required except limits (defaults: none) and
+// preempt_grace_seconds (default: the kill grace).
 inline Result<AttemptSpec> SpecFromJson(std::string_view text) {
   try {
     const nlohmann::json j = nlohmann::json::parse(text);
@@ -102,6 +104,8 @@ inline Result<AttemptSpec> SpecFromJson(std::string_view text) {
     spec.work_dir = j.at("work_dir").get<std::string>();
     l.walltime_seconds = j.at("walltime_seconds").get<int64_t>();
     l.kill_grace_seconds = j.at("kill_grace_seconds").get<int>();
+    // Absent in specs written before preemption existed.
+    l.preempt_grace_seconds = j.value("preempt_grace_seconds", l.kill_grace_seconds);
     if (j.contains("limits")) {
       const nlohmann::json& lim = j.at("limits");
       l.limits.memory_bytes = lim.value("memory_bytes", int64_t{0});

@@ -156,7 +156,7 @@ class LocalExecutor final : public Executor {
   }
 
   Status Launch(const LaunchSpec& spec) override;
-  void Cancel(model::JobId job_id, int attempt) override;
+  void Cancel(model::JobId job_id, int attempt, bool preempt) override;
   void Recover(const LaunchSpec& spec) override;
   std::string LogPath(model::JobId job_id, int attempt, std::string_view stream) const override;
   void Forget(model::JobId job_id, int attempt) override;
@@ -174,6 +174,7 @@ class LocalExecutor final : public Executor {
     pid_t pid = -1;  // our supervisor child
     int pidfd = -1;  // readable when that child exits
     bool cancel_requested = false;
+    bool preempt = false;  // the cancel is a preemption: SIGUSR1, the preempt grace
     bool cancel_sent = false;
     // When the claim was first seen unlocked without state.json or result.
     std::optional<std::chrono::steady_clock::time_point> unlocked_since;
@@ -348,7 +349,7 @@ Result<pid_t> LocalExecutor::Spawn(const LaunchSpec& spec, const std::string& at
   // the supervisor's signalfd rather than killing it before it is ready.
   sigset_t blocked;
   sigemptyset(&blocked);
-  for (int sig : {SIGTERM, SIGINT, SIGCHLD}) sigaddset(&blocked, sig);
+  for (int sig : {SIGTERM, SIGINT, SIGCHLD, SIGUSR1}) sigaddset(&blocked, sig);
   sigset_t defaults;
   sigfillset(&defaults);
   posix_spawnattr_setsigmask(&attr, &blocked);
@@ -368,23 +369,27 @@ Result<pid_t> LocalExecutor::Spawn(const LaunchSpec& spec, const std::string& at
   return pid;
 }
 
-void LocalExecutor::Cancel(model::JobId job_id, int attempt) {
+void LocalExecutor::Cancel(model::JobId job_id, int attempt, bool preempt) {
   std::lock_guard lock(mu_);
   auto it = attempts_.find({job_id, attempt});
   if (it == attempts_.end() || it->second.phase == Phase::kDone) return;
   it->second.cancel_requested = true;
+  it->second.preempt = it->second.preempt || preempt;
   SendCancel(it->first, it->second);
 }
 
 void LocalExecutor::SendCancel(const Key& key, Tracked& t) {
   if (t.cancel_sent) return;
+  // The supervisor stops the job either way; SIGUSR1 tells it to allow the
+  // preempt grace instead of the kill grace.
+  const int sig = t.preempt ? SIGUSR1 : SIGTERM;
   if (t.phase == Phase::kChild && t.pid > 0) {
-    ::kill(t.pid, SIGTERM);
+    ::kill(t.pid, sig);
     t.cancel_sent = true;
   } else if (t.phase == Phase::kAdopted) {
     // Until the claim names a live supervisor, the watcher retries.
     if (pid_t pid = LiveSupervisorPid(AttemptDir(key.first, key.second)); pid > 0) {
-      ::kill(pid, SIGTERM);
+      ::kill(pid, sig);
       t.cancel_sent = true;
     }
   }

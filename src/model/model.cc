@@ -64,6 +64,31 @@ std::string_view ToString(PoolKind kind) {
 std::optional<PoolKind> ParsePoolKind(std::string_view text) {
   return Lookup(kPoolKinds, text);
 }
+constexpr std::array<std::pair<BackfillMode, std::string_view>, 3> kBackfillModes{
+    {{BackfillMode::kFcfs, "fcfs"}, {BackfillMode::kEasy, "easy"}, {BackfillMode::kConservative, "conservative"}}};
+std::string_view ToString(BackfillMode mode) {
+  return Name(kBackfillModes, mode);
+}
+std::optional<BackfillMode> ParseBackfillMode(std::string_view text) {
+  return Lookup(kBackfillModes, text);
+}
+
+PriorityWeights QueuePolicy::Weights() const {
+  if (priority_weights) return *priority_weights;
+  // Defaults per policy type (docs/policy/priority.md). The tier term is
+  // present everywhere so queue tiers order queues sharing a pool.
+  PriorityWeights w;
+  w.tier = 10000;
+  if (type == "fairshare") {
+    w.fairshare = 10000;
+    w.age = 1000;
+    w.size = 100;
+  } else if (type == "priority-with-quota") {
+    w.age = 1000;
+  }
+  return w;
+}
+
 std::string_view ToString(NodeState state) {
   return Name(kNodeStates, state);
 }
@@ -128,6 +153,12 @@ const QueueSpec* ClusterSpec::FindQueue(std::string_view name) const {
 const NodeSpec* ClusterSpec::FindNode(std::string_view name) const {
   for (const auto& n : nodes) {
     if (n.name == name) return &n;
+  }
+  return nullptr;
+}
+const ProjectPolicy* ClusterSpec::FindProject(std::string_view name) const {
+  for (const auto& p : projects) {
+    if (p.name == name) return &p;
   }
   return nullptr;
 }

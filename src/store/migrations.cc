@@ -86,6 +86,18 @@ CREATE TABLE node_states (
 );
 )sql";
 
+// Version 2: decayed fairshare usage per (project, user), as of a time
+// (docs/policy/fairshare.md). The controller rewrites it periodically.
+constexpr std::string_view kMigration2 = R"sql(
+CREATE TABLE fairshare_usage (
+  project TEXT NOT NULL,
+  user TEXT NOT NULL,
+  usage REAL NOT NULL,
+  as_of INTEGER NOT NULL,
+  PRIMARY KEY (project, user)
+);
+)sql";
+
 Status Rollback(sqlite3* db, Error error) {
   if (sqlite3_get_autocommit(db) == 0) sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
   return error;
@@ -103,7 +115,7 @@ Status Exec(sqlite3* db, const std::string& sql, const std::string& what) {
 }  // namespace
 
 const std::vector<std::string_view>& Migrations() {
-  static const std::vector<std::string_view> migrations = {kMigration1};
+  static const std::vector<std::string_view> migrations = {kMigration1, kMigration2};
   return migrations;
 }
 

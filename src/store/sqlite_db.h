@@ -37,6 +37,8 @@ class Statement {
   Statement& Bind(int index, const char* value) { return Bind(index, std::string_view(value)); }
   Statement& Bind(int index, const std::string& value) { return Bind(index, std::string_view(value)); }
   Statement& BindNull(int index);
+  // Not an overload of Bind: Bind(i, 3) would be ambiguous between int64_t and double.
+  Statement& BindReal(int index, double value);
   Statement& Bind(int index, std::optional<int64_t> value) { return value ? Bind(index, *value) : BindNull(index); }
 
   // One step: true with a row, false when done.

@@ -345,6 +345,17 @@ class SqliteTransaction final : public Transaction {
     return stmt->Run();
   }
 
+  Status SaveFairshareUsage(const FairshareUsage& usage) override {
+    if (Status s = c_.Exec("DELETE FROM fairshare_usage"); !s) return s;
+    for (const auto& e : usage.entries) {
+      auto stmt = c_.Prepare("INSERT INTO fairshare_usage(project, user, usage, as_of) VALUES(?, ?, ?, ?)");
+      if (!stmt.ok()) return stmt.error();
+      stmt->Bind(1, e.project).Bind(2, e.user).BindReal(3, e.usage).Bind(4, ToUnixMillis(usage.as_of));
+      if (Status s = stmt->Run(); !s) return s;
+    }
+    return Status::Ok();
+  }
+
   Result<std::vector<model::JobId>> DeleteJobsEndedBefore(Timestamp cutoff) override {
     // Events and idempotency keys go by ON DELETE CASCADE.
     auto stmt = c_.Prepare("DELETE FROM jobs WHERE ended_at < ? AND state IN (" + StatesSql(true) + ") RETURNING id");
@@ -576,6 +587,17 @@ class SqliteStore final : public Store {
       if (auto state = model::ParseNodeState(stmt.Text(1))) nodes.push_back({stmt.Text(0), *state, stmt.Text(2)});
     }
     return nodes;
+  }
+
+  FairshareUsage LoadFairshareUsage() const override {
+    auto lease = OrThrow(readers_.Acquire());
+    auto stmt = OrThrow((*lease).Prepare("SELECT project, user, usage, as_of FROM fairshare_usage"));
+    FairshareUsage usage;
+    while (OrThrow(stmt.Step())) {
+      usage.entries.push_back({stmt.Text(0), stmt.Text(1), stmt.Double(2)});
+      usage.as_of = FromUnixMillis(stmt.Int(3));
+    }
+    return usage;
   }
 
   int SchemaVersion() const override { return schema_version_; }

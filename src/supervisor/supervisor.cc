@@ -174,7 +174,7 @@ int Supervisor::Run() {
   // spawn waits in the signalfd instead of killing us without a result.
   sigset_t mask;
   sigemptyset(&mask);
-  for (int sig : {SIGCHLD, SIGTERM, SIGINT}) sigaddset(&mask, sig);
+  for (int sig : {SIGCHLD, SIGTERM, SIGINT, SIGUSR1}) sigaddset(&mask, sig);
   ::sigprocmask(SIG_BLOCK, &mask, nullptr);
   ::signal(SIGHUP, SIG_IGN);
   ::signal(SIGPIPE, SIG_IGN);
@@ -359,7 +359,7 @@ bool Supervisor::CancelPending() {
   bool cancel = false;
   signalfd_siginfo info;
   while (::read(signal_fd_, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
-    if (info.ssi_signo == SIGTERM || info.ssi_signo == SIGINT) cancel = true;
+    if (info.ssi_signo == SIGTERM || info.ssi_signo == SIGINT || info.ssi_signo == SIGUSR1) cancel = true;
   }
   return cancel;
 }
@@ -420,6 +420,7 @@ RunResult Supervisor::Watch(const JobSpec& job_spec, RunResult result) {
   std::optional<Mono::time_point> deadline;
   if (launch.walltime_seconds > 0) deadline = t0 + std::chrono::seconds(launch.walltime_seconds);
   const auto grace = std::chrono::seconds(std::max(0, launch.kill_grace_seconds));
+  const auto preempt_grace = std::chrono::seconds(std::max(0, launch.preempt_grace_seconds));
   std::optional<Mono::time_point> kill_at;
   std::optional<Mono::time_point> drain_until;
   std::optional<Mono::time_point> next_sweep;
@@ -427,11 +428,11 @@ RunResult Supervisor::Watch(const JobSpec& job_spec, RunResult result) {
   Stop stop = Stop::kNone;
   std::optional<LaunchError> launch_error;
 
-  auto stop_job = [&](Stop why, Mono::time_point now) {
+  auto stop_job = [&](Stop why, Mono::time_point now, bool preempted = false) {
     if (stop != Stop::kNone || main_reaped_) return;
     stop = why;
     Signal(SIGTERM);
-    kill_at = now + grace;
+    kill_at = now + (preempted ? preempt_grace : grace);
   };
 
   for (;;) {
@@ -488,6 +489,7 @@ RunResult Supervisor::Watch(const JobSpec& job_spec, RunResult result) {
       while (::read(signal_fd_, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
         if (info.ssi_signo == SIGCHLD) child = true;
         if (info.ssi_signo == SIGTERM || info.ssi_signo == SIGINT) stop_job(Stop::kCancel, Mono::now());
+        if (info.ssi_signo == SIGUSR1) stop_job(Stop::kCancel, Mono::now(), /*preempted=*/true);
       }
       if (child) Reap();
     }

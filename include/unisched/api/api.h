@@ -20,11 +20,14 @@
 #include "unisched/metrics/metrics.h"
 #include "unisched/model/fit.h"
 #include "unisched/model/job.h"
+#include "unisched/policy/quota.h"
 #include "unisched/store/store.h"
 
 namespace unisched::api {
 
-using PendingReasonMap = std::map<model::JobId, std::vector<model::PendingReason>>;
+// What the last cycle said about each pending job: reasons, priority
+// factors, estimated start.
+using PendingInfoMap = std::unordered_map<model::JobId, model::PendingInfo>;
 
 // What the controller publishes after every change: an immutable view for
 // readers (GET /v1/nodes, /v1/pools, /v1/queues, pending reasons).
@@ -37,7 +40,9 @@ struct ClusterView {
   std::map<std::string, int> pending_by_queue;
   std::map<std::string, int> running_by_queue;
   // Shared between views until the next scheduling cycle replaces it.
-  std::shared_ptr<const PendingReasonMap> pending_reasons = std::make_shared<PendingReasonMap>();
+  std::shared_ptr<const PendingInfoMap> pending = std::make_shared<PendingInfoMap>();
+  // What running jobs hold per quota scope, for quotas that reject at submit.
+  policy::QuotaTally running_usage;
 };
 
 // The control side of the daemon, as the API needs it. Implemented by the

@@ -37,7 +37,8 @@ struct LaunchSpec {
   std::map<std::string, std::string> env;
   std::string unix_user;         // account to run as; empty: the daemon's own (only allowed when not root)
   int64_t walltime_seconds = 0;  // 0: unlimited
-  int kill_grace_seconds = 10;
+  int kill_grace_seconds = 10;     // cancel and timeout: SIGTERM .. SIGKILL
+  int preempt_grace_seconds = 30;  // preemption: SIGTERM .. SIGKILL (the queue's preempt_grace_seconds)
   Limits limits;
   int64_t log_cap_bytes = 10 << 20;  // per stream
 };
@@ -75,7 +76,9 @@ class Executor {
   virtual Status Launch(const LaunchSpec& spec) = 0;
   // SIGTERM to the attempt's whole process group, SIGKILL after the grace;
   // its result arrives with outcome kCancelled. Unknown or ended attempts: no-op.
-  virtual void Cancel(model::JobId job_id, int attempt) = 0;
+  // preempt: the same, with the attempt's preempt grace instead (the daemon
+  // decides what happens to the job: requeue or cancel).
+  virtual void Cancel(model::JobId job_id, int attempt, bool preempt = false) = 0;
   // After a daemon restart, for an attempt the store records as running:
   // collects its result if it ended, adopts it if its supervisor still runs,
   // and launches it if it never started. The result arrives through the sink.

@@ -4,6 +4,7 @@
 // and the scheduler read it. Nothing here does I/O.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -42,12 +43,49 @@ struct NodeSpec {
   bool operator==(const NodeSpec&) const = default;
 };
 
+// How a pool lets jobs pass one that cannot start (docs/policy/backfill.md).
+//   fcfs:         strict; nothing passes a blocked job.
+//   easy:         the first blocked job gets a reservation; later jobs start
+//                 only if they end (by wall time) before it or use other room.
+//   conservative: every blocked job (up to reservation_depth) gets one.
+enum class BackfillMode { kFcfs, kEasy, kConservative };
+std::string_view ToString(BackfillMode mode);  // "fcfs", "easy", "conservative"
+std::optional<BackfillMode> ParseBackfillMode(std::string_view text);
+
 struct PoolSpec {
   std::string name;
   PoolKind kind = PoolKind::kCpu;
   Labels labels;
   std::vector<std::string> nodes;  // names, in config order
+  BackfillMode backfill = BackfillMode::kEasy;
+  int reservation_depth = 0;  // conservative: most reservations per cycle; 0 = every blocked job
 };
+
+// Upper bounds on what one scope (a project, a user) may hold at once in
+// running jobs. Totals over all nodes of a job. Unset: no limit.
+struct ResourceLimits {
+  std::optional<int64_t> cpus;
+  std::optional<int64_t> memory_mb;
+  std::optional<int64_t> gpus;
+  std::optional<int64_t> running_jobs;
+  bool Empty() const { return !cpus && !memory_mb && !gpus && !running_jobs; }
+  bool operator==(const ResourceLimits&) const = default;
+};
+
+// Multifactor priority weights (docs/policy/priority.md). Each factor is in
+// [0, 1]; its term is round(weight * factor). The job's own `priority` (the
+// admin adjustment) is added as is.
+struct PriorityWeights {
+  double fairshare = 0;
+  double age = 0;
+  double tier = 0;
+  double size = 0;
+  double max_age_hours = 168;  // age factor reaches 1 after waiting this long
+  bool operator==(const PriorityWeights&) const = default;
+};
+
+enum class QuotaAction { kWait, kReject };
+enum class PreemptAction { kRequeue, kCancel };
 
 // The seed's queue policy block. Fields the policy issue acts on (fairshare,
 // quota, preemption, scale-in) are parsed and validated now so configs written
@@ -61,6 +99,19 @@ struct QueuePolicy {
   bool preemptible = true;
   std::optional<int> scale_in_idle_seconds;
   std::optional<int> max_concurrency;
+
+  // Policy engine keys (docs/policy/). gpu_quota_per_project (the seed's key)
+  // is the same limit as project_quota.gpus; the config loader merges them.
+  std::optional<PriorityWeights> priority_weights;  // unset: the defaults of `type`
+  ResourceLimits project_quota;                     // per project, in this queue
+  ResourceLimits user_quota;                        // per user, in this queue
+  QuotaAction quota_action = QuotaAction::kWait;    // over quota: wait, or 403 at submit
+  bool can_preempt = false;                         // its jobs may preempt preemptible jobs
+  PreemptAction preempt_action = PreemptAction::kRequeue;
+  int preempt_grace_seconds = 30;  // SIGTERM .. SIGKILL for its jobs when preempted
+
+  // The weights this queue orders by: priority_weights, else those of `type`.
+  PriorityWeights Weights() const;
 };
 
 struct QueueSpec {
@@ -81,15 +132,27 @@ struct RoutingRule {
   std::string queue;
 };
 
+// A project's policy: its fair share and its quota over all queues.
+struct ProjectPolicy {
+  std::string name;
+  double shares = 1;                              // relative to the other projects
+  std::map<std::string, double> user_shares;      // users within the project; unlisted: 1
+  ResourceLimits quota;                           // over every queue
+};
+
 struct ClusterSpec {
   std::vector<PoolSpec> pools;
   std::vector<NodeSpec> nodes;
   std::vector<QueueSpec> queues;
   std::vector<RoutingRule> routing_rules;  // tried in order; first match wins
+  std::vector<ProjectPolicy> projects;     // shares and quotas of projects
+  double fairshare_half_life_hours = 168;  // usage loses half its weight in this time
+  double fairshare_gpu_weight = 16;        // one GPU-second is charged as this many CPU-seconds
 
   const PoolSpec* FindPool(std::string_view name) const;
   const QueueSpec* FindQueue(std::string_view name) const;
   const NodeSpec* FindNode(std::string_view name) const;
+  const ProjectPolicy* FindProject(std::string_view name) const;
   // The default queue of a workload kind: the first queue that lists the kind
   // in workload_kinds, else nullptr.
   const QueueSpec* DefaultQueueFor(WorkloadKind kind) const;

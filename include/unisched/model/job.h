@@ -39,6 +39,25 @@ struct PendingReason {
   bool operator==(const PendingReason&) const = default;
 };
 
+// The named terms of a pending job's priority (docs/policy/priority.md);
+// they sum to the priority the scheduler orders by.
+struct PriorityFactors {
+  int64_t fairshare = 0;
+  int64_t age = 0;
+  int64_t tier = 0;
+  int64_t size = 0;
+  int64_t adjustment = 0;  // the job's own `priority`
+  int64_t Total() const { return fairshare + age + tier + size + adjustment; }
+  bool operator==(const PriorityFactors&) const = default;
+};
+
+// What the last scheduling cycle said about a job left pending.
+struct PendingInfo {
+  std::vector<PendingReason> reasons;  // ordered, most useful first
+  PriorityFactors priority;
+  std::optional<Timestamp> estimated_start;  // where a reservation holds room for it
+};
+
 // Resource use of one run, as the supervisor measured it.
 struct RunUsage {
   double wall_seconds = 0;
@@ -91,6 +110,11 @@ struct Job {
   std::optional<Timestamp> ended_at;
   std::string config_version;  // the config the job was admitted under
   bool cancel_requested = false;
+  // Preemption: while set, this RUNNING job is being stopped to make room for
+  // that job. preempted_by lists every job that ever preempted this one; it
+  // may never preempt them back (no preemption loops).
+  std::optional<JobId> preempting_for;
+  std::vector<JobId> preempted_by;
 
   // The latest attempt, or nullptr before the first start.
   const Attempt* CurrentAttempt() const { return attempts.empty() ? nullptr : &attempts.back(); }

@@ -1,19 +1,34 @@
 #pragma once
 // The scheduling cycle as a pure function: decide(snapshot, now) -> plan.
 // The controller builds the snapshot from its state, applies the plan in one
-// store transaction, then hands starts to the executor.
+// store transaction, then hands starts and preemptions to the executor. The
+// trace simulator (src/sim) calls the very same Decide on a virtual clock.
 //
-// Phases of Decide (each a function in scheduler.cc, timed in the report):
-//   1. order    - pending jobs per pool by the ordering policy (priority, then FIFO)
-//   2. admit    - admission checks (seam: quotas, concurrency limits come with the policy work)
-//   3. fit      - place each admitted job on free nodes, all-or-nothing (model::Fit)
-//   4. reasons  - every job left pending gets an ordered list of reasons
+// Per pool (pools in name order), Decide:
+//   1. prioritizes - multifactor priority of every pending job (policy/priority.h),
+//                    then orders by priority, submit time, id
+//   2. profiles    - per-node availability over time from running jobs' wall-time
+//                    ends (policy/profile.h)
+//   3. walks the jobs in order; for each:
+//      admit   - quotas and concurrency caps (policy/quota.h); an over-limit job
+//                waits without holding anything up
+//      start   - if it fits now for its whole wall time without touching a
+//                reservation: placed (model::Fit), profile and tallies updated
+//      preempt - else, if its queue may preempt: the fewest lowest-priority,
+//                most recently started preemptible jobs that make room
+//      reserve - else, per the pool's backfill mode: fcfs stops the pool here;
+//                easy reserves for the first blocked job; conservative for
+//                every blocked job up to reservation_depth. A reservation is
+//                the job's earliest start in the profile (estimated_start).
+//   4. explains    - every job left pending gets ordered reasons
+// docs/scheduling-cycle.md and docs/policy/*.md describe each rule.
 
 #include <chrono>
-#include <functional>
 #include <map>
-#include <memory>
+#include <optional>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "unisched/common/time.h"
@@ -29,11 +44,11 @@ struct PendingJob {
   std::string pool;
   std::string project;
   std::string user;
-  int priority = 0;
-  int queue_tier = 0;
+  int adjustment = 0;  // the job's own `priority`
   Timestamp submitted_at{};
-  model::ResourceRequest resources;
+  model::ResourceRequest resources;  // walltime_seconds 0: no limit
   model::Labels constraints;
+  std::vector<model::JobId> preempted_by;  // it never preempts these
 };
 
 struct RunningJob {
@@ -42,16 +57,29 @@ struct RunningJob {
   std::string pool;
   std::string project;
   std::string user;
+  int adjustment = 0;
+  Timestamp submitted_at{};
+  model::ResourceRequest resources;
   model::Allocation allocation;
   Timestamp started_at{};
+  // When its resources are free at the latest: start + wall time, or, while
+  // it is being preempted or cancelled, when its kill grace ends. An end in
+  // the past (a job overrunning into its kill grace) counts as now.
+  Timestamp expected_end = Timestamp::max();
+  std::optional<model::JobId> preempting_for;  // being stopped for this job
 };
 
-// Everything a cycle may look at, by value: nodes with their usage (running
-// allocations already applied), pending jobs, running jobs.
+// Everything a cycle may look at, by value.
 struct Snapshot {
   std::vector<model::NodeUsage> nodes;
   std::vector<PendingJob> pending;
   std::vector<RunningJob> running;
+  // Fairshare factor per (project, user), from policy::FairshareFactor;
+  // missing pairs count as 1 (no usage).
+  std::map<std::pair<std::string, std::string>, double> fairshare;
+  // false: only starts and preemptions are computed (no reasons, factors or
+  // estimates), as the simulator needs.
+  bool explain = true;
 };
 
 struct Start {
@@ -59,53 +87,52 @@ struct Start {
   model::Allocation allocation;
 };
 
+struct Preemption {
+  model::JobId victim = 0;
+  model::JobId preemptor = 0;
+  int grace_seconds = 0;  // SIGTERM, then SIGKILL after this long
+  bool requeue = true;    // back to PENDING (else CANCELLED), per the victim's queue
+};
+
 struct CycleReport {
-  std::chrono::nanoseconds order{0}, admit{0}, fit{0}, total{0};
+  std::chrono::nanoseconds order{0}, admit{0}, fit{0}, reserve{0}, total{0};
   int considered = 0;
   int started = 0;
+  int reservations = 0;
+  int preempted = 0;
 };
 
 struct Plan {
   std::vector<Start> starts;
-  // Every pending job not started this cycle, with its ordered reasons.
-  std::map<model::JobId, std::vector<model::PendingReason>> pending_reasons;
+  std::vector<Preemption> preemptions;
+  // Every pending job not started this cycle (when snapshot.explain).
+  std::unordered_map<model::JobId, model::PendingInfo> pending;
   CycleReport report;
 };
 
-// Seam: how jobs are ordered within a pool. Returns true if a goes before b.
-class OrderingPolicy {
- public:
-  virtual ~OrderingPolicy() = default;
-  virtual bool Before(const PendingJob& a, const PendingJob& b, Timestamp now) const = 0;
-};
-// Priority (higher first), then queue tier, then submit time, then id.
-class PriorityFifoOrdering final : public OrderingPolicy {
- public:
-  bool Before(const PendingJob& a, const PendingJob& b, Timestamp now) const override;
-};
-
-// Seam: may this job start now, given what the cycle has already decided?
-// Returns a reason to wait, or nullopt. (Quotas and concurrency caps plug in here.)
-class AdmissionCheck {
- public:
-  virtual ~AdmissionCheck() = default;
-  virtual std::optional<model::PendingReason> Check(const PendingJob& job, const Snapshot& snapshot,
-                                                    const std::vector<Start>& decided_so_far, Timestamp now) const = 0;
+// The static policy a scheduler works by: queues (priority weights, quotas,
+// preemption), pools (backfill mode), projects (quotas, shares).
+struct SchedulerConfig {
+  std::vector<model::QueueSpec> queues;
+  std::vector<model::PoolSpec> pools;
+  std::vector<model::ProjectPolicy> projects;
+  static SchedulerConfig From(const model::ClusterSpec& cluster);
 };
 
 class Scheduler {
  public:
-  explicit Scheduler(std::unique_ptr<OrderingPolicy> ordering = std::make_unique<PriorityFifoOrdering>());
-  void AddAdmissionCheck(std::unique_ptr<AdmissionCheck> check);
+  explicit Scheduler(SchedulerConfig config = {});
 
-  // Pure: same snapshot and now, same plan. A job that does not fit does not
-  // stop later jobs of its pool that do (no idle nodes behind a blocked head);
-  // reservations that protect the head come with backfill in the policy work.
+  // Pure: same snapshot and now, same plan.
   Plan Decide(const Snapshot& snapshot, Timestamp now) const;
 
+  const SchedulerConfig& Config() const { return config_; }
+
  private:
-  std::unique_ptr<OrderingPolicy> ordering_;
-  std::vector<std::unique_ptr<AdmissionCheck>> admission_checks_;
+  SchedulerConfig config_;
+  std::map<std::string, const model::QueueSpec*, std::less<>> queues_;
+  std::map<std::string, const model::PoolSpec*, std::less<>> pools_;
+  std::map<std::string, const model::ProjectPolicy*, std::less<>> projects_;
 };
 
 }  // namespace unisched::scheduler

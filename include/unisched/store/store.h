@@ -72,6 +72,17 @@ struct NodeStateRecord {
   std::string reason;
 };
 
+// Decayed fairshare usage of one (project, user) as of a time.
+struct FairshareUsageRecord {
+  std::string project;
+  std::string user;
+  double usage = 0;  // CPU-second equivalents, decayed to as_of
+};
+struct FairshareUsage {
+  Timestamp as_of{};
+  std::vector<FairshareUsageRecord> entries;
+};
+
 struct JobFilter {
   std::optional<model::JobState> state;
   std::optional<std::string> queue, pool, project, user;
@@ -109,6 +120,8 @@ class Transaction {
   virtual Status UpsertUser(const UserRecord& user) = 0;
   virtual Status InsertToken(const TokenRecord& token) = 0;
   virtual Status SetNodeState(const NodeStateRecord& node) = 0;
+  // Replaces the stored fairshare usage with `usage`.
+  virtual Status SaveFairshareUsage(const FairshareUsage& usage) = 0;
   // Deletes terminal jobs that ended before `cutoff`; returns their ids.
   virtual Result<std::vector<model::JobId>> DeleteJobsEndedBefore(Timestamp cutoff) = 0;
 };
@@ -143,6 +156,7 @@ class Store {
   virtual std::optional<UserRecord> GetUser(const std::string& name) const = 0;
   virtual std::vector<UserRecord> ListUsers() const = 0;
   virtual std::vector<NodeStateRecord> LoadNodeStates() const = 0;
+  virtual FairshareUsage LoadFairshareUsage() const = 0;
   virtual int SchemaVersion() const = 0;
 
   // Stops the writer after draining what is queued.

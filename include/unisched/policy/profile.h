@@ -1,0 +1,70 @@
+#pragma once
+// Availability over time (docs/policy/backfill.md): for each node, how much is
+// free from `now` on, given that running jobs end by their wall-time limit and
+// reservations hold room from their start for their wall time. Backfill asks
+// two questions of it: may a job start now without touching a reservation
+// (MinFree over [now, now + walltime)), and when is the earliest a blocked job
+// could start (EarliestFit).
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "unisched/common/time.h"
+#include "unisched/model/resources.h"
+
+namespace unisched::policy {
+
+// Free amounts on one node (GPUs counted, not indexed: which devices is
+// decided by the fitter when a job actually starts).
+struct Capacity {
+  int64_t cpus = 0;
+  int64_t memory_mb = 0;
+  int64_t gpus = 0;
+  bool Covers(const Capacity& need) const {
+    return cpus >= need.cpus && memory_mb >= need.memory_mb && gpus >= need.gpus;
+  }
+  Capacity& operator+=(const Capacity& o);
+  Capacity& operator-=(const Capacity& o);
+  static Capacity Min(const Capacity& a, const Capacity& b);
+  bool operator==(const Capacity&) const = default;
+};
+// One node's share of a request.
+Capacity PerNode(const model::ResourceRequest& request);
+
+// The end of [start, start + duration), saturating: a zero duration means no
+// wall-time limit, i.e. forever.
+Timestamp WindowEnd(Timestamp start, std::chrono::milliseconds duration);
+inline constexpr Timestamp kForever = Timestamp::max();
+
+// A step function: free capacity from steps[i].first until steps[i+1].first.
+class NodeTimeline {
+ public:
+  // `releases`: (time, amount) freed then by running jobs; times <= origin
+  // count as free at origin already.
+  NodeTimeline(Timestamp origin, Capacity free_now, std::vector<std::pair<Timestamp, Capacity>> releases = {});
+
+  // Holds `amount` over [from, to).
+  void Reserve(Timestamp from, Timestamp to, const Capacity& amount);
+  // The least free over [from, to).
+  Capacity MinFree(Timestamp from, Timestamp to) const;
+  // The earliest t >= from with `need` free over [t, t + duration); nullopt if
+  // never (the node can never hold it over that long).
+  std::optional<Timestamp> EarliestFit(Timestamp from, std::chrono::milliseconds duration,
+                                       const Capacity& need) const;
+  // The first step time strictly after t, or kForever.
+  Timestamp NextChangeAfter(Timestamp t) const;
+  Timestamp Origin() const { return steps_.front().first; }
+
+ private:
+  // Index of the step in force at t (t >= origin).
+  size_t StepAt(Timestamp t) const;
+  // Makes sure a step starts exactly at t (t >= origin); returns its index.
+  size_t SplitAt(Timestamp t);
+
+  std::vector<std::pair<Timestamp, Capacity>> steps_;
+};
+
+}  // namespace unisched::policy

@@ -1,0 +1,115 @@
+// Per-node availability step functions (profile.h, docs/policy/backfill.md).
+
+#include "unisched/policy/profile.h"
+
+#include <algorithm>
+
+namespace unisched::policy {
+
+Capacity& Capacity::operator+=(const Capacity& o) {
+  cpus += o.cpus;
+  memory_mb += o.memory_mb;
+  gpus += o.gpus;
+  return *this;
+}
+
+Capacity& Capacity::operator-=(const Capacity& o) {
+  cpus -= o.cpus;
+  memory_mb -= o.memory_mb;
+  gpus -= o.gpus;
+  return *this;
+}
+
+Capacity Capacity::Min(const Capacity& a, const Capacity& b) {
+  return {std::min(a.cpus, b.cpus), std::min(a.memory_mb, b.memory_mb), std::min(a.gpus, b.gpus)};
+}
+
+Capacity PerNode(const model::ResourceRequest& request) {
+  return {request.cpus, request.memory_mb, request.gpus};
+}
+
+Timestamp WindowEnd(Timestamp start, std::chrono::milliseconds duration) {
+  if (duration.count() <= 0) return kForever;
+  if (start >= kForever - duration) return kForever;
+  return start + duration;
+}
+
+NodeTimeline::NodeTimeline(Timestamp origin, Capacity free_now, std::vector<std::pair<Timestamp, Capacity>> releases) {
+  std::sort(releases.begin(), releases.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  steps_.reserve(releases.size() + 1);
+  steps_.emplace_back(origin, free_now);
+  for (const auto& [at, amount] : releases) {
+    if (at == kForever) continue;  // never released within any horizon
+    Capacity next = steps_.back().second;
+    next += amount;
+    if (at <= steps_.back().first) {
+      steps_.back().second = next;  // already free (at origin) or same time as the last step
+    } else {
+      steps_.emplace_back(at, next);
+    }
+  }
+}
+
+size_t NodeTimeline::StepAt(Timestamp t) const {
+  // The last step starting at or before t.
+  auto it = std::upper_bound(steps_.begin(), steps_.end(), t,
+                             [](Timestamp value, const auto& step) { return value < step.first; });
+  return it == steps_.begin() ? 0 : static_cast<size_t>(it - steps_.begin()) - 1;
+}
+
+size_t NodeTimeline::SplitAt(Timestamp t) {
+  const size_t i = StepAt(t);
+  if (steps_[i].first == t) return i;
+  steps_.insert(steps_.begin() + static_cast<std::ptrdiff_t>(i) + 1, {t, steps_[i].second});
+  return i + 1;
+}
+
+void NodeTimeline::Reserve(Timestamp from, Timestamp to, const Capacity& amount) {
+  from = std::max(from, Origin());
+  if (to <= from) return;
+  const size_t first = SplitAt(from);
+  const size_t last = to == kForever ? steps_.size() : SplitAt(to);
+  for (size_t i = first; i < last; ++i) steps_[i].second -= amount;
+}
+
+Capacity NodeTimeline::MinFree(Timestamp from, Timestamp to) const {
+  from = std::max(from, Origin());
+  size_t i = StepAt(from);
+  Capacity least = steps_[i].second;
+  for (++i; i < steps_.size() && steps_[i].first < to; ++i) least = Capacity::Min(least, steps_[i].second);
+  return least;
+}
+
+std::optional<Timestamp> NodeTimeline::EarliestFit(Timestamp from, std::chrono::milliseconds duration,
+                                                   const Capacity& need) const {
+  from = std::max(from, Origin());
+  // Candidate starts: `from`, then every later step (free space only changes
+  // there). For a candidate, scan forward while the window holds; the first
+  // step that is too small moves the next candidate past it.
+  size_t i = StepAt(from);
+  Timestamp start = from;
+  while (true) {
+    const Timestamp end = WindowEnd(start, duration);
+    size_t j = i;
+    bool ok = true;
+    for (; j < steps_.size() && (j == i || steps_[j].first < end); ++j) {
+      if (!steps_[j].second.Covers(need)) {
+        ok = false;
+        break;
+      }
+    }
+    if (ok) return start;
+    // steps_[j] is too small: no window starting before its end can hold.
+    if (j + 1 >= steps_.size()) return std::nullopt;  // the last step lasts forever
+    i = j + 1;
+    start = steps_[i].first;
+  }
+}
+
+Timestamp NodeTimeline::NextChangeAfter(Timestamp t) const {
+  auto it = std::upper_bound(steps_.begin(), steps_.end(), t,
+                             [](Timestamp value, const auto& step) { return value < step.first; });
+  return it == steps_.end() ? kForever : it->first;
+}
+
+}  // namespace unisched::policy
