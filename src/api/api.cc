@@ -332,7 +332,7 @@ json JobView(const model::Job& job, const ClusterView* view) {
     reasons.push_back({{"code", "Held"}, {"message", "held; release it to let it be scheduled"}});
   } else if (job.state == JobState::kPending && view) {
     if (auto it = view->pending->find(job.id); it != view->pending->end()) {
-      for (const auto& r : it->second.reasons) reasons.push_back({{"code", r.code}, {"message", r.message}});
+      for (const auto& r : it->second.Reasons()) reasons.push_back({{"code", r.code}, {"message", r.message}});
       factors = it->second.priority;
       estimated_start = it->second.estimated_start;
     }

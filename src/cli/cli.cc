@@ -18,6 +18,7 @@
 
 #include "cli/args.h"
 #include "cli/format.h"
+#include "cli/simulate.h"
 #include "cli/submit_args.h"
 #include "unisched/client/http_client.h"
 
@@ -74,6 +75,9 @@ void PrintHelp(std::ostream& out) {
          "Daemon:\n"
          "  server --config FILE [--listen HOST:PORT] [--state-dir DIR]   run the daemon\n"
          "  validate-config FILE                                          check a config file\n\n"
+         "Offline (no daemon):\n"
+         "  simulate --trace FILE [OPTIONS]                               replay a trace on a virtual clock\n"
+         "                                                                (`unisched help simulate`)\n\n"
          "Client commands:\n";
   size_t width = 0;
   for (const auto& c : kCommands) width = std::max(width, std::string(c.name).size());
@@ -402,6 +406,10 @@ int RunCli(int argc, char** argv) {
         std::cout << UsageLine(*info) << "\n";
         return 0;
       }
+      if (words[0] == "simulate") {
+        std::cout << kSimulateUsage << "\n";
+        return 0;
+      }
       if (words[0] == "server" || words[0] == "validate-config") {
         PrintHelp(std::cout);
         return 0;
@@ -413,6 +421,7 @@ int RunCli(int argc, char** argv) {
     PrintHelp(std::cout);
     return 0;
   }
+  if (command == "simulate") return RunSimulate(words);  // offline: no daemon, no token
   const CommandInfo* info = FindCommand(command);
   if (!info) {
     std::cerr << "error: unknown command '" << command << "'\n";

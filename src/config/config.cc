@@ -47,8 +47,8 @@ std::string Located(std::string_view source_name, const YAML::Mark& mark) {
 // other; grouping by section and list item puts a file's errors back in
 // reading order, keeping the order within each group.
 void SortBySection(std::vector<ConfigError>& errors) {
-  static constexpr std::string_view kSections[] = {"server", "store",   "executor", "pools", "nodes",
-                                                   "queues", "routing", "projects", "users"};
+  static constexpr std::string_view kSections[] = {"server", "store",  "executor", "scheduler", "pools",
+                                                   "nodes",  "queues", "routing",  "projects",  "users"};
   const auto key = [](const std::string& path) {
     const size_t end = path.find_first_of(".[");
     const std::string_view section = std::string_view(path).substr(0, end);
@@ -100,6 +100,7 @@ LoadResult LoadConfigText(std::string_view yaml_text, std::string_view source_na
     SortBySection(all);
     return all;
   }
+  internal::DerivePolicies(config);
   config.version = internal::ContentVersion(yaml_text);
   return config;
 }

@@ -3,7 +3,10 @@
 
 #include "config/parse.h"
 
+#include <limits>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/yaml_reader.h"
@@ -13,8 +16,45 @@ namespace {
 
 const std::vector<std::string> kPoolKindNames = {"cpu", "gpu", "elastic"};
 const std::vector<std::string> kWorkloadKindNames = {"hpc", "ai-training", "ai-inference", "agent"};
+const std::vector<std::string> kBackfillNames = {"fcfs", "easy", "conservative"};
+const std::vector<std::pair<std::string, model::QuotaAction>> kQuotaActions = {{"wait", model::QuotaAction::kWait},
+                                                                               {"reject", model::QuotaAction::kReject}};
+const std::vector<std::pair<std::string, model::PreemptAction>> kPreemptActions = {
+    {"requeue", model::PreemptAction::kRequeue}, {"cancel", model::PreemptAction::kCancel}};
 // The most GPUs one node may declare; a guard against a typo such as 80 for 8.
 constexpr int64_t kMaxGpusPerNode = 1024;
+
+// Reads a value written by name: parse maps a name to the value, or to
+// nullopt for an unknown name, which is one error listing the allowed ones.
+template <class T, class Parse>
+void ReadEnum(MapReader& m, std::string_view key, std::string_view noun, const std::vector<std::string>& names,
+              Parse parse, T& out, Errors& errors) {
+  std::string text;
+  if (!m.Read(key, text)) return;
+  if (std::optional<T> value = parse(text)) {
+    out = *value;
+    return;
+  }
+  errors.Add(m.PathOf(key), "unknown " + std::string(noun) + " '" + text + "'; expected one of: " + JoinNames(names) +
+                                DidYouMean(text, names));
+}
+
+// ReadEnum for the enums that only the config spells, given as a table.
+template <class T>
+void ReadEnum(MapReader& m, std::string_view key, std::string_view noun,
+              const std::vector<std::pair<std::string, T>>& table, T& out, Errors& errors) {
+  std::vector<std::string> names;
+  for (const auto& entry : table) names.push_back(entry.first);
+  ReadEnum(
+      m, key, noun, names,
+      [&](const std::string& text) -> std::optional<T> {
+        for (const auto& [name, value] : table) {
+          if (name == text) return value;
+        }
+        return std::nullopt;
+      },
+      out, errors);
+}
 
 void ParseServer(const YAML::Node& node, Errors& errors, ServerSettings& out) {
   MapReader m(node, "server",
@@ -40,6 +80,14 @@ void ParseStore(const YAML::Node& node, Errors& errors, StoreSettings& out) {
   m.Read("max_log_bytes", out.max_log_bytes);
 }
 
+// The scheduler section holds cluster-wide policy settings; they live in the
+// ClusterSpec so that the scheduler and the simulator read one struct.
+void ParseScheduler(const YAML::Node& node, Errors& errors, model::ClusterSpec& out) {
+  MapReader m(node, "scheduler", {"fairshare_half_life_hours", "fairshare_gpu_weight"}, errors);
+  m.Read("fairshare_half_life_hours", out.fairshare_half_life_hours);
+  m.Read("fairshare_gpu_weight", out.fairshare_gpu_weight);
+}
+
 void ParseExecutor(const YAML::Node& node, Errors& errors, ExecutorSettings& out) {
   MapReader m(node, "executor",
               {"default_unix_user", "kill_grace_seconds", "use_cgroups", "pids_limit", "supervisor_path"}, errors);
@@ -52,7 +100,7 @@ void ParseExecutor(const YAML::Node& node, Errors& errors, ExecutorSettings& out
 
 model::PoolSpec ParsePool(const YAML::Node& node, const std::string& path, Errors& errors) {
   model::PoolSpec pool;
-  MapReader m(node, path, {"name", "kind", "labels", "nodes"}, errors);
+  MapReader m(node, path, {"name", "kind", "labels", "nodes", "backfill", "reservation_depth"}, errors);
   m.Require("name");
   m.Read("name", pool.name);
   std::string kind;
@@ -66,6 +114,8 @@ model::PoolSpec ParsePool(const YAML::Node& node, const std::string& path, Error
   }
   m.Read("labels", pool.labels);
   m.Read("nodes", pool.nodes);
+  ReadEnum(m, "backfill", "backfill mode", kBackfillNames, model::ParseBackfillMode, pool.backfill, errors);
+  m.Read("reservation_depth", pool.reservation_depth);
   return pool;
 }
 
@@ -170,11 +220,36 @@ std::vector<model::WorkloadKind> ParseWorkloadKinds(const YAML::Node& node, cons
   return kinds;
 }
 
+// Upper bounds of one scope (a project or user in a queue, a project over
+// all queues); a key left out is no limit.
+model::ResourceLimits ParseLimits(const YAML::Node& node, const std::string& path, Errors& errors) {
+  model::ResourceLimits limits;
+  MapReader m(node, path, {"cpus", "memory_mb", "gpus", "running_jobs"}, errors);
+  m.Read("cpus", limits.cpus);
+  m.Read("memory_mb", limits.memory_mb);
+  m.Read("gpus", limits.gpus);
+  m.Read("running_jobs", limits.running_jobs);
+  return limits;
+}
+
+// Keys left out keep the value of defaults (the weights of the queue's type),
+// so `priority_weights: {age: 0}` changes one factor and keeps the others.
+model::PriorityWeights ParseWeights(MapReader& m, const model::PriorityWeights& defaults) {
+  model::PriorityWeights weights = defaults;
+  m.Read("fairshare", weights.fairshare);
+  m.Read("age", weights.age);
+  m.Read("tier", weights.tier);
+  m.Read("size", weights.size);
+  m.Read("max_age_hours", weights.max_age_hours);
+  return weights;
+}
+
 model::QueuePolicy ParsePolicy(const YAML::Node& node, const std::string& path, Errors& errors) {
   model::QueuePolicy policy;
   MapReader m(node, path,
               {"type", "max_walltime_hours", "default_walltime_hours", "default_memory_mb_per_cpu",
-               "gpu_quota_per_project", "preemptible", "scale_in_idle_seconds", "max_concurrency"},
+               "gpu_quota_per_project", "preemptible", "scale_in_idle_seconds", "max_concurrency", "priority_weights",
+               "project_quota", "user_quota", "quota_action", "can_preempt", "preempt_action", "preempt_grace_seconds"},
               errors);
   m.Read("type", policy.type);
   m.Read("max_walltime_hours", policy.max_walltime_hours);
@@ -184,6 +259,19 @@ model::QueuePolicy ParsePolicy(const YAML::Node& node, const std::string& path, 
   m.Read("preemptible", policy.preemptible);
   m.Read("scale_in_idle_seconds", policy.scale_in_idle_seconds);
   m.Read("max_concurrency", policy.max_concurrency);
+  if (m.Has("priority_weights")) {
+    // type is read above, so Weights() gives the defaults of this queue's type.
+    const model::PriorityWeights defaults = policy.Weights();
+    MapReader weights(m.Get("priority_weights"), m.PathOf("priority_weights"),
+                      {"fairshare", "age", "tier", "size", "max_age_hours"}, errors);
+    if (weights.is_map()) policy.priority_weights = ParseWeights(weights, defaults);
+  }
+  policy.project_quota = ParseLimits(m.Get("project_quota"), m.PathOf("project_quota"), errors);
+  policy.user_quota = ParseLimits(m.Get("user_quota"), m.PathOf("user_quota"), errors);
+  ReadEnum(m, "quota_action", "quota action", kQuotaActions, policy.quota_action, errors);
+  m.Read("can_preempt", policy.can_preempt);
+  ReadEnum(m, "preempt_action", "preempt action", kPreemptActions, policy.preempt_action, errors);
+  m.Read("preempt_grace_seconds", policy.preempt_grace_seconds);
   return policy;
 }
 
@@ -226,10 +314,13 @@ model::RoutingRule ParseRule(const YAML::Node& node, const std::string& path, Er
 
 ProjectSpec ParseProject(const YAML::Node& node, const std::string& path, Errors& errors) {
   ProjectSpec project;
-  MapReader m(node, path, {"name", "description"}, errors);
+  MapReader m(node, path, {"name", "description", "shares", "user_shares", "quota"}, errors);
   m.Require("name");
   m.Read("name", project.name);
   m.Read("description", project.description);
+  m.Read("shares", project.shares);
+  m.Read("user_shares", project.user_shares);
+  project.quota = ParseLimits(m.Get("quota"), m.PathOf("quota"), errors);
   return project;
 }
 
@@ -272,14 +363,38 @@ void DeriveNodePools(model::ClusterSpec& cluster) {
   }
 }
 
+void DerivePolicies(Config& config) {
+  for (auto& queue : config.cluster.queues) {
+    model::QueuePolicy& policy = queue.policy;
+    if (policy.gpu_quota_per_project && !policy.project_quota.gpus) {
+      policy.project_quota.gpus = *policy.gpu_quota_per_project;
+    } else if (!policy.gpu_quota_per_project && policy.project_quota.gpus &&
+               *policy.project_quota.gpus <= std::numeric_limits<int>::max()) {
+      // The API shows gpu_quota_per_project, the seed's name for the limit.
+      policy.gpu_quota_per_project = static_cast<int>(*policy.project_quota.gpus);
+    }
+  }
+  config.cluster.projects.clear();
+  for (const auto& project : config.projects) {
+    model::ProjectPolicy policy;
+    policy.name = project.name;
+    policy.shares = project.shares;
+    policy.user_shares = project.user_shares;
+    policy.quota = project.quota;
+    config.cluster.projects.push_back(std::move(policy));
+  }
+}
+
 Config ParseConfig(const YAML::Node& root, Errors& errors) {
   Config config;
-  MapReader m(root, "", {"server", "store", "executor", "pools", "nodes", "queues", "routing", "projects", "users"},
+  MapReader m(root, "",
+              {"server", "store", "executor", "scheduler", "pools", "nodes", "queues", "routing", "projects", "users"},
               errors);
   if (!m.is_map()) return config;
   ParseServer(m.Get("server"), errors, config.server);
   ParseStore(m.Get("store"), errors, config.store);
   ParseExecutor(m.Get("executor"), errors, config.executor);
+  ParseScheduler(m.Get("scheduler"), errors, config.cluster);
 
   m.Require("pools", "list the resource pools, e.g. pools: [{name: cpu-hpc-pool, kind: cpu, nodes: [...]}]");
   m.Require("nodes", "list the nodes (nodes: [] when every node registers through an agent)");

@@ -18,4 +18,10 @@ Config ParseConfig(const YAML::Node& root, Errors& errors);
 // pool's labels under the node's own (the node's value wins).
 void DeriveNodePools(model::ClusterSpec& cluster);
 
+// Fills in what a valid config derives from its policy keys: in each queue,
+// gpu_quota_per_project and project_quota.gpus (one limit under two names)
+// from whichever is written; cluster.projects from config.projects. Runs
+// after validation, which rejects the two names with different values.
+void DerivePolicies(Config& config);
+
 }  // namespace unisched::config::internal

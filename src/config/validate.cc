@@ -199,6 +199,63 @@ void ValidateExecutor(const ExecutorSettings& s, Errors& errors) {
   }
 }
 
+void ValidateScheduler(const model::ClusterSpec& cluster, Errors& errors) {
+  Positive(errors, "scheduler.fairshare_half_life_hours", cluster.fairshare_half_life_hours,
+           "usage must lose weight over some time");
+  NonNegative(errors, "scheduler.fairshare_gpu_weight", cluster.fairshare_gpu_weight,
+              "0 charges GPU time nothing beyond its CPUs");
+}
+
+// Each limit that is set must be > 0: a limit of 0 would let no job run,
+// and is more likely meant as "no limit", which is leaving the key out.
+// skip_gpus: the GPU limit is judged by the caller.
+void ValidateLimits(const model::ResourceLimits& limits, const std::string& path, Errors& errors,
+                    bool skip_gpus = false) {
+  constexpr std::string_view kHint = "leave the key out for no limit";
+  if (limits.cpus) Positive(errors, JoinKey(path, "cpus"), *limits.cpus, kHint);
+  if (limits.memory_mb) Positive(errors, JoinKey(path, "memory_mb"), *limits.memory_mb, kHint);
+  if (limits.gpus && !skip_gpus) Positive(errors, JoinKey(path, "gpus"), *limits.gpus, kHint);
+  if (limits.running_jobs) Positive(errors, JoinKey(path, "running_jobs"), *limits.running_jobs, kHint);
+}
+
+void ValidatePolicyEngineKeys(const model::QueuePolicy& p, const std::string& policy_path, Errors& errors) {
+  if (p.priority_weights) {
+    const std::string path = JoinKey(policy_path, "priority_weights");
+    const model::PriorityWeights& w = *p.priority_weights;
+    // Priorities are sums of rounded weights in 64-bit integers; the bound
+    // keeps every sum far from overflow and is beyond any useful weight.
+    constexpr double kMaxWeight = 1e9;
+    const auto weight = [&](std::string_view key, double value) {
+      const std::string weight_path = JoinKey(path, key);
+      if (value > kMaxWeight) {
+        errors.Add(weight_path, "must be at most 1000000000");
+      } else {
+        NonNegative(errors, weight_path, value, "0 turns the factor off");
+      }
+    };
+    weight("fairshare", w.fairshare);
+    weight("age", w.age);
+    weight("tier", w.tier);
+    weight("size", w.size);
+    Positive(errors, JoinKey(path, "max_age_hours"), w.max_age_hours);
+  }
+  // gpu_quota_per_project (the seed's key, which allows 0) and
+  // project_quota.gpus are one limit: the loader copies either into the
+  // other, so they may both be set only when they agree.
+  const std::string project_quota_path = JoinKey(policy_path, "project_quota");
+  const bool gpus_from_seed_key = p.gpu_quota_per_project.has_value();
+  if (gpus_from_seed_key && p.project_quota.gpus && *p.project_quota.gpus != *p.gpu_quota_per_project) {
+    errors.Add(JoinKey(project_quota_path, "gpus"),
+               "is " + std::to_string(*p.project_quota.gpus) + " but gpu_quota_per_project is " +
+                   std::to_string(*p.gpu_quota_per_project) +
+                   "; both are the GPUs one project may hold in this queue, so give one of them");
+  }
+  ValidateLimits(p.project_quota, project_quota_path, errors, gpus_from_seed_key);
+  ValidateLimits(p.user_quota, JoinKey(policy_path, "user_quota"), errors);
+  NonNegative(errors, JoinKey(policy_path, "preempt_grace_seconds"), p.preempt_grace_seconds,
+              "0 sends SIGKILL at once");
+}
+
 void ValidateGpus(const model::NodeSpec& node, const std::string& path, Errors& errors) {
   for (size_t j = 0; j < node.gpus.size(); ++j) {
     const model::GpuDevice& gpu = node.gpus[j];
@@ -216,7 +273,10 @@ void ValidateCluster(const model::ClusterSpec& cluster, NameRegistry& queues, Er
   if (cluster.pools.empty()) errors.Add("pools", "must list at least one pool");
   for (size_t i = 0; i < cluster.pools.size(); ++i) {
     const auto& pool = cluster.pools[i];
-    pools.Add(errors, JoinKey(JoinIndex("pools", i), "name"), pool.name, IsPlainName(pool.name, ""), kPlainNameRule);
+    const std::string path = JoinIndex("pools", i);
+    pools.Add(errors, JoinKey(path, "name"), pool.name, IsPlainName(pool.name, ""), kPlainNameRule);
+    NonNegative(errors, JoinKey(path, "reservation_depth"), pool.reservation_depth,
+                "0 gives every blocked job a reservation");
   }
 
   NameRegistry nodes("node", "nodes");
@@ -281,8 +341,11 @@ void ValidateCluster(const model::ClusterSpec& cluster, NameRegistry& queues, Er
     for (size_t j = 0; j < queue.workload_kinds.size(); ++j) {
       for (size_t k = 0; k < j; ++k) {
         if (queue.workload_kinds[k] == queue.workload_kinds[j]) {
-          errors.Add(JoinIndex(JoinKey(path, "workload_kinds"), j),
-                     "'" + std::string(model::ToString(queue.workload_kinds[j])) + "' is listed twice");
+          // Built piecewise: "'" + std::string(...) trips GCC 12's -Wrestrict (PR 105329).
+          std::string message = "'";
+          message += model::ToString(queue.workload_kinds[j]);
+          message += "' is listed twice";
+          errors.Add(JoinIndex(JoinKey(path, "workload_kinds"), j), message);
           break;
         }
       }
@@ -317,6 +380,7 @@ void ValidateCluster(const model::ClusterSpec& cluster, NameRegistry& queues, Er
       Positive(errors, JoinKey(policy_path, "scale_in_idle_seconds"), *p.scale_in_idle_seconds);
     }
     if (p.max_concurrency) Positive(errors, JoinKey(policy_path, "max_concurrency"), *p.max_concurrency);
+    ValidatePolicyEngineKeys(p, policy_path, errors);
   }
 
   NameRegistry rules("routing rule", "rules");
@@ -367,8 +431,21 @@ void ValidatePeople(const Config& config, const NameRegistry& queues, Errors& er
   NameRegistry projects("project", "projects");
   for (size_t i = 0; i < config.projects.size(); ++i) {
     const auto& project = config.projects[i];
-    projects.Add(errors, JoinKey(JoinIndex("projects", i), "name"), project.name, IsPlainName(project.name, ""),
-                 kPlainNameRule);
+    const std::string path = JoinIndex("projects", i);
+    projects.Add(errors, JoinKey(path, "name"), project.name, IsPlainName(project.name, ""), kPlainNameRule);
+    Positive(errors, JoinKey(path, "shares"), project.shares,
+             "a project's share of the cluster relative to the others");
+    // Users may be created through the API later, so the names are not
+    // checked against the users section.
+    const std::string user_shares_path = JoinKey(path, "user_shares");
+    for (const auto& [user, shares] : project.user_shares) {
+      if (user.empty()) {
+        errors.Add(user_shares_path, "user names must not be empty");
+        continue;
+      }
+      Positive(errors, JoinKey(user_shares_path, user), shares, "the user's share within the project");
+    }
+    ValidateLimits(project.quota, JoinKey(path, "quota"), errors);
   }
 
   NameRegistry users("user", "users");
@@ -414,6 +491,7 @@ std::vector<ConfigError> ValidateConfig(const Config& config) {
   ValidateServer(config.server, errors);
   ValidateStore(config.store, errors);
   ValidateExecutor(config.executor, errors);
+  ValidateScheduler(config.cluster, errors);
   NameRegistry queues("queue", "queues");
   ValidateCluster(config.cluster, queues, errors);
   ValidatePeople(config, queues, errors);

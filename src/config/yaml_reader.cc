@@ -121,6 +121,30 @@ std::optional<model::Labels> ReadStringMap(const YAML::Node& node, const std::st
   return labels;
 }
 
+std::optional<std::map<std::string, double>> ReadNumberMap(const YAML::Node& node, const std::string& path,
+                                                           Errors& errors) {
+  if (!node.IsMap()) {
+    errors.Add(path, "must be a map of names to numbers; got " + Describe(node));
+    return std::nullopt;
+  }
+  std::map<std::string, double> numbers;
+  for (const auto& entry : node) {
+    if (!entry.first.IsScalar() || entry.first.Scalar().empty()) {
+      errors.Add(path, "keys must be non-empty names; got " + Describe(entry.first));
+      continue;
+    }
+    const std::string& key = entry.first.Scalar();
+    const std::string key_path = JoinKey(path, key);
+    if (numbers.count(key) != 0) {
+      errors.Add(key_path, "duplicate key '" + key + "'; give each key once");
+      continue;
+    }
+    auto value = ReadNumber(entry.second, key_path, errors);
+    if (value) numbers.emplace(key, *value);
+  }
+  return numbers;
+}
+
 std::optional<std::vector<std::string>> ReadStringList(const YAML::Node& node, const std::string& path,
                                                        Errors& errors) {
   if (!node.IsSequence()) {
@@ -241,6 +265,15 @@ bool MapReader::Read(std::string_view key, model::Labels& out) {
   const YAML::Node node = Get(key);
   if (!IsSet(node)) return false;
   auto value = ReadStringMap(node, PathOf(key), errors_);
+  if (!value) return false;
+  out = std::move(*value);
+  return true;
+}
+
+bool MapReader::Read(std::string_view key, std::map<std::string, double>& out) {
+  const YAML::Node node = Get(key);
+  if (!IsSet(node)) return false;
+  auto value = ReadNumberMap(node, PathOf(key), errors_);
   if (!value) return false;
   out = std::move(*value);
   return true;

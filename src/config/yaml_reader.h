@@ -6,6 +6,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -34,6 +35,10 @@ std::optional<bool> ReadBool(const YAML::Node& node, const std::string& path, Er
 // `fp64: true` and `fp64: "true"` are the same label). A bad entry is one error
 // and is left out; the good ones are returned, as for lists.
 std::optional<model::Labels> ReadStringMap(const YAML::Node& node, const std::string& path, Errors& errors);
+// A map of names to numbers, e.g. user_shares: {alice: 2, bob: 1}. Bad
+// entries are reported at their own key path and left out, as above.
+std::optional<std::map<std::string, double>> ReadNumberMap(const YAML::Node& node, const std::string& path,
+                                                           Errors& errors);
 std::optional<std::vector<std::string>> ReadStringList(const YAML::Node& node, const std::string& path, Errors& errors);
 
 // Calls visit(item, item_path) for each item of a list; a node that is not a
@@ -78,6 +83,7 @@ class MapReader {
   bool Read(std::string_view key, double& out);
   bool Read(std::string_view key, bool& out);
   bool Read(std::string_view key, model::Labels& out);
+  bool Read(std::string_view key, std::map<std::string, double>& out);
   bool Read(std::string_view key, std::vector<std::string>& out);
   template <class T>
   bool Read(std::string_view key, std::optional<T>& out) {

@@ -319,8 +319,21 @@ void Controller::RunCycle(Batch& batch, Timestamp now) {
   snapshot.nodes = nodes_;
   for (const auto& [id, job] : active_) {
     if (job.state == JobState::kPending) {
-      snapshot.pending.push_back({job.id, job.queue, job.pool, job.project, job.user, job.priority, job.submitted_at,
-                                  job.resources, job.constraints, job.preempted_by});
+      scheduler::PendingJob& p = snapshot.pending.emplace_back();
+      p.id = job.id;
+      p.queue = job.queue;
+      p.pool = job.pool;
+      p.project = job.project;
+      p.user = job.user;
+      p.adjustment = job.priority;
+      p.submitted_at = job.submitted_at;
+      p.resources = job.resources;
+      p.constraints = job.constraints;
+      p.preempted_by = job.preempted_by;
+      if (auto r = reservations_.find(job.id); r != reservations_.end()) {
+        p.reserved_start = r->second.start;
+        p.reserved_nodes = r->second.nodes;
+      }
       const model::QueueSpec* queue = config_.cluster.FindQueue(job.queue);
       if (queue && queue->policy.Weights().fairshare > 0) {
         auto key = std::make_pair(job.project, job.user);
@@ -335,6 +348,7 @@ void Controller::RunCycle(Batch& batch, Timestamp now) {
   }
   if (snapshot.pending.empty()) {
     if (!pending_->empty()) pending_ = std::make_shared<const api::PendingInfoMap>();
+    reservations_.clear();
     return;
   }
   const auto started = std::chrono::steady_clock::now();
@@ -374,6 +388,8 @@ void Controller::RunCycle(Batch& batch, Timestamp now) {
     });
   }
   for (const auto& preemption : plan.preemptions) ApplyPreemption(batch, preemption);
+  reservations_.clear();
+  for (auto& r : plan.reservations) reservations_.emplace(r.job, std::move(r));
   pending_ = std::make_shared<const api::PendingInfoMap>(std::move(plan.pending));
 }
 

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <thread>
 #include <tuple>
+#include <unordered_map>
 
 #include "unisched/api/api.h"
 #include "unisched/common/time.h"
@@ -107,6 +108,9 @@ class Controller final : public api::ControlPlane {
   std::map<std::string, std::string> node_reasons_;
   std::map<std::tuple<model::JobState, std::string, std::string>, int64_t> job_counts_;
   policy::QuotaTally running_usage_;
+  // The last cycle's reservations, handed back to the next (conservative
+  // pools keep them and move them only earlier).
+  std::unordered_map<model::JobId, scheduler::Reservation> reservations_;
   policy::DecayedUsage fairshare_usage_;
   Timestamp last_accrual_{};
   Timestamp next_usage_save_{};

@@ -168,6 +168,9 @@ std::vector<PendingReason> Explain(const std::vector<NodeEval>& evals, const Res
     if (e.LabelsOk()) matching.push_back(&e);
   }
   if (static_cast<int>(matching.size()) < n) {
+    if (constraints.empty()) {
+      return {{"Resources", "needs " + nodes_word + ", " + pool + " has " + std::to_string(evals.size())}};
+    }
     if (matching.empty()) return {{"NodeLabelsMismatch", NoLabelsMessage(evals, constraints, pool)}};
     return {{"NodeLabelsMismatch", "needs " + nodes_word + " with " + JoinLabels(constraints) + ", " +
                                        std::to_string(matching.size()) + " in " + pool}};
@@ -309,7 +312,7 @@ std::optional<Shortfall> CheckNode(const NodeUsage& node, const ResourceRequest&
 }
 
 FitResult Fit(const std::vector<const NodeUsage*>& nodes, const ResourceRequest& request, const Labels& constraints,
-              const std::string& pool_name) {
+              const std::string& pool_name, bool explain) {
   FitResult result;
   // The API rejects these before a job exists; a hand-built snapshot must
   // still not produce a negative allocation.
@@ -320,37 +323,63 @@ FitResult Fit(const std::vector<const NodeUsage*>& nodes, const ResourceRequest&
     return result;
   }
 
-  std::vector<NodeEval> evals;
-  std::set<std::string> seen;
-  for (const NodeUsage* node : nodes) {
-    if (node == nullptr || !seen.insert(node->spec.name).second) continue;  // distinct nodes only
-    evals.push_back(Evaluate(*node, request, constraints, /*ignore_usage=*/false));
+  // Fast path, run for every job of every cycle: numeric checks first, labels
+  // only for nodes with room, no strings. The full evaluation (for the
+  // explanation) runs only when the job does not fit.
+  struct Candidate {
+    const NodeUsage* node;
+    int free_cpus;
+    size_t position;  // in `nodes`
+  };
+  std::vector<Candidate> fitting;
+  for (size_t position = 0; position < nodes.size(); ++position) {
+    const NodeUsage* node = nodes[position];
+    if (node == nullptr || node->state != NodeState::kUp) continue;
+    if (node->FreeCpus() < request.cpus || node->FreeMemoryMb() < request.memory_mb) continue;
+    if (request.gpus > 0 && node->FreeGpus(request.gpu_model) < request.gpus) continue;
+    if (!constraints.empty() && !LabelMismatch(node->spec, constraints).empty()) continue;
+    fitting.push_back({node, node->FreeCpus(), position});
   }
-  if (evals.empty()) {
-    result.reasons.push_back(
-        {"Resources", "needs " + Count(request.nodes, "node", "nodes") + ", " + pool_name + " has no nodes"});
+  // Best fit: the tightest nodes first keep the large holes for large jobs;
+  // among equals the first given (the scheduler gives nodes in name order).
+  auto tighter = [](const Candidate& a, const Candidate& b) {
+    if (a.free_cpus != b.free_cpus) return a.free_cpus < b.free_cpus;
+    return a.position < b.position;
+  };
+  std::vector<const NodeUsage*> chosen;
+  if (request.nodes == 1 && !fitting.empty()) {
+    chosen.push_back(std::min_element(fitting.begin(), fitting.end(), tighter)->node);
+  } else if (static_cast<int>(fitting.size()) >= request.nodes) {
+    std::sort(fitting.begin(), fitting.end(), tighter);
+    for (const Candidate& c : fitting) {
+      // Distinct nodes only (a hand-built list may name a node twice).
+      const bool taken = std::any_of(chosen.begin(), chosen.end(),
+                                     [&](const NodeUsage* n) { return n->spec.name == c.node->spec.name; });
+      if (!taken) chosen.push_back(c.node);
+      if (static_cast<int>(chosen.size()) == request.nodes) break;
+    }
+  }
+  if (static_cast<int>(chosen.size()) < request.nodes) {
+    if (!explain) return result;
+    std::vector<NodeEval> evals;
+    std::set<std::string> seen;
+    for (const NodeUsage* node : nodes) {
+      if (node == nullptr || !seen.insert(node->spec.name).second) continue;  // distinct nodes only
+      evals.push_back(Evaluate(*node, request, constraints, /*ignore_usage=*/false));
+    }
+    if (evals.empty()) {
+      result.reasons.push_back(
+          {"Resources", "needs " + Count(request.nodes, "node", "nodes") + ", " + pool_name + " has no nodes"});
+    } else {
+      result.reasons = Explain(evals, request, constraints, pool_name);
+    }
     return result;
   }
 
-  std::vector<const NodeEval*> fitting;
-  for (const auto& e : evals) {
-    if (e.Fits()) fitting.push_back(&e);
-  }
-  if (static_cast<int>(fitting.size()) < request.nodes) {
-    result.reasons = Explain(evals, request, constraints, pool_name);
-    return result;
-  }
-
-  // Best fit: the tightest nodes first keep the large holes for large jobs.
-  std::sort(fitting.begin(), fitting.end(), [](const NodeEval* a, const NodeEval* b) {
-    if (a->free_cpus != b->free_cpus) return a->free_cpus < b->free_cpus;
-    return a->node->spec.name < b->node->spec.name;
-  });
   Allocation allocation;
-  for (int i = 0; i < request.nodes; ++i) {
-    const NodeUsage& node = *fitting[i]->node;
-    allocation.push_back({node.spec.name, request.cpus, request.memory_mb,
-                          request.gpus > 0 ? PickGpus(node, request.gpus, request.gpu_model) : std::vector<int>{}});
+  for (const NodeUsage* node : chosen) {
+    allocation.push_back({node->spec.name, request.cpus, request.memory_mb,
+                          request.gpus > 0 ? PickGpus(*node, request.gpus, request.gpu_model) : std::vector<int>{}});
   }
   result.allocation = std::move(allocation);
   return result;

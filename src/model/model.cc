@@ -1,4 +1,6 @@
+#include <algorithm>
 #include <array>
+#include <stdexcept>
 #include <utility>
 
 #include "unisched/model/cluster.h"
@@ -128,6 +130,45 @@ bool CanTransition(JobState from, JobState to) {
     default:
       return false;
   }
+}
+
+std::vector<PendingReason> PendingInfo::Reasons() const {
+  std::vector<PendingReason> out;
+  if (own) out = *own;
+  if (jobs_ahead > 0) {
+    out.push_back({"Priority", std::to_string(jobs_ahead) + (jobs_ahead == 1 ? " job ahead in " : " jobs ahead in ") +
+                                   (pool ? *pool : std::string())});
+  }
+  return out;
+}
+
+void PendingInfos::Seal() {
+  if (sorted_) return;
+  // Sort small (id, position) pairs, then move each entry once: cheaper than
+  // sorting the entries themselves.
+  std::vector<std::pair<JobId, size_t>> order(items_.size());
+  for (size_t i = 0; i < items_.size(); ++i) order[i] = {items_[i].first, i};
+  std::sort(order.begin(), order.end());
+  std::vector<value_type> sorted;
+  sorted.reserve(items_.size());
+  for (const auto& [id, i] : order) sorted.push_back(std::move(items_[i]));
+  items_ = std::move(sorted);
+  sorted_ = true;
+}
+
+PendingInfos::const_iterator PendingInfos::find(JobId id) const {
+  if (!sorted_) {
+    return std::find_if(items_.begin(), items_.end(), [id](const value_type& v) { return v.first == id; });
+  }
+  auto it = std::lower_bound(items_.begin(), items_.end(), id,
+                             [](const value_type& v, JobId want) { return v.first < want; });
+  return it != items_.end() && it->first == id ? it : items_.end();
+}
+
+const PendingInfo& PendingInfos::at(JobId id) const {
+  auto it = find(id);
+  if (it == end()) throw std::out_of_range("no pending information for job " + std::to_string(id));
+  return it->second;
 }
 
 std::vector<std::string> Job::NodeNames() const {

@@ -125,8 +125,10 @@ double FairshareFactor(const DecayedUsage& usage, const std::vector<model::Proje
   if (total <= 0) return 1.0;
   const double project_usage = usage.Project(project);
   const double u_p = project_usage / total;
-  const double own_part = project_usage > 0 ? usage.User(project, user) / project_usage : 0;
-  const double u = u_p + (own_part - u_p) * s_u;
+  // The user's own usage on the same scale as U_p (a part of all usage, not
+  // of the project's): a project's only user then has U = U_p.
+  const double u_own = usage.User(project, user) / total;
+  const double u = u_p + (u_own - u_p) * s_u;
   const double s = s_p * s_u;
   return std::exp2(-std::max(0.0, u) / std::max(s, 1e-9));
 }

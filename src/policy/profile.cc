@@ -72,6 +72,10 @@ void NodeTimeline::Reserve(Timestamp from, Timestamp to, const Capacity& amount)
   for (size_t i = first; i < last; ++i) steps_[i].second -= amount;
 }
 
+void NodeTimeline::Release(Timestamp from, Timestamp to, const Capacity& amount) {
+  Reserve(from, to, Capacity{-amount.cpus, -amount.memory_mb, -amount.gpus});
+}
+
 Capacity NodeTimeline::MinFree(Timestamp from, Timestamp to) const {
   from = std::max(from, Origin());
   size_t i = StepAt(from);

@@ -2,15 +2,48 @@
 
 #include "unisched/policy/quota.h"
 
+#include <algorithm>
 #include <string_view>
 
 namespace unisched::policy {
 namespace {
 
-Amount Lookup(const std::map<std::pair<std::string, std::string>, Amount>& m, const std::string& a,
-              const std::string& b) {
-  auto it = m.find({a, b});
-  return it == m.end() ? Amount{} : it->second;
+// The key of a (first, second) pair; "\x1f" never occurs in names.
+class PairKey {
+ public:
+  PairKey(std::string_view a, std::string_view b) {
+    if (a.size() + b.size() + 1 <= sizeof(inline_)) {
+      std::copy(a.begin(), a.end(), inline_);
+      inline_[a.size()] = '\x1f';
+      std::copy(b.begin(), b.end(), inline_ + a.size() + 1);
+      view_ = std::string_view(inline_, a.size() + b.size() + 1);
+    } else {
+      heap_ = std::string(a) + '\x1f' + std::string(b);
+      view_ = heap_;
+    }
+  }
+  PairKey(const PairKey&) = delete;
+  PairKey& operator=(const PairKey&) = delete;
+  std::string_view view() const { return view_; }
+
+ private:
+  char inline_[128];
+  std::string heap_;
+  std::string_view view_;
+};
+
+template <class Table, class Value>
+Value Find(const Table& table, std::string_view key, Value none) {
+  auto it = table.find(key);
+  return it == table.end() ? none : it->second;
+}
+
+// Finds or inserts; a string is made only to insert.
+template <class Table>
+auto& Entry(Table& table, std::string_view key) {
+  auto it = table.find(key);
+  if (it == table.end()) it = table.emplace(std::string(key), typename Table::mapped_type{}).first;
+  return it->second;
 }
 
 std::string Plural(int64_t n, std::string_view one, std::string_view many) {
@@ -30,22 +63,23 @@ constexpr Dimension kDimensions[] = {
     {"running job", "running jobs", &model::ResourceLimits::running_jobs, &Amount::jobs},
 };
 
-// "project genomics uses 32/32 GPUs in ai-training; this job needs 8"
-std::optional<model::PendingReason> Check(const model::ResourceLimits& limits, const Amount& used, const Amount& need,
-                                          const std::string& who, const std::string& where, const char* key) {
+// The first dimension in which `used + need` exceeds `limits`, or null.
+const Dimension* Exceeded(const model::ResourceLimits& limits, const Amount& used, const Amount& need) {
   for (const auto& d : kDimensions) {
     const auto& limit = limits.*(d.limit);
-    if (!limit) continue;
-    const int64_t have = used.*(d.amount);
-    const int64_t want = need.*(d.amount);
-    if (have + want > *limit) {
-      std::string message = who + " uses " + std::to_string(have) + "/" + std::to_string(*limit) + " " +
-                            Plural(*limit, d.one, d.many) + where + "; this job needs " + std::to_string(want) + " (" +
-                            key + ")";
-      return model::PendingReason{"QuotaExceeded", std::move(message)};
-    }
+    if (limit && used.*(d.amount) + need.*(d.amount) > *limit) return &d;
   }
-  return std::nullopt;
+  return nullptr;
+}
+
+// "project genomics uses 32/32 GPUs in ai-training; this job needs 8 (project_quota)"
+model::PendingReason QuotaReason(const Dimension& d, const model::ResourceLimits& limits, const Amount& used,
+                                 const Amount& need, const std::string& who, const std::string& where,
+                                 const char* key) {
+  const int64_t limit = *(limits.*(d.limit));
+  return {"QuotaExceeded", who + " uses " + std::to_string(used.*(d.amount)) + "/" + std::to_string(limit) + " " +
+                               Plural(limit, d.one, d.many) + where + "; this job needs " +
+                               std::to_string(need.*(d.amount)) + " (" + key + ")"};
 }
 
 }  // namespace
@@ -71,56 +105,65 @@ Amount AmountOf(const model::ResourceRequest& r) {
 }
 
 void QuotaTally::Add(const JobScope& scope, const Amount& amount) {
-  queue_project_[{scope.queue, scope.project}] += amount;
-  queue_user_[{scope.queue, scope.user}] += amount;
-  project_[scope.project] += amount;
-  queue_jobs_[scope.queue] += amount.jobs;
+  Entry(queue_project_, PairKey(scope.queue, scope.project).view()) += amount;
+  Entry(queue_user_, PairKey(scope.queue, scope.user).view()) += amount;
+  Entry(project_, scope.project) += amount;
+  Entry(queue_jobs_, scope.queue) += amount.jobs;
 }
 
 void QuotaTally::Remove(const JobScope& scope, const Amount& amount) {
-  queue_project_[{scope.queue, scope.project}] -= amount;
-  queue_user_[{scope.queue, scope.user}] -= amount;
-  project_[scope.project] -= amount;
-  queue_jobs_[scope.queue] -= amount.jobs;
+  Entry(queue_project_, PairKey(scope.queue, scope.project).view()) -= amount;
+  Entry(queue_user_, PairKey(scope.queue, scope.user).view()) -= amount;
+  Entry(project_, scope.project) -= amount;
+  Entry(queue_jobs_, scope.queue) -= amount.jobs;
 }
 
-Amount QuotaTally::QueueProject(const std::string& queue, const std::string& project) const {
-  return Lookup(queue_project_, queue, project);
+Amount QuotaTally::QueueProject(std::string_view queue, std::string_view project) const {
+  return Find(queue_project_, PairKey(queue, project).view(), Amount{});
 }
-Amount QuotaTally::QueueUser(const std::string& queue, const std::string& user) const {
-  return Lookup(queue_user_, queue, user);
+Amount QuotaTally::QueueUser(std::string_view queue, std::string_view user) const {
+  return Find(queue_user_, PairKey(queue, user).view(), Amount{});
 }
-Amount QuotaTally::Project(const std::string& project) const {
-  auto it = project_.find(project);
-  return it == project_.end() ? Amount{} : it->second;
+Amount QuotaTally::Project(std::string_view project) const {
+  return Find(project_, project, Amount{});
 }
-int64_t QuotaTally::QueueJobs(const std::string& queue) const {
-  auto it = queue_jobs_.find(queue);
-  return it == queue_jobs_.end() ? 0 : it->second;
+int64_t QuotaTally::QueueJobs(std::string_view queue) const {
+  return Find(queue_jobs_, queue, int64_t{0});
 }
 
 std::optional<model::PendingReason> CheckLimits(const QuotaTally& tally, const JobScope& scope,
                                                 const model::ResourceRequest& request,
                                                 const model::QueuePolicy& queue_policy,
                                                 const model::ProjectPolicy* project_policy) {
-  const Amount need = AmountOf(request);
+  // Called for every pending job of every cycle: lookups only for limits
+  // that exist, and text only for a limit that is hit.
   if (queue_policy.max_concurrency && tally.QueueJobs(scope.queue) + 1 > *queue_policy.max_concurrency) {
-    return model::PendingReason{"ConcurrencyLimit", scope.queue + " runs " + std::to_string(tally.QueueJobs(scope.queue)) +
+    return model::PendingReason{"ConcurrencyLimit", std::string(scope.queue) + " runs " + std::to_string(tally.QueueJobs(scope.queue)) +
                                                         "/" + std::to_string(*queue_policy.max_concurrency) +
                                                         " jobs (max_concurrency)"};
   }
-  if (auto r = Check(queue_policy.project_quota, tally.QueueProject(scope.queue, scope.project), need,
-                     "project " + scope.project, " in " + scope.queue, "project_quota")) {
-    return r;
+  const bool project_limits = project_policy && !project_policy->quota.Empty();
+  if (queue_policy.project_quota.Empty() && queue_policy.user_quota.Empty() && !project_limits) return std::nullopt;
+  const Amount need = AmountOf(request);
+  if (!queue_policy.project_quota.Empty()) {
+    const Amount used = tally.QueueProject(scope.queue, scope.project);
+    if (const Dimension* d = Exceeded(queue_policy.project_quota, used, need)) {
+      return QuotaReason(*d, queue_policy.project_quota, used, need, "project " + std::string(scope.project), " in " + std::string(scope.queue),
+                         "project_quota");
+    }
   }
-  if (auto r = Check(queue_policy.user_quota, tally.QueueUser(scope.queue, scope.user), need, "user " + scope.user,
-                     " in " + scope.queue, "user_quota")) {
-    return r;
+  if (!queue_policy.user_quota.Empty()) {
+    const Amount used = tally.QueueUser(scope.queue, scope.user);
+    if (const Dimension* d = Exceeded(queue_policy.user_quota, used, need)) {
+      return QuotaReason(*d, queue_policy.user_quota, used, need, "user " + std::string(scope.user), " in " + std::string(scope.queue),
+                         "user_quota");
+    }
   }
-  if (project_policy) {
-    if (auto r = Check(project_policy->quota, tally.Project(scope.project), need, "project " + scope.project,
-                       " over all queues", "projects quota")) {
-      return r;
+  if (project_limits) {
+    const Amount used = tally.Project(scope.project);
+    if (const Dimension* d = Exceeded(project_policy->quota, used, need)) {
+      return QuotaReason(*d, project_policy->quota, used, need, "project " + std::string(scope.project), " over all queues",
+                         "projects quota");
     }
   }
   return std::nullopt;

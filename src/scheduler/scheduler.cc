@@ -6,6 +6,9 @@
 #include "unisched/scheduler/scheduler.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
@@ -63,7 +66,7 @@ class WorkingNodes {
  private:
   std::vector<model::NodeUsage> nodes_;
   std::map<std::string, std::vector<const model::NodeUsage*>> by_pool_;
-  std::map<std::string, size_t> index_;
+  std::unordered_map<std::string_view, size_t> index_;  // views of nodes_' names
 };
 
 Capacity ShareCapacity(const model::NodeAllocation& share) {
@@ -86,9 +89,7 @@ bool CouldEverHold(const model::NodeUsage& node, const model::ResourceRequest& r
   return !model::CheckNode(node, r, constraints, /*ignore_usage=*/true).has_value();
 }
 
-std::string JobsAhead(int n, const std::string& pool) {
-  return std::to_string(n) + (n == 1 ? " job ahead in " : " jobs ahead in ") + pool;
-}
+using ReasonList = std::shared_ptr<const std::vector<model::PendingReason>>;
 
 std::string JoinIds(const std::vector<model::JobId>& ids) {
   std::string text;
@@ -132,21 +133,57 @@ class PoolCycle {
            const std::vector<const RunningJob*>& running);
 
  private:
+  struct ScopeInfo;
+  // A pending job in priority order. Carries what the walk needs for most
+  // jobs so that it rarely touches the job itself (100,000 jobs visited in
+  // priority order are scattered in memory: each touch is a cache miss).
   struct Ranked {
     const PendingJob* job;
-    model::PriorityFactors factors;
+    const ScopeInfo* scope;
     int64_t priority;
+    Timestamp submitted_at;
+    model::JobId id;
+    uint32_t shape;  // index into shapes, or kNoShape
+    uint32_t index;  // into factors
   };
+  static constexpr uint32_t kNoShape = UINT32_MAX;
 
-  model::PriorityFactors PriorityOf(const std::string& queue, const std::string& project, const std::string& user,
-                                    Timestamp submitted_at, const model::ResourceRequest& r, int adjustment) const;
+  // What a cycle needs to know about a (queue, project, user): looked up once
+  // per cycle, not once per job (100,000 jobs come from a few hundred scopes).
+  struct ScopeInfo {
+    const model::QueueSpec* queue_spec;
+    const model::QueuePolicy* policy;
+    model::PriorityWeights weights;
+    const model::ProjectPolicy* project;
+    double fairshare;
+    bool has_limits;  // a quota or concurrency cap applies
+  };
+  struct ScopeKey {
+    std::string_view queue, project, user;
+    bool operator==(const ScopeKey&) const = default;
+  };
+  struct ScopeKeyHash {
+    size_t operator()(const ScopeKey& k) const {
+      const std::hash<std::string_view> h;
+      return (h(k.queue) * 1000003) ^ (h(k.project) * 10007) ^ h(k.user);
+    }
+  };
+  const ScopeInfo& Scope(const std::string& queue, const std::string& project, const std::string& user);
+  model::PriorityFactors PriorityOf(const ScopeInfo& scope, Timestamp submitted_at, const model::ResourceRequest& r,
+                                    int adjustment) const;
   void BuildProfile(const std::vector<const RunningJob*>& running);
   // Pool nodes where a job may start now for its whole wall time without
   // touching a reservation.
   std::vector<const model::NodeUsage*> StartableNodes(const model::ResourceRequest& r, Timestamp end) const;
   void Hold(const model::Allocation& allocation, Timestamp from, Timestamp to, bool is_reservation);
   // Earliest start and nodes for a job that cannot start now, if any.
-  std::optional<std::pair<Timestamp, std::vector<size_t>>> EarliestStart(const PendingJob& job) const;
+  std::optional<std::pair<Timestamp, std::vector<size_t>>> EarliestStart(const PendingJob& job);
+  std::optional<std::pair<Timestamp, std::vector<size_t>>> EarliestSingleNodeStart(const PendingJob& job);
+  // Pool nodes (indices) that could ever hold one node's share of the job.
+  std::vector<size_t> Eligible(const PendingJob& job) const;
+  void RecordReservation(model::JobId job, Timestamp start, const std::vector<size_t>& node_indices);
+  // The job whose reservation holds one of these nodes, if any.
+  std::optional<model::JobId> HolderOf(const model::Allocation& allocation) const;
   // Victims whose removal lets `job` start, fewest and lowest first, or empty.
   std::vector<const RunningJob*> ChooseVictims(const PendingJob& job, int64_t priority,
                                                const std::vector<const RunningJob*>& running);
@@ -160,24 +197,55 @@ class PoolCycle {
   std::string pool_name_;
   const model::PoolSpec* pool_ = nullptr;
   const std::vector<const model::NodeUsage*>* pool_nodes_ = nullptr;
-  std::map<std::string, size_t, std::less<>> node_index_;
+  std::unordered_map<std::string_view, size_t> node_index_;  // views of the pool nodes' names
   std::vector<NodeTimeline> timelines_;
-  std::vector<bool> has_future_hold_;  // a reservation starts later than now on this node
+  std::vector<bool> has_future_hold_;   // a reservation holds room on this node (from now or later)
+  std::vector<uint64_t> node_version_;  // bumped whenever a node's timeline changes
+  std::vector<size_t> roomy_;           // up nodes with something free when the cycle began
+  std::vector<model::JobId> hold_owner_;  // the last job reserved on each node (0: none)
+  // Per request shape, each eligible node's earliest window, valid while the
+  // node's version is unchanged. Within a cycle profiles only fill up, so a
+  // node untouched since keeps its answer: with conservative backfill and
+  // many jobs of few shapes, each reservation re-examines only the nodes the
+  // previous ones changed.
+  struct ShapeEarliest {
+    const PendingJob* job;  // the representative: its resources and constraints
+    std::vector<size_t> eligible;
+    std::vector<std::optional<Timestamp>> earliest;
+    std::vector<uint64_t> computed_at;
+  };
+  std::vector<ShapeEarliest> earliest_cache_;
   bool any_future_hold_ = false;
   int64_t pool_cpus_ = 0;
   int max_tier_ = 0;
   std::unordered_set<model::JobId> being_preempted_;
+  // Keys view the snapshot's strings, which outlive the cycle.
+  std::unordered_map<ScopeKey, ScopeInfo, ScopeKeyHash> scopes_;
 };
 
-model::PriorityFactors PoolCycle::PriorityOf(const std::string& queue, const std::string& project,
-                                             const std::string& user, Timestamp submitted_at,
+const PoolCycle::ScopeInfo& PoolCycle::Scope(const std::string& queue, const std::string& project,
+                                              const std::string& user) {
+  auto [it, inserted] = scopes_.try_emplace(ScopeKey{queue, project, user});
+  if (inserted) {
+    ScopeInfo& info = it->second;
+    info.queue_spec = state_.Queue(queue);
+    info.policy = &state_.PolicyOf(queue);
+    info.weights = info.policy->Weights();
+    info.project = state_.Project(project);
+    info.fairshare = info.weights.fairshare > 0 ? state_.Fairshare(project, user) : 1.0;
+    info.has_limits = info.policy->max_concurrency || !info.policy->project_quota.Empty() ||
+                      !info.policy->user_quota.Empty() || (info.project && !info.project->quota.Empty());
+  }
+  return it->second;
+}
+
+model::PriorityFactors PoolCycle::PriorityOf(const ScopeInfo& scope, Timestamp submitted_at,
                                              const model::ResourceRequest& r, int adjustment) const {
-  const model::QueueSpec* spec = state_.Queue(queue);
-  const model::PriorityWeights weights = spec ? spec->policy.Weights() : DefaultQueuePolicy().Weights();
+  const model::PriorityWeights& weights = scope.weights;
   policy::PriorityInputs in;
-  in.fairshare_factor = weights.fairshare > 0 ? state_.Fairshare(project, user) : 1.0;
+  in.fairshare_factor = scope.fairshare;
   in.submitted_at = submitted_at;
-  in.tier = spec ? spec->priority_tier : 0;
+  in.tier = scope.queue_spec ? scope.queue_spec->priority_tier : 0;
   in.max_tier_in_pool = max_tier_;
   in.job_cpus = int64_t{r.nodes} * r.cpus;
   in.pool_cpus = pool_cpus_;
@@ -208,17 +276,33 @@ void PoolCycle::BuildProfile(const std::vector<const RunningJob*>& running) {
     }
   }
   has_future_hold_.assign(nodes.size(), false);
+  node_version_.assign(nodes.size(), 0);
+  hold_owner_.assign(nodes.size(), 0);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const model::NodeUsage& n = *nodes[i];
+    if (n.state == model::NodeState::kUp && (n.FreeCpus() > 0 || n.FreeMemoryMb() > 0 || n.FreeGpus("") > 0)) {
+      roomy_.push_back(i);
+    }
+  }
 }
 
 std::vector<const model::NodeUsage*> PoolCycle::StartableNodes(const model::ResourceRequest& r, Timestamp end) const {
   const auto& nodes = *pool_nodes_;
-  if (!any_future_hold_) return nodes;  // free now = free for the whole window
+  // Only nodes that had room when the cycle began can have room now
+  // (a cycle only takes room); on a busy cluster that is a few percent.
+  const bool needs_nothing = r.cpus <= 0 && r.memory_mb <= 0 && r.gpus <= 0;
   const Capacity need = policy::PerNode(r);
   std::vector<const model::NodeUsage*> out;
-  out.reserve(nodes.size());
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    if (has_future_hold_[i] && !timelines_[i].MinFree(now_, end).Covers(need)) continue;
+  out.reserve(needs_nothing ? nodes.size() : roomy_.size());
+  auto consider = [&](size_t i) {
+    // A node held for a reservation must keep the room over the whole window.
+    if (any_future_hold_ && has_future_hold_[i] && !timelines_[i].MinFree(now_, end).Covers(need)) return;
     out.push_back(nodes[i]);
+  };
+  if (needs_nothing) {
+    for (size_t i = 0; i < nodes.size(); ++i) consider(i);
+  } else {
+    for (size_t i : roomy_) consider(i);
   }
   return out;
 }
@@ -228,6 +312,7 @@ void PoolCycle::Hold(const model::Allocation& allocation, Timestamp from, Timest
     auto it = node_index_.find(share.node);
     if (it == node_index_.end()) continue;
     timelines_[it->second].Reserve(from, to, ShareCapacity(share));
+    ++node_version_[it->second];
     if (is_reservation && from > now_) {
       has_future_hold_[it->second] = true;
       any_future_hold_ = true;
@@ -235,16 +320,67 @@ void PoolCycle::Hold(const model::Allocation& allocation, Timestamp from, Timest
   }
 }
 
-std::optional<std::pair<Timestamp, std::vector<size_t>>> PoolCycle::EarliestStart(const PendingJob& job) const {
-  const auto& nodes = *pool_nodes_;
+void PoolCycle::RecordReservation(model::JobId job, Timestamp start, const std::vector<size_t>& node_indices) {
+  Reservation r{job, start, {}};
+  for (size_t i : node_indices) r.nodes.push_back((*pool_nodes_)[i]->spec.name);
+  plan_.reservations.push_back(std::move(r));
+  ++plan_.report.reservations;
+}
+
+std::optional<model::JobId> PoolCycle::HolderOf(const model::Allocation& allocation) const {
+  for (const auto& share : allocation) {
+    auto it = node_index_.find(share.node);
+    if (it != node_index_.end() && hold_owner_[it->second] != 0) return hold_owner_[it->second];
+  }
+  return std::nullopt;
+}
+
+std::vector<size_t> PoolCycle::Eligible(const PendingJob& job) const {
+  std::vector<size_t> eligible;
+  for (size_t i = 0; i < pool_nodes_->size(); ++i) {
+    if (CouldEverHold(*(*pool_nodes_)[i], job.resources, job.constraints)) eligible.push_back(i);
+  }
+  return eligible;
+}
+
+std::optional<std::pair<Timestamp, std::vector<size_t>>> PoolCycle::EarliestSingleNodeStart(const PendingJob& job) {
+  constexpr size_t kMaxCachedShapes = 64;
+  ShapeEarliest* cache = nullptr;
+  for (auto& c : earliest_cache_) {
+    if (c.job->resources == job.resources && c.job->constraints == job.constraints) cache = &c;
+  }
+  ShapeEarliest scratch;
+  if (!cache) {
+    cache = earliest_cache_.size() < kMaxCachedShapes ? &earliest_cache_.emplace_back() : &scratch;
+    cache->job = &job;
+    cache->eligible = Eligible(job);
+    cache->earliest.assign(cache->eligible.size(), std::nullopt);
+    cache->computed_at.assign(cache->eligible.size(), UINT64_MAX);
+  }
+  const Capacity need = policy::PerNode(job.resources);
+  const auto duration = Walltime(job.resources);
+  std::optional<std::pair<Timestamp, size_t>> best;
+  for (size_t k = 0; k < cache->eligible.size(); ++k) {
+    const size_t i = cache->eligible[k];
+    if (cache->computed_at[k] != node_version_[i]) {
+      cache->earliest[k] = timelines_[i].EarliestFit(now_, duration, need);
+      cache->computed_at[k] = node_version_[i];
+    }
+    // The earliest; among equals the first in name order.
+    if (cache->earliest[k] && (!best || *cache->earliest[k] < best->first))
+      best = std::make_pair(*cache->earliest[k], i);
+  }
+  if (!best) return std::nullopt;
+  return std::make_pair(best->first, std::vector<size_t>{best->second});
+}
+
+std::optional<std::pair<Timestamp, std::vector<size_t>>> PoolCycle::EarliestStart(const PendingJob& job) {
   const model::ResourceRequest& r = job.resources;
+  const size_t wanted = static_cast<size_t>(std::max(1, r.nodes));
+  if (wanted == 1) return EarliestSingleNodeStart(job);
   const Capacity need = policy::PerNode(r);
   const auto duration = Walltime(r);
-  std::vector<size_t> eligible;
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    if (CouldEverHold(*nodes[i], r, job.constraints)) eligible.push_back(i);
-  }
-  const size_t wanted = static_cast<size_t>(std::max(1, r.nodes));
+  const std::vector<size_t> eligible = Eligible(job);
   if (eligible.size() < wanted) return std::nullopt;
 
   // Each node's earliest window at or after `from`; the k-th smallest is a
@@ -287,9 +423,10 @@ std::vector<const RunningJob*> PoolCycle::ChooseVictims(const PendingJob& job, i
   std::vector<Candidate> candidates;
   for (const RunningJob* r : running) {
     if (r->preempting_for || being_preempted_.count(r->id)) continue;
-    if (!state_.PolicyOf(r->queue).preemptible) continue;
+    const ScopeInfo& scope = Scope(r->queue, r->project, r->user);
+    if (!scope.policy->preemptible) continue;
     if (std::find(job.preempted_by.begin(), job.preempted_by.end(), r->id) != job.preempted_by.end()) continue;
-    const int64_t p = PriorityOf(r->queue, r->project, r->user, r->submitted_at, r->resources, r->adjustment).Total();
+    const int64_t p = PriorityOf(scope, r->submitted_at, r->resources, r->adjustment).Total();
     if (p >= priority) continue;
     candidates.push_back({r, p});
   }
@@ -319,7 +456,7 @@ std::vector<const RunningJob*> PoolCycle::ChooseVictims(const PendingJob& job, i
     std::vector<const model::NodeUsage*> ptrs;
     ptrs.reserve(scratch.size());
     for (const auto& n : scratch) ptrs.push_back(&n);
-    return model::Fit(ptrs, job.resources, job.constraints, pool_name_).allocation.has_value();
+    return model::Fit(ptrs, job.resources, job.constraints, pool_name_, /*explain=*/false).allocation.has_value();
   };
   std::vector<const RunningJob*> victims;
   bool enough = false;
@@ -352,7 +489,7 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
   auto pool_it = state_.pools.find(pool_name);
   pool_ = pool_it == state_.pools.end() ? nullptr : pool_it->second;
   const model::BackfillMode mode = pool_ ? pool_->backfill : model::BackfillMode::kEasy;
-  const int depth = !pool_                                         ? 1
+  const int depth = !pool_                                       ? 1
                     : mode == model::BackfillMode::kConservative ? pool_->reservation_depth
                     : mode == model::BackfillMode::kEasy         ? 1
                                                                  : 0;
@@ -366,15 +503,33 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
   auto t = SteadyClock::now();
   std::vector<Ranked> ranked;
   ranked.reserve(jobs.size());
+  std::vector<model::PriorityFactors> factors;
+  factors.reserve(jobs.size());
+  // Distinct request shapes (resources and constraints), found while the
+  // jobs are visited in memory order.
+  std::vector<const PendingJob*> shapes;
+  constexpr size_t kMaxShapes = 256;
   for (const PendingJob* job : jobs) {
-    model::PriorityFactors f =
-        PriorityOf(job->queue, job->project, job->user, job->submitted_at, job->resources, job->adjustment);
-    ranked.push_back({job, f, f.Total()});
+    const ScopeInfo& scope = Scope(job->queue, job->project, job->user);
+    factors.push_back(PriorityOf(scope, job->submitted_at, job->resources, job->adjustment));
+    uint32_t shape = kNoShape;
+    for (size_t k = 0; k < shapes.size(); ++k) {
+      if (shapes[k]->resources == job->resources && shapes[k]->constraints == job->constraints) {
+        shape = static_cast<uint32_t>(k);
+        break;
+      }
+    }
+    if (shape == kNoShape && shapes.size() < kMaxShapes) {
+      shape = static_cast<uint32_t>(shapes.size());
+      shapes.push_back(job);
+    }
+    ranked.push_back({job, &scope, factors.back().Total(), job->submitted_at, job->id, shape,
+                      static_cast<uint32_t>(factors.size() - 1)});
   }
   std::sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
     if (a.priority != b.priority) return a.priority > b.priority;
-    if (a.job->submitted_at != b.job->submitted_at) return a.job->submitted_at < b.job->submitted_at;
-    return a.job->id < b.job->id;
+    if (a.submitted_at != b.submitted_at) return a.submitted_at < b.submitted_at;
+    return a.id < b.id;
   });
   plan_.report.order += SteadyClock::now() - t;
 
@@ -385,47 +540,115 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
   for (const RunningJob* r : running) {
     if (r->preempting_for) victims_in_flight[*r->preempting_for].push_back(r->id);
   }
+  // Conservative: previous reservations hold their room while the jobs
+  // before them are placed, so each job only ever moves earlier. One that no
+  // longer fits where it was (its node went down) is placed afresh.
+  std::unordered_map<model::JobId, std::vector<size_t>> previous_holds;
+  if (mode == model::BackfillMode::kConservative) {
+    for (const Ranked& entry : ranked) {
+      const PendingJob& job = *entry.job;
+      if (!job.reserved_start || job.reserved_nodes.empty()) continue;
+      std::vector<size_t> held;
+      for (const auto& name : job.reserved_nodes) {
+        auto it = node_index_.find(name);
+        if (it == node_index_.end()) break;
+        held.push_back(it->second);
+      }
+      if (held.size() != job.reserved_nodes.size()) continue;
+      const Timestamp from = std::max(*job.reserved_start, now_);
+      const Timestamp to = policy::WindowEnd(from, Walltime(job.resources));
+      const Capacity need = policy::PerNode(job.resources);
+      const bool fits = std::all_of(held.begin(), held.end(), [&](size_t i) {
+        return CouldEverHold(*(*pool_nodes_)[i], job.resources, job.constraints) &&
+               timelines_[i].MinFree(from, to).Covers(need);
+      });
+      if (!fits) continue;
+      for (size_t i : held) {
+        timelines_[i].Reserve(from, to, need);
+        ++node_version_[i];
+        has_future_hold_[i] = true;
+        any_future_hold_ = true;
+        hold_owner_[i] = job.id;
+      }
+      previous_holds.emplace(job.id, std::move(held));
+    }
+  }
   plan_.report.reserve += SteadyClock::now() - t;
 
   // Requests known not to start now: capacity only shrinks during a cycle,
-  // so an identical request cannot start later in it either, and its
-  // reasons (which quote free amounts) stay the same. With thousands of
-  // identical agent jobs waiting, this keeps a saturated pool's cycle cheap.
-  struct FailedShape {
-    const PendingJob* job;
-    std::vector<model::PendingReason> reasons;
-  };
-  std::vector<FailedShape> failed_shapes;
-  constexpr size_t kMaxFailedShapes = 64;
+  // so an identical request cannot start later in it either. Its reasons
+  // are reused as first found in the cycle (free amounts they quote may have
+  // shrunk since; the next cycle refreshes them). With thousands of
+  // identical jobs waiting, this keeps a saturated pool's cycle cheap.
+  std::vector<char> shape_failed(shapes.size(), 0);
+  std::vector<ReasonList> shape_reasons(shapes.size());
 
-  int waiting_ahead = 0;  // jobs of this pool ordered before the current one that stay pending
+  const auto pool_name_shared = std::make_shared<const std::string>(pool_name_);
+  if (explain) plan_.pending.reserve(plan_.pending.size() + ranked.size());
+  int waiting_ahead = 0;      // jobs of this pool ordered before the current one that stay pending
   bool pool_blocked = false;  // fcfs: a job ahead could not start
   int reservations = 0;
-  std::optional<model::JobId> first_reservation;
 
   for (const Ranked& entry : ranked) {
-    const PendingJob& job = *entry.job;
+    const PendingJob& job = *entry.job;  // a reference: not read unless needed
     ++plan_.report.considered;
     model::PendingInfo info;
-    if (explain) info.priority = entry.factors;
+    if (explain) info.priority = factors[entry.index];
     auto keep_pending = [&](model::PendingInfo& pending) {
       if (explain) {
-        if (waiting_ahead > 0) pending.reasons.push_back({"Priority", JobsAhead(waiting_ahead, pool_name_)});
-        plan_.pending.emplace(job.id, std::move(pending));
+        pending.jobs_ahead = waiting_ahead;
+        pending.pool = pool_name_shared;
+        plan_.pending.emplace(entry.id, std::move(pending));
       }
       ++waiting_ahead;
     };
+    // Puts a reason before the job's own (shared) ones.
+    auto prepend = [&](model::PendingReason reason) {
+      auto list = std::make_shared<std::vector<model::PendingReason>>();
+      list->push_back(std::move(reason));
+      if (info.own) list->insert(list->end(), info.own->begin(), info.own->end());
+      info.own = std::move(list);
+    };
+
+    // Its previous reservation, if held: given back now, then either kept
+    // as it was (not moving this cycle, start still ahead) or replaced by
+    // one at least as early (or a start).
+    if (!previous_holds.empty()) {
+      if (auto held = previous_holds.find(entry.id); held != previous_holds.end()) {
+        const Timestamp from = std::max(*job.reserved_start, now_);
+        const Timestamp to = policy::WindowEnd(from, Walltime(job.resources));
+        for (size_t i : held->second) {
+          timelines_[i].Release(from, to, policy::PerNode(job.resources));
+          ++node_version_[i];
+        }
+        if (!state_.snapshot.move_reservations && from > now_) {
+          for (size_t i : held->second) {
+            timelines_[i].Reserve(from, to, policy::PerNode(job.resources));
+            ++node_version_[i];
+          }
+          RecordReservation(job.id, from, held->second);
+          ++reservations;
+          if (explain) {
+            info.own = std::make_shared<const std::vector<model::PendingReason>>(std::vector<model::PendingReason>{
+                {"Resources", "waits for its reservation (conservative backfill)"}});
+            info.estimated_start = from;
+          }
+          keep_pending(info);
+          continue;
+        }
+      }
+    }
 
     // Admission: quotas and concurrency. An over-limit job waits without
     // holding anything up (it gets no reservation).
-    t = SteadyClock::now();
-    const policy::JobScope scope{job.queue, job.project, job.user};
-    const model::QueuePolicy& queue_policy = state_.PolicyOf(job.queue);
-    std::optional<model::PendingReason> limit =
-        policy::CheckLimits(tally_, scope, job.resources, queue_policy, state_.Project(job.project));
-    plan_.report.admit += SteadyClock::now() - t;
+    const model::QueuePolicy& queue_policy = *entry.scope->policy;
+    std::optional<model::PendingReason> limit;
+    if (entry.scope->has_limits) {
+      limit = policy::CheckLimits(tally_, {job.queue, job.project, job.user}, job.resources, queue_policy,
+                                  entry.scope->project);
+    }
     if (limit) {
-      if (explain) info.reasons.push_back(std::move(*limit));
+      if (explain) prepend(std::move(*limit));
       keep_pending(info);
       continue;
     }
@@ -435,52 +658,55 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
     }
 
     // Start now, if it fits for its whole wall time without touching a reservation.
-    const Timestamp end = policy::WindowEnd(now_, Walltime(job.resources));
-    const FailedShape* known_failure = nullptr;
-    for (const auto& f : failed_shapes) {
-      if (f.job->resources == job.resources && f.job->constraints == job.constraints) {
-        known_failure = &f;
-        break;
-      }
-    }
+    const bool known_failure = entry.shape != kNoShape && shape_failed[entry.shape];
     if (!known_failure) {
+      const Timestamp end = policy::WindowEnd(now_, Walltime(job.resources));
       t = SteadyClock::now();
-      model::FitResult fit = model::Fit(StartableNodes(job.resources, end), job.resources, job.constraints, pool_name_);
+      model::FitResult fit =
+          model::Fit(StartableNodes(job.resources, end), job.resources, job.constraints, pool_name_, explain);
       plan_.report.fit += SteadyClock::now() - t;
       if (fit.allocation) {
         nodes_.Apply(*fit.allocation, +1);
         Hold(*fit.allocation, now_, end, /*is_reservation=*/false);
-        tally_.Add(scope, policy::AmountOf(job.resources));
+        tally_.Add({job.queue, job.project, job.user}, policy::AmountOf(job.resources));
         plan_.starts.push_back({job.id, std::move(*fit.allocation)});
         ++plan_.report.started;
-        failed_shapes.clear();  // what is free has changed
         continue;
       }
-      std::vector<model::PendingReason> reasons;
+      ReasonList reasons;
       if (explain) {
-        reasons = std::move(fit.reasons);
-        // Room that is free now but held for a reservation: say so.
-        if (any_future_hold_ && first_reservation &&
-            model::Fit(*pool_nodes_, job.resources, job.constraints, pool_name_).allocation) {
-          reasons = {{"ReservedForJob", "the room it fits in now is reserved from its start for job " +
-                                            std::to_string(*first_reservation) +
-                                            " (a higher-priority job); it would not end before that start"}};
+        std::vector<model::PendingReason> list = std::move(fit.reasons);
+        {
+          // Full nodes and nodes held for a reservation were left out of the
+          // fit above, so its reasons describe only the rest ("p has no
+          // nodes" when that is none). Explain against the whole pool: if
+          // the job fits there now, a reservation holds it back; else the
+          // pool-wide shortfall says why. (Once per request shape and cycle.)
+          model::FitResult whole = model::Fit(*pool_nodes_, job.resources, job.constraints, pool_name_);
+          if (!whole.allocation) {
+            list = std::move(whole.reasons);
+          } else if (std::optional<model::JobId> holder = HolderOf(*whole.allocation)) {
+            list = {{"ReservedForJob", "the room it fits in now is reserved from its start for job " +
+                                           std::to_string(*holder) +
+                                           " (a higher-priority job); it would not end before that start"}};
+          }
         }
+        reasons = std::make_shared<const std::vector<model::PendingReason>>(std::move(list));
       }
-      if (failed_shapes.size() < kMaxFailedShapes) failed_shapes.push_back({&job, reasons});
-      if (explain) info.reasons = std::move(reasons);
+      if (entry.shape != kNoShape) {
+        shape_failed[entry.shape] = 1;
+        shape_reasons[entry.shape] = reasons;
+      }
+      info.own = std::move(reasons);
     } else if (explain) {
-      info.reasons = known_failure->reasons;
+      info.own = shape_reasons[entry.shape];
     }
 
     // Preemption: its queue may preempt, and no victims are already stopping for it.
     if (queue_policy.can_preempt) {
       auto in_flight = victims_in_flight.find(job.id);
       if (in_flight != victims_in_flight.end()) {
-        if (explain) {
-          info.reasons.insert(info.reasons.begin(),
-                              {"Preempting", "waiting for preempted job(s) " + JoinIds(in_flight->second) + " to stop"});
-        }
+        if (explain) prepend({"Preempting", "waiting for preempted job(s) " + JoinIds(in_flight->second) + " to stop"});
       } else {
         std::vector<const RunningJob*> victims = ChooseVictims(job, entry.priority, running);
         if (!victims.empty()) {
@@ -493,10 +719,7 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
             ids.push_back(v->id);
             ++plan_.report.preempted;
           }
-          if (explain) {
-            info.reasons.insert(info.reasons.begin(),
-                                {"Preempting", "preempting job(s) " + JoinIds(ids) + " to make room"});
-          }
+          if (explain) prepend({"Preempting", "preempting job(s) " + JoinIds(ids) + " to make room"});
         }
       }
     }
@@ -511,14 +734,17 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
         const Timestamp reserved_end = policy::WindowEnd(start, Walltime(job.resources));
         for (size_t i : chosen) {
           timelines_[i].Reserve(start, reserved_end, policy::PerNode(job.resources));
-          if (start > now_) {
-            has_future_hold_[i] = true;
-            any_future_hold_ = true;
-          }
+          ++node_version_[i];
+          // Even a reservation from now holds room a later job must not take:
+          // the job did not fit now, yet the profile has it fit (a job past
+          // its end still holds the room it frees "now"; GPUs are counted,
+          // not matched by model).
+          has_future_hold_[i] = true;
+          any_future_hold_ = true;
+          hold_owner_[i] = job.id;
         }
+        RecordReservation(job.id, start, chosen);
         ++reservations;
-        ++plan_.report.reservations;
-        if (!first_reservation) first_reservation = job.id;
         if (explain) info.estimated_start = start;
       }
       plan_.report.reserve += SteadyClock::now() - t;
@@ -561,6 +787,7 @@ Plan Scheduler::Decide(const Snapshot& snapshot, Timestamp now) const {
     PoolCycle cycle(state, nodes, tally, plan, now);
     cycle.Run(pool, jobs, running == running_by_pool.end() ? kNoneRunning : running->second);
   }
+  plan.pending.Seal();
   plan.report.total = SteadyClock::now() - cycle_start;
   return plan;
 }

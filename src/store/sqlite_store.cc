@@ -57,7 +57,10 @@ std::string StatesSql(bool terminal) {
         model::JobState::kFailed, model::JobState::kCancelled, model::JobState::kTimeout, model::JobState::kNodeFail}) {
     if (model::IsTerminal(state) != terminal) continue;
     if (!sql.empty()) sql += ",";
-    sql += "'" + std::string(model::ToString(state)) + "'";
+    // Appended piecewise: "'" + std::string(...) trips GCC 12's -Wrestrict (PR 105329).
+    sql += '\'';
+    sql += model::ToString(state);
+    sql += '\'';
   }
   return sql;
 }

@@ -98,6 +98,47 @@ QueueBuilder& QueueBuilder::PolicyType(std::string type) {
   queue_.policy.type = std::move(type);
   return *this;
 }
+QueueBuilder& QueueBuilder::Weights(model::PriorityWeights weights) {
+  queue_.policy.priority_weights = weights;
+  return *this;
+}
+QueueBuilder& QueueBuilder::ProjectQuota(model::ResourceLimits limits) {
+  queue_.policy.project_quota = limits;
+  return *this;
+}
+QueueBuilder& QueueBuilder::UserQuota(model::ResourceLimits limits) {
+  queue_.policy.user_quota = limits;
+  return *this;
+}
+QueueBuilder& QueueBuilder::GpuQuotaPerProject(int gpus) {
+  queue_.policy.gpu_quota_per_project = gpus;
+  queue_.policy.project_quota.gpus = gpus;
+  return *this;
+}
+QueueBuilder& QueueBuilder::QuotaAction(model::QuotaAction action) {
+  queue_.policy.quota_action = action;
+  return *this;
+}
+QueueBuilder& QueueBuilder::MaxConcurrency(int n) {
+  queue_.policy.max_concurrency = n;
+  return *this;
+}
+QueueBuilder& QueueBuilder::Preemptible(bool preemptible) {
+  queue_.policy.preemptible = preemptible;
+  return *this;
+}
+QueueBuilder& QueueBuilder::CanPreempt(bool can_preempt) {
+  queue_.policy.can_preempt = can_preempt;
+  return *this;
+}
+QueueBuilder& QueueBuilder::PreemptAction(model::PreemptAction action) {
+  queue_.policy.preempt_action = action;
+  return *this;
+}
+QueueBuilder& QueueBuilder::PreemptGraceSeconds(int seconds) {
+  queue_.policy.preempt_grace_seconds = seconds;
+  return *this;
+}
 QueueBuilder MakeQueue(std::string name) {
   return QueueBuilder(std::move(name));
 }
@@ -159,6 +200,21 @@ ClusterBuilder& ClusterBuilder::Queue(const QueueBuilder& queue) {
 
 ClusterBuilder& ClusterBuilder::Rule(const RuleBuilder& rule) {
   cluster_.routing_rules.push_back(rule.Build());
+  return *this;
+}
+
+ClusterBuilder& ClusterBuilder::Backfill(const std::string& pool, model::BackfillMode mode, int reservation_depth) {
+  if (cluster_.FindPool(pool) == nullptr) Pool(pool);
+  for (auto& p : cluster_.pools) {
+    if (p.name != pool) continue;
+    p.backfill = mode;
+    p.reservation_depth = reservation_depth;
+  }
+  return *this;
+}
+
+ClusterBuilder& ClusterBuilder::Project(model::ProjectPolicy project) {
+  cluster_.projects.push_back(std::move(project));
   return *this;
 }
 
@@ -286,11 +342,7 @@ PendingBuilder& PendingBuilder::User(std::string user) {
   return *this;
 }
 PendingBuilder& PendingBuilder::Priority(int priority) {
-  job_.priority = priority;
-  return *this;
-}
-PendingBuilder& PendingBuilder::Tier(int tier) {
-  job_.queue_tier = tier;
+  job_.adjustment = priority;
   return *this;
 }
 PendingBuilder& PendingBuilder::SubmittedAt(Timestamp t) {
@@ -322,8 +374,125 @@ PendingBuilder& PendingBuilder::Constraint(std::string key, std::string value) {
   job_.constraints[std::move(key)] = std::move(value);
   return *this;
 }
+PendingBuilder& PendingBuilder::WalltimeSeconds(int64_t seconds) {
+  job_.resources.walltime_seconds = seconds;
+  return *this;
+}
+PendingBuilder& PendingBuilder::PreemptedBy(model::JobId preemptor) {
+  job_.preempted_by.push_back(preemptor);
+  return *this;
+}
 PendingBuilder MakePending(model::JobId id) {
   return PendingBuilder(id);
+}
+
+// ---- running jobs and snapshots ----
+
+RunningBuilder::RunningBuilder(model::JobId id) {
+  job_.id = id;
+  job_.pool = "p";
+  job_.queue = "q";
+  job_.project = "default";
+  job_.user = "alice";
+  job_.submitted_at = TestEpoch() + std::chrono::seconds(id);
+  job_.started_at = TestEpoch();
+  job_.resources.memory_mb = 1024;
+  job_.resources.walltime_seconds = 3600;
+}
+RunningBuilder& RunningBuilder::Pool(std::string pool) {
+  job_.pool = std::move(pool);
+  return *this;
+}
+RunningBuilder& RunningBuilder::Queue(std::string queue) {
+  job_.queue = std::move(queue);
+  return *this;
+}
+RunningBuilder& RunningBuilder::Project(std::string project) {
+  job_.project = std::move(project);
+  return *this;
+}
+RunningBuilder& RunningBuilder::User(std::string user) {
+  job_.user = std::move(user);
+  return *this;
+}
+RunningBuilder& RunningBuilder::Priority(int priority) {
+  job_.adjustment = priority;
+  return *this;
+}
+RunningBuilder& RunningBuilder::SubmittedAt(Timestamp t) {
+  job_.submitted_at = t;
+  return *this;
+}
+RunningBuilder& RunningBuilder::Cpus(int n) {
+  job_.resources.cpus = n;
+  return *this;
+}
+RunningBuilder& RunningBuilder::MemoryMb(int64_t memory_mb) {
+  job_.resources.memory_mb = memory_mb;
+  return *this;
+}
+RunningBuilder& RunningBuilder::Gpus(int n, std::string model) {
+  job_.resources.gpus = n;
+  job_.resources.gpu_model = std::move(model);
+  return *this;
+}
+RunningBuilder& RunningBuilder::WalltimeSeconds(int64_t seconds) {
+  job_.resources.walltime_seconds = seconds;
+  return *this;
+}
+RunningBuilder& RunningBuilder::StartedAt(Timestamp t) {
+  job_.started_at = t;
+  return *this;
+}
+RunningBuilder& RunningBuilder::StartedAfter(int64_t seconds) {
+  job_.started_at = TestEpoch() + std::chrono::seconds(seconds);
+  return *this;
+}
+RunningBuilder& RunningBuilder::ExpectedEnd(Timestamp t) {
+  expected_end_ = t;
+  return *this;
+}
+RunningBuilder& RunningBuilder::PreemptingFor(model::JobId preemptor) {
+  job_.preempting_for = preemptor;
+  return *this;
+}
+RunningBuilder& RunningBuilder::On(std::string node, std::vector<int> gpu_indices) {
+  if (gpu_indices.empty()) {
+    for (int i = 0; i < job_.resources.gpus; ++i) gpu_indices.push_back(i);
+  }
+  job_.allocation.push_back({std::move(node), job_.resources.cpus, job_.resources.memory_mb, std::move(gpu_indices)});
+  return *this;
+}
+scheduler::RunningJob RunningBuilder::Build() const {
+  scheduler::RunningJob job = job_;
+  job.resources.nodes = std::max(1, static_cast<int>(job.allocation.size()));
+  if (expected_end_) {
+    job.expected_end = *expected_end_;
+  } else if (job.resources.walltime_seconds > 0) {
+    job.expected_end = job.started_at + std::chrono::seconds(job.resources.walltime_seconds);
+  } else {
+    job.expected_end = Timestamp::max();
+  }
+  return job;
+}
+RunningBuilder MakeRunning(model::JobId id) {
+  return RunningBuilder(id);
+}
+
+scheduler::Snapshot MakeSnapshot(std::vector<model::NodeUsage> nodes, std::vector<scheduler::PendingJob> pending,
+                                 std::vector<scheduler::RunningJob> running) {
+  for (const auto& job : running) {
+    for (const auto& share : job.allocation) {
+      for (auto& node : nodes) {
+        if (node.spec.name == share.node) node.Apply(share, +1);
+      }
+    }
+  }
+  scheduler::Snapshot snapshot;
+  snapshot.nodes = std::move(nodes);
+  snapshot.pending = std::move(pending);
+  snapshot.running = std::move(running);
+  return snapshot;
 }
 
 }  // namespace unisched::testing

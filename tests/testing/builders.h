@@ -4,8 +4,11 @@
 //   MakeNode("x86-c8m16-hpc-01").Pool("p").Cpus(8).MemoryMb(16384).Gpus(2, "h100").Label("k", "v")
 //   MakeCluster().Pool("p").Node(...).Queue(MakeQueue("q").Pool("p")).Rule(...)
 //   MakePending(7).Pool("p").Cpus(4).Priority(10)
+//   MakeRunning(3).Queue("q").Cpus(4).StartedAfter(-600).WalltimeSeconds(3600).On("n1")
 
 #include <cstdint>
+#include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -15,6 +18,13 @@
 #include "unisched/model/job.h"
 #include "unisched/model/resources.h"
 #include "unisched/scheduler/scheduler.h"
+
+namespace unisched::model {
+// Readable failure messages for reasons (gtest finds it by ADL).
+inline void PrintTo(const PendingReason& reason, std::ostream* os) {
+  *os << "{" << reason.code << ": \"" << reason.message << "\"}";
+}
+}  // namespace unisched::model
 
 namespace unisched::testing {
 
@@ -61,6 +71,18 @@ class QueueBuilder {
   QueueBuilder& DefaultMemoryMbPerCpu(int64_t memory_mb);
   QueueBuilder& Tier(int tier);
   QueueBuilder& PolicyType(std::string type);
+  // Policy engine keys (docs/policy/).
+  QueueBuilder& Weights(model::PriorityWeights weights);
+  QueueBuilder& ProjectQuota(model::ResourceLimits limits);
+  QueueBuilder& UserQuota(model::ResourceLimits limits);
+  // The seed's key: sets project_quota.gpus too, as the config loader does.
+  QueueBuilder& GpuQuotaPerProject(int gpus);
+  QueueBuilder& QuotaAction(model::QuotaAction action);
+  QueueBuilder& MaxConcurrency(int n);
+  QueueBuilder& Preemptible(bool preemptible);
+  QueueBuilder& CanPreempt(bool can_preempt);
+  QueueBuilder& PreemptAction(model::PreemptAction action);
+  QueueBuilder& PreemptGraceSeconds(int seconds);
 
   model::QueueSpec Build() const { return queue_; }
   operator model::QueueSpec() const { return Build(); }  // NOLINT: builder
@@ -96,6 +118,9 @@ class ClusterBuilder {
   ClusterBuilder& Node(const NodeBuilder& node);
   ClusterBuilder& Queue(const QueueBuilder& queue);
   ClusterBuilder& Rule(const RuleBuilder& rule);
+  // The backfill mode of a pool (created as kCpu if not declared yet).
+  ClusterBuilder& Backfill(const std::string& pool, model::BackfillMode mode, int reservation_depth = 0);
+  ClusterBuilder& Project(model::ProjectPolicy project);
 
   model::ClusterSpec Build() const { return cluster_; }
   operator model::ClusterSpec() const { return Build(); }  // NOLINT: builder
@@ -143,8 +168,8 @@ class PendingBuilder {
   PendingBuilder& Queue(std::string queue);
   PendingBuilder& Project(std::string project);
   PendingBuilder& User(std::string user);
+  // The job's own `priority` (the admin adjustment of its priority).
   PendingBuilder& Priority(int priority);
-  PendingBuilder& Tier(int tier);
   PendingBuilder& SubmittedAt(Timestamp t);
   // Submitted this many seconds after TestEpoch().
   PendingBuilder& SubmittedAfter(int64_t seconds);
@@ -153,6 +178,8 @@ class PendingBuilder {
   PendingBuilder& MemoryMb(int64_t memory_mb);
   PendingBuilder& Gpus(int n, std::string model = {});
   PendingBuilder& Constraint(std::string key, std::string value);
+  PendingBuilder& WalltimeSeconds(int64_t seconds);  // 0: no limit
+  PendingBuilder& PreemptedBy(model::JobId preemptor);
 
   scheduler::PendingJob Build() const { return job_; }
   operator scheduler::PendingJob() const { return Build(); }  // NOLINT: builder
@@ -160,7 +187,49 @@ class PendingBuilder {
  private:
   scheduler::PendingJob job_;
 };
-// Pool "p", queue "q", 1 node x 1 cpu x 1024 MB, submitted at TestEpoch() + id seconds.
+// Pool "p", queue "q", project "default", user "alice", 1 node x 1 cpu x
+// 1024 MB, wall time 3600 s, submitted at TestEpoch() + id seconds.
 PendingBuilder MakePending(model::JobId id);
+
+// A running job. Its allocation is given node by node with On(), each share
+// the per-node request; its expected end is start + wall time (forever
+// without a wall time) unless ExpectedEnd() says otherwise.
+class RunningBuilder {
+ public:
+  explicit RunningBuilder(model::JobId id);
+  RunningBuilder& Pool(std::string pool);
+  RunningBuilder& Queue(std::string queue);
+  RunningBuilder& Project(std::string project);
+  RunningBuilder& User(std::string user);
+  RunningBuilder& Priority(int priority);
+  RunningBuilder& SubmittedAt(Timestamp t);
+  RunningBuilder& Cpus(int n);
+  RunningBuilder& MemoryMb(int64_t memory_mb);
+  RunningBuilder& Gpus(int n, std::string model = {});
+  RunningBuilder& WalltimeSeconds(int64_t seconds);
+  RunningBuilder& StartedAt(Timestamp t);
+  // Started this many seconds after TestEpoch() (negative: before).
+  RunningBuilder& StartedAfter(int64_t seconds);
+  RunningBuilder& ExpectedEnd(Timestamp t);
+  RunningBuilder& PreemptingFor(model::JobId preemptor);
+  // One node's share: the per-node cpus and memory, and these GPU indices
+  // (as many as the request's gpus; empty: 0, 1, ... up to that count).
+  RunningBuilder& On(std::string node, std::vector<int> gpu_indices = {});
+
+  scheduler::RunningJob Build() const;
+  operator scheduler::RunningJob() const { return Build(); }  // NOLINT: builder
+
+ private:
+  scheduler::RunningJob job_;
+  std::optional<Timestamp> expected_end_;
+};
+// Pool "p", queue "q", project "default", user "alice", 1 cpu x 1024 MB,
+// wall time 3600 s, submitted at TestEpoch() + id seconds, started at TestEpoch().
+RunningBuilder MakeRunning(model::JobId id);
+
+// A snapshot whose node usage is what the running jobs hold: `nodes` as
+// given (usually free), plus every running job's allocation applied.
+scheduler::Snapshot MakeSnapshot(std::vector<model::NodeUsage> nodes, std::vector<scheduler::PendingJob> pending,
+                                 std::vector<scheduler::RunningJob> running = {});
 
 }  // namespace unisched::testing

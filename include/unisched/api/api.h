@@ -27,7 +27,7 @@ namespace unisched::api {
 
 // What the last cycle said about each pending job: reasons, priority
 // factors, estimated start.
-using PendingInfoMap = std::unordered_map<model::JobId, model::PendingInfo>;
+using PendingInfoMap = model::PendingInfos;
 
 // What the controller publishes after every change: an immutable view for
 // readers (GET /v1/nodes, /v1/pools, /v1/queues, pending reasons).

@@ -5,6 +5,7 @@
 //   queues[1].policy.max_concurrency: must be > 0
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -41,9 +42,14 @@ struct ExecutorSettings {
   std::string supervisor_path;                     // empty: unisched-supervisor beside the binary
 };
 
+// A project of the file. Its policy keys become a model::ProjectPolicy in
+// cluster.projects when the file loads (every project gets one).
 struct ProjectSpec {
   std::string name;
   std::string description;
+  double shares = 1;                          // fair share relative to the other projects
+  std::map<std::string, double> user_shares;  // users within the project; unlisted: 1
+  model::ResourceLimits quota;                // over every queue
 };
 
 struct UserSpec {
@@ -58,6 +64,8 @@ struct Config {
   ServerSettings server;
   StoreSettings store;
   ExecutorSettings executor;
+  // Also holds the `scheduler:` section (fairshare_half_life_hours,
+  // fairshare_gpu_weight) and, once loaded, the projects' policies.
   model::ClusterSpec cluster;
   std::vector<ProjectSpec> projects;
   std::vector<UserSpec> users;
@@ -73,6 +81,10 @@ struct ConfigError {
 using LoadResult = std::variant<Config, std::vector<ConfigError>>;
 
 // Parses and validates YAML text. source_name is used in messages only.
+// A loaded Config has its derived fields filled in: each node's pool and
+// merged labels; in each queue policy, gpu_quota_per_project and
+// project_quota.gpus (the same limit) both set when either is written; and
+// cluster.projects, one model::ProjectPolicy per entry of projects.
 LoadResult LoadConfigText(std::string_view yaml_text, std::string_view source_name = "<config>");
 LoadResult LoadConfigFile(const std::string& path);
 // The value rules of docs/config.md (ranges, name formats, unique names,

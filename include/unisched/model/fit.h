@@ -41,14 +41,16 @@ std::optional<Shortfall> CheckNode(const NodeUsage& node, const ResourceRequest&
                                    bool ignore_usage);
 
 // Places `request` on `request.nodes` distinct up nodes among `nodes`,
-// all-or-nothing. Picks best fit (fewest free cpus left, then name) so large
+// all-or-nothing. Picks best fit (fewest free cpus left, then the order of
+// `nodes`, which callers give in name order) so large
 // holes stay open for large jobs, and the lowest free GPU indices. On success
 // returns the allocation; on failure the reasons why, most useful first.
 struct FitResult {
   std::optional<Allocation> allocation;
   std::vector<PendingReason> reasons;
 };
+// explain=false skips the reasons (the simulator does not read them).
 FitResult Fit(const std::vector<const NodeUsage*>& nodes, const ResourceRequest& request, const Labels& constraints,
-              const std::string& pool_name);
+              const std::string& pool_name, bool explain = true);
 
 }  // namespace unisched::model

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -51,11 +52,46 @@ struct PriorityFactors {
   bool operator==(const PriorityFactors&) const = default;
 };
 
-// What the last scheduling cycle said about a job left pending.
+// What the last scheduling cycle said about a job left pending. With
+// 100,000 jobs waiting, most share the same reasons: they are shared, and the
+// queue position is a number until someone asks.
 struct PendingInfo {
-  std::vector<PendingReason> reasons;  // ordered, most useful first
+  std::shared_ptr<const std::vector<PendingReason>> own;  // its own reasons, most useful first
+  int jobs_ahead = 0;                                     // pending jobs of its pool ordered before it
+  std::shared_ptr<const std::string> pool;
   PriorityFactors priority;
   std::optional<Timestamp> estimated_start;  // where a reservation holds room for it
+
+  // The ordered list users see: its own reasons, then Priority "N jobs ahead in POOL".
+  std::vector<PendingReason> Reasons() const;
+};
+
+// The pending information of many jobs: appended during a cycle, sorted by
+// id once (Seal), then looked up by binary search. Cheaper to build every
+// cycle than a hash map of 100,000 entries.
+class PendingInfos {
+ public:
+  using value_type = std::pair<JobId, PendingInfo>;
+  using const_iterator = std::vector<value_type>::const_iterator;
+
+  void reserve(size_t n) { items_.reserve(n); }
+  void emplace(JobId id, PendingInfo info) {
+    items_.emplace_back(id, std::move(info));
+    sorted_ = false;
+  }
+  void Seal();
+  // Works before Seal too (by a linear scan).
+  const_iterator find(JobId id) const;
+  size_t count(JobId id) const { return find(id) == end() ? 0 : 1; }
+  const PendingInfo& at(JobId id) const;  // throws std::out_of_range
+  const_iterator begin() const { return items_.begin(); }
+  const_iterator end() const { return items_.end(); }
+  size_t size() const { return items_.size(); }
+  bool empty() const { return items_.empty(); }
+
+ private:
+  std::vector<value_type> items_;
+  bool sorted_ = true;
 };
 
 // Resource use of one run, as the supervisor measured it.

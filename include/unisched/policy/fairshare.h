@@ -13,7 +13,8 @@
 // Factor. With s_p the project's share of all project shares, s_u the user's
 // share within the project, S = s_p * s_u the user's normalized share, and
 //   U_p = usage of the project / usage of all projects,
-//   U   = U_p + (usage of the user / usage of the project - U_p) * s_u
+//   U_u = usage of the user / usage of all projects,
+//   U   = U_p + (U_u - U_p) * s_u
 // (the user's effective usage: the project's, pulled toward the user's own
 // part of it in proportion to the user's share), the factor is
 //   F = 2^(-U / S).

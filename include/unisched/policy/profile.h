@@ -48,6 +48,8 @@ class NodeTimeline {
 
   // Holds `amount` over [from, to).
   void Reserve(Timestamp from, Timestamp to, const Capacity& amount);
+  // Gives back what Reserve(from, to, amount) held.
+  void Release(Timestamp from, Timestamp to, const Capacity& amount);
   // The least free over [from, to).
   Capacity MinFree(Timestamp from, Timestamp to) const;
   // The earliest t >= from with `need` free over [t, t + duration); nullopt if

@@ -5,9 +5,10 @@
 // queue's running instances (max_concurrency).
 
 #include <cstdint>
-#include <map>
+#include <unordered_map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
 
 #include "unisched/model/cluster.h"
@@ -26,11 +27,12 @@ struct Amount {
 };
 Amount AmountOf(const model::ResourceRequest& request);
 
-// Who a job is charged to.
+// Who a job is charged to. Views: the scope is checked for every pending job
+// of every cycle, and copying three strings each time would dominate.
 struct JobScope {
-  std::string queue;
-  std::string project;
-  std::string user;
+  std::string_view queue;
+  std::string_view project;
+  std::string_view user;
 };
 
 class QuotaTally {
@@ -38,15 +40,21 @@ class QuotaTally {
   void Add(const JobScope& scope, const Amount& amount);
   void Remove(const JobScope& scope, const Amount& amount);
 
-  Amount QueueProject(const std::string& queue, const std::string& project) const;
-  Amount QueueUser(const std::string& queue, const std::string& user) const;
-  Amount Project(const std::string& project) const;
-  int64_t QueueJobs(const std::string& queue) const;
+  Amount QueueProject(std::string_view queue, std::string_view project) const;
+  Amount QueueUser(std::string_view queue, std::string_view user) const;
+  Amount Project(std::string_view project) const;
+  int64_t QueueJobs(std::string_view queue) const;
 
  private:
-  std::map<std::pair<std::string, std::string>, Amount> queue_project_, queue_user_;
-  std::map<std::string, Amount> project_;
-  std::map<std::string, int64_t> queue_jobs_;
+  // Keyed by "a\x1fb" (names never hold control characters); looked up
+  // with views, so a check builds no string.
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  using Table = std::unordered_map<std::string, Amount, Hash, std::equal_to<>>;
+  Table queue_project_, queue_user_, project_;
+  std::unordered_map<std::string, int64_t, Hash, std::equal_to<>> queue_jobs_;
 };
 
 // The first limit that one more job of `request` in `scope` would exceed, as a

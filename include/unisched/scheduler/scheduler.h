@@ -49,6 +49,10 @@ struct PendingJob {
   model::ResourceRequest resources;  // walltime_seconds 0: no limit
   model::Labels constraints;
   std::vector<model::JobId> preempted_by;  // it never preempts these
+  // Its reservation from the previous cycle (conservative pools): held for it
+  // while the jobs before it are placed, so it only ever moves earlier.
+  std::optional<Timestamp> reserved_start;
+  std::vector<std::string> reserved_nodes;
 };
 
 struct RunningJob {
@@ -80,6 +84,11 @@ struct Snapshot {
   // false: only starts and preemptions are computed (no reasons, factors or
   // estimates), as the simulator needs.
   bool explain = true;
+  // Conservative pools: true places jobs that hold a previous reservation
+  // again (each can only move earlier); false leaves them where they are
+  // unless their start has come. The daemon moves them every cycle; the
+  // simulator only when a job ends, as the reference simulator does.
+  bool move_reservations = true;
 };
 
 struct Start {
@@ -94,8 +103,17 @@ struct Preemption {
   bool requeue = true;    // back to PENDING (else CANCELLED), per the victim's queue
 };
 
+// A reservation the cycle made or kept: the job's earliest start and nodes.
+struct Reservation {
+  model::JobId job = 0;
+  Timestamp start{};
+  std::vector<std::string> nodes;
+};
+
 struct CycleReport {
-  std::chrono::nanoseconds order{0}, admit{0}, fit{0}, reserve{0}, total{0};
+  // order: priorities and sorting; fit: placing jobs now; reserve: profiles
+  // and reservations; total: the whole cycle.
+  std::chrono::nanoseconds order{0}, fit{0}, reserve{0}, total{0};
   int considered = 0;
   int started = 0;
   int reservations = 0;
@@ -105,8 +123,11 @@ struct CycleReport {
 struct Plan {
   std::vector<Start> starts;
   std::vector<Preemption> preemptions;
+  // Every reservation of the cycle (also when !snapshot.explain), to hand
+  // back as PendingJob::reserved_* next cycle.
+  std::vector<Reservation> reservations;
   // Every pending job not started this cycle (when snapshot.explain).
-  std::unordered_map<model::JobId, model::PendingInfo> pending;
+  model::PendingInfos pending;
   CycleReport report;
 };
 

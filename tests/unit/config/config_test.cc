@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -702,6 +704,62 @@ TEST(DefaultConfig, LoadsCleanlyWithTheContractsCluster) {
   EXPECT_EQ(config.projects[0].name, "default");
 }
 
+TEST(DefaultConfig, ConfiguresThePolicyEngineAsTheSeedAsks) {
+  const Config config = MustLoad(LoadConfigText(EmbeddedDefaultConfig(), "embedded"));
+  const model::ClusterSpec& cluster = config.cluster;
+
+  struct PoolWant {
+    std::string name;
+    model::BackfillMode backfill;
+    int reservation_depth;
+  };
+  for (const auto& want : std::vector<PoolWant>{{"cpu-hpc-pool", model::BackfillMode::kEasy, 0},
+                                                {"gpu-train-pool", model::BackfillMode::kConservative, 100},
+                                                {"inference-pool", model::BackfillMode::kEasy, 0},
+                                                {"elastic-light-pool", model::BackfillMode::kEasy, 0}}) {
+    SCOPED_TRACE(want.name);
+    const auto* pool = cluster.FindPool(want.name);
+    ASSERT_NE(pool, nullptr);
+    EXPECT_EQ(pool->backfill, want.backfill);
+    EXPECT_EQ(pool->reservation_depth, want.reservation_depth);
+  }
+  EXPECT_DOUBLE_EQ(cluster.fairshare_half_life_hours, 168);
+  EXPECT_DOUBLE_EQ(cluster.fairshare_gpu_weight, 16);
+
+  const auto* hpc = cluster.FindQueue("hpc-precision");
+  const auto* training = cluster.FindQueue("ai-training");
+  const auto* inference = cluster.FindQueue("ai-inference");
+  const auto* agent = cluster.FindQueue("agent-sandbox");
+  ASSERT_TRUE(hpc && training && inference && agent);
+  // hpc-precision orders by the fairshare defaults.
+  EXPECT_FALSE(hpc->policy.priority_weights.has_value());
+  EXPECT_GT(hpc->policy.Weights().fairshare, 0);
+  // ai-training: 32 GPUs per project, over-quota jobs wait, never preempted.
+  EXPECT_EQ(training->policy.project_quota, (model::ResourceLimits{std::nullopt, std::nullopt, 32, std::nullopt}));
+  EXPECT_EQ(training->policy.gpu_quota_per_project, 32);
+  EXPECT_EQ(training->policy.quota_action, model::QuotaAction::kWait);
+  EXPECT_FALSE(training->policy.preemptible);
+  // ai-inference: preemptible with a requeue after 30 s of grace.
+  EXPECT_TRUE(inference->policy.preemptible);
+  EXPECT_EQ(inference->policy.preempt_action, model::PreemptAction::kRequeue);
+  EXPECT_EQ(inference->policy.preempt_grace_seconds, 30);
+  EXPECT_EQ(agent->policy.max_concurrency, 500);
+  // Conservative defaults: no queue preempts, no quota but the seed's.
+  for (const auto& queue : cluster.queues) {
+    SCOPED_TRACE(queue.name);
+    EXPECT_FALSE(queue.policy.can_preempt);
+    EXPECT_TRUE(queue.policy.user_quota.Empty());
+    if (&queue != training) {
+      EXPECT_TRUE(queue.policy.project_quota.Empty());
+    }
+  }
+
+  ASSERT_EQ(cluster.projects.size(), 1u);
+  EXPECT_EQ(cluster.projects[0].name, "default");
+  EXPECT_DOUBLE_EQ(cluster.projects[0].shares, 1);
+  EXPECT_TRUE(cluster.projects[0].quota.Empty());
+}
+
 TEST(DefaultConfig, EmbeddedCopyEqualsTheFile) {
   EXPECT_EQ(EmbeddedDefaultConfig(), ReadFile(UNISCHED_SOURCE_DIR "/config/unisched.yaml"));
   MustLoad(LoadConfigText(EmbeddedDefaultConfig(), "embedded"));
@@ -735,6 +793,9 @@ TEST(SeedExample, LoadsAndHoldsTheSeedBlockVerbatim) {
   ASSERT_NE(training, nullptr);
   EXPECT_FALSE(training->policy.preemptible);
   EXPECT_EQ(training->policy.gpu_quota_per_project, 32);
+  // The seed's key is the policy engine's per-project GPU quota.
+  EXPECT_EQ(training->policy.project_quota.gpus, 32);
+  EXPECT_EQ(training->policy.quota_action, model::QuotaAction::kWait);
   const auto* agent = config.cluster.FindQueue("agent-sandbox");
   ASSERT_NE(agent, nullptr);
   EXPECT_EQ(agent->policy.max_concurrency, 500);
@@ -748,7 +809,8 @@ TEST(SeedExample, LoadsAndHoldsTheSeedBlockVerbatim) {
   ASSERT_NE(begin, std::string::npos);
   ASSERT_NE(end, std::string::npos);
   text.replace(begin + 1, end - begin, std::string(kSeedBlock) + "  - {name: ai-inference, pool: inference-pool}\n");
-  MustLoad(LoadConfigText(text));
+  const Config in_default = MustLoad(LoadConfigText(text));
+  EXPECT_EQ(in_default.cluster.FindQueue("ai-training")->policy.project_quota.gpus, 32);
 }
 
 TEST(ValidateConfig, ChecksConfigsBuiltInCode) {
@@ -774,6 +836,425 @@ TEST(ValidateConfig, ChecksConfigsBuiltInCode) {
   config.cluster.nodes[0].gpus = {{0, "a100", 40}, {5, "", 0}};
   EXPECT_THAT(PathsOf(ValidateConfig(config)), ElementsAre("nodes[0].gpus[1].index", "nodes[0].gpus[1].model",
                                                            "nodes[0].gpus[1].memory_gb", "nodes[0].pool"));
+}
+
+// ---- Policy engine keys (issue 3): pools' backfill, queue priority weights,
+// quotas and preemption, project shares and quotas, the scheduler section.
+
+// The base document with the two queues replaced by one queue on each pool
+// whose policy block is given; cases write only the keys they test.
+Doc WithTrainPolicy(const std::string& policy) {
+  return Doc().Queues(
+      "queues:\n  - {name: batch, pool: cpu-pool}\n  - name: train\n    pool: gpu-pool\n"
+      "    policy: " +
+      policy + "\n");
+}
+
+TEST(PolicyKeys, LeftOutTakeTheirDefaults) {
+  const Config config = MustLoad(LoadConfigText(Doc{}.Text()));
+  for (const auto& pool : config.cluster.pools) {
+    SCOPED_TRACE(pool.name);
+    EXPECT_EQ(pool.backfill, model::BackfillMode::kEasy);
+    EXPECT_EQ(pool.reservation_depth, 0);
+  }
+  const auto* batch = config.cluster.FindQueue("batch");
+  ASSERT_NE(batch, nullptr);
+  const model::QueuePolicy& p = batch->policy;
+  EXPECT_FALSE(p.priority_weights.has_value());
+  EXPECT_TRUE(p.project_quota.Empty());
+  EXPECT_TRUE(p.user_quota.Empty());
+  EXPECT_EQ(p.quota_action, model::QuotaAction::kWait);
+  EXPECT_FALSE(p.can_preempt);
+  EXPECT_EQ(p.preempt_action, model::PreemptAction::kRequeue);
+  EXPECT_EQ(p.preempt_grace_seconds, 30);
+  EXPECT_DOUBLE_EQ(config.cluster.fairshare_half_life_hours, 168);
+  EXPECT_DOUBLE_EQ(config.cluster.fairshare_gpu_weight, 16);
+  // No projects section: no project policies.
+  EXPECT_THAT(config.cluster.projects, IsEmpty());
+}
+
+TEST(PolicyKeys, ValidValuesReachTheModel) {
+  Doc doc;
+  doc.Pools(R"(
+pools:
+  - {name: cpu-pool, kind: cpu, nodes: [x86-c8m16-hpc-01, x86-c8m16-hpc-02], backfill: fcfs}
+  - {name: gpu-pool, kind: gpu, nodes: [x86-c8m64g2-train-01], backfill: conservative, reservation_depth: 1000}
+)")
+      .Queues(R"(
+queues:
+  - name: batch
+    pool: cpu-pool
+    policy:
+      type: fairshare
+      priority_weights: {fairshare: 5000.5, age: 0, tier: 1, size: 2, max_age_hours: 0.5}
+      user_quota: {cpus: 64, memory_mb: 131072, gpus: 1, running_jobs: 10}
+      quota_action: reject
+      can_preempt: true
+      preempt_action: cancel
+      preempt_grace_seconds: 0
+  - name: train
+    pool: gpu-pool
+    policy:
+      project_quota: {cpus: 256, memory_mb: 1048576, gpus: 16, running_jobs: 4}
+      preemptible: false
+      preempt_grace_seconds: 600
+)")
+      .Extra(R"(
+scheduler: {fairshare_half_life_hours: 0.5, fairshare_gpu_weight: 0}
+projects:
+  - name: genomics
+    shares: 2.5
+    user_shares: {alice: 3, bob.smith: 0.5}
+    quota: {gpus: 8, running_jobs: 100}
+  - {name: default, description: no policy keys}
+)");
+  const Config config = MustLoad(LoadConfigText(doc.Text()));
+  const model::ClusterSpec& cluster = config.cluster;
+  EXPECT_EQ(cluster.FindPool("cpu-pool")->backfill, model::BackfillMode::kFcfs);
+  EXPECT_EQ(cluster.FindPool("gpu-pool")->backfill, model::BackfillMode::kConservative);
+  EXPECT_EQ(cluster.FindPool("gpu-pool")->reservation_depth, 1000);
+  EXPECT_DOUBLE_EQ(cluster.fairshare_half_life_hours, 0.5);
+  EXPECT_DOUBLE_EQ(cluster.fairshare_gpu_weight, 0);
+
+  const model::QueuePolicy& batch = cluster.FindQueue("batch")->policy;
+  EXPECT_EQ(batch.priority_weights, (model::PriorityWeights{5000.5, 0, 1, 2, 0.5}));
+  EXPECT_EQ(batch.Weights(), *batch.priority_weights);
+  EXPECT_EQ(batch.user_quota, (model::ResourceLimits{64, 131072, 1, 10}));
+  EXPECT_TRUE(batch.project_quota.Empty());
+  EXPECT_FALSE(batch.gpu_quota_per_project.has_value());
+  EXPECT_EQ(batch.quota_action, model::QuotaAction::kReject);
+  EXPECT_TRUE(batch.can_preempt);
+  EXPECT_EQ(batch.preempt_action, model::PreemptAction::kCancel);
+  EXPECT_EQ(batch.preempt_grace_seconds, 0);
+
+  const model::QueuePolicy& train = cluster.FindQueue("train")->policy;
+  EXPECT_EQ(train.project_quota, (model::ResourceLimits{256, 1048576, 16, 4}));
+  // project_quota.gpus also fills in the seed's name for the same limit.
+  EXPECT_EQ(train.gpu_quota_per_project, 16);
+  EXPECT_FALSE(train.preemptible);
+  EXPECT_FALSE(train.can_preempt);
+  EXPECT_EQ(train.preempt_grace_seconds, 600);
+
+  // One ProjectPolicy per project, in file order; shares 1 when unset.
+  ASSERT_EQ(cluster.projects.size(), 2u);
+  const model::ProjectPolicy* genomics = cluster.FindProject("genomics");
+  ASSERT_NE(genomics, nullptr);
+  EXPECT_DOUBLE_EQ(genomics->shares, 2.5);
+  EXPECT_EQ(genomics->user_shares, (std::map<std::string, double>{{"alice", 3}, {"bob.smith", 0.5}}));
+  EXPECT_EQ(genomics->quota, (model::ResourceLimits{std::nullopt, std::nullopt, 8, 100}));
+  EXPECT_EQ(cluster.projects[1].name, "default");
+  EXPECT_DOUBLE_EQ(cluster.projects[1].shares, 1);
+  EXPECT_THAT(cluster.projects[1].user_shares, IsEmpty());
+  EXPECT_TRUE(cluster.projects[1].quota.Empty());
+  // The project list itself keeps the keys as written.
+  EXPECT_DOUBLE_EQ(config.projects[0].shares, 2.5);
+}
+
+TEST(PolicyKeys, EveryEnumNameParses) {
+  struct Case {
+    std::string policy;
+    model::QuotaAction quota_action;
+    model::PreemptAction preempt_action;
+  };
+  for (const auto& c : std::vector<Case>{
+           {"{quota_action: wait, preempt_action: requeue}", model::QuotaAction::kWait, model::PreemptAction::kRequeue},
+           {"{quota_action: reject, preempt_action: cancel}", model::QuotaAction::kReject,
+            model::PreemptAction::kCancel}}) {
+    SCOPED_TRACE(c.policy);
+    const Config config = MustLoad(LoadConfigText(WithTrainPolicy(c.policy).Text()));
+    EXPECT_EQ(config.cluster.FindQueue("train")->policy.quota_action, c.quota_action);
+    EXPECT_EQ(config.cluster.FindQueue("train")->policy.preempt_action, c.preempt_action);
+  }
+  for (const auto mode : {model::BackfillMode::kFcfs, model::BackfillMode::kEasy, model::BackfillMode::kConservative}) {
+    const std::string name(model::ToString(mode));
+    SCOPED_TRACE(name);
+    const Config config = MustLoad(LoadConfigText(
+        Doc()
+            .Pools("pools:\n  - {name: cpu-pool, kind: cpu, nodes: [x86-c8m16-hpc-01, x86-c8m16-hpc-02], backfill: " +
+                   name + "}\n  - {name: gpu-pool, kind: gpu, nodes: [x86-c8m64g2-train-01]}\n")
+            .Text()));
+    EXPECT_EQ(config.cluster.FindPool("cpu-pool")->backfill, mode);
+  }
+}
+
+TEST(PolicyKeys, PriorityWeightsLeftOutKeepTheTypesDefaults) {
+  struct Case {
+    std::string type;
+    std::string weights;
+    model::PriorityWeights (*want)(model::PriorityWeights defaults);
+  };
+  const std::vector<Case> cases = {
+      {"fairshare", "{}", [](model::PriorityWeights w) { return w; }},
+      {"fairshare", "{age: 0}",
+       [](model::PriorityWeights w) {
+         w.age = 0;
+         return w;
+       }},
+      {"priority-with-quota", "{size: 7, max_age_hours: 24}",
+       [](model::PriorityWeights w) {
+         w.size = 7;
+         w.max_age_hours = 24;
+         return w;
+       }},
+      {"fifo", "{fairshare: 1}",
+       [](model::PriorityWeights w) {
+         w.fairshare = 1;
+         return w;
+       }},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.type + " " + c.weights);
+    model::QueuePolicy of_type;
+    of_type.type = c.type;
+    const Config config =
+        MustLoad(LoadConfigText(WithTrainPolicy("{type: " + c.type + ", priority_weights: " + c.weights + "}").Text()));
+    const model::QueuePolicy& policy = config.cluster.FindQueue("train")->policy;
+    ASSERT_TRUE(policy.priority_weights.has_value());
+    EXPECT_EQ(*policy.priority_weights, c.want(of_type.Weights()));
+  }
+  // An explicit null is the same as leaving the key out.
+  const Config config = MustLoad(LoadConfigText(WithTrainPolicy("{type: fairshare, priority_weights: ~}").Text()));
+  EXPECT_FALSE(config.cluster.FindQueue("train")->policy.priority_weights.has_value());
+}
+
+TEST(PolicyKeys, GpuQuotaPerProjectIsProjectQuotaGpus) {
+  struct Case {
+    std::string policy;
+    std::optional<int> gpu_quota_per_project;  // after loading
+    std::optional<int64_t> project_quota_gpus;
+  };
+  const std::vector<Case> cases = {
+      {"{gpu_quota_per_project: 32}", 32, 32},
+      {"{project_quota: {gpus: 32}}", 32, 32},
+      {"{gpu_quota_per_project: 32, project_quota: {gpus: 32, cpus: 8}}", 32, 32},
+      // The seed's key allows 0 (no GPUs for any project); it stays valid.
+      {"{gpu_quota_per_project: 0}", 0, 0},
+      {"{gpu_quota_per_project: 0, project_quota: {gpus: 0}}", 0, 0},
+      {"{project_quota: {cpus: 8}}", std::nullopt, std::nullopt},
+      {"{}", std::nullopt, std::nullopt},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.policy);
+    const Config config = MustLoad(LoadConfigText(WithTrainPolicy(c.policy).Text()));
+    const model::QueuePolicy& policy = config.cluster.FindQueue("train")->policy;
+    EXPECT_EQ(policy.gpu_quota_per_project, c.gpu_quota_per_project);
+    EXPECT_EQ(policy.project_quota.gpus, c.project_quota_gpus);
+  }
+
+  // Two different values for the one limit: an error at the new key.
+  const auto errors =
+      ErrorsOf(LoadConfigText(WithTrainPolicy("{gpu_quota_per_project: 32, project_quota: {gpus: 16}}").Text()));
+  ASSERT_EQ(errors.size(), 1u) << Dump(errors);
+  EXPECT_EQ(errors[0].ToString(),
+            "queues[1].policy.project_quota.gpus: is 16 but gpu_quota_per_project is 32; both are the GPUs one "
+            "project may hold in this queue, so give one of them");
+  // project_quota.gpus alone follows the rule of every quota: > 0.
+  const auto zero = ErrorsOf(LoadConfigText(WithTrainPolicy("{project_quota: {gpus: 0}}").Text()));
+  ASSERT_EQ(zero.size(), 1u) << Dump(zero);
+  EXPECT_EQ(zero[0].ToString(), "queues[1].policy.project_quota.gpus: must be > 0; leave the key out for no limit");
+}
+
+TEST(PolicyKeys, ReportsEveryErrorWithItsPath) {
+  struct Case {
+    std::string name;
+    Doc doc;
+    std::vector<std::string> paths;  // in the reported order
+    std::string message;             // a part of the first error's message
+  };
+  const std::vector<Case> cases = {
+      // Pools.
+      {"unknown backfill mode with a suggestion",
+       Doc().Pools("pools:\n  - {name: cpu-pool, kind: cpu, nodes: [x86-c8m16-hpc-01, x86-c8m16-hpc-02]}\n"
+                   "  - {name: gpu-pool, kind: gpu, nodes: [x86-c8m64g2-train-01], backfill: eazy}\n"),
+       {"pools[1].backfill"},
+       "unknown backfill mode 'eazy'; expected one of: fcfs, easy, conservative (did you mean 'easy'?)"},
+      {"backfill mode not a string",
+       Doc().Pools("pools:\n  - {name: cpu-pool, kind: cpu, nodes: [x86-c8m16-hpc-01, x86-c8m16-hpc-02], "
+                   "backfill: [easy]}\n  - {name: gpu-pool, kind: gpu, nodes: [x86-c8m64g2-train-01]}\n"),
+       {"pools[0].backfill"},
+       "must be a string; got a list"},
+      {"negative and fractional reservation depths",
+       Doc().Pools("pools:\n  - {name: cpu-pool, kind: cpu, nodes: [x86-c8m16-hpc-01, x86-c8m16-hpc-02], "
+                   "reservation_depth: -1}\n"
+                   "  - {name: gpu-pool, kind: gpu, nodes: [x86-c8m64g2-train-01], reservation_depth: 1.5}\n"),
+       {"pools[0].reservation_depth", "pools[1].reservation_depth"},
+       "must be >= 0; 0 gives every blocked job a reservation"},
+      {"misspelled pool key",
+       Doc().Pools("pools:\n  - {name: cpu-pool, kind: cpu, nodes: [x86-c8m16-hpc-01, x86-c8m16-hpc-02], "
+                   "backfil: easy}\n  - {name: gpu-pool, kind: gpu, nodes: [x86-c8m64g2-train-01]}\n"),
+       {"pools[0].backfil"},
+       "(did you mean 'backfill'?)"},
+
+      // Queue policy: priority weights.
+      {"negative weights and a zero max age",
+       WithTrainPolicy("{priority_weights: {fairshare: -1, age: -0.5, tier: -2, size: -3, max_age_hours: 0}}"),
+       {"queues[1].policy.priority_weights.fairshare", "queues[1].policy.priority_weights.age",
+        "queues[1].policy.priority_weights.tier", "queues[1].policy.priority_weights.size",
+        "queues[1].policy.priority_weights.max_age_hours"},
+       "must be >= 0"},
+      {"weights too large for 64-bit priorities",
+       WithTrainPolicy("{priority_weights: {age: 1e9, tier: 1.5e9, size: 1e300}}"),
+       {"queues[1].policy.priority_weights.tier", "queues[1].policy.priority_weights.size"},
+       "must be at most 1000000000"},
+      {"a weight that is not a number",
+       WithTrainPolicy("{priority_weights: {fairshare: high, age: \"5\"}}"),
+       {"queues[1].policy.priority_weights.fairshare", "queues[1].policy.priority_weights.age"},
+       "must be a number; got 'high'"},
+      {"a misspelled weight",
+       WithTrainPolicy("{priority_weights: {agee: 1}}"),
+       {"queues[1].policy.priority_weights.agee"},
+       "unknown key 'agee'; expected one of: fairshare, age, tier, size, max_age_hours (did you mean 'age'?)"},
+      {"weights that are not a map",
+       WithTrainPolicy("{priority_weights: [1, 2]}"),
+       {"queues[1].policy.priority_weights"},
+       "must be a map (keys: fairshare, age, tier, size, max_age_hours); got a list"},
+
+      // Queue policy: quotas.
+      {"project quota values not positive",
+       WithTrainPolicy("{project_quota: {cpus: 0, memory_mb: -1, gpus: 0, running_jobs: 0}}"),
+       {"queues[1].policy.project_quota.cpus", "queues[1].policy.project_quota.memory_mb",
+        "queues[1].policy.project_quota.gpus", "queues[1].policy.project_quota.running_jobs"},
+       "must be > 0; leave the key out for no limit"},
+      {"user quota values not positive",
+       WithTrainPolicy("{user_quota: {cpus: -8, memory_mb: 0, gpus: -1, running_jobs: -2}}"),
+       {"queues[1].policy.user_quota.cpus", "queues[1].policy.user_quota.memory_mb", "queues[1].policy.user_quota.gpus",
+        "queues[1].policy.user_quota.running_jobs"},
+       "must be > 0"},
+      {"quota values of the wrong type",
+       WithTrainPolicy("{user_quota: {cpus: 1.5, gpus: many}, project_quota: 4}"),
+       {"queues[1].policy.project_quota", "queues[1].policy.user_quota.cpus", "queues[1].policy.user_quota.gpus"},
+       "must be a map (keys: cpus, memory_mb, gpus, running_jobs); got '4'"},
+      {"a misspelled quota key",
+       WithTrainPolicy("{project_quota: {gpu: 8}}"),
+       {"queues[1].policy.project_quota.gpu"},
+       "(did you mean 'gpus'?)"},
+      {"gpu_quota_per_project and project_quota.gpus disagree",
+       WithTrainPolicy("{gpu_quota_per_project: 32, project_quota: {gpus: 0}}"),
+       {"queues[1].policy.project_quota.gpus"},
+       "is 0 but gpu_quota_per_project is 32"},
+      {"unknown quota action",
+       WithTrainPolicy("{quota_action: deny}"),
+       {"queues[1].policy.quota_action"},
+       "unknown quota action 'deny'; expected one of: wait, reject"},
+
+      // Queue policy: preemption.
+      {"unknown preempt action with a suggestion",
+       WithTrainPolicy("{preempt_action: requeu}"),
+       {"queues[1].policy.preempt_action"},
+       "unknown preempt action 'requeu'; expected one of: requeue, cancel (did you mean 'requeue'?)"},
+      {"can_preempt not a boolean",
+       WithTrainPolicy("{can_preempt: yes}"),
+       {"queues[1].policy.can_preempt"},
+       "must be true or false"},
+      {"negative grace",
+       WithTrainPolicy("{preempt_grace_seconds: -1}"),
+       {"queues[1].policy.preempt_grace_seconds"},
+       "must be >= 0; 0 sends SIGKILL at once"},
+      {"every new policy key wrong at once, shape errors first",
+       WithTrainPolicy("{type: fairshare, priority_weights: {size: -1}, project_quota: {running_jobs: 0}, "
+                       "user_quota: {gpus: 0}, quota_action: never, can_preempt: 1, preempt_action: kill, "
+                       "preempt_grace_seconds: -5}"),
+       {"queues[1].policy.quota_action", "queues[1].policy.can_preempt", "queues[1].policy.preempt_action",
+        "queues[1].policy.priority_weights.size", "queues[1].policy.project_quota.running_jobs",
+        "queues[1].policy.user_quota.gpus", "queues[1].policy.preempt_grace_seconds"},
+       "unknown quota action 'never'"},
+
+      // The scheduler section.
+      {"scheduler values",
+       Doc().Extra("scheduler: {fairshare_half_life_hours: 0, fairshare_gpu_weight: -1}\n"),
+       {"scheduler.fairshare_half_life_hours", "scheduler.fairshare_gpu_weight"},
+       "must be > 0"},
+      {"scheduler unknown key",
+       Doc().Extra("scheduler: {fairshare_halflife_hours: 24}\n"),
+       {"scheduler.fairshare_halflife_hours"},
+       "(did you mean 'fairshare_half_life_hours'?)"},
+      {"scheduler not a map", Doc().Extra("scheduler: 168\n"), {"scheduler"}, "must be a map"},
+      {"scheduler numbers quoted",
+       Doc().Extra("scheduler: {fairshare_gpu_weight: \"16\"}\n"),
+       {"scheduler.fairshare_gpu_weight"},
+       "write numbers and true/false without quotes"},
+
+      // Projects.
+      {"project shares, user shares and quota",
+       Doc().Extra(R"(
+projects:
+  - name: genomics
+    shares: 0
+    user_shares: {alice: 0, bob: -1, carol: many}
+    quota: {cpus: 0, gpus: -4}
+  - {name: physics, shares: -2}
+)"),
+       {"projects[0].user_shares.carol", "projects[0].shares", "projects[0].user_shares.alice",
+        "projects[0].user_shares.bob", "projects[0].quota.cpus", "projects[0].quota.gpus", "projects[1].shares"},
+       "must be a number; got 'many'"},
+      {"user shares not a map",
+       Doc().Extra("projects: [{name: genomics, user_shares: [alice]}]\n"),
+       {"projects[0].user_shares"},
+       "must be a map of names to numbers; got a list"},
+      {"user shares listed twice",
+       Doc().Extra("projects: [{name: genomics, user_shares: {alice: 1, alice: 2}}]\n"),
+       {"projects[0].user_shares.alice"},
+       "duplicate key 'alice'"},
+      {"misspelled project key",
+       Doc().Extra("projects: [{name: genomics, share: 2}]\n"),
+       {"projects[0].share"},
+       "(did you mean 'shares'?)"},
+      {"project quota of the wrong type",
+       Doc().Extra("projects: [{name: genomics, quota: {gpus: \"8\"}}]\n"),
+       {"projects[0].quota.gpus"},
+       "must be an integer"},
+
+      // Sections in the order of docs/config.md.
+      {"errors of new sections grouped in order",
+       Doc()
+           .Pools("pools:\n  - {name: cpu-pool, kind: cpu, nodes: [x86-c8m16-hpc-01, x86-c8m16-hpc-02]}\n"
+                  "  - {name: gpu-pool, kind: gpu, nodes: [x86-c8m64g2-train-01], reservation_depth: -1}\n")
+           .Extra("projects: [{name: p, shares: 0}]\nscheduler: {fairshare_half_life_hours: -1}\n"
+                  "executor: {pids_limit: 0}\n"),
+       {"executor.pids_limit", "scheduler.fairshare_half_life_hours", "pools[1].reservation_depth",
+        "projects[0].shares"},
+       "must be > 0"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const auto errors = ErrorsOf(LoadConfigText(c.doc.Text()));
+    EXPECT_EQ(PathsOf(errors), c.paths) << Dump(errors);
+    if (!errors.empty()) {
+      EXPECT_THAT(errors.front().message, HasSubstr(c.message)) << Dump(errors);
+    }
+  }
+}
+
+TEST(ValidateConfig, ChecksPolicyEngineFieldsBuiltInCode) {
+  Config config;
+  config.cluster.pools.push_back({"cpu-pool", model::PoolKind::kCpu, {}, {}});
+  model::QueueSpec queue;
+  queue.name = "q";
+  queue.pool = "cpu-pool";
+  config.cluster.queues.push_back(queue);
+  config.projects.push_back({"p", "", 1, {}, {}});
+  ASSERT_THAT(ValidateConfig(config), IsEmpty()) << Dump(ValidateConfig(config));
+
+  config.cluster.pools[0].reservation_depth = -3;
+  config.cluster.fairshare_half_life_hours = 0;
+  config.cluster.fairshare_gpu_weight = -1;
+  model::QueuePolicy& policy = config.cluster.queues[0].policy;
+  policy.priority_weights = model::PriorityWeights{-1, 0, 0, 0, 0};
+  policy.gpu_quota_per_project = 8;
+  policy.project_quota.gpus = 4;
+  policy.user_quota.running_jobs = 0;
+  policy.preempt_grace_seconds = -1;
+  config.projects[0].shares = 0;
+  config.projects[0].user_shares = {{"", 1}, {"alice", 0}};
+  config.projects[0].quota.memory_mb = -1;
+  EXPECT_THAT(
+      PathsOf(ValidateConfig(config)),
+      ElementsAre("scheduler.fairshare_half_life_hours", "scheduler.fairshare_gpu_weight", "pools[0].reservation_depth",
+                  "queues[0].policy.priority_weights.fairshare", "queues[0].policy.priority_weights.max_age_hours",
+                  "queues[0].policy.project_quota.gpus", "queues[0].policy.user_quota.running_jobs",
+                  "queues[0].policy.preempt_grace_seconds", "projects[0].shares", "projects[0].user_shares",
+                  "projects[0].user_shares.alice", "projects[0].quota.memory_mb"))
+      << Dump(ValidateConfig(config));
 }
 
 }  // namespace

@@ -1,0 +1,45 @@
+#pragma once
+// `unisched simulate` without its terminal: options in, a report out. The CLI
+// (src/cli/simulate.cc) parses the flags, draws the progress bar and prints.
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+
+#include "unisched/common/status.h"
+#include "unisched/model/cluster.h"
+#include "unisched/sim/simulator.h"
+#include "unisched/sim/trace.h"
+
+namespace unisched::sim {
+
+struct SimulateOptions {
+  std::string trace_path;
+  std::string config_path;                    // empty: --processors or --gpus describe the cluster
+  std::optional<int> processors;              // SWF without a config
+  std::optional<int> gpus;                    // Philly without a config
+  std::optional<model::BackfillMode> policy;  // unset: easy, or the config's pools as configured
+};
+
+struct SimulationReport {
+  TraceFormat format = TraceFormat::kSwf;
+  CleaningReport cleaning;
+  int64_t dropped_unplaceable = 0;  // kept by cleaning, but no node shape of the pool can hold them
+  std::string cluster;              // SimCluster::description
+  std::string policy;               // "easy", or "as configured"
+  SimulationResult result;
+  double replay_seconds = 0;  // wall time of the replay itself (not reading the trace)
+};
+
+// Checks the options, reads and cleans the trace, builds the cluster and
+// replays it. Cleaning and drops are logged to `log`. Errors (unreadable
+// file, bad config, missing --processors/--gpus...) carry a message for the
+// user.
+Result<SimulationReport> RunSimulation(const SimulateOptions& options, std::ostream& log,
+                                       const ProgressCallback& progress = {});
+
+// The human-readable summary printed on stdout.
+std::string FormatSummary(const SimulationReport& report);
+
+}  // namespace unisched::sim
