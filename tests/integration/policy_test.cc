@@ -216,7 +216,9 @@ TEST_F(PolicyTest, HigherPriorityJobPreemptsAndTheVictimIsRequeued) {
   // Events say who preempted whom, and that the victim was requeued.
   bool victim_event = false;
   bool requeued = false;
-  for (const auto& e : d().Call("GET", "/v1/jobs/" + victim + "/events").json["events"]) {
+  const json victim_events = d().Call("GET", "/v1/jobs/" + victim + "/events").json;
+  SCOPED_TRACE("victim events: " + victim_events.dump());
+  for (const auto& e : victim_events["events"]) {
     const std::string message = e["message"];
     if (e["kind"] == "preempted" && message.find("preempted by job " + preemptor) != std::string::npos) {
       victim_event = true;
@@ -226,7 +228,9 @@ TEST_F(PolicyTest, HigherPriorityJobPreemptsAndTheVictimIsRequeued) {
   EXPECT_TRUE(victim_event);
   EXPECT_TRUE(requeued);
   bool preemptor_event = false;
-  for (const auto& e : d().Call("GET", "/v1/jobs/" + preemptor + "/events").json["events"]) {
+  // Kept in a variable: a range-for over a member of a temporary dangles.
+  const json preemptor_events = d().Call("GET", "/v1/jobs/" + preemptor + "/events").json;
+  for (const auto& e : preemptor_events["events"]) {
     if (e["kind"] == "preempting" &&
         e["message"].get<std::string>().find("preempting job " + victim) != std::string::npos) {
       preemptor_event = true;
