@@ -235,13 +235,22 @@ std::string FormatJobDetail(const json& job) {
   add("Resources", resources.empty() ? "-" : resources);
   add("Constraints", CellText(At(job, "constraints")));
   add("Command", ShellJoin(At(job, "command")));
-  add("Priority", CellText(At(job, "priority")));
+  std::string priority = CellText(At(job, "priority"));
+  if (const json& f = At(job, "priority_factors"); f.is_object()) {
+    // The named terms that sum to the priority (docs/policy/priority.md).
+    std::string terms;
+    for (const char* key : {"fairshare", "age", "tier", "size", "adjustment"}) {
+      if (!At(f, key).is_null()) terms += std::string(terms.empty() ? "" : " + ") + key + " " + CellText(At(f, key));
+    }
+    if (!terms.empty()) priority += " (" + terms + ")";
+  }
+  add("Priority", priority);
   add("Nodes", CellText(At(job, "nodes")));
   add("Exit code", CellText(At(job, "exit_code")));
   add("Submitted", ShortTime(At(job, "submitted_at")));
   add("Started", ShortTime(At(job, "started_at")));
   add("Ended", ShortTime(At(job, "ended_at")));
-  if (job.is_object() && job.contains("estimated_start")) add("Estimated start", ShortTime(At(job, "estimated_start")));
+  if (job.is_object() && job.contains("estimated_start")) add("Est. start", ShortTime(At(job, "estimated_start")));
 
   const json& attempts = At(job, "attempts");
   add("Attempts", attempts.is_array() ? std::to_string(attempts.size()) : "0");
