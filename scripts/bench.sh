@@ -20,7 +20,7 @@ E2E_JOBS=${E2E_JOBS:-5000}
 E2E_CONNECTIONS=${E2E_CONNECTIONS:-16}
 LATENCY_RUNS=${LATENCY_RUNS:-200}
 
-for bin in "$BUILD/unisched" "$BUILD/unisched-bench"; do
+for bin in "$BUILD/unisched" "$BUILD/unisched-bench" "$BUILD/unisched-cycle-bench"; do
   [[ -x $bin ]] || { echo "bench: $bin is missing; build first (make build)" >&2; exit 1; }
 done
 
@@ -130,4 +130,15 @@ DRAIN="x86-c256m512-elastic-01 x86-c256m512-elastic-02" \
   run_mode submit-admission submit --connections "$SUBMIT_CONNECTIONS" --duration "$SUBMIT_SECONDS" || status=1
 run_mode e2e e2e --jobs "$E2E_JOBS" --connections "$E2E_CONNECTIONS" || status=1
 run_mode latency latency --runs "$LATENCY_RUNS" || status=1
+
+# The scheduling cycle alone (the core, no daemon): 10,000 nodes, 100,000
+# pending jobs; p50/p99 cycle time and peak memory per backfill policy.
+echo "== cycle: one scheduling cycle, 10,000 nodes, 100,000 pending jobs"
+"$BUILD/unisched-cycle-bench" --runs "${CYCLE_RUNS:-7}" || status=1
+[[ -n ${BENCH_JSON:-} ]] && "$BUILD/unisched-cycle-bench" --runs "${CYCLE_RUNS:-7}" >>"$BENCH_JSON"
+echo
+
+# Trace replay through the same scheduling code (docs/simulate.md).
+echo "== replay: KTH SP2 on 100 processors, Philly on GPUs"
+bash "$ROOT/scripts/kth-replay.sh" "$BUILD" || status=1
 exit $status

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
@@ -163,9 +164,17 @@ class PoolCycle {
     bool operator==(const ScopeKey&) const = default;
   };
   struct ScopeKeyHash {
+    // Looked up for every pending job: a cheap hash of the length and the
+    // first and last eight bytes is enough for a few hundred short names
+    // (equal keys are still compared in full).
+    static uint64_t Cheap(std::string_view s) {
+      uint64_t head = 0, tail = 0;
+      std::memcpy(&head, s.data(), std::min<size_t>(8, s.size()));
+      if (s.size() > 8) std::memcpy(&tail, s.data() + s.size() - std::min<size_t>(8, s.size() - 8), std::min<size_t>(8, s.size() - 8));
+      return (head * 0x9E3779B97F4A7C15ULL) ^ (tail * 0xC2B2AE3D27D4EB4FULL) ^ s.size();
+    }
     size_t operator()(const ScopeKey& k) const {
-      const std::hash<std::string_view> h;
-      return (h(k.queue) * 1000003) ^ (h(k.project) * 10007) ^ h(k.user);
+      return static_cast<size_t>(Cheap(k.queue) * 31 + Cheap(k.project) * 1000003 + Cheap(k.user) * 998244353);
     }
   };
   const ScopeInfo& Scope(const std::string& queue, const std::string& project, const std::string& user);
