@@ -186,6 +186,16 @@ class Replay {
       : jobs_(jobs), cluster_(cluster), scheduler_(cluster.config), start_ms_(jobs.size(), -1) {
     snapshot_.nodes = cluster.nodes;
     snapshot_.explain = false;
+    for (const auto& pool : cluster.config.pools) {
+      if (pool.name == cluster.pool) mode_ = pool.backfill;
+    }
+    // Arrival order is priority order only when no weight can put a newer
+    // job ahead (every trace job has the same queue, tier and adjustment).
+    for (const auto& queue : cluster.config.queues) {
+      if (queue.name != cluster.queue) continue;
+      const model::PriorityWeights w = queue.policy.Weights();
+      fifo_order_ = w.fairshare == 0 && w.age == 0 && w.size == 0;
+    }
     for (size_t i = 0; i < snapshot_.nodes.size(); ++i) node_index_.emplace(snapshot_.nodes[i].spec.name, i);
     job_index_.reserve(jobs.size());
     for (size_t i = 0; i < jobs.size(); ++i) job_index_.emplace(jobs[i].id, i);
@@ -224,8 +234,14 @@ class Replay {
       }
       // 2. Submissions, each with its own pass.
       while (next_submit < jobs_.size() && submit_time(next_submit) == now) {
-        Submit(submit_order_[next_submit++]);
-        Pass(now, /*move_reservations=*/false);
+        const size_t i = submit_order_[next_submit++];
+        const bool queue_was_empty = snapshot_.pending.empty();
+        Submit(i);
+        if (ArrivalCanChangeNothing(i, queue_was_empty)) {
+          ++skipped_passes_;
+        } else {
+          Pass(now, /*move_reservations=*/false);
+        }
         ++handled;
         report();
       }
@@ -255,6 +271,26 @@ class Replay {
     size_t job;
     bool operator>(const Termination& o) const { return time != o.time ? time > o.time : sequence > o.sequence; }
   };
+
+  // As in the reference simulator, an arrival's pass is skipped when it
+  // cannot start anything: the new job is last in the queue (FIFO), so the
+  // previous pass's decisions for the others stand, and the job itself
+  // cannot start if it is larger than what is free now (EASY), or if a job
+  // was already waiting ahead of it (FCFS). Conservative always runs it (the
+  // new job gets its reservation then).
+  bool ArrivalCanChangeNothing(size_t i, bool queue_was_empty) const {
+    if (!fifo_order_) return false;
+    const int64_t free_now = cluster_.capacity - used_;
+    switch (mode_) {
+      case model::BackfillMode::kEasy:
+        return jobs_[i].size > free_now;
+      case model::BackfillMode::kFcfs:
+        return !queue_was_empty || jobs_[i].size > free_now;
+      case model::BackfillMode::kConservative:
+        break;
+    }
+    return false;
+  }
 
   void Submit(size_t i) {
     const TraceJob& job = jobs_[i];
@@ -317,6 +353,7 @@ class Replay {
     snapshot_.running.push_back(std::move(running));
 
     start_ms_[i] = now;
+    used_ += job.size;
     terminations_.push({now + job.run_ms, next_sequence_++, i});
   }
 
@@ -324,6 +361,7 @@ class Replay {
   void Finish(size_t i) {
     auto position = running_position_.find(jobs_[i].id);
     if (position == running_position_.end()) return;
+    used_ -= jobs_[i].size;
     for (const auto& share : snapshot_.running[position->second].allocation) ApplyShare(share, -1);
     RemoveAt(snapshot_.running, running_position_, position->second);
   }
@@ -359,7 +397,11 @@ class Replay {
   std::vector<int64_t> start_ms_;
   int64_t next_sequence_ = 0;
   int64_t passes_ = 0;
+  int64_t skipped_passes_ = 0;
   int64_t max_pending_ = 0;
+  int64_t used_ = 0;  // processors (or GPUs) held by running jobs
+  model::BackfillMode mode_ = model::BackfillMode::kEasy;
+  bool fifo_order_ = false;
 };
 
 }  // namespace
