@@ -126,7 +126,10 @@ TEST(SimulateTest, SameSubmitTimeGoesInTraceOrder) {
   std::vector<TraceJob> jobs = {Job(2, 0, 1, 10, 10), Job(1, 0, 1, 10, 10)};
   SimulationResult r = Simulate(jobs, CpuCluster(1, BackfillMode::kFcfs));
   EXPECT_EQ(StartSeconds(r), (std::vector<int64_t>{0, 10}));
-  EXPECT_EQ(r.passes, 3);  // two submissions and the first job's end (the second's end finds nothing pending)
+  // The first submission and the first job's end: the second submission's
+  // pass is skipped (it cannot start: the processor is taken), and the
+  // second job's end finds nothing pending.
+  EXPECT_EQ(r.passes, 2);
 }
 
 TEST(SimulateTest, GpuPoolAddsCompletionTime) {
