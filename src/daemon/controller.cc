@@ -286,6 +286,7 @@ scheduler::RunningJob Controller::SnapshotOfRunning(const Job& job, Timestamp no
     r.expected_end = std::min(r.expected_end, now + std::chrono::seconds(grace));
   }
   r.preempting_for = job.preempting_for;
+  r.stopping = job.cancel_requested;
   return r;
 }
 
@@ -317,6 +318,14 @@ void Controller::RunCycle(Batch& batch, Timestamp now) {
   AccrueUsage(batch, now);
   scheduler::Snapshot snapshot;
   snapshot.nodes = nodes_;
+  auto add_fairshare = [&](const Job& job) {
+    const model::QueueSpec* queue = config_.cluster.FindQueue(job.queue);
+    if (!queue || queue->policy.Weights().fairshare <= 0) return;
+    auto key = std::make_pair(job.project, job.user);
+    if (snapshot.fairshare.count(key)) return;
+    snapshot.fairshare.emplace(
+        key, policy::FairshareFactor(fairshare_usage_, config_.cluster.projects, job.project, job.user));
+  };
   for (const auto& [id, job] : active_) {
     if (job.state == JobState::kPending) {
       scheduler::PendingJob& p = snapshot.pending.emplace_back();
@@ -334,16 +343,10 @@ void Controller::RunCycle(Batch& batch, Timestamp now) {
         p.reserved_start = r->second.start;
         p.reserved_nodes = r->second.nodes;
       }
-      const model::QueueSpec* queue = config_.cluster.FindQueue(job.queue);
-      if (queue && queue->policy.Weights().fairshare > 0) {
-        auto key = std::make_pair(job.project, job.user);
-        if (!snapshot.fairshare.count(key)) {
-          snapshot.fairshare.emplace(key, policy::FairshareFactor(fairshare_usage_, config_.cluster.projects,
-                                                                  job.project, job.user));
-        }
-      }
+      add_fairshare(job);
     } else if (job.state == JobState::kRunning) {
       snapshot.running.push_back(SnapshotOfRunning(job, now));
+      add_fairshare(job);  // a running job's priority decides whether it may be preempted
     }
   }
   if (snapshot.pending.empty()) {

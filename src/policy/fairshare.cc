@@ -126,9 +126,12 @@ double FairshareFactor(const DecayedUsage& usage, const std::vector<model::Proje
   const double project_usage = usage.Project(project);
   const double u_p = project_usage / total;
   // The user's own usage on the same scale as U_p (a part of all usage, not
-  // of the project's): a project's only user then has U = U_p.
+  // of the project's). Slurm's classic effective usage,
+  //   U_E = U_Achild + (U_Eparent - U_Achild) * S_child / S_all_siblings,
+  // with the project as the parent (its effective usage is its actual one:
+  // projects are the first tier): a project's only user has U = U_p.
   const double u_own = usage.User(project, user) / total;
-  const double u = u_p + (u_own - u_p) * s_u;
+  const double u = u_own + (u_p - u_own) * s_u;
   const double s = s_p * s_u;
   return std::exp2(-std::max(0.0, u) / std::max(s, 1e-9));
 }

@@ -431,7 +431,7 @@ std::vector<const RunningJob*> PoolCycle::ChooseVictims(const PendingJob& job, i
   };
   std::vector<Candidate> candidates;
   for (const RunningJob* r : running) {
-    if (r->preempting_for || being_preempted_.count(r->id)) continue;
+    if (r->preempting_for || r->stopping || being_preempted_.count(r->id)) continue;
     const ScopeInfo& scope = Scope(r->queue, r->project, r->user);
     if (!scope.policy->preemptible) continue;
     if (std::find(job.preempted_by.begin(), job.preempted_by.end(), r->id) != job.preempted_by.end()) continue;

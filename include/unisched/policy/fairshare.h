@@ -14,9 +14,11 @@
 // share within the project, S = s_p * s_u the user's normalized share, and
 //   U_p = usage of the project / usage of all projects,
 //   U_u = usage of the user / usage of all projects,
-//   U   = U_p + (U_u - U_p) * s_u
-// (the user's effective usage: the project's, pulled toward the user's own
-// part of it in proportion to the user's share), the factor is
+//   U   = U_u + (U_p - U_u) * s_u
+// (Slurm's classic effective usage: the user's own usage, pulled toward the
+// project's in proportion to the user's share of the project, so one
+// user's heavy use weighs on the others of the project, and a project's only
+// user has U = U_p), the factor is
 //   F = 2^(-U / S).
 // F = 1 without usage, 0.5 when usage matches the share exactly, -> 0 when
 // usage far exceeds it.

@@ -71,6 +71,7 @@ struct RunningJob {
   // the past (a job overrunning into its kill grace) counts as now.
   Timestamp expected_end = Timestamp::max();
   std::optional<model::JobId> preempting_for;  // being stopped for this job
+  bool stopping = false;                       // being cancelled: never a victim
 };
 
 // Everything a cycle may look at, by value.
@@ -78,8 +79,8 @@ struct Snapshot {
   std::vector<model::NodeUsage> nodes;
   std::vector<PendingJob> pending;
   std::vector<RunningJob> running;
-  // Fairshare factor per (project, user), from policy::FairshareFactor;
-  // missing pairs count as 1 (no usage).
+  // Fairshare factor per (project, user) of pending and running jobs, from
+  // policy::FairshareFactor; missing pairs count as 1 (no usage).
   std::map<std::pair<std::string, std::string>, double> fairshare;
   // false: only starts and preemptions are computed (no reasons, factors or
   // estimates), as the simulator needs.

@@ -246,25 +246,27 @@ TEST(FairshareFactorTest, UsersWithinAProject) {
     std::string user;
     double want;
   };
-  // With U_p = 0.5, s_p = 0.5, own = user's usage / all usage (160):
-  //   U = U_p + (own - U_p) * s_u,  S = s_p * s_u,  F = 2^(-U/S).
+  // With U_p = 0.5, s_p = 0.5, own = user's usage / all usage (160), Slurm's
+  // classic effective usage:
+  //   U = own + (U_p - own) * s_u,  S = s_p * s_u,  F = 2^(-U/S).
   const std::vector<Case> cases = {
-      {"equal shares, heavy user", {}, 60, 20, "alice", std::exp2(-(0.5 + (60.0 / 160 - 0.5) * 0.5) / 0.25)},
-      {"equal shares, light user", {}, 60, 20, "bob", std::exp2(-(0.5 + (20.0 / 160 - 0.5) * 0.5) / 0.25)},
+      {"equal shares, heavy user", {}, 60, 20, "alice", std::exp2(-(60.0 / 160 + (0.5 - 60.0 / 160) * 0.5) / 0.25)},
+      {"equal shares, light user", {}, 60, 20, "bob", std::exp2(-(20.0 / 160 + (0.5 - 20.0 / 160) * 0.5) / 0.25)},
       {"shares 3:1, equal use, more shares",
        {{"alice", 3}, {"bob", 1}},
        40,
        40,
        "alice",
-       std::exp2(-(0.5 + (0.25 - 0.5) * 0.75) / 0.375)},
+       std::exp2(-(0.25 + (0.5 - 0.25) * 0.75) / 0.375)},
       {"shares 3:1, equal use, fewer shares",
        {{"alice", 3}, {"bob", 1}},
        40,
        40,
        "bob",
-       std::exp2(-(0.5 + (0.25 - 0.5) * 0.25) / 0.125)},
-      // carol has no usage and no listed share: she counts as a third user.
-      {"a new user of the project", {}, 60, 20, "carol", std::exp2(-(0.5 + (0 - 0.5) / 3) / (0.5 / 3))},
+       std::exp2(-(0.25 + (0.5 - 0.25) * 0.25) / 0.125)},
+      // carol has no usage and no listed share: she counts as a third user,
+      // and the project's use weighs on her too (a third of it).
+      {"a new user of the project", {}, 60, 20, "carol", std::exp2(-(0 + (0.5 - 0) / 3) / (0.5 / 3))},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
