@@ -110,13 +110,12 @@ scheduler::Snapshot MakeSnapshot(const Options& o, const model::ClusterSpec& clu
     }
   }
   const std::vector<Shape> cpu_shapes = {
-      {1, 1, 0, 1024, 600},        {1, 4, 0, 8192, 3600},      {1, 8, 0, 16384, 7200},
-      {1, 16, 0, 32768, 14400},    {1, 32, 0, 65536, 43200},   {1, 64, 0, 131072, 86400},
-      {2, 64, 0, 131072, 86400},   {4, 64, 0, 131072, 172800}, {8, 64, 0, 131072, 259200},
-      {1, 2, 0, 2048, 1800},       {1, 12, 0, 24576, 21600},   {16, 64, 0, 131072, 259200},
+      {1, 1, 0, 1024, 600},       {1, 4, 0, 8192, 3600},     {1, 8, 0, 16384, 7200},    {1, 16, 0, 32768, 14400},
+      {1, 32, 0, 65536, 43200},   {1, 64, 0, 131072, 86400}, {2, 64, 0, 131072, 86400}, {4, 64, 0, 131072, 172800},
+      {8, 64, 0, 131072, 259200}, {1, 2, 0, 2048, 1800},     {1, 12, 0, 24576, 21600},  {16, 64, 0, 131072, 259200},
   };
   const std::vector<Shape> gpu_shapes = {
-      {1, 4, 1, 65536, 3600},    {1, 8, 2, 131072, 14400},  {1, 16, 4, 262144, 43200}, {1, 32, 8, 524288, 86400},
+      {1, 4, 1, 65536, 3600},     {1, 8, 2, 131072, 14400},   {1, 16, 4, 262144, 43200}, {1, 32, 8, 524288, 86400},
       {2, 32, 8, 524288, 172800}, {4, 32, 8, 524288, 259200}, {1, 4, 1, 32768, 600},     {8, 32, 8, 524288, 604800},
   };
   std::uniform_int_distribution<int> minutes(1, 7 * 24 * 60);
@@ -135,7 +134,8 @@ scheduler::Snapshot MakeSnapshot(const Options& o, const model::ClusterSpec& clu
   }
   for (int p = 0; p < 20; ++p) {
     for (int u = 0; u < 200; ++u) {
-      s.fairshare[{"project-" + std::to_string(p), "user-" + std::to_string(u)}] = 0.1 + 0.8 * ((p * 7 + u) % 10) / 10.0;
+      s.fairshare[{"project-" + std::to_string(p), "user-" + std::to_string(u)}] =
+          0.1 + 0.8 * ((p * 7 + u) % 10) / 10.0;
     }
   }
   return s;
@@ -180,13 +180,20 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const int value = std::atoi(argv[i + 1]);
-    if (flag == "--policy") o.policy = argv[i + 1];
-    else if (flag == "--nodes") o.nodes = value;
-    else if (flag == "--pending") o.pending = value;
-    else if (flag == "--runs") o.runs = value;
-    else if (flag == "--seed") o.seed = static_cast<unsigned>(value);
+    if (flag == "--policy")
+      o.policy = argv[i + 1];
+    else if (flag == "--nodes")
+      o.nodes = value;
+    else if (flag == "--pending")
+      o.pending = value;
+    else if (flag == "--runs")
+      o.runs = value;
+    else if (flag == "--seed")
+      o.seed = static_cast<unsigned>(value);
     else {
-      std::fprintf(stderr, "unknown flag %s\nusage: unisched-cycle-bench [--nodes N] [--pending N] [--runs N] [--seed N] [--policy easy|conservative|both]\n",
+      std::fprintf(stderr,
+                   "unknown flag %s\nusage: unisched-cycle-bench [--nodes N] [--pending N] [--runs N] [--seed N] "
+                   "[--policy easy|conservative|both]\n",
                    flag.c_str());
       return 2;
     }

@@ -339,8 +339,11 @@ json JobView(const model::Job& job, const ClusterView* view) {
   }
   out["pending_reasons"] = std::move(reasons);
   out["priority"] = factors.Total();
-  out["priority_factors"] = {{"fairshare", factors.fairshare}, {"age", factors.age},   {"tier", factors.tier},
-                             {"size", factors.size},           {"adjustment", factors.adjustment}};
+  out["priority_factors"] = {{"fairshare", factors.fairshare},
+                             {"age", factors.age},
+                             {"tier", factors.tier},
+                             {"size", factors.size},
+                             {"adjustment", factors.adjustment}};
   out["estimated_start"] = estimated_start ? json(FormatRfc3339(*estimated_start)) : json(nullptr);
   return out;
 }
@@ -352,8 +355,8 @@ namespace {
 // left pending forever); over the limit with what runs now, refused where the
 // queue's quota_action is reject (elsewhere it waits with QuotaExceeded).
 std::optional<std::string> QuotaRejection(const model::ClusterSpec& cluster, const ClusterView& view,
-                                          const std::string& queue, const std::string& project,
-                                          const std::string& user, const model::ResourceRequest& resources) {
+                                          const std::string& queue, const std::string& project, const std::string& user,
+                                          const model::ResourceRequest& resources) {
   const model::QueueSpec* spec = cluster.FindQueue(queue);
   if (!spec) return std::nullopt;
   const policy::JobScope scope{queue, project, user};
@@ -401,8 +404,8 @@ void Api::SubmitJob(Call& call) {
     call.reply(FromError(route.error()));
     return;
   }
-  if (auto over = QuotaRejection(cfg.cluster, *ctx_.control->View(), route->queue, project, who.user,
-                                 route->resources)) {
+  if (auto over =
+          QuotaRejection(cfg.cluster, *ctx_.control->View(), route->queue, project, who.user, route->resources)) {
     call.reply(ErrorResponse(403, "quota_exceeded", *over));
     return;
   }

@@ -281,8 +281,8 @@ scheduler::RunningJob Controller::SnapshotOfRunning(const Job& job, Timestamp no
   // A job being stopped frees its room within its grace at the latest.
   if (job.cancel_requested || job.preempting_for) {
     const model::QueueSpec* queue = config_.cluster.FindQueue(job.queue);
-    const int grace = job.preempting_for && queue ? queue->policy.preempt_grace_seconds
-                                                  : config_.executor.kill_grace_seconds;
+    const int grace =
+        job.preempting_for && queue ? queue->policy.preempt_grace_seconds : config_.executor.kill_grace_seconds;
     r.expected_end = std::min(r.expected_end, now + std::chrono::seconds(grace));
   }
   r.preempting_for = job.preempting_for;
@@ -407,15 +407,15 @@ void Controller::ApplyPreemption(Batch& batch, const scheduler::Preemption& p) {
   const std::string then = p.requeue ? "then back to PENDING" : "then CANCELLED";
   const std::string message = "preempted by job " + std::to_string(p.preemptor) + ": SIGTERM, SIGKILL after " +
                               std::to_string(p.grace_seconds) + " s, " + then;
-  batch.writes.push_back([copy = victim, victim_event = store::JobEvent{clock_.Now(), "preempted", message},
-                          preemptor = p.preemptor,
-                          preemptor_event = store::JobEvent{clock_.Now(), "preempting",
-                                                            "preempting job " + std::to_string(p.victim) +
-                                                                " to make room"}](store::Transaction& t) -> Status {
-    if (auto s = t.UpdateJob(copy); !s.ok()) return s;
-    if (auto s = t.AppendEvent(copy.id, victim_event); !s.ok()) return s;
-    return t.AppendEvent(preemptor, preemptor_event);
-  });
+  batch.writes.push_back(
+      [copy = victim, victim_event = store::JobEvent{clock_.Now(), "preempted", message}, preemptor = p.preemptor,
+       preemptor_event =
+           store::JobEvent{clock_.Now(), "preempting", "preempting job " + std::to_string(p.victim) + " to make room"}](
+          store::Transaction& t) -> Status {
+        if (auto s = t.UpdateJob(copy); !s.ok()) return s;
+        if (auto s = t.AppendEvent(copy.id, victim_event); !s.ok()) return s;
+        return t.AppendEvent(preemptor, preemptor_event);
+      });
   batch.after_commit.push_back(
       [this, id = victim.id, attempt = victim.CurrentAttempt()->number] { executor_->Cancel(id, attempt, true); });
   spdlog::info("job {} preempted by job {}", p.victim, p.preemptor);

@@ -17,8 +17,7 @@ int64_t Term(double weight, double factor) {
 PriorityFactors ComputePriority(const model::PriorityWeights& weights, const PriorityInputs& in, Timestamp now) {
   PriorityFactors f;
   f.fairshare = Term(weights.fairshare, in.fairshare_factor);
-  const double waited_seconds =
-      std::max<double>(0, std::chrono::duration<double>(now - in.submitted_at).count());
+  const double waited_seconds = std::max<double>(0, std::chrono::duration<double>(now - in.submitted_at).count());
   const double max_age_seconds = weights.max_age_hours * 3600.0;
   f.age = Term(weights.age, max_age_seconds > 0 ? waited_seconds / max_age_seconds : 1.0);
   f.tier = Term(weights.tier, in.max_tier_in_pool > 0 ? static_cast<double>(in.tier) / in.max_tier_in_pool : 0.0);

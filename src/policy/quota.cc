@@ -138,9 +138,9 @@ std::optional<model::PendingReason> CheckLimits(const QuotaTally& tally, const J
   // Called for every pending job of every cycle: lookups only for limits
   // that exist, and text only for a limit that is hit.
   if (queue_policy.max_concurrency && tally.QueueJobs(scope.queue) + 1 > *queue_policy.max_concurrency) {
-    return model::PendingReason{"ConcurrencyLimit", std::string(scope.queue) + " runs " + std::to_string(tally.QueueJobs(scope.queue)) +
-                                                        "/" + std::to_string(*queue_policy.max_concurrency) +
-                                                        " jobs (max_concurrency)"};
+    return model::PendingReason{
+        "ConcurrencyLimit", std::string(scope.queue) + " runs " + std::to_string(tally.QueueJobs(scope.queue)) + "/" +
+                                std::to_string(*queue_policy.max_concurrency) + " jobs (max_concurrency)"};
   }
   const bool project_limits = project_policy && !project_policy->quota.Empty();
   if (queue_policy.project_quota.Empty() && queue_policy.user_quota.Empty() && !project_limits) return std::nullopt;
@@ -148,22 +148,22 @@ std::optional<model::PendingReason> CheckLimits(const QuotaTally& tally, const J
   if (!queue_policy.project_quota.Empty()) {
     const Amount used = tally.QueueProject(scope.queue, scope.project);
     if (const Dimension* d = Exceeded(queue_policy.project_quota, used, need)) {
-      return QuotaReason(*d, queue_policy.project_quota, used, need, "project " + std::string(scope.project), " in " + std::string(scope.queue),
-                         "project_quota");
+      return QuotaReason(*d, queue_policy.project_quota, used, need, "project " + std::string(scope.project),
+                         " in " + std::string(scope.queue), "project_quota");
     }
   }
   if (!queue_policy.user_quota.Empty()) {
     const Amount used = tally.QueueUser(scope.queue, scope.user);
     if (const Dimension* d = Exceeded(queue_policy.user_quota, used, need)) {
-      return QuotaReason(*d, queue_policy.user_quota, used, need, "user " + std::string(scope.user), " in " + std::string(scope.queue),
-                         "user_quota");
+      return QuotaReason(*d, queue_policy.user_quota, used, need, "user " + std::string(scope.user),
+                         " in " + std::string(scope.queue), "user_quota");
     }
   }
   if (project_limits) {
     const Amount used = tally.Project(scope.project);
     if (const Dimension* d = Exceeded(project_policy->quota, used, need)) {
-      return QuotaReason(*d, project_policy->quota, used, need, "project " + std::string(scope.project), " over all queues",
-                         "projects quota");
+      return QuotaReason(*d, project_policy->quota, used, need, "project " + std::string(scope.project),
+                         " over all queues", "projects quota");
     }
   }
   return std::nullopt;

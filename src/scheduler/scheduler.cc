@@ -170,7 +170,8 @@ class PoolCycle {
     static uint64_t Cheap(std::string_view s) {
       uint64_t head = 0, tail = 0;
       std::memcpy(&head, s.data(), std::min<size_t>(8, s.size()));
-      if (s.size() > 8) std::memcpy(&tail, s.data() + s.size() - std::min<size_t>(8, s.size() - 8), std::min<size_t>(8, s.size() - 8));
+      if (s.size() > 8)
+        std::memcpy(&tail, s.data() + s.size() - std::min<size_t>(8, s.size() - 8), std::min<size_t>(8, s.size() - 8));
       return (head * 0x9E3779B97F4A7C15ULL) ^ (tail * 0xC2B2AE3D27D4EB4FULL) ^ s.size();
     }
     size_t operator()(const ScopeKey& k) const {
@@ -208,9 +209,9 @@ class PoolCycle {
   const std::vector<const model::NodeUsage*>* pool_nodes_ = nullptr;
   std::unordered_map<std::string_view, size_t> node_index_;  // views of the pool nodes' names
   std::vector<NodeTimeline> timelines_;
-  std::vector<bool> has_future_hold_;   // a reservation holds room on this node (from now or later)
-  std::vector<uint64_t> node_version_;  // bumped whenever a node's timeline changes
-  std::vector<size_t> roomy_;           // up nodes with something free when the cycle began
+  std::vector<bool> has_future_hold_;     // a reservation holds room on this node (from now or later)
+  std::vector<uint64_t> node_version_;    // bumped whenever a node's timeline changes
+  std::vector<size_t> roomy_;             // up nodes with something free when the cycle began
   std::vector<model::JobId> hold_owner_;  // the last job reserved on each node (0: none)
   // Per request shape, each eligible node's earliest window, valid while the
   // node's version is unchanged. Within a cycle profiles only fill up, so a
@@ -233,7 +234,7 @@ class PoolCycle {
 };
 
 const PoolCycle::ScopeInfo& PoolCycle::Scope(const std::string& queue, const std::string& project,
-                                              const std::string& user) {
+                                             const std::string& user) {
   auto [it, inserted] = scopes_.try_emplace(ScopeKey{queue, project, user});
   if (inserted) {
     ScopeInfo& info = it->second;
@@ -638,8 +639,8 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
           RecordReservation(job.id, from, held->second);
           ++reservations;
           if (explain) {
-            info.own = std::make_shared<const std::vector<model::PendingReason>>(std::vector<model::PendingReason>{
-                {"Resources", "waits for its reservation (conservative backfill)"}});
+            info.own = std::make_shared<const std::vector<model::PendingReason>>(
+                std::vector<model::PendingReason>{{"Resources", "waits for its reservation (conservative backfill)"}});
             info.estimated_start = from;
           }
           keep_pending(info);

@@ -35,8 +35,8 @@ struct LaunchSpec {
   std::vector<std::string> argv;
   // The complete environment of the job; nothing else is passed on.
   std::map<std::string, std::string> env;
-  std::string unix_user;         // account to run as; empty: the daemon's own (only allowed when not root)
-  int64_t walltime_seconds = 0;  // 0: unlimited
+  std::string unix_user;           // account to run as; empty: the daemon's own (only allowed when not root)
+  int64_t walltime_seconds = 0;    // 0: unlimited
   int kill_grace_seconds = 10;     // cancel and timeout: SIGTERM .. SIGKILL
   int preempt_grace_seconds = 30;  // preemption: SIGTERM .. SIGKILL (the queue's preempt_grace_seconds)
   Limits limits;

@@ -135,9 +135,9 @@ struct RoutingRule {
 // A project's policy: its fair share and its quota over all queues.
 struct ProjectPolicy {
   std::string name;
-  double shares = 1;                              // relative to the other projects
-  std::map<std::string, double> user_shares;      // users within the project; unlisted: 1
-  ResourceLimits quota;                           // over every queue
+  double shares = 1;                          // relative to the other projects
+  std::map<std::string, double> user_shares;  // users within the project; unlisted: 1
+  ResourceLimits quota;                       // over every queue
 };
 
 struct ClusterSpec {

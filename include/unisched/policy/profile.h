@@ -54,8 +54,7 @@ class NodeTimeline {
   Capacity MinFree(Timestamp from, Timestamp to) const;
   // The earliest t >= from with `need` free over [t, t + duration); nullopt if
   // never (the node can never hold it over that long).
-  std::optional<Timestamp> EarliestFit(Timestamp from, std::chrono::milliseconds duration,
-                                       const Capacity& need) const;
+  std::optional<Timestamp> EarliestFit(Timestamp from, std::chrono::milliseconds duration, const Capacity& need) const;
   // The first step time strictly after t, or kForever.
   Timestamp NextChangeAfter(Timestamp t) const;
   Timestamp Origin() const { return steps_.front().first; }

@@ -5,11 +5,11 @@
 // queue's running instances (max_concurrency).
 
 #include <cstdint>
-#include <unordered_map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <unordered_map>
 
 #include "unisched/model/cluster.h"
 #include "unisched/model/job.h"

@@ -34,8 +34,8 @@ TEST(PendingInfosTest, FindsEveryIdBeforeAndAfterSealing) {
     EXPECT_EQ(infos.at(ids[17]).jobs_ahead, ids[17] % 1000);  // unsealed: linear scan
     infos.Seal();
     ASSERT_EQ(infos.size(), ids.size());
-    EXPECT_TRUE(std::is_sorted(infos.begin(), infos.end(),
-                               [](const auto& a, const auto& b) { return a.first < b.first; }));
+    EXPECT_TRUE(
+        std::is_sorted(infos.begin(), infos.end(), [](const auto& a, const auto& b) { return a.first < b.first; }));
     for (JobId id : ids) {
       ASSERT_EQ(infos.count(id), 1u) << id;
       EXPECT_EQ(infos.at(id).jobs_ahead, id % 1000);

@@ -112,7 +112,13 @@ TEST(QuotaTest, CheckLimitsPerScope) {
   const auto eight_gpus = MakeRequest().Cpus(4).Gpus(8).Build();
 
   const std::vector<Case> cases = {
-      {"no limits", queue([](model::QueuePolicy&) {}), std::nullopt, {{genomics_alice, eight_gpus, 100}}, genomics_alice, eight_gpus, std::nullopt},
+      {"no limits",
+       queue([](model::QueuePolicy&) {}),
+       std::nullopt,
+       {{genomics_alice, eight_gpus, 100}},
+       genomics_alice,
+       eight_gpus,
+       std::nullopt},
       {"queue+project: the seed's 32 GPUs, at the limit",
        gpu32,
        std::nullopt,
