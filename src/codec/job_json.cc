@@ -288,6 +288,10 @@ json JobToJson(const model::Job& job) {
       {"nodes", json(job.NodeNames())},
       {"exit_code", IntOrNull(job.exit_code)},
       {"pending_reasons", json::array()},
+      // Derived by the API from the last scheduling cycle while the job is
+      // pending; stored as for a job no cycle has seen yet.
+      {"priority_factors", {{"fairshare", 0}, {"age", 0}, {"tier", 0}, {"size", 0}, {"adjustment", job.priority}}},
+      {"estimated_start", nullptr},
       {"attempts", std::move(attempts)},
       {"submitted_at", FormatRfc3339(job.submitted_at)},
       {"started_at", TimestampOrNull(job.started_at)},

@@ -13,12 +13,14 @@
 namespace unisched::codec {
 
 // The contract shape: "id" as a string, RFC 3339 timestamps (or null),
-// workload features as JSON scalars, "nodes" of the current attempt and an
-// empty "pending_reasons" (the API fills it from the scheduler).
+// workload features as JSON scalars, "nodes" of the current attempt, an
+// empty "pending_reasons", "priority_factors" with only the adjustment and a
+// null "estimated_start" (the API fills these three from the scheduler).
 nlohmann::json JobToJson(const model::Job& job);
 
 // The inverse of JobToJson. Fields it derives ("nodes", "pending_reasons",
-// an attempt's "nodes") and unknown fields are ignored; absent fields keep
+// "priority_factors", "estimated_start", an attempt's "nodes") and unknown
+// fields are ignored; absent fields keep
 // their model defaults. A field of the wrong type is a kBadRequest error
 // naming that field.
 Result<model::Job> JobFromJson(const nlohmann::json& doc);
