@@ -300,6 +300,7 @@ json JobToJson(const model::Job& job) {
       {"cancel_requested", job.cancel_requested},
       {"preempting_for", job.preempting_for ? json(std::to_string(*job.preempting_for)) : json(nullptr)},
       {"preempted_by", std::move(preempted_by)},
+      {"stop_requested_at", TimestampOrNull(job.stop_requested_at)},
   };
 }
 
@@ -366,6 +367,7 @@ Result<model::Job> JobFromJson(const json& doc) {
     d.JobIdValue(*v, "preempting_for", id);
     if (!d.failed()) job.preempting_for = id;
   }
+  d.Time(doc, "stop_requested_at", "stop_requested_at", job.stop_requested_at);
   if (const json* list = d.Array(doc, "preempted_by", "preempted_by")) {
     for (size_t i = 0; i < list->size() && !d.failed(); ++i) {
       model::JobId id = 0;

@@ -283,7 +283,7 @@ scheduler::RunningJob Controller::SnapshotOfRunning(const Job& job, Timestamp no
     const model::QueueSpec* queue = config_.cluster.FindQueue(job.queue);
     const int grace =
         job.preempting_for && queue ? queue->policy.preempt_grace_seconds : config_.executor.kill_grace_seconds;
-    r.expected_end = std::min(r.expected_end, now + std::chrono::seconds(grace));
+    r.expected_end = std::min(r.expected_end, job.stop_requested_at.value_or(now) + std::chrono::seconds(grace));
   }
   r.preempting_for = job.preempting_for;
   r.stopping = job.cancel_requested;
@@ -404,6 +404,7 @@ void Controller::ApplyPreemption(Batch& batch, const scheduler::Preemption& p) {
   }
   Job& victim = it->second;
   victim.preempting_for = p.preemptor;
+  victim.stop_requested_at = clock_.Now();
   const std::string then = p.requeue ? "then back to PENDING" : "then CANCELLED";
   const std::string message = "preempted by job " + std::to_string(p.preemptor) + ": SIGTERM, SIGKILL after " +
                               std::to_string(p.grace_seconds) + " s, " + then;
@@ -428,6 +429,7 @@ void Controller::FinishPreemption(Batch& batch, Job& job, model::Attempt& attemp
   attempt.state = JobState::kCancelled;
   attempt.reason = "preempted by job " + std::to_string(preemptor);
   job.preempting_for.reset();
+  job.stop_requested_at.reset();
   job.preempted_by.push_back(preemptor);
   need_cycle_ = true;
   if (requeue) {
@@ -530,6 +532,7 @@ void Controller::ApplyControl(Batch& batch, model::JobId id, JobAction action, c
       if (job.state == JobState::kRunning) {
         if (!job.cancel_requested) {
           job.cancel_requested = true;
+          job.stop_requested_at = clock_.Now();
           batch.writes.push_back(
               [copy = job, event = store::JobEvent{clock_.Now(), "cancel_requested", "cancel requested by " + actor}](
                   store::Transaction& t) -> Status {

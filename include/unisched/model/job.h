@@ -151,6 +151,9 @@ struct Job {
   // may never preempt them back (no preemption loops).
   std::optional<JobId> preempting_for;
   std::vector<JobId> preempted_by;
+  // When the running attempt was asked to stop (cancel or preemption): its
+  // room is free by then plus the grace at the latest.
+  std::optional<Timestamp> stop_requested_at;
 
   // The latest attempt, or nullptr before the first start.
   const Attempt* CurrentAttempt() const { return attempts.empty() ? nullptr : &attempts.back(); }
