@@ -393,6 +393,20 @@ void Controller::RunCycle(Batch& batch, Timestamp now) {
   for (const auto& preemption : plan.preemptions) ApplyPreemption(batch, preemption);
   reservations_.clear();
   for (auto& r : plan.reservations) reservations_.emplace(r.job, std::move(r));
+  // Pending jobs by pool and first reason: what an alert on "GPU jobs stuck
+  // on quota" reads. Series of a (pool, code) no job has any more go to 0.
+  std::map<std::pair<std::string, std::string>, int> by_reason;
+  for (auto& [key, count] : pending_by_reason_) by_reason[key] = 0;
+  for (const auto& [id, info] : plan.pending) {
+    auto job = active_.find(id);
+    if (job == active_.end()) continue;
+    const std::string code = info.own && !info.own->empty() ? info.own->front().code
+                             : info.jobs_ahead > 0          ? "Priority"
+                                                            : "None";
+    ++by_reason[{job->second.pool, code}];
+  }
+  for (const auto& [key, count] : by_reason) metrics_.SetPendingByReason(key.first, key.second, count);
+  pending_by_reason_ = std::move(by_reason);
   pending_ = std::make_shared<const api::PendingInfoMap>(std::move(plan.pending));
 }
 
@@ -419,6 +433,7 @@ void Controller::ApplyPreemption(Batch& batch, const scheduler::Preemption& p) {
       });
   batch.after_commit.push_back(
       [this, id = victim.id, attempt = victim.CurrentAttempt()->number] { executor_->Cancel(id, attempt, true); });
+  metrics_.CountPreemption(victim.pool, victim.queue);
   spdlog::info("job {} preempted by job {}", p.victim, p.preemptor);
 }
 

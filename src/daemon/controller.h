@@ -111,6 +111,7 @@ class Controller final : public api::ControlPlane {
   // The last cycle's reservations, handed back to the next (conservative
   // pools keep them and move them only earlier).
   std::unordered_map<model::JobId, scheduler::Reservation> reservations_;
+  std::map<std::pair<std::string, std::string>, int> pending_by_reason_;  // (pool, code) -> jobs
   policy::DecayedUsage fairshare_usage_;
   Timestamp last_accrual_{};
   Timestamp next_usage_save_{};

@@ -69,6 +69,16 @@ struct Metrics::Impl {
                                                          .Name("unisched_jobs_started_total")
                                                          .Help("Job attempts started, by pool.")
                                                          .Register(*registry);
+  prometheus::Family<prometheus::Counter>& preemptions =
+      prometheus::BuildCounter()
+          .Name("unisched_preemptions_total")
+          .Help("Running jobs preempted to make room for higher-priority ones, by pool and the victim's queue.")
+          .Register(*registry);
+  prometheus::Family<prometheus::Gauge>& pending_reasons =
+      prometheus::BuildGauge()
+          .Name("unisched_pending_reasons")
+          .Help("Pending jobs by pool and the code of their first pending reason, after the last cycle.")
+          .Register(*registry);
   prometheus::Family<prometheus::Counter>& finished =
       prometheus::BuildCounter()
           .Name("unisched_jobs_finished_total")
@@ -135,6 +145,14 @@ void Metrics::SetNodes(const std::string& state, const std::string& pool, double
 
 void Metrics::CountStart(const std::string& pool) {
   impl_->started.Add({{"pool", pool}}).Increment();
+}
+
+void Metrics::CountPreemption(const std::string& pool, const std::string& queue) {
+  impl_->preemptions.Add({{"pool", pool}, {"queue", queue}}).Increment();
+}
+
+void Metrics::SetPendingByReason(const std::string& pool, const std::string& code, double count) {
+  impl_->pending_reasons.Add({{"pool", pool}, {"code", code}}).Set(count);
 }
 
 void Metrics::CountFinish(const std::string& state, const std::string& pool) {

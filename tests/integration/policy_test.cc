@@ -202,7 +202,9 @@ TEST_F(PolicyTest, HigherPriorityJobPreemptsAndTheVictimIsRequeued) {
   // Its first attempt ends CANCELLED, and it is PENDING again (reason
   // Preempted) until its second attempt starts.
   json preempted = WaitFor(victim, [](const json& j) { return j["attempts"][0]["state"] != "RUNNING"; });
-  if (preempted["state"] == "PENDING") EXPECT_EQ(preempted["state_reason"], "Preempted") << preempted.dump();
+  if (preempted["state"] == "PENDING") {
+    EXPECT_EQ(preempted["state_reason"], "Preempted") << preempted.dump();
+  }
   EXPECT_EQ(preempted["attempts"][0]["state"], "CANCELLED");
   EXPECT_NE(preempted["attempts"][0]["reason"].get<std::string>().find("preempted by job " + preemptor),
             std::string::npos)

@@ -32,6 +32,10 @@ class Metrics {
   // unisched_jobs_started_total{pool}, unisched_jobs_finished_total{state,pool} (counters).
   void CountStart(const std::string& pool);
   void CountFinish(const std::string& state, const std::string& pool);
+  // unisched_preemptions_total{pool,queue}: running jobs preempted, by the victim's queue (counter).
+  void CountPreemption(const std::string& pool, const std::string& queue);
+  // unisched_pending_reasons{pool,code}: pending jobs by their first reason after the last cycle (gauge).
+  void SetPendingByReason(const std::string& pool, const std::string& code, double count);
   // unisched_store_commit_seconds (histogram) and unisched_store_batch_size (histogram).
   void ObserveCommit(double seconds, double batch_size);
 

@@ -88,10 +88,13 @@ TEST(MetricsTest, ConcurrentUpdatesAreAllCounted) {
   std::vector<std::thread> threads;
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&m, t] {
+      // Built piecewise: "p" + std::to_string(t) trips GCC 12's -Wrestrict (PR 105329).
+      std::string pool = "p";
+      pool += std::to_string(t);
       for (int i = 0; i < 1000; ++i) {
         m.CountSubmission("q");
         m.ObserveHttp("/v1/jobs", "GET", 200 + (i % 2), 0.001);
-        m.SetJobs("PENDING", "q", "p" + std::to_string(t), i);
+        m.SetJobs("PENDING", "q", pool, i);
         if (i % 100 == 0) m.Serialize();
       }
     });
