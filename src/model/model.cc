@@ -52,6 +52,11 @@ constexpr std::array<std::pair<JobState, std::string_view>, 8> kJobStates{{
     {JobState::kTimeout, "TIMEOUT"},
     {JobState::kNodeFail, "NODE_FAIL"},
 }};
+constexpr std::array<std::pair<BackfillMode, std::string_view>, 3> kBackfillModes{{
+    {BackfillMode::kFcfs, "fcfs"},
+    {BackfillMode::kEasy, "easy"},
+    {BackfillMode::kConservative, "conservative"},
+}};
 
 }  // namespace
 
@@ -67,8 +72,6 @@ std::string_view ToString(PoolKind kind) {
 std::optional<PoolKind> ParsePoolKind(std::string_view text) {
   return Lookup(kPoolKinds, text);
 }
-constexpr std::array<std::pair<BackfillMode, std::string_view>, 3> kBackfillModes{
-    {{BackfillMode::kFcfs, "fcfs"}, {BackfillMode::kEasy, "easy"}, {BackfillMode::kConservative, "conservative"}}};
 std::string_view ToString(BackfillMode mode) {
   return Name(kBackfillModes, mode);
 }
