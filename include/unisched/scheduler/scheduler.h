@@ -144,6 +144,12 @@ struct SchedulerConfig {
 class Scheduler {
  public:
   explicit Scheduler(SchedulerConfig config = {});
+  // The lookup maps point into config_: a copy would point into the
+  // original; a move keeps the vectors' storage and so stays valid.
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+  Scheduler(Scheduler&&) = default;
+  Scheduler& operator=(Scheduler&&) = default;
 
   // Pure: same snapshot and now, same plan.
   Plan Decide(const Snapshot& snapshot, Timestamp now) const;
