@@ -39,9 +39,12 @@ class WorkingNodes {
       node.gpu_busy.resize(node.spec.gpus.size(), false);
     }
     // Name order, so the candidate list (and so the plan) does not depend on
-    // the order the snapshot happened to list nodes in.
-    std::stable_sort(nodes_.begin(), nodes_.end(),
-                     [](const model::NodeUsage& a, const model::NodeUsage& b) { return a.spec.name < b.spec.name; });
+    // the order the snapshot happened to list nodes in. (Usually it is in
+    // that order already: checking is one comparison per node.)
+    auto by_name = [](const model::NodeUsage& a, const model::NodeUsage& b) { return a.spec.name < b.spec.name; };
+    if (!std::is_sorted(nodes_.begin(), nodes_.end(), by_name)) {
+      std::stable_sort(nodes_.begin(), nodes_.end(), by_name);
+    }
     for (size_t i = 0; i < nodes_.size(); ++i) {
       by_pool_[nodes_[i].spec.pool].push_back(&nodes_[i]);
       index_.emplace(nodes_[i].spec.name, i);  // first wins, as in Fit
@@ -781,21 +784,27 @@ Plan Scheduler::Decide(const Snapshot& snapshot, Timestamp now) const {
   WorkingNodes nodes(snapshot.nodes);
   const SchedulerState state{snapshot, queues_, pools_, projects_};
 
+  // Grouped by pool name (views of the snapshot's strings: one hash per
+  // job, not a string-keyed tree walk).
   policy::QuotaTally tally;
-  std::map<std::string, std::vector<const RunningJob*>> running_by_pool;
+  std::unordered_map<std::string_view, std::vector<const RunningJob*>> running_by_pool;
   for (const auto& r : snapshot.running) {
     tally.Add({r.queue, r.project, r.user}, policy::AmountOf(r.resources));
     running_by_pool[r.pool].push_back(&r);
   }
+  std::unordered_map<std::string_view, std::vector<const PendingJob*>> pending_by_pool;
+  for (const auto& job : snapshot.pending) pending_by_pool[job.pool].push_back(&job);
   // Pools in name order; within a pool the snapshot's order is irrelevant
   // (the sort is total).
-  std::map<std::string, std::vector<const PendingJob*>> pending_by_pool;
-  for (const auto& job : snapshot.pending) pending_by_pool[job.pool].push_back(&job);
+  std::vector<std::string_view> pools;
+  for (const auto& [pool, jobs] : pending_by_pool) pools.push_back(pool);
+  std::sort(pools.begin(), pools.end());
   static const std::vector<const RunningJob*> kNoneRunning;
-  for (auto& [pool, jobs] : pending_by_pool) {
+  for (std::string_view pool : pools) {
     auto running = running_by_pool.find(pool);
     PoolCycle cycle(state, nodes, tally, plan, now);
-    cycle.Run(pool, jobs, running == running_by_pool.end() ? kNoneRunning : running->second);
+    cycle.Run(std::string(pool), pending_by_pool[pool],
+              running == running_by_pool.end() ? kNoneRunning : running->second);
   }
   plan.pending.Seal();
   plan.report.total = SteadyClock::now() - cycle_start;
