@@ -6,7 +6,7 @@
 set -u
 root=${1:?source dir}
 pattern='#\s*include\s*[<"](boost/|sqlite3|yaml-cpp/|prometheus/|spdlog/|nlohmann/|unisched/(config|store|executor|api|auth|metrics|codec|http|client|sim)/)'
-hits=$(grep -rEn "$pattern" "$root"/src/{common,model,router,policy,scheduler} "$root"/include/unisched/{common,model,router,policy,scheduler} 2>/dev/null)
+hits=$(grep -rEn "$pattern" "$root"/src/{common,model,router,policy,scheduler,ledger} "$root"/include/unisched/{common,model,router,policy,scheduler,ledger} 2>/dev/null)
 if [ -n "$hits" ]; then
   echo "core files include adapter headers:"; echo "$hits"; exit 1
 fi

@@ -10,10 +10,12 @@
 #include <fstream>
 #include <future>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "api/submission.h"
 #include "unisched/codec/job_json.h"
+#include "unisched/ledger/ledger.h"
 #include "unisched/router/router.h"
 
 namespace unisched::api {
@@ -171,6 +173,8 @@ Api::Api(ApiContext context) : ctx_(std::move(context)) {
   add("POST", "/v1/users/{name}/tokens", &Api::CreateToken);
   add("GET", "/v1/audit", &Api::ListAudit);
   add("GET", "/v1/whoami", &Api::WhoAmI);
+  add("GET", "/v1/usage", &Api::Usage);
+  add("GET", "/v1/usage/reconcile", &Api::Reconcile);
 }
 
 void Api::InvalidateCredentials() {
@@ -547,6 +551,136 @@ void Api::ListJobs(Call& call) {
   call.reply(Json(200, {{"jobs", std::move(jobs)},
                         {"total", page.total},
                         {"next_cursor", page.next_cursor ? json(std::to_string(*page.next_cursor)) : json(nullptr)}}));
+}
+
+// ---- usage (docs/ledger.md) ----
+
+void Api::Usage(Call& call) {
+  const auto& q = call.request.query;
+  store::UsageQuery query;
+  for (auto [key, slot] : {std::pair{"from", &query.from}, std::pair{"to", &query.to}}) {
+    auto it = q.find(key);
+    if (it == q.end() || it->second.empty()) continue;
+    auto t = ParseRfc3339(it->second);
+    if (!t) {
+      call.reply(ErrorResponse(400, "invalid_value",
+                               std::string(key) + " must be an RFC 3339 time, e.g. 2026-12-01T00:00:00Z", key));
+      return;
+    }
+    *slot = *t;
+  }
+  static const std::vector<std::string> kGroups = {"user", "project", "queue", "pool", "workload_kind"};
+  if (auto it = q.find("group_by"); it != q.end() && !it->second.empty()) {
+    std::string rest = it->second;
+    while (!rest.empty()) {
+      const size_t comma = rest.find(',');
+      const std::string name = rest.substr(0, comma);
+      rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+      if (std::find(kGroups.begin(), kGroups.end(), name) == kGroups.end()) {
+        call.reply(ErrorResponse(400, "invalid_value",
+                                 "group_by '" + name +
+                                     "' is not known; use any of user, project, queue, pool, "
+                                     "workload_kind, separated by commas",
+                                 "group_by"));
+        return;
+      }
+      if (std::find(query.group_by.begin(), query.group_by.end(), name) == query.group_by.end()) {
+        query.group_by.push_back(name);
+      }
+    }
+  }
+  std::string format = "json";
+  if (auto it = q.find("format"); it != q.end() && !it->second.empty()) format = it->second;
+  if (format != "json" && format != "csv") {
+    call.reply(ErrorResponse(400, "invalid_value", "format must be json or csv", "format"));
+    return;
+  }
+  const auth::Principal& who = *call.principal;
+  if (!auth::IsPlatformAdmin(who)) {
+    query.visible_projects = who.projects;
+    if (who.role == auth::Role::kQueueAdmin) query.visible_queues = who.queues;
+  }
+  const std::vector<store::UsageRow> rows = ctx_.store->QueryUsage(query);
+  if (format == "csv") {
+    // Columns: the groups, then every metric any row has (absent: empty).
+    std::set<std::string> metric_names;
+    for (const auto& row : rows) {
+      for (const auto& [metric, value] : row.metrics) metric_names.insert(metric);
+    }
+    std::string text;
+    auto add_cell = [&text](bool first, const std::string& cell) { text += (first ? "" : ",") + cell; };
+    bool first = true;
+    for (const auto& g : query.group_by) add_cell(std::exchange(first, false), g);
+    for (const auto& m : metric_names) add_cell(std::exchange(first, false), m);
+    text += "\n";
+    for (const auto& row : rows) {
+      first = true;
+      for (const auto& g : query.group_by) add_cell(std::exchange(first, false), row.group.at(g));
+      for (const auto& m : metric_names) {
+        auto it = row.metrics.find(m);
+        add_cell(std::exchange(first, false), it == row.metrics.end() ? "" : json(it->second).dump());
+      }
+      text += "\n";
+    }
+    HttpResponse r;
+    r.content_type = "text/csv; charset=utf-8";
+    r.body = std::move(text);
+    call.reply(std::move(r));
+    return;
+  }
+  json out = json::array();
+  for (const auto& row : rows) {
+    json o = json::object();
+    for (const auto& g : query.group_by) o[g] = row.group.at(g);
+    for (const auto& [metric, value] : row.metrics) o[metric] = value;
+    out.push_back(std::move(o));
+  }
+  call.reply(Json(200, {{"rows", std::move(out)}}));
+}
+
+void Api::Reconcile(Call& call) {
+  if (!auth::IsPlatformAdmin(*call.principal)) {
+    call.reply(ErrorResponse(403, "forbidden", "reconciliation is for platform-admins"));
+    return;
+  }
+  // Every finished attempt of every job on record, recomputed from the job
+  // record with the ledger's own charge functions, against the ledger.
+  constexpr double kTolerance = 0.001;
+  const auto recorded = ctx_.store->LoadAllLedgerCharged();
+  ledger::Reconciliation report;
+  store::JobFilter filter;
+  filter.limit = 1000;
+  while (true) {
+    store::JobPage page = ctx_.store->ListJobs(filter);
+    for (const auto& job : page.jobs) {
+      for (const auto& attempt : job.attempts) {
+        if (!attempt.ended_at || attempt.state == JobState::kRunning) continue;  // still charging
+        auto it = recorded.find({job.id, attempt.number});
+        const std::map<ledger::ChargeKey, double> none;
+        ledger::ReconcileAttempt(job.id, attempt.number, ledger::AttemptUsage(ctx_.config->cluster, job, attempt),
+                                 it == recorded.end() ? none : it->second.sums,
+                                 it == recorded.end() ? 0 : it->second.duplicated_entries, kTolerance, report);
+      }
+    }
+    if (!page.next_cursor) break;
+    filter.cursor = page.next_cursor;
+  }
+  json details = json::array();
+  for (const auto& d : report.details) {
+    details.push_back({{"kind", d.kind},
+                       {"job", std::to_string(d.job)},
+                       {"attempt", d.attempt},
+                       {"metric", d.metric},
+                       {"detail", d.detail},
+                       {"node", d.node},
+                       {"expected", d.expected},
+                       {"recorded", d.recorded}});
+  }
+  call.reply(Json(200, {{"missing", report.missing},
+                        {"duplicated", report.duplicated},
+                        {"mismatched", report.mismatched},
+                        {"attempts_checked", report.attempts_checked},
+                        {"details", std::move(details)}}));
 }
 
 Result<model::Job> Api::LoadVisibleJob(const Call& call) {

@@ -73,7 +73,11 @@ void ParseServer(const YAML::Node& node, Errors& errors, ServerSettings& out) {
 }
 
 void ParseStore(const YAML::Node& node, Errors& errors, StoreSettings& out) {
-  MapReader m(node, "store", {"synchronous", "group_commit_max_batch", "job_retention_days", "max_log_bytes"}, errors);
+  MapReader m(
+      node, "store",
+      {"synchronous", "group_commit_max_batch", "job_retention_days", "max_log_bytes", "accounting_interval_seconds"},
+      errors);
+  m.Read("accounting_interval_seconds", out.accounting_interval_seconds);
   m.Read("synchronous", out.synchronous);
   m.Read("group_commit_max_batch", out.group_commit_max_batch);
   m.Read("job_retention_days", out.job_retention_days);

@@ -184,6 +184,7 @@ void ValidateStore(const StoreSettings& s, Errors& errors) {
   }
   Positive(errors, "store.group_commit_max_batch", s.group_commit_max_batch);
   Positive(errors, "store.job_retention_days", s.job_retention_days);
+  Positive(errors, "store.accounting_interval_seconds", s.accounting_interval_seconds);
   NonNegative(errors, "store.max_log_bytes", s.max_log_bytes, "0 keeps no output");
 }
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 
 namespace unisched::daemon {
 namespace {
@@ -128,6 +129,12 @@ void Controller::Start() {
           if (auto* n = FindNode(alloc.node)) n->Apply(alloc, +1);
         }
         TallyRunning(job, +1);
+        // Interim charging resumes where the ledger says it got to: nothing
+        // charged twice, nothing lost.
+        const store::LedgerCharged charged = store_.LoadLedgerCharged(job.id, a->number);
+        Charging& c = charging_[{job.id, a->number}];
+        c.until = charged.until.value_or(job.started_at.value_or(clock_.Now()));
+        c.sums = charged.sums;
         to_recover.push_back(MakeLaunchSpec(job));
         if (job.cancel_requested || job.preempting_for) {
           to_stop.emplace_back(job.id, a->number, !job.cancel_requested && job.preempting_for.has_value());
@@ -234,6 +241,10 @@ void Controller::Loop() {
       next_tick = SteadyClock::now() + tick;
       need_cycle_ = true;  // refresh pending reasons even when nothing happened
       if (now >= next_retention_sweep_) SweepRetention(batch, now);
+    }
+    if (now >= next_charge_) {
+      ChargeRunning(batch, now);
+      next_charge_ = now + std::chrono::seconds(config_.store.accounting_interval_seconds);
     }
     if (need_cycle_ && SteadyClock::now() >= next_cycle_allowed) {
       const auto started = SteadyClock::now();
@@ -372,6 +383,7 @@ void Controller::RunCycle(Batch& batch, Timestamp now) {
     job.attempts.push_back(attempt);
     job.started_at = now;
     TallyRunning(job, +1);
+    charging_[{job.id, attempt.number}] = Charging{now, {}};
     std::vector<std::string> names = job.NodeNames();
     Transition(batch, job, JobState::kRunning, "", "started",
                "attempt " + std::to_string(attempt.number) + " on " + Join(names, ','));
@@ -461,6 +473,67 @@ void Controller::FinishPreemption(Batch& batch, Job& job, model::Attempt& attemp
   active_.erase(job.id);
 }
 
+void Controller::AppendCharge(Batch& batch, const Job& job, int attempt, const ledger::Charge& charge, Timestamp from,
+                              Timestamp to, bool final) {
+  store::LedgerEntry e;
+  // The key names the interval (or "final"): a replayed write adds nothing.
+  e.key = std::to_string(job.id) + "/" + std::to_string(attempt) + "/" + charge.metric + "/" + charge.detail + "/" +
+          charge.node + "/" + (final ? std::string("final") : std::to_string(ToUnixMillis(from)));
+  e.job = job.id;
+  e.attempt = attempt;
+  e.user = job.user;
+  e.project = job.project;
+  e.queue = job.queue;
+  e.pool = job.pool;
+  e.workload_kind = std::string(model::ToString(job.workload.kind));
+  e.node = charge.node;
+  e.metric = charge.metric;
+  e.detail = charge.detail;
+  e.quantity = charge.quantity;
+  e.start = from;
+  e.end = to;
+  e.final = final;
+  e.recorded_at = clock_.Now();
+  batch.writes.push_back([e = std::move(e)](store::Transaction& t) { return t.AppendLedger(e); });
+}
+
+void Controller::ChargeRunning(Batch& batch, Timestamp now) {
+  for (const auto& [id, job] : active_) {
+    if (job.state != JobState::kRunning) continue;
+    const model::Attempt* attempt = job.CurrentAttempt();
+    if (!attempt) continue;
+    auto it = charging_.find({id, attempt->number});
+    if (it == charging_.end()) it = charging_.emplace(std::make_pair(id, attempt->number), Charging{now, {}}).first;
+    Charging& c = it->second;
+    if (now <= c.until) continue;
+    for (const auto& charge : ledger::AllocatedCharges(config_.cluster, job, *attempt, c.until, now)) {
+      AppendCharge(batch, job, attempt->number, charge, c.until, now, /*final=*/false);
+      c.sums[{charge.metric, charge.detail, charge.node}] += charge.quantity;
+    }
+    c.until = now;
+  }
+}
+
+void Controller::CloseCharging(Batch& batch, const Job& job, const model::Attempt& attempt) {
+  // Final entries: the attempt's whole usage (its allocation from start to
+  // end as its supervisor recorded them, and the CPU time it used) minus
+  // what interim charging already recorded. Interim charges ran on the
+  // daemon's clock, so a final entry may be negative: a correction.
+  auto it = charging_.find({job.id, attempt.number});
+  const std::map<ledger::ChargeKey, double> charged =
+      it == charging_.end() ? std::map<ledger::ChargeKey, double>{} : it->second.sums;
+  std::map<ledger::ChargeKey, double> final_quantities = ledger::AttemptUsage(config_.cluster, job, attempt);
+  for (const auto& [key, quantity] : charged) final_quantities[key] -= quantity;
+  const Timestamp start = attempt.started_at.value_or(job.started_at.value_or(clock_.Now()));
+  const Timestamp end = attempt.ended_at.value_or(clock_.Now());
+  for (const auto& [key, quantity] : final_quantities) {
+    if (std::abs(quantity) < 1e-9) continue;
+    const auto& [metric, detail, node] = key;
+    AppendCharge(batch, job, attempt.number, {metric, detail, node, quantity}, start, end, /*final=*/true);
+  }
+  if (it != charging_.end()) charging_.erase(it);
+}
+
 void Controller::TallyRunning(const Job& job, int sign) {
   const policy::JobScope scope{job.queue, job.project, job.user};
   const policy::Amount amount = policy::AmountOf(job.resources);
@@ -500,6 +573,7 @@ void Controller::ApplyResult(Batch& batch, const executor::RunResult& result) {
     attempt->exit_code = result.exit_code;
     attempt->usage = result.usage;
     ReleaseAllocation(*attempt);
+    CloseCharging(batch, job, *attempt);
     FinishPreemption(batch, job, *attempt);
     return;
   }
@@ -515,6 +589,7 @@ void Controller::ApplyResult(Batch& batch, const executor::RunResult& result) {
   job.ended_at = attempt->ended_at;
   if (result.started_at) job.started_at = result.started_at;
   ReleaseAllocation(*attempt);
+  CloseCharging(batch, job, *attempt);
   std::string reason = result.reason;
   if (to == JobState::kCancelled && reason.empty()) reason = "cancelled";
   std::string message = std::string(executor::ToString(result.outcome));

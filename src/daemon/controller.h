@@ -21,6 +21,7 @@
 #include "unisched/common/time.h"
 #include "unisched/config/config.h"
 #include "unisched/executor/executor.h"
+#include "unisched/ledger/ledger.h"
 #include "unisched/metrics/metrics.h"
 #include "unisched/policy/fairshare.h"
 #include "unisched/policy/quota.h"
@@ -86,6 +87,13 @@ class Controller final : public api::ControlPlane {
   // A preempted attempt has ended: requeue the job or cancel it, per its queue.
   void FinishPreemption(Batch& batch, model::Job& job, model::Attempt& attempt);
   scheduler::RunningJob SnapshotOfRunning(const model::Job& job, Timestamp now) const;
+  // Ledger (docs/ledger.md): interim charges of running attempts every
+  // accounting interval, and the final entries of an attempt that ended,
+  // in the same batch as its state change.
+  void ChargeRunning(Batch& batch, Timestamp now);
+  void CloseCharging(Batch& batch, const model::Job& job, const model::Attempt& attempt);
+  void AppendCharge(Batch& batch, const model::Job& job, int attempt, const ledger::Charge& charge, Timestamp from,
+                    Timestamp to, bool final);
   model::NodeUsage* FindNode(const std::string& name);
   executor::LaunchSpec MakeLaunchSpec(const model::Job& job) const;
 
@@ -108,6 +116,13 @@ class Controller final : public api::ControlPlane {
   std::map<std::string, std::string> node_reasons_;
   std::map<std::tuple<model::JobState, std::string, std::string>, int64_t> job_counts_;
   policy::QuotaTally running_usage_;
+  // Per running attempt: how far it has been charged, and what.
+  struct Charging {
+    Timestamp until{};
+    std::map<ledger::ChargeKey, double> sums;
+  };
+  std::map<std::pair<model::JobId, int>, Charging> charging_;
+  Timestamp next_charge_{};
   // The last cycle's reservations, handed back to the next (conservative
   // pools keep them and move them only earlier).
   std::unordered_map<model::JobId, scheduler::Reservation> reservations_;

@@ -98,6 +98,38 @@ CREATE TABLE fairshare_usage (
 );
 )sql";
 
+// Version 3: the accounting ledger (docs/ledger.md). Append-only: triggers
+// refuse UPDATE and DELETE; `key` (unique) makes every charge idempotent, so
+// a replayed or repeated report adds nothing. No foreign key to jobs: the
+// ledger outlives job retention.
+constexpr std::string_view kMigration3 = R"sql(
+CREATE TABLE ledger (
+  id INTEGER PRIMARY KEY,
+  key TEXT NOT NULL UNIQUE,
+  job_id INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  user TEXT NOT NULL,
+  project TEXT NOT NULL,
+  queue TEXT NOT NULL,
+  pool TEXT NOT NULL,
+  workload_kind TEXT NOT NULL,
+  node TEXT NOT NULL,
+  metric TEXT NOT NULL,
+  detail TEXT NOT NULL,
+  quantity REAL NOT NULL,
+  interval_start INTEGER NOT NULL,
+  interval_end INTEGER NOT NULL,
+  final INTEGER NOT NULL,
+  recorded_at INTEGER NOT NULL
+);
+CREATE INDEX ledger_job ON ledger(job_id, attempt);
+CREATE INDEX ledger_end ON ledger(interval_end);
+CREATE TRIGGER ledger_no_update BEFORE UPDATE ON ledger
+  BEGIN SELECT RAISE(ABORT, 'the ledger is append-only: add a correcting entry'); END;
+CREATE TRIGGER ledger_no_delete BEFORE DELETE ON ledger
+  BEGIN SELECT RAISE(ABORT, 'the ledger is append-only: add a correcting entry'); END;
+)sql";
+
 Status Rollback(sqlite3* db, Error error) {
   if (sqlite3_get_autocommit(db) == 0) sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
   return error;
@@ -115,7 +147,7 @@ Status Exec(sqlite3* db, const std::string& sql, const std::string& what) {
 }  // namespace
 
 const std::vector<std::string_view>& Migrations() {
-  static const std::vector<std::string_view> migrations = {kMigration1, kMigration2};
+  static const std::vector<std::string_view> migrations = {kMigration1, kMigration2, kMigration3};
   return migrations;
 }
 

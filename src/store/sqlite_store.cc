@@ -21,6 +21,7 @@
 #include <future>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <stdexcept>
 #include <thread>
 #include <utility>
@@ -224,6 +225,30 @@ UserRecord UserFromRow(const Statement& stmt) {
   return user;
 }
 
+// Per attempt: interim charging's reach, sums per (metric, detail, node),
+// and entries that repeat another's (metric, detail, node, interval, final).
+std::map<std::pair<model::JobId, int>, LedgerCharged> LedgerSums(Connection& c, const std::string& where,
+                                                                 model::JobId job, int attempt) {
+  std::map<std::pair<model::JobId, int>, LedgerCharged> out;
+  auto stmt = OrThrow(c.Prepare(
+      "SELECT job_id, attempt, metric, detail, node, SUM(quantity), COUNT(*), MAX(final), "
+      "MAX(CASE WHEN final = 0 THEN interval_end END), COUNT(DISTINCT interval_start || ':' || interval_end || ':' || "
+      "final) FROM ledger " +
+      where + " GROUP BY job_id, attempt, metric, detail, node"));
+  if (!where.empty()) stmt.Bind(1, int64_t{job}).Bind(2, int64_t{attempt});
+  while (OrThrow(stmt.Step())) {
+    LedgerCharged& a = out[{stmt.Int(0), static_cast<int>(stmt.Int(1))}];
+    a.sums[{stmt.Text(2), stmt.Text(3), stmt.Text(4)}] += stmt.Double(5);
+    a.duplicated_entries += stmt.Int(6) - stmt.Int(9);
+    if (stmt.Int(7) != 0) a.closed = true;
+    if (!stmt.IsNull(8)) {
+      const Timestamp until = FromUnixMillis(stmt.Int(8));
+      if (!a.until || until > *a.until) a.until = until;
+    }
+  }
+  return out;
+}
+
 constexpr const char* kUserColumns = "SELECT name, role, projects, queues, unix_user, from_config FROM users";
 
 // ---- the write side ----
@@ -345,6 +370,32 @@ class SqliteTransaction final : public Transaction {
         "ON CONFLICT(name) DO UPDATE SET state = excluded.state, reason = excluded.reason");
     if (!stmt.ok()) return stmt.error();
     stmt->Bind(1, node.name).Bind(2, model::ToString(node.state)).Bind(3, node.reason);
+    return stmt->Run();
+  }
+
+  Status AppendLedger(const LedgerEntry& e) override {
+    auto stmt = c_.Prepare(
+        "INSERT INTO ledger(key, job_id, attempt, user, project, queue, pool, workload_kind, node, metric, detail, "
+        "quantity, interval_start, interval_end, final, recorded_at) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+        "?, ?) "
+        "ON CONFLICT(key) DO NOTHING");
+    if (!stmt.ok()) return stmt.error();
+    stmt->Bind(1, e.key)
+        .Bind(2, int64_t{e.job})
+        .Bind(3, int64_t{e.attempt})
+        .Bind(4, e.user)
+        .Bind(5, e.project)
+        .Bind(6, e.queue)
+        .Bind(7, e.pool)
+        .Bind(8, e.workload_kind)
+        .Bind(9, e.node)
+        .Bind(10, e.metric)
+        .Bind(11, e.detail)
+        .BindReal(12, e.quantity)
+        .Bind(13, ToUnixMillis(e.start))
+        .Bind(14, ToUnixMillis(e.end))
+        .Bind(15, int64_t{e.final ? 1 : 0})
+        .Bind(16, ToUnixMillis(e.recorded_at));
     return stmt->Run();
   }
 
@@ -590,6 +641,56 @@ class SqliteStore final : public Store {
       if (auto state = model::ParseNodeState(stmt.Text(1))) nodes.push_back({stmt.Text(0), *state, stmt.Text(2)});
     }
     return nodes;
+  }
+
+  LedgerCharged LoadLedgerCharged(model::JobId job, int attempt) const override {
+    auto lease = OrThrow(readers_.Acquire());
+    auto all = LedgerSums(*lease, "WHERE job_id = ? AND attempt = ?", job, attempt);
+    auto it = all.find({job, attempt});
+    return it == all.end() ? LedgerCharged{} : it->second;
+  }
+
+  std::map<std::pair<model::JobId, int>, LedgerCharged> LoadAllLedgerCharged() const override {
+    auto lease = OrThrow(readers_.Acquire());
+    return LedgerSums(*lease, "", 0, 0);
+  }
+
+  std::vector<UsageRow> QueryUsage(const UsageQuery& q) const override {
+    static const std::set<std::string> kGroupColumns = {"user", "project", "queue", "pool", "workload_kind"};
+    std::string columns;
+    for (const auto& g : q.group_by) {
+      if (!kGroupColumns.count(g)) throw std::invalid_argument("unknown group_by column " + g);
+      columns += g + ", ";
+    }
+    std::string where = "WHERE 1";
+    if (q.from) where += " AND interval_end > " + std::to_string(ToUnixMillis(*q.from));
+    if (q.to) where += " AND interval_end <= " + std::to_string(ToUnixMillis(*q.to));
+    std::vector<std::string> params;
+    if (q.visible_projects) {
+      auto in_list = [&](const std::vector<std::string>& values) {
+        std::string list = "(";
+        for (size_t i = 0; i < values.size(); ++i) {
+          list += i ? ", ?" : "?";
+          params.push_back(values[i]);
+        }
+        return list + (values.empty() ? "NULL)" : ")");
+      };
+      where += " AND (project IN " + in_list(*q.visible_projects) + " OR queue IN " + in_list(q.visible_queues) + ")";
+    }
+    std::string group = columns + "metric";
+    auto lease = OrThrow(readers_.Acquire());
+    auto stmt = OrThrow((*lease).Prepare("SELECT " + columns + "metric, SUM(quantity) FROM ledger " + where +
+                                         " GROUP BY " + group + " ORDER BY " + group));
+    for (size_t i = 0; i < params.size(); ++i) stmt.Bind(static_cast<int>(i + 1), params[i]);
+    std::vector<UsageRow> rows;
+    const int n = static_cast<int>(q.group_by.size());
+    while (OrThrow(stmt.Step())) {
+      std::map<std::string, std::string> key;
+      for (int i = 0; i < n; ++i) key[q.group_by[i]] = stmt.Text(i);
+      if (rows.empty() || rows.back().group != key) rows.push_back({key, {}});
+      rows.back().metrics[stmt.Text(n)] += stmt.Double(n + 1);
+    }
+    return rows;
   }
 
   FairshareUsage LoadFairshareUsage() const override {

@@ -123,6 +123,8 @@ class Api {
   void CreateToken(Call& call);
   void ListAudit(Call& call);
   void WhoAmI(Call& call);
+  void Usage(Call& call);
+  void Reconcile(Call& call);
   void ControlJobAction(Call& call, ControlPlane::JobAction action);
   // Reads a job the caller may see: NotFound both when missing and when hidden.
   Result<model::Job> LoadVisibleJob(const Call& call);

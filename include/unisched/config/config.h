@@ -28,10 +28,11 @@ struct ServerSettings {
 };
 
 struct StoreSettings {
-  std::string synchronous = "full";   // full | normal | off (SQLite PRAGMA synchronous)
-  int group_commit_max_batch = 1024;  // writes per transaction at most
-  int job_retention_days = 30;        // finished job records older than this are deleted
-  int64_t max_log_bytes = 10 << 20;   // per stream per attempt; output beyond is dropped
+  std::string synchronous = "full";      // full | normal | off (SQLite PRAGMA synchronous)
+  int group_commit_max_batch = 1024;     // writes per transaction at most
+  int job_retention_days = 30;           // finished job records older than this are deleted
+  int64_t max_log_bytes = 10 << 20;      // per stream per attempt; output beyond is dropped
+  int accounting_interval_seconds = 60;  // running jobs are charged to the ledger this often
 };
 
 struct ExecutorSettings {

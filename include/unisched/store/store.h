@@ -83,6 +83,45 @@ struct FairshareUsage {
   std::vector<FairshareUsageRecord> entries;
 };
 
+// One ledger entry (docs/ledger.md). `key` is unique: appending an entry
+// whose key exists adds nothing.
+struct LedgerEntry {
+  std::string key;
+  model::JobId job = 0;
+  int attempt = 0;
+  std::string user, project, queue, pool, workload_kind, node;
+  std::string metric;  // cpu_core_seconds, memory_mb_seconds, gpu_seconds, instance_seconds, cpu_seconds_used
+  std::string detail;  // e.g. the GPU model of gpu_seconds
+  double quantity = 0;
+  Timestamp start{}, end{};
+  bool final = false;  // closes the attempt: quantity = its whole usage - its interim charges
+  Timestamp recorded_at{};
+};
+
+// What the ledger holds for one attempt: how far interim charging got and
+// the sums per (metric, detail, node).
+struct LedgerCharged {
+  std::optional<Timestamp> until;  // latest interval end of its interim entries
+  bool closed = false;             // a final entry exists
+  std::map<std::tuple<std::string, std::string, std::string>, double> sums;
+  // Entries beyond the first for the same (metric, detail, node, interval,
+  // final): never written by the daemon (keys are unique), so each is a row
+  // added behind its back.
+  int64_t duplicated_entries = 0;
+};
+
+struct UsageQuery {
+  std::optional<Timestamp> from, to;  // entries whose interval ends in (from, to]
+  std::vector<std::string> group_by;  // of user, project, queue, pool, workload_kind
+  // Visibility: unset sees all; else entries of these projects or queues.
+  std::optional<std::vector<std::string>> visible_projects;
+  std::vector<std::string> visible_queues;
+};
+struct UsageRow {
+  std::map<std::string, std::string> group;  // group key -> value
+  std::map<std::string, double> metrics;     // metric -> total (only metrics with entries)
+};
+
 struct JobFilter {
   std::optional<model::JobState> state;
   std::optional<std::string> queue, pool, project, user;
@@ -120,6 +159,8 @@ class Transaction {
   virtual Status UpsertUser(const UserRecord& user) = 0;
   virtual Status InsertToken(const TokenRecord& token) = 0;
   virtual Status SetNodeState(const NodeStateRecord& node) = 0;
+  // Appends a ledger entry; an entry whose key exists already adds nothing.
+  virtual Status AppendLedger(const LedgerEntry& entry) = 0;
   // Replaces the stored fairshare usage with `usage`.
   virtual Status SaveFairshareUsage(const FairshareUsage& usage) = 0;
   // Deletes terminal jobs that ended before `cutoff`; returns their ids.
@@ -157,6 +198,11 @@ class Store {
   virtual std::vector<UserRecord> ListUsers() const = 0;
   virtual std::vector<NodeStateRecord> LoadNodeStates() const = 0;
   virtual FairshareUsage LoadFairshareUsage() const = 0;
+  // The ledger's sums of one attempt (recovery of interim charging).
+  virtual LedgerCharged LoadLedgerCharged(model::JobId job, int attempt) const = 0;
+  // Every attempt's ledger sums, for reconciliation.
+  virtual std::map<std::pair<model::JobId, int>, LedgerCharged> LoadAllLedgerCharged() const = 0;
+  virtual std::vector<UsageRow> QueryUsage(const UsageQuery& query) const = 0;
   virtual int SchemaVersion() const = 0;
 
   // Stops the writer after draining what is queued.

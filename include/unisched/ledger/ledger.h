@@ -1,0 +1,72 @@
+#pragma once
+// What a job's run is charged (docs/ledger.md): pure functions of the job
+// record, its allocation and an interval. The controller charges running
+// attempts with them every accounting interval and closes each attempt with
+// its final entries; reconciliation recomputes a finished attempt's usage
+// with the very same functions and compares it with the ledger's sums.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "unisched/common/time.h"
+#include "unisched/model/cluster.h"
+#include "unisched/model/job.h"
+
+namespace unisched::ledger {
+
+// Metric names (the columns of GET /v1/usage; units in docs/ledger.md).
+inline constexpr const char* kCpuCoreSeconds = "cpu_core_seconds";    // allocated cpus x seconds
+inline constexpr const char* kCpuSecondsUsed = "cpu_seconds_used";    // user + system CPU (rusage)
+inline constexpr const char* kMemoryMbSeconds = "memory_mb_seconds";  // allocated MB x seconds
+inline constexpr const char* kGpuSeconds = "gpu_seconds";             // allocated GPU cards x seconds (detail: model)
+inline constexpr const char* kInstanceSeconds = "instance_seconds";   // elastic pools: one per job x seconds
+
+// One charge: a metric on one node (detail: the GPU model for gpu_seconds).
+struct Charge {
+  std::string metric;
+  std::string detail;
+  std::string node;
+  double quantity = 0;
+};
+using ChargeKey = std::tuple<std::string, std::string, std::string>;  // metric, detail, node
+
+// What the allocation of `attempt` costs over [from, to): cpu core-seconds,
+// memory MB-seconds and GPU card-seconds per model on each node, and for a
+// job of an elastic pool one instance over the interval. Nothing for an
+// empty or inverted interval.
+std::vector<Charge> AllocatedCharges(const model::ClusterSpec& cluster, const model::Job& job,
+                                     const model::Attempt& attempt, Timestamp from, Timestamp to);
+
+// The whole usage of a finished attempt: its allocation over its run as the
+// supervisor recorded it (start to end), plus the CPU time it used. Empty
+// for an attempt that never started.
+std::map<ChargeKey, double> AttemptUsage(const model::ClusterSpec& cluster, const model::Job& job,
+                                         const model::Attempt& attempt);
+
+// Reconciliation of finished attempts against the ledger.
+struct Discrepancy {
+  std::string kind;  // missing | duplicated | mismatched
+  model::JobId job = 0;
+  int attempt = 0;
+  std::string metric, detail, node;
+  double expected = 0;
+  double recorded = 0;
+};
+struct Reconciliation {
+  int64_t attempts_checked = 0;
+  int64_t missing = 0;
+  int64_t duplicated = 0;
+  int64_t mismatched = 0;
+  std::vector<Discrepancy> details;
+};
+// `recorded`: the ledger's sums of the attempt, and how many of its entries
+// repeat another. A metric expected but absent is missing; present but off
+// by more than `tolerance` (relative, and 1e-6 absolute) is mismatched.
+void ReconcileAttempt(model::JobId job, int attempt, const std::map<ChargeKey, double>& expected,
+                      const std::map<ChargeKey, double>& recorded, int64_t duplicated_entries, double tolerance,
+                      Reconciliation& out);
+
+}  // namespace unisched::ledger

@@ -1,0 +1,84 @@
+// Charges and reconciliation (ledger.h, docs/ledger.md).
+
+#include "unisched/ledger/ledger.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace unisched::ledger {
+
+std::vector<Charge> AllocatedCharges(const model::ClusterSpec& cluster, const model::Job& job,
+                                     const model::Attempt& attempt, Timestamp from, Timestamp to) {
+  std::vector<Charge> out;
+  if (to <= from) return out;
+  const double seconds = std::chrono::duration<double>(to - from).count();
+  for (const auto& share : attempt.allocation) {
+    out.push_back({kCpuCoreSeconds, "", share.node, share.cpus * seconds});
+    out.push_back({kMemoryMbSeconds, "", share.node, static_cast<double>(share.memory_mb) * seconds});
+    // GPU card-seconds per model: the model of each device index on its node.
+    std::map<std::string, int> cards;
+    const model::NodeSpec* node = cluster.FindNode(share.node);
+    for (int index : share.gpu_indices) {
+      std::string model_name = "unknown";
+      if (node) {
+        for (const auto& gpu : node->gpus) {
+          if (gpu.index == index) model_name = gpu.model;
+        }
+      }
+      ++cards[model_name];
+    }
+    for (const auto& [model_name, count] : cards) out.push_back({kGpuSeconds, model_name, share.node, count * seconds});
+  }
+  const model::PoolSpec* pool = cluster.FindPool(job.pool);
+  if (pool && pool->kind == model::PoolKind::kElastic && !attempt.allocation.empty()) {
+    out.push_back({kInstanceSeconds, "", attempt.allocation.front().node, seconds});
+  }
+  return out;
+}
+
+std::map<ChargeKey, double> AttemptUsage(const model::ClusterSpec& cluster, const model::Job& job,
+                                         const model::Attempt& attempt) {
+  std::map<ChargeKey, double> out;
+  if (!attempt.started_at || !attempt.ended_at) return out;
+  for (const auto& c : AllocatedCharges(cluster, job, attempt, *attempt.started_at, *attempt.ended_at)) {
+    out[{c.metric, c.detail, c.node}] += c.quantity;
+  }
+  if (attempt.usage && !attempt.allocation.empty()) {
+    out[{kCpuSecondsUsed, "", attempt.allocation.front().node}] +=
+        attempt.usage->user_cpu_seconds + attempt.usage->system_cpu_seconds;
+  }
+  return out;
+}
+
+void ReconcileAttempt(model::JobId job, int attempt, const std::map<ChargeKey, double>& expected,
+                      const std::map<ChargeKey, double>& recorded, int64_t duplicated_entries, double tolerance,
+                      Reconciliation& out) {
+  ++out.attempts_checked;
+  if (duplicated_entries > 0) {
+    out.duplicated += duplicated_entries;
+    out.details.push_back({"duplicated", job, attempt, "", "", "", 0, static_cast<double>(duplicated_entries)});
+  }
+  auto off = [tolerance](double want, double got) {
+    return std::abs(want - got) > std::max(1e-6, tolerance * std::abs(want));
+  };
+  for (const auto& [key, want] : expected) {
+    const auto& [metric, detail, node] = key;
+    auto it = recorded.find(key);
+    if (it == recorded.end()) {
+      if (want == 0) continue;  // nothing to charge, nothing missing
+      ++out.missing;
+      out.details.push_back({"missing", job, attempt, metric, detail, node, want, 0});
+    } else if (off(want, it->second)) {
+      ++out.mismatched;
+      out.details.push_back({"mismatched", job, attempt, metric, detail, node, want, it->second});
+    }
+  }
+  for (const auto& [key, got] : recorded) {
+    if (expected.count(key) || std::abs(got) <= 1e-6) continue;
+    const auto& [metric, detail, node] = key;
+    ++out.mismatched;  // charged for something the job record does not explain
+    out.details.push_back({"mismatched", job, attempt, metric, detail, node, 0, got});
+  }
+}
+
+}  // namespace unisched::ledger

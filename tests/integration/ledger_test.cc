@@ -1,0 +1,201 @@
+// The seed's launch check 3 through the real daemon: jobs with known usage
+// produce ledger totals on the right user/project/queue; a kill -9 during
+// interim charging leaves the ledger reconciling after restart; rows removed
+// or duplicated behind the daemon's back are each reported.
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "testing/daemon.h"
+#include "unisched/common/time.h"
+
+namespace unisched::testing {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+// Interim charging every second, so a few-second job has interim entries.
+constexpr const char* kLedgerConfig = R"yaml(
+server:
+  scheduler_tick_seconds: 0.2
+store:
+  accounting_interval_seconds: 1
+pools:
+  - name: gpu-pool
+    kind: gpu
+    nodes: [x86-c8m16g2-train-01]
+  - name: agents
+    kind: elastic
+    nodes: [x86-c8m16-agent-01]
+nodes:
+  - name: x86-c8m16g2-train-01
+    cpus: 8
+    memory_mb: 16384
+    gpus: {count: 2, model: h100, memory_gb: 80}
+  - name: x86-c8m16-agent-01
+    cpus: 8
+    memory_mb: 16384
+queues:
+  - name: train
+    pool: gpu-pool
+    workload_kinds: [ai-training, hpc]
+  - name: agent
+    pool: agents
+    workload_kinds: [agent]
+projects:
+  - name: default
+  - name: genomics
+)yaml";
+
+class LedgerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir_template[] = "/tmp/unisched-ledger-test-XXXXXX";
+    config_dir_ = ::mkdtemp(dir_template);
+    std::ofstream(config_dir_ + "/ledger.yaml") << kLedgerConfig;
+    daemon_ = std::make_unique<TestDaemon>(config_dir_ + "/ledger.yaml");
+    daemon_->Start();
+  }
+  void TearDown() override {
+    daemon_.reset();
+    std::filesystem::remove_all(config_dir_);
+  }
+  TestDaemon& d() { return *daemon_; }
+
+  // Usage rows grouped by job-identifying keys.
+  json Usage(const std::string& query) { return d().Call("GET", "/v1/usage?" + query).json; }
+  json Reconcile() { return d().Call("GET", "/v1/usage/reconcile").json; }
+  int Sqlite(const std::string& sql) {
+    const std::string db = d().state_dir() + "/unisched.db";
+    const std::string cmd = "sqlite3 '" + db + "' \"" + sql + "\"";
+    return std::system(cmd.c_str());
+  }
+
+  // The known allocated seconds of a finished job's only attempt.
+  static double RunSeconds(const json& job) {
+    const auto start = ParseRfc3339(job["attempts"][0]["started_at"].get<std::string>());
+    const auto end = ParseRfc3339(job["attempts"][0]["ended_at"].get<std::string>());
+    return std::chrono::duration<double>(*end - *start).count();
+  }
+
+  std::unique_ptr<TestDaemon> daemon_;
+  std::string config_dir_;
+};
+
+TEST_F(LedgerTest, KnownUsageIsChargedToTheRightProjectAndQueue) {
+  const std::string gpu_job = d().Submit({{"workload", {{"kind", "ai-training"}}},
+                                          {"project", "genomics"},
+                                          {"resources", {{"cpus", 4}, {"gpus", 1}, {"memory_mb", 1024}}},
+                                          {"command", {"sleep", "2"}}});
+  // About one second of CPU: a busy loop for one second of wall time.
+  const std::string burner = d().Submit(
+      {{"workload", {{"kind", "agent"}}},
+       {"resources", {{"cpus", 1}, {"memory_mb", 256}}},
+       {"command", {"/bin/sh", "-c", "end=$(($(date +%s)+1)); while [ $(date +%s) -lt $end ]; do :; done"}}});
+  const json g = d().WaitTerminal(gpu_job);
+  const json b = d().WaitTerminal(burner);
+  ASSERT_EQ(g["state"], "COMPLETED") << g.dump();
+  ASSERT_EQ(b["state"], "COMPLETED") << b.dump();
+
+  const json rows = Usage("group_by=project,queue,workload_kind")["rows"];
+  json genomics, agent;
+  for (const auto& r : rows) {
+    if (r["project"] == "genomics") genomics = r;
+    if (r["queue"] == "agent") agent = r;
+  }
+  ASSERT_FALSE(genomics.is_null()) << rows.dump();
+  ASSERT_FALSE(agent.is_null()) << rows.dump();
+  const double seconds = RunSeconds(g);
+  EXPECT_NEAR(seconds, 2.0, 0.5);
+  EXPECT_NEAR(genomics["cpu_core_seconds"].get<double>(), 4 * seconds, 0.02 * 4 * seconds) << genomics.dump();
+  EXPECT_NEAR(genomics["gpu_seconds"].get<double>(), seconds, 0.02 * seconds) << genomics.dump();
+  EXPECT_NEAR(genomics["memory_mb_seconds"].get<double>(), 1024 * seconds, 0.02 * 1024 * seconds);
+  EXPECT_EQ(genomics["queue"], "train");
+  EXPECT_EQ(genomics["workload_kind"], "ai-training");
+  EXPECT_FALSE(genomics.contains("instance_seconds")) << "not an elastic pool: absent, not zero";
+  EXPECT_FALSE(genomics.contains("storage_gb_hours")) << "not measured: absent, not zero";
+
+  const double burn_seconds = RunSeconds(b);
+  EXPECT_NEAR(agent["instance_seconds"].get<double>(), burn_seconds, 0.02 * burn_seconds) << agent.dump();
+  const double used = agent["cpu_seconds_used"].get<double>();
+  EXPECT_GT(used, 0.5) << agent.dump();
+  EXPECT_LE(used, burn_seconds * 1.02) << agent.dump();
+
+  const json report = Reconcile();
+  EXPECT_EQ(report["missing"], 0) << report.dump();
+  EXPECT_EQ(report["duplicated"], 0) << report.dump();
+  EXPECT_EQ(report["mismatched"], 0) << report.dump();
+  EXPECT_EQ(report["attempts_checked"], 2);
+
+  // CSV: a header, then one line per group.
+  Reply csv = d().Call("GET", "/v1/usage?group_by=project&format=csv");
+  EXPECT_EQ(csv.status, 200);
+  EXPECT_EQ(csv.body.rfind("project,", 0), 0u) << csv.body;
+  EXPECT_EQ(d().Call("GET", "/v1/usage?group_by=colour").status, 400);
+}
+
+TEST_F(LedgerTest, Kill9DuringInterimChargingReconcilesAfterRestart) {
+  const std::string id = d().Submit({{"workload", {{"kind", "ai-training"}}},
+                                     {"resources", {{"cpus", 2}, {"gpus", 2}, {"memory_mb", 512}}},
+                                     {"command", {"sleep", "4"}}});
+  // Let a few interim intervals be charged, then crash.
+  std::this_thread::sleep_for(2500ms);
+  const json before = Usage("group_by=project")["rows"];
+  ASSERT_FALSE(before.empty()) << "interim charges show before the job ends";
+  EXPECT_GT(before[0]["gpu_seconds"].get<double>(), 0.5);
+  d().Kill9();
+  d().Start();
+  const json job = d().WaitTerminal(id);
+  ASSERT_EQ(job["state"], "COMPLETED") << job.dump();
+
+  const double seconds = RunSeconds(job);
+  const json rows = Usage("group_by=project")["rows"];
+  ASSERT_EQ(rows.size(), 1u) << rows.dump();
+  EXPECT_NEAR(rows[0]["gpu_seconds"].get<double>(), 2 * seconds, 0.02 * 2 * seconds) << rows.dump();
+  EXPECT_NEAR(rows[0]["cpu_core_seconds"].get<double>(), 2 * seconds, 0.02 * 2 * seconds) << rows.dump();
+  const json report = Reconcile();
+  EXPECT_EQ(report["missing"], 0) << report.dump();
+  EXPECT_EQ(report["duplicated"], 0) << report.dump();
+  EXPECT_EQ(report["mismatched"], 0) << report.dump();
+}
+
+TEST_F(LedgerTest, RowsRemovedOrDuplicatedBehindItsBackAreReported) {
+  const std::string a = d().Submit(
+      {{"workload", {{"kind", "hpc"}}}, {"resources", {{"cpus", 1}, {"memory_mb", 128}}}, {"command", {"true"}}});
+  const std::string b = d().Submit(
+      {{"workload", {{"kind", "hpc"}}}, {"resources", {{"cpus", 2}, {"memory_mb", 128}}}, {"command", {"sleep", "1"}}});
+  d().WaitTerminal(a);
+  d().WaitTerminal(b);
+  ASSERT_EQ(Reconcile()["mismatched"], 0);
+
+  // The ledger refuses updates and deletes...
+  EXPECT_NE(Sqlite("DELETE FROM ledger WHERE job_id = " + a), 0);
+  // ...so a tamperer drops the guard first: job a loses its cpu rows, and one
+  // of job b's memory rows is copied under another key.
+  ASSERT_EQ(Sqlite("DROP TRIGGER ledger_no_delete; DELETE FROM ledger WHERE job_id = " + a +
+                   " AND metric = 'cpu_core_seconds'; INSERT INTO ledger(key, job_id, attempt, user, project, queue, "
+                   "pool, workload_kind, node, metric, detail, quantity, interval_start, interval_end, final, "
+                   "recorded_at) SELECT key || '-copy', job_id, attempt, user, project, queue, pool, workload_kind, "
+                   "node, metric, detail, quantity, interval_start, interval_end, final, recorded_at FROM ledger "
+                   "WHERE job_id = " +
+                   b + " AND metric = 'memory_mb_seconds' LIMIT 1;"),
+            0);
+  const json report = Reconcile();
+  EXPECT_EQ(report["missing"], 1) << report.dump();  // a's cpu_core_seconds
+  EXPECT_EQ(report["duplicated"], 1) << report.dump();
+  EXPECT_EQ(report["mismatched"], 1) << report.dump();  // b's memory total is now off
+  bool names_a = false;
+  for (const auto& detail : report["details"]) {
+    if (detail["kind"] == "missing" && detail["job"] == a && detail["metric"] == "cpu_core_seconds") names_a = true;
+  }
+  EXPECT_TRUE(names_a) << report.dump();
+}
+
+}  // namespace
+}  // namespace unisched::testing

@@ -1,0 +1,100 @@
+// Charges of an allocation over an interval, an attempt's whole usage, and
+// reconciliation verdicts.
+
+#include "unisched/ledger/ledger.h"
+
+#include <gtest/gtest.h>
+
+namespace unisched::ledger {
+namespace {
+
+const Timestamp kT0 = FromUnixMillis(1'780'000'000'000);
+
+model::ClusterSpec Cluster() {
+  model::ClusterSpec c;
+  model::NodeSpec gpu{"x86-c8m16g2-train-01", "gpus", {}, 8, 16384, {{0, "h100", 80}, {1, "a100", 40}}};
+  model::NodeSpec cpu{"x86-c8m16-agent-01", "agents", {}, 8, 16384, {}};
+  c.nodes = {gpu, cpu};
+  c.pools = {{"gpus", model::PoolKind::kGpu, {}, {gpu.name}}, {"agents", model::PoolKind::kElastic, {}, {cpu.name}}};
+  return c;
+}
+
+model::Job JobIn(const std::string& pool) {
+  model::Job j;
+  j.id = 7;
+  j.pool = pool;
+  return j;
+}
+
+double Sum(const std::vector<Charge>& charges, const std::string& metric, const std::string& detail = "") {
+  double total = 0;
+  for (const auto& c : charges) {
+    if (c.metric == metric && c.detail == detail) total += c.quantity;
+  }
+  return total;
+}
+
+TEST(LedgerTest, AllocatedChargesPerMetricAndGpuModel) {
+  model::Attempt a;
+  a.allocation = {{"x86-c8m16g2-train-01", 4, 1024, {0, 1}}};
+  const auto charges = AllocatedCharges(Cluster(), JobIn("gpus"), a, kT0, kT0 + std::chrono::seconds(10));
+  EXPECT_DOUBLE_EQ(Sum(charges, kCpuCoreSeconds), 40);
+  EXPECT_DOUBLE_EQ(Sum(charges, kMemoryMbSeconds), 10240);
+  EXPECT_DOUBLE_EQ(Sum(charges, kGpuSeconds, "h100"), 10);
+  EXPECT_DOUBLE_EQ(Sum(charges, kGpuSeconds, "a100"), 10);
+  EXPECT_DOUBLE_EQ(Sum(charges, kInstanceSeconds), 0);  // not an elastic pool
+  EXPECT_TRUE(AllocatedCharges(Cluster(), JobIn("gpus"), a, kT0, kT0).empty());
+}
+
+TEST(LedgerTest, ElasticJobsAreChargedInstanceSeconds) {
+  model::Attempt a;
+  a.allocation = {{"x86-c8m16-agent-01", 1, 256, {}}};
+  const auto charges = AllocatedCharges(Cluster(), JobIn("agents"), a, kT0, kT0 + std::chrono::milliseconds(1500));
+  EXPECT_DOUBLE_EQ(Sum(charges, kInstanceSeconds), 1.5);
+}
+
+TEST(LedgerTest, AttemptUsageIsItsRunPlusCpuUsed) {
+  model::Attempt a;
+  a.allocation = {{"x86-c8m16-agent-01", 2, 256, {}}};
+  EXPECT_TRUE(AttemptUsage(Cluster(), JobIn("agents"), a).empty());  // never started
+  a.started_at = kT0;
+  a.ended_at = kT0 + std::chrono::seconds(3);
+  a.usage = model::RunUsage{3, 1.25, 0.25, 1000};
+  const auto usage = AttemptUsage(Cluster(), JobIn("agents"), a);
+  EXPECT_DOUBLE_EQ(usage.at({kCpuCoreSeconds, "", "x86-c8m16-agent-01"}), 6);
+  EXPECT_DOUBLE_EQ(usage.at({kCpuSecondsUsed, "", "x86-c8m16-agent-01"}), 1.5);
+}
+
+TEST(LedgerTest, ReconcileSaysMissingDuplicatedMismatched) {
+  const std::map<ChargeKey, double> expected = {{{kCpuCoreSeconds, "", "n"}, 60}, {{kGpuSeconds, "h100", "n"}, 15}};
+  struct Case {
+    const char* name;
+    std::map<ChargeKey, double> recorded;
+    int64_t duplicated;
+    int64_t want_missing, want_duplicated, want_mismatched;
+  };
+  for (const Case& c : {
+           Case{"all there", expected, 0, 0, 0, 0},
+           Case{
+               "within tolerance", {{{kCpuCoreSeconds, "", "n"}, 60.05}, {{kGpuSeconds, "h100", "n"}, 15}}, 0, 0, 0, 0},
+           Case{"one missing", {{{kCpuCoreSeconds, "", "n"}, 60}}, 0, 1, 0, 0},
+           Case{"doubled", {{{kCpuCoreSeconds, "", "n"}, 120}, {{kGpuSeconds, "h100", "n"}, 15}}, 1, 0, 1, 1},
+           Case{"charged for nothing",
+                {{{kCpuCoreSeconds, "", "n"}, 60}, {{kGpuSeconds, "h100", "n"}, 15}, {{kInstanceSeconds, "", "n"}, 5}},
+                0,
+                0,
+                0,
+                1},
+       }) {
+    SCOPED_TRACE(c.name);
+    Reconciliation r;
+    ReconcileAttempt(7, 1, expected, c.recorded, c.duplicated, 0.001, r);
+    EXPECT_EQ(r.attempts_checked, 1);
+    EXPECT_EQ(r.missing, c.want_missing);
+    EXPECT_EQ(r.duplicated, c.want_duplicated);
+    EXPECT_EQ(r.mismatched, c.want_mismatched);
+  }
+}
+
+}  // namespace
+}  // namespace unisched::ledger
