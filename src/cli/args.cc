@@ -136,6 +136,30 @@ Result<std::pair<std::string, std::string>> ParseKeyValue(std::string_view text,
   return std::pair{std::string(text.substr(0, eq)), std::string(text.substr(eq + 1))};
 }
 
+Result<std::vector<std::string>> ParseGroupBy(std::string_view text) {
+  std::vector<std::string> keys;
+  std::string allowed;
+  for (const char* k : kUsageGroupKeys) allowed += std::string(allowed.empty() ? "" : ", ") + k;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    std::string key(text.substr(start, comma - start));
+    auto not_space = [](unsigned char c) { return !std::isspace(c); };
+    key.erase(std::find_if(key.rbegin(), key.rend(), not_space).base(), key.end());
+    key.erase(key.begin(), std::find_if(key.begin(), key.end(), not_space));
+    if (std::find(std::begin(kUsageGroupKeys), std::end(kUsageGroupKeys), key) == std::end(kUsageGroupKeys)) {
+      return UsageError("--group-by takes a comma-separated list of " + allowed + ", got '" + std::string(text) + "'",
+                        "group-by");
+    }
+    if (std::find(keys.begin(), keys.end(), key) != keys.end()) {
+      return UsageError("--group-by names '" + key + "' twice", "group-by");
+    }
+    keys.push_back(std::move(key));
+    start = comma + 1;
+  }
+  return keys;
+}
+
 std::string UrlEncode(std::string_view text) {
   static const char* kHex = "0123456789ABCDEF";
   std::string out;

@@ -66,6 +66,13 @@ Result<int64_t> ParseDuration(std::string_view text);
 // Splits "KEY=VALUE" at the first '='; the key must be non-empty.
 Result<std::pair<std::string, std::string>> ParseKeyValue(std::string_view text, const std::string& flag);
 
+// The keys GET /v1/usage can group by (shared/contract/api-v1.md).
+inline constexpr const char* kUsageGroupKeys[] = {"user", "project", "queue", "pool", "workload_kind"};
+
+// "project, queue" -> {"project", "queue"}: comma-separated usage group keys,
+// each one of kUsageGroupKeys and given once; otherwise a usage error.
+Result<std::vector<std::string>> ParseGroupBy(std::string_view text);
+
 // Percent-encodes everything but RFC 3986 unreserved characters.
 std::string UrlEncode(std::string_view text);
 // "?a=1&b=x%20y" from the non-empty values, in the given order; "" if none.

@@ -56,6 +56,16 @@ constexpr CommandInfo kCommands[] = {
     {"queues", "[--json]", "list queues"},
     {"pools", "[--json]", "list pools"},
     {"whoami", "[--json]", "show the token's user, role and projects"},
+    {"usage",
+     "[--from RFC3339] [--to RFC3339] [--group-by KEY[,KEY...]] [--csv|--json]\n"
+     "  KEY: user, project, queue, pool, workload_kind. Times like 2026-01-01T00:00:00Z; no --from/--to: all time.\n"
+     "  Metrics are resource-seconds (3600 = 1 hour); a metric not measured is shown as \"-\", never 0.",
+     "show ledger usage totals (CPU, memory, GPU, instance seconds)"},
+    {"reconcile",
+     "[--json]\n"
+     "  Recomputes every finished attempt's usage and compares it with the ledger (platform-admin).\n"
+     "  Exit status: 0 the ledger reconciles, 1 discrepancies found (or the request failed), 2 usage error.",
+     "check the accounting ledger for missing, duplicated or mismatched entries"},
     {"help", "[COMMAND]", "show this help, or one command's usage"},
 };
 
@@ -313,6 +323,54 @@ int RunLog(Session& session, const ParsedArgs& args, const CommandInfo& info) {
   return 0;
 }
 
+int RunUsage(Session& session, const ParsedArgs& args, const CommandInfo& info) {
+  if (!args.positionals.empty()) return UsageFailure(info, "unexpected argument '" + args.positionals[0] + "'");
+  const bool as_csv = args.Has("csv");
+  if (as_csv && args.Has("json")) return UsageFailure(info, "choose one of --csv and --json");
+  std::vector<std::string> group_by;
+  if (auto text = args.Get("group-by")) {
+    auto keys = ParseGroupBy(*text);
+    if (!keys.ok()) return UsageFailure(info, keys.error().message);
+    group_by = std::move(*keys);
+  }
+  std::string joined;
+  for (const auto& key : group_by) joined += (joined.empty() ? "" : ",") + key;
+  const std::string target = "/v1/usage" + BuildQuery({{"from", args.Get("from").value_or("")},
+                                                       {"to", args.Get("to").value_or("")},
+                                                       {"group_by", joined},
+                                                       {"format", as_csv ? "csv" : ""}});
+  if (as_csv) {
+    auto response = session.Call("GET", target);
+    if (!response) return 1;
+    std::cout << response->body;
+    return 0;
+  }
+  std::string raw;
+  auto body = session.CallJson("GET", target, {}, {}, &raw);
+  if (!body) return 1;
+  if (args.Has("json")) {
+    PrintBody(raw);
+  } else {
+    std::cout << FormatUsageTable(*body, group_by);
+  }
+  return 0;
+}
+
+// Exit status 1 when the ledger does not reconcile, so scripts and cron can
+// alert on it.
+int RunReconcile(Session& session, const ParsedArgs& args, const CommandInfo& info) {
+  if (!args.positionals.empty()) return UsageFailure(info, "unexpected argument '" + args.positionals[0] + "'");
+  std::string raw;
+  auto body = session.CallJson("GET", "/v1/usage/reconcile", {}, {}, &raw);
+  if (!body) return 1;
+  if (args.Has("json")) {
+    PrintBody(raw);
+  } else {
+    std::cout << FormatReconcile(*body);
+  }
+  return DiscrepancyCount(*body) == 0 ? 0 : 1;
+}
+
 // GET a resource and print it as a table (or the raw JSON).
 int RunShow(Session& session, const ParsedArgs& args, const std::string& target, std::string (*format)(const json&)) {
   std::string raw;
@@ -333,6 +391,9 @@ std::vector<FlagSpec> FlagsFor(const std::string& command) {
             {"user", true, false},  {"limit", true, false}, {"cursor", true, false}};
   }
   if (command == "log") return {{"stderr", false, false}};
+  if (command == "usage") {
+    return {{"from", true, false}, {"to", true, false}, {"group-by", true, false}, {"csv", false, false}};
+  }
   return {};
 }
 
@@ -388,6 +449,8 @@ int Dispatch(const CommandInfo& info, const std::vector<std::string>& words) {
   if (command == "queues") return RunShow(session, args, "/v1/queues", FormatQueuesTable);
   if (command == "pools") return RunShow(session, args, "/v1/pools", FormatPoolsTable);
   if (command == "whoami") return RunShow(session, args, "/v1/whoami", FormatWhoAmI);
+  if (command == "usage") return RunUsage(session, args, info);
+  if (command == "reconcile") return RunReconcile(session, args, info);
   return UsageFailure(info, "unknown command");  // every kCommands entry is handled above
 }
 

@@ -3,7 +3,9 @@
 #include "cli/format.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
+#include <map>
 #include <sstream>
 
 namespace unisched::cli {
@@ -290,6 +292,139 @@ std::string FormatWhoAmI(const json& who) {
     out += "Queues:   " + CellText(queues) + "\n";
   }
   return out;
+}
+
+std::string FormatQuantity(const json& value) {
+  if (value.is_number_integer()) return value.dump();
+  if (!value.is_number()) return CellText(value);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f", value.get<double>());
+  std::string text = buf;
+  text.erase(text.find_last_not_of('0') + 1);
+  if (text.back() == '.') text.pop_back();
+  return text == "-0" ? "0" : text;
+}
+
+namespace {
+
+// The metric columns of GET /v1/usage, in the contract's order.
+constexpr const char* kUsageMetrics[] = {"cpu_core_seconds", "cpu_seconds_used", "memory_mb_seconds", "gpu_seconds",
+                                         "instance_seconds", "storage_gb_hours", "network_bytes"};
+constexpr const char* kUsageGroupOrder[] = {"user", "project", "queue", "pool", "workload_kind"};
+
+template <size_t N>
+bool Contains(const char* const (&list)[N], const std::string& key) {
+  return std::find(std::begin(list), std::end(list), key) != std::end(list);
+}
+
+std::string Upper(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::toupper(c); });
+  return text;
+}
+
+void AddOnce(std::vector<std::string>& keys, const std::string& key) {
+  if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+}
+
+}  // namespace
+
+std::string FormatUsageTable(const json& body, const std::vector<std::string>& group_by) {
+  const json& rows = ListOf(body, "rows");
+  // Group columns: those asked for, then any other non-numeric key (a
+  // daemon's default grouping), in the contract's order.
+  std::vector<std::string> groups = group_by;
+  std::vector<std::string> other_groups, metrics, other_metrics;
+  for (const auto& row : rows) {
+    if (!row.is_object()) continue;
+    for (const auto& [key, value] : row.items()) {
+      if (Contains(kUsageMetrics, key)) continue;
+      if (value.is_number()) {
+        AddOnce(other_metrics, key);
+      } else if (!Contains(kUsageGroupOrder, key)) {
+        AddOnce(other_groups, key);
+      }
+    }
+  }
+  for (const char* key : kUsageGroupOrder) {
+    for (const auto& row : rows) {
+      if (row.is_object() && row.contains(key) && !row[key].is_number()) {
+        AddOnce(groups, key);
+        break;
+      }
+    }
+  }
+  for (const auto& key : other_groups) AddOnce(groups, key);
+  for (const char* key : kUsageMetrics) {
+    for (const auto& row : rows) {
+      if (row.is_object() && row.contains(key)) {
+        metrics.push_back(key);
+        break;
+      }
+    }
+  }
+  metrics.insert(metrics.end(), other_metrics.begin(), other_metrics.end());
+
+  std::vector<std::string> header;
+  for (const auto& key : groups) header.push_back(Upper(key));
+  for (const auto& key : metrics) header.push_back(Upper(key));
+  if (header.empty()) header.push_back("USAGE");
+
+  std::vector<std::vector<std::string>> lines;
+  std::map<std::string, double> totals;
+  for (const auto& row : rows) {
+    std::vector<std::string> cells;
+    for (const auto& key : groups) cells.push_back(CellText(At(row, key.c_str())));
+    for (const auto& key : metrics) {
+      const json& value = At(row, key.c_str());
+      cells.push_back(FormatQuantity(value));
+      if (value.is_number()) totals[key] += value.get<double>();
+    }
+    lines.push_back(std::move(cells));
+  }
+  if (rows.size() > 1) {
+    std::vector<std::string> total_line(groups.size(), "");
+    if (!total_line.empty()) total_line[0] = "TOTAL";
+    for (const auto& key : metrics) {
+      auto it = totals.find(key);
+      total_line.push_back(it == totals.end() ? "-" : FormatQuantity(json(it->second)));
+    }
+    lines.push_back(std::move(total_line));
+  }
+  std::string out = FormatTable(header, lines);
+  if (rows.empty()) {
+    out += "(no usage recorded in this window)\n";
+  } else if (!metrics.empty()) {
+    out +=
+        "(units: *_seconds are resource-seconds, 3600 = 1 hour; memory_mb_seconds MB x s; network_bytes bytes; "
+        "\"-\" = not measured)\n";
+  }
+  return out;
+}
+
+int64_t DiscrepancyCount(const json& body) {
+  int64_t total = 0;
+  for (const char* key : {"missing", "duplicated", "mismatched"}) {
+    if (const json& n = At(body, key); n.is_number_integer()) total += n.get<int64_t>();
+  }
+  return total;
+}
+
+std::string FormatReconcile(const json& body) {
+  std::string out;
+  out += "Attempts checked: " + CellText(At(body, "attempts_checked")) + "\n";
+  out += "Missing:          " + CellText(At(body, "missing")) + "\n";
+  out += "Duplicated:       " + CellText(At(body, "duplicated")) + "\n";
+  out += "Mismatched:       " + CellText(At(body, "mismatched")) + "\n";
+  const json& details = ListOf(body, "details");
+  if (DiscrepancyCount(body) == 0 && details.empty()) return out + "The ledger reconciles: no discrepancies.\n";
+  if (details.empty()) return out;
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& d : details) {
+    rows.push_back({CellText(At(d, "kind")), CellText(At(d, "job")), CellText(At(d, "attempt")),
+                    CellText(At(d, "metric")), CellText(At(d, "detail")), CellText(At(d, "node")),
+                    FormatQuantity(At(d, "expected")), FormatQuantity(At(d, "recorded"))});
+  }
+  return out + "\n" + FormatTable({"KIND", "JOB", "ATTEMPT", "METRIC", "DETAIL", "NODE", "EXPECTED", "RECORDED"}, rows);
 }
 
 }  // namespace unisched::cli

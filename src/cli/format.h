@@ -48,6 +48,26 @@ std::string FormatJobDetail(const nlohmann::json& job);
 // `unisched whoami`.
 std::string FormatWhoAmI(const nlohmann::json& who);
 
+// A ledger quantity as a cell: whole numbers without decimals, others with
+// at most two (trailing zeros dropped): 8.0 -> "8", 1.0234 -> "1.02"; null
+// (a metric not measured) -> "-".
+std::string FormatQuantity(const nlohmann::json& value);
+
+// `unisched usage`, from the body of GET /v1/usage: the group columns
+// (`group_by` first, in the order asked, then any other non-numeric keys of
+// the rows), then one column per metric present in any row, in the
+// contract's order (unknown numeric keys last). A metric absent from a row
+// is "-", never 0. More than one row adds a TOTAL line; a units note follows.
+std::string FormatUsageTable(const nlohmann::json& body, const std::vector<std::string>& group_by);
+
+// `unisched reconcile`, from the body of GET /v1/usage/reconcile: the
+// counts, then one line per discrepancy.
+std::string FormatReconcile(const nlohmann::json& body);
+
+// missing + duplicated + mismatched of a reconcile body (0: the ledger
+// reconciles).
+int64_t DiscrepancyCount(const nlohmann::json& body);
+
 }  // namespace unisched::cli
 
 namespace unisched::cli {

@@ -93,11 +93,11 @@ TEST_F(LedgerTest, KnownUsageIsChargedToTheRightProjectAndQueue) {
                                           {"project", "genomics"},
                                           {"resources", {{"cpus", 4}, {"gpus", 1}, {"memory_mb", 1024}}},
                                           {"command", {"sleep", "2"}}});
-  // About one second of CPU: a busy loop for one second of wall time.
-  const std::string burner = d().Submit(
-      {{"workload", {{"kind", "agent"}}},
-       {"resources", {{"cpus", 1}, {"memory_mb", 256}}},
-       {"command", {"/bin/sh", "-c", "end=$(($(date +%s)+1)); while [ $(date +%s) -lt $end ]; do :; done"}}});
+  // A CPU burner: a shell loop, all of its time on the CPU.
+  const std::string burner =
+      d().Submit({{"workload", {{"kind", "agent"}}},
+                  {"resources", {{"cpus", 1}, {"memory_mb", 256}}},
+                  {"command", {"/bin/sh", "-c", "i=0; while [ $i -lt 400000 ]; do i=$((i+1)); done"}}});
   const json g = d().WaitTerminal(gpu_job);
   const json b = d().WaitTerminal(burner);
   ASSERT_EQ(g["state"], "COMPLETED") << g.dump();
@@ -123,8 +123,13 @@ TEST_F(LedgerTest, KnownUsageIsChargedToTheRightProjectAndQueue) {
 
   const double burn_seconds = RunSeconds(b);
   EXPECT_NEAR(agent["instance_seconds"].get<double>(), burn_seconds, 0.02 * burn_seconds) << agent.dump();
+  // cpu_seconds_used is the supervisor's rusage (user + system) of the run.
   const double used = agent["cpu_seconds_used"].get<double>();
-  EXPECT_GT(used, 0.5) << agent.dump();
+  const json& usage = b["attempts"][0]["usage"];
+  SCOPED_TRACE(b.dump());
+  EXPECT_NEAR(used, usage["user_cpu_seconds"].get<double>() + usage["system_cpu_seconds"].get<double>(), 1e-6);
+  EXPECT_GT(used, 0.1) << agent.dump();
+  EXPECT_GT(used, 0.5 * burn_seconds) << "a burner spends most of its run on the CPU";
   EXPECT_LE(used, burn_seconds * 1.02) << agent.dump();
 
   const json report = Reconcile();
