@@ -494,6 +494,10 @@ void Controller::AppendCharge(Batch& batch, const Job& job, int attempt, const l
   e.end = to;
   e.final = final;
   e.recorded_at = clock_.Now();
+  // Counted once the entry is committed (a replayed key adds nothing to the
+  // ledger, but the daemon never replays its own keys).
+  batch.after_commit.push_back(
+      [this, final, metric = e.metric, quantity = e.quantity] { metrics_.CountLedgerEntry(final, metric, quantity); });
   batch.writes.push_back([e = std::move(e)](store::Transaction& t) { return t.AppendLedger(e); });
 }
 

@@ -79,6 +79,16 @@ struct Metrics::Impl {
           .Name("unisched_pending_reasons")
           .Help("Pending jobs by pool and the code of their first pending reason, after the last cycle.")
           .Register(*registry);
+  prometheus::Family<prometheus::Counter>& ledger_entries =
+      prometheus::BuildCounter()
+          .Name("unisched_ledger_entries_total")
+          .Help("Ledger entries written, by kind (interim or final).")
+          .Register(*registry);
+  prometheus::Family<prometheus::Gauge>& ledger_charged =
+      prometheus::BuildGauge()
+          .Name("unisched_ledger_charged")
+          .Help("Quantities charged to the ledger since the daemon started, by metric (units in docs/ledger.md).")
+          .Register(*registry);
   prometheus::Family<prometheus::Counter>& finished =
       prometheus::BuildCounter()
           .Name("unisched_jobs_finished_total")
@@ -153,6 +163,11 @@ void Metrics::CountPreemption(const std::string& pool, const std::string& queue)
 
 void Metrics::SetPendingByReason(const std::string& pool, const std::string& code, double count) {
   impl_->pending_reasons.Add({{"pool", pool}, {"code", code}}).Set(count);
+}
+
+void Metrics::CountLedgerEntry(bool final, const std::string& metric, double quantity) {
+  impl_->ledger_entries.Add({{"kind", final ? "final" : "interim"}}).Increment();
+  impl_->ledger_charged.Add({{"metric", metric}}).Increment(quantity);
 }
 
 void Metrics::CountFinish(const std::string& state, const std::string& pool) {

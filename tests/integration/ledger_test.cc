@@ -138,6 +138,11 @@ TEST_F(LedgerTest, KnownUsageIsChargedToTheRightProjectAndQueue) {
   EXPECT_EQ(report["mismatched"], 0) << report.dump();
   EXPECT_EQ(report["attempts_checked"], 2);
 
+  // The ledger's series count what was written.
+  const std::string metrics = d().Call("GET", "/metrics").body;
+  EXPECT_NE(metrics.find("unisched_ledger_entries_total{kind=\"final\"}"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("unisched_ledger_charged{metric=\"gpu_seconds\"}"), std::string::npos);
+
   // CSV: a header, then one line per group.
   Reply csv = d().Call("GET", "/v1/usage?group_by=project&format=csv");
   EXPECT_EQ(csv.status, 200);

@@ -36,6 +36,10 @@ class Metrics {
   void CountPreemption(const std::string& pool, const std::string& queue);
   // unisched_pending_reasons{pool,code}: pending jobs by their first reason after the last cycle (gauge).
   void SetPendingByReason(const std::string& pool, const std::string& code, double count);
+  // unisched_ledger_entries_total{kind}: ledger entries written, kind interim|final (counter);
+  // unisched_ledger_charged{metric}: their quantities summed since the daemon started (gauge:
+  // a final entry may be a negative correction).
+  void CountLedgerEntry(bool final, const std::string& metric, double quantity);
   // unisched_store_commit_seconds (histogram) and unisched_store_batch_size (histogram).
   void ObserveCommit(double seconds, double batch_size);
 
