@@ -600,7 +600,37 @@ void Api::Usage(Call& call) {
     query.visible_projects = who.projects;
     if (who.role == auth::Role::kQueueAdmin) query.visible_queues = who.queues;
   }
-  const std::vector<store::UsageRow> rows = ctx_.store->QueryUsage(query);
+  std::vector<store::UsageRow> rows;
+  const auto& pools = ctx_.config->cluster.pools;
+  const bool priced =
+      std::any_of(pools.begin(), pools.end(), [](const model::PoolSpec& p) { return !p.prices.empty(); });
+  if (!priced) {
+    rows = ctx_.store->QueryUsage(query);
+  } else {
+    // Cost = sum over pools of quantity / 3600 x the pool's price per hour of
+    // the metric: query per pool, price, then fold into the requested groups.
+    store::UsageQuery by_pool = query;
+    if (std::find(by_pool.group_by.begin(), by_pool.group_by.end(), "pool") == by_pool.group_by.end()) {
+      by_pool.group_by.push_back("pool");
+    }
+    std::map<std::map<std::string, std::string>, store::UsageRow> folded;
+    for (const auto& row : ctx_.store->QueryUsage(by_pool)) {
+      const model::PoolSpec* pool = ctx_.config->cluster.FindPool(row.group.at("pool"));
+      double cost = 0;
+      for (const auto& [metric, quantity] : row.metrics) {
+        if (!pool) continue;
+        auto price = pool->prices.find(metric);
+        if (price != pool->prices.end()) cost += quantity / 3600.0 * price->second;
+      }
+      std::map<std::string, std::string> key;
+      for (const auto& g : query.group_by) key[g] = row.group.at(g);
+      store::UsageRow& out = folded[key];
+      out.group = key;
+      for (const auto& [metric, quantity] : row.metrics) out.metrics[metric] += quantity;
+      out.metrics["cost"] += cost;
+    }
+    for (auto& [key, row] : folded) rows.push_back(std::move(row));
+  }
   if (format == "csv") {
     // Columns: the groups, then every metric any row has (absent: empty).
     std::set<std::string> metric_names;

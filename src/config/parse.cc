@@ -104,7 +104,7 @@ void ParseExecutor(const YAML::Node& node, Errors& errors, ExecutorSettings& out
 
 model::PoolSpec ParsePool(const YAML::Node& node, const std::string& path, Errors& errors) {
   model::PoolSpec pool;
-  MapReader m(node, path, {"name", "kind", "labels", "nodes", "backfill", "reservation_depth"}, errors);
+  MapReader m(node, path, {"name", "kind", "labels", "nodes", "backfill", "reservation_depth", "prices"}, errors);
   m.Require("name");
   m.Read("name", pool.name);
   std::string kind;
@@ -120,6 +120,7 @@ model::PoolSpec ParsePool(const YAML::Node& node, const std::string& path, Error
   m.Read("nodes", pool.nodes);
   ReadEnum(m, "backfill", "backfill mode", kBackfillNames, model::ParseBackfillMode, pool.backfill, errors);
   m.Read("reservation_depth", pool.reservation_depth);
+  m.Read("prices", pool.prices);
   return pool;
 }
 

@@ -278,6 +278,17 @@ void ValidateCluster(const model::ClusterSpec& cluster, NameRegistry& queues, Er
     pools.Add(errors, JoinKey(path, "name"), pool.name, IsPlainName(pool.name, ""), kPlainNameRule);
     NonNegative(errors, JoinKey(path, "reservation_depth"), pool.reservation_depth,
                 "0 gives every blocked job a reservation");
+    static const std::vector<std::string> kPriced = {"cpu_core_seconds", "cpu_seconds_used", "memory_mb_seconds",
+                                                     "gpu_seconds", "instance_seconds"};
+    for (const auto& [metric, price] : pool.prices) {
+      const std::string price_path = JoinKey(JoinKey(path, "prices"), metric);
+      if (std::find(kPriced.begin(), kPriced.end(), metric) == kPriced.end()) {
+        std::string names;
+        for (const auto& n : kPriced) names += (names.empty() ? "" : ", ") + n;
+        errors.Add(price_path, "unknown ledger metric; expected one of: " + names);
+      }
+      NonNegative(errors, price_path, price, "a price per hour of the metric");
+    }
   }
 
   NameRegistry nodes("node", "nodes");

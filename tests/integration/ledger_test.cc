@@ -30,6 +30,7 @@ pools:
   - name: gpu-pool
     kind: gpu
     nodes: [x86-c8m16g2-train-01]
+    prices: {gpu_seconds: 3600, cpu_core_seconds: 36}   # 1 per GPU-second, 0.01 per core-second
   - name: agents
     kind: elastic
     nodes: [x86-c8m16-agent-01]
@@ -119,6 +120,10 @@ TEST_F(LedgerTest, KnownUsageIsChargedToTheRightProjectAndQueue) {
   EXPECT_EQ(genomics["queue"], "train");
   EXPECT_EQ(genomics["workload_kind"], "ai-training");
   EXPECT_FALSE(genomics.contains("instance_seconds")) << "not an elastic pool: absent, not zero";
+  // Cost from the pool's prices per hour of each metric.
+  EXPECT_NEAR(genomics["cost"].get<double>(),
+              genomics["gpu_seconds"].get<double>() + 0.01 * genomics["cpu_core_seconds"].get<double>(), 1e-9);
+  EXPECT_DOUBLE_EQ(agent["cost"].get<double>(), 0);  // the agents pool has no prices
   EXPECT_FALSE(genomics.contains("storage_gb_hours")) << "not measured: absent, not zero";
 
   const double burn_seconds = RunSeconds(b);

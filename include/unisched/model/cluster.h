@@ -59,6 +59,9 @@ struct PoolSpec {
   std::vector<std::string> nodes;  // names, in config order
   BackfillMode backfill = BackfillMode::kEasy;
   int reservation_depth = 0;  // conservative: most reservations per cycle; 0 = every blocked job
+  // Price per hour of a ledger metric on this pool (docs/ledger.md), e.g.
+  // {"gpu_seconds": 2.5} = 2.5 per GPU card-hour. Unpriced metrics cost 0.
+  std::map<std::string, double> prices;
 };
 
 // Upper bounds on what one scope (a project, a user) may hold at once in

@@ -1079,6 +1079,13 @@ TEST(PolicyKeys, ReportsEveryErrorWithItsPath) {
                    "  - {name: gpu-pool, kind: gpu, nodes: [x86-c8m64g2-train-01], reservation_depth: 1.5}\n"),
        {"pools[0].reservation_depth", "pools[1].reservation_depth"},
        "must be >= 0; 0 gives every blocked job a reservation"},
+      {"prices: an unknown metric and a negative price",
+       Doc().Pools("pools:\n  - {name: cpu-pool, kind: cpu, nodes: [x86-c8m16-hpc-01, x86-c8m16-hpc-02], "
+                   "prices: {gpu_hours: 2}}\n"
+                   "  - {name: gpu-pool, kind: gpu, nodes: [x86-c8m64g2-train-01], prices: {gpu_seconds: -1}}\n"),
+       {"pools[0].prices.gpu_hours", "pools[1].prices.gpu_seconds"},
+       "unknown ledger metric; expected one of: cpu_core_seconds, cpu_seconds_used, memory_mb_seconds, "
+       "gpu_seconds, instance_seconds"},
       {"misspelled pool key",
        Doc().Pools("pools:\n  - {name: cpu-pool, kind: cpu, nodes: [x86-c8m16-hpc-01, x86-c8m16-hpc-02], "
                    "backfil: easy}\n  - {name: gpu-pool, kind: gpu, nodes: [x86-c8m64g2-train-01]}\n"),
