@@ -368,6 +368,13 @@ std::optional<std::string> QuotaRejection(const model::ClusterSpec& cluster, con
   if (auto alone = policy::ExceedsLimitsAlone(scope, resources, spec->policy, project_policy)) {
     return alone->message + "; it can never run within this limit: ask for less";
   }
+  if (project_policy && project_policy->budget.action == model::QuotaAction::kReject) {
+    auto use = view.budget_use.find(project);
+    if (auto over = policy::CheckBudget(project, project_policy->budget,
+                                        use == view.budget_use.end() ? policy::BudgetUse{} : use->second)) {
+      return over->message + "; project " + project + " refuses jobs over budget (budget.action: reject)";
+    }
+  }
   if (spec->policy.quota_action != model::QuotaAction::kReject) return std::nullopt;
   model::QueuePolicy quotas_only = spec->policy;
   quotas_only.max_concurrency.reset();  // concurrency makes jobs wait, never refuses them

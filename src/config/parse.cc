@@ -17,6 +17,8 @@ namespace {
 const std::vector<std::string> kPoolKindNames = {"cpu", "gpu", "elastic"};
 const std::vector<std::string> kWorkloadKindNames = {"hpc", "ai-training", "ai-inference", "agent"};
 const std::vector<std::string> kBackfillNames = {"fcfs", "easy", "conservative"};
+const std::vector<std::pair<std::string, model::BudgetPeriod>> kBudgetPeriods = {
+    {"day", model::BudgetPeriod::kDay}, {"week", model::BudgetPeriod::kWeek}, {"month", model::BudgetPeriod::kMonth}};
 const std::vector<std::pair<std::string, model::QuotaAction>> kQuotaActions = {{"wait", model::QuotaAction::kWait},
                                                                                {"reject", model::QuotaAction::kReject}};
 const std::vector<std::pair<std::string, model::PreemptAction>> kPreemptActions = {
@@ -319,13 +321,18 @@ model::RoutingRule ParseRule(const YAML::Node& node, const std::string& path, Er
 
 ProjectSpec ParseProject(const YAML::Node& node, const std::string& path, Errors& errors) {
   ProjectSpec project;
-  MapReader m(node, path, {"name", "description", "shares", "user_shares", "quota"}, errors);
+  MapReader m(node, path, {"name", "description", "shares", "user_shares", "quota", "budget"}, errors);
   m.Require("name");
   m.Read("name", project.name);
   m.Read("description", project.description);
   m.Read("shares", project.shares);
   m.Read("user_shares", project.user_shares);
   project.quota = ParseLimits(m.Get("quota"), m.PathOf("quota"), errors);
+  MapReader b(m.Get("budget"), m.PathOf("budget"), {"gpu_hours", "cpu_hours", "period", "action"}, errors);
+  b.Read("gpu_hours", project.budget.gpu_hours);
+  b.Read("cpu_hours", project.budget.cpu_hours);
+  ReadEnum(b, "period", "budget period", kBudgetPeriods, project.budget.period, errors);
+  ReadEnum(b, "action", "budget action", kQuotaActions, project.budget.action, errors);
   return project;
 }
 
@@ -386,6 +393,7 @@ void DerivePolicies(Config& config) {
     policy.shares = project.shares;
     policy.user_shares = project.user_shares;
     policy.quota = project.quota;
+    policy.budget = project.budget;
     config.cluster.projects.push_back(std::move(policy));
   }
 }

@@ -449,6 +449,14 @@ void ValidatePeople(const Config& config, const NameRegistry& queues, Errors& er
              "a project's share of the cluster relative to the others");
     // Users may be created through the API later, so the names are not
     // checked against the users section.
+    if (project.budget.gpu_hours) {
+      Positive(errors, JoinKey(JoinKey(path, "budget"), "gpu_hours"), *project.budget.gpu_hours,
+               "GPU card-hours per period; leave the key out for no budget");
+    }
+    if (project.budget.cpu_hours) {
+      Positive(errors, JoinKey(JoinKey(path, "budget"), "cpu_hours"), *project.budget.cpu_hours,
+               "CPU core-hours per period; leave the key out for no budget");
+    }
     const std::string user_shares_path = JoinKey(path, "user_shares");
     for (const auto& [user, shares] : project.user_shares) {
       if (user.empty()) {

@@ -327,7 +327,9 @@ void Controller::AccrueUsage(Batch& batch, Timestamp now) {
 void Controller::RunCycle(Batch& batch, Timestamp now) {
   need_cycle_ = false;
   AccrueUsage(batch, now);
+  RefreshBudgets(now);
   scheduler::Snapshot snapshot;
+  for (const auto& [project, track] : budgets_) snapshot.budget_use[project] = track.use;
   snapshot.nodes = nodes_;
   auto add_fairshare = [&](const Job& job) {
     const model::QueueSpec* queue = config_.cluster.FindQueue(job.queue);
@@ -497,8 +499,37 @@ void Controller::AppendCharge(Batch& batch, const Job& job, int attempt, const l
   // Counted once the entry is committed (a replayed key adds nothing to the
   // ledger, but the daemon never replays its own keys).
   batch.after_commit.push_back(
-      [this, final, metric = e.metric, quantity = e.quantity] { metrics_.CountLedgerEntry(final, metric, quantity); });
+      [this, final, metric = e.metric, quantity = e.quantity, project = e.project, end = e.end] {
+        metrics_.CountLedgerEntry(final, metric, quantity);
+        auto budget = budgets_.find(project);
+        if (budget == budgets_.end() || end <= budget->second.period_start) return;
+        if (metric == ledger::kGpuSeconds) budget->second.use.gpu_hours += quantity / 3600.0;
+        if (metric == ledger::kCpuCoreSeconds) budget->second.use.cpu_hours += quantity / 3600.0;
+      });
   batch.writes.push_back([e = std::move(e)](store::Transaction& t) { return t.AppendLedger(e); });
+}
+
+void Controller::RefreshBudgets(Timestamp now) {
+  for (const auto& project : config_.cluster.projects) {
+    if (project.budget.Empty()) continue;
+    const Timestamp start = policy::PeriodStart(project.budget.period, now);
+    BudgetTrack& track = budgets_[project.name];
+    if (track.period_start == start) continue;
+    // A new period (or the first look): what the ledger holds since it began.
+    store::UsageQuery query;
+    query.from = start;
+    query.group_by = {"project"};
+    query.visible_projects = std::vector<std::string>{project.name};
+    track = BudgetTrack{start, {}};
+    for (const auto& row : store_.QueryUsage(query)) {
+      auto metric = [&row](const char* name) {
+        auto it = row.metrics.find(name);
+        return it == row.metrics.end() ? 0.0 : it->second;
+      };
+      track.use.gpu_hours += metric(ledger::kGpuSeconds) / 3600.0;
+      track.use.cpu_hours += metric(ledger::kCpuCoreSeconds) / 3600.0;
+    }
+  }
 }
 
 void Controller::ChargeRunning(Batch& batch, Timestamp now) {
@@ -733,6 +764,7 @@ void Controller::Publish() {
   // Reasons of jobs that ended since the cycle are never looked up: the API
   // shows reasons only for jobs whose stored state is PENDING.
   view->pending = pending_;
+  for (const auto& [project, track] : budgets_) view->budget_use[project] = track.use;
   view->running_usage = running_usage_;
   for (const auto& [key, count] : job_counts_) {
     metrics_.SetJobs(std::string(model::ToString(std::get<0>(key))), std::get<1>(key), std::get<2>(key),

@@ -122,6 +122,14 @@ class Controller final : public api::ControlPlane {
     std::map<ledger::ChargeKey, double> sums;
   };
   std::map<std::pair<model::JobId, int>, Charging> charging_;
+  // Projects with a budget: their use in the current period, loaded from the
+  // ledger when a period begins, then kept up with each committed charge.
+  struct BudgetTrack {
+    Timestamp period_start{};
+    policy::BudgetUse use;
+  };
+  std::map<std::string, BudgetTrack> budgets_;
+  void RefreshBudgets(Timestamp now);
   Timestamp next_charge_{};
   // The last cycle's reservations, handed back to the next (conservative
   // pools keep them and move them only earlier).

@@ -3,6 +3,8 @@
 #include "unisched/policy/quota.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <string_view>
 
 namespace unisched::policy {
@@ -176,6 +178,53 @@ std::optional<model::PendingReason> ExceedsLimitsAlone(const JobScope& scope, co
   model::QueuePolicy limits_only = queue_policy;
   limits_only.max_concurrency.reset();  // concurrency is about others, not this job
   return CheckLimits(empty, scope, request, limits_only, project_policy);
+}
+
+Timestamp PeriodStart(model::BudgetPeriod period, Timestamp now) {
+  using namespace std::chrono;
+  const sys_days today = floor<days>(sys_time<milliseconds>(now.time_since_epoch()));
+  sys_days start = today;
+  switch (period) {
+    case model::BudgetPeriod::kDay:
+      break;
+    case model::BudgetPeriod::kWeek:
+      start = today - (weekday(today) - Monday);  // weekday difference: days since Monday
+      break;
+    case model::BudgetPeriod::kMonth: {
+      const year_month_day ymd(today);
+      start = sys_days(ymd.year() / ymd.month() / 1);
+      break;
+    }
+  }
+  return time_point_cast<milliseconds>(start);
+}
+
+std::string_view PeriodName(model::BudgetPeriod period) {
+  switch (period) {
+    case model::BudgetPeriod::kDay:
+      return "day";
+    case model::BudgetPeriod::kWeek:
+      return "week";
+    case model::BudgetPeriod::kMonth:
+      break;
+  }
+  return "month";
+}
+
+std::optional<model::PendingReason> CheckBudget(std::string_view project, const model::Budget& budget,
+                                                const BudgetUse& use) {
+  auto over = [&](const std::optional<double>& limit, double used,
+                  const char* unit) -> std::optional<model::PendingReason> {
+    if (!limit || used < *limit) return std::nullopt;
+    char text[64];
+    std::snprintf(text, sizeof text, "%.1f/%.1f", used, *limit);
+    return model::PendingReason{"BudgetExhausted", "project " + std::string(project) + " used " + text + " " + unit +
+                                                       " this " + std::string(PeriodName(budget.period)) +
+                                                       "; new jobs wait until the next " +
+                                                       std::string(PeriodName(budget.period))};
+  };
+  if (auto r = over(budget.gpu_hours, use.gpu_hours, "GPU-hours")) return r;
+  return over(budget.cpu_hours, use.cpu_hours, "CPU-hours");
 }
 
 }  // namespace unisched::policy

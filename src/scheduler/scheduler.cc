@@ -247,7 +247,8 @@ const PoolCycle::ScopeInfo& PoolCycle::Scope(const std::string& queue, const std
     info.project = state_.Project(project);
     info.fairshare = info.weights.fairshare > 0 ? state_.Fairshare(project, user) : 1.0;
     info.has_limits = info.policy->max_concurrency || !info.policy->project_quota.Empty() ||
-                      !info.policy->user_quota.Empty() || (info.project && !info.project->quota.Empty());
+                      !info.policy->user_quota.Empty() ||
+                      (info.project && (!info.project->quota.Empty() || !info.project->budget.Empty()));
   }
   return it->second;
 }
@@ -659,6 +660,11 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
     if (entry.scope->has_limits) {
       limit = policy::CheckLimits(tally_, {job.queue, job.project, job.user}, job.resources, queue_policy,
                                   entry.scope->project);
+      if (!limit && entry.scope->project && !entry.scope->project->budget.Empty()) {
+        auto use = state_.snapshot.budget_use.find(job.project);
+        limit = policy::CheckBudget(job.project, entry.scope->project->budget,
+                                    use == state_.snapshot.budget_use.end() ? policy::BudgetUse{} : use->second);
+      }
     }
     if (limit) {
       if (explain) prepend(std::move(*limit));

@@ -52,6 +52,8 @@ queues:
 projects:
   - name: default
   - name: genomics
+  - name: tiny
+    budget: {cpu_hours: 0.0005, period: month}   # 1.8 core-seconds a month
 )yaml";
 
 class LedgerTest : public ::testing::Test {
@@ -210,6 +212,30 @@ TEST_F(LedgerTest, RowsRemovedOrDuplicatedBehindItsBackAreReported) {
     if (detail["kind"] == "missing" && detail["job"] == a && detail["metric"] == "cpu_core_seconds") names_a = true;
   }
   EXPECT_TRUE(names_a) << report.dump();
+}
+
+TEST_F(LedgerTest, AProjectOverItsBudgetWaitsWithBudgetExhausted) {
+  const json hpc = {{"workload", {{"kind", "hpc"}}},
+                    {"project", "tiny"},
+                    {"resources", {{"cpus", 2}, {"memory_mb", 128}}},
+                    {"command", {"sleep", "1"}}};
+  const std::string first = d().Submit(hpc);  // ~2 core-seconds: over the 1.8 of the budget
+  ASSERT_EQ(d().WaitTerminal(first)["state"], "COMPLETED");
+  const std::string second = d().Submit(hpc);
+  json job;
+  for (int i = 0; i < 100; ++i) {
+    job = d().Call("GET", "/v1/jobs/" + second).json;
+    if (!job["pending_reasons"].empty()) break;
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_EQ(job["state"], "PENDING") << job.dump();
+  ASSERT_FALSE(job["pending_reasons"].empty()) << job.dump();
+  EXPECT_EQ(job["pending_reasons"][0]["code"], "BudgetExhausted") << job.dump();
+  EXPECT_NE(job["pending_reasons"][0]["message"].get<std::string>().find("project tiny used"), std::string::npos);
+  // Other projects are not held back.
+  json other = hpc;
+  other["project"] = "default";
+  EXPECT_EQ(d().WaitTerminal(d().Submit(other))["state"], "COMPLETED");
 }
 
 }  // namespace

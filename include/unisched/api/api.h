@@ -43,6 +43,8 @@ struct ClusterView {
   std::shared_ptr<const PendingInfoMap> pending = std::make_shared<PendingInfoMap>();
   // What running jobs hold per quota scope, for quotas that reject at submit.
   policy::QuotaTally running_usage;
+  // Projects with a budget: their use in the current period.
+  std::map<std::string, policy::BudgetUse> budget_use;
 };
 
 // The control side of the daemon, as the API needs it. Implemented by the

@@ -135,12 +135,24 @@ struct RoutingRule {
   std::string queue;
 };
 
+// A project's budget per period (like Slurm's GrpTRESMins, per period):
+// GPU-hours and CPU-hours charged to the ledger since the period began.
+enum class BudgetPeriod { kDay, kWeek, kMonth };
+struct Budget {
+  std::optional<double> gpu_hours;  // allocated GPU card-hours
+  std::optional<double> cpu_hours;  // allocated CPU core-hours
+  BudgetPeriod period = BudgetPeriod::kMonth;  // calendar periods in UTC; weeks start on Monday
+  QuotaAction action = QuotaAction::kWait;     // over budget: new jobs wait (BudgetExhausted) or get 403
+  bool Empty() const { return !gpu_hours && !cpu_hours; }
+};
+
 // A project's policy: its fair share and its quota over all queues.
 struct ProjectPolicy {
   std::string name;
   double shares = 1;                          // relative to the other projects
   std::map<std::string, double> user_shares;  // users within the project; unlisted: 1
   ResourceLimits quota;                       // over every queue
+  Budget budget;                              // GPU-/CPU-hours per period
 };
 
 struct ClusterSpec {

@@ -11,6 +11,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "unisched/common/time.h"
 #include "unisched/model/cluster.h"
 #include "unisched/model/job.h"
 
@@ -71,5 +72,21 @@ std::optional<model::PendingReason> CheckLimits(const QuotaTally& tally, const J
 std::optional<model::PendingReason> ExceedsLimitsAlone(const JobScope& scope, const model::ResourceRequest& request,
                                                        const model::QueuePolicy& queue_policy,
                                                        const model::ProjectPolicy* project_policy);
+
+// A project's use of its budget in the current period.
+struct BudgetUse {
+  double gpu_hours = 0;
+  double cpu_hours = 0;
+};
+
+// The start (UTC) of the budget period containing `now`: midnight, Monday
+// midnight, or the first of the month.
+Timestamp PeriodStart(model::BudgetPeriod period, Timestamp now);
+std::string_view PeriodName(model::BudgetPeriod period);  // "day", "week", "month"
+
+// BudgetExhausted "project genomics used 100.4/100 GPU-hours this month"
+// when the project has used up a budget, else nullopt.
+std::optional<model::PendingReason> CheckBudget(std::string_view project, const model::Budget& budget,
+                                                const BudgetUse& use);
 
 }  // namespace unisched::policy

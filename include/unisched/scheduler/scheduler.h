@@ -35,6 +35,7 @@
 #include "unisched/model/cluster.h"
 #include "unisched/model/fit.h"
 #include "unisched/model/job.h"
+#include "unisched/policy/quota.h"
 
 namespace unisched::scheduler {
 
@@ -82,6 +83,9 @@ struct Snapshot {
   // Fairshare factor per (project, user) of pending and running jobs, from
   // policy::FairshareFactor; missing pairs count as 1 (no usage).
   std::map<std::pair<std::string, std::string>, double> fairshare;
+  // Per project with a budget: its use in the current period. A project
+  // missing here has used nothing.
+  std::map<std::string, policy::BudgetUse> budget_use;
   // false: only starts and preemptions are computed (no reasons, factors or
   // estimates), as the simulator needs.
   bool explain = true;

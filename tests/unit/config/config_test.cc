@@ -1086,6 +1086,10 @@ TEST(PolicyKeys, ReportsEveryErrorWithItsPath) {
        {"pools[0].prices.gpu_hours", "pools[1].prices.gpu_seconds"},
        "unknown ledger metric; expected one of: cpu_core_seconds, cpu_seconds_used, memory_mb_seconds, "
        "gpu_seconds, instance_seconds"},
+      {"budget: an unknown period and a zero budget",
+       Doc().Extra("projects:\n  - {name: default}\n  - {name: genomics, budget: {gpu_hours: 0, period: year}}\n"),
+       {"projects[1].budget.period", "projects[1].budget.gpu_hours"},
+       "unknown budget period 'year'; expected one of: day, week, month"},
       {"misspelled pool key",
        Doc().Pools("pools:\n  - {name: cpu-pool, kind: cpu, nodes: [x86-c8m16-hpc-01, x86-c8m16-hpc-02], "
                    "backfil: easy}\n  - {name: gpu-pool, kind: gpu, nodes: [x86-c8m64g2-train-01]}\n"),

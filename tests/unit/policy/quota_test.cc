@@ -302,5 +302,32 @@ TEST(QuotaTest, ExceedsLimitsAlone) {
   EXPECT_EQ(ExceedsLimitsAlone(scope, MakeRequest().MemoryMb(70000), queue, nullptr), std::nullopt);
 }
 
+TEST(BudgetTest, PeriodStartsInUtc) {
+  // 2026-12-02 (a Wednesday) 15:30:45.5 UTC.
+  const Timestamp t = FromUnixMillis(1'796'225'445'500);
+  EXPECT_EQ(FormatRfc3339(PeriodStart(model::BudgetPeriod::kDay, t)), "2026-12-02T00:00:00.000Z");
+  EXPECT_EQ(FormatRfc3339(PeriodStart(model::BudgetPeriod::kWeek, t)), "2026-11-30T00:00:00.000Z");
+  EXPECT_EQ(FormatRfc3339(PeriodStart(model::BudgetPeriod::kMonth, t)), "2026-12-01T00:00:00.000Z");
+  // A Monday starts its own week.
+  const Timestamp monday = *ParseRfc3339("2026-11-30T08:00:00Z");
+  EXPECT_EQ(FormatRfc3339(PeriodStart(model::BudgetPeriod::kWeek, monday)), "2026-11-30T00:00:00.000Z");
+}
+
+TEST(BudgetTest, ExhaustedAtOrOverTheBudget) {
+  model::Budget budget;
+  budget.gpu_hours = 100;
+  budget.cpu_hours = 1000;
+  EXPECT_FALSE(CheckBudget("genomics", budget, {99.9, 10}).has_value());
+  const auto gpu = CheckBudget("genomics", budget, {100.4, 10});
+  ASSERT_TRUE(gpu.has_value());
+  EXPECT_EQ(gpu->code, "BudgetExhausted");
+  EXPECT_EQ(gpu->message, "project genomics used 100.4/100.0 GPU-hours this month; new jobs wait until the next month");
+  budget.period = model::BudgetPeriod::kWeek;
+  const auto cpu = CheckBudget("genomics", budget, {0, 1000});
+  ASSERT_TRUE(cpu.has_value());
+  EXPECT_NE(cpu->message.find("1000.0/1000.0 CPU-hours this week"), std::string::npos) << cpu->message;
+  EXPECT_FALSE(CheckBudget("genomics", model::Budget{}, {1e9, 1e9}).has_value());  // no budget
+}
+
 }  // namespace
 }  // namespace unisched::policy
