@@ -139,8 +139,8 @@ struct RoutingRule {
 // GPU-hours and CPU-hours charged to the ledger since the period began.
 enum class BudgetPeriod { kDay, kWeek, kMonth };
 struct Budget {
-  std::optional<double> gpu_hours;  // allocated GPU card-hours
-  std::optional<double> cpu_hours;  // allocated CPU core-hours
+  std::optional<double> gpu_hours;             // allocated GPU card-hours
+  std::optional<double> cpu_hours;             // allocated CPU core-hours
   BudgetPeriod period = BudgetPeriod::kMonth;  // calendar periods in UTC; weeks start on Monday
   QuotaAction action = QuotaAction::kWait;     // over budget: new jobs wait (BudgetExhausted) or get 403
   bool Empty() const { return !gpu_hours && !cpu_hours; }
