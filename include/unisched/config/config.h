@@ -51,7 +51,7 @@ struct ProjectSpec {
   double shares = 1;                          // fair share relative to the other projects
   std::map<std::string, double> user_shares;  // users within the project; unlisted: 1
   model::ResourceLimits quota;                // over every queue
-  model::Budget budget;                       // GPU-/CPU-hours per period
+  model::Budget budget{};                     // GPU-/CPU-hours per period
 };
 
 struct UserSpec {

@@ -61,7 +61,7 @@ struct PoolSpec {
   int reservation_depth = 0;  // conservative: most reservations per cycle; 0 = every blocked job
   // Price per hour of a ledger metric on this pool (docs/ledger.md), e.g.
   // {"gpu_seconds": 2.5} = 2.5 per GPU card-hour. Unpriced metrics cost 0.
-  std::map<std::string, double> prices;
+  std::map<std::string, double> prices{};
 };
 
 // Upper bounds on what one scope (a project, a user) may hold at once in
@@ -152,7 +152,7 @@ struct ProjectPolicy {
   double shares = 1;                          // relative to the other projects
   std::map<std::string, double> user_shares;  // users within the project; unlisted: 1
   ResourceLimits quota;                       // over every queue
-  Budget budget;                              // GPU-/CPU-hours per period
+  Budget budget{};                            // GPU-/CPU-hours per period
 };
 
 struct ClusterSpec {

@@ -20,12 +20,14 @@ LedgerEntry Entry(const std::string& key, model::JobId job, const std::string& p
   e.key = key;
   e.job = job;
   e.attempt = 1;
-  e.user = "alice";
+  // Moved in from std::string temporaries: assigning the short literals
+  // directly trips GCC 12's -Wrestrict (PR 105329).
+  e.user = std::string("alice");
   e.project = project;
-  e.queue = "q";
-  e.pool = "p";
-  e.workload_kind = "hpc";
-  e.node = "n1";
+  e.queue = std::string("q");
+  e.pool = std::string("p");
+  e.workload_kind = std::string("hpc");
+  e.node = std::string("n1");
   e.metric = metric;
   e.quantity = quantity;
   e.start = kT0 + std::chrono::seconds(start_s);
