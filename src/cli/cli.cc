@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -323,6 +324,25 @@ int RunLog(Session& session, const ParsedArgs& args, const CommandInfo& info) {
   return 0;
 }
 
+// GET a resource and print it as a table (or the raw JSON with --json);
+// the body, or nullopt when the call failed (already reported).
+std::optional<json> Show(Session& session, const ParsedArgs& args, const std::string& target,
+                         const std::function<std::string(const json&)>& format) {
+  std::string raw;
+  auto body = session.CallJson("GET", target, {}, {}, &raw);
+  if (!body) return std::nullopt;
+  if (args.Has("json")) {
+    PrintBody(raw);
+  } else {
+    std::cout << format(*body);
+  }
+  return body;
+}
+
+int RunShow(Session& session, const ParsedArgs& args, const std::string& target, std::string (*format)(const json&)) {
+  return Show(session, args, target, format) ? 0 : 1;
+}
+
 int RunUsage(Session& session, const ParsedArgs& args, const CommandInfo& info) {
   if (!args.positionals.empty()) return UsageFailure(info, "unexpected argument '" + args.positionals[0] + "'");
   const bool as_csv = args.Has("csv");
@@ -345,43 +365,16 @@ int RunUsage(Session& session, const ParsedArgs& args, const CommandInfo& info) 
     std::cout << response->body;
     return 0;
   }
-  std::string raw;
-  auto body = session.CallJson("GET", target, {}, {}, &raw);
-  if (!body) return 1;
-  if (args.Has("json")) {
-    PrintBody(raw);
-  } else {
-    std::cout << FormatUsageTable(*body, group_by);
-  }
-  return 0;
+  return Show(session, args, target, [&](const json& body) { return FormatUsageTable(body, group_by); }) ? 0 : 1;
 }
 
 // Exit status 1 when the ledger does not reconcile, so scripts and cron can
 // alert on it.
 int RunReconcile(Session& session, const ParsedArgs& args, const CommandInfo& info) {
   if (!args.positionals.empty()) return UsageFailure(info, "unexpected argument '" + args.positionals[0] + "'");
-  std::string raw;
-  auto body = session.CallJson("GET", "/v1/usage/reconcile", {}, {}, &raw);
+  auto body = Show(session, args, "/v1/usage/reconcile", FormatReconcile);
   if (!body) return 1;
-  if (args.Has("json")) {
-    PrintBody(raw);
-  } else {
-    std::cout << FormatReconcile(*body);
-  }
   return DiscrepancyCount(*body) == 0 ? 0 : 1;
-}
-
-// GET a resource and print it as a table (or the raw JSON).
-int RunShow(Session& session, const ParsedArgs& args, const std::string& target, std::string (*format)(const json&)) {
-  std::string raw;
-  auto body = session.CallJson("GET", target, {}, {}, &raw);
-  if (!body) return 1;
-  if (args.Has("json")) {
-    PrintBody(raw);
-  } else {
-    std::cout << format(*body);
-  }
-  return 0;
 }
 
 std::vector<FlagSpec> FlagsFor(const std::string& command) {

@@ -7,8 +7,6 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <thread>
 
 #include "testing/daemon.h"
@@ -59,16 +57,11 @@ projects:
 class LedgerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char dir_template[] = "/tmp/unisched-ledger-test-XXXXXX";
-    config_dir_ = ::mkdtemp(dir_template);
-    std::ofstream(config_dir_ + "/ledger.yaml") << kLedgerConfig;
-    daemon_ = std::make_unique<TestDaemon>(config_dir_ + "/ledger.yaml");
+    daemon_ = std::make_unique<TestDaemon>();
+    daemon_->UseConfigText(kLedgerConfig);
     daemon_->Start();
   }
-  void TearDown() override {
-    daemon_.reset();
-    std::filesystem::remove_all(config_dir_);
-  }
+  void TearDown() override { daemon_.reset(); }
   TestDaemon& d() { return *daemon_; }
 
   // Usage rows grouped by job-identifying keys.
@@ -88,7 +81,6 @@ class LedgerTest : public ::testing::Test {
   }
 
   std::unique_ptr<TestDaemon> daemon_;
-  std::string config_dir_;
 };
 
 TEST_F(LedgerTest, KnownUsageIsChargedToTheRightProjectAndQueue) {

@@ -7,8 +7,6 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <thread>
 
 #include "testing/daemon.h"
@@ -93,16 +91,11 @@ projects:
 class PolicyTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    char dir_template[] = "/tmp/unisched-policy-test-XXXXXX";
-    config_dir_ = ::mkdtemp(dir_template);
-    std::ofstream(config_dir_ + "/policy.yaml") << kPolicyConfig;
-    daemon_ = new TestDaemon(config_dir_ + "/policy.yaml");
+    daemon_ = new TestDaemon();
+    daemon_->UseConfigText(kPolicyConfig);
     daemon_->Start();
   }
-  static void TearDownTestSuite() {
-    delete daemon_;
-    std::filesystem::remove_all(config_dir_);
-  }
+  static void TearDownTestSuite() { delete daemon_; }
   static TestDaemon& d() { return *daemon_; }
 
   json Get(const std::string& id) { return d().Call("GET", "/v1/jobs/" + id).json; }
@@ -128,7 +121,6 @@ class PolicyTest : public ::testing::Test {
 
  private:
   static inline TestDaemon* daemon_ = nullptr;
-  static inline std::string config_dir_;
 };
 
 json GpuJob(const std::string& queue, int gpus, const std::string& script) {

@@ -52,6 +52,11 @@ TestDaemon::TestDaemon(std::string config_path)
   ::chmod(state_dir_.c_str(), 0711);
 }
 
+void TestDaemon::UseConfigText(const std::string& yaml) {
+  config_path_ = state_dir_ + "/test-config.yaml";
+  std::ofstream(config_path_) << yaml;
+}
+
 TestDaemon::~TestDaemon() {
   if (pid_ > 0) Kill9();
   std::error_code ec;

@@ -29,6 +29,9 @@ class TestDaemon {
   explicit TestDaemon(std::string config_path = {});
   ~TestDaemon();  // SIGKILL if still running, then removes the state directory
 
+  // Runs the daemon on this YAML text instead (before Start): written into
+  // the state directory, removed with it.
+  void UseConfigText(const std::string& yaml);
   // Adds to the daemon's environment (before Start).
   void SetEnv(const std::string& name, const std::string& value) { env_[name] = value; }
   // Starts the daemon and waits until /readyz answers 200. Keeps the state dir.
