@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <future>
 #include <nlohmann/json.hpp>
@@ -14,6 +15,7 @@
 #include <sstream>
 
 #include "api/submission.h"
+#include "unisched/api/reconcile.h"
 #include "unisched/codec/job_json.h"
 #include "unisched/ledger/ledger.h"
 #include "unisched/router/router.h"
@@ -638,6 +640,15 @@ void Api::Usage(Call& call) {
     }
     for (auto& [key, row] : folded) rows.push_back(std::move(row));
   }
+  // Sandbox and elastic work is reported in instance-minutes as well: the
+  // row's instance-seconds / 60, rounded to the nearest hundredth of a minute
+  // (0.6 s; halves away from zero). Rounded once per row, from its exact
+  // total, so rounding never accumulates over entries.
+  for (auto& row : rows) {
+    if (auto it = row.metrics.find(ledger::kInstanceSeconds); it != row.metrics.end()) {
+      row.metrics["instance_minutes"] = std::round(it->second / 60.0 * 100.0) / 100.0;
+    }
+  }
   if (format == "csv") {
     // Columns: the groups, then every metric any row has (absent: empty).
     std::set<std::string> metric_names;
@@ -680,28 +691,7 @@ void Api::Reconcile(Call& call) {
     call.reply(ErrorResponse(403, "forbidden", "reconciliation is for platform-admins"));
     return;
   }
-  // Every finished attempt of every job on record, recomputed from the job
-  // record with the ledger's own charge functions, against the ledger.
-  constexpr double kTolerance = 0.001;
-  const auto recorded = ctx_.store->LoadAllLedgerCharged();
-  ledger::Reconciliation report;
-  store::JobFilter filter;
-  filter.limit = 1000;
-  while (true) {
-    store::JobPage page = ctx_.store->ListJobs(filter);
-    for (const auto& job : page.jobs) {
-      for (const auto& attempt : job.attempts) {
-        if (!attempt.ended_at || attempt.state == JobState::kRunning) continue;  // still charging
-        auto it = recorded.find({job.id, attempt.number});
-        const std::map<ledger::ChargeKey, double> none;
-        ledger::ReconcileAttempt(job.id, attempt.number, ledger::AttemptUsage(ctx_.config->cluster, job, attempt),
-                                 it == recorded.end() ? none : it->second.sums,
-                                 it == recorded.end() ? 0 : it->second.duplicated_entries, kTolerance, report);
-      }
-    }
-    if (!page.next_cursor) break;
-    filter.cursor = page.next_cursor;
-  }
+  const ledger::Reconciliation report = ReconcileLedger(*ctx_.store, ctx_.config->cluster);
   json details = json::array();
   for (const auto& d : report.details) {
     details.push_back({{"kind", d.kind},
@@ -717,6 +707,7 @@ void Api::Reconcile(Call& call) {
                         {"duplicated", report.duplicated},
                         {"mismatched", report.mismatched},
                         {"attempts_checked", report.attempts_checked},
+                        {"unverifiable_attempts", report.unverifiable_attempts},
                         {"details", std::move(details)}}));
 }
 

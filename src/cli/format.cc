@@ -309,7 +309,7 @@ namespace {
 
 // The metric columns of GET /v1/usage, in the contract's order.
 constexpr const char* kUsageMetrics[] = {"cpu_core_seconds", "cpu_seconds_used", "memory_mb_seconds", "gpu_seconds",
-                                         "instance_seconds", "storage_gb_hours", "network_bytes"};
+                                         "instance_seconds", "instance_minutes", "storage_gb_hours",  "network_bytes"};
 constexpr const char* kUsageGroupOrder[] = {"user", "project", "queue", "pool", "workload_kind"};
 
 template <size_t N>
@@ -415,6 +415,9 @@ std::string FormatReconcile(const json& body) {
   out += "Missing:          " + CellText(At(body, "missing")) + "\n";
   out += "Duplicated:       " + CellText(At(body, "duplicated")) + "\n";
   out += "Mismatched:       " + CellText(At(body, "mismatched")) + "\n";
+  if (const json& n = At(body, "unverifiable_attempts"); n.is_number_integer() && n.get<int64_t>() > 0) {
+    out += "Unverifiable:     " + CellText(n) + " attempts (job records deleted after retention)\n";
+  }
   const json& details = ListOf(body, "details");
   if (DiscrepancyCount(body) == 0 && details.empty()) return out + "The ledger reconciles: no discrepancies.\n";
   if (details.empty()) return out;

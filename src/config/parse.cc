@@ -75,11 +75,13 @@ void ParseServer(const YAML::Node& node, Errors& errors, ServerSettings& out) {
 }
 
 void ParseStore(const YAML::Node& node, Errors& errors, StoreSettings& out) {
-  MapReader m(
-      node, "store",
-      {"synchronous", "group_commit_max_batch", "job_retention_days", "max_log_bytes", "accounting_interval_seconds"},
-      errors);
+  MapReader m(node, "store",
+              {"synchronous", "group_commit_max_batch", "job_retention_days", "max_log_bytes",
+               "accounting_interval_seconds", "storage_sample_interval_seconds", "reconcile_interval_seconds"},
+              errors);
   m.Read("accounting_interval_seconds", out.accounting_interval_seconds);
+  m.Read("storage_sample_interval_seconds", out.storage_sample_interval_seconds);
+  m.Read("reconcile_interval_seconds", out.reconcile_interval_seconds);
   m.Read("synchronous", out.synchronous);
   m.Read("group_commit_max_batch", out.group_commit_max_batch);
   m.Read("job_retention_days", out.job_retention_days);
@@ -321,12 +323,13 @@ model::RoutingRule ParseRule(const YAML::Node& node, const std::string& path, Er
 
 ProjectSpec ParseProject(const YAML::Node& node, const std::string& path, Errors& errors) {
   ProjectSpec project;
-  MapReader m(node, path, {"name", "description", "shares", "user_shares", "quota", "budget"}, errors);
+  MapReader m(node, path, {"name", "description", "shares", "user_shares", "quota", "budget", "storage_paths"}, errors);
   m.Require("name");
   m.Read("name", project.name);
   m.Read("description", project.description);
   m.Read("shares", project.shares);
   m.Read("user_shares", project.user_shares);
+  m.Read("storage_paths", project.storage_paths);
   project.quota = ParseLimits(m.Get("quota"), m.PathOf("quota"), errors);
   MapReader b(m.Get("budget"), m.PathOf("budget"), {"gpu_hours", "cpu_hours", "period", "action"}, errors);
   b.Read("gpu_hours", project.budget.gpu_hours);

@@ -185,6 +185,9 @@ void ValidateStore(const StoreSettings& s, Errors& errors) {
   Positive(errors, "store.group_commit_max_batch", s.group_commit_max_batch);
   Positive(errors, "store.job_retention_days", s.job_retention_days);
   Positive(errors, "store.accounting_interval_seconds", s.accounting_interval_seconds);
+  NonNegative(errors, "store.storage_sample_interval_seconds", s.storage_sample_interval_seconds,
+              "0 samples no storage");
+  NonNegative(errors, "store.reconcile_interval_seconds", s.reconcile_interval_seconds, "0 reconciles only on request");
   NonNegative(errors, "store.max_log_bytes", s.max_log_bytes, "0 keeps no output");
 }
 
@@ -466,6 +469,17 @@ void ValidatePeople(const Config& config, const NameRegistry& queues, Errors& er
       Positive(errors, JoinKey(user_shares_path, user), shares, "the user's share within the project");
     }
     ValidateLimits(project.quota, JoinKey(path, "quota"), errors);
+    for (size_t j = 0; j < project.storage_paths.size(); ++j) {
+      const std::string& dir = project.storage_paths[j];
+      if (dir.empty() || dir.front() != '/' || dir.find("/../") != std::string::npos ||
+          (dir.size() >= 3 && dir.compare(dir.size() - 3, 3, "/..") == 0)) {
+        std::string message = "'";
+        message += dir;
+        message += "' is not an absolute path without '..'; write the directory in full, e.g. /data/";
+        message += project.name;
+        errors.Add(JoinIndex(JoinKey(path, "storage_paths"), j), message);
+      }
+    }
   }
 
   NameRegistry users("user", "users");

@@ -500,7 +500,7 @@ void Controller::AppendCharge(Batch& batch, const Job& job, int attempt, const l
   // ledger, but the daemon never replays its own keys).
   batch.after_commit.push_back(
       [this, final, metric = e.metric, quantity = e.quantity, project = e.project, end = e.end] {
-        metrics_.CountLedgerEntry(final, metric, quantity);
+        metrics_.CountLedgerEntry(final ? "final" : "interim", metric, quantity);
         auto budget = budgets_.find(project);
         if (budget == budgets_.end() || end <= budget->second.period_start) return;
         if (metric == ledger::kGpuSeconds) budget->second.use.gpu_hours += quantity / 3600.0;

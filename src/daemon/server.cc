@@ -17,6 +17,7 @@
 #include <string>
 
 #include "daemon/controller.h"
+#include "daemon/housekeeper.h"
 #include "unisched/api/api.h"
 #include "unisched/api/server.h"
 #include "unisched/auth/auth.h"
@@ -234,10 +235,13 @@ int RunServer(int argc, char** argv) {
   api::Api api(context);
 
   controller.Start();
+  Housekeeper housekeeper(cfg, **store, metrics, clock, exec_options.work_root);
+  housekeeper.Start();
   auto server = api::StartHttpServer(
       http, [&api](api::HttpRequest req, api::Respond respond) { api.Handle(std::move(req), std::move(respond)); });
   if (!server.ok()) {
     spdlog::critical("cannot listen on {}: {}", cfg.server.listen, server.error().message);
+    housekeeper.Stop();
     controller.Stop();
     executor->Shutdown();
     return 1;
@@ -255,6 +259,7 @@ int RunServer(int argc, char** argv) {
   sigwait(&signals, &received);
   spdlog::info("signal {}: shutting down", received);
   (*server)->Stop();
+  housekeeper.Stop();
   controller.Stop();
   executor->Shutdown();
   (*store)->Close();

@@ -82,8 +82,21 @@ struct Metrics::Impl {
   prometheus::Family<prometheus::Counter>& ledger_entries =
       prometheus::BuildCounter()
           .Name("unisched_ledger_entries_total")
-          .Help("Ledger entries written, by kind (interim or final).")
+          .Help("Ledger entries written, by kind (interim, final or sample).")
           .Register(*registry);
+  prometheus::Family<prometheus::Gauge>& ledger_discrepancies =
+      prometheus::BuildGauge()
+          .Name("unisched_ledger_discrepancies")
+          .Help(
+              "Discrepancies the last ledger reconciliation found, by kind (missing, duplicated, mismatched; "
+              "unverifiable: attempts whose job record is gone).")
+          .Register(*registry);
+  prometheus::Gauge& ledger_reconciled =
+      prometheus::BuildGauge()
+          .Name("unisched_ledger_reconciled_timestamp_seconds")
+          .Help("When the last ledger reconciliation ran (Unix seconds; 0: not yet).")
+          .Register(*registry)
+          .Add({});
   prometheus::Family<prometheus::Gauge>& ledger_charged =
       prometheus::BuildGauge()
           .Name("unisched_ledger_charged")
@@ -165,9 +178,17 @@ void Metrics::SetPendingByReason(const std::string& pool, const std::string& cod
   impl_->pending_reasons.Add({{"pool", pool}, {"code", code}}).Set(count);
 }
 
-void Metrics::CountLedgerEntry(bool final, const std::string& metric, double quantity) {
-  impl_->ledger_entries.Add({{"kind", final ? "final" : "interim"}}).Increment();
+void Metrics::CountLedgerEntry(const std::string& kind, const std::string& metric, double quantity) {
+  impl_->ledger_entries.Add({{"kind", kind}}).Increment();
   impl_->ledger_charged.Add({{"metric", metric}}).Increment(quantity);
+}
+
+void Metrics::SetLedgerReconciliation(int64_t missing, int64_t duplicated, int64_t mismatched, int64_t unverifiable,
+                                      double unix_seconds) {
+  const std::pair<const char*, int64_t> counts[] = {
+      {"missing", missing}, {"duplicated", duplicated}, {"mismatched", mismatched}, {"unverifiable", unverifiable}};
+  for (const auto& [kind, n] : counts) impl_->ledger_discrepancies.Add({{"kind", kind}}).Set(static_cast<double>(n));
+  impl_->ledger_reconciled.Set(unix_seconds);
 }
 
 void Metrics::CountFinish(const std::string& state, const std::string& pool) {

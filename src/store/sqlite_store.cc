@@ -40,6 +40,11 @@ using nlohmann::json;
 constexpr int kBusyTimeoutMs = 5000;
 constexpr int kMaxReaders = 4;
 
+// a / b rounded towards minus infinity (b > 0).
+int64_t FloorDiv(int64_t a, int64_t b) {
+  return a / b - (a % b != 0 && a < 0 ? 1 : 0);
+}
+
 class StoreFailure : public std::runtime_error {
  public:
   explicit StoreFailure(const Error& error) : std::runtime_error(error.message) {}
@@ -662,9 +667,38 @@ class SqliteStore final : public Store {
       if (!kGroupColumns.count(g)) throw std::invalid_argument("unknown group_by column " + g);
       columns += g + ", ";
     }
-    std::string where = "WHERE 1";
-    if (q.from) where += " AND interval_end > " + std::to_string(ToUnixMillis(*q.from));
-    if (q.to) where += " AND interval_end <= " + std::to_string(ToUnixMillis(*q.to));
+    // The window (from, to] on interval_end, split into the whole hours it
+    // covers, summed from the hourly rollup (migration 4), and the partial
+    // hours at its edges, summed from the entries themselves. Hour h holds
+    // the ends in [h*H, (h+1)*H); it lies inside the window when
+    // h*H > from and (h+1)*H - 1 <= to, i.e. from the first hour
+    // ceil((from+1)/H) up to, not including, floor((to+1)/H).
+    constexpr int64_t kHour = 3'600'000;
+    std::vector<int64_t> numbers;
+    std::string rollup_where = "WHERE 1", raw_where;
+    std::optional<int64_t> first_hour, end_hour;
+    if (q.from) first_hour = FloorDiv(ToUnixMillis(*q.from) + kHour, kHour);  // ceil((from+1)/H)
+    if (q.to) end_hour = FloorDiv(ToUnixMillis(*q.to) + 1, kHour);
+    if (first_hour && end_hour && *first_hour >= *end_hour) {
+      // No whole hour inside: every entry of the window from the table.
+      rollup_where = "WHERE 0";
+      raw_where = "interval_end > " + std::to_string(ToUnixMillis(*q.from)) +
+                  " AND interval_end <= " + std::to_string(ToUnixMillis(*q.to));
+    } else {
+      std::vector<std::string> edges;
+      if (first_hour) {
+        rollup_where += " AND hour >= " + std::to_string(*first_hour);
+        edges.push_back("(interval_end > " + std::to_string(ToUnixMillis(*q.from)) + " AND interval_end < " +
+                        std::to_string(*first_hour * kHour) + ")");
+      }
+      if (end_hour) {
+        rollup_where += " AND hour < " + std::to_string(*end_hour);
+        edges.push_back("(interval_end >= " + std::to_string(*end_hour * kHour) +
+                        " AND interval_end <= " + std::to_string(ToUnixMillis(*q.to)) + ")");
+      }
+      raw_where = edges.empty() ? "0" : edges.size() == 1 ? edges[0] : edges[0] + " OR " + edges[1];
+    }
+    std::string visible;
     std::vector<std::string> params;
     if (q.visible_projects) {
       auto in_list = [&](const std::vector<std::string>& values) {
@@ -675,12 +709,17 @@ class SqliteStore final : public Store {
         }
         return list + (values.empty() ? "NULL)" : ")");
       };
-      where += " AND (project IN " + in_list(*q.visible_projects) + " OR queue IN " + in_list(q.visible_queues) + ")";
+      visible = " AND (project IN " + in_list(*q.visible_projects) + " OR queue IN " + in_list(q.visible_queues) + ")";
     }
-    std::string group = columns + "metric";
+    const std::vector<std::string> visible_params = params;
+    params.insert(params.end(), visible_params.begin(), visible_params.end());  // once per branch
+    const std::string group = columns + "metric";
+    const std::string sql = "SELECT " + group + ", SUM(quantity) FROM (SELECT " + group +
+                            ", quantity FROM ledger_hourly " + rollup_where + visible + " UNION ALL SELECT " + group +
+                            ", quantity FROM ledger WHERE (" + raw_where + ")" + visible + ") GROUP BY " + group +
+                            " ORDER BY " + group;
     auto lease = OrThrow(readers_.Acquire());
-    auto stmt = OrThrow((*lease).Prepare("SELECT " + columns + "metric, SUM(quantity) FROM ledger " + where +
-                                         " GROUP BY " + group + " ORDER BY " + group));
+    auto stmt = OrThrow((*lease).Prepare(sql));
     for (size_t i = 0; i < params.size(); ++i) stmt.Bind(static_cast<int>(i + 1), params[i]);
     std::vector<UsageRow> rows;
     const int n = static_cast<int>(q.group_by.size());

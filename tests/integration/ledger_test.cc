@@ -6,7 +6,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "testing/daemon.h"
@@ -18,12 +22,15 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-// Interim charging every second, so a few-second job has interim entries.
+// Interim charging every second, so a few-second job has interim entries;
+// reconciliation every second; storage sampling off (StorageTest turns it on).
 constexpr const char* kLedgerConfig = R"yaml(
 server:
   scheduler_tick_seconds: 0.2
 store:
   accounting_interval_seconds: 1
+  reconcile_interval_seconds: 1
+  storage_sample_interval_seconds: 0
 pools:
   - name: gpu-pool
     kind: gpu
@@ -67,10 +74,20 @@ class LedgerTest : public ::testing::Test {
   // Usage rows grouped by job-identifying keys.
   json Usage(const std::string& query) { return d().Call("GET", "/v1/usage?" + query).json; }
   json Reconcile() { return d().Call("GET", "/v1/usage/reconcile").json; }
-  int Sqlite(const std::string& sql) {
-    const std::string db = d().state_dir() + "/unisched.db";
-    const std::string cmd = "sqlite3 '" + db + "' \"" + sql + "\"";
-    return std::system(cmd.c_str());
+  std::string SqliteCommand(const std::string& sql) {
+    return "sqlite3 '" + d().state_dir() + "/unisched.db' \"" + sql + "\"";
+  }
+  int Sqlite(const std::string& sql) { return std::system(SqliteCommand(sql).c_str()); }
+  // The first column of the first row of a query.
+  std::string SqliteValue(const std::string& sql) {
+    std::string out;
+    if (FILE* p = ::popen(SqliteCommand(sql).c_str(), "r")) {
+      char buf[256];
+      while (std::fgets(buf, sizeof buf, p)) out += buf;
+      ::pclose(p);
+    }
+    while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+    return out.substr(0, out.find('\n'));
   }
 
   // The known allocated seconds of a finished job's only attempt.
@@ -118,10 +135,14 @@ TEST_F(LedgerTest, KnownUsageIsChargedToTheRightProjectAndQueue) {
   EXPECT_NEAR(genomics["cost"].get<double>(),
               genomics["gpu_seconds"].get<double>() + 0.01 * genomics["cpu_core_seconds"].get<double>(), 1e-9);
   EXPECT_DOUBLE_EQ(agent["cost"].get<double>(), 0);  // the agents pool has no prices
-  EXPECT_FALSE(genomics.contains("storage_gb_hours")) << "not measured: absent, not zero";
+  EXPECT_FALSE(genomics.contains("storage_gb_hours")) << "sampling is off: absent, not zero";
+  EXPECT_FALSE(genomics.contains("network_bytes")) << "not measured: absent, not zero";
 
   const double burn_seconds = RunSeconds(b);
   EXPECT_NEAR(agent["instance_seconds"].get<double>(), burn_seconds, 0.02 * burn_seconds) << agent.dump();
+  // Reported in instance-minutes too: the row's seconds / 60 to the nearest hundredth.
+  EXPECT_DOUBLE_EQ(agent["instance_minutes"].get<double>(),
+                   std::round(agent["instance_seconds"].get<double>() / 60.0 * 100.0) / 100.0);
   // cpu_seconds_used is the supervisor's rusage (user + system) of the run.
   const double used = agent["cpu_seconds_used"].get<double>();
   const json& usage = b["attempts"][0]["usage"];
@@ -204,6 +225,23 @@ TEST_F(LedgerTest, RowsRemovedOrDuplicatedBehindItsBackAreReported) {
     if (detail["kind"] == "missing" && detail["job"] == a && detail["metric"] == "cpu_core_seconds") names_a = true;
   }
   EXPECT_TRUE(names_a) << report.dump();
+
+  // The periodic reconciliation (every second here) finds them too: a
+  // warning event on each job concerned, and the counts as a metric.
+  bool event_seen = false;
+  std::string metrics;
+  for (int i = 0; i < 100 && !event_seen; ++i) {
+    const json events = d().Call("GET", "/v1/jobs/" + a + "/events").json;
+    for (const auto& e : events["events"]) {
+      if (e["kind"] == "ledger_discrepancy") event_seen = true;
+    }
+    if (!event_seen) std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_TRUE(event_seen) << d().Call("GET", "/v1/jobs/" + a + "/events").body;
+  metrics = d().Call("GET", "/metrics").body;
+  EXPECT_NE(metrics.find("unisched_ledger_discrepancies{kind=\"missing\"} 1"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("unisched_ledger_discrepancies{kind=\"duplicated\"} 1"), std::string::npos);
+  EXPECT_NE(metrics.find("unisched_ledger_discrepancies{kind=\"mismatched\"} 1"), std::string::npos);
 }
 
 TEST_F(LedgerTest, AProjectOverItsBudgetWaitsWithBudgetExhausted) {
@@ -228,6 +266,56 @@ TEST_F(LedgerTest, AProjectOverItsBudgetWaitsWithBudgetExhausted) {
   json other = hpc;
   other["project"] = "default";
   EXPECT_EQ(d().WaitTerminal(d().Submit(other))["state"], "COMPLETED");
+}
+
+// Storage GB-hours: each project's storage_paths and each running job's work
+// directory are sampled every second here and charged by what is on disk.
+TEST_F(LedgerTest, StorageIsSampledForProjectPathsAndJobWorkDirectories) {
+  char tmpl[] = "/tmp/unisched-storage-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  {
+    std::ofstream data(dir + "/data.bin", std::ios::binary);
+    const std::string chunk(1 << 20, 'x');
+    for (int i = 0; i < 5; ++i) data << chunk;  // 5 MiB, all of it allocated
+  }
+  std::string config = kLedgerConfig;
+  config.replace(config.find("storage_sample_interval_seconds: 0"), 34, "storage_sample_interval_seconds: 1");
+  config.replace(config.find("  - name: genomics\n"), 19, "  - name: genomics\n    storage_paths: [" + dir + "]\n");
+  daemon_ = std::make_unique<TestDaemon>();
+  daemon_->UseConfigText(config);
+  daemon_->Start();
+
+  // The job writes 3 MB into its work directory (its working directory), then waits.
+  const std::string id = d().Submit({{"workload", {{"kind", "hpc"}}},
+                                     {"project", "genomics"},
+                                     {"resources", {{"cpus", 1}, {"memory_mb", 128}}},
+                                     {"command", {"/bin/sh", "-c", "head -c 3000000 /dev/zero > big && sleep 3"}}});
+  ASSERT_EQ(d().WaitTerminal(id)["state"], "COMPLETED");
+  std::this_thread::sleep_for(1200ms);  // at least one project sample after the job
+
+  const std::string project_gb_hours = SqliteValue(
+      "SELECT MAX(quantity) FROM ledger WHERE metric = 'storage_gb_hours' AND job_id = 0 AND project = 'genomics'");
+  ASSERT_FALSE(project_gb_hours.empty());
+  const double five_mib_second = 5.0 * (1 << 20) / 1e9 / 3600.0;  // GB-hours of 5 MiB held for one second
+  EXPECT_NEAR(std::stod(project_gb_hours), five_mib_second, 0.01 * five_mib_second);
+  const std::string job_gb_hours = SqliteValue(
+      "SELECT MAX(quantity) FROM ledger WHERE metric = 'storage_gb_hours' AND detail = 'workdir' AND job_id = " + id);
+  ASSERT_FALSE(job_gb_hours.empty()) << "a sample while the job ran";
+  const double three_mb_second = 3e6 / 1e9 / 3600.0;
+  EXPECT_NEAR(std::stod(job_gb_hours), three_mb_second, 0.02 * three_mb_second);
+
+  // In the usage of the project; and sampled metrics stay out of reconciliation.
+  double total = 0;
+  const json usage = Usage("group_by=project");
+  for (const auto& row : usage["rows"]) {
+    if (row["project"] == "genomics") total = row.value("storage_gb_hours", 0.0);
+  }
+  EXPECT_GE(total, 2 * five_mib_second);
+  const json report = Reconcile();
+  EXPECT_EQ(report["missing"], 0) << report.dump();
+  EXPECT_EQ(report["mismatched"], 0) << report.dump();
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

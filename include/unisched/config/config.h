@@ -28,11 +28,13 @@ struct ServerSettings {
 };
 
 struct StoreSettings {
-  std::string synchronous = "full";      // full | normal | off (SQLite PRAGMA synchronous)
-  int group_commit_max_batch = 1024;     // writes per transaction at most
-  int job_retention_days = 30;           // finished job records older than this are deleted
-  int64_t max_log_bytes = 10 << 20;      // per stream per attempt; output beyond is dropped
-  int accounting_interval_seconds = 60;  // running jobs are charged to the ledger this often
+  std::string synchronous = "full";           // full | normal | off (SQLite PRAGMA synchronous)
+  int group_commit_max_batch = 1024;          // writes per transaction at most
+  int job_retention_days = 30;                // finished job records older than this are deleted
+  int64_t max_log_bytes = 10 << 20;           // per stream per attempt; output beyond is dropped
+  int accounting_interval_seconds = 60;       // running jobs are charged to the ledger this often
+  int storage_sample_interval_seconds = 300;  // storage GB-hours sampled this often; 0: never
+  int reconcile_interval_seconds = 3600;      // the ledger reconciled this often; 0: only on request
 };
 
 struct ExecutorSettings {
@@ -52,6 +54,7 @@ struct ProjectSpec {
   std::map<std::string, double> user_shares;  // users within the project; unlisted: 1
   model::ResourceLimits quota;                // over every queue
   model::Budget budget{};                     // GPU-/CPU-hours per period
+  std::vector<std::string> storage_paths{};   // absolute directories charged as storage_gb_hours
 };
 
 struct UserSpec {

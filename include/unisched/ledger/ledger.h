@@ -23,6 +23,13 @@ inline constexpr const char* kCpuSecondsUsed = "cpu_seconds_used";    // user + 
 inline constexpr const char* kMemoryMbSeconds = "memory_mb_seconds";  // allocated MB x seconds
 inline constexpr const char* kGpuSeconds = "gpu_seconds";             // allocated GPU cards x seconds (detail: model)
 inline constexpr const char* kInstanceSeconds = "instance_seconds";   // elastic pools: one per job x seconds
+inline constexpr const char* kStorageGbHours = "storage_gb_hours";    // sampled bytes on disk / 1e9 x hours
+
+// Metrics measured by sampling the system rather than derived from a job's
+// allocation and run: reconciliation cannot recompute them.
+inline bool IsSampledMetric(const std::string& metric) {
+  return metric == kStorageGbHours;
+}
 
 // One charge: a metric on one node (detail: the GPU model for gpu_seconds).
 struct Charge {
@@ -60,6 +67,8 @@ struct Reconciliation {
   int64_t missing = 0;
   int64_t duplicated = 0;
   int64_t mismatched = 0;
+  // Attempts with ledger entries whose job record no longer exists.
+  int64_t unverifiable_attempts = 0;
   std::vector<Discrepancy> details;
 };
 // `recorded`: the ledger's sums of the attempt, and how many of its entries

@@ -6,6 +6,7 @@
 // with a help text, add a method that updates it. Every name starts with
 // "unisched_". Series of the public contract must never be renamed.
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -36,10 +37,15 @@ class Metrics {
   void CountPreemption(const std::string& pool, const std::string& queue);
   // unisched_pending_reasons{pool,code}: pending jobs by their first reason after the last cycle (gauge).
   void SetPendingByReason(const std::string& pool, const std::string& code, double count);
-  // unisched_ledger_entries_total{kind}: ledger entries written, kind interim|final (counter);
+  // unisched_ledger_entries_total{kind}: ledger entries written, kind interim|final|sample (counter);
   // unisched_ledger_charged{metric}: their quantities summed since the daemon started (gauge:
   // a final entry may be a negative correction).
-  void CountLedgerEntry(bool final, const std::string& metric, double quantity);
+  void CountLedgerEntry(const std::string& kind, const std::string& metric, double quantity);
+  // unisched_ledger_discrepancies{kind}: what the last reconciliation found, kind
+  // missing|duplicated|mismatched|unverifiable (gauge); unisched_ledger_reconciled_timestamp_seconds:
+  // when it ran (gauge, Unix seconds).
+  void SetLedgerReconciliation(int64_t missing, int64_t duplicated, int64_t mismatched, int64_t unverifiable,
+                               double unix_seconds);
   // unisched_store_commit_seconds (histogram) and unisched_store_batch_size (histogram).
   void ObserveCommit(double seconds, double batch_size);
 

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "store_test_util.h"
 #include "unisched/store/store.h"
 
@@ -96,6 +98,68 @@ TEST_F(LedgerStoreTest, DuplicatedRowsAreCounted) {
   Append(Entry("a-copy", 1, "genomics", "cpu_core_seconds", 60, 0, 60));  // same interval, other key
   const auto all = store_->LoadAllLedgerCharged();
   EXPECT_EQ(all.at({1, 1}).duplicated_entries, 1);
+}
+
+// Whole hours come from the hourly rollup, the window's edges from the
+// entries: for random windows (on and off hour boundaries, open at either
+// end) the sums equal a plain sum over the entries in (from, to].
+TEST_F(LedgerStoreTest, RollupAndEdgesSumExactlyTheWindow) {
+  std::mt19937 rng(7);
+  std::vector<LedgerEntry> entries;
+  const std::vector<std::string> projects = {"genomics", "climate"};
+  // Whole-number quantities: the sums are exact in any order.
+  for (int i = 0; i < 400; ++i) {
+    const int64_t end_s = std::uniform_int_distribution<int64_t>(0, 6 * 3600)(rng);
+    entries.push_back(Entry("k" + std::to_string(i), i + 1, projects[i % 2], i % 3 ? "cpu_core_seconds" : "gpu_seconds",
+                            std::uniform_int_distribution<int>(-5, 100)(rng), end_s - 60, end_s));
+  }
+  // Entries exactly on an hour boundary and one millisecond around it.
+  entries.push_back(Entry("edge-a", 900, "genomics", "cpu_core_seconds", 1000, 3540, 3600));
+  LedgerEntry before = Entry("edge-b", 901, "genomics", "cpu_core_seconds", 2000, 3540, 3600);
+  before.end -= std::chrono::milliseconds(1);
+  entries.push_back(before);
+  for (const auto& e : entries) Append(e);
+
+  auto expected = [&](std::optional<Timestamp> from, std::optional<Timestamp> to, const std::string& project) {
+    double sum = 0;
+    for (const auto& e : entries) {
+      if (e.project == project && e.metric == "cpu_core_seconds" && (!from || e.end > *from) && (!to || e.end <= *to)) {
+        sum += e.quantity;
+      }
+    }
+    return sum;
+  };
+  // kT0 is not on an hour boundary; these are.
+  const Timestamp hour0 = FromUnixMillis(ToUnixMillis(kT0) / 3'600'000 * 3'600'000);
+  std::vector<std::optional<Timestamp>> bounds = {std::nullopt,
+                                                  kT0 + std::chrono::seconds(3600),
+                                                  kT0 + std::chrono::seconds(3600) - std::chrono::milliseconds(1),
+                                                  hour0 + std::chrono::hours(2),
+                                                  hour0 + std::chrono::hours(2) - std::chrono::milliseconds(1),
+                                                  hour0 + std::chrono::hours(3) + std::chrono::milliseconds(1)};
+  for (int i = 0; i < 30; ++i) {
+    bounds.push_back(kT0 + std::chrono::milliseconds(std::uniform_int_distribution<int64_t>(0, 6 * 3'600'000)(rng)));
+  }
+  int checked = 0;
+  for (const auto& from : bounds) {
+    for (const auto& to : bounds) {
+      if (from && to && *to < *from) continue;
+      UsageQuery q;
+      q.from = from;
+      q.to = to;
+      q.group_by = {"project"};
+      std::map<std::string, double> got;
+      for (const auto& row : store_->QueryUsage(q)) {
+        auto it = row.metrics.find("cpu_core_seconds");
+        if (it != row.metrics.end()) got[row.group.at("project")] = it->second;
+      }
+      for (const auto& project : projects) {
+        EXPECT_DOUBLE_EQ(got[project], expected(from, to, project)) << project << " window #" << checked;
+      }
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 500);
 }
 
 }  // namespace

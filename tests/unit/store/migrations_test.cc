@@ -86,6 +86,39 @@ TEST(MigrationsTest, DatabaseNewerThanTheBinaryIsRefused) {
   EXPECT_NE(older.error().message.find("schema version 2"), std::string::npos) << older.error().message;
 }
 
+// Migration 4 sums the entries written before it into the hourly rollup,
+// and from then on every append adds to it.
+TEST(MigrationsTest, LedgerRollupIncludesEntriesWrittenBeforeIt) {
+  TempDir dir;
+  RawDb db(dir.File("a.db"));
+  const std::vector<std::string_view> up_to_3(Migrations().begin(), Migrations().begin() + 3);
+  ASSERT_EQ(*ApplyMigrations(db.get(), up_to_3, kNow), 3);
+  const std::string insert =
+      "INSERT INTO ledger(key, job_id, attempt, user, project, queue, pool, workload_kind, node, metric, detail, "
+      "quantity, interval_start, interval_end, final, recorded_at) VALUES";
+  ASSERT_EQ(sqlite3_exec(db.get(),
+                         (insert + "('a', 1, 1, 'u', 'p', 'q', 'pool', 'hpc', 'n', 'm', '', 2.5, 0, 3600000, 0, 0),"
+                                   "('b', 2, 1, 'u', 'p', 'q', 'pool', 'hpc', 'n', 'm', '', 1.5, 0, 3600001, 0, 0)")
+                             .c_str(),
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(*ApplyMigrations(db.get(), Migrations(), kNow), static_cast<int>(Migrations().size()));
+  EXPECT_EQ(db.Text("SELECT quantity || '/' || entries FROM ledger_hourly WHERE hour = 1"), "4.0/2");
+  ASSERT_EQ(
+      sqlite3_exec(db.get(),
+                   (insert + "('c', 3, 1, 'u', 'p', 'q', 'pool', 'hpc', 'n', 'm', '', 6, 0, 7199999, 0, 0)").c_str(),
+                   nullptr, nullptr, nullptr),
+      SQLITE_OK);
+  EXPECT_EQ(db.Text("SELECT quantity || '/' || entries FROM ledger_hourly WHERE hour = 1"), "10.0/3");
+  // A refused duplicate key adds nothing to the rollup either.
+  sqlite3_exec(db.get(),
+               (insert + "('c', 3, 1, 'u', 'p', 'q', 'pool', 'hpc', 'n', 'm', '', 6, 0, 7199999, 0, 0) "
+                         "ON CONFLICT(key) DO NOTHING")
+                   .c_str(),
+               nullptr, nullptr, nullptr);
+  EXPECT_EQ(db.Text("SELECT quantity || '/' || entries FROM ledger_hourly WHERE hour = 1"), "10.0/3");
+}
+
 TEST(StoreOpenTest, CreatesAFileOnlyTheOwnerCanReadInWalMode) {
   TempDir dir;
   const std::string path = dir.File("unisched.db");

@@ -1,0 +1,75 @@
+#pragma once
+// The daemon's slow periodic chores, on a thread of their own so the control
+// loop never waits for a disk walk or a full ledger scan (docs/ledger.md):
+//  * storage sampling: every store.storage_sample_interval_seconds, the
+//    bytes on disk of each project's storage_paths and of each running job's
+//    work directory, charged to the ledger as storage_gb_hours;
+//  * reconciliation: every store.reconcile_interval_seconds, the ledger
+//    against the job records; each discrepancy becomes a warning event on its
+//    job (once) and the counts become unisched_ledger_discrepancies{kind}.
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <tuple>
+
+#include "unisched/common/time.h"
+#include "unisched/config/config.h"
+#include "unisched/metrics/metrics.h"
+#include "unisched/store/store.h"
+
+namespace unisched::daemon {
+
+// Bytes allocated on disk under `dir` (st_blocks x 512 of every file and
+// directory, hard links once, symlinks not followed, as `du -s` counts);
+// nothing if `dir` cannot be read.
+std::optional<uint64_t> DiskUsageBytes(const std::string& dir);
+
+// GB-hours of `bytes` held over `seconds` (GB = 10^9 bytes).
+inline double GbHours(uint64_t bytes, double seconds) {
+  return static_cast<double>(bytes) / 1e9 * seconds / 3600.0;
+}
+
+class Housekeeper {
+ public:
+  // `work_root`: where the executor puts job work directories (<work_root>/<job>).
+  Housekeeper(const config::Config& config, store::Store& store, metrics::Metrics& metrics, const Clock& clock,
+              std::string work_root);
+  ~Housekeeper();
+  Housekeeper(const Housekeeper&) = delete;
+  Housekeeper& operator=(const Housekeeper&) = delete;
+
+  void Start();
+  void Stop();
+
+  // One storage sample for the sampling interval that ended last before
+  // `now` (public for tests). Returns the entries it appended.
+  int SampleStorage(Timestamp now);
+  // One reconciliation (public for tests).
+  void Reconcile(Timestamp now);
+
+ private:
+  void Loop();
+
+  const config::Config& config_;
+  store::Store& store_;
+  metrics::Metrics& metrics_;
+  const Clock& clock_;
+  const std::string work_root_;
+
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::thread thread_;
+
+  // Owned by the housekeeping thread.
+  // Discrepancies already raised as events: (job, attempt, kind, metric, detail, node).
+  std::set<std::tuple<int64_t, int, std::string, std::string, std::string, std::string>> reported_;
+  std::set<std::string> unreadable_paths_;  // warned about once
+};
+
+}  // namespace unisched::daemon

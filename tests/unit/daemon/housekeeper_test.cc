@@ -1,0 +1,183 @@
+// The housekeeper's chores on a real store in a temporary directory with a
+// fake clock: disk usage as du counts it, storage samples charged once per
+// interval, and reconciliation raising each discrepancy once.
+
+#include "daemon/housekeeper.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "unisched/ledger/ledger.h"
+
+namespace unisched::daemon {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = "/tmp/unisched-housekeeper-test-XXXXXX";
+    if (::mkdtemp(tmpl.data()) == nullptr) std::abort();
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+void WriteFile(const std::string& path, size_t bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out << std::string(bytes, 'x');
+}
+
+TEST(DiskUsageTest, CountsAllocatedBlocksHardLinksOnceAndNoSymlinkTargets) {
+  TempDir dir;
+  WriteFile(dir.path() + "/a", 100 * 1024);
+  fs::create_directory(dir.path() + "/sub");
+  WriteFile(dir.path() + "/sub/b", 50 * 1024);
+  const auto before = DiskUsageBytes(dir.path());
+  ASSERT_TRUE(before.has_value());
+  EXPECT_GE(*before, 150u * 1024);
+  EXPECT_LE(*before, 150u * 1024 + 64 * 1024) << "data plus a few blocks of directories";
+  fs::create_hard_link(dir.path() + "/a", dir.path() + "/a-again");
+  fs::create_directory_symlink("/usr", dir.path() + "/usr-link");
+  const auto after = DiskUsageBytes(dir.path());
+  ASSERT_TRUE(after.has_value());
+  EXPECT_LE(*after, *before + 8 * 1024) << "a second name and a symlink add no data";
+  EXPECT_FALSE(DiskUsageBytes(dir.path() + "/missing").has_value()) << "absent, not zero";
+}
+
+TEST(DiskUsageTest, GbHoursAreBytesOverTenToTheNineTimesHours) {
+  EXPECT_DOUBLE_EQ(GbHours(2'000'000'000, 1800), 1.0);
+  EXPECT_DOUBLE_EQ(GbHours(0, 3600), 0.0);
+}
+
+class HousekeeperTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store::StoreOptions options;
+    options.path = state_.path() + "/unisched.db";
+    auto opened = store::Store::Open(options);
+    ASSERT_TRUE(opened.ok()) << opened.error().message;
+    store_ = std::move(*opened);
+    config_.store.storage_sample_interval_seconds = 60;
+    config::ProjectSpec project;
+    project.name = "genomics";
+    project.storage_paths = {data_.path()};
+    config_.projects = {project};
+    model::NodeSpec node;
+    node.name = "x86-c8m16-hpc-01";
+    node.pool = "p";
+    node.cpus = 8;
+    node.memory_mb = 16384;
+    config_.cluster.nodes = {node};
+    fs::create_directory(work_root());
+  }
+  std::string work_root() const { return state_.path() + "/work"; }
+  double StorageOf(const std::string& project) {
+    store::UsageQuery q;
+    q.group_by = {"project"};
+    for (const auto& row : store_->QueryUsage(q)) {
+      auto it = row.metrics.find(ledger::kStorageGbHours);
+      if (row.group.at("project") == project) return it == row.metrics.end() ? -1 : it->second;
+    }
+    return -1;
+  }
+  model::Job RunningJob(model::JobId id) {
+    model::Job job;
+    job.id = id;
+    job.user = "alice";
+    job.project = "genomics";
+    job.queue = "q";
+    job.pool = "p";
+    job.state = model::JobState::kRunning;
+    job.command = {"sleep", "60"};
+    job.resources.cpus = 2;
+    job.resources.memory_mb = 512;
+    model::Attempt attempt;
+    attempt.allocation = {{"x86-c8m16-hpc-01", 2, 512, {}}};
+    attempt.started_at = clock_.Now() - std::chrono::seconds(30);
+    job.attempts = {attempt};
+    return job;
+  }
+  void Insert(const model::Job& job) {
+    Status s = store_->WriteSync([&](store::Transaction& t) -> Status {
+      auto inserted = t.InsertJob(job, "");
+      return inserted.ok() ? Status::Ok() : Status(inserted.error());
+    });
+    ASSERT_TRUE(s.ok()) << s.error().message;
+  }
+
+  TempDir state_, data_;
+  std::unique_ptr<store::Store> store_;
+  config::Config config_;
+  metrics::Metrics metrics_;
+  FakeClock clock_{FromUnixMillis(1'700'000'010'000)};  // 30 s into a minute
+};
+
+TEST_F(HousekeeperTest, SamplesEachIntervalOnceForProjectsAndRunningJobs) {
+  WriteFile(data_.path() + "/data", 1'000'000);
+  Insert(RunningJob(7));
+  fs::create_directory(work_root() + "/7");
+  WriteFile(work_root() + "/7/out", 400'000);
+  Housekeeper keeper(config_, *store_, metrics_, clock_, work_root());
+
+  EXPECT_EQ(keeper.SampleStorage(clock_.Now()), 2);  // the project's path and job 7's work directory
+  const double project_once = StorageOf("genomics");
+  const double data_bytes = static_cast<double>(*DiskUsageBytes(data_.path()));
+  const double work_bytes = static_cast<double>(*DiskUsageBytes(work_root() + "/7"));
+  EXPECT_NEAR(project_once, GbHours(data_bytes + work_bytes, 60), 1e-15);
+  // The same interval again (e.g. after a restart): the keys exist, nothing is added.
+  keeper.SampleStorage(clock_.Now() + std::chrono::seconds(20));
+  EXPECT_DOUBLE_EQ(StorageOf("genomics"), project_once);
+  // The next interval adds another sample.
+  keeper.SampleStorage(clock_.Now() + std::chrono::seconds(60));
+  EXPECT_NEAR(StorageOf("genomics"), 2 * project_once, 1e-15);
+
+  // Job 7's share is on its attempt, with its user and queue.
+  const store::LedgerCharged job7 = store_->LoadLedgerCharged(7, 1);
+  EXPECT_NEAR(job7.sums.at({ledger::kStorageGbHours, "workdir", "x86-c8m16-hpc-01"}), 2 * GbHours(work_bytes, 60),
+              1e-15);
+}
+
+TEST_F(HousekeeperTest, AnUnreadablePathIsNotChargedAtAll) {
+  config_.projects[0].storage_paths = {data_.path() + "/does-not-exist"};
+  Housekeeper keeper(config_, *store_, metrics_, clock_, work_root());
+  EXPECT_EQ(keeper.SampleStorage(clock_.Now()), 0);
+  EXPECT_EQ(StorageOf("genomics"), -1) << "absent, not zero";
+}
+
+TEST_F(HousekeeperTest, ReconciliationRaisesEachDiscrepancyOnceAsAnEvent) {
+  // A finished job with no ledger entries at all: everything is missing.
+  model::Job job = RunningJob(9);
+  job.state = model::JobState::kCompleted;
+  job.attempts[0].state = model::JobState::kCompleted;
+  job.attempts[0].ended_at = clock_.Now();
+  Insert(job);
+  Housekeeper keeper(config_, *store_, metrics_, clock_, work_root());
+  keeper.Reconcile(clock_.Now());
+  auto count_events = [&] {
+    int n = 0;
+    for (const auto& e : store_->ListEvents(9)) n += e.kind == "ledger_discrepancy";
+    return n;
+  };
+  EXPECT_EQ(count_events(), 2);  // cpu_core_seconds and memory_mb_seconds
+  keeper.Reconcile(clock_.Now() + std::chrono::seconds(60));
+  EXPECT_EQ(count_events(), 2) << "found again, raised once";
+  const std::string text = metrics_.Serialize();
+  EXPECT_NE(text.find("unisched_ledger_discrepancies{kind=\"missing\"} 2"), std::string::npos) << text;
+  EXPECT_NE(text.find("unisched_ledger_reconciled_timestamp_seconds 1700000070"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace unisched::daemon
