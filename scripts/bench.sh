@@ -6,8 +6,9 @@
 #
 # Knobs (environment): SUBMIT_CONNECTIONS (64) SUBMIT_SECONDS (10)
 # E2E_JOBS (5000) E2E_CONNECTIONS (16) LATENCY_RUNS (200) CONFIG
-# (config/unisched.yaml) BENCH_JSON (a file to which each mode's JSON line is
-# appended).
+# (config/unisched.yaml) CYCLE_RUNS (7) LEDGER_ENTRIES (10000000; the ledger
+# bench writes them all through the store, about 6 minutes here) BENCH_JSON
+# (a file to which each mode's JSON line is appended).
 set -euo pipefail
 
 BUILD=${1:?usage: scripts/bench.sh BUILD_DIR}
@@ -20,7 +21,7 @@ E2E_JOBS=${E2E_JOBS:-5000}
 E2E_CONNECTIONS=${E2E_CONNECTIONS:-16}
 LATENCY_RUNS=${LATENCY_RUNS:-200}
 
-for bin in "$BUILD/unisched" "$BUILD/unisched-bench" "$BUILD/unisched-cycle-bench"; do
+for bin in "$BUILD/unisched" "$BUILD/unisched-bench" "$BUILD/unisched-cycle-bench" "$BUILD/unisched-ledger-bench"; do
   [[ -x $bin ]] || { echo "bench: $bin is missing; build first (make build)" >&2; exit 1; }
 done
 
@@ -136,6 +137,15 @@ run_mode latency latency --runs "$LATENCY_RUNS" || status=1
 echo "== cycle: one scheduling cycle, 10,000 nodes, 100,000 pending jobs"
 "$BUILD/unisched-cycle-bench" --runs "${CYCLE_RUNS:-7}" || status=1
 [[ -n ${BENCH_JSON:-} ]] && "$BUILD/unisched-cycle-bench" --runs "${CYCLE_RUNS:-7}" >>"$BENCH_JSON"
+echo
+
+# The accounting ledger (docs/ledger.md): entries/s through the store's
+# writer, then usage queries grouped by project and queue over all of them,
+# all time and a one-week window, against a plain scan of the table.
+echo "== ledger: ${LEDGER_ENTRIES:-10000000} entries through the store, usage queries over them"
+LEDGER_JSON=$("$BUILD/unisched-ledger-bench" --entries "${LEDGER_ENTRIES:-10000000}") || status=1
+echo "$LEDGER_JSON"
+[[ -z ${BENCH_JSON:-} ]] || echo "$LEDGER_JSON" >>"$BENCH_JSON"
 echo
 
 # Trace replay through the same scheduling code (docs/simulate.md).

@@ -874,7 +874,13 @@ Result<std::unique_ptr<Store>> SqliteStore::Open(const StoreOptions& options) {
   if (*mode != "wal") {
     return Error::Internal("store: " + options.path + " cannot use WAL mode (journal_mode is " + *mode + ")");
   }
-  if (Status s = c.Exec("PRAGMA synchronous=" + synchronous + "; PRAGMA foreign_keys=ON;"); !s) return s.error();
+  // A 64 MiB page cache for the one writer (SQLite's default is 2 MiB): the
+  // ledger's indexes and rollup stay in memory, where with the default
+  // cache every batch re-reads their pages from the OS.
+  if (Status s = c.Exec("PRAGMA synchronous=" + synchronous + "; PRAGMA foreign_keys=ON; PRAGMA cache_size=-65536;");
+      !s) {
+    return s.error();
+  }
   auto fk = c.QueryText("PRAGMA foreign_keys");
   if (!fk.ok()) return fk.error();
   if (*fk != "1") return Error::Internal("store: this SQLite cannot enforce foreign keys");
