@@ -448,6 +448,7 @@ void Api::SubmitJob(Call& call) {
   job.command = std::move(s.command);
   job.env = std::move(s.env);
   job.priority = s.priority;
+  job.max_retries = s.max_retries;
   job.routing = {route->pool, route->queue, route->reason};
   job.submitted_at = ctx_.clock->Now();
   job.config_version = cfg.version;

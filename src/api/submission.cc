@@ -11,6 +11,7 @@ constexpr int kMaxNodes = 4096;
 constexpr int kMaxCpus = 1 << 20;
 constexpr int kMaxGpus = 1024;
 constexpr size_t kMaxNameLength = 255;
+constexpr int64_t kMaxRetries = 100;  // a job's own max_retries at most
 
 std::string TypeName(const json& v) {
   return v.type_name();
@@ -76,9 +77,9 @@ Result<Submission> ParseSubmission(const json& body) {
   if (!body.is_object()) {
     return Error::BadRequest("invalid_type", "the request body must be a JSON object describing the job");
   }
-  if (auto e = CheckKeys(
-          body, "",
-          {"name", "project", "queue", "workload", "resources", "constraints", "command", "env", "priority"})) {
+  if (auto e = CheckKeys(body, "",
+                         {"name", "project", "queue", "workload", "resources", "constraints", "command", "env",
+                          "priority", "max_retries"})) {
     return *e;
   }
   Submission s;
@@ -210,6 +211,11 @@ Result<Submission> ParseSubmission(const json& body) {
   int64_t priority = 0;
   if (auto e = ReadInt(body, "priority", "priority", -1000000, 1000000, priority)) return *e;
   s.priority = static_cast<int>(priority);
+  if (auto it = body.find("max_retries"); it != body.end() && !it->is_null()) {
+    int64_t retries = 0;
+    if (auto e = ReadInt(body, "max_retries", "max_retries", 0, kMaxRetries, retries)) return *e;
+    s.max_retries = static_cast<int>(retries);
+  }
   return s;
 }
 

@@ -21,6 +21,7 @@ struct Submission {
   std::vector<std::string> command;
   std::map<std::string, std::string> env;
   int priority = 0;
+  std::optional<int> max_retries;  // overrides the queue's (docs/policy/retries.md)
 };
 
 // Wrong JSON types are 400 (invalid_type); values out of range are 422

@@ -301,6 +301,8 @@ json JobToJson(const model::Job& job) {
       {"preempting_for", job.preempting_for ? json(std::to_string(*job.preempting_for)) : json(nullptr)},
       {"preempted_by", std::move(preempted_by)},
       {"stop_requested_at", TimestampOrNull(job.stop_requested_at)},
+      {"max_retries", IntOrNull(job.max_retries)},
+      {"eligible_at", TimestampOrNull(job.eligible_at)},
   };
 }
 
@@ -368,6 +370,8 @@ Result<model::Job> JobFromJson(const json& doc) {
     if (!d.failed()) job.preempting_for = id;
   }
   d.Time(doc, "stop_requested_at", "stop_requested_at", job.stop_requested_at);
+  d.OptionalInt(doc, "max_retries", "max_retries", job.max_retries);
+  d.Time(doc, "eligible_at", "eligible_at", job.eligible_at);
   if (const json* list = d.Array(doc, "preempted_by", "preempted_by")) {
     for (size_t i = 0; i < list->size() && !d.failed(); ++i) {
       model::JobId id = 0;

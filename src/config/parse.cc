@@ -258,7 +258,8 @@ model::QueuePolicy ParsePolicy(const YAML::Node& node, const std::string& path, 
   MapReader m(node, path,
               {"type", "max_walltime_hours", "default_walltime_hours", "default_memory_mb_per_cpu",
                "gpu_quota_per_project", "preemptible", "scale_in_idle_seconds", "max_concurrency", "priority_weights",
-               "project_quota", "user_quota", "quota_action", "can_preempt", "preempt_action", "preempt_grace_seconds"},
+               "project_quota", "user_quota", "quota_action", "can_preempt", "preempt_action", "preempt_grace_seconds",
+               "max_retries", "retry_backoff_seconds", "requeue_on_node_fail", "max_node_fail_requeues"},
               errors);
   m.Read("type", policy.type);
   m.Read("max_walltime_hours", policy.max_walltime_hours);
@@ -281,6 +282,10 @@ model::QueuePolicy ParsePolicy(const YAML::Node& node, const std::string& path, 
   m.Read("can_preempt", policy.can_preempt);
   ReadEnum(m, "preempt_action", "preempt action", kPreemptActions, policy.preempt_action, errors);
   m.Read("preempt_grace_seconds", policy.preempt_grace_seconds);
+  m.Read("max_retries", policy.max_retries);
+  m.Read("retry_backoff_seconds", policy.retry_backoff_seconds);
+  m.Read("requeue_on_node_fail", policy.requeue_on_node_fail);
+  m.Read("max_node_fail_requeues", policy.max_node_fail_requeues);
   return policy;
 }
 

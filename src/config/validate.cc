@@ -258,6 +258,10 @@ void ValidatePolicyEngineKeys(const model::QueuePolicy& p, const std::string& po
   ValidateLimits(p.user_quota, JoinKey(policy_path, "user_quota"), errors);
   NonNegative(errors, JoinKey(policy_path, "preempt_grace_seconds"), p.preempt_grace_seconds,
               "0 sends SIGKILL at once");
+  NonNegative(errors, JoinKey(policy_path, "max_retries"), p.max_retries, "0 never retries a failed job");
+  NonNegative(errors, JoinKey(policy_path, "retry_backoff_seconds"), p.retry_backoff_seconds, "0 retries at once");
+  NonNegative(errors, JoinKey(policy_path, "max_node_fail_requeues"), p.max_node_fail_requeues,
+              "0 ends a job whose node failed as NODE_FAIL");
 }
 
 void ValidateGpus(const model::NodeSpec& node, const std::string& path, Errors& errors) {

@@ -339,7 +339,18 @@ void Controller::RunCycle(Batch& batch, Timestamp now) {
     snapshot.fairshare.emplace(
         key, policy::FairshareFactor(fairshare_usage_, config_.cluster.projects, job.project, job.user));
   };
+  // Jobs waiting out a retry backoff are not offered to the scheduler; their
+  // pending reason says when they may start.
+  std::vector<std::pair<model::JobId, model::PendingInfo>> backing_off;
   for (const auto& [id, job] : active_) {
+    if (job.state == JobState::kPending && job.eligible_at && *job.eligible_at > now) {
+      model::PendingInfo info;
+      info.own = std::make_shared<const std::vector<model::PendingReason>>(std::vector<model::PendingReason>{
+          {"Retry", "waiting to retry until " + FormatRfc3339(*job.eligible_at) + " (" + job.state_reason + ")"}});
+      info.pool = std::make_shared<const std::string>(job.pool);
+      backing_off.emplace_back(id, std::move(info));
+      continue;
+    }
     if (job.state == JobState::kPending) {
       scheduler::PendingJob& p = snapshot.pending.emplace_back();
       p.id = job.id;
@@ -363,7 +374,12 @@ void Controller::RunCycle(Batch& batch, Timestamp now) {
     }
   }
   if (snapshot.pending.empty()) {
-    if (!pending_->empty()) pending_ = std::make_shared<const api::PendingInfoMap>();
+    if (!pending_->empty() || !backing_off.empty()) {
+      auto infos = std::make_shared<api::PendingInfoMap>();
+      for (auto& [id, info] : backing_off) infos->emplace(id, std::move(info));
+      infos->Seal();
+      pending_ = std::move(infos);
+    }
     reservations_.clear();
     return;
   }
@@ -384,6 +400,7 @@ void Controller::RunCycle(Batch& batch, Timestamp now) {
     attempt.state = JobState::kRunning;
     job.attempts.push_back(attempt);
     job.started_at = now;
+    job.eligible_at.reset();
     TallyRunning(job, +1);
     charging_[{job.id, attempt.number}] = Charging{now, {}};
     std::vector<std::string> names = job.NodeNames();
@@ -421,6 +438,10 @@ void Controller::RunCycle(Batch& batch, Timestamp now) {
   }
   for (const auto& [key, count] : by_reason) metrics_.SetPendingByReason(key.first, key.second, count);
   pending_by_reason_ = std::move(by_reason);
+  if (!backing_off.empty()) {
+    for (auto& [id, info] : backing_off) plan.pending.emplace(id, std::move(info));
+    plan.pending.Seal();
+  }
   pending_ = std::make_shared<const api::PendingInfoMap>(std::move(plan.pending));
 }
 
@@ -625,6 +646,7 @@ void Controller::ApplyResult(Batch& batch, const executor::RunResult& result) {
   if (result.started_at) job.started_at = result.started_at;
   ReleaseAllocation(*attempt);
   CloseCharging(batch, job, *attempt);
+  if (to == JobState::kFailed && !job.cancel_requested && RequeueForRetry(batch, job, to, now)) return;
   std::string reason = result.reason;
   if (to == JobState::kCancelled && reason.empty()) reason = "cancelled";
   std::string message = std::string(executor::ToString(result.outcome));
@@ -633,6 +655,24 @@ void Controller::ApplyResult(Batch& batch, const executor::RunResult& result) {
   Transition(batch, job, to, reason, std::string(executor::ToString(result.outcome)), message);
   active_.erase(it);
   need_cycle_ = true;
+}
+
+bool Controller::RequeueForRetry(Batch& batch, Job& job, JobState ended, Timestamp now) {
+  const model::QueueSpec* queue = config_.cluster.FindQueue(job.queue);
+  if (!queue) return false;
+  const policy::RetryDecision retry = policy::DecideRetry(queue->policy, job, ended, now);
+  if (!retry.requeue) return false;
+  job.exit_code.reset();
+  job.started_at.reset();
+  job.ended_at.reset();
+  job.cancel_requested = false;
+  job.stop_requested_at.reset();
+  job.eligible_at.reset();
+  if (retry.eligible_at > now) job.eligible_at = retry.eligible_at;
+  Transition(batch, job, JobState::kPending, retry.state_reason, "requeued", retry.message);
+  spdlog::info("job {}: {}", job.id, retry.message);
+  need_cycle_ = true;
+  return true;
 }
 
 void Controller::ApplyControl(Batch& batch, model::JobId id, JobAction action, const std::string& actor,

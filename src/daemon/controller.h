@@ -25,6 +25,7 @@
 #include "unisched/metrics/metrics.h"
 #include "unisched/policy/fairshare.h"
 #include "unisched/policy/quota.h"
+#include "unisched/policy/retry.h"
 #include "unisched/scheduler/scheduler.h"
 #include "unisched/store/store.h"
 
@@ -86,6 +87,9 @@ class Controller final : public api::ControlPlane {
   void ApplyPreemption(Batch& batch, const scheduler::Preemption& preemption);
   // A preempted attempt has ended: requeue the job or cancel it, per its queue.
   void FinishPreemption(Batch& batch, model::Job& job, model::Attempt& attempt);
+  // Its attempt ended `ended` (FAILED or NODE_FAIL): back to PENDING when its
+  // queue or the job allows a retry (policy::DecideRetry). False: it ends.
+  bool RequeueForRetry(Batch& batch, model::Job& job, model::JobState ended, Timestamp now);
   scheduler::RunningJob SnapshotOfRunning(const model::Job& job, Timestamp now) const;
   // Ledger (docs/ledger.md): interim charges of running attempts every
   // accounting interval, and the final entries of an attempt that ended,

@@ -113,6 +113,15 @@ struct QueuePolicy {
   PreemptAction preempt_action = PreemptAction::kRequeue;
   int preempt_grace_seconds = 30;  // SIGTERM .. SIGKILL for its jobs when preempted
 
+  // Retries (docs/policy/retries.md): a FAILED attempt is retried this many
+  // times (a job's own max_retries overrides it), after a backoff that
+  // doubles per retry; an attempt whose node failed is requeued at once, at
+  // most max_node_fail_requeues times, when requeue_on_node_fail.
+  int max_retries = 0;
+  int retry_backoff_seconds = 10;
+  bool requeue_on_node_fail = true;
+  int max_node_fail_requeues = 3;
+
   // The weights this queue orders by: priority_weights, else those of `type`.
   PriorityWeights Weights() const;
 };

@@ -154,6 +154,10 @@ struct Job {
   // When the running attempt was asked to stop (cancel or preemption): its
   // room is free by then plus the grace at the latest.
   std::optional<Timestamp> stop_requested_at;
+  // Retries: the job's own limit (overrides its queue's max_retries), and
+  // while a retry waits out its backoff, when it may start.
+  std::optional<int> max_retries;
+  std::optional<Timestamp> eligible_at;
 
   // The latest attempt, or nullptr before the first start.
   const Attempt* CurrentAttempt() const { return attempts.empty() ? nullptr : &attempts.back(); }
