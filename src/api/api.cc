@@ -177,6 +177,7 @@ Api::Api(ApiContext context) : ctx_(std::move(context)) {
   add("GET", "/v1/whoami", &Api::WhoAmI);
   add("GET", "/v1/usage", &Api::Usage);
   add("GET", "/v1/usage/reconcile", &Api::Reconcile);
+  add("GET", "/v1/events", &Api::ListEvents);
 }
 
 void Api::InvalidateCredentials() {
@@ -791,6 +792,47 @@ void Api::JobLog(Call& call) {
     r.body = text.str();
   }
   call.reply(std::move(r));
+}
+
+void Api::ListEvents(Call& call) {
+  const auto& q = call.request.query;
+  store::EventFilter filter;
+  if (auto it = q.find("kind"); it != q.end() && !it->second.empty()) filter.kind = it->second;
+  if (auto it = q.find("object"); it != q.end() && !it->second.empty()) filter.object = it->second;
+  if (auto it = q.find("since"); it != q.end() && !it->second.empty()) {
+    filter.since = ParseRfc3339(it->second);
+    if (!filter.since) {
+      call.reply(
+          ErrorResponse(400, "invalid_value", "since must be an RFC 3339 time, e.g. 2026-12-01T00:00:00Z", "since"));
+      return;
+    }
+  }
+  if (auto it = q.find("limit"); it != q.end() && !it->second.empty()) {
+    try {
+      size_t used = 0;
+      filter.limit = std::stoi(it->second, &used);
+      if (used != it->second.size() || filter.limit < 1 || filter.limit > 10000) throw std::out_of_range("limit");
+    } catch (const std::exception&) {
+      call.reply(ErrorResponse(400, "invalid_value", "limit must be an integer from 1 to 10000", "limit"));
+      return;
+    }
+  }
+  // Node and alert events are for everyone (like GET /v1/nodes); a job's
+  // events for those who may read the job.
+  const auth::Principal& who = *call.principal;
+  if (!auth::IsPlatformAdmin(who)) {
+    filter.visible_projects = who.projects;
+    if (who.role == auth::Role::kQueueAdmin) filter.visible_queues = who.queues;
+  }
+  json events = json::array();
+  for (const auto& e : ctx_.store->ListClusterEvents(filter)) {
+    events.push_back({{"time", FormatRfc3339(e.time)},
+                      {"kind", e.kind},
+                      {"object", e.object},
+                      {"severity", e.severity},
+                      {"message", e.message}});
+  }
+  call.reply(Json(200, {{"events", std::move(events)}}));
 }
 
 void Api::JobEvents(Call& call) {

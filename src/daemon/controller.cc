@@ -210,7 +210,7 @@ void Controller::SetNodeState(std::string node, bool drain, std::string reason, 
   Post([this, node = std::move(node), drain, reason = std::move(reason), actor = std::move(actor),
         done = std::move(done)](Batch& batch) {
     spdlog::info("node {}: {} by {}", node, drain ? "drain" : "resume", actor);
-    ApplyNodeState(batch, node, drain, reason, done);
+    ApplyNodeState(batch, node, drain, reason, actor, done);
   });
 }
 
@@ -740,6 +740,7 @@ void Controller::ApplyControl(Batch& batch, model::JobId id, JobAction action, c
 }
 
 void Controller::ApplyNodeState(Batch& batch, const std::string& name, bool drain, const std::string& reason,
+                                const std::string& actor,
                                 const std::function<void(Result<api::ClusterView::Node>)>& done) {
   model::NodeUsage* node = FindNode(name);
   if (!node) {
@@ -747,11 +748,27 @@ void Controller::ApplyNodeState(Batch& batch, const std::string& name, bool drai
     return;
   }
   const bool busy = node->cpus_used > 0 || node->memory_used_mb > 0;
-  node->state = drain ? (busy ? model::NodeState::kDraining : model::NodeState::kDrained) : model::NodeState::kUp;
-  node_reasons_[name] = drain ? reason : "";
-  batch.writes.push_back([record = store::NodeStateRecord{name, node->state, node_reasons_[name]}](
-                             store::Transaction& t) { return t.SetNodeState(record); });
+  std::string message = drain ? "drained by " : "resumed by ";
+  message += actor;
+  if (drain && !reason.empty()) message += ": " + reason;
+  ChangeNodeState(batch, *node,
+                  drain ? (busy ? model::NodeState::kDraining : model::NodeState::kDrained) : model::NodeState::kUp,
+                  drain ? reason : "", drain ? "drain" : "resume", "info", message);
   batch.after_commit.push_back([done, view = api::ClusterView::Node{*node, node_reasons_[name]}] { done(view); });
+}
+
+void Controller::ChangeNodeState(Batch& batch, model::NodeUsage& node, model::NodeState to, const std::string& reason,
+                                 const std::string& event_kind, const std::string& severity,
+                                 const std::string& message) {
+  const std::string& name = node.spec.name;
+  node.state = to;
+  node_reasons_[name] = reason;
+  batch.writes.push_back([record = store::NodeStateRecord{name, to, reason},
+                          event = store::ClusterEvent{clock_.Now(), event_kind, "node/" + name, severity, message}](
+                             store::Transaction& t) -> Status {
+    if (Status s = t.SetNodeState(record); !s) return s;
+    return t.AppendClusterEvent(event);
+  });
   need_cycle_ = true;
 }
 

@@ -77,7 +77,10 @@ class Controller final : public api::ControlPlane {
   void ApplyControl(Batch& batch, model::JobId id, JobAction action, const std::string& actor,
                     const std::function<void(Result<model::Job>)>& done);
   void ApplyNodeState(Batch& batch, const std::string& name, bool drain, const std::string& reason,
-                      const std::function<void(Result<api::ClusterView::Node>)>& done);
+                      const std::string& actor, const std::function<void(Result<api::ClusterView::Node>)>& done);
+  // Sets a node's state and reason, stored with an event on node/NAME.
+  void ChangeNodeState(Batch& batch, model::NodeUsage& node, model::NodeState to, const std::string& reason,
+                       const std::string& event_kind, const std::string& severity, const std::string& message);
   void ReleaseAllocation(const model::Attempt& attempt);
   // Running jobs' shares of quota scopes, as the scheduler and the API count them.
   void TallyRunning(const model::Job& job, int sign);

@@ -161,6 +161,21 @@ CREATE TRIGGER ledger_rollup AFTER INSERT ON ledger BEGIN
 END;
 )sql";
 
+// Version 5: events of the cluster that belong to no job (nodes, alerts),
+// shown with the jobs' events by GET /v1/events (docs/events.md).
+constexpr std::string_view kMigration5 = R"sql(
+CREATE TABLE events (
+  id INTEGER PRIMARY KEY,
+  time INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  object TEXT NOT NULL,
+  severity TEXT NOT NULL,
+  message TEXT NOT NULL
+);
+CREATE INDEX events_time ON events(time);
+CREATE INDEX job_events_time ON job_events(time);
+)sql";
+
 Status Rollback(sqlite3* db, Error error) {
   if (sqlite3_get_autocommit(db) == 0) sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
   return error;
@@ -178,7 +193,8 @@ Status Exec(sqlite3* db, const std::string& sql, const std::string& what) {
 }  // namespace
 
 const std::vector<std::string_view>& Migrations() {
-  static const std::vector<std::string_view> migrations = {kMigration1, kMigration2, kMigration3, kMigration4};
+  static const std::vector<std::string_view> migrations = {kMigration1, kMigration2, kMigration3, kMigration4,
+                                                           kMigration5};
   return migrations;
 }
 

@@ -328,6 +328,13 @@ class SqliteTransaction final : public Transaction {
     return s;
   }
 
+  Status AppendClusterEvent(const ClusterEvent& e) override {
+    auto stmt = c_.Prepare("INSERT INTO events(time, kind, object, severity, message) VALUES(?, ?, ?, ?, ?)");
+    if (!stmt.ok()) return stmt.error();
+    stmt->Bind(1, ToUnixMillis(e.time)).Bind(2, e.kind).Bind(3, e.object).Bind(4, e.severity).Bind(5, e.message);
+    return stmt->Run();
+  }
+
   Status AppendAudit(const AuditRecord& record) override {
     auto stmt = c_.Prepare("INSERT INTO audit(time, actor, action, target, result) VALUES(?, ?, ?, ?, ?)");
     if (!stmt.ok()) return stmt.error();
@@ -598,6 +605,77 @@ class SqliteStore final : public Store {
     while (OrThrow(stmt.Step())) {
       events.push_back({FromUnixMillis(stmt.Int(0)), stmt.Text(1), stmt.Text(2)});
     }
+    return events;
+  }
+
+  std::vector<ClusterEvent> ListClusterEvents(const EventFilter& f) const override {
+    // Jobs' events (object "job/ID", severity info; warning for a ledger
+    // discrepancy) and the cluster's, each side filtered, merged by time.
+    std::vector<std::string> params;
+    std::string job_where = "WHERE 1", cluster_where = "WHERE 1";
+    if (f.since) {
+      const std::string since = std::to_string(ToUnixMillis(*f.since));
+      job_where += " AND e.time >= " + since;
+      cluster_where += " AND time >= " + since;
+    }
+    std::vector<std::string> job_params, cluster_params;
+    if (f.kind) {
+      job_where += " AND e.kind = ?";
+      job_params.push_back(*f.kind);
+      cluster_where += " AND kind = ?";
+      cluster_params.push_back(*f.kind);
+    }
+    if (f.object) {
+      const bool prefix = !f.object->empty() && f.object->back() == '/';
+      if (prefix) {
+        cluster_where += " AND substr(object, 1, " + std::to_string(f.object->size()) + ") = ?";
+        cluster_params.push_back(*f.object);
+        if (*f.object != "job/") job_where += " AND 0";
+      } else {
+        cluster_where += " AND object = ?";
+        cluster_params.push_back(*f.object);
+        model::JobId id = 0;
+        if (f.object->rfind("job/", 0) == 0) {
+          try {
+            id = std::stoll(f.object->substr(4));
+          } catch (const std::exception&) {
+            id = 0;
+          }
+        }
+        job_where += " AND e.job_id = " + std::to_string(id);
+      }
+    }
+    std::string job_from = "job_events e";
+    if (f.visible_projects) {
+      job_from += " JOIN jobs j ON j.id = e.job_id";
+      auto in_list = [&](const std::vector<std::string>& values) {
+        std::string list = "(";
+        for (size_t i = 0; i < values.size(); ++i) {
+          list += i ? ", ?" : "?";
+          job_params.push_back(values[i]);
+        }
+        return list + (values.empty() ? "NULL)" : ")");
+      };
+      job_where +=
+          " AND (j.project IN " + in_list(*f.visible_projects) + " OR j.queue IN " + in_list(f.visible_queues) + ")";
+    }
+    params = job_params;
+    params.insert(params.end(), cluster_params.begin(), cluster_params.end());
+    const std::string sql =
+        "SELECT time, kind, object, severity, message FROM ("
+        "SELECT e.time AS time, e.id AS seq, 0 AS src, e.kind AS kind, 'job/' || e.job_id AS object, "
+        "CASE WHEN e.kind = 'ledger_discrepancy' THEN 'warning' ELSE 'info' END AS severity, e.message AS message "
+        "FROM " +
+        job_from + " " + job_where + " UNION ALL SELECT time, id, 1, kind, object, severity, message FROM events " +
+        cluster_where + ") ORDER BY time DESC, src DESC, seq DESC LIMIT " + std::to_string(std::max(f.limit, 0));
+    auto lease = OrThrow(readers_.Acquire());
+    auto stmt = OrThrow((*lease).Prepare(sql));
+    for (size_t i = 0; i < params.size(); ++i) stmt.Bind(static_cast<int>(i + 1), params[i]);
+    std::vector<ClusterEvent> events;
+    while (OrThrow(stmt.Step())) {
+      events.push_back({FromUnixMillis(stmt.Int(0)), stmt.Text(1), stmt.Text(2), stmt.Text(3), stmt.Text(4)});
+    }
+    std::reverse(events.begin(), events.end());
     return events;
   }
 

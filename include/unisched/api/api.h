@@ -127,6 +127,7 @@ class Api {
   void WhoAmI(Call& call);
   void Usage(Call& call);
   void Reconcile(Call& call);
+  void ListEvents(Call& call);
   void ControlJobAction(Call& call, ControlPlane::JobAction action);
   // Reads a job the caller may see: NotFound both when missing and when hidden.
   Result<model::Job> LoadVisibleJob(const Call& call);

@@ -41,6 +41,26 @@ struct JobEvent {
   std::string message;
 };
 
+// An event of the cluster (GET /v1/events): a job's events appear there
+// with object "job/ID"; nodes' and alerts' events are stored as these.
+struct ClusterEvent {
+  Timestamp time{};
+  std::string kind;               // drain, resume, down, up, registered, alert_firing, alert_resolved, ...
+  std::string object;             // node/NAME, alert/NAME/OBJECT, job/ID
+  std::string severity = "info";  // info | warning | critical
+  std::string message;
+};
+
+struct EventFilter {
+  std::optional<std::string> kind;
+  std::optional<std::string> object;  // exact, or a prefix when it ends with '/' ("node/")
+  std::optional<Timestamp> since;     // events at or after
+  int limit = 1000;                   // the newest this many
+  // Visibility of jobs' events: unset sees all; else jobs of these projects or queues.
+  std::optional<std::vector<std::string>> visible_projects;
+  std::vector<std::string> visible_queues;
+};
+
 struct AuditRecord {
   Timestamp time{};
   std::string actor;   // user name, or "system"
@@ -156,6 +176,7 @@ class Transaction {
   virtual Result<model::Job> GetJob(model::JobId id) = 0;
   virtual Status AppendEvent(model::JobId id, const JobEvent& event) = 0;
   virtual Status AppendAudit(const AuditRecord& record) = 0;
+  virtual Status AppendClusterEvent(const ClusterEvent& event) = 0;
   virtual Status UpsertUser(const UserRecord& user) = 0;
   virtual Status InsertToken(const TokenRecord& token) = 0;
   virtual Status SetNodeState(const NodeStateRecord& node) = 0;
@@ -192,6 +213,8 @@ class Store {
   // Job counts by (state, queue, pool), for metrics at start-up.
   virtual std::map<std::tuple<model::JobState, std::string, std::string>, int64_t> CountJobs() const = 0;
   virtual std::vector<JobEvent> ListEvents(model::JobId id) const = 0;
+  // Cluster and job events, oldest first (the newest filter.limit of them).
+  virtual std::vector<ClusterEvent> ListClusterEvents(const EventFilter& filter) const = 0;
   virtual std::vector<AuditRecord> ListAudit(int limit) const = 0;
   virtual std::optional<TokenRecord> FindToken(const std::string& hash) const = 0;
   virtual std::optional<UserRecord> GetUser(const std::string& name) const = 0;
