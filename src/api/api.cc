@@ -102,7 +102,8 @@ json NodeJson(const ClusterView::Node& node) {
           {"reason", node.reason},
           {"resources", {{"cpus", u.spec.cpus}, {"memory_mb", u.spec.memory_mb}, {"gpus", gpus}}},
           {"allocated", {{"cpus", u.cpus_used}, {"memory_mb", u.memory_used_mb}, {"gpus", busy}}},
-          {"last_heartbeat", nullptr}};
+          {"last_heartbeat", node.last_heartbeat ? json(FormatRfc3339(*node.last_heartbeat)) : json(nullptr)},
+          {"agent", u.spec.agent}};
 }
 
 json UserJson(const store::UserRecord& u) {
@@ -178,6 +179,11 @@ Api::Api(ApiContext context) : ctx_(std::move(context)) {
   add("GET", "/v1/usage", &Api::Usage);
   add("GET", "/v1/usage/reconcile", &Api::Reconcile);
   add("GET", "/v1/events", &Api::ListEvents);
+  add("POST", "/v1/node-tokens", &Api::CreateNodeToken);
+  add("POST", "/v1/agents/heartbeat", &Api::AgentHeartbeat);
+  routes_.back().for_agents = true;
+  add("POST", "/v1/agents/results", &Api::AgentResults);
+  routes_.back().for_agents = true;
 }
 
 void Api::InvalidateCredentials() {
@@ -197,6 +203,15 @@ Result<auth::Principal> Api::Authenticate(const HttpRequest& request) {
     if (auto it = credentials_.find(hash); it != credentials_.end()) return it->second;
   }
   auto token = ctx_.store->FindToken(hash);
+  if (token && token->kind == "node") {
+    // A node agent's token: it acts for the nodes of one pool, nothing else.
+    auth::Principal p;
+    p.user = "node:" + token->pool;
+    p.node_pool = token->pool;
+    std::lock_guard lock(credentials_mu_);
+    credentials_[hash] = p;
+    return p;
+  }
   if (!token || token->kind != "user") return Error::Unauthenticated("invalid or revoked token");
   auto user = ctx_.store->GetUser(token->user);
   if (!user) return Error::Unauthenticated("the token's user no longer exists");
@@ -285,6 +300,12 @@ void Api::Handle(HttpRequest request, Respond respond) {
     }
     call.principal = std::move(principal.value());
     state.actor = call.principal->user;
+    if (match->for_agents != !call.principal->node_pool.empty()) {
+      call.reply(ErrorResponse(403, "forbidden",
+                               match->for_agents ? "only node agents (a node token, POST /v1/node-tokens) may call this"
+                                                 : "a node token may only be used by `unisched agent`"));
+      return;
+    }
   }
   try {
     (this->*(match->endpoint))(call);
@@ -1061,6 +1082,76 @@ void Api::CreateToken(Call& call) {
                     [reply, token, name](Status s) {
                       reply(s.ok() ? Json(201, {{"token", token}, {"user", name}}) : FromError(s.error()));
                     });
+}
+
+void Api::CreateNodeToken(Call& call) {
+  if (!auth::IsPlatformAdmin(*call.principal)) {
+    call.reply(ErrorResponse(403, "forbidden", "only platform-admins may create node tokens"));
+    return;
+  }
+  json body = json::parse(call.request.body, nullptr, false);
+  if (!body.is_object()) {
+    call.reply(ErrorResponse(400, "malformed_json", "the body must be a JSON object: {\"pool\": \"cpu-hpc-pool\"}"));
+    return;
+  }
+  const json pool = body.value("pool", json());
+  if (!pool.is_string() || !ctx_.config->cluster.FindPool(pool.get<std::string>())) {
+    std::string pools;
+    for (const auto& p : ctx_.config->cluster.pools) pools += (pools.empty() ? "" : ", ") + p.name;
+    call.reply(ErrorResponse(422, "invalid_value", "pool must name a pool of the config (" + pools + ")", "pool"));
+    return;
+  }
+  const std::string name = pool.get<std::string>();
+  const std::string token = auth::GenerateToken();
+  store::TokenRecord record{auth::HashToken(token), "node:" + name, "node", name, ctx_.clock->Now()};
+  auto reply = call.reply;
+  ctx_.store->Write([record](store::Transaction& t) { return t.InsertToken(record); },
+                    [reply, token, name](Status s) {
+                      reply(s.ok() ? Json(201, {{"token", token}, {"pool", name}}) : FromError(s.error()));
+                    });
+}
+
+void Api::AgentHeartbeat(Call& call) {
+  call.MarkAudited();  // every few seconds from every agent: not an audit trail
+  if (!ctx_.agents) {
+    call.reply(ErrorResponse(503, "unavailable", "this daemon serves no node agents"));
+    return;
+  }
+  json body = json::parse(call.request.body, nullptr, false);
+  auto heartbeat = executor::HeartbeatFromJson(body);
+  if (!heartbeat.ok()) {
+    call.reply(FromError(heartbeat.error()));
+    return;
+  }
+  auto reply = call.reply;
+  ctx_.agents->Heartbeat(
+      call.principal->node_pool, std::move(*heartbeat), [reply](Result<executor::Commands> commands) {
+        reply(commands.ok() ? Json(200, executor::CommandsToJson(*commands)) : FromError(commands.error()));
+      });
+}
+
+void Api::AgentResults(Call& call) {
+  call.MarkAudited();
+  if (!ctx_.agents) {
+    call.reply(ErrorResponse(503, "unavailable", "this daemon serves no node agents"));
+    return;
+  }
+  json body = json::parse(call.request.body, nullptr, false);
+  if (!body.is_object() || !body.value("node", json()).is_string() || !body.value("results", json()).is_array()) {
+    call.reply(ErrorResponse(400, "invalid_message", "expected {\"node\": NAME, \"results\": [...]}"));
+    return;
+  }
+  std::vector<executor::RunResult> results;
+  for (const auto& r : body["results"]) {
+    auto result = executor::RunResultFromJson(r);
+    if (!result.ok()) {
+      call.reply(FromError(result.error()));
+      return;
+    }
+    results.push_back(std::move(*result));
+  }
+  Status s = ctx_.agents->Results(call.principal->node_pool, body["node"].get<std::string>(), std::move(results));
+  call.reply(s.ok() ? Json(200, {{"accepted", true}}) : FromError(s.error()));
 }
 
 void Api::ListAudit(Call& call) {

@@ -108,7 +108,8 @@ void ParseExecutor(const YAML::Node& node, Errors& errors, ExecutorSettings& out
 
 model::PoolSpec ParsePool(const YAML::Node& node, const std::string& path, Errors& errors) {
   model::PoolSpec pool;
-  MapReader m(node, path, {"name", "kind", "labels", "nodes", "backfill", "reservation_depth", "prices"}, errors);
+  MapReader m(node, path,
+              {"name", "kind", "labels", "nodes", "backfill", "reservation_depth", "prices", "health_check"}, errors);
   m.Require("name");
   m.Read("name", pool.name);
   std::string kind;
@@ -125,6 +126,11 @@ model::PoolSpec ParsePool(const YAML::Node& node, const std::string& path, Error
   ReadEnum(m, "backfill", "backfill mode", kBackfillNames, model::ParseBackfillMode, pool.backfill, errors);
   m.Read("reservation_depth", pool.reservation_depth);
   m.Read("prices", pool.prices);
+  MapReader check(m.Get("health_check"), m.PathOf("health_check"), {"command", "interval_seconds", "timeout_seconds"},
+                  errors);
+  check.Read("command", pool.health_check_command);
+  check.Read("interval_seconds", pool.health_check_interval_seconds);
+  check.Read("timeout_seconds", pool.health_check_timeout_seconds);
   return pool;
 }
 
@@ -202,7 +208,7 @@ std::vector<model::GpuDevice> ParseGpus(const YAML::Node& node, const std::strin
 
 model::NodeSpec ParseNode(const YAML::Node& node, const std::string& path, Errors& errors) {
   model::NodeSpec spec;
-  MapReader m(node, path, {"name", "labels", "cpus", "memory_mb", "gpus"}, errors);
+  MapReader m(node, path, {"name", "labels", "cpus", "memory_mb", "gpus", "agent"}, errors);
   m.Require("name", "e.g. name: x86-c64m256-hpc-01");
   m.Read("name", spec.name);
   m.Read("labels", spec.labels);
@@ -211,6 +217,7 @@ model::NodeSpec ParseNode(const YAML::Node& node, const std::string& path, Error
   m.Require("memory_mb", "the memory jobs may use on this node, in MB");
   m.Read("memory_mb", spec.memory_mb);
   if (m.Has("gpus")) spec.gpus = ParseGpus(m.Get("gpus"), m.PathOf("gpus"), errors);
+  m.Read("agent", spec.agent);
   return spec;
 }
 
@@ -406,14 +413,27 @@ void DerivePolicies(Config& config) {
   }
 }
 
+void ParseHealth(const YAML::Node& node, Errors& errors, HealthSettings& out) {
+  MapReader m(
+      node, "health",
+      {"heartbeat_interval_seconds", "heartbeat_timeout_seconds", "black_hole_failures", "black_hole_window_seconds"},
+      errors);
+  m.Read("heartbeat_interval_seconds", out.heartbeat_interval_seconds);
+  m.Read("heartbeat_timeout_seconds", out.heartbeat_timeout_seconds);
+  m.Read("black_hole_failures", out.black_hole_failures);
+  m.Read("black_hole_window_seconds", out.black_hole_window_seconds);
+}
+
 Config ParseConfig(const YAML::Node& root, Errors& errors) {
   Config config;
   MapReader m(root, "",
-              {"server", "store", "executor", "scheduler", "pools", "nodes", "queues", "routing", "projects", "users"},
+              {"server", "store", "executor", "scheduler", "health", "pools", "nodes", "queues", "routing", "projects",
+               "users"},
               errors);
   if (!m.is_map()) return config;
   ParseServer(m.Get("server"), errors, config.server);
   ParseStore(m.Get("store"), errors, config.store);
+  ParseHealth(m.Get("health"), errors, config.health);
   ParseExecutor(m.Get("executor"), errors, config.executor);
   ParseScheduler(m.Get("scheduler"), errors, config.cluster);
 

@@ -177,6 +177,18 @@ void ValidateServer(const ServerSettings& s, Errors& errors) {
   Positive(errors, "server.scheduler_tick_seconds", s.scheduler_tick_seconds);
 }
 
+void ValidateHealth(const HealthSettings& h, Errors& errors) {
+  Positive(errors, "health.heartbeat_interval_seconds", h.heartbeat_interval_seconds);
+  Positive(errors, "health.heartbeat_timeout_seconds", h.heartbeat_timeout_seconds);
+  if (h.heartbeat_timeout_seconds <= h.heartbeat_interval_seconds) {
+    errors.Add("health.heartbeat_timeout_seconds",
+               "must be longer than heartbeat_interval_seconds (" + std::to_string(h.heartbeat_interval_seconds) +
+                   "), or every agent would time out between two heartbeats; 3 to 6 intervals is usual");
+  }
+  NonNegative(errors, "health.black_hole_failures", h.black_hole_failures, "0 never drains a node for failing jobs");
+  Positive(errors, "health.black_hole_window_seconds", h.black_hole_window_seconds);
+}
+
 void ValidateStore(const StoreSettings& s, Errors& errors) {
   if (s.synchronous != "full" && s.synchronous != "normal" && s.synchronous != "off") {
     errors.Add("store.synchronous", "unknown value '" + s.synchronous + "'; expected one of: full, normal, off" +
@@ -296,6 +308,9 @@ void ValidateCluster(const model::ClusterSpec& cluster, NameRegistry& queues, Er
       }
       NonNegative(errors, price_path, price, "a price per hour of the metric");
     }
+    const std::string check_path = JoinKey(path, "health_check");
+    Positive(errors, JoinKey(check_path, "interval_seconds"), pool.health_check_interval_seconds);
+    Positive(errors, JoinKey(check_path, "timeout_seconds"), pool.health_check_timeout_seconds);
   }
 
   NameRegistry nodes("node", "nodes");
@@ -528,6 +543,7 @@ std::vector<ConfigError> ValidateConfig(const Config& config) {
   Errors errors;
   ValidateServer(config.server, errors);
   ValidateStore(config.store, errors);
+  ValidateHealth(config.health, errors);
   ValidateExecutor(config.executor, errors);
   ValidateScheduler(config.cluster, errors);
   NameRegistry queues("queue", "queues");

@@ -17,6 +17,19 @@ constexpr std::chrono::hours kRetentionSweepEvery{1};
 // Fairshare usage is kept in memory and saved this often (and at stop): a
 // crash loses at most this much charged usage.
 constexpr std::chrono::seconds kUsageSaveEvery{60};
+// Reasons of agent nodes the daemon set down itself: a heartbeat brings such
+// a node up again (a node an admin drained stays drained).
+constexpr const char* kAwaitingAgent = "waiting for its agent to register";
+constexpr const char* kNoHeartbeat = "no heartbeat from its agent for ";
+
+// The parts appended in order (no `"literal" + std::string(...)`, which
+// trips GCC 12's -Wrestrict false positive, PR 105329).
+template <class... Parts>
+std::string Cat(const Parts&... parts) {
+  std::string out;
+  ((out += parts), ...);
+  return out;
+}
 
 std::string Join(const std::vector<std::string>& items, char sep) {
   std::string out;
@@ -104,6 +117,13 @@ model::NodeUsage* Controller::FindNode(const std::string& name) {
 }
 
 void Controller::Start() {
+  const Timestamp started = clock_.Now();
+  for (auto& n : nodes_) {
+    if (!n.spec.agent) continue;
+    n.state = model::NodeState::kDown;
+    node_reasons_[n.spec.name] = kAwaitingAgent;
+    last_heartbeat_[n.spec.name] = started;
+  }
   for (const auto& record : store_.LoadNodeStates()) {
     if (auto* n = FindNode(record.name)) {
       n->state = record.state;
@@ -185,6 +205,12 @@ std::shared_ptr<const api::ClusterView> Controller::View() const {
   return view_;
 }
 
+void Controller::OnAgentHeartbeat(executor::Heartbeat heartbeat, std::function<void(HeartbeatAnswer)> done) {
+  Post([this, heartbeat = std::move(heartbeat), done = std::move(done)](Batch& batch) {
+    ApplyHeartbeat(batch, heartbeat, done);
+  });
+}
+
 void Controller::JobCommitted(Job job) {
   Post([this, job = std::move(job)](Batch&) mutable {
     ++job_counts_[{job.state, job.queue, job.pool}];
@@ -241,6 +267,7 @@ void Controller::Loop() {
       next_tick = SteadyClock::now() + tick;
       need_cycle_ = true;  // refresh pending reasons even when nothing happened
       if (now >= next_retention_sweep_) SweepRetention(batch, now);
+      CheckHeartbeats(batch, now);
     }
     if (now >= next_charge_) {
       ChargeRunning(batch, now);
@@ -646,7 +673,10 @@ void Controller::ApplyResult(Batch& batch, const executor::RunResult& result) {
   if (result.started_at) job.started_at = result.started_at;
   ReleaseAllocation(*attempt);
   CloseCharging(batch, job, *attempt);
-  if (to == JobState::kFailed && !job.cancel_requested && RequeueForRetry(batch, job, to, now)) return;
+  if (to == JobState::kFailed && !job.cancel_requested) {
+    CountNodeFailure(batch, *attempt, now);
+    if (RequeueForRetry(batch, job, to, now)) return;
+  }
   std::string reason = result.reason;
   if (to == JobState::kCancelled && reason.empty()) reason = "cancelled";
   std::string message = std::string(executor::ToString(result.outcome));
@@ -811,7 +841,12 @@ void Controller::Publish() {
   auto view = std::make_shared<api::ClusterView>();
   for (const auto& n : nodes_) {
     auto it = node_reasons_.find(n.spec.name);
-    view->nodes.push_back({n, it == node_reasons_.end() ? "" : it->second});
+    auto heard = last_heartbeat_.find(n.spec.name);
+    view->nodes.push_back({n, it == node_reasons_.end() ? "" : it->second, std::nullopt});
+    // The daemon's start counts for the timeout, not as a heartbeat seen.
+    if (heard != last_heartbeat_.end() && node_reasons_[n.spec.name] != kAwaitingAgent) {
+      view->nodes.back().last_heartbeat = heard->second;
+    }
   }
   for (const auto& [key, count] : job_counts_) {
     const auto& [state, queue, pool] = key;
@@ -838,6 +873,142 @@ void Controller::Publish() {
   for (const auto& [key, count] : node_counts) metrics_.SetNodes(key.first, key.second, count);
   std::lock_guard lock(view_mu_);
   view_ = std::move(view);
+}
+
+void Controller::ApplyHeartbeat(Batch& batch, const executor::Heartbeat& hb,
+                                const std::function<void(HeartbeatAnswer)>& done) {
+  model::NodeUsage* node = FindNode(hb.node);
+  if (!node) return;  // the hub checked it against the config
+  const Timestamp now = clock_.Now();
+  last_heartbeat_[hb.node] = now;
+  const std::string reason = node_reasons_[hb.node];
+  const model::NodeSpec& spec = node->spec;
+  // Registration: a node the daemon set down itself comes up. Like slurmd,
+  // an agent that finds less than the config declares gets its node drained
+  // (jobs sized by the config would not fit).
+  std::string short_of;
+  auto lacks = [&short_of](int64_t has, int64_t declared, const char* what) {
+    if (has >= declared) return;
+    short_of +=
+        Cat(short_of.empty() ? "" : ", ", std::to_string(has), what, " (config: ", std::to_string(declared), ")");
+  };
+  lacks(hb.cpus, spec.cpus, " cpus");
+  lacks(hb.memory_mb, spec.memory_mb, " MB memory");
+  lacks(static_cast<int64_t>(hb.gpus.size()), static_cast<int64_t>(spec.gpus.size()), " GPUs");
+  if (node->state == model::NodeState::kDown && (reason == kAwaitingAgent || reason.rfind(kNoHeartbeat, 0) == 0)) {
+    const bool first = reason == kAwaitingAgent;
+    ChangeNodeState(batch, *node, model::NodeState::kUp, "", first ? "registered" : "up", "info",
+                    first ? Cat("its agent registered: ", std::to_string(hb.cpus), " cpus, ",
+                                std::to_string(hb.memory_mb), " MB, ", std::to_string(hb.gpus.size()), " GPUs")
+                          : std::string("its agent is back"));
+  }
+  const bool up = node->state == model::NodeState::kUp;
+  if (up && !short_of.empty()) {
+    ChangeNodeState(batch, *node, model::NodeState::kDrained, "agent reports less than configured: " + short_of,
+                    "drain", "warning", "drained: its agent reports less than configured: " + short_of);
+  } else if (up && !hb.healthy) {
+    const bool busy = node->cpus_used > 0 || node->memory_used_mb > 0;
+    ChangeNodeState(batch, *node, busy ? model::NodeState::kDraining : model::NodeState::kDrained,
+                    "health check failed: " + hb.health_message, "drain", "warning",
+                    "drained: health check failed: " + hb.health_message);
+  }
+  // What the agent runs that is not the current attempt of a running job on
+  // this node is stale (requeued elsewhere after a node failure, cancelled,
+  // ...): it is stopped there, and its late reports are ignored.
+  HeartbeatAnswer answer;
+  answer.node_state = std::string(model::ToString(node->state));
+  std::set<std::pair<model::JobId, int>> reported;
+  for (const auto& ref : hb.running) {
+    reported.insert({ref.job, ref.attempt});
+    auto it = active_.find(ref.job);
+    const model::Attempt* current = it == active_.end() ? nullptr : it->second.CurrentAttempt();
+    const bool here = current && current->number == ref.attempt && it->second.state == JobState::kRunning &&
+                      std::any_of(current->allocation.begin(), current->allocation.end(),
+                                  [&](const model::NodeAllocation& a) { return a.node == hb.node; });
+    if (!here) answer.stale.push_back({ref.job, ref.attempt, false, true});
+  }
+  // Attempts recovered after a daemon restart that the agent does not run:
+  // sent again (the agent runs an attempt at most once, and answers one it
+  // already ran with its stored result).
+  for (const auto& [id, job] : active_) {
+    const model::Attempt* a = job.CurrentAttempt();
+    if (job.state != JobState::kRunning || !a || a->allocation.empty() || a->allocation.front().node != hb.node) {
+      continue;
+    }
+    if (!reported.count({id, a->number}) && job.started_at && now - *job.started_at > std::chrono::seconds(2)) {
+      answer.relaunch.push_back({id, a->number});
+    }
+  }
+  batch.after_commit.push_back([done, answer = std::move(answer)] { done(answer); });
+}
+
+void Controller::CheckHeartbeats(Batch& batch, Timestamp now) {
+  const auto timeout = std::chrono::seconds(config_.health.heartbeat_timeout_seconds);
+  for (auto& node : nodes_) {
+    if (!node.spec.agent || node.state == model::NodeState::kDown) continue;
+    const Timestamp last = last_heartbeat_[node.spec.name];
+    if (now - last <= timeout) continue;
+    const auto silent = std::chrono::duration_cast<std::chrono::seconds>(now - last).count();
+    const std::string why = Cat(kNoHeartbeat, std::to_string(silent), " s");
+    spdlog::warn("node {} down: {}", node.spec.name, why);
+    ChangeNodeState(batch, node, model::NodeState::kDown, why, "down", "critical", "down: " + why);
+    FailJobsOnNode(batch, node.spec.name, "node " + node.spec.name + " down: " + why, now);
+  }
+}
+
+void Controller::FailJobsOnNode(Batch& batch, const std::string& node, const std::string& why, Timestamp now) {
+  std::vector<model::JobId> on_node;
+  for (const auto& [id, job] : active_) {
+    const model::Attempt* a = job.CurrentAttempt();
+    if (job.state != JobState::kRunning || !a) continue;
+    for (const auto& alloc : a->allocation) {
+      if (alloc.node == node) on_node.push_back(id);
+    }
+  }
+  for (model::JobId id : on_node) {
+    Job& job = active_.at(id);
+    model::Attempt& attempt = *job.CurrentAttempt();
+    TallyRunning(job, -1);
+    // The run as the daemon saw it: from its start until the node was lost.
+    if (!attempt.started_at) attempt.started_at = job.started_at.value_or(now);
+    attempt.ended_at = now;
+    attempt.state = JobState::kNodeFail;
+    attempt.reason = why;
+    job.preempting_for.reset();
+    ReleaseAllocation(attempt);
+    CloseCharging(batch, job, attempt);
+    // Stopped on the node if it still runs there (a partition, not a dead
+    // machine); its late report is ignored (the attempt is not current).
+    batch.after_commit.push_back([this, id, number = attempt.number] { executor_->Cancel(id, number); });
+    if (!job.cancel_requested && RequeueForRetry(batch, job, JobState::kNodeFail, now)) continue;
+    job.exit_code.reset();
+    job.ended_at = now;
+    Transition(batch, job, JobState::kNodeFail, "NodeFail", "node_fail", why);
+    active_.erase(id);
+  }
+  need_cycle_ = true;
+}
+
+void Controller::CountNodeFailure(Batch& batch, const model::Attempt& attempt, Timestamp now) {
+  const int limit = config_.health.black_hole_failures;
+  if (limit <= 0) return;
+  const auto window = std::chrono::seconds(config_.health.black_hole_window_seconds);
+  for (const auto& alloc : attempt.allocation) {
+    auto& times = recent_failures_[alloc.node];
+    times.push_back(now);
+    while (!times.empty() && now - times.front() > window) times.pop_front();
+    model::NodeUsage* node = FindNode(alloc.node);
+    if (!node || node->state != model::NodeState::kUp || static_cast<int>(times.size()) < limit) continue;
+    // A node that fails every job it gets (a broken library, a full disk)
+    // would otherwise eat the queue: drain it for a person to look at.
+    const std::string why = Cat("black hole: ", std::to_string(times.size()), " jobs failed on it within ",
+                                std::to_string(window.count()), " s");
+    spdlog::warn("node {} drained: {}", alloc.node, why);
+    const bool busy = node->cpus_used > 0 || node->memory_used_mb > 0;
+    ChangeNodeState(batch, *node, busy ? model::NodeState::kDraining : model::NodeState::kDrained, why, "drain",
+                    "warning", "drained automatically: " + why);
+    times.clear();
+  }
 }
 
 executor::LaunchSpec Controller::MakeLaunchSpec(const Job& job) const {
@@ -867,6 +1038,7 @@ executor::LaunchSpec Controller::MakeLaunchSpec(const Job& job) const {
   }
   spec.limits.pids = config_.executor.pids_limit;
   spec.log_cap_bytes = config_.store.max_log_bytes;
+  if (!attempt.allocation.empty()) spec.node = attempt.allocation.front().node;
   return spec;
 }
 

@@ -17,6 +17,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "daemon/agent_hub.h"
 #include "unisched/api/api.h"
 #include "unisched/common/time.h"
 #include "unisched/config/config.h"
@@ -31,7 +32,7 @@
 
 namespace unisched::daemon {
 
-class Controller final : public api::ControlPlane {
+class Controller final : public api::ControlPlane, public AgentSink {
  public:
   Controller(const config::Config& config, store::Store& store, metrics::Metrics& metrics, const Clock& clock);
   ~Controller() override;
@@ -44,8 +45,10 @@ class Controller final : public api::ControlPlane {
   void Stop();
   bool Ready() const { return ready_.load(); }
 
-  // From the executor's threads.
-  void OnRunResult(executor::RunResult result);
+  // From the executor's threads and the agent hub.
+  void OnRunResult(executor::RunResult result) override;
+  // From the agent hub: a node agent's heartbeat (docs/agents.md).
+  void OnAgentHeartbeat(executor::Heartbeat heartbeat, std::function<void(HeartbeatAnswer)> done) override;
 
   // api::ControlPlane
   void JobCommitted(model::Job job) override;
@@ -102,6 +105,15 @@ class Controller final : public api::ControlPlane {
   void AppendCharge(Batch& batch, const model::Job& job, int attempt, const ledger::Charge& charge, Timestamp from,
                     Timestamp to, bool final);
   model::NodeUsage* FindNode(const std::string& name);
+  // Agent nodes: registration, resources, health, stale attempts.
+  void ApplyHeartbeat(Batch& batch, const executor::Heartbeat& heartbeat,
+                      const std::function<void(HeartbeatAnswer)>& done);
+  // Agent nodes silent for longer than the heartbeat timeout go down.
+  void CheckHeartbeats(Batch& batch, Timestamp now);
+  // Every attempt running on `node` ends NODE_FAIL; its job is requeued or ends.
+  void FailJobsOnNode(Batch& batch, const std::string& node, const std::string& why, Timestamp now);
+  // Black-hole detection: a node where too many jobs fail in a short time is drained.
+  void CountNodeFailure(Batch& batch, const model::Attempt& attempt, Timestamp now);
   executor::LaunchSpec MakeLaunchSpec(const model::Job& job) const;
 
   const config::Config& config_;
@@ -149,6 +161,10 @@ class Controller final : public api::ControlPlane {
   std::shared_ptr<const api::PendingInfoMap> pending_ = std::make_shared<api::PendingInfoMap>();
   bool need_cycle_ = true;
   Timestamp next_retention_sweep_{};
+  // Agent nodes: when their agent was last heard from (the daemon's start
+  // counts as a heartbeat, so agents have a timeout's grace to come back).
+  std::map<std::string, Timestamp> last_heartbeat_;
+  std::map<std::string, std::deque<Timestamp>> recent_failures_;  // by node, within the black-hole window
 
   mutable std::mutex view_mu_;
   std::shared_ptr<const api::ClusterView> view_;

@@ -3,11 +3,13 @@
 #include <string>
 
 #include "daemon/server.h"
+#include "unisched/agent/agent.h"
 #include "unisched/cli/cli.h"
 
 int main(int argc, char** argv) {
   const std::string command = argc > 1 ? argv[1] : "";
   if (command == "server") return unisched::daemon::RunServer(argc, argv);
   if (command == "validate-config") return unisched::daemon::RunValidateConfig(argc, argv);
+  if (command == "agent") return unisched::agent::RunAgent(argc, argv);
   return unisched::cli::RunCli(argc, argv);
 }

@@ -218,14 +218,20 @@ int RunServer(int argc, char** argv) {
   Controller controller(cfg, **store, metrics, clock);
   executor::LocalExecutorOptions exec_options{(state_dir / "runs").string(), (state_dir / "work").string(),
                                               SupervisorPath(cfg), cfg.executor.use_cgroups};
-  auto executor = executor::MakeLocalExecutor(
+  auto local_executor = executor::MakeLocalExecutor(
       exec_options, [&controller](executor::RunResult result) { controller.OnRunResult(std::move(result)); });
+  // Nodes with `agent: true` run their attempts through their agents.
+  AgentHub agents(cfg, clock);
+  agents.SetSink(&controller);
+  agents.Start();
+  auto executor = std::make_unique<RoutingExecutor>(cfg, *local_executor, agents);
   controller.SetExecutor(executor.get());
 
   api::ApiContext context;
   context.config = &cfg;
   context.store = store->get();
   context.control = &controller;
+  context.agents = &agents;
   context.metrics = &metrics;
   context.clock = &clock;
   context.log_path = [&executor](model::JobId id, int attempt, std::string_view stream) {
@@ -258,6 +264,7 @@ int RunServer(int argc, char** argv) {
   int received = 0;
   sigwait(&signals, &received);
   spdlog::info("signal {}: shutting down", received);
+  agents.Stop();  // parked heartbeats are answered while the listener still runs
   (*server)->Stop();
   housekeeper.Stop();
   controller.Stop();

@@ -17,6 +17,7 @@
 #include "unisched/common/status.h"
 #include "unisched/common/time.h"
 #include "unisched/config/config.h"
+#include "unisched/executor/wire.h"
 #include "unisched/metrics/metrics.h"
 #include "unisched/model/fit.h"
 #include "unisched/model/job.h"
@@ -34,7 +35,8 @@ using PendingInfoMap = model::PendingInfos;
 struct ClusterView {
   struct Node {
     model::NodeUsage usage;
-    std::string reason;  // why drained/down
+    std::string reason;                         // why drained/down
+    std::optional<Timestamp> last_heartbeat{};  // agent nodes: its agent's last heartbeat
   };
   std::vector<Node> nodes;
   std::map<std::string, int> pending_by_queue;
@@ -66,10 +68,27 @@ class ControlPlane {
   virtual std::shared_ptr<const ClusterView> View() const = 0;
 };
 
+// The daemon's side of the node agents (docs/agents.md), as the API needs
+// it. Implemented by the daemon's agent hub; safe from any thread.
+class AgentPlane {
+ public:
+  virtual ~AgentPlane() = default;
+  // A heartbeat from an agent whose node token is for `token_pool`. `done`
+  // gets the commands for the node, at once when there are any, else after
+  // up to heartbeat.wait_ms; or NotFound/Forbidden for a node that is not an
+  // agent node of that pool.
+  virtual void Heartbeat(const std::string& token_pool, executor::Heartbeat heartbeat,
+                         std::function<void(Result<executor::Commands>)> done) = 0;
+  // Results of attempts that ended on the node.
+  virtual Status Results(const std::string& token_pool, const std::string& node,
+                         std::vector<executor::RunResult> results) = 0;
+};
+
 struct ApiContext {
   const config::Config* config = nullptr;
   store::Store* store = nullptr;
   ControlPlane* control = nullptr;
+  AgentPlane* agents = nullptr;  // null: node agents are not served
   metrics::Metrics* metrics = nullptr;
   const Clock* clock = nullptr;
   // Path of an attempt's output file ("stdout"/"stderr").
@@ -97,6 +116,7 @@ class Api {
     std::string templ;
     Endpoint endpoint;
     bool needs_auth;
+    bool for_agents = false;  // only node tokens may call it, and they may call nothing else
   };
 
   Result<auth::Principal> Authenticate(const HttpRequest& request);
@@ -128,6 +148,9 @@ class Api {
   void Usage(Call& call);
   void Reconcile(Call& call);
   void ListEvents(Call& call);
+  void CreateNodeToken(Call& call);
+  void AgentHeartbeat(Call& call);
+  void AgentResults(Call& call);
   void ControlJobAction(Call& call, ControlPlane::JobAction action);
   // Reads a job the caller may see: NotFound both when missing and when hidden.
   Result<model::Job> LoadVisibleJob(const Call& call);

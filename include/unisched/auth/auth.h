@@ -22,6 +22,7 @@ struct Principal {
   std::vector<std::string> projects;  // projects it belongs to
   std::vector<std::string> queues;    // queues it administers (queue-admin)
   std::string unix_user;
+  std::string node_pool{};  // a node agent's token: the pool it may register nodes of (docs/agents.md)
 };
 
 // Hex SHA-256 of a token: what the store keeps.

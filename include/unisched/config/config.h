@@ -65,9 +65,18 @@ struct UserSpec {
   std::string unix_user;            // empty: executor.default_unix_user
 };
 
+// Node agents and node health (docs/agents.md).
+struct HealthSettings {
+  int heartbeat_interval_seconds = 5;   // agents heartbeat this often
+  int heartbeat_timeout_seconds = 30;   // an agent node silent this long is down; its jobs NODE_FAIL
+  int black_hole_failures = 5;          // a node where this many jobs fail ...
+  int black_hole_window_seconds = 300;  // ... within this long is drained; 0 failures: never
+};
+
 struct Config {
   ServerSettings server;
   StoreSettings store;
+  HealthSettings health;
   ExecutorSettings executor;
   // Also holds the `scheduler:` section (fairshare_half_life_hours,
   // fairshare_gpu_weight) and, once loaded, the projects' policies.

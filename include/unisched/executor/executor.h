@@ -41,6 +41,7 @@ struct LaunchSpec {
   int preempt_grace_seconds = 30;  // preemption: SIGTERM .. SIGKILL (the queue's preempt_grace_seconds)
   Limits limits;
   int64_t log_cap_bytes = 10 << 20;  // per stream
+  std::string node;                  // where it runs (its first allocated node): a local node or an agent's
 };
 
 enum class RunOutcome {

@@ -40,6 +40,9 @@ struct NodeSpec {
   int cpus = 0;
   int64_t memory_mb = 0;
   std::vector<GpuDevice> gpus;
+  // Run by a node agent (`unisched agent`, docs/agents.md) instead of by the
+  // daemon on this machine: down until its agent registers.
+  bool agent = false;
   bool operator==(const NodeSpec&) const = default;
 };
 
@@ -62,6 +65,11 @@ struct PoolSpec {
   // Price per hour of a ledger metric on this pool (docs/ledger.md), e.g.
   // {"gpu_seconds": 2.5} = 2.5 per GPU card-hour. Unpriced metrics cost 0.
   std::map<std::string, double> prices{};
+  // Run by the agents of this pool's nodes; a failure drains the node
+  // (docs/agents.md). Empty command: no check.
+  std::vector<std::string> health_check_command{};
+  int health_check_interval_seconds = 60;
+  int health_check_timeout_seconds = 10;
 };
 
 // Upper bounds on what one scope (a project, a user) may hold at once in

@@ -1,0 +1,501 @@
+#include "unisched/agent/agent.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "unisched/client/http_client.h"
+#include "unisched/executor/executor.h"
+#include "unisched/executor/wire.h"
+
+namespace unisched::agent {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::vector<model::GpuDevice> ParseNvidiaSmi(const std::string& csv) {
+  std::vector<model::GpuDevice> gpus;
+  std::istringstream lines(csv);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::vector<std::string> cells;
+    std::string cell;
+    std::istringstream fields(line);
+    while (std::getline(fields, cell, ',')) {
+      cell.erase(0, cell.find_first_not_of(" \t"));
+      cell.erase(cell.find_last_not_of(" \t\r") + 1);
+      cells.push_back(cell);
+    }
+    if (cells.size() < 3) continue;
+    model::GpuDevice gpu;
+    try {
+      gpu.index = std::stoi(cells[0]);
+      gpu.memory_gb = static_cast<int>((std::stoll(cells[2]) + 512) / 1024);  // MiB -> GiB, rounded
+    } catch (const std::exception&) {
+      continue;
+    }
+    std::istringstream words(cells[1]);
+    std::string word;
+    while (words >> word) {
+      std::transform(word.begin(), word.end(), word.begin(), [](unsigned char c) { return std::tolower(c); });
+      if (word != "nvidia") break;
+    }
+    gpu.model = word;
+    gpus.push_back(gpu);
+  }
+  return gpus;
+}
+
+namespace {
+
+struct Options {
+  std::string server;
+  std::string token_file;
+  std::string node;
+  std::string pool;
+  std::string state_dir;
+  model::Labels labels;
+  std::optional<int> cpus;
+  std::optional<int64_t> memory_mb;
+  std::optional<int> gpus;
+  std::string gpu_model = "unknown";
+  int gpu_memory_gb = 0;
+  bool use_cgroups = true;
+};
+
+constexpr const char* kUsage =
+    "usage: unisched agent --server URL --token-file FILE --node NAME --pool POOL\n"
+    "         [--state-dir DIR] [--labels k=v,...] [--cpus N] [--memory-mb N]\n"
+    "         [--gpus N [--gpu-model M] [--gpu-memory-gb G]] [--no-cgroups]\n"
+    "Without --cpus/--memory-mb/--gpus the node's are detected (GPUs with nvidia-smi).\n";
+
+std::optional<Options> ParseArgs(int argc, char** argv) {
+  Options o;
+  for (int i = 2; i < argc; ++i) {
+    const std::string flag = argv[i];
+    auto value = [&]() -> std::optional<std::string> {
+      if (i + 1 >= argc) return std::nullopt;
+      return std::string(argv[++i]);
+    };
+    std::optional<std::string> v;
+    try {
+      if (flag == "--no-cgroups") {
+        o.use_cgroups = false;
+        continue;
+      }
+      if (!(v = value())) {
+        std::cerr << "unisched agent: " << flag << " needs a value\n" << kUsage;
+        return std::nullopt;
+      }
+      if (flag == "--server") {
+        o.server = *v;
+      } else if (flag == "--token-file") {
+        o.token_file = *v;
+      } else if (flag == "--node") {
+        o.node = *v;
+      } else if (flag == "--pool") {
+        o.pool = *v;
+      } else if (flag == "--state-dir") {
+        o.state_dir = *v;
+      } else if (flag == "--cpus") {
+        o.cpus = std::stoi(*v);
+      } else if (flag == "--memory-mb") {
+        o.memory_mb = std::stoll(*v);
+      } else if (flag == "--gpus") {
+        o.gpus = std::stoi(*v);
+      } else if (flag == "--gpu-model") {
+        o.gpu_model = *v;
+      } else if (flag == "--gpu-memory-gb") {
+        o.gpu_memory_gb = std::stoi(*v);
+      } else if (flag == "--labels") {
+        std::istringstream pairs(*v);
+        std::string pair;
+        while (std::getline(pairs, pair, ',')) {
+          const size_t eq = pair.find('=');
+          if (eq == std::string::npos || eq == 0) {
+            std::cerr << "unisched agent: --labels takes key=value pairs separated by commas, got '" << pair << "'\n";
+            return std::nullopt;
+          }
+          o.labels[pair.substr(0, eq)] = pair.substr(eq + 1);
+        }
+      } else {
+        std::cerr << "unisched agent: unknown flag " << flag << "\n" << kUsage;
+        return std::nullopt;
+      }
+    } catch (const std::exception&) {
+      std::cerr << "unisched agent: " << flag << " needs a number, got '" << v.value_or("") << "'\n";
+      return std::nullopt;
+    }
+  }
+  for (const auto& [name, field] : {std::pair{"--server", &o.server}, std::pair{"--token-file", &o.token_file},
+                                    std::pair{"--node", &o.node}, std::pair{"--pool", &o.pool}}) {
+    if (field->empty()) {
+      std::cerr << "unisched agent: " << name << " is required\n" << kUsage;
+      return std::nullopt;
+    }
+  }
+  if (o.state_dir.empty()) o.state_dir = "/var/lib/unisched-agent/" + o.node;
+  return o;
+}
+
+int64_t DetectMemoryMb() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  int64_t kb = 0;
+  std::string unit;
+  while (meminfo >> key >> kb >> unit) {
+    if (key == "MemTotal:") return kb / 1024;
+  }
+  return 0;
+}
+
+std::vector<model::GpuDevice> DetectGpus() {
+  FILE* p = ::popen("nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader,nounits 2>/dev/null", "r");
+  if (!p) return {};
+  std::string out;
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, p)) out += buf;
+  if (::pclose(p) != 0) return {};
+  return ParseNvidiaSmi(out);
+}
+
+// Runs the pool's health check: exit 0 within the timeout is healthy.
+std::pair<bool, std::string> RunHealthCheck(const executor::HealthCheck& check) {
+  const pid_t pid = ::fork();
+  if (pid < 0) return {false, std::string("cannot fork: ") + std::strerror(errno)};
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    const int null = ::open("/dev/null", O_RDWR);
+    if (null >= 0) {
+      ::dup2(null, 0);
+      ::dup2(null, 1);
+      ::dup2(null, 2);
+    }
+    std::vector<char*> args;
+    for (const auto& a : check.command) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execvp(args[0], args.data());
+    ::_exit(127);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(check.timeout_seconds);
+  int status = 0;
+  while (true) {
+    const pid_t done = ::waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      ::kill(-pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return {false, check.command[0] + " did not finish within " + std::to_string(check.timeout_seconds) + " s"};
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {true, ""};
+  if (WIFEXITED(status)) return {false, check.command[0] + " exited " + std::to_string(WEXITSTATUS(status))};
+  return {false, check.command[0] + " was killed by signal " + std::to_string(WTERMSIG(status))};
+}
+
+std::atomic<bool> g_stop{false};
+
+class Agent {
+ public:
+  Agent(Options options, std::string token, std::string host, uint16_t port)
+      : o_(std::move(options)), token_(std::move(token)), host_(std::move(host)), port_(port) {}
+
+  int Run() {
+    if (!PrepareDirs()) return 1;
+    Detect();
+    const fs::path self = fs::read_symlink("/proc/self/exe");
+    executor::LocalExecutorOptions exec{(fs::path(o_.state_dir) / "runs").string(),
+                                        (fs::path(o_.state_dir) / "work").string(),
+                                        (self.parent_path() / "unisched-supervisor").string(), o_.use_cgroups};
+    executor_ = executor::MakeLocalExecutor(exec, [this](executor::RunResult r) { OnResult(std::move(r)); });
+    RecoverAttempts();
+    std::thread results([this] { SendResults(); });
+    std::thread health([this] { CheckHealth(); });
+    spdlog::info("agent for node {} (pool {}): {} cpus, {} MB, {} GPUs; daemon {}:{}", o_.node, o_.pool, cpus_,
+                 memory_mb_, gpus_.size(), host_, port_);
+    Poll();
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    results.join();
+    health.join();
+    executor_->Shutdown();
+    spdlog::info("agent stopped; running jobs keep running and are adopted at the next start");
+    return 0;
+  }
+
+ private:
+  std::string SpecsDir() const { return o_.state_dir + "/specs"; }
+  std::string SpecFile(model::JobId job, int attempt, const char* ext) const {
+    return SpecsDir() + "/" + std::to_string(job) + "-" + std::to_string(attempt) + ext;
+  }
+
+  bool PrepareDirs() {
+    std::error_code ec;
+    fs::create_directories(SpecsDir(), ec);
+    if (ec) {
+      spdlog::critical("cannot create {}: {}", SpecsDir(), ec.message());
+      return false;
+    }
+    // Jobs run as an unprivileged account and must reach their work
+    // directory: the state directory is traversable, not listable.
+    ::chmod(o_.state_dir.c_str(), 0711);
+    ::chmod(SpecsDir().c_str(), 0700);
+    return true;
+  }
+
+  void Detect() {
+    cpus_ = o_.cpus.value_or(static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)));
+    memory_mb_ = o_.memory_mb.value_or(DetectMemoryMb());
+    if (o_.gpus) {
+      for (int i = 0; i < *o_.gpus; ++i) gpus_.push_back({i, o_.gpu_model, o_.gpu_memory_gb});
+    } else {
+      gpus_ = DetectGpus();
+    }
+  }
+
+  // Attempts this agent launched before a restart: adopted if their
+  // supervisors still run, else their results are collected.
+  void RecoverAttempts() {
+    for (const auto& entry : fs::directory_iterator(SpecsDir())) {
+      if (entry.path().extension() != ".json") continue;
+      std::ifstream in(entry.path());
+      json doc = json::parse(in, nullptr, false);
+      auto spec = executor::LaunchSpecFromJson(doc);
+      if (!spec.ok()) continue;
+      {
+        std::lock_guard lock(mu_);
+        running_.insert({spec->job_id, spec->attempt});
+      }
+      executor_->Recover(*spec);
+      spdlog::info("recovering attempt {}.{}", spec->job_id, spec->attempt);
+    }
+  }
+
+  void OnResult(executor::RunResult result) {
+    std::lock_guard lock(mu_);
+    running_.erase({result.job_id, result.attempt});
+    results_.push_back(std::move(result));
+    cv_.notify_all();
+  }
+
+  void Launch(const executor::LaunchSpec& spec) {
+    const std::string done_file = SpecFile(spec.job_id, spec.attempt, ".done");
+    if (fs::exists(done_file)) {
+      // Ran here already (the daemon restarted before it got the result):
+      // the stored result, not a second run.
+      std::ifstream in(done_file);
+      auto result = executor::RunResultFromJson(json::parse(in, nullptr, false));
+      if (result.ok()) OnResult(std::move(*result));
+      return;
+    }
+    {
+      std::lock_guard lock(mu_);
+      if (running_.count({spec.job_id, spec.attempt})) return;
+      running_.insert({spec.job_id, spec.attempt});
+    }
+    std::ofstream(SpecFile(spec.job_id, spec.attempt, ".json")) << executor::LaunchSpecToJson(spec).dump();
+    if (Status s = executor_->Launch(spec); !s) {
+      executor::RunResult failed;
+      failed.job_id = spec.job_id;
+      failed.attempt = spec.attempt;
+      failed.outcome = executor::RunOutcome::kLaunchFailed;
+      failed.reason = "on node " + o_.node + ": " + s.error().message;
+      OnResult(std::move(failed));
+    }
+  }
+
+  executor::Heartbeat MakeHeartbeat(int wait_ms) {
+    executor::Heartbeat h;
+    h.node = o_.node;
+    h.pool = o_.pool;
+    h.cpus = cpus_;
+    h.memory_mb = memory_mb_;
+    h.gpus = gpus_;
+    h.labels = o_.labels;
+    h.wait_ms = wait_ms;
+    std::lock_guard lock(mu_);
+    for (const auto& [job, attempt] : running_) h.running.push_back({job, attempt});
+    h.healthy = healthy_;
+    h.health_message = health_message_;
+    return h;
+  }
+
+  // The heartbeat loop: a long poll, answered at once when the daemon has
+  // launches or cancels for this node.
+  void Poll() {
+    client::HttpClient http(host_, port_);
+    http.SetBearerToken(token_);
+    int interval = 5;
+    bool registered = false;
+    while (!g_stop) {
+      const int wait_ms = registered ? interval * 1000 : 0;
+      http.SetTimeout(std::chrono::milliseconds(wait_ms + 15'000));
+      auto response =
+          http.Request("POST", "/v1/agents/heartbeat", executor::HeartbeatToJson(MakeHeartbeat(wait_ms)).dump());
+      if (!response.ok() || response->status != 200) {
+        const std::string why =
+            response.ok() ? std::to_string(response->status) + " " + response->body : response.error().message;
+        spdlog::warn("heartbeat failed: {}; retrying in 1 s", why);
+        if (response.ok() && (response->status == 401 || response->status == 403 || response->status == 404)) {
+          spdlog::error("the daemon refuses this agent: fix the token, node or pool");
+        }
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+        continue;
+      }
+      auto commands = executor::CommandsFromJson(json::parse(response->body, nullptr, false));
+      if (!commands.ok()) {
+        spdlog::warn("unreadable answer: {}", commands.error().message);
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+        continue;
+      }
+      if (!registered) spdlog::info("registered; node is {}", commands->node_state);
+      registered = true;
+      interval = std::max(1, commands->heartbeat_interval_seconds);
+      {
+        std::lock_guard lock(mu_);
+        if (!(health_check_ == commands->health_check)) {
+          health_check_ = commands->health_check;
+          cv_.notify_all();
+        }
+      }
+      for (const auto& spec : commands->launch) Launch(spec);
+      for (const auto& c : commands->cancel) {
+        if (c.stale) spdlog::info("attempt {}.{} is not current any more: stopping it", c.job, c.attempt);
+        executor_->Cancel(c.job, c.attempt, c.preempt);
+      }
+    }
+  }
+
+  // Results go on their own connection, as soon as they exist, until the
+  // daemon has them; then their spec is kept as .done with the result.
+  void SendResults() {
+    client::HttpClient http(host_, port_);
+    http.SetBearerToken(token_);
+    http.SetTimeout(std::chrono::seconds(15));
+    while (true) {
+      std::vector<executor::RunResult> batch;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [this] { return stopping_ || !results_.empty(); });
+        if (results_.empty()) return;
+        batch.assign(results_.begin(), results_.end());
+        results_.clear();
+      }
+      json list = json::array();
+      for (const auto& r : batch) list.push_back(executor::RunResultToJson(r));
+      const std::string body = json{{"node", o_.node}, {"results", list}}.dump();
+      while (true) {
+        auto response = http.Request("POST", "/v1/agents/results", body);
+        if (response.ok() && response->status == 200) break;
+        spdlog::warn("cannot report {} results: {}; retrying", batch.size(),
+                     response.ok() ? response->body : response.error().message);
+        {
+          std::unique_lock lock(mu_);
+          cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_; });
+          if (stopping_) {
+            // Kept for the next start: the specs are still .json, so their
+            // results are collected again.
+            return;
+          }
+        }
+      }
+      for (const auto& r : batch) {
+        std::ofstream(SpecFile(r.job_id, r.attempt, ".done")) << executor::RunResultToJson(r).dump();
+        std::error_code ec;
+        fs::remove(SpecFile(r.job_id, r.attempt, ".json"), ec);
+        spdlog::info("attempt {}.{} reported: {}", r.job_id, r.attempt, executor::ToString(r.outcome));
+      }
+    }
+  }
+
+  void CheckHealth() {
+    std::unique_lock lock(mu_);
+    while (!stopping_) {
+      const executor::HealthCheck check = health_check_;
+      if (check.command.empty()) {
+        cv_.wait(lock, [this] { return stopping_ || !health_check_.command.empty(); });
+        continue;
+      }
+      lock.unlock();
+      auto [ok, message] = RunHealthCheck(check);
+      lock.lock();
+      if (ok != healthy_) spdlog::warn("health check {}: {}", ok ? "passes again" : "fails", message);
+      healthy_ = ok;
+      health_message_ = message;
+      cv_.wait_for(lock, std::chrono::seconds(check.interval_seconds),
+                   [this, &check] { return stopping_ || !(health_check_ == check); });
+    }
+  }
+
+  Options o_;
+  std::string token_;
+  std::string host_;
+  uint16_t port_;
+  int cpus_ = 0;
+  int64_t memory_mb_ = 0;
+  std::vector<model::GpuDevice> gpus_;
+  std::unique_ptr<executor::Executor> executor_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::set<std::pair<model::JobId, int>> running_;
+  std::deque<executor::RunResult> results_;
+  executor::HealthCheck health_check_;
+  bool healthy_ = true;
+  std::string health_message_;
+};
+
+}  // namespace
+
+int RunAgent(int argc, char** argv) {
+  auto options = ParseArgs(argc, argv);
+  if (!options) return 2;
+  std::ifstream token_file(options->token_file);
+  std::string token;
+  if (!token_file || !std::getline(token_file, token) || token.empty()) {
+    std::cerr << "unisched agent: cannot read a token from " << options->token_file
+              << " (create one with POST /v1/node-tokens {\"pool\": \"" << options->pool << "\"})\n";
+    return 2;
+  }
+  auto base = client::ParseBaseUrl(options->server);
+  if (!base.ok()) {
+    std::cerr << "unisched agent: --server: " << base.error().message << "\n";
+    return 2;
+  }
+  // SIGTERM/SIGINT end the heartbeat loop within one poll; jobs keep running.
+  struct sigaction sa {};
+  sa.sa_handler = [](int) { g_stop = true; };
+  ::sigaction(SIGTERM, &sa, nullptr);
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+  Agent agent(std::move(*options), token, base->first, base->second);
+  return agent.Run();
+}
+
+}  // namespace unisched::agent

@@ -1,0 +1,266 @@
+#include "daemon/agent_hub.h"
+
+#include <pthread.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace unisched::daemon {
+
+namespace {
+// Longest a heartbeat is held when there is nothing to send.
+constexpr int kMaxWaitMs = 30'000;
+}  // namespace
+
+AgentHub::AgentHub(const config::Config& config, const Clock& clock) : config_(config), clock_(clock) {
+  for (const auto& node : config_.cluster.nodes) {
+    if (node.agent) queues_[node.name];
+  }
+}
+
+AgentHub::~AgentHub() {
+  Stop();
+}
+
+void AgentHub::Start() {
+  expirer_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "us-agents");
+    ExpireLoop();
+  });
+}
+
+void AgentHub::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (expirer_.joinable()) expirer_.join();
+  // Parked heartbeats get an empty answer; their agents come back.
+  std::vector<std::function<void()>> answers;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [node, q] : queues_) {
+      if (!q.parked) continue;
+      executor::Commands empty;
+      empty.node_state = q.node_state;
+      answers.push_back([done = std::move(q.parked->done), empty] { done(empty); });
+      q.parked.reset();
+    }
+  }
+  for (auto& answer : answers) answer();
+}
+
+Status AgentHub::CheckNode(const std::string& token_pool, const std::string& node) const {
+  const model::NodeSpec* spec = nullptr;
+  for (const auto& n : config_.cluster.nodes) {
+    if (n.name == node) spec = &n;
+  }
+  if (!spec || !spec->agent) {
+    return Error::NotFound("node " + node +
+                           " is not an agent node of the config; declare it under nodes with agent: true and list "
+                           "it in its pool");
+  }
+  if (spec->pool != token_pool) {
+    return Error::Forbidden("node " + node + " belongs to pool " + spec->pool + "; this node token is for pool " +
+                            token_pool);
+  }
+  return Status::Ok();
+}
+
+void AgentHub::Heartbeat(const std::string& token_pool, executor::Heartbeat heartbeat,
+                         std::function<void(Result<executor::Commands>)> done) {
+  if (Status s = CheckNode(token_pool, heartbeat.node); !s) {
+    done(s.error());
+    return;
+  }
+  if (heartbeat.pool != token_pool) {
+    done(Error::Forbidden("the agent says pool " + heartbeat.pool + " but its token is for pool " + token_pool));
+    return;
+  }
+  const std::string node = heartbeat.node;
+  const int wait_ms = std::clamp(heartbeat.wait_ms, 0, kMaxWaitMs);
+  sink_->OnAgentHeartbeat(std::move(heartbeat), [this, node, wait_ms, done = std::move(done)](HeartbeatAnswer answer) {
+    std::vector<std::function<void()>> answers;
+    {
+      std::lock_guard lock(mu_);
+      NodeQueue& q = queues_[node];
+      q.node_state = answer.node_state;
+      for (auto& stale : answer.stale) q.cancel.push_back(stale);
+      for (const auto& ref : answer.relaunch) {
+        auto it = attempts_.find({ref.job, ref.attempt});
+        if (it != attempts_.end()) q.launch.push_back(it->second);
+      }
+      // A newer heartbeat replaces a parked one (the agent gave up on it).
+      if (q.parked) {
+        executor::Commands empty;
+        empty.node_state = q.node_state;
+        answers.push_back([old = std::move(q.parked->done), empty] { old(empty); });
+        q.parked.reset();
+      }
+      if (!q.launch.empty() || !q.cancel.empty() || wait_ms == 0) {
+        answers.push_back([done, commands = TakeCommands(q, node)] { done(commands); });
+      } else {
+        q.parked = std::make_unique<Parked>(
+            Parked{done, std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms)});
+        cv_.notify_all();
+      }
+    }
+    for (auto& a : answers) a();
+  });
+}
+
+Status AgentHub::Results(const std::string& token_pool, const std::string& node,
+                         std::vector<executor::RunResult> results) {
+  if (Status s = CheckNode(token_pool, node); !s) return s;
+  // Stale or repeated results are ignored by the controller (by attempt).
+  for (auto& r : results) sink_->OnRunResult(std::move(r));
+  return Status::Ok();
+}
+
+executor::Commands AgentHub::TakeCommands(NodeQueue& q, const std::string& node) {
+  executor::Commands c;
+  c.node_state = q.node_state;
+  c.heartbeat_interval_seconds = config_.health.heartbeat_interval_seconds;
+  c.launch = std::move(q.launch);
+  c.cancel = std::move(q.cancel);
+  q.launch.clear();
+  q.cancel.clear();
+  for (const auto& n : config_.cluster.nodes) {
+    if (n.name != node) continue;
+    if (const model::PoolSpec* pool = config_.cluster.FindPool(n.pool)) {
+      c.health_check.command = pool->health_check_command;
+      c.health_check.interval_seconds = pool->health_check_interval_seconds;
+      c.health_check.timeout_seconds = pool->health_check_timeout_seconds;
+    }
+  }
+  return c;
+}
+
+void AgentHub::Wake(const std::string& node) {
+  auto it = queues_.find(node);
+  if (it == queues_.end() || !it->second.parked) return;
+  NodeQueue& q = it->second;
+  to_answer_.push_back([done = std::move(q.parked->done), commands = TakeCommands(q, node)] { done(commands); });
+  q.parked.reset();
+}
+
+void AgentHub::ExpireLoop() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    cv_.wait_for(lock, std::chrono::milliseconds(50), [this] { return stopping_ || !to_answer_.empty(); });
+    const auto now = std::chrono::steady_clock::now();
+    for (auto& [node, q] : queues_) {
+      if (q.parked && q.parked->deadline <= now) {
+        to_answer_.push_back([done = std::move(q.parked->done), commands = TakeCommands(q, node)] { done(commands); });
+        q.parked.reset();
+      }
+    }
+    auto answers = std::move(to_answer_);
+    to_answer_.clear();
+    lock.unlock();
+    for (auto& a : answers) a();
+    lock.lock();
+  }
+}
+
+Status AgentHub::Launch(const executor::LaunchSpec& spec) {
+  std::lock_guard lock(mu_);
+  attempts_[{spec.job_id, spec.attempt}] = spec;
+  queues_[spec.node].launch.push_back(spec);
+  Wake(spec.node);
+  cv_.notify_all();
+  return Status::Ok();
+}
+
+void AgentHub::Cancel(model::JobId job_id, int attempt, bool preempt) {
+  std::lock_guard lock(mu_);
+  auto it = attempts_.find({job_id, attempt});
+  if (it == attempts_.end()) return;
+  NodeQueue& q = queues_[it->second.node];
+  // Not launched yet: it never starts.
+  auto queued = std::find_if(q.launch.begin(), q.launch.end(),
+                             [&](const executor::LaunchSpec& s) { return s.job_id == job_id && s.attempt == attempt; });
+  if (queued != q.launch.end()) q.launch.erase(queued);
+  q.cancel.push_back({job_id, attempt, preempt, false});
+  Wake(it->second.node);
+  cv_.notify_all();
+}
+
+void AgentHub::Recover(const executor::LaunchSpec& spec) {
+  // After a daemon restart: the agent still runs it (it says so in its
+  // heartbeat) or it ended and the agent sends the result again; if the
+  // agent does not know it, the controller asks for a relaunch (which an
+  // agent that did run it answers with the stored result).
+  std::lock_guard lock(mu_);
+  attempts_[{spec.job_id, spec.attempt}] = spec;
+}
+
+std::string AgentHub::LogPath(model::JobId, int, std::string_view) const {
+  return {};  // on the agent's machine
+}
+
+void AgentHub::Forget(model::JobId job_id, int attempt) {
+  std::lock_guard lock(mu_);
+  if (attempt == 0) {
+    for (auto it = attempts_.begin(); it != attempts_.end();) {
+      it = it->first.first == job_id ? attempts_.erase(it) : std::next(it);
+    }
+  } else {
+    attempts_.erase({job_id, attempt});
+  }
+}
+
+void AgentHub::Shutdown() {
+  Stop();
+}
+
+bool AgentHub::Knows(model::JobId job_id, int attempt) const {
+  std::lock_guard lock(mu_);
+  return attempts_.count({job_id, attempt}) > 0;
+}
+
+RoutingExecutor::RoutingExecutor(const config::Config& config, executor::Executor& local, AgentHub& agents)
+    : local_(local), agents_(agents) {
+  for (const auto& node : config.cluster.nodes) {
+    if (node.agent) agent_nodes_.insert(node.name);
+  }
+}
+
+Status RoutingExecutor::Launch(const executor::LaunchSpec& spec) {
+  return OnAgent(spec.node) ? agents_.Launch(spec) : local_.Launch(spec);
+}
+
+void RoutingExecutor::Cancel(model::JobId job_id, int attempt, bool preempt) {
+  if (agents_.Knows(job_id, attempt)) {
+    agents_.Cancel(job_id, attempt, preempt);
+  } else {
+    local_.Cancel(job_id, attempt, preempt);
+  }
+}
+
+void RoutingExecutor::Recover(const executor::LaunchSpec& spec) {
+  if (OnAgent(spec.node)) {
+    agents_.Recover(spec);
+  } else {
+    local_.Recover(spec);
+  }
+}
+
+std::string RoutingExecutor::LogPath(model::JobId job_id, int attempt, std::string_view stream) const {
+  return agents_.Knows(job_id, attempt) ? agents_.LogPath(job_id, attempt, stream)
+                                        : local_.LogPath(job_id, attempt, stream);
+}
+
+void RoutingExecutor::Forget(model::JobId job_id, int attempt) {
+  agents_.Forget(job_id, attempt);
+  local_.Forget(job_id, attempt);
+}
+
+void RoutingExecutor::Shutdown() {
+  agents_.Shutdown();
+  local_.Shutdown();
+}
+
+}  // namespace unisched::daemon

@@ -1,0 +1,119 @@
+#pragma once
+// The daemon's side of the node agents (docs/agents.md). Agents long-poll
+// with heartbeats; the hub holds each node's outgoing commands (launches,
+// cancels) and answers a parked heartbeat as soon as there is something for
+// its node. To the controller it is the executor of agent nodes; the
+// controller is told of every heartbeat (node state, stale attempts) and of
+// every result, and stays the only authority on jobs and nodes.
+//
+// RoutingExecutor sends each attempt to the local executor or to the hub by
+// the node it runs on.
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "unisched/api/api.h"
+#include "unisched/config/config.h"
+#include "unisched/executor/executor.h"
+#include "unisched/executor/wire.h"
+
+namespace unisched::daemon {
+
+// What the controller says back to a heartbeat.
+struct HeartbeatAnswer {
+  std::string node_state;
+  std::vector<executor::CancelCommand> stale;  // attempts the agent runs that are not current
+  std::vector<executor::AttemptRef> relaunch;  // attempts recovered after a restart the agent does not know
+};
+
+// The controller, as the hub needs it.
+class AgentSink {
+ public:
+  virtual ~AgentSink() = default;
+  virtual void OnAgentHeartbeat(executor::Heartbeat heartbeat, std::function<void(HeartbeatAnswer)> done) = 0;
+  virtual void OnRunResult(executor::RunResult result) = 0;
+};
+
+class AgentHub final : public api::AgentPlane, public executor::Executor {
+ public:
+  AgentHub(const config::Config& config, const Clock& clock);
+  ~AgentHub() override;
+  void SetSink(AgentSink* sink) { sink_ = sink; }
+  void Start();
+  void Stop();
+
+  // api::AgentPlane
+  void Heartbeat(const std::string& token_pool, executor::Heartbeat heartbeat,
+                 std::function<void(Result<executor::Commands>)> done) override;
+  Status Results(const std::string& token_pool, const std::string& node,
+                 std::vector<executor::RunResult> results) override;
+
+  // executor::Executor, for attempts on agent nodes.
+  Status Launch(const executor::LaunchSpec& spec) override;
+  void Cancel(model::JobId job_id, int attempt, bool preempt = false) override;
+  void Recover(const executor::LaunchSpec& spec) override;
+  std::string LogPath(model::JobId job_id, int attempt, std::string_view stream) const override;
+  void Forget(model::JobId job_id, int attempt) override;
+  void Shutdown() override;
+
+  bool Knows(model::JobId job_id, int attempt) const;
+
+ private:
+  struct Parked {
+    std::function<void(Result<executor::Commands>)> done;
+    std::chrono::steady_clock::time_point deadline;
+  };
+  struct NodeQueue {
+    std::vector<executor::LaunchSpec> launch;
+    std::vector<executor::CancelCommand> cancel;
+    std::string node_state = "down";
+    std::unique_ptr<Parked> parked;
+  };
+  // Checks that `node` is an agent node of `token_pool`.
+  Status CheckNode(const std::string& token_pool, const std::string& node) const;
+  // REQUIRES: mu_ held. Takes what is queued for the node.
+  executor::Commands TakeCommands(NodeQueue& q, const std::string& node);
+  // REQUIRES: mu_ held. Answers a parked heartbeat of the node, if any.
+  void Wake(const std::string& node);
+  void ExpireLoop();
+
+  const config::Config& config_;
+  const Clock& clock_;
+  AgentSink* sink_ = nullptr;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::map<std::string, NodeQueue> queues_;                                // by node
+  std::map<std::pair<model::JobId, int>, executor::LaunchSpec> attempts_;  // launched or recovered, by attempt
+  std::vector<std::function<void()>> to_answer_;                           // answers to send outside the lock
+  std::thread expirer_;
+};
+
+// Sends each attempt to `local` or `agents` by the node it runs on.
+class RoutingExecutor final : public executor::Executor {
+ public:
+  RoutingExecutor(const config::Config& config, executor::Executor& local, AgentHub& agents);
+  Status Launch(const executor::LaunchSpec& spec) override;
+  void Cancel(model::JobId job_id, int attempt, bool preempt = false) override;
+  void Recover(const executor::LaunchSpec& spec) override;
+  std::string LogPath(model::JobId job_id, int attempt, std::string_view stream) const override;
+  void Forget(model::JobId job_id, int attempt) override;
+  void Shutdown() override;
+
+ private:
+  bool OnAgent(const std::string& node) const { return agent_nodes_.count(node) > 0; }
+  executor::Executor& local_;
+  AgentHub& agents_;
+  std::set<std::string> agent_nodes_;
+};
+
+}  // namespace unisched::daemon

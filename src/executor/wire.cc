@@ -1,0 +1,129 @@
+#include "unisched/executor/wire.h"
+
+#include "executor/attempt_files.h"
+
+namespace unisched::executor {
+
+using nlohmann::json;
+
+namespace {
+
+// A malformed message is a 400 naming the field, like any other request.
+Error Malformed(const std::string& what, const std::exception& e) {
+  return Error::BadRequest("invalid_message", what + ": " + e.what());
+}
+
+}  // namespace
+
+json LaunchSpecToJson(const LaunchSpec& spec) {
+  // The supervisor's spec format, minus what only the side that runs it
+  // knows (its work directory, whether it uses cgroups), plus the node.
+  json doc = files::SpecToJson(files::AttemptSpec{spec, "", false});
+  doc.erase("work_dir");
+  doc.erase("use_cgroups");
+  doc["node"] = spec.node;
+  return doc;
+}
+
+Result<LaunchSpec> LaunchSpecFromJson(const json& doc) {
+  if (!doc.is_object()) return Error::BadRequest("invalid_message", "a launch spec must be an object");
+  json full = doc;
+  full["work_dir"] = "";
+  full["use_cgroups"] = false;
+  auto spec = files::SpecFromJson(full.dump());
+  if (!spec.ok()) return spec.error();
+  spec->launch.node = doc.value("node", std::string());
+  return spec->launch;
+}
+
+json RunResultToJson(const RunResult& result) {
+  return files::ResultToJson(result);
+}
+
+Result<RunResult> RunResultFromJson(const json& doc) {
+  return files::ResultFromJson(doc.dump());
+}
+
+json HeartbeatToJson(const Heartbeat& h) {
+  json gpus = json::array();
+  for (const auto& g : h.gpus) gpus.push_back({{"index", g.index}, {"model", g.model}, {"memory_gb", g.memory_gb}});
+  json running = json::array();
+  for (const auto& r : h.running) running.push_back({{"job", r.job}, {"attempt", r.attempt}});
+  return {{"node", h.node},
+          {"pool", h.pool},
+          {"resources", {{"cpus", h.cpus}, {"memory_mb", h.memory_mb}, {"gpus", std::move(gpus)}}},
+          {"labels", h.labels},
+          {"running", std::move(running)},
+          {"healthy", h.healthy},
+          {"health_message", h.health_message},
+          {"wait_ms", h.wait_ms}};
+}
+
+Result<Heartbeat> HeartbeatFromJson(const json& doc) {
+  try {
+    Heartbeat h;
+    h.node = doc.at("node").get<std::string>();
+    h.pool = doc.at("pool").get<std::string>();
+    const json& r = doc.at("resources");
+    h.cpus = r.at("cpus").get<int>();
+    h.memory_mb = r.at("memory_mb").get<int64_t>();
+    for (const auto& g : r.value("gpus", json::array())) {
+      h.gpus.push_back({g.at("index").get<int>(), g.value("model", std::string()), g.value("memory_gb", 0)});
+    }
+    h.labels = doc.value("labels", model::Labels{});
+    for (const auto& a : doc.value("running", json::array())) {
+      h.running.push_back({a.at("job").get<model::JobId>(), a.at("attempt").get<int>()});
+    }
+    h.healthy = doc.value("healthy", true);
+    h.health_message = doc.value("health_message", std::string());
+    h.wait_ms = doc.value("wait_ms", 0);
+    return h;
+  } catch (const json::exception& e) {
+    return Malformed("malformed heartbeat", e);
+  }
+}
+
+json CommandsToJson(const Commands& c) {
+  json launch = json::array();
+  for (const auto& spec : c.launch) launch.push_back(LaunchSpecToJson(spec));
+  json cancel = json::array();
+  for (const auto& x : c.cancel) {
+    cancel.push_back({{"job", x.job}, {"attempt", x.attempt}, {"preempt", x.preempt}, {"stale", x.stale}});
+  }
+  return {{"node_state", c.node_state},
+          {"heartbeat_interval_seconds", c.heartbeat_interval_seconds},
+          {"launch", std::move(launch)},
+          {"cancel", std::move(cancel)},
+          {"health_check",
+           {{"command", c.health_check.command},
+            {"interval_seconds", c.health_check.interval_seconds},
+            {"timeout_seconds", c.health_check.timeout_seconds}}}};
+}
+
+Result<Commands> CommandsFromJson(const json& doc) {
+  try {
+    Commands c;
+    c.node_state = doc.value("node_state", std::string());
+    c.heartbeat_interval_seconds = doc.value("heartbeat_interval_seconds", 5);
+    for (const auto& spec : doc.value("launch", json::array())) {
+      auto parsed = LaunchSpecFromJson(spec);
+      if (!parsed.ok()) return parsed.error();
+      c.launch.push_back(std::move(*parsed));
+    }
+    for (const auto& x : doc.value("cancel", json::array())) {
+      c.cancel.push_back({x.at("job").get<model::JobId>(), x.at("attempt").get<int>(), x.value("preempt", false),
+                          x.value("stale", false)});
+    }
+    if (doc.contains("health_check")) {
+      const json& hc = doc["health_check"];
+      c.health_check.command = hc.value("command", std::vector<std::string>{});
+      c.health_check.interval_seconds = hc.value("interval_seconds", 60);
+      c.health_check.timeout_seconds = hc.value("timeout_seconds", 10);
+    }
+    return c;
+  } catch (const json::exception& e) {
+    return Malformed("malformed commands", e);
+  }
+}
+
+}  // namespace unisched::executor
