@@ -180,6 +180,7 @@ Api::Api(ApiContext context) : ctx_(std::move(context)) {
   add("GET", "/v1/usage/reconcile", &Api::Reconcile);
   add("GET", "/v1/events", &Api::ListEvents);
   add("POST", "/v1/node-tokens", &Api::CreateNodeToken);
+  add("GET", "/v1/alerts", &Api::ListAlerts);
   add("POST", "/v1/agents/heartbeat", &Api::AgentHeartbeat);
   routes_.back().for_agents = true;
   add("POST", "/v1/agents/results", &Api::AgentResults);
@@ -1109,6 +1110,29 @@ void Api::CreateNodeToken(Call& call) {
                     [reply, token, name](Status s) {
                       reply(s.ok() ? Json(201, {{"token", token}, {"pool", name}}) : FromError(s.error()));
                     });
+}
+
+void Api::ListAlerts(Call& call) {
+  std::optional<bool> firing;
+  if (auto it = call.request.query.find("state"); it != call.request.query.end() && !it->second.empty()) {
+    if (it->second != "firing" && it->second != "resolved") {
+      call.reply(ErrorResponse(400, "invalid_value", "state must be firing or resolved", "state"));
+      return;
+    }
+    firing = it->second == "firing";
+  }
+  json alerts = json::array();
+  for (const auto& a : ctx_.store->ListAlerts(firing, 1000)) {
+    alerts.push_back({{"name", a.name},
+                      {"kind", a.kind},
+                      {"object", a.object},
+                      {"severity", a.severity},
+                      {"message", a.message},
+                      {"state", a.resolved_at ? "resolved" : "firing"},
+                      {"fired_at", FormatRfc3339(a.fired_at)},
+                      {"resolved_at", a.resolved_at ? json(FormatRfc3339(*a.resolved_at)) : json(nullptr)}});
+  }
+  call.reply(Json(200, {{"alerts", std::move(alerts)}}));
 }
 
 void Api::AgentHeartbeat(Call& call) {

@@ -424,16 +424,39 @@ void ParseHealth(const YAML::Node& node, Errors& errors, HealthSettings& out) {
   m.Read("black_hole_window_seconds", out.black_hole_window_seconds);
 }
 
+AlertRule ParseAlertRule(const YAML::Node& node, const std::string& path, Errors& errors) {
+  AlertRule rule;
+  MapReader m(node, path, {"name", "kind", "severity", "queue", "threshold_seconds"}, errors);
+  m.Require("name");
+  m.Read("name", rule.name);
+  m.Require("kind", "one of: node_down, node_drained_automatically, pending_age, ledger_discrepancy, store_errors");
+  m.Read("kind", rule.kind);
+  m.Read("severity", rule.severity);
+  m.Read("queue", rule.queue);
+  m.Read("threshold_seconds", rule.threshold_seconds);
+  return rule;
+}
+
+void ParseAlerts(const YAML::Node& node, Errors& errors, AlertSettings& out) {
+  MapReader m(node, "alerts", {"webhook", "rules"}, errors);
+  MapReader hook(m.Get("webhook"), m.PathOf("webhook"), {"url", "timeout_seconds", "retries"}, errors);
+  hook.Read("url", out.webhook.url);
+  hook.Read("timeout_seconds", out.webhook.timeout_seconds);
+  hook.Read("retries", out.webhook.retries);
+  out.rules = ParseList<AlertRule>(m, "rules", errors, ParseAlertRule);
+}
+
 Config ParseConfig(const YAML::Node& root, Errors& errors) {
   Config config;
   MapReader m(root, "",
-              {"server", "store", "executor", "scheduler", "health", "pools", "nodes", "queues", "routing", "projects",
-               "users"},
+              {"server", "store", "executor", "scheduler", "health", "alerts", "pools", "nodes", "queues", "routing",
+               "projects", "users"},
               errors);
   if (!m.is_map()) return config;
   ParseServer(m.Get("server"), errors, config.server);
   ParseStore(m.Get("store"), errors, config.store);
   ParseHealth(m.Get("health"), errors, config.health);
+  ParseAlerts(m.Get("alerts"), errors, config.alerts);
   ParseExecutor(m.Get("executor"), errors, config.executor);
   ParseScheduler(m.Get("scheduler"), errors, config.cluster);
 

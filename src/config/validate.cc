@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -187,6 +188,37 @@ void ValidateHealth(const HealthSettings& h, Errors& errors) {
   }
   NonNegative(errors, "health.black_hole_failures", h.black_hole_failures, "0 never drains a node for failing jobs");
   Positive(errors, "health.black_hole_window_seconds", h.black_hole_window_seconds);
+}
+
+void ValidateAlerts(const AlertSettings& a, const NameRegistry& queues, Errors& errors) {
+  static const std::vector<std::string> kKinds = {"node_down", "node_drained_automatically", "pending_age",
+                                                  "ledger_discrepancy", "store_errors"};
+  static const std::vector<std::string> kSeverities = {"info", "warning", "critical"};
+  if (!a.webhook.url.empty() && a.webhook.url.rfind("http://", 0) != 0) {
+    errors.Add("alerts.webhook.url",
+               "must be an http:// URL, e.g. http://127.0.0.1:9093/hook (https is not supported)");
+  }
+  Positive(errors, "alerts.webhook.timeout_seconds", a.webhook.timeout_seconds);
+  NonNegative(errors, "alerts.webhook.retries", a.webhook.retries, "0 tries once");
+  std::set<std::string> names;
+  for (size_t i = 0; i < a.rules.size(); ++i) {
+    const AlertRule& r = a.rules[i];
+    const std::string path = JoinIndex("alerts.rules", i);
+    if (!names.insert(r.name).second) errors.Add(JoinKey(path, "name"), "'" + r.name + "' is used by another rule");
+    if (std::find(kKinds.begin(), kKinds.end(), r.kind) == kKinds.end()) {
+      errors.Add(JoinKey(path, "kind"),
+                 "unknown alert kind '" + r.kind +
+                     "'; expected one of: node_down, "
+                     "node_drained_automatically, pending_age, ledger_discrepancy, store_errors" +
+                     DidYouMean(r.kind, kKinds));
+    }
+    if (std::find(kSeverities.begin(), kSeverities.end(), r.severity) == kSeverities.end()) {
+      errors.Add(JoinKey(path, "severity"),
+                 "unknown severity '" + r.severity + "'; expected info, warning or critical");
+    }
+    if (!r.queue.empty()) queues.CheckReference(errors, JoinKey(path, "queue"), r.queue);
+    Positive(errors, JoinKey(path, "threshold_seconds"), r.threshold_seconds);
+  }
 }
 
 void ValidateStore(const StoreSettings& s, Errors& errors) {
@@ -549,6 +581,7 @@ std::vector<ConfigError> ValidateConfig(const Config& config) {
   NameRegistry queues("queue", "queues");
   ValidateCluster(config.cluster, queues, errors);
   ValidatePeople(config, queues, errors);
+  ValidateAlerts(config.alerts, queues, errors);
   return errors.Take();
 }
 

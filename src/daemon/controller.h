@@ -18,6 +18,7 @@
 #include <unordered_map>
 
 #include "daemon/agent_hub.h"
+#include "daemon/notifier.h"
 #include "unisched/api/api.h"
 #include "unisched/common/time.h"
 #include "unisched/config/config.h"
@@ -39,6 +40,10 @@ class Controller final : public api::ControlPlane, public AgentSink {
 
   // REQUIRES: called once, before Start.
   void SetExecutor(executor::Executor* executor) { executor_ = executor; }
+  // REQUIRES: before Start. Where alerts go besides the store, the log and metrics.
+  void SetNotifier(WebhookNotifier* notifier) { notifier_ = notifier; }
+  // From the housekeeper: what the last ledger reconciliation found.
+  void SetLedgerDiscrepancies(int64_t count) { ledger_discrepancies_ = count; }
   // Loads state from the store, recovers running attempts, starts the loop.
   void Start();
   // Stops the loop; running jobs keep running (their supervisors outlive us).
@@ -114,6 +119,8 @@ class Controller final : public api::ControlPlane, public AgentSink {
   void FailJobsOnNode(Batch& batch, const std::string& node, const std::string& why, Timestamp now);
   // Black-hole detection: a node where too many jobs fail in a short time is drained.
   void CountNodeFailure(Batch& batch, const model::Attempt& attempt, Timestamp now);
+  // Alerts (docs/alerts.md): each rule's condition now, against what fires.
+  void EvaluateAlerts(Batch& batch, Timestamp now);
   executor::LaunchSpec MakeLaunchSpec(const model::Job& job) const;
 
   const config::Config& config_;
@@ -165,6 +172,12 @@ class Controller final : public api::ControlPlane, public AgentSink {
   // counts as a heartbeat, so agents have a timeout's grace to come back).
   std::map<std::string, Timestamp> last_heartbeat_;
   std::map<std::string, std::deque<Timestamp>> recent_failures_;  // by node, within the black-hole window
+  // Alerts firing now, by (rule name, object).
+  std::map<std::pair<std::string, std::string>, store::AlertRecord> firing_;
+  WebhookNotifier* notifier_ = nullptr;
+  std::atomic<int64_t> ledger_discrepancies_{0};
+  std::optional<Timestamp> last_store_error_;
+  bool alerts_published_ = false;
 
   mutable std::mutex view_mu_;
   std::shared_ptr<const api::ClusterView> view_;

@@ -192,6 +192,7 @@ void Housekeeper::Reconcile(Timestamp now) {
   metrics_.SetLedgerReconciliation(report.missing, report.duplicated, report.mismatched, report.unverifiable_attempts,
                                    static_cast<double>(ToUnixMillis(now)) / 1000.0);
   const int64_t total = report.missing + report.duplicated + report.mismatched;
+  if (on_reconciled_) on_reconciled_(total);
   if (total == 0) return;
   // Each discrepancy is raised once as a warning event on its job; a run
   // that finds it again adds nothing, so the events say when it appeared.

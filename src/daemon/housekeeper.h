@@ -10,6 +10,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -45,6 +46,8 @@ class Housekeeper {
 
   void Start();
   void Stop();
+  // REQUIRES: before Start. Told the discrepancy count of every reconciliation.
+  void OnReconciled(std::function<void(int64_t)> callback) { on_reconciled_ = std::move(callback); }
 
   // One storage sample for the sampling interval that ended last before
   // `now` (public for tests). Returns the entries it appended.
@@ -70,6 +73,7 @@ class Housekeeper {
   // Discrepancies already raised as events: (job, attempt, kind, metric, detail, node).
   std::set<std::tuple<int64_t, int, std::string, std::string, std::string, std::string>> reported_;
   std::set<std::string> unreadable_paths_;  // warned about once
+  std::function<void(int64_t)> on_reconciled_;
 };
 
 }  // namespace unisched::daemon

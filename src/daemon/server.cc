@@ -226,6 +226,9 @@ int RunServer(int argc, char** argv) {
   agents.Start();
   auto executor = std::make_unique<RoutingExecutor>(cfg, *local_executor, agents);
   controller.SetExecutor(executor.get());
+  WebhookNotifier notifier(cfg.alerts.webhook);
+  notifier.Start();
+  controller.SetNotifier(&notifier);
 
   api::ApiContext context;
   context.config = &cfg;
@@ -242,6 +245,7 @@ int RunServer(int argc, char** argv) {
 
   controller.Start();
   Housekeeper housekeeper(cfg, **store, metrics, clock, exec_options.work_root);
+  housekeeper.OnReconciled([&controller](int64_t discrepancies) { controller.SetLedgerDiscrepancies(discrepancies); });
   housekeeper.Start();
   auto server = api::StartHttpServer(
       http, [&api](api::HttpRequest req, api::Respond respond) { api.Handle(std::move(req), std::move(respond)); });
@@ -268,6 +272,7 @@ int RunServer(int argc, char** argv) {
   (*server)->Stop();
   housekeeper.Stop();
   controller.Stop();
+  notifier.Stop();
   executor->Shutdown();
   (*store)->Close();
   spdlog::info("stopped; running jobs keep running and are collected at the next start");

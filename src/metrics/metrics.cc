@@ -102,6 +102,11 @@ struct Metrics::Impl {
           .Name("unisched_ledger_charged")
           .Help("Quantities charged to the ledger since the daemon started, by metric (units in docs/ledger.md).")
           .Register(*registry);
+  prometheus::Family<prometheus::Gauge>& alerts_firing =
+      prometheus::BuildGauge()
+          .Name("unisched_alerts_firing")
+          .Help("Alerts firing now, by alert rule name (docs/alerts.md).")
+          .Register(*registry);
   prometheus::Family<prometheus::Counter>& finished =
       prometheus::BuildCounter()
           .Name("unisched_jobs_finished_total")
@@ -189,6 +194,10 @@ void Metrics::SetLedgerReconciliation(int64_t missing, int64_t duplicated, int64
       {"missing", missing}, {"duplicated", duplicated}, {"mismatched", mismatched}, {"unverifiable", unverifiable}};
   for (const auto& [kind, n] : counts) impl_->ledger_discrepancies.Add({{"kind", kind}}).Set(static_cast<double>(n));
   impl_->ledger_reconciled.Set(unix_seconds);
+}
+
+void Metrics::SetAlertsFiring(const std::string& alert, double count) {
+  impl_->alerts_firing.Add({{"alert", alert}}).Set(count);
 }
 
 void Metrics::CountFinish(const std::string& state, const std::string& pool) {

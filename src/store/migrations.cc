@@ -176,6 +176,21 @@ CREATE INDEX events_time ON events(time);
 CREATE INDEX job_events_time ON job_events(time);
 )sql";
 
+// Version 6: alerts (docs/alerts.md), one row per firing, resolved in place.
+constexpr std::string_view kMigration6 = R"sql(
+CREATE TABLE alerts (
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  object TEXT NOT NULL,
+  severity TEXT NOT NULL,
+  message TEXT NOT NULL,
+  fired_at INTEGER NOT NULL,
+  resolved_at INTEGER
+);
+CREATE INDEX alerts_open ON alerts(resolved_at);
+)sql";
+
 Status Rollback(sqlite3* db, Error error) {
   if (sqlite3_get_autocommit(db) == 0) sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
   return error;
@@ -193,8 +208,8 @@ Status Exec(sqlite3* db, const std::string& sql, const std::string& what) {
 }  // namespace
 
 const std::vector<std::string_view>& Migrations() {
-  static const std::vector<std::string_view> migrations = {kMigration1, kMigration2, kMigration3, kMigration4,
-                                                           kMigration5};
+  static const std::vector<std::string_view> migrations = {kMigration1, kMigration2, kMigration3,
+                                                           kMigration4, kMigration5, kMigration6};
   return migrations;
 }
 

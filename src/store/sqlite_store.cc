@@ -335,6 +335,27 @@ class SqliteTransaction final : public Transaction {
     return stmt->Run();
   }
 
+  Status InsertAlert(const AlertRecord& a) override {
+    auto stmt = c_.Prepare(
+        "INSERT INTO alerts(name, kind, object, severity, message, fired_at, resolved_at) VALUES(?, ?, ?, ?, ?, ?, "
+        "NULL)");
+    if (!stmt.ok()) return stmt.error();
+    stmt->Bind(1, a.name)
+        .Bind(2, a.kind)
+        .Bind(3, a.object)
+        .Bind(4, a.severity)
+        .Bind(5, a.message)
+        .Bind(6, ToUnixMillis(a.fired_at));
+    return stmt->Run();
+  }
+
+  Status ResolveAlert(const std::string& name, const std::string& object, Timestamp at) override {
+    auto stmt = c_.Prepare("UPDATE alerts SET resolved_at = ? WHERE name = ? AND object = ? AND resolved_at IS NULL");
+    if (!stmt.ok()) return stmt.error();
+    stmt->Bind(1, ToUnixMillis(at)).Bind(2, name).Bind(3, object);
+    return stmt->Run();
+  }
+
   Status AppendAudit(const AuditRecord& record) override {
     auto stmt = c_.Prepare("INSERT INTO audit(time, actor, action, target, result) VALUES(?, ?, ?, ?, ?)");
     if (!stmt.ok()) return stmt.error();
@@ -677,6 +698,29 @@ class SqliteStore final : public Store {
     }
     std::reverse(events.begin(), events.end());
     return events;
+  }
+
+  std::vector<AlertRecord> ListAlerts(std::optional<bool> firing, int limit) const override {
+    std::string where;
+    if (firing) where = *firing ? " WHERE resolved_at IS NULL" : " WHERE resolved_at IS NOT NULL";
+    auto lease = OrThrow(readers_.Acquire());
+    auto stmt =
+        OrThrow((*lease).Prepare("SELECT id, name, kind, object, severity, message, fired_at, resolved_at FROM alerts" +
+                                 where + " ORDER BY id DESC LIMIT " + std::to_string(std::max(limit, 0))));
+    std::vector<AlertRecord> alerts;
+    while (OrThrow(stmt.Step())) {
+      AlertRecord a;
+      a.id = stmt.Int(0);
+      a.name = stmt.Text(1);
+      a.kind = stmt.Text(2);
+      a.object = stmt.Text(3);
+      a.severity = stmt.Text(4);
+      a.message = stmt.Text(5);
+      a.fired_at = FromUnixMillis(stmt.Int(6));
+      if (!stmt.IsNull(7)) a.resolved_at = FromUnixMillis(stmt.Int(7));
+      alerts.push_back(std::move(a));
+    }
+    return alerts;
   }
 
   std::vector<AuditRecord> ListAudit(int limit) const override {

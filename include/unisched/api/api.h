@@ -149,6 +149,7 @@ class Api {
   void Reconcile(Call& call);
   void ListEvents(Call& call);
   void CreateNodeToken(Call& call);
+  void ListAlerts(Call& call);
   void AgentHeartbeat(Call& call);
   void AgentResults(Call& call);
   void ControlJobAction(Call& call, ControlPlane::JobAction action);

@@ -69,12 +69,32 @@ struct UserSpec {
 struct HealthSettings {
   int heartbeat_interval_seconds = 5;   // agents heartbeat this often
   int heartbeat_timeout_seconds = 30;   // an agent node silent this long is down; its jobs NODE_FAIL
-  int black_hole_failures = 5;          // a node where this many jobs fail ...
+  int black_hole_failures = 0;          // a node where this many jobs fail ... (0: off)
   int black_hole_window_seconds = 300;  // ... within this long is drained; 0 failures: never
+};
+
+// Alerts (docs/alerts.md): rules evaluated by the daemon, delivered to a
+// webhook, the log, GET /v1/alerts and unisched_alerts_firing.
+struct AlertRule {
+  std::string name;  // unique; the alert's name
+  std::string kind;  // node_down | node_drained_automatically | pending_age | ledger_discrepancy | store_errors
+  std::string severity = "warning";  // info | warning | critical
+  std::string queue;                 // pending_age: this queue only (empty: each queue)
+  int threshold_seconds = 3600;      // pending_age: a job pending longer than this fires
+};
+struct WebhookSettings {
+  std::string url;          // http://host:port/path; empty: no webhook
+  int timeout_seconds = 5;  // per delivery attempt
+  int retries = 3;          // further attempts after a failure, 1 s, 2 s, 4 s ... apart
+};
+struct AlertSettings {
+  WebhookSettings webhook;
+  std::vector<AlertRule> rules;
 };
 
 struct Config {
   ServerSettings server;
+  AlertSettings alerts;
   StoreSettings store;
   HealthSettings health;
   ExecutorSettings executor;

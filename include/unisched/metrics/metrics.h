@@ -46,6 +46,8 @@ class Metrics {
   // when it ran (gauge, Unix seconds).
   void SetLedgerReconciliation(int64_t missing, int64_t duplicated, int64_t mismatched, int64_t unverifiable,
                                double unix_seconds);
+  // unisched_alerts_firing{alert}: alerts of a rule firing now (gauge).
+  void SetAlertsFiring(const std::string& alert, double count);
   // unisched_store_commit_seconds (histogram) and unisched_store_batch_size (histogram).
   void ObserveCommit(double seconds, double batch_size);
 

@@ -51,6 +51,19 @@ struct ClusterEvent {
   std::string message;
 };
 
+// One alert (docs/alerts.md): fired when its rule's condition began to hold
+// for its object, resolved when it stopped.
+struct AlertRecord {
+  int64_t id = 0;
+  std::string name;    // the rule's name
+  std::string kind;    // the rule's kind
+  std::string object;  // node/NAME, queue/NAME, ledger, store
+  std::string severity;
+  std::string message;
+  Timestamp fired_at{};
+  std::optional<Timestamp> resolved_at{};
+};
+
 struct EventFilter {
   std::optional<std::string> kind;
   std::optional<std::string> object;  // exact, or a prefix when it ends with '/' ("node/")
@@ -177,6 +190,10 @@ class Transaction {
   virtual Status AppendEvent(model::JobId id, const JobEvent& event) = 0;
   virtual Status AppendAudit(const AuditRecord& record) = 0;
   virtual Status AppendClusterEvent(const ClusterEvent& event) = 0;
+  // Records a firing alert (id assigned) or resolves the firing one of the
+  // same name and object.
+  virtual Status InsertAlert(const AlertRecord& alert) = 0;
+  virtual Status ResolveAlert(const std::string& name, const std::string& object, Timestamp at) = 0;
   virtual Status UpsertUser(const UserRecord& user) = 0;
   virtual Status InsertToken(const TokenRecord& token) = 0;
   virtual Status SetNodeState(const NodeStateRecord& node) = 0;
@@ -215,6 +232,8 @@ class Store {
   virtual std::vector<JobEvent> ListEvents(model::JobId id) const = 0;
   // Cluster and job events, oldest first (the newest filter.limit of them).
   virtual std::vector<ClusterEvent> ListClusterEvents(const EventFilter& filter) const = 0;
+  // Alerts, newest first; `firing`: only unresolved (true) or resolved (false).
+  virtual std::vector<AlertRecord> ListAlerts(std::optional<bool> firing, int limit) const = 0;
   virtual std::vector<AuditRecord> ListAudit(int limit) const = 0;
   virtual std::optional<TokenRecord> FindToken(const std::string& hash) const = 0;
   virtual std::optional<UserRecord> GetUser(const std::string& name) const = 0;

@@ -1,0 +1,368 @@
+// The seed's launch check 4 through real processes: a daemon and two
+// `unisched agent` processes on loopback. A job whose process is killed
+// fails with the reason and is retried; an agent killed with its jobs (a
+// dead machine) takes its node down within a few heartbeats, its job comes
+// back as attempt 2 on the other node and completes, and the NodeDown alert
+// reaches a webhook listener; the agent restarted brings the node up and
+// resolves the alert; a failing health check drains the nodes.
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "testing/daemon.h"
+
+namespace unisched::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+// A webhook receiver: accepts HTTP POSTs on a loopback port, answers 200,
+// keeps the JSON bodies.
+class WebhookListener {
+ public:
+  WebhookListener() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    ::listen(fd_, 16);
+    socklen_t len = sizeof addr;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~WebhookListener() {
+    stop_ = true;
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+    thread_.join();
+  }
+  uint16_t port() const { return port_; }
+  std::vector<json> Received() {
+    std::lock_guard lock(mu_);
+    return bodies_;
+  }
+  bool Has(const std::string& alert, const std::string& state, const std::string& object) {
+    for (const auto& b : Received()) {
+      if (b.value("alert", "") == alert && b.value("state", "") == state && b.value("object", "") == object)
+        return true;
+    }
+    return false;
+  }
+
+ private:
+  void Serve() {
+    while (!stop_) {
+      const int c = ::accept(fd_, nullptr, nullptr);
+      if (c < 0) continue;
+      std::string data;
+      char buf[4096];
+      ssize_t n;
+      size_t header_end = std::string::npos;
+      size_t length = 0;
+      while ((n = ::read(c, buf, sizeof buf)) > 0) {
+        data.append(buf, static_cast<size_t>(n));
+        if (header_end == std::string::npos && (header_end = data.find("\r\n\r\n")) != std::string::npos) {
+          std::string headers = data.substr(0, header_end);
+          for (auto& ch : headers) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+          const size_t at = headers.find("content-length:");
+          if (at != std::string::npos) length = std::stoul(headers.substr(at + 15));
+        }
+        if (header_end != std::string::npos && data.size() >= header_end + 4 + length) break;
+      }
+      if (header_end != std::string::npos) {
+        json body = json::parse(data.substr(header_end + 4), nullptr, false);
+        std::lock_guard lock(mu_);
+        bodies_.push_back(body);
+      }
+      const std::string ok = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+      (void)!::write(c, ok.data(), ok.size());
+      ::close(c);
+    }
+  }
+  int fd_ = -1;
+  uint16_t port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+  std::mutex mu_;
+  std::vector<json> bodies_;
+};
+
+// SIGKILL to every process whose command line or working directory is
+// under `dir`: an agent's supervisors and its jobs, as when its machine dies.
+void KillEverythingUnder(const std::string& dir) {
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = std::stoi(name);
+    if (pid == ::getpid()) continue;
+    std::ifstream cmdline(entry.path() / "cmdline");
+    std::string args((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+    std::error_code ec;
+    const std::string cwd = fs::read_symlink(entry.path() / "cwd", ec).string();
+    if (args.find(dir) != std::string::npos || (!ec && cwd.rfind(dir, 0) == 0)) ::kill(pid, SIGKILL);
+  }
+}
+
+constexpr const char* kNode1 = "x86-c2m2-hpc-01";
+constexpr const char* kNode2 = "x86-c2m2-hpc-02";
+
+class AgentsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    sick_file_ = daemon_.state_dir() + "/sick";
+    marker_ = daemon_.state_dir() + "/shared/marker";
+    fs::create_directories(daemon_.state_dir() + "/shared");
+    ::chmod((daemon_.state_dir() + "/shared").c_str(), 0777);
+    daemon_.UseConfigText(std::string(R"yaml(
+server:
+  scheduler_tick_seconds: 0.2
+health:
+  heartbeat_interval_seconds: 1
+  heartbeat_timeout_seconds: 3
+alerts:
+  webhook: {url: "http://127.0.0.1:)yaml") +
+                          std::to_string(hook_.port()) + R"yaml(/hook", timeout_seconds: 2, retries: 2}
+  rules:
+    - {name: NodeDown, kind: node_down, severity: critical}
+    - {name: NodeDrainedAutomatically, kind: node_drained_automatically, severity: warning}
+pools:
+  - name: cpu
+    kind: cpu
+    nodes: [x86-c2m2-hpc-01, x86-c2m2-hpc-02]
+    health_check: {command: [/bin/sh, -c, "test ! -e )yaml" +
+                          sick_file_ + R"yaml("], interval_seconds: 1, timeout_seconds: 5}
+nodes:
+  - {name: x86-c2m2-hpc-01, cpus: 2, memory_mb: 1024, agent: true}
+  - {name: x86-c2m2-hpc-02, cpus: 2, memory_mb: 1024, agent: true}
+queues:
+  - name: batch
+    pool: cpu
+    policy: {max_retries: 1, retry_backoff_seconds: 1}
+projects:
+  - name: default
+)yaml");
+    daemon_.Start();
+    const Reply token = daemon_.Call("POST", "/v1/node-tokens", json{{"pool", "cpu"}});
+    ASSERT_EQ(token.status, 201) << token.body;
+    token_file_ = daemon_.state_dir() + "/node.token";
+    std::ofstream(token_file_) << token.json["token"].get<std::string>() << "\n";
+    StartAgent(kNode1);
+    StartAgent(kNode2);
+    ASSERT_TRUE(WaitNode(kNode1, "up") && WaitNode(kNode2, "up")) << daemon_.Call("GET", "/v1/nodes").body;
+  }
+  void TearDown() override {
+    for (auto& [node, pid] : agents_) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+      KillEverythingUnder(AgentDir(node));
+    }
+  }
+  std::string AgentDir(const std::string& node) const { return daemon_.state_dir() + "/agent-" + node; }
+  void StartAgent(const std::string& node) {
+    const std::string dir = AgentDir(node), log = dir + ".log";
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      ::execl(UNISCHED_BINARY, UNISCHED_BINARY, "agent", "--server", daemon_.url().c_str(), "--token-file",
+              token_file_.c_str(), "--node", node.c_str(), "--pool", "cpu", "--state-dir", dir.c_str(), "--cpus", "2",
+              "--memory-mb", "1024", static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    agents_[node] = pid;
+  }
+  void KillMachine(const std::string& node) {
+    ::kill(agents_[node], SIGKILL);
+    ::waitpid(agents_[node], nullptr, 0);
+    agents_.erase(node);
+    KillEverythingUnder(AgentDir(node));
+  }
+  json Node(const std::string& name) {
+    const json nodes = daemon_.Call("GET", "/v1/nodes").json;
+    for (const auto& n : nodes["nodes"]) {
+      if (n["name"] == name) return n;
+    }
+    return json();
+  }
+  bool WaitNode(const std::string& name, const std::string& state, std::chrono::seconds deadline = 15s) {
+    const auto until = std::chrono::steady_clock::now() + deadline;
+    while (std::chrono::steady_clock::now() < until) {
+      if (Node(name).value("state", "") == state) return true;
+      std::this_thread::sleep_for(100ms);
+    }
+    return false;
+  }
+  json WaitJob(const std::string& id, const std::function<bool(const json&)>& done,
+               std::chrono::seconds deadline = 30s) {
+    const auto until = std::chrono::steady_clock::now() + deadline;
+    json job;
+    while (std::chrono::steady_clock::now() < until) {
+      job = daemon_.Call("GET", "/v1/jobs/" + id).json;
+      if (done(job)) break;
+      std::this_thread::sleep_for(100ms);
+    }
+    return job;
+  }
+  bool WaitHook(const std::string& alert, const std::string& state, const std::string& object) {
+    for (int i = 0; i < 100; ++i) {
+      if (hook_.Has(alert, state, object)) return true;
+      std::this_thread::sleep_for(100ms);
+    }
+    return false;
+  }
+
+  WebhookListener hook_;
+  TestDaemon daemon_;
+  std::string token_file_, sick_file_, marker_;
+  std::map<std::string, pid_t> agents_;
+};
+
+TEST_F(AgentsTest, LaunchCheck4) {
+  // 1. A job's own process killed: FAILED with the reason, then retried.
+  const std::string flaky = daemon_.Submit(
+      {{"queue", "batch"},
+       {"workload", {{"kind", "hpc"}}},
+       {"resources", {{"cpus", 1}, {"memory_mb", 64}}},
+       {"command",
+        {"/bin/sh", "-c", "if [ -e " + marker_ + " ]; then exit 0; fi; touch " + marker_ + "; exec sleep 60"}}});
+  json job = WaitJob(flaky, [&](const json& j) { return j["state"] == "RUNNING" && fs::exists(marker_); });
+  ASSERT_EQ(job["state"], "RUNNING") << job.dump();
+  // The job's process: `sleep 60` with its cwd in the job's work directory on its node.
+  std::this_thread::sleep_for(200ms);
+  KillEverythingUnder(AgentDir(job["nodes"][0].get<std::string>()) + "/work/" + flaky);
+  job = daemon_.WaitTerminal(flaky);
+  ASSERT_EQ(job["state"], "COMPLETED") << job.dump();
+  ASSERT_EQ(job["attempts"].size(), 2u) << job.dump();
+  EXPECT_EQ(job["attempts"][0]["state"], "FAILED");
+  EXPECT_EQ(job["attempts"][0]["exit_code"], 137) << "killed by signal 9";
+  EXPECT_NE(job["attempts"][0]["reason"].get<std::string>(), "") << job.dump();
+
+  // 2. A machine dies under its job: node down, the job requeued and
+  // completed on the other node as attempt 2, the alert delivered.
+  const std::string id = daemon_.Submit({{"queue", "batch"},
+                                         {"workload", {{"kind", "hpc"}}},
+                                         {"resources", {{"cpus", 2}, {"memory_mb", 64}}},
+                                         {"command", {"sleep", "3"}}});
+  job = WaitJob(id, [](const json& j) { return j["state"] == "RUNNING"; });
+  ASSERT_EQ(job["state"], "RUNNING") << job.dump();
+  const std::string dead = job["nodes"][0];
+  const std::string other = dead == kNode1 ? kNode2 : kNode1;
+  const auto killed_at = std::chrono::steady_clock::now();
+  KillMachine(dead);
+  ASSERT_TRUE(WaitNode(dead, "down", 10s)) << Node(dead).dump();
+  const double seconds_to_down = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
+  EXPECT_LT(seconds_to_down, 3 * 3.0) << "within a few heartbeat intervals of the 3 s timeout";
+  job = daemon_.WaitTerminal(id);
+  ASSERT_EQ(job["state"], "COMPLETED") << job.dump();
+  ASSERT_EQ(job["attempts"].size(), 2u) << job.dump();
+  EXPECT_EQ(job["attempts"][0]["state"], "NODE_FAIL");
+  EXPECT_EQ(job["attempts"][1]["nodes"][0], other);
+  bool requeued_node_fail = false;
+  const json events = daemon_.Call("GET", "/v1/events?object=job/" + id).json;
+  for (const auto& e : events["events"]) {
+    if (e["kind"] == "requeued" && e["message"].get<std::string>().find("node") != std::string::npos) {
+      requeued_node_fail = true;
+    }
+  }
+  EXPECT_TRUE(requeued_node_fail) << events.dump();
+  ASSERT_TRUE(WaitHook("NodeDown", "firing", "node/" + dead)) << json(hook_.Received()).dump();
+  const json firing = daemon_.Call("GET", "/v1/alerts?state=firing").json;
+  ASSERT_EQ(firing["alerts"].size(), 1u) << firing.dump();
+  EXPECT_EQ(firing["alerts"][0]["severity"], "critical");
+  EXPECT_NE(daemon_.Call("GET", "/metrics").body.find("unisched_alerts_firing{alert=\"NodeDown\"} 1"),
+            std::string::npos);
+
+  // 3. The agent back: node up, the alert resolved.
+  StartAgent(dead);
+  ASSERT_TRUE(WaitNode(dead, "up")) << Node(dead).dump();
+  ASSERT_TRUE(WaitHook("NodeDown", "resolved", "node/" + dead)) << json(hook_.Received()).dump();
+  EXPECT_TRUE(daemon_.Call("GET", "/v1/alerts?state=firing").json["alerts"].empty());
+  // Nothing charged twice: the ledger reconciles.
+  const json report = daemon_.Call("GET", "/v1/usage/reconcile").json;
+  EXPECT_EQ(report["missing"], 0) << report.dump();
+  EXPECT_EQ(report["mismatched"], 0) << report.dump();
+  EXPECT_EQ(report["duplicated"], 0) << report.dump();
+
+  // 4. A failing health check drains the nodes, with the reason.
+  std::ofstream(sick_file_) << "x";
+  ASSERT_TRUE(WaitNode(kNode1, "drained", 10s)) << Node(kNode1).dump();
+  EXPECT_NE(Node(kNode1)["reason"].get<std::string>().find("health check failed"), std::string::npos);
+  ASSERT_TRUE(WaitHook("NodeDrainedAutomatically", "firing", std::string("node/") + kNode1));
+}
+
+// An agent restarted while its job still runs re-adopts the attempt; one the
+// daemon has requeued elsewhere meanwhile is stopped on the node.
+TEST_F(AgentsTest, AnAgentRestartedReadoptsItsRunningAttempt) {
+  const std::string id = daemon_.Submit({{"queue", "batch"},
+                                         {"workload", {{"kind", "hpc"}}},
+                                         {"resources", {{"cpus", 2}, {"memory_mb", 64}}},
+                                         {"command", {"sleep", "4"}}});
+  json job = WaitJob(id, [](const json& j) { return j["state"] == "RUNNING"; });
+  ASSERT_EQ(job["state"], "RUNNING");
+  const std::string node = job["nodes"][0];
+  // Only the agent dies (its supervisor and the job keep running), and comes
+  // back within the heartbeat timeout.
+  ::kill(agents_[node], SIGKILL);
+  ::waitpid(agents_[node], nullptr, 0);
+  StartAgent(node);
+  job = daemon_.WaitTerminal(id);
+  ASSERT_EQ(job["state"], "COMPLETED") << job.dump();
+  EXPECT_EQ(job["attempts"].size(), 1u) << "adopted, not rerun: " << job.dump();
+}
+
+// An agent cut off (stopped, not dead) while its job runs: the daemon
+// requeues the job elsewhere; when the agent is heard again its attempt is
+// stale, stopped on the node, and its late report changes nothing.
+TEST_F(AgentsTest, AStaleAttemptIsStoppedAndItsLateReportIgnored) {
+  const std::string id = daemon_.Submit({{"queue", "batch"},
+                                         {"workload", {{"kind", "hpc"}}},
+                                         {"resources", {{"cpus", 2}, {"memory_mb", 64}}},
+                                         {"command", {"sleep", "20"}}});
+  json job = WaitJob(id, [](const json& j) { return j["state"] == "RUNNING"; });
+  ASSERT_EQ(job["state"], "RUNNING");
+  const std::string node = job["nodes"][0];
+  ::kill(agents_[node], SIGSTOP);
+  ASSERT_TRUE(WaitNode(node, "down", 10s));
+  job = WaitJob(id, [](const json& j) { return j["attempts"].size() == 2 && j["state"] == "RUNNING"; });
+  ASSERT_EQ(job["attempts"].size(), 2u) << job.dump();
+  ::kill(agents_[node], SIGCONT);
+  ASSERT_TRUE(WaitNode(node, "up"));
+  // Attempt 1's processes on the node are stopped.
+  const std::string work = AgentDir(node) + "/work/" + id;
+  bool gone = false;
+  for (int i = 0; i < 100 && !gone; ++i) {
+    gone = true;
+    for (const auto& entry : fs::directory_iterator("/proc")) {
+      std::error_code ec;
+      const std::string cwd = fs::read_symlink(entry.path() / "cwd", ec).string();
+      if (!ec && cwd == work) gone = false;
+    }
+    if (!gone) std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_TRUE(gone) << "attempt 1 still runs in " << work;
+  job = daemon_.Call("GET", "/v1/jobs/" + id).json;
+  EXPECT_EQ(job["state"], "RUNNING") << "the stale report did not end the job: " << job.dump();
+  EXPECT_EQ(job["attempts"][0]["state"], "NODE_FAIL");
+  EXPECT_EQ(job["attempts"].size(), 2u);
+  daemon_.Call("DELETE", "/v1/jobs/" + id);
+}
+
+}  // namespace
+}  // namespace unisched::testing
