@@ -21,7 +21,8 @@ E2E_JOBS=${E2E_JOBS:-5000}
 E2E_CONNECTIONS=${E2E_CONNECTIONS:-16}
 LATENCY_RUNS=${LATENCY_RUNS:-200}
 
-for bin in "$BUILD/unisched" "$BUILD/unisched-bench" "$BUILD/unisched-cycle-bench" "$BUILD/unisched-ledger-bench"; do
+for bin in "$BUILD/unisched" "$BUILD/unisched-bench" "$BUILD/unisched-cycle-bench" "$BUILD/unisched-ledger-bench" \
+  "$BUILD/unisched-agents-bench"; do
   [[ -x $bin ]] || { echo "bench: $bin is missing; build first (make build)" >&2; exit 1; }
 done
 
@@ -137,6 +138,31 @@ run_mode latency latency --runs "$LATENCY_RUNS" || status=1
 echo "== cycle: one scheduling cycle, 10,000 nodes, 100,000 pending jobs"
 "$BUILD/unisched-cycle-bench" --runs "${CYCLE_RUNS:-7}" || status=1
 [[ -n ${BENCH_JSON:-} ]] && "$BUILD/unisched-cycle-bench" --runs "${CYCLE_RUNS:-7}" >>"$BENCH_JSON"
+echo
+
+# Node agents (docs/agents.md): 1,000 simulated agents on a daemon whose
+# config declares them (heartbeat every 2 s, timeout 10 s): heartbeats/s
+# absorbed, then the time from one agent's death to its job running elsewhere.
+AGENTS=${AGENTS:-1000}
+AGENTS_CONFIG=$WORK/agents.yaml
+{
+  printf 'server:\n  scheduler_tick_seconds: 1.0\nhealth:\n  heartbeat_interval_seconds: 2\n  heartbeat_timeout_seconds: 10\n'
+  printf 'pools:\n  - name: sim\n    kind: cpu\n    nodes:\n'
+  for i in $(seq 1 "$AGENTS"); do printf '      - x86-c8m16-sim-%04d\n' "$i"; done
+  printf 'nodes:\n'
+  for i in $(seq 1 "$AGENTS"); do printf '  - {name: x86-c8m16-sim-%04d, cpus: 8, memory_mb: 16384, agent: true}\n' "$i"; done
+  printf 'queues:\n  - name: sim\n    pool: sim\nprojects:\n  - name: default\n'
+} >"$AGENTS_CONFIG"
+echo "== agents: $AGENTS simulated node agents, heartbeats absorbed and failover"
+SAVED_CONFIG=$CONFIG
+CONFIG=$AGENTS_CONFIG
+start_daemon agents
+AGENTS_JSON=$("$BUILD/unisched-agents-bench" --url "$URL" --token-file "$STATE/admin.token" --agents "$AGENTS" \
+  --threads 8 --seconds 10 --jobs 10) || status=1
+stop_daemon
+CONFIG=$SAVED_CONFIG
+echo "$AGENTS_JSON"
+[[ -z ${BENCH_JSON:-} ]] || echo "$AGENTS_JSON" >>"$BENCH_JSON"
 echo
 
 # The accounting ledger (docs/ledger.md): entries/s through the store's
