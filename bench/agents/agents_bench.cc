@@ -22,12 +22,11 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "unisched/client/http_client.h"
 
@@ -59,7 +58,9 @@ struct SimAgent {
   std::atomic<bool> dead{false};
 };
 
-double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+double Seconds(Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
 
 }  // namespace
 
@@ -67,12 +68,18 @@ int main(int argc, char** argv) {
   Options o;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--url") o.url = value;
-    else if (flag == "--token-file") o.token_file = value;
-    else if (flag == "--agents") o.agents = std::stoi(value);
-    else if (flag == "--threads") o.threads = std::stoi(value);
-    else if (flag == "--seconds") o.seconds = std::stoi(value);
-    else if (flag == "--jobs") o.jobs = std::stoi(value);
+    if (flag == "--url")
+      o.url = value;
+    else if (flag == "--token-file")
+      o.token_file = value;
+    else if (flag == "--agents")
+      o.agents = std::stoi(value);
+    else if (flag == "--threads")
+      o.threads = std::stoi(value);
+    else if (flag == "--seconds")
+      o.seconds = std::stoi(value);
+    else if (flag == "--jobs")
+      o.jobs = std::stoi(value);
     else {
       std::cerr << "unknown flag " << flag << "\n";
       return 2;

@@ -364,5 +364,69 @@ TEST_F(AgentsTest, AStaleAttemptIsStoppedAndItsLateReportIgnored) {
   daemon_.Call("DELETE", "/v1/jobs/" + id);
 }
 
+// GPUs detected with nvidia-smi (a fake one on PATH here): a node that has
+// what the config declares comes up; one that has fewer GPUs is drained.
+TEST(AgentGpuTest, GpusFromNvidiaSmiAndANodeShortOfGpusIsDrained) {
+  TestDaemon daemon;
+  daemon.UseConfigText(R"yaml(
+health: {heartbeat_interval_seconds: 1, heartbeat_timeout_seconds: 3}
+pools:
+  - name: gpu
+    kind: gpu
+    nodes: [x86-c2m2g2-train-01, x86-c2m2g4-train-02]
+nodes:
+  - {name: x86-c2m2g2-train-01, cpus: 2, memory_mb: 1024, gpus: {count: 2, model: h100, memory_gb: 80}, agent: true}
+  - {name: x86-c2m2g4-train-02, cpus: 2, memory_mb: 1024, gpus: {count: 4, model: h100, memory_gb: 80}, agent: true}
+queues:
+  - {name: train, pool: gpu}
+projects:
+  - name: default
+)yaml");
+  daemon.Start();
+  const std::string bin = daemon.state_dir() + "/fakebin";
+  fs::create_directories(bin);
+  std::ofstream(bin + "/nvidia-smi") << "#!/bin/sh\necho '0, NVIDIA H100 80GB HBM3, 81559'\n"
+                                        "echo '1, NVIDIA H100 80GB HBM3, 81559'\n";
+  fs::permissions(bin + "/nvidia-smi", fs::perms::owner_all);
+  const Reply token = daemon.Call("POST", "/v1/node-tokens", json{{"pool", "gpu"}});
+  ASSERT_EQ(token.status, 201);
+  const std::string token_file = daemon.state_dir() + "/node.token";
+  std::ofstream(token_file) << token.json["token"].get<std::string>();
+  std::vector<pid_t> agents;
+  for (const std::string node : {"x86-c2m2g2-train-01", "x86-c2m2g4-train-02"}) {
+    const std::string dir = daemon.state_dir() + "/agent-" + node;
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      const int fd = ::open((dir + ".log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      ::setenv("PATH", (bin + ":/usr/bin:/bin").c_str(), 1);
+      ::execl(UNISCHED_BINARY, UNISCHED_BINARY, "agent", "--server", daemon.url().c_str(), "--token-file",
+              token_file.c_str(), "--node", node.c_str(), "--pool", "gpu", "--state-dir", dir.c_str(), "--cpus", "2",
+              "--memory-mb", "1024", static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    agents.push_back(pid);
+  }
+  json one, two;
+  for (int i = 0; i < 100; ++i) {
+    const json nodes = daemon.Call("GET", "/v1/nodes").json;
+    for (const auto& n : nodes["nodes"]) (n["name"] == "x86-c2m2g2-train-01" ? one : two) = n;
+    if (one.value("state", "") == "up" && two.value("state", "") == "drained") break;
+    std::this_thread::sleep_for(100ms);
+  }
+  for (pid_t pid : agents) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+  }
+  EXPECT_EQ(one["state"], "up") << one.dump();
+  EXPECT_FALSE(one["last_heartbeat"].is_null());
+  EXPECT_EQ(two["state"], "drained") << two.dump();
+  EXPECT_NE(two["reason"].get<std::string>().find("2 GPUs (config: 4)"), std::string::npos) << two.dump();
+  const json events = daemon.Call("GET", "/v1/events?kind=registered").json;
+  ASSERT_FALSE(events["events"].empty());
+  EXPECT_NE(events["events"][0]["message"].get<std::string>().find("2 GPUs"), std::string::npos) << events.dump();
+}
+
 }  // namespace
 }  // namespace unisched::testing

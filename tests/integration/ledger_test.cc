@@ -31,6 +31,9 @@ store:
   accounting_interval_seconds: 1
   reconcile_interval_seconds: 1
   storage_sample_interval_seconds: 0
+alerts:
+  rules:
+    - {name: LedgerDiscrepancy, kind: ledger_discrepancy}
 pools:
   - name: gpu-pool
     kind: gpu
@@ -242,6 +245,16 @@ TEST_F(LedgerTest, RowsRemovedOrDuplicatedBehindItsBackAreReported) {
   EXPECT_NE(metrics.find("unisched_ledger_discrepancies{kind=\"missing\"} 1"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("unisched_ledger_discrepancies{kind=\"duplicated\"} 1"), std::string::npos);
   EXPECT_NE(metrics.find("unisched_ledger_discrepancies{kind=\"mismatched\"} 1"), std::string::npos);
+  // ...and the ledger_discrepancy alert fires.
+  json alerts;
+  for (int i = 0; i < 50; ++i) {
+    alerts = d().Call("GET", "/v1/alerts?state=firing").json;
+    if (!alerts["alerts"].empty()) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_EQ(alerts["alerts"].size(), 1u) << alerts.dump();
+  EXPECT_EQ(alerts["alerts"][0]["name"], "LedgerDiscrepancy");
+  EXPECT_EQ(alerts["alerts"][0]["object"], "ledger");
 }
 
 TEST_F(LedgerTest, AProjectOverItsBudgetWaitsWithBudgetExhausted) {
