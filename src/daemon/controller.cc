@@ -905,6 +905,20 @@ void Controller::ApplyHeartbeat(Batch& batch, const executor::Heartbeat& hb,
                                 std::to_string(hb.memory_mb), " MB, ", std::to_string(hb.gpus.size()), " GPUs")
                           : std::string("its agent is back"));
   }
+  // Labels the agent reports (`--labels`) add to the node's; where both name
+  // a key the config's value wins (the config is what admins review).
+  const model::NodeSpec* declared = nullptr;
+  for (const auto& n : config_.cluster.nodes) {
+    if (n.name == hb.node) declared = &n;
+  }
+  if (declared) {
+    model::Labels labels = hb.labels;
+    for (const auto& [key, value] : declared->labels) labels[key] = value;
+    if (labels != node->spec.labels) {
+      node->spec.labels = std::move(labels);
+      need_cycle_ = true;
+    }
+  }
   const bool up = node->state == model::NodeState::kUp;
   if (up && !short_of.empty()) {
     ChangeNodeState(batch, *node, model::NodeState::kDrained, "agent reports less than configured: " + short_of,

@@ -375,7 +375,8 @@ pools:
     kind: gpu
     nodes: [x86-c2m2g2-train-01, x86-c2m2g4-train-02]
 nodes:
-  - {name: x86-c2m2g2-train-01, cpus: 2, memory_mb: 1024, gpus: {count: 2, model: h100, memory_gb: 80}, agent: true}
+  - {name: x86-c2m2g2-train-01, cpus: 2, memory_mb: 1024, gpus: {count: 2, model: h100, memory_gb: 80}, agent: true,
+     labels: {interconnect: ib}}
   - {name: x86-c2m2g4-train-02, cpus: 2, memory_mb: 1024, gpus: {count: 4, model: h100, memory_gb: 80}, agent: true}
 queues:
   - {name: train, pool: gpu}
@@ -403,7 +404,7 @@ projects:
       ::setenv("PATH", (bin + ":/usr/bin:/bin").c_str(), 1);
       ::execl(UNISCHED_BINARY, UNISCHED_BINARY, "agent", "--server", daemon.url().c_str(), "--token-file",
               token_file.c_str(), "--node", node.c_str(), "--pool", "gpu", "--state-dir", dir.c_str(), "--cpus", "2",
-              "--memory-mb", "1024", static_cast<char*>(nullptr));
+              "--memory-mb", "1024", "--labels", "rack=r7,interconnect=forged", static_cast<char*>(nullptr));
       ::_exit(127);
     }
     agents.push_back(pid);
@@ -421,6 +422,9 @@ projects:
   }
   EXPECT_EQ(one["state"], "up") << one.dump();
   EXPECT_FALSE(one["last_heartbeat"].is_null());
+  // The agent's labels add to the node's; the config's win where both name a key.
+  EXPECT_EQ(one["labels"].value("rack", ""), "r7") << one.dump();
+  EXPECT_EQ(one["labels"].value("interconnect", ""), "ib") << one.dump();
   EXPECT_EQ(two["state"], "drained") << two.dump();
   EXPECT_NE(two["reason"].get<std::string>().find("2 GPUs (config: 4)"), std::string::npos) << two.dump();
   const json events = daemon.Call("GET", "/v1/events?kind=registered").json;
