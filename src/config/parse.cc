@@ -109,7 +109,8 @@ void ParseExecutor(const YAML::Node& node, Errors& errors, ExecutorSettings& out
 model::PoolSpec ParsePool(const YAML::Node& node, const std::string& path, Errors& errors) {
   model::PoolSpec pool;
   MapReader m(node, path,
-              {"name", "kind", "labels", "nodes", "backfill", "reservation_depth", "prices", "health_check"}, errors);
+              {"name", "kind", "labels", "nodes", "backfill", "reservation_depth", "prices", "health_check", "sandbox"},
+              errors);
   m.Require("name");
   m.Read("name", pool.name);
   std::string kind;
@@ -126,6 +127,7 @@ model::PoolSpec ParsePool(const YAML::Node& node, const std::string& path, Error
   ReadEnum(m, "backfill", "backfill mode", kBackfillNames, model::ParseBackfillMode, pool.backfill, errors);
   m.Read("reservation_depth", pool.reservation_depth);
   m.Read("prices", pool.prices);
+  m.Read("sandbox", pool.sandbox);
   MapReader check(m.Get("health_check"), m.PathOf("health_check"), {"command", "interval_seconds", "timeout_seconds"},
                   errors);
   check.Read("command", pool.health_check_command);

@@ -165,6 +165,11 @@ void Controller::Start() {
     active_.emplace(job.id, std::move(job));
   }
   spdlog::info("controller: {} active jobs loaded, {} running attempts to recover", active_.size(), to_recover.size());
+  for (const auto& pool : config_.cluster.pools) {
+    if (pool.sandbox && ::geteuid() != 0) {
+      spdlog::warn("pool {} has sandbox: true, but the daemon is not root: its jobs run without isolation", pool.name);
+    }
+  }
   Publish();
   thread_ = std::thread([this] {
     pthread_setname_np(pthread_self(), "us-control");
@@ -1171,6 +1176,10 @@ executor::LaunchSpec Controller::MakeLaunchSpec(const Job& job) const {
   spec.limits.pids = config_.executor.pids_limit;
   spec.log_cap_bytes = config_.store.max_log_bytes;
   if (!attempt.allocation.empty()) spec.node = attempt.allocation.front().node;
+  // Namespaces and mounts need root; a daemon started by an ordinary user
+  // (development) runs sandboxed pools' jobs without them (warned at start).
+  if (const model::PoolSpec* pool = config_.cluster.FindPool(job.pool))
+    spec.isolate = pool->sandbox && ::geteuid() == 0;
   return spec;
 }
 

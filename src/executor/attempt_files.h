@@ -86,6 +86,7 @@ inline nlohmann::json SpecToJson(const AttemptSpec& spec) {
        {{"memory_bytes", l.limits.memory_bytes}, {"cpu_millis", l.limits.cpu_millis}, {"pids", l.limits.pids}}},
       {"log_cap_bytes", l.log_cap_bytes},
       {"use_cgroups", spec.use_cgroups},
+      {"isolate", l.isolate},
   };
 }
 
@@ -113,6 +114,7 @@ inline Result<AttemptSpec> SpecFromJson(std::string_view text) {
       l.limits.pids = lim.value("pids", 0);
     }
     l.log_cap_bytes = j.at("log_cap_bytes").get<int64_t>();
+    l.isolate = j.value("isolate", false);  // absent in specs written before isolation existed
     spec.use_cgroups = j.at("use_cgroups").get<bool>();
     if (l.argv.empty()) return Error::BadRequest("bad_spec", "argv is empty");
     return spec;

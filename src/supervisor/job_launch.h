@@ -36,6 +36,7 @@ struct JobSpec {
   std::map<std::string, std::string> env;
   std::string work_dir;
   Account account;
+  bool isolate = false;  // namespaces, read-only root, private /tmp, no_new_privs (LaunchSpec::isolate)
 };
 
 // The running job: its pid (also its process group) and the read ends of

@@ -297,6 +297,7 @@ RunResult Supervisor::Supervise() {
   job_spec.argv = launch.argv;
   job_spec.env = launch.env;
   job_spec.work_dir = spec_.work_dir;
+  job_spec.isolate = launch.isolate;
   auto account = ResolveAccount(launch.unix_user);
   if (!account.ok()) return fail(account.error().message);
   job_spec.account = std::move(account).value();

@@ -69,5 +69,54 @@ TEST(IsolationTest, JobAboveItsMemoryIsKilled) {
   EXPECT_NE(job["state_reason"].get<std::string>().find("memory"), std::string::npos) << job.dump();
 }
 
+// Jobs of a sandboxed pool (the default elastic-light-pool: agent tool
+// calls) run with no network but loopback, a read-only root, a private /tmp,
+// no_new_privs and no capabilities. Each check has its positive control: the
+// same script as an HPC job (an ordinary pool) does reach the daemon, does
+// write outside its work directory. A test that fails if isolation is removed.
+TEST(IsolationTest, SandboxedPoolJobsReachNoNetworkAndWriteOnlyTheirWorkDirectory) {
+  if (::geteuid() != 0) GTEST_SKIP() << "namespaces and mounts need root";
+  TestDaemon d;
+  d.Start();
+  const std::string tag = std::to_string(::getpid());
+  const std::string port = std::to_string(d.port());
+  const std::string script = "exec 3<>/dev/tcp/127.0.0.1/" + port +
+                             " && echo REACHED_DAEMON; exec 3>&-; "
+                             "touch /var/tmp/unisched-escape-$UNISCHED_JOB_ID && echo WROTE_VAR_TMP; "
+                             "touch /tmp/unisched-tmp-$UNISCHED_JOB_ID && echo WROTE_TMP; "
+                             "grep -q 'NoNewPrivs:[[:space:]]*1' /proc/self/status && echo NO_NEW_PRIVS; "
+                             "grep -q 'CapBnd:[[:space:]]*0000000000000000' /proc/self/status && echo NO_CAPS; "
+                             "echo ok > in-work-dir && cat in-work-dir; true";
+  auto run = [&](const std::string& kind) {
+    const std::string id = d.Submit({{"workload", {{"kind", kind}}},
+                                     {"resources", {{"cpus", 1}, {"memory_mb", 256}}},
+                                     {"command", {"/bin/bash", "-c", script}}});
+    const json job = d.WaitTerminal(id);
+    EXPECT_EQ(job["state"], "COMPLETED") << job.dump();
+    return std::make_pair(id, d.Call("GET", "/v1/jobs/" + id + "/log").body);
+  };
+  const auto [sandboxed, inside] = run("agent");
+  const auto [control, outside] = run("hpc");
+  // Positive controls: the tools work, and without the sandbox they reach out.
+  EXPECT_NE(outside.find("REACHED_DAEMON"), std::string::npos) << outside;
+  EXPECT_NE(outside.find("WROTE_VAR_TMP"), std::string::npos) << outside;
+  EXPECT_TRUE(std::filesystem::exists("/var/tmp/unisched-escape-" + control));
+  EXPECT_TRUE(std::filesystem::exists("/tmp/unisched-tmp-" + control));
+  EXPECT_NE(inside.find("ok\n"), std::string::npos) << "the work directory is writable: " << inside;
+  EXPECT_NE(inside.find("WROTE_TMP"), std::string::npos) << "a private /tmp is writable: " << inside;
+  // The sandbox.
+  EXPECT_EQ(inside.find("REACHED_DAEMON"), std::string::npos) << inside;
+  EXPECT_EQ(inside.find("WROTE_VAR_TMP"), std::string::npos) << inside;
+  EXPECT_FALSE(std::filesystem::exists("/var/tmp/unisched-escape-" + sandboxed));
+  EXPECT_FALSE(std::filesystem::exists("/tmp/unisched-tmp-" + sandboxed)) << "its /tmp is its own";
+  EXPECT_NE(inside.find("NO_NEW_PRIVS"), std::string::npos) << inside;
+  EXPECT_NE(inside.find("NO_CAPS"), std::string::npos) << inside;
+  EXPECT_EQ(outside.find("NO_NEW_PRIVS"), std::string::npos) << outside;
+  std::error_code ec;
+  std::filesystem::remove("/var/tmp/unisched-escape-" + control, ec);
+  std::filesystem::remove("/tmp/unisched-tmp-" + control, ec);
+  (void)tag;
+}
+
 }  // namespace
 }  // namespace unisched::testing

@@ -42,6 +42,10 @@ struct LaunchSpec {
   Limits limits;
   int64_t log_cap_bytes = 10 << 20;  // per stream
   std::string node;                  // where it runs (its first allocated node): a local node or an agent's
+  // Run in fresh network (loopback only), mount, UTS and IPC namespaces with
+  // a read-only root, a private /tmp, no_new_privs and an empty capability
+  // bounding set (pools[].sandbox, docs/execution.md).
+  bool isolate = false;
 };
 
 enum class RunOutcome {

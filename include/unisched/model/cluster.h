@@ -67,6 +67,9 @@ struct PoolSpec {
   std::map<std::string, double> prices{};
   // Run by the agents of this pool's nodes; a failure drains the node
   // (docs/agents.md). Empty command: no check.
+  // Its jobs run isolated (LaunchSpec::isolate: no network but loopback, a
+  // read-only root, private /tmp, no_new_privs); docs/execution.md.
+  bool sandbox = false;
   std::vector<std::string> health_check_command{};
   int health_check_interval_seconds = 60;
   int health_check_timeout_seconds = 10;
