@@ -80,6 +80,18 @@ std::string JsonList(const std::vector<std::string>& items) {
   return json(items).dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+// The visibility filter of jobs, usage and events: rows of these projects or
+// these queues (columns `<table>project`, `<table>queue`); binds two JSON
+// lists, appended to `params` (of strings, or of a variant holding them).
+template <class Params>
+std::string VisibleClause(const std::string& table, const std::vector<std::string>& projects,
+                          const std::vector<std::string>& queues, Params& params) {
+  params.emplace_back(JsonList(projects));
+  params.emplace_back(JsonList(queues));
+  return " AND (" + table + "project IN (SELECT value FROM json_each(?)) OR " + table +
+         "queue IN (SELECT value FROM json_each(?)))";
+}
+
 std::vector<std::string> ParseJsonList(const std::string& text) {
   std::vector<std::string> out;
   json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -173,11 +185,7 @@ Result<JobPage> QueryJobs(Connection& c, const JobFilter& filter) {
   equals("pool", filter.pool);
   equals("project", filter.project);
   equals("user", filter.user);
-  if (filter.visible_projects) {
-    where += " AND (project IN (SELECT value FROM json_each(?)) OR queue IN (SELECT value FROM json_each(?)))";
-    params.emplace_back(JsonList(*filter.visible_projects));
-    params.emplace_back(JsonList(filter.visible_queues));
-  }
+  if (filter.visible_projects) where += VisibleClause("", *filter.visible_projects, filter.visible_queues, params);
 
   ReadSnapshot snapshot(c);
   JobPage page;
@@ -669,16 +677,7 @@ class SqliteStore final : public Store {
     std::string job_from = "job_events e";
     if (f.visible_projects) {
       job_from += " JOIN jobs j ON j.id = e.job_id";
-      auto in_list = [&](const std::vector<std::string>& values) {
-        std::string list = "(";
-        for (size_t i = 0; i < values.size(); ++i) {
-          list += i ? ", ?" : "?";
-          job_params.push_back(values[i]);
-        }
-        return list + (values.empty() ? "NULL)" : ")");
-      };
-      job_where +=
-          " AND (j.project IN " + in_list(*f.visible_projects) + " OR j.queue IN " + in_list(f.visible_queues) + ")";
+      job_where += VisibleClause("j.", *f.visible_projects, f.visible_queues, job_params);
     }
     params = job_params;
     params.insert(params.end(), cluster_params.begin(), cluster_params.end());
@@ -823,15 +822,7 @@ class SqliteStore final : public Store {
     std::string visible;
     std::vector<std::string> params;
     if (q.visible_projects) {
-      auto in_list = [&](const std::vector<std::string>& values) {
-        std::string list = "(";
-        for (size_t i = 0; i < values.size(); ++i) {
-          list += i ? ", ?" : "?";
-          params.push_back(values[i]);
-        }
-        return list + (values.empty() ? "NULL)" : ")");
-      };
-      visible = " AND (project IN " + in_list(*q.visible_projects) + " OR queue IN " + in_list(q.visible_queues) + ")";
+      visible = VisibleClause("", *q.visible_projects, q.visible_queues, params);
     }
     const std::vector<std::string> visible_params = params;
     params.insert(params.end(), visible_params.begin(), visible_params.end());  // once per branch

@@ -12,28 +12,14 @@
 #include <fstream>
 
 #include "unisched/ledger/ledger.h"
+#include "unit/store/store_test_util.h"
 
 namespace unisched::daemon {
 namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = "/tmp/unisched-housekeeper-test-XXXXXX";
-    if (::mkdtemp(tmpl.data()) == nullptr) std::abort();
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using store::testing::TempDir;
 
 void WriteFile(const std::string& path, size_t bytes) {
   std::ofstream out(path, std::ios::binary);
