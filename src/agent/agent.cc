@@ -299,6 +299,7 @@ class Agent {
   void OnResult(executor::RunResult result) {
     std::lock_guard lock(mu_);
     running_.erase({result.job_id, result.attempt});
+    finished_.insert({result.job_id, result.attempt});
     results_.push_back(std::move(result));
     cv_.notify_all();
   }
@@ -315,8 +316,11 @@ class Agent {
     }
     {
       std::lock_guard lock(mu_);
-      if (running_.count({spec.job_id, spec.attempt})) return;
-      running_.insert({spec.job_id, spec.attempt});
+      // Running, or ended with its result on the way to the daemon (sent
+      // again until answered): nothing to start.
+      const std::pair<model::JobId, int> key{spec.job_id, spec.attempt};
+      if (running_.count(key) || finished_.count(key)) return;
+      running_.insert(key);
     }
     std::ofstream(SpecFile(spec.job_id, spec.attempt, ".json")) << executor::LaunchSpecToJson(spec).dump();
     if (Status s = executor_->Launch(spec); !s) {
@@ -465,6 +469,7 @@ class Agent {
   std::condition_variable cv_;
   bool stopping_ = false;
   std::set<std::pair<model::JobId, int>> running_;
+  std::set<std::pair<model::JobId, int>> finished_;  // results produced since this agent started
   std::deque<executor::RunResult> results_;
   executor::HealthCheck health_check_;
   bool healthy_ = true;

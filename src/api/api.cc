@@ -56,6 +56,19 @@ HttpResponse FromError(const Error& e) {
   return ErrorResponse(StatusOf(e.kind), e.code, e.message, e.field);
 }
 
+// An optional RFC 3339 time in query parameter `key` into `out`; false (and
+// the 400 answered) when it is there but not a time.
+template <class Call>
+bool ReadTimeParam(Call& call, const char* key, std::optional<Timestamp>& out) {
+  auto it = call.request.query.find(key);
+  if (it == call.request.query.end() || it->second.empty()) return true;
+  out = ParseRfc3339(it->second);
+  if (out) return true;
+  call.reply(ErrorResponse(400, "invalid_value",
+                           std::string(key) + " must be an RFC 3339 time, e.g. 2026-12-01T00:00:00Z", key));
+  return false;
+}
+
 HttpResponse Json(int status, const json& body) {
   HttpResponse r;
   r.status = status;
@@ -591,17 +604,7 @@ void Api::ListJobs(Call& call) {
 void Api::Usage(Call& call) {
   const auto& q = call.request.query;
   store::UsageQuery query;
-  for (auto [key, slot] : {std::pair{"from", &query.from}, std::pair{"to", &query.to}}) {
-    auto it = q.find(key);
-    if (it == q.end() || it->second.empty()) continue;
-    auto t = ParseRfc3339(it->second);
-    if (!t) {
-      call.reply(ErrorResponse(400, "invalid_value",
-                               std::string(key) + " must be an RFC 3339 time, e.g. 2026-12-01T00:00:00Z", key));
-      return;
-    }
-    *slot = *t;
-  }
+  if (!ReadTimeParam(call, "from", query.from) || !ReadTimeParam(call, "to", query.to)) return;
   static const std::vector<std::string> kGroups = {"user", "project", "queue", "pool", "workload_kind"};
   if (auto it = q.find("group_by"); it != q.end() && !it->second.empty()) {
     std::string rest = it->second;
@@ -821,14 +824,7 @@ void Api::ListEvents(Call& call) {
   store::EventFilter filter;
   if (auto it = q.find("kind"); it != q.end() && !it->second.empty()) filter.kind = it->second;
   if (auto it = q.find("object"); it != q.end() && !it->second.empty()) filter.object = it->second;
-  if (auto it = q.find("since"); it != q.end() && !it->second.empty()) {
-    filter.since = ParseRfc3339(it->second);
-    if (!filter.since) {
-      call.reply(
-          ErrorResponse(400, "invalid_value", "since must be an RFC 3339 time, e.g. 2026-12-01T00:00:00Z", "since"));
-      return;
-    }
-  }
+  if (!ReadTimeParam(call, "since", filter.since)) return;
   if (auto it = q.find("limit"); it != q.end() && !it->second.empty()) {
     try {
       size_t used = 0;

@@ -14,7 +14,9 @@ constexpr int kMaxWaitMs = 30'000;
 
 AgentHub::AgentHub(const config::Config& config, const Clock& clock) : config_(config), clock_(clock) {
   for (const auto& node : config_.cluster.nodes) {
-    if (node.agent) queues_[node.name];
+    if (!node.agent) continue;
+    queues_[node.name];
+    agent_pools_.emplace(node.name, config_.cluster.FindPool(node.pool));
   }
 }
 
@@ -53,17 +55,14 @@ void AgentHub::Stop() {
 }
 
 Status AgentHub::CheckNode(const std::string& token_pool, const std::string& node) const {
-  const model::NodeSpec* spec = nullptr;
-  for (const auto& n : config_.cluster.nodes) {
-    if (n.name == node) spec = &n;
-  }
-  if (!spec || !spec->agent) {
+  auto it = agent_pools_.find(node);
+  if (it == agent_pools_.end()) {
     return Error::NotFound("node " + node +
                            " is not an agent node of the config; declare it under nodes with agent: true and list "
                            "it in its pool");
   }
-  if (spec->pool != token_pool) {
-    return Error::Forbidden("node " + node + " belongs to pool " + spec->pool + "; this node token is for pool " +
+  if (it->second->name != token_pool) {
+    return Error::Forbidden("node " + node + " belongs to pool " + it->second->name + "; this node token is for pool " +
                             token_pool);
   }
   return Status::Ok();
@@ -127,13 +126,11 @@ executor::Commands AgentHub::TakeCommands(NodeQueue& q, const std::string& node)
   c.cancel = std::move(q.cancel);
   q.launch.clear();
   q.cancel.clear();
-  for (const auto& n : config_.cluster.nodes) {
-    if (n.name != node) continue;
-    if (const model::PoolSpec* pool = config_.cluster.FindPool(n.pool)) {
-      c.health_check.command = pool->health_check_command;
-      c.health_check.interval_seconds = pool->health_check_interval_seconds;
-      c.health_check.timeout_seconds = pool->health_check_timeout_seconds;
-    }
+  if (auto it = agent_pools_.find(node); it != agent_pools_.end()) {
+    const model::PoolSpec& pool = *it->second;
+    c.health_check.command = pool.health_check_command;
+    c.health_check.interval_seconds = pool.health_check_interval_seconds;
+    c.health_check.timeout_seconds = pool.health_check_timeout_seconds;
   }
   return c;
 }

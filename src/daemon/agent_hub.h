@@ -88,6 +88,8 @@ class AgentHub final : public api::AgentPlane, public executor::Executor {
   const config::Config& config_;
   const Clock& clock_;
   AgentSink* sink_ = nullptr;
+  // Agent nodes of the config and their pools (never null: the config is validated).
+  std::map<std::string, const model::PoolSpec*> agent_pools_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

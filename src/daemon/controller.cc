@@ -100,6 +100,7 @@ Controller::Controller(const config::Config& config, store::Store& store, metric
     model::NodeUsage n;
     n.spec = spec;
     n.gpu_busy.assign(spec.gpus.size(), false);
+    node_index_.emplace(spec.name, nodes_.size());
     nodes_.push_back(std::move(n));
   }
   view_ = std::make_shared<api::ClusterView>();
@@ -110,10 +111,8 @@ Controller::~Controller() {
 }
 
 model::NodeUsage* Controller::FindNode(const std::string& name) {
-  for (auto& n : nodes_) {
-    if (n.spec.name == name) return &n;
-  }
-  return nullptr;
+  auto it = node_index_.find(name);
+  return it == node_index_.end() ? nullptr : &nodes_[it->second];
 }
 
 void Controller::Start() {
@@ -157,6 +156,10 @@ void Controller::Start() {
         c.until = charged.until.value_or(job.started_at.value_or(clock_.Now()));
         c.sums = charged.sums;
         to_recover.push_back(MakeLaunchSpec(job));
+        if (const model::NodeUsage* n = a->allocation.empty() ? nullptr : FindNode(a->allocation.front().node);
+            n && n->spec.agent) {
+          unconfirmed_on_agents_.insert({job.id, a->number});
+        }
         if (job.cancel_requested || job.preempting_for) {
           to_stop.emplace_back(job.id, a->number, !job.cancel_requested && job.preempting_for.has_value());
         }
@@ -912,17 +915,11 @@ void Controller::ApplyHeartbeat(Batch& batch, const executor::Heartbeat& hb,
   }
   // Labels the agent reports (`--labels`) add to the node's; where both name
   // a key the config's value wins (the config is what admins review).
-  const model::NodeSpec* declared = nullptr;
-  for (const auto& n : config_.cluster.nodes) {
-    if (n.name == hb.node) declared = &n;
-  }
-  if (declared) {
-    model::Labels labels = hb.labels;
-    for (const auto& [key, value] : declared->labels) labels[key] = value;
-    if (labels != node->spec.labels) {
-      node->spec.labels = std::move(labels);
-      need_cycle_ = true;
-    }
+  model::Labels labels = hb.labels;
+  for (const auto& [key, value] : config_.cluster.nodes[node_index_.at(hb.node)].labels) labels[key] = value;
+  if (labels != node->spec.labels) {
+    node->spec.labels = std::move(labels);
+    need_cycle_ = true;
   }
   const bool up = node->state == model::NodeState::kUp;
   if (up && !short_of.empty()) {
@@ -949,17 +946,24 @@ void Controller::ApplyHeartbeat(Batch& batch, const executor::Heartbeat& hb,
                                   [&](const model::NodeAllocation& a) { return a.node == hb.node; });
     if (!here) answer.stale.push_back({ref.job, ref.attempt, false, true});
   }
-  // Attempts recovered after a daemon restart that the agent does not run:
-  // sent again (the agent runs an attempt at most once, and answers one it
-  // already ran with its stored result).
-  for (const auto& [id, job] : active_) {
-    const model::Attempt* a = job.CurrentAttempt();
-    if (job.state != JobState::kRunning || !a || a->allocation.empty() || a->allocation.front().node != hb.node) {
+  // Attempts on agent nodes recovered after a daemon restart, until their
+  // agent names them: one it does not run may never have reached it (the
+  // daemon died between committing the start and handing it over), so it is
+  // sent again; the agent runs an attempt at most once and answers one it
+  // already ran with its stored result.
+  for (auto it = unconfirmed_on_agents_.begin(); it != unconfirmed_on_agents_.end();) {
+    auto job = active_.find(it->first);
+    const model::Attempt* a = job == active_.end() ? nullptr : job->second.CurrentAttempt();
+    if (!a || a->number != it->second || job->second.state != JobState::kRunning || reported.count(*it)) {
+      it = unconfirmed_on_agents_.erase(it);  // ended, or its agent has it
       continue;
     }
-    if (!reported.count({id, a->number}) && job.started_at && now - *job.started_at > std::chrono::seconds(2)) {
-      answer.relaunch.push_back({id, a->number});
+    if (!a->allocation.empty() && a->allocation.front().node == hb.node) {
+      answer.relaunch.push_back({it->first, it->second});
+      it = unconfirmed_on_agents_.erase(it);
+      continue;
     }
+    ++it;
   }
   batch.after_commit.push_back([done, answer = std::move(answer)] { done(answer); });
 }

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <tuple>
 #include <unordered_map>
@@ -138,7 +139,8 @@ class Controller final : public api::ControlPlane, public AgentSink {
 
   // Owned by the control thread.
   std::map<model::JobId, model::Job> active_;
-  std::vector<model::NodeUsage> nodes_;
+  std::vector<model::NodeUsage> nodes_;                 // in config order; fixed after construction
+  std::unordered_map<std::string, size_t> node_index_;  // name -> position in nodes_ and config nodes
   std::map<std::string, std::string> node_reasons_;
   std::map<std::tuple<model::JobState, std::string, std::string>, int64_t> job_counts_;
   policy::QuotaTally running_usage_;
@@ -171,6 +173,9 @@ class Controller final : public api::ControlPlane, public AgentSink {
   // Agent nodes: when their agent was last heard from (the daemon's start
   // counts as a heartbeat, so agents have a timeout's grace to come back).
   std::map<std::string, Timestamp> last_heartbeat_;
+  // Running attempts on agent nodes recovered at start whose agent has not
+  // named them in a heartbeat yet (relaunched if it does not know them).
+  std::set<std::pair<model::JobId, int>> unconfirmed_on_agents_;
   std::map<std::string, std::deque<Timestamp>> recent_failures_;  // by node, within the black-hole window
   // Alerts firing now, by (rule name, object).
   std::map<std::pair<std::string, std::string>, store::AlertRecord> firing_;

@@ -119,6 +119,32 @@ void KillEverythingUnder(const std::string& dir) {
   }
 }
 
+// Starts `unisched agent` for `node` with its state in `dir` (its output in
+// dir.log), declaring 2 cpus and 1024 MB; `extra` are more flags, `path` the
+// PATH it sees when not empty.
+pid_t SpawnAgent(const TestDaemon& daemon, const std::string& token_file, const std::string& node,
+                 const std::string& pool, const std::string& dir, const std::vector<std::string>& extra = {},
+                 const std::string& path = {}) {
+  std::vector<std::string> args = {UNISCHED_BINARY, "agent", "--server",    daemon.url(), "--token-file", token_file,
+                                   "--node",        node,    "--pool",      pool,         "--state-dir",  dir,
+                                   "--cpus",        "2",     "--memory-mb", "1024"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const std::string log = dir + ".log";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    if (!path.empty()) ::setenv("PATH", path.c_str(), 1);
+    ::execv(UNISCHED_BINARY, argv.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
 constexpr const char* kNode1 = "x86-c2m2-hpc-01";
 constexpr const char* kNode2 = "x86-c2m2-hpc-02";
 
@@ -175,18 +201,7 @@ projects:
   }
   std::string AgentDir(const std::string& node) const { return daemon_.state_dir() + "/agent-" + node; }
   void StartAgent(const std::string& node) {
-    const std::string dir = AgentDir(node), log = dir + ".log";
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      ::execl(UNISCHED_BINARY, UNISCHED_BINARY, "agent", "--server", daemon_.url().c_str(), "--token-file",
-              token_file_.c_str(), "--node", node.c_str(), "--pool", "cpu", "--state-dir", dir.c_str(), "--cpus", "2",
-              "--memory-mb", "1024", static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    agents_[node] = pid;
+    agents_[node] = SpawnAgent(daemon_, token_file_, node, "cpu", AgentDir(node));
   }
   void KillMachine(const std::string& node) {
     ::kill(agents_[node], SIGKILL);
@@ -395,19 +410,8 @@ projects:
   std::ofstream(token_file) << token.json["token"].get<std::string>();
   std::vector<pid_t> agents;
   for (const std::string node : {"x86-c2m2g2-train-01", "x86-c2m2g4-train-02"}) {
-    const std::string dir = daemon.state_dir() + "/agent-" + node;
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      const int fd = ::open((dir + ".log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      ::setenv("PATH", (bin + ":/usr/bin:/bin").c_str(), 1);
-      ::execl(UNISCHED_BINARY, UNISCHED_BINARY, "agent", "--server", daemon.url().c_str(), "--token-file",
-              token_file.c_str(), "--node", node.c_str(), "--pool", "gpu", "--state-dir", dir.c_str(), "--cpus", "2",
-              "--memory-mb", "1024", "--labels", "rack=r7,interconnect=forged", static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    agents.push_back(pid);
+    agents.push_back(SpawnAgent(daemon, token_file, node, "gpu", daemon.state_dir() + "/agent-" + node,
+                                {"--labels", "rack=r7,interconnect=forged"}, bin + ":/usr/bin:/bin"));
   }
   json one, two;
   for (int i = 0; i < 100; ++i) {
