@@ -80,16 +80,44 @@ void AgentHub::Heartbeat(const std::string& token_pool, executor::Heartbeat hear
   }
   const std::string node = heartbeat.node;
   const int wait_ms = std::clamp(heartbeat.wait_ms, 0, kMaxWaitMs);
-  sink_->OnAgentHeartbeat(std::move(heartbeat), [this, node, wait_ms, done = std::move(done)](HeartbeatAnswer answer) {
+  std::set<std::pair<model::JobId, int>> running;
+  for (const auto& ref : heartbeat.running) running.insert({ref.job, ref.attempt});
+  sink_->OnAgentHeartbeat(std::move(heartbeat), [this, node, wait_ms, running = std::move(running),
+                                                 done = std::move(done)](HeartbeatAnswer answer) {
     std::vector<std::function<void()>> answers;
+    std::vector<executor::RunResult> never_started;
     {
       std::lock_guard lock(mu_);
       NodeQueue& q = queues_[node];
       q.node_state = answer.node_state;
       for (auto& stale : answer.stale) q.cancel.push_back(stale);
-      for (const auto& ref : answer.relaunch) {
-        auto it = attempts_.find({ref.job, ref.attempt});
-        if (it != attempts_.end()) q.launch.push_back(it->second);
+      // The agent sends a heartbeat only after acting on the last answer: an
+      // attempt handed to it before and not named now never reached it (its
+      // answer was lost with a dying agent or daemon). It is sent again (an
+      // agent runs an attempt at most once, and answers one it already ran
+      // with its stored result), or, if cancelled meanwhile, ends here.
+      for (auto it = q.unconfirmed.begin(); it != q.unconfirmed.end();) {
+        auto spec = attempts_.find(it->first);
+        if (running.count(it->first) || spec == attempts_.end()) {
+          it = q.unconfirmed.erase(it);
+          continue;
+        }
+        if (it->second) {
+          executor::RunResult r;
+          r.job_id = it->first.first;
+          r.attempt = it->first.second;
+          r.outcome = executor::RunOutcome::kCancelled;
+          r.reason = "cancelled before it started on node " + node;
+          never_started.push_back(std::move(r));
+          it = q.unconfirmed.erase(it);
+          continue;
+        }
+        if (std::none_of(q.launch.begin(), q.launch.end(), [&](const executor::LaunchSpec& s) {
+              return s.job_id == it->first.first && s.attempt == it->first.second;
+            })) {
+          q.launch.push_back(spec->second);
+        }
+        ++it;
       }
       // A newer heartbeat replaces a parked one (the agent gave up on it).
       if (q.parked) {
@@ -107,12 +135,18 @@ void AgentHub::Heartbeat(const std::string& token_pool, executor::Heartbeat hear
       }
     }
     for (auto& a : answers) a();
+    for (auto& r : never_started) sink_->OnRunResult(std::move(r));
   });
 }
 
 Status AgentHub::Results(const std::string& token_pool, const std::string& node,
                          std::vector<executor::RunResult> results) {
   if (Status s = CheckNode(token_pool, node); !s) return s;
+  {
+    std::lock_guard lock(mu_);
+    NodeQueue& q = queues_[node];
+    for (const auto& r : results) q.unconfirmed.erase({r.job_id, r.attempt});
+  }
   // Stale or repeated results are ignored by the controller (by attempt).
   for (auto& r : results) sink_->OnRunResult(std::move(r));
   return Status::Ok();
@@ -124,6 +158,7 @@ executor::Commands AgentHub::TakeCommands(NodeQueue& q, const std::string& node)
   c.heartbeat_interval_seconds = config_.health.heartbeat_interval_seconds;
   c.launch = std::move(q.launch);
   c.cancel = std::move(q.cancel);
+  for (const auto& spec : c.launch) q.unconfirmed.emplace(std::make_pair(spec.job_id, spec.attempt), false);
   q.launch.clear();
   q.cancel.clear();
   if (auto it = agent_pools_.find(node); it != agent_pools_.end()) {
@@ -180,6 +215,17 @@ void AgentHub::Cancel(model::JobId job_id, int attempt, bool preempt) {
   auto queued = std::find_if(q.launch.begin(), q.launch.end(),
                              [&](const executor::LaunchSpec& s) { return s.job_id == job_id && s.attempt == attempt; });
   if (queued != q.launch.end()) q.launch.erase(queued);
+  if (auto unconfirmed = q.unconfirmed.find({job_id, attempt}); unconfirmed != q.unconfirmed.end()) {
+    unconfirmed->second = true;  // ends at the next heartbeat unless the agent names it
+  } else if (queued != q.launch.end()) {
+    // Never handed out: it ends now, reported like any cancel.
+    executor::RunResult r;
+    r.job_id = job_id;
+    r.attempt = attempt;
+    r.outcome = executor::RunOutcome::kCancelled;
+    r.reason = "cancelled before it started on node " + it->second.node;
+    to_answer_.push_back([this, r] { sink_->OnRunResult(r); });
+  }
   q.cancel.push_back({job_id, attempt, preempt, false});
   Wake(it->second.node);
   cv_.notify_all();
@@ -188,10 +234,10 @@ void AgentHub::Cancel(model::JobId job_id, int attempt, bool preempt) {
 void AgentHub::Recover(const executor::LaunchSpec& spec) {
   // After a daemon restart: the agent still runs it (it says so in its
   // heartbeat) or it ended and the agent sends the result again; if the
-  // agent does not know it, the controller asks for a relaunch (which an
-  // agent that did run it answers with the stored result).
+  // agent does not name it, it is sent again (see Heartbeat).
   std::lock_guard lock(mu_);
   attempts_[{spec.job_id, spec.attempt}] = spec;
+  queues_[spec.node].unconfirmed.emplace(std::make_pair(spec.job_id, spec.attempt), false);
 }
 
 std::string AgentHub::LogPath(model::JobId, int, std::string_view) const {

@@ -31,7 +31,6 @@ namespace unisched::daemon {
 struct HeartbeatAnswer {
   std::string node_state;
   std::vector<executor::CancelCommand> stale;  // attempts the agent runs that are not current
-  std::vector<executor::AttemptRef> relaunch;  // attempts recovered after a restart the agent does not know
 };
 
 // The controller, as the hub needs it.
@@ -76,6 +75,10 @@ class AgentHub final : public api::AgentPlane, public executor::Executor {
     std::vector<executor::CancelCommand> cancel;
     std::string node_state = "down";
     std::unique_ptr<Parked> parked;
+    // Launched (handed to the agent) or recovered after a daemon restart,
+    // and not yet named by a heartbeat nor ended with a result; `true`: a
+    // cancel was asked for it meanwhile.
+    std::map<std::pair<model::JobId, int>, bool> unconfirmed;
   };
   // Checks that `node` is an agent node of `token_pool`.
   Status CheckNode(const std::string& token_pool, const std::string& node) const;

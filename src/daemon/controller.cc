@@ -156,10 +156,6 @@ void Controller::Start() {
         c.until = charged.until.value_or(job.started_at.value_or(clock_.Now()));
         c.sums = charged.sums;
         to_recover.push_back(MakeLaunchSpec(job));
-        if (const model::NodeUsage* n = a->allocation.empty() ? nullptr : FindNode(a->allocation.front().node);
-            n && n->spec.agent) {
-          unconfirmed_on_agents_.insert({job.id, a->number});
-        }
         if (job.cancel_requested || job.preempting_for) {
           to_stop.emplace_back(job.id, a->number, !job.cancel_requested && job.preempting_for.has_value());
         }
@@ -945,25 +941,6 @@ void Controller::ApplyHeartbeat(Batch& batch, const executor::Heartbeat& hb,
                       std::any_of(current->allocation.begin(), current->allocation.end(),
                                   [&](const model::NodeAllocation& a) { return a.node == hb.node; });
     if (!here) answer.stale.push_back({ref.job, ref.attempt, false, true});
-  }
-  // Attempts on agent nodes recovered after a daemon restart, until their
-  // agent names them: one it does not run may never have reached it (the
-  // daemon died between committing the start and handing it over), so it is
-  // sent again; the agent runs an attempt at most once and answers one it
-  // already ran with its stored result.
-  for (auto it = unconfirmed_on_agents_.begin(); it != unconfirmed_on_agents_.end();) {
-    auto job = active_.find(it->first);
-    const model::Attempt* a = job == active_.end() ? nullptr : job->second.CurrentAttempt();
-    if (!a || a->number != it->second || job->second.state != JobState::kRunning || reported.count(*it)) {
-      it = unconfirmed_on_agents_.erase(it);  // ended, or its agent has it
-      continue;
-    }
-    if (!a->allocation.empty() && a->allocation.front().node == hb.node) {
-      answer.relaunch.push_back({it->first, it->second});
-      it = unconfirmed_on_agents_.erase(it);
-      continue;
-    }
-    ++it;
   }
   batch.after_commit.push_back([done, answer = std::move(answer)] { done(answer); });
 }

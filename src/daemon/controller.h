@@ -173,9 +173,6 @@ class Controller final : public api::ControlPlane, public AgentSink {
   // Agent nodes: when their agent was last heard from (the daemon's start
   // counts as a heartbeat, so agents have a timeout's grace to come back).
   std::map<std::string, Timestamp> last_heartbeat_;
-  // Running attempts on agent nodes recovered at start whose agent has not
-  // named them in a heartbeat yet (relaunched if it does not know them).
-  std::set<std::pair<model::JobId, int>> unconfirmed_on_agents_;
   std::map<std::string, std::deque<Timestamp>> recent_failures_;  // by node, within the black-hole window
   // Alerts firing now, by (rule name, object).
   std::map<std::pair<std::string, std::string>, store::AlertRecord> firing_;
