@@ -1,0 +1,356 @@
+// unisched-sandbox: the init of one sandbox instance (docs/sandboxes.md).
+//
+// Started by the daemon as PID 1 of fresh pid, network, mount, UTS and IPC
+// namespaces, inside the instance's cgroups, with its control socket as fd 3
+// and its spec (JSON) as argv[1]. It isolates itself (EnterIsolation), drops
+// to the instance's own uid, answers {"ready": true}, then serves requests
+// one at a time (protocol.h). When the daemon closes the socket, or dies, it
+// exits, and the kernel kills whatever else runs in the pid namespace.
+//
+// Small and single-threaded: hundreds idle at once, so it links no more than
+// libc, libstdc++ and the JSON header.
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "unisched/isolation/isolation.h"
+#include "unisched/isolation/protocol.h"
+
+namespace {
+
+using nlohmann::json;
+using unisched::isolation::Bytes;
+using unisched::isolation::BytesOf;
+
+constexpr int kControlFd = 3;
+int g_sigchld_fd = -1;
+
+std::string ErrnoText(int err) {
+  return std::strerror(err);
+}
+
+json ErrorAnswer(const std::string& code, const std::string& message) {
+  return {{"error", message}, {"code", code}};
+}
+
+// Reaps every exited child; records the status of `watched` if it is one.
+void Reap(pid_t watched, bool& watched_done, int& watched_status) {
+  while (true) {
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) return;
+    if (pid == watched) {
+      watched_done = true;
+      watched_status = status;
+    }
+  }
+}
+
+void DrainSignalFd() {
+  signalfd_siginfo info;
+  while (::read(g_sigchld_fd, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+  }
+}
+
+struct Capture {
+  int fd = -1;
+  std::string data;
+  bool truncated = false;
+  size_t cap = 0;
+  // Reads what is there; false at end of file.
+  bool Pump() {
+    char buf[65536];
+    while (true) {
+      const ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n > 0) {
+        const size_t room = cap > data.size() ? cap - data.size() : 0;
+        const size_t take = std::min(room, static_cast<size_t>(n));
+        data.append(buf, take);
+        if (take < static_cast<size_t>(n)) truncated = true;
+        continue;
+      }
+      if (n == 0) return false;
+      return errno == EAGAIN || errno == EINTR;
+    }
+  }
+};
+
+json Exec(const json& request) {
+  const auto started = std::chrono::steady_clock::now();
+  std::vector<std::string> args;
+  for (const auto& a : request.value("argv", json::array())) args.push_back(a.get<std::string>());
+  if (args.empty()) return ErrorAnswer("bad_request", "argv is empty");
+  std::map<std::string, std::string> env = {{"PATH", "/usr/local/bin:/usr/bin:/bin"},
+                                            {"HOME", unisched::isolation::kSandboxHome},
+                                            {"USER", "sandbox"},
+                                            {"LANG", "C.UTF-8"},
+                                            {"TMPDIR", "/tmp"}};
+  for (const auto& [k, v] : request.value("env", json::object()).items()) env[k] = v.get<std::string>();
+  const std::string input = BytesOf(request.value("stdin", json()));
+  const int64_t timeout_ms = request.value("timeout_ms", int64_t{30000});
+  const size_t cap = request.value("output_cap", size_t{1} << 20);
+
+  std::vector<std::string> env_strings;
+  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> argv, envp;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  const std::string search_path = env["PATH"];
+
+  int in[2], out[2], err[2], report[2];
+  if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0 ||
+      ::pipe2(report, O_CLOEXEC) != 0) {
+    return ErrorAnswer("io", "cannot create pipes: " + ErrnoText(errno));
+  }
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    const int e = errno;
+    for (int fd : {in[0], in[1], out[0], out[1], err[0], err[1], report[0], report[1]}) ::close(fd);
+    // The pids cap: a fork bomb of an earlier call may still hold every slot.
+    return ErrorAnswer("io", "cannot start the command: " + ErrnoText(e));
+  }
+  if (pid == 0) {
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::setpgid(0, 0);
+    ::dup2(in[0], 0);
+    ::dup2(out[1], 1);
+    ::dup2(err[1], 2);
+    ::setenv("PATH", search_path.c_str(), 1);  // for execvpe's search only
+    ::execvpe(argv[0], argv.data(), envp.data());
+    const int e = errno;
+    ssize_t ignored = ::write(report[1], &e, sizeof e);
+    (void)ignored;
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);
+  ::close(in[0]);
+  ::close(out[1]);
+  ::close(err[1]);
+  ::close(report[1]);
+  for (int fd : {in[1], out[0], err[0]}) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+
+  Capture stdout_capture{out[0], {}, false, cap};
+  Capture stderr_capture{err[0], {}, false, cap};
+  size_t written = 0;
+  int stdin_fd = in[1];
+  if (input.empty()) {
+    ::close(stdin_fd);
+    stdin_fd = -1;
+  }
+  bool out_open = true, err_open = true, done = false, timed_out = false;
+  int status = 0;
+  const auto deadline = started + std::chrono::milliseconds(timeout_ms);
+  std::chrono::steady_clock::time_point exited_at{};
+  while (true) {
+    const auto now = std::chrono::steady_clock::now();
+    if (done) {
+      // A background process may hold the pipes: what it wrote within a
+      // moment of the command's exit is kept, the rest is not waited for.
+      if ((!out_open && !err_open) || now - exited_at > std::chrono::milliseconds(50)) break;
+    } else if (!timed_out && now >= deadline) {
+      timed_out = true;
+      ::kill(-pid, SIGKILL);
+    }
+    pollfd fds[4];
+    int n = 0;
+    fds[n++] = {g_sigchld_fd, POLLIN, 0};
+    const int out_i = out_open ? n : -1;
+    if (out_open) fds[n++] = {out[0], POLLIN, 0};
+    const int err_i = err_open ? n : -1;
+    if (err_open) fds[n++] = {err[0], POLLIN, 0};
+    const int in_i = stdin_fd >= 0 ? n : -1;
+    if (stdin_fd >= 0) fds[n++] = {stdin_fd, POLLOUT, 0};
+    int wait_ms = 50;
+    if (!done && !timed_out) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count();
+      wait_ms = static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(left + 1, 1000)));
+    }
+    ::poll(fds, static_cast<nfds_t>(n), wait_ms);
+    if (fds[0].revents) {
+      DrainSignalFd();
+      const bool before = done;
+      Reap(pid, done, status);
+      if (done && !before) exited_at = std::chrono::steady_clock::now();
+    }
+    if (out_i >= 0 && fds[out_i].revents) out_open = stdout_capture.Pump();
+    if (err_i >= 0 && fds[err_i].revents) err_open = stderr_capture.Pump();
+    if (in_i >= 0 && fds[in_i].revents) {
+      const ssize_t w = ::write(stdin_fd, input.data() + written, input.size() - written);
+      if (w > 0) written += static_cast<size_t>(w);
+      if ((w < 0 && errno != EAGAIN && errno != EINTR) || written == input.size()) {
+        ::close(stdin_fd);
+        stdin_fd = -1;
+      }
+    }
+  }
+  if (stdin_fd >= 0) ::close(stdin_fd);
+  ::close(out[0]);
+  ::close(err[0]);
+  int exec_errno = 0;
+  const bool exec_failed = ::read(report[0], &exec_errno, sizeof exec_errno) == static_cast<ssize_t>(sizeof exec_errno);
+  ::close(report[0]);
+  if (timed_out) ::kill(-pid, SIGKILL);  // what is left of the group
+
+  int exit_code = 0;
+  if (WIFEXITED(status)) exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) exit_code = 128 + WTERMSIG(status);
+  std::string err_text = std::move(stderr_capture.data);
+  if (exec_failed) err_text += "unisched: cannot execute '" + args[0] + "': " + ErrnoText(exec_errno) + "\n";
+  const auto elapsed = std::chrono::steady_clock::now() - started;
+  return {{"exit_code", exit_code},
+          {"stdout", Bytes(stdout_capture.data)},
+          {"stderr", Bytes(err_text)},
+          {"stdout_truncated", stdout_capture.truncated},
+          {"stderr_truncated", stderr_capture.truncated},
+          {"timed_out", timed_out},
+          {"duration_ms", std::chrono::duration<double, std::milli>(elapsed).count()}};
+}
+
+json PutFile(const json& request) {
+  const std::string path = request.value("path", "");
+  if (std::string why = unisched::isolation::CheckRelativePath(path); !why.empty()) return ErrorAnswer("bad_path", why);
+  // Parents first, as the instance's own uid: only what it may write.
+  for (size_t i = path.find('/'); i != std::string::npos; i = path.find('/', i + 1)) {
+    if (::mkdir(path.substr(0, i).c_str(), 0755) != 0 && errno != EEXIST) {
+      return ErrorAnswer("io", "cannot make directory '" + path.substr(0, i) + "': " + ErrnoText(errno));
+    }
+  }
+  const std::string data = BytesOf(request.value("data", json()));
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) return ErrorAnswer("io", "cannot write '" + path + "': " + ErrnoText(errno));
+  size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int e = errno;
+      ::close(fd);
+      return ErrorAnswer("io", "cannot write '" + path + "': " + ErrnoText(e));
+    }
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  return {{"size", data.size()}};
+}
+
+json GetFile(const json& request) {
+  const std::string path = request.value("path", "");
+  if (std::string why = unisched::isolation::CheckRelativePath(path); !why.empty()) return ErrorAnswer("bad_path", why);
+  const size_t max = request.value("max", size_t{8} << 20);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    return ErrorAnswer(errno == ENOENT ? "not_found" : "io", "cannot read '" + path + "': " + ErrnoText(errno));
+  }
+  struct stat st{};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return ErrorAnswer("bad_path", "'" + path + "' is not a regular file");
+  }
+  if (static_cast<size_t>(st.st_size) > max) {
+    ::close(fd);
+    return ErrorAnswer("too_large",
+                       "'" + path + "' holds " + std::to_string(st.st_size) + " bytes, more than " + std::to_string(max));
+  }
+  std::string data;
+  char buf[65536];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0 && data.size() <= max) data.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return {{"data", Bytes(data)}};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // SIGCHLD arrives through a signalfd; nothing else of the daemon's world
+  // may stop us (PID 1 ignores unhandled signals from inside anyway).
+  sigset_t all;
+  sigfillset(&all);
+  ::sigprocmask(SIG_SETMASK, &all, nullptr);
+  // The control socket is the daemon's alone: no command inherits it.
+  if (::fcntl(kControlFd, F_SETFD, FD_CLOEXEC) != 0) return 2;
+  if (argc < 2) {
+    (void)unisched::isolation::WriteFrame(kControlFd, ErrorAnswer("usage", "usage: unisched-sandbox SPEC_JSON (started by the daemon)"));
+    return 2;
+  }
+  const json spec = json::parse(argv[1], nullptr, false);
+  if (!spec.is_object()) {
+    (void)unisched::isolation::WriteFrame(kControlFd, ErrorAnswer("usage", "the spec is not a JSON object"));
+    return 2;
+  }
+  unisched::isolation::IsolationSpec isolation;
+  isolation.work_dir = spec.value("work_dir", "");
+  isolation.rootfs = spec.value("rootfs", "");
+  isolation.tmp_size = spec.value("tmp_size", "64m");
+  for (const auto& b : spec.value("binds", json::array())) {
+    isolation.binds.emplace_back(b.at(0).get<std::string>(), b.at(1).get<std::string>());
+  }
+  const char* step = "";
+  if (int e = unisched::isolation::EnterIsolation(isolation, &step)) {
+    (void)unisched::isolation::WriteFrame(kControlFd,
+                                          ErrorAnswer("isolation", std::string("cannot ") + step + ": " + ErrnoText(e)));
+    return 1;
+  }
+  const auto uid = spec.value("uid", 0u);
+  if (uid == 0) {
+    (void)unisched::isolation::WriteFrame(kControlFd, ErrorAnswer("isolation", "refusing to run an instance as root"));
+    return 1;
+  }
+  if (int e = unisched::isolation::DropPrivileges(uid, uid, &step)) {
+    (void)unisched::isolation::WriteFrame(kControlFd,
+                                          ErrorAnswer("isolation", std::string("cannot ") + step + ": " + ErrnoText(e)));
+    return 1;
+  }
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  g_sigchld_fd = ::signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
+  if (g_sigchld_fd < 0) {
+    (void)unisched::isolation::WriteFrame(kControlFd, ErrorAnswer("io", "signalfd: " + ErrnoText(errno)));
+    return 1;
+  }
+  if (unisched::isolation::WriteFrame(kControlFd, {{"ready", true}}) != 0) return 1;
+  while (true) {
+    json request;
+    const int rc = unisched::isolation::ReadFrame(kControlFd, request, -1);
+    if (rc != 0) return 0;  // the daemon let go: the namespace ends with us
+    const std::string op = request.value("op", "");
+    json answer;
+    try {
+      if (op == "exec") {
+        answer = Exec(request);
+      } else if (op == "put") {
+        answer = PutFile(request);
+      } else if (op == "get") {
+        answer = GetFile(request);
+      } else {
+        answer = ErrorAnswer("bad_request", "unknown op '" + op + "'");
+      }
+    } catch (const std::exception& e) {
+      answer = ErrorAnswer("bad_request", e.what());
+    }
+    // Orphans of earlier commands end up here, PID 1: reap them.
+    bool none = false;
+    int ignored = 0;
+    DrainSignalFd();
+    Reap(-2, none, ignored);
+    if (unisched::isolation::WriteFrame(kControlFd, answer) != 0) return 0;
+  }
+}
