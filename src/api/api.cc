@@ -14,6 +14,8 @@
 #include <set>
 #include <sstream>
 
+#include "api/call.h"
+#include "api/responses.h"
 #include "api/submission.h"
 #include "unisched/api/reconcile.h"
 #include "unisched/codec/job_json.h"
@@ -21,9 +23,7 @@
 #include "unisched/router/router.h"
 
 namespace unisched::api {
-namespace {
 
-using model::JobState;
 using nlohmann::json;
 
 int StatusOf(ErrorKind kind) {
@@ -56,6 +56,17 @@ HttpResponse FromError(const Error& e) {
   return ErrorResponse(StatusOf(e.kind), e.code, e.message, e.field);
 }
 
+HttpResponse Json(int status, const json& body) {
+  HttpResponse r;
+  r.status = status;
+  r.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
+  return r;
+}
+
+namespace {
+
+using model::JobState;
+
 // An optional RFC 3339 time in query parameter `key` into `out`; false (and
 // the 400 answered) when it is there but not a time.
 template <class Call>
@@ -67,13 +78,6 @@ bool ReadTimeParam(Call& call, const char* key, std::optional<Timestamp>& out) {
   call.reply(ErrorResponse(400, "invalid_value",
                            std::string(key) + " must be an RFC 3339 time, e.g. 2026-12-01T00:00:00Z", key));
   return false;
-}
-
-HttpResponse Json(int status, const json& body) {
-  HttpResponse r;
-  r.status = status;
-  r.body = body.dump();
-  return r;
 }
 
 std::vector<std::string> SplitPath(std::string_view path) {
@@ -143,27 +147,6 @@ bool ValidUserName(const std::string& name) {
 
 }  // namespace
 
-// One request while its endpoint runs. `reply` may be copied into callbacks
-// that answer later (after a commit); it records metrics and the audit trail
-// exactly once, and owns nothing of the Call.
-struct Api::Call {
-  struct Reply {
-    std::atomic<bool> answered{false};
-    Respond respond;
-    std::chrono::steady_clock::time_point started;
-    std::string method, route, path, actor = "anonymous";
-    bool audited = false;  // the endpoint wrote the audit record in its own transaction
-  };
-  HttpRequest request;
-  std::map<std::string, std::string> params;  // path captures
-  std::optional<auth::Principal> principal;
-  std::shared_ptr<Reply> state;
-  std::function<void(HttpResponse)> reply;
-
-  const std::string& Param(const std::string& name) const { return params.at(name); }
-  void MarkAudited() { state->audited = true; }
-};
-
 Api::Api(ApiContext context) : ctx_(std::move(context)) {
   auto add = [this](std::string method, std::string templ, Endpoint endpoint, bool needs_auth = true) {
     routes_.push_back({std::move(method), SplitPath(templ), templ, endpoint, needs_auth});
@@ -194,6 +177,18 @@ Api::Api(ApiContext context) : ctx_(std::move(context)) {
   add("GET", "/v1/events", &Api::ListEvents);
   add("POST", "/v1/node-tokens", &Api::CreateNodeToken);
   add("GET", "/v1/alerts", &Api::ListAlerts);
+  add("POST", "/v1/sandboxes", &Api::CreateSandbox);
+  add("GET", "/v1/sandboxes", &Api::ListSandboxes);
+  add("GET", "/v1/sandboxes/{id}", &Api::GetSandbox);
+  add("DELETE", "/v1/sandboxes/{id}", &Api::DeleteSandbox);
+  add("POST", "/v1/sandboxes/{id}/exec", &Api::ExecSandbox);
+  add("PUT", "/v1/sandboxes/{id}/files/{path}", &Api::PutSandboxFile);
+  routes_.back().tail_param = true;
+  add("GET", "/v1/sandboxes/{id}/files/{path}", &Api::GetSandboxFile);
+  routes_.back().tail_param = true;
+  add("GET", "/v1/images", &Api::ListImages);
+  add("POST", "/v1/images", &Api::CreateImage);
+  add("POST", "/v1/images/{name}/rollback", &Api::RollbackImage);
   add("POST", "/v1/agents/heartbeat", &Api::AgentHeartbeat);
   routes_.back().for_agents = true;
   add("POST", "/v1/agents/results", &Api::AgentResults);
@@ -266,13 +261,17 @@ void Api::Handle(HttpRequest request, Respond respond) {
   const Route* match = nullptr;
   bool path_known = false;
   for (const auto& route : routes_) {
-    if (route.segments.size() != parts.size()) continue;
+    if (route.tail_param ? parts.size() < route.segments.size() : route.segments.size() != parts.size()) continue;
     std::map<std::string, std::string> params;
     bool ok = true;
-    for (size_t i = 0; i < parts.size() && ok; ++i) {
+    for (size_t i = 0; i < route.segments.size() && ok; ++i) {
       const auto& seg = route.segments[i];
       if (seg.size() > 2 && seg.front() == '{' && seg.back() == '}') {
-        params[seg.substr(1, seg.size() - 2)] = parts[i];
+        std::string value = parts[i];
+        if (route.tail_param && i + 1 == route.segments.size()) {
+          for (size_t j = i + 1; j < parts.size(); ++j) value += "/" + parts[j];
+        }
+        params[seg.substr(1, seg.size() - 2)] = std::move(value);
       } else {
         ok = seg == parts[i];
       }

@@ -448,13 +448,48 @@ void ParseAlerts(const YAML::Node& node, Errors& errors, AlertSettings& out) {
   out.rules = ParseList<AlertRule>(m, "rules", errors, ParseAlertRule);
 }
 
+void ParseSandboxes(const YAML::Node& node, Errors& errors, SandboxSettings& out) {
+  MapReader m(node, "sandboxes",
+              {"init_path", "queue", "uid_base", "uid_count", "uid_lock_dir", "output_cap_bytes", "max_file_bytes",
+               "create_wait_seconds", "pids_max", "default_cpus", "default_timeout_seconds", "default_idle_seconds",
+               "default_image"},
+              errors);
+  m.Read("init_path", out.init_path);
+  m.Read("queue", out.queue);
+  m.Read("uid_base", out.uid_base);
+  m.Read("uid_count", out.uid_count);
+  m.Read("uid_lock_dir", out.uid_lock_dir);
+  m.Read("output_cap_bytes", out.output_cap_bytes);
+  m.Read("max_file_bytes", out.max_file_bytes);
+  m.Read("create_wait_seconds", out.create_wait_seconds);
+  m.Read("pids_max", out.pids_max);
+  m.Read("default_cpus", out.default_cpus);
+  m.Read("default_timeout_seconds", out.default_timeout_seconds);
+  m.Read("default_idle_seconds", out.default_idle_seconds);
+  m.Read("default_image", out.default_image);
+}
+
+ImageSpec ParseImage(const YAML::Node& node, const std::string& path, Errors& errors) {
+  ImageSpec image;
+  MapReader m(node, path, {"name", "version", "rootfs", "binds", "warm"}, errors);
+  m.Require("name");
+  m.Read("name", image.name);
+  m.Read("version", image.version);
+  m.Read("rootfs", image.rootfs);
+  m.Read("binds", image.binds);
+  m.Read("warm", image.warm);
+  return image;
+}
+
 Config ParseConfig(const YAML::Node& root, Errors& errors) {
   Config config;
   MapReader m(root, "",
               {"server", "store", "executor", "scheduler", "health", "alerts", "pools", "nodes", "queues", "routing",
-               "projects", "users"},
+               "projects", "users", "sandboxes", "images"},
               errors);
   if (!m.is_map()) return config;
+  ParseSandboxes(m.Get("sandboxes"), errors, config.sandboxes);
+  config.images = ParseList<ImageSpec>(m, "images", errors, ParseImage);
   ParseServer(m.Get("server"), errors, config.server);
   ParseStore(m.Get("store"), errors, config.store);
   ParseHealth(m.Get("health"), errors, config.health);

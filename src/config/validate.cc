@@ -190,6 +190,71 @@ void ValidateHealth(const HealthSettings& h, Errors& errors) {
   Positive(errors, "health.black_hole_window_seconds", h.black_hole_window_seconds);
 }
 
+bool IsVersionText(const std::string& v) {
+  if (v.empty() || v.size() > 63) return false;
+  for (char c : v) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_')) return false;
+  }
+  return true;
+}
+
+void ValidateImageInto(const ImageSpec& image, const std::string& path, Errors& errors) {
+  if (!IsVersionText(image.version)) {
+    errors.Add(JoinKey(path, "version"), "must be 1-63 letters, digits, '.', '-' or '_', e.g. 3.11-v3");
+  }
+  if (!image.rootfs.empty() && image.rootfs.front() != '/') {
+    errors.Add(JoinKey(path, "rootfs"), "must be an absolute directory path, e.g. /srv/images/python-3.11");
+  }
+  for (size_t i = 0; i < image.binds.size(); ++i) {
+    const std::string& b = image.binds[i];
+    const size_t colon = b.find(':');
+    if (colon == std::string::npos || b.size() < 4 || b.front() != '/' || colon + 1 >= b.size() ||
+        b[colon + 1] != '/' || b.find(':', colon + 1) != std::string::npos) {
+      errors.Add(JoinKey(path, "binds") + "[" + std::to_string(i) + "]",
+                 "must be HOST_PATH:PATH_INSIDE, both absolute, e.g. /opt/python3.11:/opt/python");
+    }
+  }
+  NonNegative(errors, JoinKey(path, "warm"), image.warm, "0 keeps no idle instance ready");
+}
+
+void ValidateSandboxes(const Config& config, const NameRegistry& queues, Errors& errors) {
+  const SandboxSettings& s = config.sandboxes;
+  Positive(errors, "sandboxes.uid_base", s.uid_base, "pick a range no account of the host uses, e.g. 3000000");
+  Positive(errors, "sandboxes.uid_count", s.uid_count);
+  if (s.uid_base > 0 && s.uid_base + s.uid_count > 4'000'000'000LL) {
+    errors.Add("sandboxes.uid_count", "uid_base + uid_count must stay below 4000000000");
+  }
+  if (s.uid_lock_dir.empty() || s.uid_lock_dir.front() != '/') {
+    errors.Add("sandboxes.uid_lock_dir", "must be an absolute path, e.g. /run/unisched/sandbox-uids");
+  }
+  Positive(errors, "sandboxes.output_cap_bytes", s.output_cap_bytes);
+  Positive(errors, "sandboxes.max_file_bytes", s.max_file_bytes);
+  NonNegative(errors, "sandboxes.create_wait_seconds", s.create_wait_seconds, "0 answers 429 at once");
+  Positive(errors, "sandboxes.pids_max", s.pids_max);
+  Positive(errors, "sandboxes.default_cpus", s.default_cpus);
+  Positive(errors, "sandboxes.default_timeout_seconds", s.default_timeout_seconds);
+  Positive(errors, "sandboxes.default_idle_seconds", s.default_idle_seconds);
+  if (!s.queue.empty()) queues.CheckReference(errors, "sandboxes.queue", s.queue);
+  std::map<std::string, std::string> seen;  // name:version -> path
+  bool default_found = s.default_image == "host";
+  for (size_t i = 0; i < config.images.size(); ++i) {
+    const ImageSpec& image = config.images[i];
+    const std::string path = "images[" + std::to_string(i) + "]";
+    if (!IsPlainName(image.name, "")) {
+      errors.Add(JoinKey(path, "name"), "invalid image name '" + image.name + "'; " + std::string(kPlainNameRule));
+    }
+    ValidateImageInto(image, path, errors);
+    const auto [it, fresh] = seen.emplace(image.name + ":" + image.version, path);
+    if (!fresh) {
+      errors.Add(path, "duplicate image " + image.name + ":" + image.version + " (first at " + it->second + ")");
+    }
+    default_found = default_found || image.name == s.default_image;
+  }
+  if (!default_found) {
+    errors.Add("sandboxes.default_image", "unknown image '" + s.default_image + "'; use host or an image of images");
+  }
+}
+
 void ValidateAlerts(const AlertSettings& a, const NameRegistry& queues, Errors& errors) {
   static const std::vector<std::string> kKinds = {"node_down", "node_drained_automatically", "pending_age",
                                                   "ledger_discrepancy", "store_errors"};
@@ -582,6 +647,16 @@ std::vector<ConfigError> ValidateConfig(const Config& config) {
   ValidateCluster(config.cluster, queues, errors);
   ValidatePeople(config, queues, errors);
   ValidateAlerts(config.alerts, queues, errors);
+  ValidateSandboxes(config, queues, errors);
+  return errors.Take();
+}
+
+std::vector<ConfigError> ValidateImage(const ImageSpec& image) {
+  Errors errors;
+  if (!IsPlainName(image.name, "")) {
+    errors.Add("name", "invalid image name '" + image.name + "'; " + std::string(kPlainNameRule));
+  }
+  ValidateImageInto(image, "", errors);
   return errors.Take();
 }
 

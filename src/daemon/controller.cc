@@ -406,6 +406,9 @@ void Controller::RunCycle(Batch& batch, Timestamp now) {
       add_fairshare(job);  // a running job's priority decides whether it may be preempted
     }
   }
+  for (const auto& [scope, amount] : sandbox_holds_) {
+    snapshot.quota_holders.push_back({std::get<0>(scope), std::get<1>(scope), std::get<2>(scope), amount});
+  }
   if (snapshot.pending.empty()) {
     if (!pending_->empty() || !backing_off.empty()) {
       auto infos = std::make_shared<api::PendingInfoMap>();
@@ -621,6 +624,25 @@ void Controller::CloseCharging(Batch& batch, const Job& job, const model::Attemp
     AppendCharge(batch, job, attempt.number, {metric, detail, node, quantity}, start, end, /*final=*/true);
   }
   if (it != charging_.end()) charging_.erase(it);
+}
+
+void Controller::CountSandbox(const std::string& queue, const std::string& project, const std::string& user,
+                              int64_t cpus, int64_t memory_mb, int sign) {
+  // An API sandbox holds a slot of its queue like a running job: the
+  // scheduler's max_concurrency and quota checks count it (docs/sandboxes.md).
+  Post([this, queue, project, user, cpus, memory_mb, sign](Batch&) {
+    const policy::JobScope scope{queue, project, user};
+    const policy::Amount amount{cpus, memory_mb, 0, 1};
+    policy::Amount& held = sandbox_holds_[{queue, project, user}];
+    if (sign > 0) {
+      running_usage_.Add(scope, amount);
+      held += amount;
+    } else {
+      running_usage_.Remove(scope, amount);
+      held -= amount;
+      if (held.jobs <= 0) sandbox_holds_.erase({queue, project, user});
+    }
+  });
 }
 
 void Controller::TallyRunning(const Job& job, int sign) {

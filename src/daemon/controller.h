@@ -63,6 +63,8 @@ class Controller final : public api::ControlPlane, public AgentSink {
   void SetNodeState(std::string node, bool drain, std::string reason, std::string actor,
                     std::function<void(Result<api::ClusterView::Node>)> done) override;
   std::shared_ptr<const api::ClusterView> View() const override;
+  void CountSandbox(const std::string& queue, const std::string& project, const std::string& user, int64_t cpus,
+                    int64_t memory_mb, int sign) override;
 
  private:
   // What one loop iteration will commit, and what to do after the commit.
@@ -144,6 +146,8 @@ class Controller final : public api::ControlPlane, public AgentSink {
   std::map<std::string, std::string> node_reasons_;
   std::map<std::tuple<model::JobState, std::string, std::string>, int64_t> job_counts_;
   policy::QuotaTally running_usage_;
+  // API sandboxes by (queue, project, user): quota holders of every cycle.
+  std::map<std::tuple<std::string, std::string, std::string>, policy::Amount> sandbox_holds_;
   // Per running attempt: how far it has been charged, and what.
   struct Charging {
     Timestamp until{};

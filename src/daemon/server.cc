@@ -17,6 +17,7 @@
 #include <string>
 
 #include "daemon/controller.h"
+#include "daemon/sandbox_manager.h"
 #include "daemon/housekeeper.h"
 #include "unisched/api/api.h"
 #include "unisched/api/server.h"
@@ -139,6 +140,13 @@ std::string SupervisorPath(const config::Config& cfg) {
   return (self.parent_path() / "unisched-supervisor").string();
 }
 
+std::string SandboxInitPath(const config::Config& cfg) {
+  if (!cfg.sandboxes.init_path.empty()) return cfg.sandboxes.init_path;
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  return (self.parent_path() / "unisched-sandbox").string();
+}
+
 }  // namespace
 
 int RunValidateConfig(int argc, char** argv) {
@@ -235,6 +243,8 @@ int RunServer(int argc, char** argv) {
   context.store = store->get();
   context.control = &controller;
   context.agents = &agents;
+  SandboxManager sandboxes(cfg, **store, metrics, clock, controller, state_dir.string(), SandboxInitPath(cfg));
+  context.sandboxes = &sandboxes;
   context.metrics = &metrics;
   context.clock = &clock;
   context.log_path = [&executor](model::JobId id, int attempt, std::string_view stream) {
@@ -244,6 +254,12 @@ int RunServer(int argc, char** argv) {
   api::Api api(context);
 
   controller.Start();
+  if (Status started = sandboxes.Start(); !started) {
+    spdlog::critical("cannot start the sandbox manager: {}", started.error().message);
+    controller.Stop();
+    executor->Shutdown();
+    return 1;
+  }
   Housekeeper housekeeper(cfg, **store, metrics, clock, exec_options.work_root);
   housekeeper.OnReconciled([&controller](int64_t discrepancies) { controller.SetLedgerDiscrepancies(discrepancies); });
   housekeeper.Start();
@@ -252,6 +268,7 @@ int RunServer(int argc, char** argv) {
   if (!server.ok()) {
     spdlog::critical("cannot listen on {}: {}", cfg.server.listen, server.error().message);
     housekeeper.Stop();
+    sandboxes.Stop();
     controller.Stop();
     executor->Shutdown();
     return 1;
@@ -271,6 +288,7 @@ int RunServer(int argc, char** argv) {
   agents.Stop();  // parked heartbeats are answered while the listener still runs
   (*server)->Stop();
   housekeeper.Stop();
+  sandboxes.Stop();  // sandboxes end with the daemon (charged to now)
   controller.Stop();
   notifier.Stop();
   executor->Shutdown();

@@ -107,6 +107,20 @@ struct Metrics::Impl {
           .Name("unisched_alerts_firing")
           .Help("Alerts firing now, by alert rule name (docs/alerts.md).")
           .Register(*registry);
+  prometheus::Family<prometheus::Gauge>& sandboxes =
+      prometheus::BuildGauge()
+          .Name("unisched_sandboxes")
+          .Help("Sandbox instances by state (active: in use; warm: pre-started, idle) and image.")
+          .Register(*registry);
+  prometheus::Family<prometheus::Counter>& sandbox_execs = prometheus::BuildCounter()
+                                                               .Name("unisched_sandbox_execs_total")
+                                                               .Help("Tool calls (exec) run in sandboxes, by queue.")
+                                                               .Register(*registry);
+  prometheus::Family<prometheus::Histogram>& sandbox_create =
+      prometheus::BuildHistogram()
+          .Name("unisched_sandbox_create_seconds")
+          .Help("Sandbox create latency in seconds, by start: warm (from the warm pool) or cold.")
+          .Register(*registry);
   prometheus::Family<prometheus::Counter>& finished =
       prometheus::BuildCounter()
           .Name("unisched_jobs_finished_total")
@@ -198,6 +212,18 @@ void Metrics::SetLedgerReconciliation(int64_t missing, int64_t duplicated, int64
 
 void Metrics::SetAlertsFiring(const std::string& alert, double count) {
   impl_->alerts_firing.Add({{"alert", alert}}).Set(count);
+}
+
+void Metrics::SetSandboxes(const std::string& state, const std::string& image, double count) {
+  impl_->sandboxes.Add({{"state", state}, {"image", image}}).Set(count);
+}
+
+void Metrics::CountSandboxExec(const std::string& queue) {
+  impl_->sandbox_execs.Add({{"queue", queue}}).Increment();
+}
+
+void Metrics::ObserveSandboxCreate(const std::string& start, double seconds) {
+  impl_->sandbox_create.Add({{"start", start}}, impl_->latency_buckets).Observe(seconds);
 }
 
 void Metrics::CountFinish(const std::string& state, const std::string& pool) {

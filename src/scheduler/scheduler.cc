@@ -798,6 +798,7 @@ Plan Scheduler::Decide(const Snapshot& snapshot, Timestamp now) const {
     tally.Add({r.queue, r.project, r.user}, policy::AmountOf(r.resources));
     running_by_pool[r.pool].push_back(&r);
   }
+  for (const auto& h : snapshot.quota_holders) tally.Add({h.queue, h.project, h.user}, h.amount);
   std::unordered_map<std::string_view, std::vector<const PendingJob*>> pending_by_pool;
   for (const auto& job : snapshot.pending) pending_by_pool[job.pool].push_back(&job);
   // Pools in name order; within a pool the snapshot's order is irrelevant

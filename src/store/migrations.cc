@@ -191,6 +191,35 @@ CREATE TABLE alerts (
 CREATE INDEX alerts_open ON alerts(resolved_at);
 )sql";
 
+// Version 7: sandboxes and images (docs/sandboxes.md). A sandbox row holds
+// the sandbox as JSON; image versions are kept forever, and image_current
+// is each image's stack of current versions, so a rollback pops its top.
+constexpr std::string_view kMigration7 = R"sql(
+CREATE TABLE sandboxes (
+  id INTEGER PRIMARY KEY,
+  state TEXT NOT NULL,
+  record TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  ended_at INTEGER
+);
+CREATE INDEX sandboxes_active ON sandboxes(id) WHERE ended_at IS NULL;
+CREATE TABLE images (
+  name TEXT NOT NULL,
+  version TEXT NOT NULL,
+  spec TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  created_by TEXT NOT NULL,
+  PRIMARY KEY (name, version)
+);
+CREATE TABLE image_current (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  name TEXT NOT NULL,
+  version TEXT NOT NULL,
+  at INTEGER NOT NULL
+);
+CREATE INDEX image_current_name ON image_current(name, seq);
+)sql";
+
 Status Rollback(sqlite3* db, Error error) {
   if (sqlite3_get_autocommit(db) == 0) sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
   return error;
@@ -209,7 +238,8 @@ Status Exec(sqlite3* db, const std::string& sql, const std::string& what) {
 
 const std::vector<std::string_view>& Migrations() {
   static const std::vector<std::string_view> migrations = {kMigration1, kMigration2, kMigration3,
-                                                           kMigration4, kMigration5, kMigration6};
+                                                           kMigration4, kMigration5, kMigration6,
+                                                           kMigration7};
   return migrations;
 }
 

@@ -364,6 +364,39 @@ class SqliteTransaction final : public Transaction {
     return stmt->Run();
   }
 
+  Status PutSandbox(const SandboxRow& b) override {
+    auto stmt =
+        c_.Prepare("INSERT OR REPLACE INTO sandboxes(id, state, record, created_at, ended_at) VALUES(?, ?, ?, ?, ?)");
+    if (!stmt.ok()) return stmt.error();
+    std::optional<int64_t> ended;
+    if (b.ended_at) ended = ToUnixMillis(*b.ended_at);
+    stmt->Bind(1, b.id).Bind(2, b.state).Bind(3, b.record).Bind(4, ToUnixMillis(b.created_at)).Bind(5, ended);
+    return stmt->Run();
+  }
+
+  Status PutImageVersion(const ImageVersionRow& i) override {
+    auto stmt = c_.Prepare(
+        "INSERT OR IGNORE INTO images(name, version, spec, created_at, created_by) VALUES(?, ?, ?, ?, ?)");
+    if (!stmt.ok()) return stmt.error();
+    stmt->Bind(1, i.name).Bind(2, i.version).Bind(3, i.spec).Bind(4, ToUnixMillis(i.created_at)).Bind(5, i.created_by);
+    return stmt->Run();
+  }
+
+  Status PushImageCurrent(const std::string& name, const std::string& version, Timestamp at) override {
+    auto stmt = c_.Prepare("INSERT INTO image_current(name, version, at) VALUES(?, ?, ?)");
+    if (!stmt.ok()) return stmt.error();
+    stmt->Bind(1, name).Bind(2, version).Bind(3, ToUnixMillis(at));
+    return stmt->Run();
+  }
+
+  Status PopImageCurrent(const std::string& name) override {
+    auto stmt = c_.Prepare(
+        "DELETE FROM image_current WHERE seq = (SELECT MAX(seq) FROM image_current WHERE name = ?)");
+    if (!stmt.ok()) return stmt.error();
+    stmt->Bind(1, name);
+    return stmt->Run();
+  }
+
   Status AppendAudit(const AuditRecord& record) override {
     auto stmt = c_.Prepare("INSERT INTO audit(time, actor, action, target, result) VALUES(?, ?, ?, ?, ?)");
     if (!stmt.ok()) return stmt.error();
@@ -720,6 +753,65 @@ class SqliteStore final : public Store {
       alerts.push_back(std::move(a));
     }
     return alerts;
+  }
+
+  static SandboxRow SandboxFrom(const Statement& stmt) {
+    SandboxRow b;
+    b.id = stmt.Int(0);
+    b.state = stmt.Text(1);
+    b.record = stmt.Text(2);
+    b.created_at = FromUnixMillis(stmt.Int(3));
+    if (!stmt.IsNull(4)) b.ended_at = FromUnixMillis(stmt.Int(4));
+    return b;
+  }
+
+  std::optional<SandboxRow> GetSandbox(int64_t id) const override {
+    auto lease = OrThrow(readers_.Acquire());
+    auto stmt = OrThrow((*lease).Prepare("SELECT id, state, record, created_at, ended_at FROM sandboxes WHERE id = ?"));
+    stmt.Bind(1, id);
+    if (!OrThrow(stmt.Step())) return std::nullopt;
+    return SandboxFrom(stmt);
+  }
+
+  std::vector<SandboxRow> ListSandboxes(bool active_only, int limit) const override {
+    auto lease = OrThrow(readers_.Acquire());
+    auto stmt = OrThrow((*lease).Prepare(std::string("SELECT id, state, record, created_at, ended_at FROM sandboxes") +
+                                         (active_only ? " WHERE ended_at IS NULL" : "") + " ORDER BY id DESC LIMIT " +
+                                         std::to_string(std::max(limit, 0))));
+    std::vector<SandboxRow> out;
+    while (OrThrow(stmt.Step())) out.push_back(SandboxFrom(stmt));
+    return out;
+  }
+
+  int64_t MaxSandboxId() const override {
+    auto lease = OrThrow(readers_.Acquire());
+    auto stmt = OrThrow((*lease).Prepare("SELECT COALESCE(MAX(id), 0) FROM sandboxes"));
+    return OrThrow(stmt.Step()) ? stmt.Int(0) : 0;
+  }
+
+  std::vector<ImageVersionRow> ListImageVersions() const override {
+    auto lease = OrThrow(readers_.Acquire());
+    auto stmt = OrThrow(
+        (*lease).Prepare("SELECT name, version, spec, created_at, created_by FROM images ORDER BY name, created_at"));
+    std::vector<ImageVersionRow> out;
+    while (OrThrow(stmt.Step())) {
+      ImageVersionRow i;
+      i.name = stmt.Text(0);
+      i.version = stmt.Text(1);
+      i.spec = stmt.Text(2);
+      i.created_at = FromUnixMillis(stmt.Int(3));
+      i.created_by = stmt.Text(4);
+      out.push_back(std::move(i));
+    }
+    return out;
+  }
+
+  std::map<std::string, std::vector<std::string>> ImageCurrentStacks() const override {
+    auto lease = OrThrow(readers_.Acquire());
+    auto stmt = OrThrow((*lease).Prepare("SELECT name, version FROM image_current ORDER BY seq"));
+    std::map<std::string, std::vector<std::string>> out;
+    while (OrThrow(stmt.Step())) out[stmt.Text(0)].push_back(stmt.Text(1));
+    return out;
   }
 
   std::vector<AuditRecord> ListAudit(int limit) const override {

@@ -7,6 +7,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -66,6 +68,12 @@ class ControlPlane {
   virtual void SetNodeState(std::string node, bool drain, std::string reason, std::string actor,
                             std::function<void(Result<ClusterView::Node>)> done) = 0;
   virtual std::shared_ptr<const ClusterView> View() const = 0;
+  // An API sandbox began (sign +1) or ended (-1) in `queue`: it counts
+  // against max_concurrency and the quotas like a running job (docs/sandboxes.md).
+  virtual void CountSandbox(const std::string& queue, const std::string& project, const std::string& user,
+                            int64_t cpus, int64_t memory_mb, int sign) {
+    (void)queue, (void)project, (void)user, (void)cpus, (void)memory_mb, (void)sign;
+  }
 };
 
 // The daemon's side of the node agents (docs/agents.md), as the API needs
@@ -84,11 +92,45 @@ class AgentPlane {
                          std::vector<executor::RunResult> results) = 0;
 };
 
+// Sandboxes for agent tool calls (docs/sandboxes.md), as the API needs
+// them. Implemented by the daemon's sandbox manager; safe from any thread.
+// Views are the JSON of the contract; `done` may be called on another thread.
+class SandboxPlane {
+ public:
+  struct CreateRequest {
+    std::string user, project, queue, image;
+    std::optional<int64_t> cpus, memory_mb, timeout_seconds, idle_timeout_seconds;
+  };
+  struct ExecRequest {
+    std::vector<std::string> argv;
+    std::string stdin_data;
+    std::map<std::string, std::string> env;
+    std::optional<int64_t> timeout_seconds;
+  };
+  virtual ~SandboxPlane() = default;
+  // Commits the sandbox and the audit record of `actor` before done (201).
+  virtual void Create(CreateRequest request, std::string actor, std::function<void(Result<nlohmann::json>)> done) = 0;
+  virtual Result<nlohmann::json> Get(int64_t id) const = 0;
+  virtual nlohmann::json List(bool active_only) const = 0;
+  virtual void Exec(int64_t id, ExecRequest request, std::string actor,
+                    std::function<void(Result<nlohmann::json>)> done) = 0;
+  virtual void PutFile(int64_t id, std::string path, std::string data, std::string actor,
+                       std::function<void(Result<nlohmann::json>)> done) = 0;
+  virtual void GetFile(int64_t id, std::string path, std::function<void(Result<std::string>)> done) = 0;
+  virtual void Delete(int64_t id, std::string actor, std::function<void(Result<nlohmann::json>)> done) = 0;
+  virtual nlohmann::json ListImages() const = 0;
+  virtual void AddImage(config::ImageSpec image, std::string actor,
+                        std::function<void(Result<nlohmann::json>)> done) = 0;
+  virtual void RollbackImage(std::string name, std::string actor,
+                             std::function<void(Result<nlohmann::json>)> done) = 0;
+};
+
 struct ApiContext {
   const config::Config* config = nullptr;
   store::Store* store = nullptr;
   ControlPlane* control = nullptr;
-  AgentPlane* agents = nullptr;  // null: node agents are not served
+  AgentPlane* agents = nullptr;        // null: node agents are not served
+  SandboxPlane* sandboxes = nullptr;  // null: 503 for /v1/sandboxes and /v1/images
   metrics::Metrics* metrics = nullptr;
   const Clock* clock = nullptr;
   // Path of an attempt's output file ("stdout"/"stderr").
@@ -117,6 +159,7 @@ class Api {
     Endpoint endpoint;
     bool needs_auth;
     bool for_agents = false;  // only node tokens may call it, and they may call nothing else
+    bool tail_param = false;  // the last capture takes the rest of the path (file paths)
   };
 
   Result<auth::Principal> Authenticate(const HttpRequest& request);
@@ -152,6 +195,19 @@ class Api {
   void ListAlerts(Call& call);
   void AgentHeartbeat(Call& call);
   void AgentResults(Call& call);
+  void CreateSandbox(Call& call);
+  void ListSandboxes(Call& call);
+  void GetSandbox(Call& call);
+  void DeleteSandbox(Call& call);
+  void ExecSandbox(Call& call);
+  void PutSandboxFile(Call& call);
+  void GetSandboxFile(Call& call);
+  void ListImages(Call& call);
+  void CreateImage(Call& call);
+  void RollbackImage(Call& call);
+  // The sandbox of path parameter {id} if the caller may use it; else answers
+  // 404 (missing or not the caller's) and returns nullopt.
+  std::optional<int64_t> VisibleSandbox(Call& call);
   void ControlJobAction(Call& call, ControlPlane::JobAction action);
   // Reads a job the caller may see: NotFound both when missing and when hidden.
   Result<model::Job> LoadVisibleJob(const Call& call);

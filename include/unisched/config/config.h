@@ -92,8 +92,38 @@ struct AlertSettings {
   std::vector<AlertRule> rules;
 };
 
+// A runtime environment of sandboxes (docs/sandboxes.md): an image version
+// is a rootfs directory, or the host's root (rootfs empty), plus read-only
+// binds. `python:3.11-v3` names image python, version 3.11-v3.
+struct ImageSpec {
+  std::string name;
+  std::string version = "1";
+  std::string rootfs;               // empty: the host profile (read-only host root)
+  std::vector<std::string> binds{};  // "HOST_PATH:PATH_INSIDE", read-only
+  int warm = 0;                     // pre-started idle instances kept ready
+};
+
+// Sandboxes (docs/sandboxes.md): the runtime of API sandboxes and agent jobs.
+struct SandboxSettings {
+  std::string init_path;  // empty: unisched-sandbox beside the binary
+  std::string queue;      // of API sandboxes by default; empty: the queue of workload kind agent
+  int64_t uid_base = 3'000'000;  // each instance runs as a uid of its own from [uid_base, uid_base + uid_count)
+  int64_t uid_count = 100'000;
+  std::string uid_lock_dir = "/run/unisched/sandbox-uids";  // host-wide: leases shared by every daemon
+  int64_t output_cap_bytes = 1 << 20;  // per stream of an exec; the rest is cut (stdout_truncated)
+  int64_t max_file_bytes = 8 << 20;    // a file upload or download
+  int create_wait_seconds = 30;        // at max_concurrency with quota_action wait: how long a create waits
+  int pids_max = 256;                  // processes per instance (fork bombs)
+  int default_cpus = 1;
+  int default_timeout_seconds = 300;  // per exec, when the queue gives no default wall time
+  int default_idle_seconds = 600;     // when the queue has no scale_in_idle_seconds
+  std::string default_image = "host";
+};
+
 struct Config {
   ServerSettings server;
+  SandboxSettings sandboxes;
+  std::vector<ImageSpec> images;
   AlertSettings alerts;
   StoreSettings store;
   HealthSettings health;
@@ -126,6 +156,9 @@ LoadResult LoadConfigFile(const std::string& path);
 // one built in code. Returns every violation; empty when valid. The loaders
 // above already apply it.
 std::vector<ConfigError> ValidateConfig(const Config& config);
+// The rules of one image (name, version, rootfs, binds), for POST /v1/images;
+// paths are the image's own keys ("version", "binds[0]").
+std::vector<ConfigError> ValidateImage(const ImageSpec& image);
 // The text of config/unisched.yaml, compiled into the binary.
 std::string_view EmbeddedDefaultConfig();
 

@@ -48,6 +48,12 @@ class Metrics {
                                double unix_seconds);
   // unisched_alerts_firing{alert}: alerts of a rule firing now (gauge).
   void SetAlertsFiring(const std::string& alert, double count);
+  // unisched_sandboxes{state,image}: sandbox instances, state active|warm (gauge).
+  void SetSandboxes(const std::string& state, const std::string& image, double count);
+  // unisched_sandbox_execs_total{queue}: tool calls run in sandboxes (counter).
+  void CountSandboxExec(const std::string& queue);
+  // unisched_sandbox_create_seconds{start}: create latency, start warm|cold (histogram).
+  void ObserveSandboxCreate(const std::string& start, double seconds);
   // unisched_store_commit_seconds (histogram) and unisched_store_batch_size (histogram).
   void ObserveCommit(double seconds, double batch_size);
 

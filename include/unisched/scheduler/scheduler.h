@@ -75,11 +75,20 @@ struct RunningJob {
   bool stopping = false;                       // being cancelled: never a victim
 };
 
+// What holds quota and concurrency without being a job: an API sandbox
+// (docs/sandboxes.md). It counts in max_concurrency and the quotas of its
+// scope; it holds no node resources the scheduler places.
+struct QuotaHolder {
+  std::string queue, project, user;
+  policy::Amount amount;
+};
+
 // Everything a cycle may look at, by value.
 struct Snapshot {
   std::vector<model::NodeUsage> nodes;
   std::vector<PendingJob> pending;
   std::vector<RunningJob> running;
+  std::vector<QuotaHolder> quota_holders{};
   // Fairshare factor per (project, user) of pending and running jobs, from
   // policy::FairshareFactor; missing pairs count as 1 (no usage).
   std::map<std::pair<std::string, std::string>, double> fairshare;

@@ -173,6 +173,21 @@ struct JobPage {
 };
 
 // The write-side view handed to Write() callbacks. Valid only inside the callback.
+// A sandbox (docs/sandboxes.md): its JSON record and the columns queries need.
+struct SandboxRow {
+  int64_t id = 0;
+  std::string state;   // running | deleted | reclaimed | lost | failed
+  std::string record;  // JSON
+  Timestamp created_at{};
+  std::optional<Timestamp> ended_at{};
+};
+
+// One version of an image; `spec` is JSON (rootfs, binds).
+struct ImageVersionRow {
+  std::string name, version, spec, created_by;
+  Timestamp created_at{};
+};
+
 class Transaction {
  public:
   virtual ~Transaction() = default;
@@ -201,6 +216,14 @@ class Transaction {
   virtual Status AppendLedger(const LedgerEntry& entry) = 0;
   // Replaces the stored fairshare usage with `usage`.
   virtual Status SaveFairshareUsage(const FairshareUsage& usage) = 0;
+  // Inserts or replaces a sandbox by id.
+  virtual Status PutSandbox(const SandboxRow& sandbox) = 0;
+  // Adds an image version (an existing name:version is left as it is).
+  virtual Status PutImageVersion(const ImageVersionRow& image) = 0;
+  // Makes `version` the image's current one (pushed on its stack); PopImageCurrent
+  // takes the top off again (rollback).
+  virtual Status PushImageCurrent(const std::string& name, const std::string& version, Timestamp at) = 0;
+  virtual Status PopImageCurrent(const std::string& name) = 0;
   // Deletes terminal jobs that ended before `cutoff`; returns their ids.
   virtual Result<std::vector<model::JobId>> DeleteJobsEndedBefore(Timestamp cutoff) = 0;
 };
@@ -246,6 +269,13 @@ class Store {
   virtual std::map<std::pair<model::JobId, int>, LedgerCharged> LoadAllLedgerCharged() const = 0;
   virtual std::vector<UsageRow> QueryUsage(const UsageQuery& query) const = 0;
   virtual int SchemaVersion() const = 0;
+  virtual std::optional<SandboxRow> GetSandbox(int64_t id) const = 0;
+  // Newest first; active_only: not ended.
+  virtual std::vector<SandboxRow> ListSandboxes(bool active_only, int limit) const = 0;
+  virtual int64_t MaxSandboxId() const = 0;
+  virtual std::vector<ImageVersionRow> ListImageVersions() const = 0;
+  // Each image's stack of current versions, oldest first (the last is current).
+  virtual std::map<std::string, std::vector<std::string>> ImageCurrentStacks() const = 0;
 
   // Stops the writer after draining what is queued.
   virtual void Close() = 0;

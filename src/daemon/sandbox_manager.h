@@ -1,0 +1,136 @@
+#pragma once
+// The sandbox manager (docs/sandboxes.md): API sandboxes for agent tool calls.
+// It owns the instances (sandbox::Instance), the warm pool per image, the
+// images and their versions, admission against the queue's max_concurrency,
+// idle reclaim (scale_in_idle_seconds), and the records: each sandbox in the
+// store, each exec an event, each instance's life in the ledger as
+// instance_seconds.
+//
+// Blocking work (starting an instance, an exec) runs on threads of its own,
+// never on the caller's (HTTP) thread.
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "unisched/api/api.h"
+#include "unisched/config/config.h"
+#include "unisched/metrics/metrics.h"
+#include "unisched/sandbox/instance.h"
+#include "unisched/store/store.h"
+
+namespace unisched::daemon {
+
+class SandboxManager final : public api::SandboxPlane {
+ public:
+  SandboxManager(const config::Config& config, store::Store& store, metrics::Metrics& metrics, const Clock& clock,
+                 api::ControlPlane& control, std::string state_dir, std::string init_path);
+  ~SandboxManager() override;
+
+  // Registers the config's images, ends the sandboxes a previous run left
+  // (state lost), starts the reaper and the warm pool.
+  Status Start();
+  // Ends every sandbox (state stopped, charged to now) and every warm instance.
+  void Stop();
+
+  // api::SandboxPlane
+  void Create(CreateRequest request, std::string actor, std::function<void(Result<nlohmann::json>)> done) override;
+  Result<nlohmann::json> Get(int64_t id) const override;
+  nlohmann::json List(bool active_only) const override;
+  void Exec(int64_t id, ExecRequest request, std::string actor,
+            std::function<void(Result<nlohmann::json>)> done) override;
+  void PutFile(int64_t id, std::string path, std::string data, std::string actor,
+               std::function<void(Result<nlohmann::json>)> done) override;
+  void GetFile(int64_t id, std::string path, std::function<void(Result<std::string>)> done) override;
+  void Delete(int64_t id, std::string actor, std::function<void(Result<nlohmann::json>)> done) override;
+  nlohmann::json ListImages() const override;
+  void AddImage(config::ImageSpec image, std::string actor, std::function<void(Result<nlohmann::json>)> done) override;
+  void RollbackImage(std::string name, std::string actor, std::function<void(Result<nlohmann::json>)> done) override;
+
+ private:
+  struct Limits {
+    int64_t cpus = 1, memory_mb = 512, timeout_seconds = 300;
+    bool operator==(const Limits&) const = default;
+  };
+  struct ImageVersion {
+    std::string name, version, rootfs, created_by;
+    std::vector<std::pair<std::string, std::string>> binds;
+    Timestamp created_at{};
+  };
+  // A started instance and what it was started as.
+  struct Started {
+    std::shared_ptr<sandbox::Instance> instance;
+    std::string image_key;  // name:version
+    std::string queue;
+    Limits limits;
+  };
+  struct Sandbox {
+    int64_t id = 0;
+    std::string user, project, queue, pool, node, image, image_version, state = "running", end_reason;
+    Limits limits;
+    int64_t idle_timeout_seconds = 0;
+    Timestamp created_at{};
+    std::optional<Timestamp> ended_at;
+    int64_t execs = 0;
+    int64_t uid = 0;
+    bool warm_start = false;
+    std::shared_ptr<sandbox::Instance> instance;
+    std::chrono::steady_clock::time_point last_active{};
+    int busy = 0;
+    bool ending = false;
+  };
+
+  // Runs fn on a thread of its own; Stop waits for all of them.
+  void Spawn(std::function<void()> fn);
+  Result<Started> StartInstance(const ImageVersion& image, const std::string& queue, const Limits& limits);
+  Result<ImageVersion> ResolveImage(const std::string& reference) const;  // REQUIRES: mu_
+  nlohmann::json ViewOf(const Sandbox& s) const;
+  nlohmann::json ImageView(const std::string& name) const;  // REQUIRES: mu_
+  store::SandboxRow RowOf(const Sandbox& s) const;
+  // Destroys its instance and commits its end (state, ledger, event, audit);
+  // then done. `s` is already out of active_.
+  void EndSandbox(std::shared_ptr<Sandbox> s, std::string state, std::string reason, std::string actor,
+                  std::function<void(Result<nlohmann::json>)> done);
+  int64_t RunningJobs(const std::string& queue) const;
+  void ReaperLoop();
+  void RefillWarm();
+  void PublishMetrics();  // REQUIRES: mu_
+  Limits DefaultLimits(const model::QueueSpec& queue) const;
+
+  const config::Config& config_;
+  store::Store& store_;
+  metrics::Metrics& metrics_;
+  const Clock& clock_;
+  api::ControlPlane& control_;
+  std::string sandboxes_dir_;
+  std::string init_path_;
+  std::string name_prefix_;  // host-unique per daemon run: cgroup and directory names
+  bool isolation_available_ = false;
+
+  mutable std::mutex mu_;
+  std::condition_variable slots_cv_;  // a sandbox ended: a waiting create may go on
+  std::condition_variable stop_cv_;
+  bool stopping_ = false;
+  int64_t next_id_ = 1;
+  int64_t next_instance_ = 1;
+  std::map<int64_t, std::shared_ptr<Sandbox>> active_;
+  std::map<std::string, int64_t> reserved_;  // queue -> creates admitted, not yet committed
+  std::map<std::string, std::map<std::string, ImageVersion>> images_;  // name -> version -> image
+  std::map<std::string, std::vector<std::string>> image_stack_;         // name -> current versions, last current
+  std::map<std::string, int> warm_target_;                             // name -> instances kept warm
+  std::map<std::string, std::deque<Started>> warm_;                     // name:version -> idle instances
+  std::map<std::string, int> warm_starting_;                           // name:version -> starts under way
+
+  std::mutex threads_mu_;
+  std::condition_variable threads_cv_;
+  int threads_running_ = 0;
+  std::thread reaper_;
+};
+
+}  // namespace unisched::daemon
