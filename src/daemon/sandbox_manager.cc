@@ -149,7 +149,8 @@ Status SandboxManager::Start() {
     const json limits = record.value("limits", json::object());
     s->limits = {limits.value("cpus", int64_t{1}), limits.value("memory_mb", int64_t{0}),
                  limits.value("timeout_seconds", int64_t{0})};
-    const std::string cgroup = record.value("cgroup", "");
+    s->instance_name = record.value("instance", "");
+    const std::string& cgroup = s->instance_name;
     if (!cgroup.empty() && isolation_available_) {
       auto leftover = containment::Containment::Create(cgroup, {});
       if (leftover.ok()) {
@@ -441,6 +442,7 @@ void SandboxManager::Create(CreateRequest request, std::string actor,
     }
     s->instance = instance->instance;
     s->uid = s->instance->uid();
+    s->instance_name = s->instance->name();
     s->created_at = clock_.Now();
     s->last_active = std::chrono::steady_clock::now();
     {
@@ -498,13 +500,13 @@ json SandboxManager::ViewOf(const Sandbox& s) const {
                {"warm_start", s.warm_start}};
   if (!s.end_reason.empty()) view["end_reason"] = s.end_reason;
   view["uid"] = s.uid;
+  view["instance"] = s.instance_name;  // its cgroups and work directory are named after it
   return view;
 }
 
 store::SandboxRow SandboxManager::RowOf(const Sandbox& s) const {
   json record = ViewOf(s);
   if (s.instance) {
-    record["cgroup"] = s.instance->name();
     record["work_dir"] = s.instance->work_dir();
   }
   return {s.id, s.state, record.dump(), s.created_at, s.ended_at};
@@ -519,7 +521,6 @@ Result<json> SandboxManager::Get(int64_t id) const {
   if (!row) return Error::NotFound("no sandbox " + SandboxName(id));
   json record = json::parse(row->record, nullptr, false);
   if (!record.is_object()) return Error::Internal("sandbox record unreadable");
-  record.erase("cgroup");
   record.erase("work_dir");
   return record;
 }

@@ -79,6 +79,7 @@ class SandboxManager final : public api::SandboxPlane {
     std::optional<Timestamp> ended_at;
     int64_t execs = 0;
     int64_t uid = 0;
+    std::string instance_name;
     bool warm_start = false;
     std::shared_ptr<sandbox::Instance> instance;
     std::chrono::steady_clock::time_point last_active{};

@@ -14,6 +14,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -83,14 +84,19 @@ int RemountReadOnly(const std::string& root, const std::vector<std::string>& wri
     bool keep = false;
     for (const std::string& w : writable) keep = keep || Under(point, w);
     if (keep) continue;
-    // Keep the mount's other flags: a remount without nosuid/nodev/noexec
-    // would clear them.
+    // A bind remount sets the per-mount flags anew: keep nosuid, nodev,
+    // noexec and the atime flags the mount has (nodev added to /dev would
+    // make /dev/null unusable).
+    struct statvfs vfs{};
+    if (::statvfs(point.c_str(), &vfs) != 0) continue;  // hidden by a later mount: unreachable
     unsigned long flags = MS_BIND | MS_REMOUNT | MS_RDONLY;
-    struct stat st{};
-    if (::lstat(point.c_str(), &st) != 0) continue;  // hidden by a later mount: unreachable
-    if (::mount(nullptr, point.c_str(), nullptr, flags | MS_NOSUID | MS_NODEV, nullptr) != 0 &&
-        ::mount(nullptr, point.c_str(), nullptr, flags | MS_NOSUID, nullptr) != 0 &&
-        ::mount(nullptr, point.c_str(), nullptr, flags, nullptr) != 0) {
+    if (vfs.f_flag & ST_NOSUID) flags |= MS_NOSUID;
+    if (vfs.f_flag & ST_NODEV) flags |= MS_NODEV;
+    if (vfs.f_flag & ST_NOEXEC) flags |= MS_NOEXEC;
+    if (vfs.f_flag & ST_NOATIME) flags |= MS_NOATIME;
+    if (vfs.f_flag & ST_NODIRATIME) flags |= MS_NODIRATIME;
+    if (vfs.f_flag & ST_RELATIME) flags |= MS_RELATIME;
+    if (::mount(nullptr, point.c_str(), nullptr, flags, nullptr) != 0) {
       // A mount under another one's path that was replaced (e.g. below the
       // host /proc) is no longer reachable and cannot be remounted.
       if (errno == EINVAL || errno == ENOENT) continue;
@@ -130,6 +136,13 @@ int EnterIsolation(const IsolationSpec& spec, const char** step) {
   const int work_fd = ::open(spec.work_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (work_fd < 0) return Fail(step, "open the work directory");
   const std::string work_source = "/proc/self/fd/" + std::to_string(work_fd);
+  // The image's bind sources too: /tmp may hide them as well.
+  std::vector<std::string> bind_sources;
+  for (const auto& bind : spec.binds) {
+    const int fd = ::open(bind.first.c_str(), O_PATH | O_CLOEXEC);
+    if (fd < 0) return Fail(step, "open an image bind's source");
+    bind_sources.push_back("/proc/self/fd/" + std::to_string(fd));
+  }
 
   const bool own_root = !spec.rootfs.empty();
   const std::string root = own_root ? spec.rootfs : "/";
@@ -166,6 +179,11 @@ int EnterIsolation(const IsolationSpec& spec, const char** step) {
   if (::mount("proc", (prefix + "/proc").c_str(), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
     return Fail(step, "mount /proc");
   }
+  // A sysfs of the instance's own network namespace (the host's lists the
+  // host's interfaces), read-only.
+  if (::mount("sysfs", (prefix + "/sys").c_str(), "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, nullptr) != 0) {
+    return Fail(step, "mount /sys");
+  }
   // /home: only the instance's own home, the work directory.
   if (int e = MakeDir(prefix + "/home", 0755)) {
     errno = e;
@@ -183,10 +201,12 @@ int EnterIsolation(const IsolationSpec& spec, const char** step) {
     return Fail(step, "bind the work directory");
   }
   ::close(work_fd);
-  for (const auto& [source, inside] : spec.binds) {
-    if (::mount(source.c_str(), (prefix + inside).c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+  for (size_t i = 0; i < spec.binds.size(); ++i) {
+    const std::string target = prefix + spec.binds[i].second;
+    if (::mount(bind_sources[i].c_str(), target.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
       return Fail(step, "bind an image path");
     }
+    ::close(std::stoi(bind_sources[i].substr(std::string("/proc/self/fd/").size())));
   }
   const std::vector<std::string> writable = {prefix + "/tmp", prefix + "/dev/shm", prefix + "/proc", home};
   if (int e = RemountReadOnly(own_root ? root : "/", writable, step)) return e;
