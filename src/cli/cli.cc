@@ -67,6 +67,16 @@ constexpr CommandInfo kCommands[] = {
      "  Recomputes every finished attempt's usage and compares it with the ledger (platform-admin).\n"
      "  Exit status: 0 the ledger reconciles, 1 discrepancies found (or the request failed), 2 usage error.",
      "check the accounting ledger for missing, duplicated or mismatched entries"},
+    {"sandbox",
+     "create [--image I] [--project P] [--queue Q] [--cpus N] [--memory-mb N] [--timeout SECONDS] "
+     "[--idle-timeout SECONDS] [--json]\n"
+     "       unisched sandbox exec ID [--timeout SECONDS] [--env K=V]... [--stdin-file FILE] [--json] -- COMMAND "
+     "[ARGS...]\n"
+     "       unisched sandbox rm ID [ID...]\n"
+     "       unisched sandbox ls [--all] [--json]\n"
+     "  create prints the new sandbox's ID; exec prints the command's output and exits with its exit code\n"
+     "  (docs/sandboxes.md).",
+     "create, use and remove agent sandboxes"},
     {"help", "[COMMAND]", "show this help, or one command's usage"},
 };
 
@@ -378,6 +388,124 @@ int RunReconcile(Session& session, const ParsedArgs& args, const CommandInfo& in
   return DiscrepancyCount(*body) == 0 ? 0 : 1;
 }
 
+std::string SandboxPath(const std::string& id) {
+  return "/v1/sandboxes/" + UrlEncode(id);
+}
+
+// Positive integer flag into body[key]; false (reported) when malformed.
+bool IntegerFlag(const ParsedArgs& args, const std::string& flag, json& target, const std::string& key,
+                 const CommandInfo& info) {
+  auto value = args.Get(flag);
+  if (!value) return true;
+  char* end = nullptr;
+  const long long n = std::strtoll(value->c_str(), &end, 10);
+  if (value->empty() || *end != '\0' || n <= 0) {
+    UsageFailure(info, "--" + flag + " must be a positive integer, got '" + *value + "'");
+    return false;
+  }
+  target[key] = n;
+  return true;
+}
+
+// `unisched sandbox SUB ...`: positionals[0] is SUB (docs/sandboxes.md).
+int RunSandbox(Session& session, const ParsedArgs& args, const CommandInfo& info) {
+  const std::string sub = args.positionals.empty() ? "" : args.positionals[0];
+  const bool as_json = args.Has("json");
+  if (sub == "create") {
+    if (args.positionals.size() != 1) return UsageFailure(info, "sandbox create takes no arguments, only flags");
+    json body = json::object();
+    for (const char* key : {"image", "project", "queue"}) {
+      if (auto v = args.Get(key)) body[key] = *v;
+    }
+    json limits = json::object();
+    if (!IntegerFlag(args, "cpus", limits, "cpus", info) || !IntegerFlag(args, "memory-mb", limits, "memory_mb", info) ||
+        !IntegerFlag(args, "timeout", limits, "timeout_seconds", info) ||
+        !IntegerFlag(args, "idle-timeout", body, "idle_timeout_seconds", info)) {
+      return 2;
+    }
+    if (!limits.empty()) body["limits"] = limits;
+    std::string raw;
+    auto created = session.CallJson("POST", "/v1/sandboxes", body.dump(), {}, &raw);
+    if (!created) return 1;
+    if (as_json) {
+      PrintBody(raw);
+    } else {
+      std::cout << StringField(*created, "id") << "\n";
+    }
+    return 0;
+  }
+  if (sub == "exec") {
+    // ID -- COMMAND: the ID is a positional and rest the command; without
+    // "--", rest is ID COMMAND.
+    std::vector<std::string> rest = args.rest;
+    std::string id;
+    if (args.positionals.size() == 2) {
+      id = args.positionals[1];
+    } else if (args.positionals.size() == 1 && !rest.empty()) {
+      id = rest.front();
+      rest.erase(rest.begin());
+    } else {
+      return UsageFailure(info, "sandbox exec needs one sandbox ID and a command");
+    }
+    if (rest.empty()) return UsageFailure(info, "sandbox exec needs a command after the ID, e.g. -- python3 -c 'print(1)'");
+    json body = {{"argv", rest}};
+    if (!IntegerFlag(args, "timeout", body, "timeout_seconds", info)) return 2;
+    json env = json::object();
+    for (const std::string& kv : args.All("env")) {
+      const size_t eq = kv.find('=');
+      if (eq == std::string::npos || eq == 0) return UsageFailure(info, "--env takes K=V, got '" + kv + "'");
+      env[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    if (!env.empty()) body["env"] = env;
+    if (auto file = args.Get("stdin-file")) {
+      std::ostringstream text;
+      if (*file == "-") {
+        text << std::cin.rdbuf();
+      } else {
+        std::ifstream in(*file, std::ios::binary);
+        if (!in) return UsageFailure(info, "cannot read --stdin-file " + *file);
+        text << in.rdbuf();
+      }
+      body["stdin"] = text.str();
+    }
+    std::string raw;
+    auto result = session.CallJson("POST", SandboxPath(id) + "/exec", body.dump(-1, ' ', false, json::error_handler_t::replace), {}, &raw);
+    if (!result) return 1;
+    if (as_json) {
+      PrintBody(raw);
+    } else {
+      std::cout << StringField(*result, "stdout") << std::flush;
+      std::cerr << StringField(*result, "stderr");
+      if (result->value("timed_out", false)) std::cerr << "unisched: the command hit its time cap and was killed\n";
+    }
+    // Like `docker exec`: the command's own exit status.
+    return std::clamp(result->value("exit_code", 1), 0, 255);
+  }
+  if (sub == "rm") {
+    if (args.positionals.size() < 2) return UsageFailure(info, "sandbox rm needs at least one sandbox ID");
+    int status = 0;
+    for (size_t i = 1; i < args.positionals.size(); ++i) {
+      auto removed = session.CallJson("DELETE", SandboxPath(args.positionals[i]));
+      if (!removed) {
+        status = 1;
+        continue;
+      }
+      if (as_json) {
+        std::cout << removed->dump() << "\n";
+      } else {
+        std::cout << "Removed sandbox " << args.positionals[i] << " (" << removed->value("execs", 0) << " execs)\n";
+      }
+    }
+    return status;
+  }
+  if (sub == "ls") {
+    return RunShow(session, args, std::string("/v1/sandboxes") + (args.Has("all") ? "?all=true" : ""),
+                   FormatSandboxesTable);
+  }
+  return UsageFailure(info, sub.empty() ? "sandbox needs a subcommand: create, exec, rm or ls"
+                                        : "unknown sandbox subcommand '" + sub + "' (create, exec, rm, ls)");
+}
+
 std::vector<FlagSpec> FlagsFor(const std::string& command) {
   if (command == "submit") return SubmitFlags();
   if (command == "jobs") {
@@ -385,6 +513,12 @@ std::vector<FlagSpec> FlagsFor(const std::string& command) {
             {"user", true, false},  {"limit", true, false}, {"cursor", true, false}};
   }
   if (command == "log") return {{"stderr", false, false}};
+  if (command == "sandbox") {
+    return {{"image", true, false},   {"project", true, false},      {"queue", true, false},
+            {"cpus", true, false},    {"memory-mb", true, false},    {"timeout", true, false},
+            {"env", true, true},      {"idle-timeout", true, false}, {"stdin-file", true, false},
+            {"all", false, false}};
+  }
   if (command == "usage") {
     return {{"from", true, false}, {"to", true, false}, {"group-by", true, false}, {"csv", false, false}};
   }
@@ -393,14 +527,22 @@ std::vector<FlagSpec> FlagsFor(const std::string& command) {
 
 int Dispatch(const CommandInfo& info, const std::vector<std::string>& words) {
   const std::string command = info.name;
-  auto parsed = ParseArgs(words, FlagsFor(command), /*stop_at_positional=*/command == "submit");
+  // `sandbox exec ID -- COMMAND`: like submit, the command's own words are
+  // not taken for flags; the subcommand comes first.
+  const bool sandbox_exec = command == "sandbox" && !words.empty() && words[0] == "exec";
+  // With "--", flags may come anywhere before it; without, before the ID.
+  const bool has_dashes = std::find(words.begin(), words.end(), "--") != words.end();
+  auto parsed = sandbox_exec ? ParseArgs(std::vector<std::string>(words.begin() + 1, words.end()), FlagsFor(command),
+                                         /*stop_at_positional=*/!has_dashes)
+                             : ParseArgs(words, FlagsFor(command), /*stop_at_positional=*/command == "submit");
+  if (parsed.ok() && sandbox_exec) parsed->positionals.insert(parsed->positionals.begin(), "exec");
   if (!parsed.ok()) return UsageFailure(info, parsed.error().message);
   const ParsedArgs& args = *parsed;
   if (args.Has("help")) {
     std::cout << UsageLine(info) << "\n";
     return 0;
   }
-  if (command != "submit" && !args.rest.empty()) {
+  if (command != "submit" && !sandbox_exec && !args.rest.empty()) {
     return UsageFailure(info, "unexpected argument '" + args.rest.front() + "'");
   }
   if ((command == "nodes" || command == "queues" || command == "pools" || command == "whoami") &&
@@ -445,6 +587,7 @@ int Dispatch(const CommandInfo& info, const std::vector<std::string>& words) {
   if (command == "whoami") return RunShow(session, args, "/v1/whoami", FormatWhoAmI);
   if (command == "usage") return RunUsage(session, args, info);
   if (command == "reconcile") return RunReconcile(session, args, info);
+  if (command == "sandbox") return RunSandbox(session, args, info);
   return UsageFailure(info, "unknown command");  // every kCommands entry is handled above
 }
 

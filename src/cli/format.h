@@ -40,6 +40,8 @@ std::string FormatNodesTable(const nlohmann::json& list);
 std::string FormatQueuesTable(const nlohmann::json& list);
 std::string FormatPoolsTable(const nlohmann::json& list);
 std::string FormatEventsTable(const nlohmann::json& list);
+// GET /v1/sandboxes as a table.
+std::string FormatSandboxesTable(const nlohmann::json& list);
 
 // `unisched job ID`: one "Key: value" line per field, then the attempts and
 // the pending reasons each on its own indented line.

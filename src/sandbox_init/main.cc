@@ -98,7 +98,8 @@ json Exec(const json& request) {
                                             {"USER", "sandbox"},
                                             {"LANG", "C.UTF-8"},
                                             {"TMPDIR", "/tmp"}};
-  for (const auto& [k, v] : request.value("env", json::object()).items()) env[k] = v.get<std::string>();
+  const json extra_env = request.value("env", json::object());  // named: items() of a temporary dangles
+  for (const auto& [k, v] : extra_env.items()) env[k] = v.get<std::string>();
   const std::string input = BytesOf(request.value("stdin", json()));
   const int64_t timeout_ms = request.value("timeout_ms", int64_t{30000});
   const size_t cap = request.value("output_cap", size_t{1} << 20);

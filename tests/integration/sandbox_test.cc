@@ -89,6 +89,8 @@ TEST_F(SandboxTest, CreateExecFilesAndDeleteThroughTheApi) {
   EXPECT_EQ(d_.Call("GET", "/v1/sandboxes/" + id + "/files/nope.txt").status, 404);
   EXPECT_EQ(d_.Call("GET", "/v1/sandboxes/" + id + "/files/../etc/passwd").status, 422);
 
+  r = d_.Call("POST", "/v1/sandboxes/" + id + "/exec", json{{"argv", {"sh", "-c", "echo $A$B"}}, {"env", {{"A", "1"}, {"B", "2"}}}}).json;
+  EXPECT_EQ(r["stdout"], "12\n") << r.dump();
   r = Exec(id, {"sh", "-c", "echo out; echo err >&2; exit 3"});
   EXPECT_EQ(r["exit_code"], 3);
   EXPECT_EQ(r["stdout"], "out\n");
@@ -98,8 +100,8 @@ TEST_F(SandboxTest, CreateExecFilesAndDeleteThroughTheApi) {
 
   // Each exec is an event; the sandbox is listed with its exec count.
   Reply events = d_.Call("GET", "/v1/events?kind=sandbox_exec&object=sandbox/" + id);
-  EXPECT_EQ(events.json["events"].size(), 4u) << events.body;
-  EXPECT_EQ(d_.Call("GET", "/v1/sandboxes/" + id).json["execs"], 4);
+  EXPECT_EQ(events.json["events"].size(), 5u) << events.body;
+  EXPECT_EQ(d_.Call("GET", "/v1/sandboxes/" + id).json["execs"], 5);
 
   Reply deleted = d_.Call("DELETE", "/v1/sandboxes/" + id);
   ASSERT_EQ(deleted.status, 200) << deleted.body;
@@ -418,6 +420,29 @@ TEST_F(SandboxTest, ImagesAreVersionedAndRollBack) {
   EXPECT_TRUE(found);
   // Sandboxes end with the daemon, charged.
   EXPECT_EQ(d_.Call("GET", "/v1/sandboxes/" + on_v1.json["id"].get<std::string>()).json["state"], "stopped");
+}
+
+}  // namespace
+}  // namespace unisched::testing
+
+namespace unisched::testing {
+namespace {
+
+TEST_F(SandboxTest, CliCreatesExecsAndRemoves) {
+  StartDaemon();
+  auto created = d_.RunCli({"sandbox", "create", "--memory-mb", "256"});
+  ASSERT_EQ(created.exit_code, 0) << created.err;
+  const std::string id = created.out.substr(0, created.out.find('\n'));
+  EXPECT_EQ(id.rfind("sb-", 0), 0u) << created.out;
+  auto ran = d_.RunCli({"sandbox", "exec", id, "--env", "GREETING=hi", "--", "sh", "-c", "echo $GREETING; exit 4"});
+  EXPECT_EQ(ran.exit_code, 4);  // the command's own exit status
+  EXPECT_EQ(ran.out, "hi\n");
+  auto listed = d_.RunCli({"sandbox", "ls"});
+  EXPECT_NE(listed.out.find(id), std::string::npos) << listed.out;
+  auto removed = d_.RunCli({"sandbox", "rm", id});
+  EXPECT_EQ(removed.exit_code, 0) << removed.err;
+  EXPECT_EQ(d_.RunCli({"sandbox", "exec", id, "true"}).exit_code, 1);
+  EXPECT_EQ(d_.RunCli({"sandbox", "frobnicate"}).exit_code, 2);
 }
 
 }  // namespace
