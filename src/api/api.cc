@@ -835,14 +835,30 @@ void Api::ListEvents(Call& call) {
     }
   }
   // Node and alert events are for everyone (like GET /v1/nodes); a job's
-  // events for those who may read the job.
+  // events for those who may read the job; a sandbox's for those who may use it.
   const auth::Principal& who = *call.principal;
   if (!auth::IsPlatformAdmin(who)) {
     filter.visible_projects = who.projects;
     if (who.role == auth::Role::kQueueAdmin) filter.visible_queues = who.queues;
   }
   json events = json::array();
+  // A sandbox's events (its command lines) only for those who may use it.
+  std::map<std::string, bool> sandbox_visible;
+  auto may_see = [&](const std::string& object) {
+    if (auth::IsPlatformAdmin(who) || object.rfind("sandbox/", 0) != 0) return true;
+    auto [it, fresh] = sandbox_visible.emplace(object, false);
+    if (fresh && ctx_.sandboxes) {
+      const std::string id = object.substr(std::string("sandbox/sb-").size());
+      auto sandbox = id.empty() || id.find_first_not_of("0123456789") != std::string::npos
+                         ? Result<json>(Error::NotFound("no sandbox"))
+                         : ctx_.sandboxes->Get(std::stoll(id));
+      it->second = sandbox.ok() && (sandbox->value("user", "") == who.user ||
+                                    auth::AdministersQueue(who, sandbox->value("queue", "")));
+    }
+    return it->second;
+  };
   for (const auto& e : ctx_.store->ListClusterEvents(filter)) {
+    if (!may_see(e.object)) continue;
     events.push_back({{"time", FormatRfc3339(e.time)},
                       {"kind", e.kind},
                       {"object", e.object},

@@ -1183,6 +1183,12 @@ executor::LaunchSpec Controller::MakeLaunchSpec(const Job& job) const {
   // (development) runs sandboxed pools' jobs without them (warned at start).
   if (const model::PoolSpec* pool = config_.cluster.FindPool(job.pool))
     spec.isolate = pool->sandbox && ::geteuid() == 0;
+  if (spec.isolate) {
+    // A uid of its own per attempt, from the sandboxes' range (docs/sandboxes.md).
+    spec.sandbox_uid_base = config_.sandboxes.uid_base;
+    spec.sandbox_uid_count = config_.sandboxes.uid_count;
+    spec.sandbox_uid_lock_dir = config_.sandboxes.uid_lock_dir;
+  }
   return spec;
 }
 

@@ -570,18 +570,7 @@ void SandboxManager::Exec(int64_t id, ExecRequest request, std::string actor, st
       s->last_active = std::chrono::steady_clock::now();
     }
     if (!answer.ok()) {
-      // The instance is gone (killed from outside, or it stopped answering): end it.
-      std::shared_ptr<Sandbox> ended;
-      {
-        std::lock_guard lock(mu_);
-        auto it = active_.find(s->id);
-        if (it != active_.end() && !it->second->ending) {
-          ended = it->second;
-          ended->ending = true;
-          active_.erase(it);
-        }
-      }
-      if (ended) EndSandbox(ended, "failed", answer.error().message, "system", nullptr);
+      EndBroken(s, answer.error().message);
       done(answer.error());
       return;
     }
@@ -645,6 +634,7 @@ void SandboxManager::PutFile(int64_t id, std::string path, std::string data, std
       s->last_active = std::chrono::steady_clock::now();
     }
     if (!answer.ok()) {
+      EndBroken(s, answer.error().message);
       done(answer.error());
       return;
     }
@@ -681,6 +671,7 @@ void SandboxManager::GetFile(int64_t id, std::string path, std::function<void(Re
       s->last_active = std::chrono::steady_clock::now();
     }
     if (!answer.ok()) {
+      EndBroken(s, answer.error().message);
       done(answer.error());
       return;
     }
@@ -715,6 +706,19 @@ void SandboxManager::Delete(int64_t id, std::string actor, std::function<void(Re
   Spawn([this, s, actor = std::move(actor), done = std::move(done)] {
     EndSandbox(s, "deleted", "deleted by " + actor, actor, done);
   });
+}
+
+void SandboxManager::EndBroken(const std::shared_ptr<Sandbox>& s, const std::string& reason) {
+  // The instance is gone (killed from outside, or it stopped answering); a
+  // DELETE that killed it ends the sandbox itself.
+  {
+    std::lock_guard lock(mu_);
+    auto it = active_.find(s->id);
+    if (it == active_.end() || it->second->ending) return;
+    it->second->ending = true;
+    active_.erase(it);
+  }
+  EndSandbox(s, "failed", reason, "system", nullptr);
 }
 
 void SandboxManager::EndSandbox(std::shared_ptr<Sandbox> s, std::string state, std::string reason, std::string actor,

@@ -98,6 +98,9 @@ class SandboxManager final : public api::SandboxPlane {
   // then done. `s` is already out of active_.
   void EndSandbox(std::shared_ptr<Sandbox> s, std::string state, std::string reason, std::string actor,
                   std::function<void(Result<nlohmann::json>)> done);
+  // A call found the instance broken: the sandbox ends as failed, unless it
+  // is ending already.
+  void EndBroken(const std::shared_ptr<Sandbox>& s, const std::string& reason);
   int64_t RunningJobs(const std::string& queue) const;
   void ReaperLoop();
   void RefillWarm();

@@ -87,6 +87,7 @@ inline nlohmann::json SpecToJson(const AttemptSpec& spec) {
       {"log_cap_bytes", l.log_cap_bytes},
       {"use_cgroups", spec.use_cgroups},
       {"isolate", l.isolate},
+      {"sandbox_uids", {{"base", l.sandbox_uid_base}, {"count", l.sandbox_uid_count}, {"lock_dir", l.sandbox_uid_lock_dir}}},
   };
 }
 
@@ -115,6 +116,12 @@ inline Result<AttemptSpec> SpecFromJson(std::string_view text) {
     }
     l.log_cap_bytes = j.at("log_cap_bytes").get<int64_t>();
     l.isolate = j.value("isolate", false);  // absent in specs written before isolation existed
+    if (j.contains("sandbox_uids")) {
+      const nlohmann::json& u = j.at("sandbox_uids");
+      l.sandbox_uid_base = u.value("base", int64_t{0});
+      l.sandbox_uid_count = u.value("count", int64_t{0});
+      l.sandbox_uid_lock_dir = u.value("lock_dir", "");
+    }
     spec.use_cgroups = j.at("use_cgroups").get<bool>();
     if (l.argv.empty()) return Error::BadRequest("bad_spec", "argv is empty");
     return spec;

@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -132,6 +133,7 @@ Result<std::unique_ptr<Instance>> Instance::Start(InstanceSpec spec) {
     return Error::Internal("cannot start the sandbox init (clone): " + Errno(clone_errno));
   }
   instance->pid_ = pid;
+  instance->pidfd_ = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
   instance->control_fd_ = fds[0];
   json ready;
   const int rc = isolation::ReadFrame(fds[0], ready, 10'000);
@@ -164,6 +166,10 @@ Result<json> Instance::Call(const json& request, int timeout_ms) {
 }
 
 void Instance::Destroy() {
+  {
+    std::lock_guard kill_lock(kill_mu_);
+    if (pidfd_ >= 0) ::syscall(SYS_pidfd_send_signal, pidfd_, SIGKILL, nullptr, 0);
+  }
   std::lock_guard lock(mu_);
   DestroyLocked();
 }
@@ -179,6 +185,9 @@ void Instance::DestroyLocked() {
     while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
     }
     pid_ = -1;
+    std::lock_guard kill_lock(kill_mu_);
+    if (pidfd_ >= 0) ::close(pidfd_);
+    pidfd_ = -1;
   }
   for (int i = 0; i < 50 && !containment_.Pids().empty(); ++i) {
     containment_.KillAll(SIGKILL);

@@ -4,6 +4,10 @@
 
 #include "supervisor/job_launch.h"
 
+#include <sys/wait.h>
+
+#include "unisched/isolation/isolation.h"
+
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/capability.h>
@@ -56,60 +60,29 @@ std::string Errno(int err) {
   return std::strerror(err);
 }
 
-// In the child, before the user switch: the job gets its own network
-// namespace with only loopback (up), so it reaches nothing, not even the
-// daemon on 127.0.0.1; its own mount namespace in which the root is read-only
-// except its work directory, with a private /tmp and /dev/shm; its own UTS and
-// IPC namespaces; no_new_privs (no setuid binary gives it privileges) and an
-// empty capability bounding set. Returns 0 or the errno of the step that failed.
-int Isolate(const std::string& work_dir) {
-  if (::unshare(CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC) != 0) return errno;
-  // Loopback up, so tools that bind 127.0.0.1 inside still work.
-  const int sock = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (sock < 0) return errno;
-  ifreq ifr{};
-  std::strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
-  if (::ioctl(sock, SIOCGIFFLAGS, &ifr) != 0) return errno;
-  ifr.ifr_flags = static_cast<short>(ifr.ifr_flags | IFF_UP);
-  if (::ioctl(sock, SIOCSIFFLAGS, &ifr) != 0) return errno;
-  ::close(sock);
-  static const char kHostname[] = "sandbox";
-  if (::sethostname(kHostname, sizeof kHostname - 1) != 0) return errno;
-  // Nothing mounted here propagates back to the host.
-  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return errno;
-  // Held open across the /tmp mount below, which hides it when the state
-  // directory is under /tmp (tests, `make run STATE_DIR=/tmp/...`).
-  const int work_fd = work_dir.empty() ? -1 : ::open(work_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (!work_dir.empty() && work_fd < 0) return errno;
-  for (const char* dir : {"/tmp", "/dev/shm"}) {
-    if (::mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=64m") != 0) return errno;
+// The PID 1 of an isolated job's pid namespace: starts the job and waits for
+// it, reaping orphans meanwhile, then exits with its status (128+N for a
+// signal: PID 1 cannot die of one it sends itself), which ends the
+// namespace and whatever the job left in it. Signals the supervisor sends
+// to the process group reach the job directly; PID 1 itself ignores them,
+// as the kernel does for an init without handlers.
+[[noreturn]] void RunAsInit(int report_fd, char* const* argv, char* const* envp) {
+  const pid_t job = ::fork();
+  if (job < 0) ChildFail(report_fd, kStepExec, errno);
+  if (job == 0) {
+    ::execvpe(argv[0], argv, envp);
+    ChildFail(report_fd, kStepExec, errno);
   }
-  if (work_fd >= 0) {
-    // The work directory becomes a mount of its own at its path (made again
-    // if the private /tmp hid it), so it stays writable when the root is
-    // made read-only below.
-    std::string path;
-    for (size_t i = 1; i <= work_dir.size(); ++i) {
-      if (i == work_dir.size() || work_dir[i] == '/') {
-        path = work_dir.substr(0, i);
-        if (::mkdir(path.c_str(), 0711) == 0) {
-          // Traversable by the job's account (whatever the umask), not listable.
-          if (::chmod(path.c_str(), 0711) != 0) return errno;
-        } else if (errno != EEXIST) {
-          return errno;
-        }
-      }
+  ::close(report_fd);  // the job holds it until its exec: EOF tells the supervisor it runs
+  for (int fd = 0; fd <= 2; ++fd) ::close(fd);
+  while (true) {
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, 0);
+    if (pid == job) {
+      ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
     }
-    const std::string source = "/proc/self/fd/" + std::to_string(work_fd);
-    if (::mount(source.c_str(), work_dir.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) return errno;
-    ::close(work_fd);
+    if (pid < 0 && errno == ECHILD) ::_exit(127);
   }
-  if (::mount(nullptr, "/", nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY, nullptr) != 0) return errno;
-  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return errno;
-  for (int cap = 0; cap <= CAP_LAST_CAP; ++cap) {
-    if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL) return errno;
-  }
-  return 0;
 }
 
 }  // namespace
@@ -177,6 +150,18 @@ Result<JobProcess> StartJob(const JobSpec& spec, const containment::Containment&
     return Error::Internal("cannot open /dev/null: " + Errno(e));
   }
 
+  isolation::IsolationSpec isolation_spec;
+  isolation_spec.work_dir = spec.work_dir;
+  // The next child is PID 1 of a new pid namespace (the supervisor forks
+  // only this one child).
+  if (spec.isolate && ::unshare(CLONE_NEWPID) != 0) {
+    const int e = errno;
+    ClosePair(out);
+    ClosePair(err);
+    ClosePair(report);
+    ::close(devnull);
+    return Error::Internal("cannot create a pid namespace: " + Errno(e));
+  }
   const pid_t pid = ::fork();
   if (pid < 0) {
     const int e = errno;
@@ -198,7 +183,10 @@ Result<JobProcess> StartJob(const JobSpec& spec, const containment::Containment&
     if (int e = containment.JoinSelf()) ChildFail(fd, kStepContainment, e);
     if (int e = containment.ApplyRlimitsSelf()) ChildFail(fd, kStepRlimits, e);
     if (spec.isolate) {
-      if (int e = Isolate(spec.work_dir)) ChildFail(fd, kStepIsolation, e);
+      // The pid namespace came with the fork (unshared by the parent).
+      if (::unshare(CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC) != 0) ChildFail(fd, kStepIsolation, errno);
+      const char* step = "";
+      if (int e = isolation::EnterIsolation(isolation_spec, &step)) ChildFail(fd, kStepIsolation, e);
     }
     if (::dup2(devnull, 0) < 0 || ::dup2(out[1], 1) < 0 || ::dup2(err[1], 2) < 0) ChildFail(fd, kStepStdio, errno);
     // Nothing of the supervisor leaks into the job; the report pipe is
@@ -209,6 +197,12 @@ Result<JobProcess> StartJob(const JobSpec& spec, const containment::Containment&
       }
     }
     ::umask(022);
+    if (spec.isolate) {
+      const char* step = "";
+      if (int e = isolation::DropPrivileges(account.uid, account.gid, &step)) ChildFail(fd, kStepSetuid, e);
+      // EnterIsolation made the work directory the working directory.
+      RunAsInit(fd, argv.data(), envp.data());
+    }
     if (account.switch_user) {
       if (::setgroups(account.groups.size(), account.groups.data()) != 0) ChildFail(fd, kStepGroups, errno);
       if (::setgid(account.gid) != 0) ChildFail(fd, kStepSetgid, errno);
@@ -251,7 +245,7 @@ std::string DescribeLaunchError(const LaunchError& error, const JobSpec& spec) {
     case kStepRlimits:
       return "cannot set resource limits: " + what;
     case kStepIsolation:
-      return "cannot isolate the job (namespaces, read-only root): " + what;
+      return "cannot isolate the job (namespaces, mounts, read-only root): " + what;
     case kStepStdio:
       return "cannot set up standard input and output: " + what;
     case kStepGroups:

@@ -36,7 +36,11 @@ struct JobSpec {
   std::map<std::string, std::string> env;
   std::string work_dir;
   Account account;
-  bool isolate = false;  // namespaces, read-only root, private /tmp, no_new_privs (LaunchSpec::isolate)
+  // The sandbox of docs/sandboxes.md (isolation::EnterIsolation) in fresh
+  // pid, network, mount, UTS and IPC namespaces, as account.uid with every
+  // capability dropped; the job runs under a small PID 1 that ends the
+  // namespace when the job ends (LaunchSpec::isolate).
+  bool isolate = false;
 };
 
 // The running job: its pid (also its process group) and the read ends of

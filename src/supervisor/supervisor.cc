@@ -29,6 +29,7 @@
 #include "executor/attempt_files.h"
 #include "supervisor/capped_log.h"
 #include "supervisor/job_launch.h"
+#include "unisched/isolation/isolation.h"
 
 namespace unisched::supervisor {
 namespace {
@@ -162,6 +163,7 @@ class Supervisor {
   CappedLog stdout_log_;
   CappedLog stderr_log_;
   JobProcess job_;
+  isolation::UidLease uid_lease_;  // sandboxed jobs: their own uid, held until we exit
   bool main_reaped_ = false;
   int main_status_ = 0;
   bool children_left_ = true;
@@ -298,10 +300,26 @@ RunResult Supervisor::Supervise() {
   job_spec.env = launch.env;
   job_spec.work_dir = spec_.work_dir;
   job_spec.isolate = launch.isolate;
-  auto account = ResolveAccount(launch.unix_user);
-  if (!account.ok()) return fail(account.error().message);
-  job_spec.account = std::move(account).value();
-  job_spec.account.name = launch.unix_user;
+  if (launch.isolate && ::geteuid() == 0) {
+    // A sandboxed job runs as a uid of its own, leased for as long as this
+    // supervisor lives (docs/sandboxes.md): never a tenant's shared account.
+    uid_lease_ = isolation::UidLease::Acquire(
+        launch.sandbox_uid_lock_dir.empty() ? "/run/unisched/sandbox-uids" : launch.sandbox_uid_lock_dir,
+        static_cast<uid_t>(launch.sandbox_uid_base > 0 ? launch.sandbox_uid_base : 3'000'000),
+        static_cast<uid_t>(launch.sandbox_uid_count > 0 ? launch.sandbox_uid_count : 100'000),
+        static_cast<uint64_t>(launch.job_id) * 31 + static_cast<uint64_t>(launch.attempt));
+    if (!uid_lease_.held()) return fail(std::string("no free sandbox uid: ") + std::strerror(errno));
+    job_spec.account.switch_user = true;
+    job_spec.account.name = "sandbox uid " + std::to_string(uid_lease_.uid());
+    job_spec.account.uid = uid_lease_.uid();
+    job_spec.account.gid = uid_lease_.uid();
+    job_spec.env["HOME"] = isolation::kSandboxHome;
+  } else {
+    auto account = ResolveAccount(launch.unix_user);
+    if (!account.ok()) return fail(account.error().message);
+    job_spec.account = std::move(account).value();
+    job_spec.account.name = launch.unix_user;
+  }
   if (std::string error = MakeWorkDir(job_spec.account); !error.empty()) return fail(std::move(error));
 
   const auto path = launch.env.find("PATH");

@@ -86,7 +86,9 @@ TEST(IsolationTest, SandboxedPoolJobsReachNoNetworkAndWriteOnlyTheirWorkDirector
                              "touch /tmp/unisched-tmp-$UNISCHED_JOB_ID && echo WROTE_TMP; "
                              "grep -q 'NoNewPrivs:[[:space:]]*1' /proc/self/status && echo NO_NEW_PRIVS; "
                              "grep -q 'CapBnd:[[:space:]]*0000000000000000' /proc/self/status && echo NO_CAPS; "
-                             "echo ok > in-work-dir && cat in-work-dir; true";
+                             "echo ok > in-work-dir && cat in-work-dir; "
+                             "echo PROCS=$(ls /proc | grep -c '^[0-9]'); echo UID=$(id -u); echo PWD=$(pwd); "
+                             "echo HOST=$(hostname); true";
   auto run = [&](const std::string& kind) {
     const std::string id = d.Submit({{"workload", {{"kind", kind}}},
                                      {"resources", {{"cpus", 1}, {"memory_mb", 256}}},
@@ -112,6 +114,14 @@ TEST(IsolationTest, SandboxedPoolJobsReachNoNetworkAndWriteOnlyTheirWorkDirector
   EXPECT_NE(inside.find("NO_NEW_PRIVS"), std::string::npos) << inside;
   EXPECT_NE(inside.find("NO_CAPS"), std::string::npos) << inside;
   EXPECT_EQ(outside.find("NO_NEW_PRIVS"), std::string::npos) << outside;
+  // The same walls as an API sandbox: its own pid namespace (its PID 1,
+  // bash, the $(...) subshell, ls and grep), its own uid from the sandbox
+  // range, the work directory at /home/sandbox, hostname sandbox.
+  EXPECT_NE(inside.find("PROCS=5\n"), std::string::npos) << inside;
+  EXPECT_EQ(outside.find("PROCS=5\n"), std::string::npos) << outside;
+  EXPECT_NE(inside.find("UID=3"), std::string::npos) << inside;  // uid_base 3000000
+  EXPECT_NE(inside.find("PWD=/home/sandbox\n"), std::string::npos) << inside;
+  EXPECT_NE(inside.find("HOST=sandbox\n"), std::string::npos) << inside;
   std::error_code ec;
   std::filesystem::remove("/var/tmp/unisched-escape-" + control, ec);
   std::filesystem::remove("/tmp/unisched-tmp-" + control, ec);

@@ -147,6 +147,24 @@ TEST_F(SandboxTest, BadRequestsAreRefusedAndCreateNothing) {
   EXPECT_EQ(d_.Call("GET", "/v1/sandboxes/" + id, "", {}, &token).status, 404);
   EXPECT_EQ(d_.Call("POST", "/v1/sandboxes/" + id + "/exec", R"({"argv": ["true"]})", {}, &token).status, 404);
   EXPECT_EQ(d_.Call("GET", "/v1/sandboxes", "", {}, &token).json["sandboxes"].size(), 0u);
+  Exec(id, {"echo", "private"});
+  EXPECT_EQ(d_.Call("GET", "/v1/events?object=sandbox/" + id).json["events"].size(), 2u);  // created, exec
+  EXPECT_EQ(d_.Call("GET", "/v1/events?object=sandbox/" + id, "", {}, &token).json["events"].size(), 0u);
+}
+
+TEST_F(SandboxTest, DeleteEndsAnExecInProgress) {
+  StartDaemon();
+  const std::string id = Create();
+  TestDaemon::CliResult exec_reply;  // a connection of its own
+  std::thread running([&] { exec_reply = d_.RunCli({"sandbox", "exec", id, "--", "sleep", "60"}); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  Reply deleted = d_.Call("DELETE", "/v1/sandboxes/" + id);
+  running.join();
+  EXPECT_EQ(deleted.status, 200) << deleted.body;
+  EXPECT_EQ(deleted.json["state"], "deleted");
+  // The exec ends with the instance: an error, not the sleep's exit 0 a minute later.
+  EXPECT_EQ(exec_reply.exit_code, 1) << exec_reply.out << exec_reply.err;
+  EXPECT_NE(exec_reply.err.find("sandbox instance is gone"), std::string::npos) << exec_reply.err;
 }
 
 TEST_F(SandboxTest, NoNetworkButItsOwnLoopback) {

@@ -46,6 +46,11 @@ struct LaunchSpec {
   // a read-only root, a private /tmp, no_new_privs and an empty capability
   // bounding set (pools[].sandbox, docs/execution.md).
   bool isolate = false;
+  // Isolated jobs run as a uid of their own, leased from this range
+  // (sandboxes.uid_base/uid_count/uid_lock_dir, docs/sandboxes.md).
+  int64_t sandbox_uid_base = 0;
+  int64_t sandbox_uid_count = 0;
+  std::string sandbox_uid_lock_dir{};
 };
 
 enum class RunOutcome {

@@ -43,8 +43,9 @@ class Instance {
   // the answer. A broken channel or an answer late by that much destroys
   // the instance (Unavailable): its state is then unknown.
   Result<nlohmann::json> Call(const nlohmann::json& request, int timeout_ms);
-  // Kills every process of the instance, removes its cgroups and its work
-  // directory, gives back its uid. Idempotent.
+  // Kills every process of the instance (a call in progress ends at once,
+  // Unavailable), removes its cgroups and its work directory, gives back its
+  // uid. Idempotent.
   void Destroy();
 
   pid_t pid() const { return pid_; }
@@ -63,6 +64,11 @@ class Instance {
   InstanceSpec spec_;
   containment::Containment containment_;
   mutable std::mutex mu_;
+  // Guards pidfd_ only: Destroy kills the init through it without waiting
+  // for a call in progress (which holds mu_), and a pidfd names exactly our
+  // process, even once it has exited (no pid reuse race).
+  std::mutex kill_mu_;
+  int pidfd_ = -1;
   int control_fd_ = -1;
   pid_t pid_ = -1;
   bool destroyed_ = false;
