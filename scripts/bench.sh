@@ -22,7 +22,7 @@ E2E_CONNECTIONS=${E2E_CONNECTIONS:-16}
 LATENCY_RUNS=${LATENCY_RUNS:-200}
 
 for bin in "$BUILD/unisched" "$BUILD/unisched-bench" "$BUILD/unisched-cycle-bench" "$BUILD/unisched-ledger-bench" \
-  "$BUILD/unisched-agents-bench"; do
+  "$BUILD/unisched-agents-bench" "$BUILD/unisched-sandbox-bench"; do
   [[ -x $bin ]] || { echo "bench: $bin is missing; build first (make build)" >&2; exit 1; }
 done
 
@@ -164,6 +164,28 @@ CONFIG=$SAVED_CONFIG
 echo "$AGENTS_JSON"
 [[ -z ${BENCH_JSON:-} ]] || echo "$AGENTS_JSON" >>"$BENCH_JSON"
 echo
+
+# Agent sandboxes (docs/sandboxes.md): cold and warm create + first exec of
+# `true`, exec round trip, and 500 idle instances with their memory. Needs
+# root (namespaces, cgroups, a uid per instance).
+if [[ $(id -u) -eq 0 ]]; then
+  echo "== sandboxes: create + exec latency (cold, warm), exec round trip, ${SANDBOX_IDLE:-500} idle instances"
+  SANDBOX_CONFIG=$WORK/sandboxes.yaml
+  { cat "$ROOT/config/unisched.yaml"; printf '\nimages:\n  - {name: host, version: "1", warm: 8}\n'; } >"$SANDBOX_CONFIG"
+  SAVED_CONFIG=$CONFIG
+  CONFIG=$SANDBOX_CONFIG
+  start_daemon sandboxes
+  SANDBOX_JSON=$("$BUILD/unisched-sandbox-bench" --url "$URL" --token-file "$STATE/admin.token" \
+    --daemon-pid "$DAEMON_PID" --iterations "${SANDBOX_ITERATIONS:-300}" --execs "${SANDBOX_EXECS:-2000}" \
+    --idle "${SANDBOX_IDLE:-500}") || status=1
+  stop_daemon
+  CONFIG=$SAVED_CONFIG
+  echo "$SANDBOX_JSON"
+  [[ -z ${BENCH_JSON:-} ]] || echo "$SANDBOX_JSON" >>"$BENCH_JSON"
+  echo
+else
+  echo "== sandboxes: skipped (needs root)"
+fi
 
 # The accounting ledger (docs/ledger.md): entries/s through the store's
 # writer, then usage queries grouped by project and queue over all of them,

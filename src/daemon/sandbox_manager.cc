@@ -430,6 +430,7 @@ void SandboxManager::Create(CreateRequest request, std::string actor,
       }
     }
     s->warm_start = instance.has_value();
+    if (s->warm_start) stop_cv_.notify_all();  // the reaper refills the warm pool now
     if (!instance) {
       auto started = StartInstance(image, s->queue, s->limits);
       if (!started.ok()) {
