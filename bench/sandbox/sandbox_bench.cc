@@ -15,10 +15,11 @@
 // usage: unisched-sandbox-bench --url URL --token-file ADMIN_TOKEN_FILE --daemon-pid PID
 //                               [--iterations N] [--execs N] [--idle N]
 
+#include <dirent.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <dirent.h>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -93,7 +94,8 @@ class Api {
   json Call(const std::string& method, const std::string& target, const json& body, int expect) {
     auto r = http_.Request(method, target, body.is_null() ? "" : body.dump());
     if (!r.ok() || r->status != expect) {
-      throw std::runtime_error(method + " " + target + ": " + (r.ok() ? std::to_string(r->status) + " " + r->body : r.error().message));
+      throw std::runtime_error(method + " " + target + ": " +
+                               (r.ok() ? std::to_string(r->status) + " " + r->body : r.error().message));
     }
     return json::parse(r->body, nullptr, false);
   }
@@ -109,12 +111,18 @@ int main(int argc, char** argv) {
   int daemon_pid = 0, iterations = 200, execs = 1000, idle = 500;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--url") url = value;
-    else if (flag == "--token-file") token_file = value;
-    else if (flag == "--daemon-pid") daemon_pid = std::stoi(value);
-    else if (flag == "--iterations") iterations = std::stoi(value);
-    else if (flag == "--execs") execs = std::stoi(value);
-    else if (flag == "--idle") idle = std::stoi(value);
+    if (flag == "--url")
+      url = value;
+    else if (flag == "--token-file")
+      token_file = value;
+    else if (flag == "--daemon-pid")
+      daemon_pid = std::stoi(value);
+    else if (flag == "--iterations")
+      iterations = std::stoi(value);
+    else if (flag == "--execs")
+      execs = std::stoi(value);
+    else if (flag == "--idle")
+      idle = std::stoi(value);
     else {
       std::cerr << "unknown flag " << flag << "\n";
       return 2;

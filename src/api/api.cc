@@ -852,8 +852,8 @@ void Api::ListEvents(Call& call) {
       auto sandbox = id.empty() || id.find_first_not_of("0123456789") != std::string::npos
                          ? Result<json>(Error::NotFound("no sandbox"))
                          : ctx_.sandboxes->Get(std::stoll(id));
-      it->second = sandbox.ok() && (sandbox->value("user", "") == who.user ||
-                                    auth::AdministersQueue(who, sandbox->value("queue", "")));
+      it->second = sandbox.ok() &&
+                   (sandbox->value("user", "") == who.user || auth::AdministersQueue(who, sandbox->value("queue", "")));
     }
     return it->second;
   };

@@ -37,8 +37,8 @@ bool CheckKeys(const json& body, std::initializer_list<const char*> allowed, con
     if (!known) {
       std::string list;
       for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-      reply(ErrorResponse(400, "unknown_field", "unknown field '" + prefix + key + "'; allowed: " + list,
-                          prefix + key));
+      reply(
+          ErrorResponse(400, "unknown_field", "unknown field '" + prefix + key + "'; allowed: " + list, prefix + key));
       return false;
     }
   }
@@ -84,8 +84,9 @@ void Api::CreateSandbox(Call& call) {
   }
   json body = call.request.body.empty() ? json::object() : json::parse(call.request.body, nullptr, false);
   if (!body.is_object()) {
-    call.reply(ErrorResponse(400, "malformed_json",
-                             "the body must be a JSON object, e.g. {\"image\": \"host\", \"limits\": {\"memory_mb\": 512}}"));
+    call.reply(
+        ErrorResponse(400, "malformed_json",
+                      "the body must be a JSON object, e.g. {\"image\": \"host\", \"limits\": {\"memory_mb\": 512}}"));
     return;
   }
   if (!CheckKeys(body, {"project", "image", "queue", "limits", "idle_timeout_seconds"}, "", call.reply)) return;
@@ -98,8 +99,9 @@ void Api::CreateSandbox(Call& call) {
       call.reply(ErrorResponse(422, "invalid_value", std::string(key) + " must be a non-empty string", key));
       return;
     }
-    (std::string(key) == "project" ? request.project : std::string(key) == "image" ? request.image : request.queue) =
-        it->get<std::string>();
+    (std::string(key) == "project" ? request.project
+     : std::string(key) == "image" ? request.image
+                                   : request.queue) = it->get<std::string>();
   }
   if (request.project.empty()) request.project = "default";
   if (!auth::CanSubmitTo(*call.principal, request.project)) {
@@ -108,8 +110,8 @@ void Api::CreateSandbox(Call& call) {
   }
   if (auto it = body.find("limits"); it != body.end() && !it->is_null()) {
     if (!it->is_object()) {
-      call.reply(ErrorResponse(422, "invalid_value", "limits must be an object: {\"cpus\", \"memory_mb\", \"timeout_seconds\"}",
-                               "limits"));
+      call.reply(ErrorResponse(422, "invalid_value",
+                               "limits must be an object: {\"cpus\", \"memory_mb\", \"timeout_seconds\"}", "limits"));
       return;
     }
     if (!CheckKeys(*it, {"cpus", "memory_mb", "timeout_seconds"}, "limits.", call.reply)) return;
@@ -164,8 +166,9 @@ void Api::DeleteSandbox(Call& call) {
   if (!id) return;
   call.MarkAudited();
   auto reply = call.reply;
-  ctx_.sandboxes->Delete(*id, call.principal->user,
-                         [reply](Result<json> deleted) { reply(deleted.ok() ? Json(200, *deleted) : FromError(deleted.error())); });
+  ctx_.sandboxes->Delete(*id, call.principal->user, [reply](Result<json> deleted) {
+    reply(deleted.ok() ? Json(200, *deleted) : FromError(deleted.error()));
+  });
 }
 
 void Api::ExecSandbox(Call& call) {
@@ -205,12 +208,14 @@ void Api::ExecSandbox(Call& call) {
   }
   if (auto it = body.find("env"); it != body.end() && !it->is_null()) {
     if (!it->is_object()) {
-      call.reply(ErrorResponse(422, "invalid_value", "env must be an object of strings, e.g. {\"DEBUG\": \"1\"}", "env"));
+      call.reply(
+          ErrorResponse(422, "invalid_value", "env must be an object of strings, e.g. {\"DEBUG\": \"1\"}", "env"));
       return;
     }
     for (const auto& [k, v] : it->items()) {
       if (!v.is_string() || k.empty() || k.find('=') != std::string::npos) {
-        call.reply(ErrorResponse(422, "invalid_value", "env." + k + " must be a string, and names hold no '='", "env." + k));
+        call.reply(
+            ErrorResponse(422, "invalid_value", "env." + k + " must be a string, and names hold no '='", "env." + k));
         return;
       }
       request.env[k] = v.get<std::string>();
@@ -219,8 +224,9 @@ void Api::ExecSandbox(Call& call) {
   if (!ReadPositive(body, "timeout_seconds", "timeout_seconds", request.timeout_seconds, call.reply)) return;
   call.MarkAudited();
   auto reply = call.reply;
-  ctx_.sandboxes->Exec(*id, std::move(request), call.principal->user,
-                       [reply](Result<json> result) { reply(result.ok() ? Json(200, *result) : FromError(result.error())); });
+  ctx_.sandboxes->Exec(*id, std::move(request), call.principal->user, [reply](Result<json> result) {
+    reply(result.ok() ? Json(200, *result) : FromError(result.error()));
+  });
 }
 
 void Api::PutSandboxFile(Call& call) {
@@ -233,8 +239,9 @@ void Api::PutSandboxFile(Call& call) {
   }
   call.MarkAudited();
   auto reply = call.reply;
-  ctx_.sandboxes->PutFile(*id, path, call.request.body, call.principal->user,
-                          [reply](Result<json> result) { reply(result.ok() ? Json(200, *result) : FromError(result.error())); });
+  ctx_.sandboxes->PutFile(*id, path, call.request.body, call.principal->user, [reply](Result<json> result) {
+    reply(result.ok() ? Json(200, *result) : FromError(result.error()));
+  });
 }
 
 void Api::GetSandboxFile(Call& call) {
@@ -303,8 +310,9 @@ void Api::CreateImage(Call& call) {
   }
   call.MarkAudited();
   auto reply = call.reply;
-  ctx_.sandboxes->AddImage(std::move(image), call.principal->user,
-                           [reply](Result<json> added) { reply(added.ok() ? Json(201, *added) : FromError(added.error())); });
+  ctx_.sandboxes->AddImage(std::move(image), call.principal->user, [reply](Result<json> added) {
+    reply(added.ok() ? Json(201, *added) : FromError(added.error()));
+  });
 }
 
 void Api::RollbackImage(Call& call) {

@@ -418,7 +418,8 @@ int RunSandbox(Session& session, const ParsedArgs& args, const CommandInfo& info
       if (auto v = args.Get(key)) body[key] = *v;
     }
     json limits = json::object();
-    if (!IntegerFlag(args, "cpus", limits, "cpus", info) || !IntegerFlag(args, "memory-mb", limits, "memory_mb", info) ||
+    if (!IntegerFlag(args, "cpus", limits, "cpus", info) ||
+        !IntegerFlag(args, "memory-mb", limits, "memory_mb", info) ||
         !IntegerFlag(args, "timeout", limits, "timeout_seconds", info) ||
         !IntegerFlag(args, "idle-timeout", body, "idle_timeout_seconds", info)) {
       return 2;
@@ -447,7 +448,8 @@ int RunSandbox(Session& session, const ParsedArgs& args, const CommandInfo& info
     } else {
       return UsageFailure(info, "sandbox exec needs one sandbox ID and a command");
     }
-    if (rest.empty()) return UsageFailure(info, "sandbox exec needs a command after the ID, e.g. -- python3 -c 'print(1)'");
+    if (rest.empty())
+      return UsageFailure(info, "sandbox exec needs a command after the ID, e.g. -- python3 -c 'print(1)'");
     json body = {{"argv", rest}};
     if (!IntegerFlag(args, "timeout", body, "timeout_seconds", info)) return 2;
     json env = json::object();
@@ -469,7 +471,8 @@ int RunSandbox(Session& session, const ParsedArgs& args, const CommandInfo& info
       body["stdin"] = text.str();
     }
     std::string raw;
-    auto result = session.CallJson("POST", SandboxPath(id) + "/exec", body.dump(-1, ' ', false, json::error_handler_t::replace), {}, &raw);
+    auto result = session.CallJson("POST", SandboxPath(id) + "/exec",
+                                   body.dump(-1, ' ', false, json::error_handler_t::replace), {}, &raw);
     if (!result) return 1;
     if (as_json) {
       PrintBody(raw);
@@ -514,9 +517,9 @@ std::vector<FlagSpec> FlagsFor(const std::string& command) {
   }
   if (command == "log") return {{"stderr", false, false}};
   if (command == "sandbox") {
-    return {{"image", true, false},   {"project", true, false},      {"queue", true, false},
-            {"cpus", true, false},    {"memory-mb", true, false},    {"timeout", true, false},
-            {"env", true, true},      {"idle-timeout", true, false}, {"stdin-file", true, false},
+    return {{"image", true, false}, {"project", true, false},      {"queue", true, false},
+            {"cpus", true, false},  {"memory-mb", true, false},    {"timeout", true, false},
+            {"env", true, true},    {"idle-timeout", true, false}, {"stdin-file", true, false},
             {"all", false, false}};
   }
   if (command == "usage") {

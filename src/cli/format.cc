@@ -168,9 +168,9 @@ std::string FormatNodesTable(const json& list) {
 std::string FormatSandboxesTable(const json& list) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& b : ListOf(list, "sandboxes")) {
-    rows.push_back({CellText(At(b, "id")), CellText(At(b, "state")), CellText(At(b, "image")),
-                    CellText(At(b, "user")), CellText(At(b, "project")), CellText(At(b, "queue")),
-                    CellText(At(b, "execs")), CellText(At(b, "created_at"))});
+    rows.push_back({CellText(At(b, "id")), CellText(At(b, "state")), CellText(At(b, "image")), CellText(At(b, "user")),
+                    CellText(At(b, "project")), CellText(At(b, "queue")), CellText(At(b, "execs")),
+                    CellText(At(b, "created_at"))});
   }
   return FormatTable({"ID", "STATE", "IMAGE", "USER", "PROJECT", "QUEUE", "EXECS", "CREATED"}, rows);
 }

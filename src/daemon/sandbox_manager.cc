@@ -4,11 +4,11 @@
 
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
-#include <csignal>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <set>
@@ -100,8 +100,8 @@ Status SandboxManager::Start() {
   Status written = store_.WriteSync([&](store::Transaction& t) -> Status {
     for (const auto& image : configured) {
       if (known.count(ImageKey(image.name, image.version))) continue;
-      store::ImageVersionRow row{image.name, image.version,
-                                 ImageSpecJson(image.rootfs, SplitBinds(image.binds)).dump(), "config", now};
+      store::ImageVersionRow row{image.name, image.version, ImageSpecJson(image.rootfs, SplitBinds(image.binds)).dump(),
+                                 "config", now};
       if (Status s = t.PutImageVersion(row); !s) return s;
       if (Status s = t.PushImageCurrent(image.name, image.version, now); !s) return s;
     }
@@ -161,8 +161,40 @@ Status SandboxManager::Start() {
     sandbox::RemoveTree(record.value("work_dir", ""));
     EndSandbox(s, "lost", "the daemon that ran it stopped", "system", nullptr);
   }
+  RemoveLeftovers();
   reaper_ = std::thread([this] { ReaperLoop(); });
   return Status::Ok();
+}
+
+void SandboxManager::RemoveLeftovers() {
+  // Every active sandbox of the store was ended above: what is left in our
+  // sandboxes directory is a dead run's (warm instances, a start that never
+  // committed).
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(sandboxes_dir_, ec)) {
+    sandbox::RemoveTree(entry.path().string());
+  }
+  if (!isolation_available_) return;
+  // Their cgroups, named sb<daemon pid>-<n>, when that daemon is gone (the
+  // groups of a live daemon on the same host are its own).
+  std::set<std::string> dead;
+  for (const auto& hierarchy : std::filesystem::directory_iterator("/sys/fs/cgroup", ec)) {
+    for (const auto& group : std::filesystem::directory_iterator(hierarchy.path() / "unisched", ec)) {
+      const std::string name = group.path().filename().string();
+      const size_t dash = name.find('-');
+      if (name.rfind("sb", 0) != 0 || dash == std::string::npos || dash == 2) continue;
+      const std::string pid = name.substr(2, dash - 2);
+      if (pid.find_first_not_of("0123456789") != std::string::npos || pid.size() > 9) continue;
+      if (::kill(static_cast<pid_t>(std::stol(pid)), 0) != 0 && errno == ESRCH) dead.insert(name);
+    }
+  }
+  for (const std::string& name : dead) {
+    auto leftover = containment::Containment::Create(name, {});
+    if (!leftover.ok()) continue;
+    leftover->KillAll(SIGKILL);
+    if (Status removed = leftover->Destroy(); !removed) spdlog::warn("sandbox leftovers: {}", removed.error().message);
+  }
+  if (!dead.empty()) spdlog::info("removed the cgroups of {} sandbox instances of a stopped daemon", dead.size());
 }
 
 void SandboxManager::Stop() {
@@ -209,8 +241,8 @@ SandboxManager::Limits SandboxManager::DefaultLimits(const model::QueueSpec& que
                           ? static_cast<int64_t>(std::llround(*queue.policy.default_walltime_hours * 3600))
                           : config_.sandboxes.default_timeout_seconds;
   if (queue.policy.max_walltime_hours) {
-    l.timeout_seconds =
-        std::min<int64_t>(l.timeout_seconds, static_cast<int64_t>(std::llround(*queue.policy.max_walltime_hours * 3600)));
+    l.timeout_seconds = std::min<int64_t>(l.timeout_seconds,
+                                          static_cast<int64_t>(std::llround(*queue.policy.max_walltime_hours * 3600)));
   }
   return l;
 }
@@ -238,8 +270,8 @@ Result<SandboxManager::ImageVersion> SandboxManager::ResolveImage(const std::str
   if (v == it->second.end()) {
     std::string versions;
     for (const auto& [ver, image] : it->second) versions += (versions.empty() ? "" : ", ") + ver;
-    return Error::Unprocessable("invalid_value",
-                                "image '" + name + "' has no version '" + version + "'; versions: " + versions, "image");
+    return Error::Unprocessable(
+        "invalid_value", "image '" + name + "' has no version '" + version + "'; versions: " + versions, "image");
   }
   return v->second;
 }
@@ -260,9 +292,10 @@ Result<SandboxManager::Started> SandboxManager::StartInstance(const ImageVersion
   spec.limits.memory_bytes = limits.memory_mb << 20;
   spec.limits.cpu_millis = static_cast<int>(limits.cpus * 1000);
   spec.limits.pids = config_.sandboxes.pids_max;
-  spec.uid = isolation::UidLease::Acquire(config_.sandboxes.uid_lock_dir, static_cast<uid_t>(config_.sandboxes.uid_base),
-                                          static_cast<uid_t>(config_.sandboxes.uid_count),
-                                          static_cast<uint64_t>(::getpid()) * 7919 + static_cast<uint64_t>(number));
+  spec.uid =
+      isolation::UidLease::Acquire(config_.sandboxes.uid_lock_dir, static_cast<uid_t>(config_.sandboxes.uid_base),
+                                   static_cast<uid_t>(config_.sandboxes.uid_count),
+                                   static_cast<uint64_t>(::getpid()) * 7919 + static_cast<uint64_t>(number));
   if (!spec.uid.held()) {
     return Error::Unavailable("no free sandbox uid in [" + std::to_string(config_.sandboxes.uid_base) + ", +" +
                               std::to_string(config_.sandboxes.uid_count) + ") (" + std::strerror(errno) + ")");
@@ -284,8 +317,7 @@ int64_t SandboxManager::RunningJobs(const std::string& queue) const {
   return it == view->running_by_queue.end() ? 0 : it->second;
 }
 
-void SandboxManager::Create(CreateRequest request, std::string actor,
-                            std::function<void(Result<json>)> done) {
+void SandboxManager::Create(CreateRequest request, std::string actor, std::function<void(Result<json>)> done) {
   if (!isolation_available_) {
     done(Error::Unavailable("sandboxes need the daemon to run as root (namespaces, cgroups, a uid per instance)"));
     return;
@@ -318,8 +350,10 @@ void SandboxManager::Create(CreateRequest request, std::string actor,
   }
   Limits limits = DefaultLimits(*queue);
   if (request.cpus) limits.cpus = *request.cpus;
-  if (request.memory_mb) limits.memory_mb = *request.memory_mb;
-  else if (request.cpus) limits.memory_mb = queue->policy.default_memory_mb_per_cpu.value_or(512) * limits.cpus;
+  if (request.memory_mb)
+    limits.memory_mb = *request.memory_mb;
+  else if (request.cpus)
+    limits.memory_mb = queue->policy.default_memory_mb_per_cpu.value_or(512) * limits.cpus;
   if (request.timeout_seconds) limits.timeout_seconds = *request.timeout_seconds;
   int64_t max_cpus = 0, max_memory = 0;
   std::string node;
@@ -402,9 +436,11 @@ void SandboxManager::Create(CreateRequest request, std::string actor,
         for (const auto& [id, other] : active_) in_use += other->queue == s->queue ? 1 : 0;
         if (in_use < *max_concurrency) break;
         if (std::chrono::steady_clock::now() >= deadline) {
-          done(Error{ErrorKind::kRateLimited, "max_concurrency", "queue " + s->queue + " runs " + std::to_string(in_use) + "/" +
-                                  std::to_string(*max_concurrency) +
-                                  " sandboxes and agent jobs (max_concurrency); retry later", {}});
+          done(Error{ErrorKind::kRateLimited,
+                     "max_concurrency",
+                     "queue " + s->queue + " runs " + std::to_string(in_use) + "/" + std::to_string(*max_concurrency) +
+                         " sandboxes and agent jobs (max_concurrency); retry later",
+                     {}});
           return;
         }
         slots_cv_.wait_until(lock, deadline);
@@ -452,8 +488,9 @@ void SandboxManager::Create(CreateRequest request, std::string actor,
     }
     const store::SandboxRow row = RowOf(*s);
     const store::ClusterEvent event{s->created_at, "sandbox_created", "sandbox/" + SandboxName(s->id), "info",
-                                    "image " + s->image + ":" + s->image_version + (s->warm_start ? " (warm)" : " (cold)") +
-                                        " for " + s->user + " in " + s->project};
+                                    "image " + s->image + ":" + s->image_version +
+                                        (s->warm_start ? " (warm)" : " (cold)") + " for " + s->user + " in " +
+                                        s->project};
     const store::AuditRecord audit{s->created_at, actor, "POST /v1/sandboxes", "sandbox/" + SandboxName(s->id), "201"};
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_at).count();
     store_.Write(
@@ -483,22 +520,23 @@ void SandboxManager::Create(CreateRequest request, std::string actor,
 }
 
 json SandboxManager::ViewOf(const Sandbox& s) const {
-  json view = {{"id", SandboxName(s.id)},
-               {"state", s.state},
-               {"image", s.image + ":" + s.image_version},
-               {"image_version", s.image_version},
-               {"queue", s.queue},
-               {"pool", s.pool},
-               {"node", s.node},
-               {"project", s.project},
-               {"user", s.user},
-               {"limits", {{"cpus", s.limits.cpus}, {"memory_mb", s.limits.memory_mb},
-                           {"timeout_seconds", s.limits.timeout_seconds}}},
-               {"idle_timeout_seconds", s.idle_timeout_seconds},
-               {"created_at", FormatRfc3339(s.created_at)},
-               {"ended_at", s.ended_at ? json(FormatRfc3339(*s.ended_at)) : json(nullptr)},
-               {"execs", s.execs},
-               {"warm_start", s.warm_start}};
+  json view = {
+      {"id", SandboxName(s.id)},
+      {"state", s.state},
+      {"image", s.image + ":" + s.image_version},
+      {"image_version", s.image_version},
+      {"queue", s.queue},
+      {"pool", s.pool},
+      {"node", s.node},
+      {"project", s.project},
+      {"user", s.user},
+      {"limits",
+       {{"cpus", s.limits.cpus}, {"memory_mb", s.limits.memory_mb}, {"timeout_seconds", s.limits.timeout_seconds}}},
+      {"idle_timeout_seconds", s.idle_timeout_seconds},
+      {"created_at", FormatRfc3339(s.created_at)},
+      {"ended_at", s.ended_at ? json(FormatRfc3339(*s.ended_at)) : json(nullptr)},
+      {"execs", s.execs},
+      {"warm_start", s.warm_start}};
   if (!s.end_reason.empty()) view["end_reason"] = s.end_reason;
   view["uid"] = s.uid;
   view["instance"] = s.instance_name;  // its cgroups and work directory are named after it
@@ -591,11 +629,10 @@ void SandboxManager::Exec(int64_t id, ExecRequest request, std::string actor, st
     std::string command = request.argv[0];
     for (size_t i = 1; i < request.argv.size() && command.size() < 200; ++i) command += " " + request.argv[i];
     if (command.size() > 200) command = command.substr(0, 200) + "...";
-    const store::ClusterEvent event{
-        now, "sandbox_exec", "sandbox/" + SandboxName(s->id), "info",
-        command + " -> exit " + std::to_string(result["exit_code"].get<int>()) +
-            (result["timed_out"].get<bool>() ? " (timed out)" : "") + " in " +
-            std::to_string(std::llround(result["duration_ms"].get<double>())) + " ms"};
+    const store::ClusterEvent event{now, "sandbox_exec", "sandbox/" + SandboxName(s->id), "info",
+                                    command + " -> exit " + std::to_string(result["exit_code"].get<int>()) +
+                                        (result["timed_out"].get<bool>() ? " (timed out)" : "") + " in " +
+                                        std::to_string(std::llround(result["duration_ms"].get<double>())) + " ms"};
     const store::AuditRecord audit{now, actor, "POST /v1/sandboxes/{id}/exec", "sandbox/" + SandboxName(s->id), "200"};
     store_.Write(
         [event, audit](store::Transaction& t) -> Status {
@@ -612,8 +649,10 @@ void SandboxManager::Exec(int64_t id, ExecRequest request, std::string actor, st
 void SandboxManager::PutFile(int64_t id, std::string path, std::string data, std::string actor,
                              std::function<void(Result<json>)> done) {
   if (static_cast<int64_t>(data.size()) > config_.sandboxes.max_file_bytes) {
-    done(Error{ErrorKind::kTooLarge, "too_large", "the file holds " + std::to_string(data.size()) + " bytes; sandboxes.max_file_bytes is " +
-                         std::to_string(config_.sandboxes.max_file_bytes), "body"});
+    done(Error{ErrorKind::kTooLarge, "too_large",
+               "the file holds " + std::to_string(data.size()) + " bytes; sandboxes.max_file_bytes is " +
+                   std::to_string(config_.sandboxes.max_file_bytes),
+               "body"});
     return;
   }
   std::shared_ptr<Sandbox> s;
@@ -664,8 +703,7 @@ void SandboxManager::GetFile(int64_t id, std::string path, std::function<void(Re
     ++s->busy;
   }
   Spawn([this, s, path = std::move(path), done = std::move(done)] {
-    auto answer =
-        s->instance->Call({{"op", "get"}, {"path", path}, {"max", config_.sandboxes.max_file_bytes}}, 30'000);
+    auto answer = s->instance->Call({{"op", "get"}, {"path", path}, {"max", config_.sandboxes.max_file_bytes}}, 30'000);
     {
       std::lock_guard lock(mu_);
       --s->busy;
@@ -701,7 +739,8 @@ void SandboxManager::Delete(int64_t id, std::string actor, std::function<void(Re
       done(ended.error());
       return;
     }
-    done(Error::Conflict("not_running", "sandbox " + SandboxName(id) + " has ended already (" + ended->value("state", "") + ")"));
+    done(Error::Conflict("not_running",
+                         "sandbox " + SandboxName(id) + " has ended already (" + ended->value("state", "") + ")"));
     return;
   }
   Spawn([this, s, actor = std::move(actor), done = std::move(done)] {
@@ -749,9 +788,9 @@ void SandboxManager::EndSandbox(std::shared_ptr<Sandbox> s, std::string state, s
   entry.final = true;
   entry.recorded_at = now;
   const store::SandboxRow row = RowOf(*s);
-  const store::ClusterEvent event{now, "sandbox_" + s->state, "sandbox/" + SandboxName(s->id), "info",
-                                  s->end_reason + " after " + std::to_string(std::llround(seconds)) + " s, " +
-                                      std::to_string(s->execs) + " execs"};
+  const store::ClusterEvent event{
+      now, "sandbox_" + s->state, "sandbox/" + SandboxName(s->id), "info",
+      s->end_reason + " after " + std::to_string(std::llround(seconds)) + " s, " + std::to_string(s->execs) + " execs"};
   const bool audited = actor != "system";
   const store::AuditRecord audit{now, actor, "DELETE /v1/sandboxes/{id}", "sandbox/" + SandboxName(s->id), "200"};
   auto work = [row, entry, event, audit, audited](store::Transaction& t) -> Status {
@@ -821,8 +860,8 @@ void SandboxManager::RefillWarm() {
       // Instances of a version that is no longer current are let go.
       const std::string name = key.substr(0, key.find(':'));
       auto stack = image_stack_.find(name);
-      const bool current = stack != image_stack_.end() && !stack->second.empty() &&
-                           ImageKey(name, stack->second.back()) == key;
+      const bool current =
+          stack != image_stack_.end() && !stack->second.empty() && ImageKey(name, stack->second.back()) == key;
       const int target = current ? warm_target_[name] : 0;
       while (static_cast<int>(pool.size()) > target) {
         stale.push_back(std::move(pool.back()));
@@ -908,15 +947,15 @@ void SandboxManager::AddImage(config::ImageSpec image, std::string actor, std::f
     auto it = images_.find(image.name);
     if (it != images_.end() && it->second.count(image.version)) {
       done(Error::Conflict("image_exists", "image " + ImageKey(image.name, image.version) +
-                           " exists; versions are immutable: register a new version"));
+                                               " exists; versions are immutable: register a new version"));
       return;
     }
   }
   if (!image.rootfs.empty()) {
-    struct stat st{};
+    struct stat st {};
     if (::stat(image.rootfs.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-      done(Error::Unprocessable("invalid_value", "rootfs '" + image.rootfs + "' is not a directory on the daemon's host",
-                                "rootfs"));
+      done(Error::Unprocessable("invalid_value",
+                                "rootfs '" + image.rootfs + "' is not a directory on the daemon's host", "rootfs"));
       return;
     }
   }

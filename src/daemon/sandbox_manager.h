@@ -102,6 +102,8 @@ class SandboxManager final : public api::SandboxPlane {
   // is ending already.
   void EndBroken(const std::shared_ptr<Sandbox>& s, const std::string& reason);
   int64_t RunningJobs(const std::string& queue) const;
+  // At start: work directories and cgroups of instances of a dead daemon.
+  void RemoveLeftovers();
   void ReaperLoop();
   void RefillWarm();
   void PublishMetrics();  // REQUIRES: mu_
@@ -124,11 +126,11 @@ class SandboxManager final : public api::SandboxPlane {
   int64_t next_id_ = 1;
   int64_t next_instance_ = 1;
   std::map<int64_t, std::shared_ptr<Sandbox>> active_;
-  std::map<std::string, int64_t> reserved_;  // queue -> creates admitted, not yet committed
+  std::map<std::string, int64_t> reserved_;                            // queue -> creates admitted, not yet committed
   std::map<std::string, std::map<std::string, ImageVersion>> images_;  // name -> version -> image
-  std::map<std::string, std::vector<std::string>> image_stack_;         // name -> current versions, last current
+  std::map<std::string, std::vector<std::string>> image_stack_;        // name -> current versions, last current
   std::map<std::string, int> warm_target_;                             // name -> instances kept warm
-  std::map<std::string, std::deque<Started>> warm_;                     // name:version -> idle instances
+  std::map<std::string, std::deque<Started>> warm_;                    // name:version -> idle instances
   std::map<std::string, int> warm_starting_;                           // name:version -> starts under way
 
   std::mutex threads_mu_;

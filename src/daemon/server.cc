@@ -17,8 +17,8 @@
 #include <string>
 
 #include "daemon/controller.h"
-#include "daemon/sandbox_manager.h"
 #include "daemon/housekeeper.h"
+#include "daemon/sandbox_manager.h"
 #include "unisched/api/api.h"
 #include "unisched/api/server.h"
 #include "unisched/auth/auth.h"

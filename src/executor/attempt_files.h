@@ -87,7 +87,8 @@ inline nlohmann::json SpecToJson(const AttemptSpec& spec) {
       {"log_cap_bytes", l.log_cap_bytes},
       {"use_cgroups", spec.use_cgroups},
       {"isolate", l.isolate},
-      {"sandbox_uids", {{"base", l.sandbox_uid_base}, {"count", l.sandbox_uid_count}, {"lock_dir", l.sandbox_uid_lock_dir}}},
+      {"sandbox_uids",
+       {{"base", l.sandbox_uid_base}, {"count", l.sandbox_uid_count}, {"lock_dir", l.sandbox_uid_lock_dir}}},
   };
 }
 

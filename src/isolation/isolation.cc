@@ -87,7 +87,7 @@ int RemountReadOnly(const std::string& root, const std::vector<std::string>& wri
     // A bind remount sets the per-mount flags anew: keep nosuid, nodev,
     // noexec and the atime flags the mount has (nodev added to /dev would
     // make /dev/null unusable).
-    struct statvfs vfs{};
+    struct statvfs vfs {};
     if (::statvfs(point.c_str(), &vfs) != 0) continue;  // hidden by a later mount: unreachable
     unsigned long flags = MS_BIND | MS_REMOUNT | MS_RDONLY;
     if (vfs.f_flag & ST_NOSUID) flags |= MS_NOSUID;
@@ -181,7 +181,8 @@ int EnterIsolation(const IsolationSpec& spec, const char** step) {
   }
   // A sysfs of the instance's own network namespace (the host's lists the
   // host's interfaces), read-only.
-  if (::mount("sysfs", (prefix + "/sys").c_str(), "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, nullptr) != 0) {
+  if (::mount("sysfs", (prefix + "/sys").c_str(), "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, nullptr) !=
+      0) {
     return Fail(step, "mount /sys");
   }
   // /home: only the instance's own home, the work directory.

@@ -33,7 +33,8 @@ int ReadAll(int fd, char* data, size_t size, std::chrono::steady_clock::time_poi
   while (size > 0) {
     int wait = -1;
     if (!forever) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0) return ETIMEDOUT;
       wait = static_cast<int>(left.count()) + 1;
     }

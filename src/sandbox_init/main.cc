@@ -259,15 +259,15 @@ json GetFile(const json& request) {
   if (fd < 0) {
     return ErrorAnswer(errno == ENOENT ? "not_found" : "io", "cannot read '" + path + "': " + ErrnoText(errno));
   }
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
     return ErrorAnswer("bad_path", "'" + path + "' is not a regular file");
   }
   if (static_cast<size_t>(st.st_size) > max) {
     ::close(fd);
-    return ErrorAnswer("too_large",
-                       "'" + path + "' holds " + std::to_string(st.st_size) + " bytes, more than " + std::to_string(max));
+    return ErrorAnswer(
+        "too_large", "'" + path + "' holds " + std::to_string(st.st_size) + " bytes, more than " + std::to_string(max));
   }
   std::string data;
   char buf[65536];
@@ -288,7 +288,8 @@ int main(int argc, char** argv) {
   // The control socket is the daemon's alone: no command inherits it.
   if (::fcntl(kControlFd, F_SETFD, FD_CLOEXEC) != 0) return 2;
   if (argc < 2) {
-    (void)unisched::isolation::WriteFrame(kControlFd, ErrorAnswer("usage", "usage: unisched-sandbox SPEC_JSON (started by the daemon)"));
+    (void)unisched::isolation::WriteFrame(
+        kControlFd, ErrorAnswer("usage", "usage: unisched-sandbox SPEC_JSON (started by the daemon)"));
     return 2;
   }
   const json spec = json::parse(argv[1], nullptr, false);
@@ -305,8 +306,8 @@ int main(int argc, char** argv) {
   }
   const char* step = "";
   if (int e = unisched::isolation::EnterIsolation(isolation, &step)) {
-    (void)unisched::isolation::WriteFrame(kControlFd,
-                                          ErrorAnswer("isolation", std::string("cannot ") + step + ": " + ErrnoText(e)));
+    (void)unisched::isolation::WriteFrame(
+        kControlFd, ErrorAnswer("isolation", std::string("cannot ") + step + ": " + ErrnoText(e)));
     return 1;
   }
   const auto uid = spec.value("uid", 0u);
@@ -315,8 +316,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (int e = unisched::isolation::DropPrivileges(uid, uid, &step)) {
-    (void)unisched::isolation::WriteFrame(kControlFd,
-                                          ErrorAnswer("isolation", std::string("cannot ") + step + ": " + ErrnoText(e)));
+    (void)unisched::isolation::WriteFrame(
+        kControlFd, ErrorAnswer("isolation", std::string("cannot ") + step + ": " + ErrnoText(e)));
     return 1;
   }
   sigset_t chld;

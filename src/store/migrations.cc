@@ -237,9 +237,8 @@ Status Exec(sqlite3* db, const std::string& sql, const std::string& what) {
 }  // namespace
 
 const std::vector<std::string_view>& Migrations() {
-  static const std::vector<std::string_view> migrations = {kMigration1, kMigration2, kMigration3,
-                                                           kMigration4, kMigration5, kMigration6,
-                                                           kMigration7};
+  static const std::vector<std::string_view> migrations = {kMigration1, kMigration2, kMigration3, kMigration4,
+                                                           kMigration5, kMigration6, kMigration7};
   return migrations;
 }
 

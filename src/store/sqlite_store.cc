@@ -375,8 +375,8 @@ class SqliteTransaction final : public Transaction {
   }
 
   Status PutImageVersion(const ImageVersionRow& i) override {
-    auto stmt = c_.Prepare(
-        "INSERT OR IGNORE INTO images(name, version, spec, created_at, created_by) VALUES(?, ?, ?, ?, ?)");
+    auto stmt =
+        c_.Prepare("INSERT OR IGNORE INTO images(name, version, spec, created_at, created_by) VALUES(?, ?, ?, ?, ?)");
     if (!stmt.ok()) return stmt.error();
     stmt->Bind(1, i.name).Bind(2, i.version).Bind(3, i.spec).Bind(4, ToUnixMillis(i.created_at)).Bind(5, i.created_by);
     return stmt->Run();
@@ -390,8 +390,7 @@ class SqliteTransaction final : public Transaction {
   }
 
   Status PopImageCurrent(const std::string& name) override {
-    auto stmt = c_.Prepare(
-        "DELETE FROM image_current WHERE seq = (SELECT MAX(seq) FROM image_current WHERE name = ?)");
+    auto stmt = c_.Prepare("DELETE FROM image_current WHERE seq = (SELECT MAX(seq) FROM image_current WHERE name = ?)");
     if (!stmt.ok()) return stmt.error();
     stmt->Bind(1, name);
     return stmt->Run();

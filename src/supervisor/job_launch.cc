@@ -4,10 +4,6 @@
 
 #include "supervisor/job_launch.h"
 
-#include <sys/wait.h>
-
-#include "unisched/isolation/isolation.h"
-
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/capability.h>
@@ -21,11 +17,14 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+
+#include "unisched/isolation/isolation.h"
 
 namespace unisched::supervisor {
 namespace {
@@ -184,7 +183,8 @@ Result<JobProcess> StartJob(const JobSpec& spec, const containment::Containment&
     if (int e = containment.ApplyRlimitsSelf()) ChildFail(fd, kStepRlimits, e);
     if (spec.isolate) {
       // The pid namespace came with the fork (unshared by the parent).
-      if (::unshare(CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC) != 0) ChildFail(fd, kStepIsolation, errno);
+      if (::unshare(CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC) != 0)
+        ChildFail(fd, kStepIsolation, errno);
       const char* step = "";
       if (int e = isolation::EnterIsolation(isolation_spec, &step)) ChildFail(fd, kStepIsolation, e);
     }

@@ -48,7 +48,8 @@ class SandboxTest : public ::testing::Test {
     return r.json.value("id", "");
   }
   json Exec(const std::string& id, const std::vector<std::string>& argv, int timeout_seconds = 30) {
-    Reply r = d_.Call("POST", "/v1/sandboxes/" + id + "/exec", json{{"argv", argv}, {"timeout_seconds", timeout_seconds}});
+    Reply r =
+        d_.Call("POST", "/v1/sandboxes/" + id + "/exec", json{{"argv", argv}, {"timeout_seconds", timeout_seconds}});
     EXPECT_EQ(r.status, 200) << r.body;
     return r.json;
   }
@@ -76,7 +77,8 @@ TEST_F(SandboxTest, CreateExecFilesAndDeleteThroughTheApi) {
   EXPECT_EQ(r["stdout"], "1\n");
   EXPECT_TRUE(r["duration_ms"].is_number());
 
-  Reply put = d_.Call("PUT", "/v1/sandboxes/" + id + "/files/src/main.py", std::string("print(open('data.txt').read())\n"));
+  Reply put =
+      d_.Call("PUT", "/v1/sandboxes/" + id + "/files/src/main.py", std::string("print(open('data.txt').read())\n"));
   ASSERT_EQ(put.status, 200) << put.body;
   ASSERT_EQ(d_.Call("PUT", "/v1/sandboxes/" + id + "/files/src/data.txt", std::string("from the API")).status, 200);
   r = d_.Call("POST", "/v1/sandboxes/" + id + "/exec",
@@ -89,7 +91,9 @@ TEST_F(SandboxTest, CreateExecFilesAndDeleteThroughTheApi) {
   EXPECT_EQ(d_.Call("GET", "/v1/sandboxes/" + id + "/files/nope.txt").status, 404);
   EXPECT_EQ(d_.Call("GET", "/v1/sandboxes/" + id + "/files/../etc/passwd").status, 422);
 
-  r = d_.Call("POST", "/v1/sandboxes/" + id + "/exec", json{{"argv", {"sh", "-c", "echo $A$B"}}, {"env", {{"A", "1"}, {"B", "2"}}}}).json;
+  r = d_.Call("POST", "/v1/sandboxes/" + id + "/exec",
+              json{{"argv", {"sh", "-c", "echo $A$B"}}, {"env", {{"A", "1"}, {"B", "2"}}}})
+          .json;
   EXPECT_EQ(r["stdout"], "12\n") << r.dump();
   r = Exec(id, {"sh", "-c", "echo out; echo err >&2; exit 3"});
   EXPECT_EQ(r["exit_code"], 3);
@@ -194,11 +198,18 @@ TEST_F(SandboxTest, CannotReadTheDaemonsStateTokensOrShadow) {
   // Positive controls: the tools work and world-readable files are readable.
   EXPECT_EQ(Sh(id, "head -c 5 /etc/passwd"), "root:");
   EXPECT_EQ(Sh(id, "id -u >/dev/null && echo ok"), "ok\n");
-  const std::string out = Sh(id, "cat /etc/shadow >/dev/null 2>&1 && echo READ_SHADOW; "
-                                 "ls " + d_.state_dir() + " >/dev/null 2>&1 && echo LISTED_STATE; "
-                                 "cat " + d_.state_dir() + "/unisched.db >/dev/null 2>&1 && echo READ_DB; "
-                                 "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done | grep '^unisched server'; "
-                                 "grep -rl '" + d_.admin_token() + "' /proc/[0-9]*/environ 2>/dev/null; echo end");
+  const std::string out =
+      Sh(id,
+         "cat /etc/shadow >/dev/null 2>&1 && echo READ_SHADOW; "
+         "ls " +
+             d_.state_dir() +
+             " >/dev/null 2>&1 && echo LISTED_STATE; "
+             "cat " +
+             d_.state_dir() +
+             "/unisched.db >/dev/null 2>&1 && echo READ_DB; "
+             "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done | grep '^unisched server'; "
+             "grep -rl '" +
+             d_.admin_token() + "' /proc/[0-9]*/environ 2>/dev/null; echo end");
   EXPECT_EQ(out, "end\n") << out;
   // Only the sandbox's own processes are visible: its init, sh, ls, grep.
   EXPECT_EQ(Sh(id, "ls /proc | grep -c '^[0-9]'"), "4\n");
@@ -209,12 +220,12 @@ TEST_F(SandboxTest, CannotWriteOutsideItsWorkDirectoryNorToProcSys) {
   const std::string id = Create();
   // Positive controls: the work directory and /tmp are writable.
   EXPECT_EQ(Sh(id, "echo x > ~/mine && cat ~/mine && echo y > /tmp/t && cat /tmp/t && pwd"), "x\ny\n/home/sandbox\n");
-  const std::string out =
-      Sh(id, "for f in /usr/local/x /etc/x /var/tmp/x /run/lock/x /root/x /home/x; do "
-             "  touch $f 2>/dev/null && echo WROTE $f; done; "
-             "{ echo 1 > /proc/sys/kernel/ns_last_pid; } 2>/dev/null && echo WROTE_PROC_SYS; "
-             "{ echo 3 > /proc/sys/vm/drop_caches; } 2>/dev/null && echo WROTE_DROP_CACHES; "
-             "hostname evil 2>/dev/null && echo SET_HOSTNAME; echo end");
+  const std::string out = Sh(id,
+                             "for f in /usr/local/x /etc/x /var/tmp/x /run/lock/x /root/x /home/x; do "
+                             "  touch $f 2>/dev/null && echo WROTE $f; done; "
+                             "{ echo 1 > /proc/sys/kernel/ns_last_pid; } 2>/dev/null && echo WROTE_PROC_SYS; "
+                             "{ echo 3 > /proc/sys/vm/drop_caches; } 2>/dev/null && echo WROTE_DROP_CACHES; "
+                             "hostname evil 2>/dev/null && echo SET_HOSTNAME; echo end");
   EXPECT_EQ(out, "end\n") << out;
   EXPECT_FALSE(std::filesystem::exists("/var/tmp/x"));
 }
@@ -234,7 +245,7 @@ TEST_F(SandboxTest, CannotReadAnotherSandboxsWorkDirectory) {
   const std::string a_id = a.json["id"], b_id = b.json["id"];
   const std::string a_dir = "/mnt/" + a.json["instance"].get<std::string>();
   EXPECT_EQ(Sh(a_id, "echo secret-of-a > note && cat " + a_dir + "/note"), "secret-of-a\n");  // A reads its own
-  EXPECT_EQ(Sh(b_id, "test -d " + a_dir + " && echo there"), "there\n");  // B reaches the path
+  EXPECT_EQ(Sh(b_id, "test -d " + a_dir + " && echo there"), "there\n");                      // B reaches the path
   const std::string out = Sh(b_id, "cat " + a_dir + "/note 2>&1; ls " + a_dir + " 2>&1; echo end");
   EXPECT_EQ(out.find("secret-of-a"), std::string::npos) << out;
   EXPECT_NE(out.find("Permission denied"), std::string::npos) << out;
@@ -343,6 +354,42 @@ TEST_F(SandboxTest, DeleteLeavesNoProcessCgroupOrDirectory) {
   EXPECT_EQ(ProcessesOf(uid), 0);
   EXPECT_FALSE(std::filesystem::exists(work));
   for (const auto& dir : groups) EXPECT_FALSE(std::filesystem::exists(dir)) << dir;
+}
+
+TEST_F(SandboxTest, DaemonCrashEndsItsSandboxesAndTheRestartChargesThem) {
+  StartDaemon("\nimages:\n  - {name: host, version: '1', warm: 1}\n");
+  Reply created = d_.Call("POST", "/v1/sandboxes", json{{"limits", {{"memory_mb", 128}}}});
+  ASSERT_EQ(created.status, 201);
+  const std::string id = created.json["id"];
+  const int64_t uid = created.json["uid"];
+  const std::string instance = created.json["instance"];
+  Sh(id, "(sleep 1000 &); echo started");
+  EXPECT_GE(ProcessesOf(uid), 2);
+  d_.Kill9();
+  // The init sees its control socket close and the namespace ends with it.
+  for (int i = 0; i < 100 && ProcessesOf(uid) > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(ProcessesOf(uid), 0);
+  d_.Start();
+  Reply after = d_.Call("GET", "/v1/sandboxes/" + id);
+  EXPECT_EQ(after.json["state"], "lost") << after.body;
+  EXPECT_EQ(d_.Call("POST", "/v1/sandboxes/" + id + "/exec", json{{"argv", {"true"}}}).status, 409);
+  Reply usage = d_.Call("GET", "/v1/usage?group_by=queue");
+  ASSERT_EQ(usage.json["rows"].size(), 1u) << usage.body;
+  EXPECT_GT(usage.json["rows"][0]["instance_seconds"].get<double>(), 0.0);
+  // Nothing of the dead run is left: neither that sandbox's nor the warm
+  // instance's work directory and cgroups.
+  EXPECT_FALSE(std::filesystem::exists(d_.state_dir() + "/sandboxes/" + instance));
+  const std::string dead_prefix = instance.substr(0, instance.find('-') + 1);
+  for (const auto& entry : std::filesystem::directory_iterator(d_.state_dir() + "/sandboxes")) {
+    EXPECT_NE(entry.path().filename().string().rfind(dead_prefix, 0), 0u) << entry.path();
+  }
+  for (const char* hierarchy : {"memory", "pids", "unified"}) {
+    const std::string dir = std::string("/sys/fs/cgroup/") + hierarchy + "/unisched";
+    if (!std::filesystem::exists(dir)) continue;
+    for (const auto& group : std::filesystem::directory_iterator(dir)) {
+      EXPECT_NE(group.path().filename().string().rfind(dead_prefix, 0), 0u) << group.path();
+    }
+  }
 }
 
 TEST_F(SandboxTest, IdleSandboxIsReclaimedAndCharged) {

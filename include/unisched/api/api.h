@@ -70,8 +70,8 @@ class ControlPlane {
   virtual std::shared_ptr<const ClusterView> View() const = 0;
   // An API sandbox began (sign +1) or ended (-1) in `queue`: it counts
   // against max_concurrency and the quotas like a running job (docs/sandboxes.md).
-  virtual void CountSandbox(const std::string& queue, const std::string& project, const std::string& user,
-                            int64_t cpus, int64_t memory_mb, int sign) {
+  virtual void CountSandbox(const std::string& queue, const std::string& project, const std::string& user, int64_t cpus,
+                            int64_t memory_mb, int sign) {
     (void)queue, (void)project, (void)user, (void)cpus, (void)memory_mb, (void)sign;
   }
 };
@@ -121,15 +121,14 @@ class SandboxPlane {
   virtual nlohmann::json ListImages() const = 0;
   virtual void AddImage(config::ImageSpec image, std::string actor,
                         std::function<void(Result<nlohmann::json>)> done) = 0;
-  virtual void RollbackImage(std::string name, std::string actor,
-                             std::function<void(Result<nlohmann::json>)> done) = 0;
+  virtual void RollbackImage(std::string name, std::string actor, std::function<void(Result<nlohmann::json>)> done) = 0;
 };
 
 struct ApiContext {
   const config::Config* config = nullptr;
   store::Store* store = nullptr;
   ControlPlane* control = nullptr;
-  AgentPlane* agents = nullptr;        // null: node agents are not served
+  AgentPlane* agents = nullptr;       // null: node agents are not served
   SandboxPlane* sandboxes = nullptr;  // null: 503 for /v1/sandboxes and /v1/images
   metrics::Metrics* metrics = nullptr;
   const Clock* clock = nullptr;

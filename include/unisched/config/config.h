@@ -98,22 +98,22 @@ struct AlertSettings {
 struct ImageSpec {
   std::string name;
   std::string version = "1";
-  std::string rootfs;               // empty: the host profile (read-only host root)
+  std::string rootfs;                // empty: the host profile (read-only host root)
   std::vector<std::string> binds{};  // "HOST_PATH:PATH_INSIDE", read-only
-  int warm = 0;                     // pre-started idle instances kept ready
+  int warm = 0;                      // pre-started idle instances kept ready
 };
 
 // Sandboxes (docs/sandboxes.md): the runtime of API sandboxes and agent jobs.
 struct SandboxSettings {
-  std::string init_path;  // empty: unisched-sandbox beside the binary
-  std::string queue;      // of API sandboxes by default; empty: the queue of workload kind agent
+  std::string init_path;         // empty: unisched-sandbox beside the binary
+  std::string queue;             // of API sandboxes by default; empty: the queue of workload kind agent
   int64_t uid_base = 3'000'000;  // each instance runs as a uid of its own from [uid_base, uid_base + uid_count)
   int64_t uid_count = 100'000;
   std::string uid_lock_dir = "/run/unisched/sandbox-uids";  // host-wide: leases shared by every daemon
-  int64_t output_cap_bytes = 1 << 20;  // per stream of an exec; the rest is cut (stdout_truncated)
-  int64_t max_file_bytes = 8 << 20;    // a file upload or download
-  int create_wait_seconds = 30;        // at max_concurrency with quota_action wait: how long a create waits
-  int pids_max = 256;                  // processes per instance (fork bombs)
+  int64_t output_cap_bytes = 1 << 20;                       // per stream of an exec; the rest is cut (stdout_truncated)
+  int64_t max_file_bytes = 8 << 20;                         // a file upload or download
+  int create_wait_seconds = 30;  // at max_concurrency with quota_action wait: how long a create waits
+  int pids_max = 256;            // processes per instance (fork bombs)
   int default_cpus = 1;
   int default_timeout_seconds = 300;  // per exec, when the queue gives no default wall time
   int default_idle_seconds = 600;     // when the queue has no scale_in_idle_seconds

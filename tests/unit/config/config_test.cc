@@ -1270,3 +1270,68 @@ TEST(ValidateConfig, ChecksPolicyEngineFieldsBuiltInCode) {
 
 }  // namespace
 }  // namespace unisched::config
+
+namespace unisched::config {
+namespace {
+
+TEST(SandboxKeys, DefaultsAndValuesReachTheConfig) {
+  const Config defaults = MustLoad(LoadConfigText(Doc().Text()));
+  EXPECT_EQ(defaults.sandboxes.uid_base, 3'000'000);
+  EXPECT_EQ(defaults.sandboxes.default_image, "host");
+  EXPECT_TRUE(defaults.images.empty());
+  const Config set = MustLoad(LoadConfigText(
+      Doc()
+          .Extra("sandboxes: {uid_base: 500000, uid_count: 1000, pids_max: 64, default_image: py}\n"
+                 "images:\n"
+                 "  - {name: py, version: 3.11-v3, rootfs: /srv/py, binds: ['/opt/m:/models'], warm: 4}\n"
+                 "  - {name: py, version: 3.11-v4}\n")
+          .Text()));
+  EXPECT_EQ(set.sandboxes.uid_base, 500'000);
+  EXPECT_EQ(set.sandboxes.pids_max, 64);
+  ASSERT_EQ(set.images.size(), 2u);
+  EXPECT_EQ(set.images[0].rootfs, "/srv/py");
+  EXPECT_EQ(set.images[0].binds, std::vector<std::string>{"/opt/m:/models"});
+  EXPECT_EQ(set.images[0].warm, 4);
+  EXPECT_EQ(set.images[1].version, "3.11-v4");
+}
+
+TEST(SandboxKeys, BadValuesAreReportedWithTheirPaths) {
+  struct Case {
+    std::string extra;
+    std::vector<std::string> paths;
+  };
+  const std::vector<Case> cases = {
+      {"sandboxes: {uid_base: 0}\n", {"sandboxes.uid_base"}},
+      {"sandboxes: {uid_lock_dir: relative}\n", {"sandboxes.uid_lock_dir"}},
+      {"sandboxes: {pids_max: 0, output_cap_bytes: -1}\n", {"sandboxes.output_cap_bytes", "sandboxes.pids_max"}},
+      {"sandboxes: {queue: nope}\n", {"sandboxes.queue"}},
+      {"sandboxes: {default_image: missing}\n", {"sandboxes.default_image"}},
+      {"sandboxes: {uid_countt: 5}\n", {"sandboxes.uid_countt"}},
+      {"images: [{name: Py, version: '1'}]\n", {"images[0].name"}},
+      {"images: [{name: py, version: 'a b'}]\n", {"images[0].version"}},
+      {"images: [{name: py, rootfs: relative}]\n", {"images[0].rootfs"}},
+      {"images: [{name: py, binds: ['/a']}]\n", {"images[0].binds[0]"}},
+      {"images: [{name: py, warm: -1}]\n", {"images[0].warm"}},
+      {"images: [{name: py}, {name: py}]\n", {"images[1]"}},
+      {"images: [{version: '2'}]\n", {"images[0].name"}},
+  };
+  for (const Case& c : cases) {
+    const auto errors = ErrorsOf(LoadConfigText(Doc().Extra(c.extra).Text()));
+    EXPECT_EQ(PathsOf(errors), c.paths) << c.extra << Dump(errors);
+  }
+}
+
+TEST(SandboxKeys, ValidateImageChecksOneImage) {
+  ImageSpec ok;
+  ok.name = "tools";
+  ok.version = "v2";
+  ok.binds = {"/usr/share:/mnt"};
+  EXPECT_TRUE(ValidateImage(ok).empty());
+  ImageSpec bad = ok;
+  bad.binds = {"/usr/share:mnt"};
+  ASSERT_EQ(ValidateImage(bad).size(), 1u);
+  EXPECT_EQ(ValidateImage(bad)[0].path, "binds[0]");
+}
+
+}  // namespace
+}  // namespace unisched::config

@@ -84,7 +84,8 @@ TEST_F(InstanceTest, FilesGoToTheWorkDirectoryOnly) {
   EXPECT_EQ(isolation::BytesOf((*get)["data"]), "hello\n");
   auto missing = instance->Call({{"op", "get"}, {"path", "nope"}}, 5000);
   EXPECT_EQ((*missing)["code"], "not_found");
-  r = Exec(*instance, {"sh", "-c", "touch /usr/x 2>&1; touch /var/tmp/x 2>&1; touch /run/lock/x 2>&1; cat /etc/shadow 2>&1"});
+  r = Exec(*instance,
+           {"sh", "-c", "touch /usr/x 2>&1; touch /var/tmp/x 2>&1; touch /run/lock/x 2>&1; cat /etc/shadow 2>&1"});
   const std::string out = Out(r);
   EXPECT_NE(out.find("/usr/x"), std::string::npos) << out;
   EXPECT_NE(out.find("/run/lock/x"), std::string::npos) << out;

@@ -615,3 +615,50 @@ TEST_F(StoreTest, ReadersRunWhileWritesCommit) {
 
 }  // namespace
 }  // namespace unisched::store
+
+namespace unisched::store {
+namespace {
+
+TEST_F(StoreTest, SandboxRowsAreReplacedByIdAndListedActiveFirst) {
+  const Timestamp t0 = FromUnixMillis(1'000'000);
+  SandboxRow a{1, "running", R"({"user":"ann"})", t0, std::nullopt};
+  SandboxRow b{2, "running", R"({"user":"bob"})", t0, std::nullopt};
+  ASSERT_TRUE(store_->WriteSync([&](Transaction& t) -> Status {
+    if (Status s = t.PutSandbox(a); !s) return s;
+    return t.PutSandbox(b);
+  }));
+  EXPECT_EQ(store_->MaxSandboxId(), 2);
+  a.state = "deleted";
+  a.ended_at = FromUnixMillis(1'005'000);
+  ASSERT_TRUE(store_->WriteSync([&](Transaction& t) { return t.PutSandbox(a); }));
+  auto got = store_->GetSandbox(1);
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->state, "deleted");
+  EXPECT_EQ(got->ended_at, a.ended_at);
+  EXPECT_EQ(got->record, R"({"user":"ann"})");
+  const auto active = store_->ListSandboxes(/*active_only=*/true, 100);
+  ASSERT_EQ(active.size(), 1u);
+  EXPECT_EQ(active[0].id, 2);
+  EXPECT_EQ(store_->ListSandboxes(false, 100).size(), 2u);
+  EXPECT_FALSE(store_->GetSandbox(3).has_value());
+}
+
+TEST_F(StoreTest, ImageVersionsAreKeptAndTheCurrentStackPops) {
+  const Timestamp t0 = FromUnixMillis(2'000'000);
+  ASSERT_TRUE(store_->WriteSync([&](Transaction& t) -> Status {
+    for (const char* v : {"v1", "v2"}) {
+      if (Status s = t.PutImageVersion({"py", v, "{}", "admin", t0}); !s) return s;
+      if (Status s = t.PushImageCurrent("py", v, t0); !s) return s;
+    }
+    // A known version is left as it was.
+    return t.PutImageVersion({"py", "v1", R"({"rootfs":"/other"})", "admin", t0});
+  }));
+  EXPECT_EQ(store_->ImageCurrentStacks().at("py"), (std::vector<std::string>{"v1", "v2"}));
+  ASSERT_EQ(store_->ListImageVersions().size(), 2u);
+  EXPECT_EQ(store_->ListImageVersions()[0].spec, "{}");
+  ASSERT_TRUE(store_->WriteSync([&](Transaction& t) { return t.PopImageCurrent("py"); }));
+  EXPECT_EQ(store_->ImageCurrentStacks().at("py"), std::vector<std::string>{"v1"});
+}
+
+}  // namespace
+}  // namespace unisched::store
