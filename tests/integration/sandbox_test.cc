@@ -443,6 +443,31 @@ TEST_F(SandboxTest, WarmPoolServesCreatesAndIsRefilled) {
   EXPECT_NE(metrics.find("unisched_sandboxes{image=\"host\",state=\"active\"} 2"), std::string::npos);
 }
 
+TEST_F(SandboxTest, AnImageWithItsOwnRootfs) {
+  StartDaemon();
+  // A minimal root: dash and the libraries it links, nothing else.
+  const std::string root = d_.state_dir() + "/rootfs-mini";
+  const std::string build = "set -e; R=" + root +
+                            "; mkdir -p $R/bin $R/tmp $R/dev $R/proc $R/sys $R/home; cp /bin/dash $R/bin/sh; "
+                            "for l in $(ldd /bin/dash | grep -o '/[^ ]*'); do mkdir -p $R$(dirname $l); cp -L $l $R$l; "
+                            "done; chmod -R a+rX $R";
+  ASSERT_EQ(std::system(build.c_str()), 0);
+  Reply image = d_.Call("POST", "/v1/images", json{{"name", "mini"}, {"version", "1"}, {"rootfs", root}});
+  ASSERT_EQ(image.status, 201) << image.body;
+  const std::string id = Create(json{{"image", "mini"}});
+  ASSERT_FALSE(id.empty());
+  // Positive control: its shell runs, and the work directory is writable.
+  EXPECT_EQ(Sh(id, "echo inside > f; read x < f; echo $x; echo $HOME"), "inside\n/home/sandbox\n");
+  // Nothing of the host's root: no /etc, no python3, no ls.
+  json r = Exec(id, {"/bin/sh", "-c",
+                     "test -e /etc/passwd || echo no-etc; test -e /usr || echo no-usr; "
+                     "echo x > /bin/new 2>/dev/null || echo ro-root; echo x > /dev/null && echo dev-null"});
+  EXPECT_EQ(r["stdout"], "no-etc\nno-usr\nro-root\ndev-null\n") << r.dump();
+  EXPECT_EQ(Exec(id, {"python3", "-c", "print(1)"})["exit_code"], 127);
+  EXPECT_EQ(d_.Call("POST", "/v1/images", json{{"name", "gone"}, {"version", "1"}, {"rootfs", root + "/nope"}}).status,
+            422);
+}
+
 TEST_F(SandboxTest, ImagesAreVersionedAndRollBack) {
   StartDaemon();
   auto add = [&](const std::string& version, const std::string& bind) {
