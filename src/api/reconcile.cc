@@ -1,6 +1,9 @@
 #include "unisched/api/reconcile.h"
 
+#include <chrono>
+#include <limits>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <utility>
 
 namespace unisched::api {
@@ -26,6 +29,16 @@ ledger::Reconciliation ReconcileLedger(const store::Store& store, const model::C
     if (!page.next_cursor) break;
     filter.cursor = page.next_cursor;
   }
+  // Sandboxes (docs/sandboxes.md): each ended one is charged its life once,
+  // as job 0 with attempt = its number; read before the ledger, as above.
+  std::map<int64_t, std::map<ledger::ChargeKey, double>> sandbox_expected;
+  for (const auto& row : store.ListSandboxes(/*active_only=*/false, std::numeric_limits<int>::max())) {
+    if (!row.ended_at) continue;
+    const nlohmann::json record = nlohmann::json::parse(row.record, nullptr, false);
+    if (!record.is_object()) continue;
+    const double seconds = std::chrono::duration<double>(*row.ended_at - row.created_at).count();
+    sandbox_expected[row.id][{"instance_seconds", record.value("image", ""), record.value("node", "")}] = seconds;
+  }
   auto recorded = store.LoadAllLedgerCharged();
 
   ledger::Reconciliation report;
@@ -40,8 +53,14 @@ ledger::Reconciliation ReconcileLedger(const store::Store& store, const model::C
     ledger::ReconcileAttempt(attempt.first, attempt.second, usage, sums, charged.duplicated_entries,
                              kReconcileTolerance, report);
   }
+  for (const auto& [id, usage] : sandbox_expected) {
+    auto it = recorded.find({0, static_cast<int>(id)});
+    const store::LedgerCharged& charged = it == recorded.end() ? nothing : it->second;
+    ledger::ReconcileAttempt(0, static_cast<int>(id), usage, charged.sums, charged.duplicated_entries,
+                             kReconcileTolerance, report);
+  }
   for (const auto& [attempt, charged] : recorded) {
-    // Job 0 holds project storage samples, which belong to no job.
+    // Job 0 holds project storage samples and sandboxes, which belong to no job.
     if (attempt.first != 0 && !on_record.count(attempt)) ++report.unverifiable_attempts;
   }
   return report;

@@ -55,6 +55,17 @@ std::optional<int64_t> ParseSandboxId(const std::string& text) {
   return std::stoll(digits);
 }
 
+// The manager commits the audit record of a call that succeeds in the same
+// transaction as its change; a refused call (422, 429, 503...) is audited
+// by the API as any other.
+template <class Call>
+std::function<void(HttpResponse)> ReplyAuditedOnSuccess(Call& call) {
+  return [state = call.state, reply = call.reply](HttpResponse response) {
+    if (response.status < 300) state->audited = true;
+    reply(std::move(response));
+  };
+}
+
 }  // namespace
 
 std::optional<int64_t> Api::VisibleSandbox(Call& call) {
@@ -124,8 +135,7 @@ void Api::CreateSandbox(Call& call) {
   if (!ReadPositive(body, "idle_timeout_seconds", "idle_timeout_seconds", request.idle_timeout_seconds, call.reply)) {
     return;
   }
-  call.MarkAudited();  // the manager commits the audit record with the sandbox
-  auto reply = call.reply;
+  auto reply = ReplyAuditedOnSuccess(call);
   ctx_.sandboxes->Create(std::move(request), call.principal->user, [reply](Result<json> created) {
     if (!created.ok()) {
       HttpResponse r = FromError(created.error());
@@ -164,8 +174,7 @@ void Api::GetSandbox(Call& call) {
 void Api::DeleteSandbox(Call& call) {
   auto id = VisibleSandbox(call);
   if (!id) return;
-  call.MarkAudited();
-  auto reply = call.reply;
+  auto reply = ReplyAuditedOnSuccess(call);
   ctx_.sandboxes->Delete(*id, call.principal->user, [reply](Result<json> deleted) {
     reply(deleted.ok() ? Json(200, *deleted) : FromError(deleted.error()));
   });
@@ -222,8 +231,7 @@ void Api::ExecSandbox(Call& call) {
     }
   }
   if (!ReadPositive(body, "timeout_seconds", "timeout_seconds", request.timeout_seconds, call.reply)) return;
-  call.MarkAudited();
-  auto reply = call.reply;
+  auto reply = ReplyAuditedOnSuccess(call);
   ctx_.sandboxes->Exec(*id, std::move(request), call.principal->user, [reply](Result<json> result) {
     reply(result.ok() ? Json(200, *result) : FromError(result.error()));
   });
@@ -237,8 +245,7 @@ void Api::PutSandboxFile(Call& call) {
     call.reply(ErrorResponse(422, "invalid_value", why, "path"));
     return;
   }
-  call.MarkAudited();
-  auto reply = call.reply;
+  auto reply = ReplyAuditedOnSuccess(call);
   ctx_.sandboxes->PutFile(*id, path, call.request.body, call.principal->user, [reply](Result<json> result) {
     reply(result.ok() ? Json(200, *result) : FromError(result.error()));
   });
@@ -308,8 +315,7 @@ void Api::CreateImage(Call& call) {
     call.reply(ErrorResponse(422, "invalid_value", errors.front().ToString(), errors.front().path));
     return;
   }
-  call.MarkAudited();
-  auto reply = call.reply;
+  auto reply = ReplyAuditedOnSuccess(call);
   ctx_.sandboxes->AddImage(std::move(image), call.principal->user, [reply](Result<json> added) {
     reply(added.ok() ? Json(201, *added) : FromError(added.error()));
   });
@@ -324,8 +330,7 @@ void Api::RollbackImage(Call& call) {
     call.reply(ErrorResponse(403, "forbidden", "only platform-admins may roll images back"));
     return;
   }
-  call.MarkAudited();
-  auto reply = call.reply;
+  auto reply = ReplyAuditedOnSuccess(call);
   ctx_.sandboxes->RollbackImage(call.Param("name"), call.principal->user, [reply](Result<json> image) {
     reply(image.ok() ? Json(200, *image) : FromError(image.error()));
   });

@@ -119,6 +119,12 @@ TEST_F(SandboxTest, CreateExecFilesAndDeleteThroughTheApi) {
   ASSERT_EQ(usage.json["rows"].size(), 1u) << usage.body;
   EXPECT_EQ(usage.json["rows"][0]["queue"], "agent-sandbox");
   EXPECT_GT(usage.json["rows"][0]["instance_seconds"].get<double>(), 0.0);
+  // The ledger reconciles with the sandbox's record.
+  Reply reconcile = d_.Call("GET", "/v1/usage/reconcile");
+  EXPECT_EQ(reconcile.json["missing"], 0) << reconcile.body;
+  EXPECT_EQ(reconcile.json["mismatched"], 0) << reconcile.body;
+  EXPECT_EQ(reconcile.json["duplicated"], 0) << reconcile.body;
+  EXPECT_GE(reconcile.json["attempts_checked"].get<int>(), 1) << reconcile.body;
 }
 
 TEST_F(SandboxTest, BadRequestsAreRefusedAndCreateNothing) {
@@ -145,6 +151,13 @@ TEST_F(SandboxTest, BadRequestsAreRefusedAndCreateNothing) {
     EXPECT_EQ(r.json["error"]["field"], c.field) << r.body;
   }
   EXPECT_EQ(d_.Call("GET", "/v1/sandboxes?all=true").json["sandboxes"].size(), 0u);
+  // Refused creates are audited too, with their status.
+  Reply audit = d_.Call("GET", "/v1/audit");
+  int refused = 0;
+  for (const json& a : audit.json["audit"]) {
+    if (a["action"] == "POST /v1/sandboxes" && a["result"].get<std::string>().rfind("422", 0) == 0) ++refused;
+  }
+  EXPECT_EQ(refused, 8) << audit.body;
   // Another user sees none of admin's sandboxes.
   const std::string id = Create();
   const std::string token = d_.CreateUser("mallory", "user", {"default"});
