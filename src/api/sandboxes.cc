@@ -66,6 +66,18 @@ std::function<void(HttpResponse)> ReplyAuditedOnSuccess(Call& call) {
   };
 }
 
+// The {path} of a file call, relative and inside the work directory; else
+// answers 422 and returns nullopt.
+template <class Call>
+std::optional<std::string> FilePath(Call& call) {
+  std::string path = call.Param("path");
+  if (std::string why = isolation::CheckRelativePath(path); !why.empty()) {
+    call.reply(ErrorResponse(422, "invalid_value", why, "path"));
+    return std::nullopt;
+  }
+  return path;
+}
+
 }  // namespace
 
 std::optional<int64_t> Api::VisibleSandbox(Call& call) {
@@ -240,13 +252,10 @@ void Api::ExecSandbox(Call& call) {
 void Api::PutSandboxFile(Call& call) {
   auto id = VisibleSandbox(call);
   if (!id) return;
-  const std::string path = call.Param("path");
-  if (std::string why = isolation::CheckRelativePath(path); !why.empty()) {
-    call.reply(ErrorResponse(422, "invalid_value", why, "path"));
-    return;
-  }
+  auto path = FilePath(call);
+  if (!path) return;
   auto reply = ReplyAuditedOnSuccess(call);
-  ctx_.sandboxes->PutFile(*id, path, call.request.body, call.principal->user, [reply](Result<json> result) {
+  ctx_.sandboxes->PutFile(*id, *path, call.request.body, call.principal->user, [reply](Result<json> result) {
     reply(result.ok() ? Json(200, *result) : FromError(result.error()));
   });
 }
@@ -254,13 +263,10 @@ void Api::PutSandboxFile(Call& call) {
 void Api::GetSandboxFile(Call& call) {
   auto id = VisibleSandbox(call);
   if (!id) return;
-  const std::string path = call.Param("path");
-  if (std::string why = isolation::CheckRelativePath(path); !why.empty()) {
-    call.reply(ErrorResponse(422, "invalid_value", why, "path"));
-    return;
-  }
+  auto path = FilePath(call);
+  if (!path) return;
   auto reply = call.reply;
-  ctx_.sandboxes->GetFile(*id, path, [reply](Result<std::string> data) {
+  ctx_.sandboxes->GetFile(*id, *path, [reply](Result<std::string> data) {
     if (!data.ok()) {
       reply(FromError(data.error()));
       return;

@@ -581,17 +581,12 @@ json SandboxManager::List(bool active_only) const {
 }
 
 void SandboxManager::Exec(int64_t id, ExecRequest request, std::string actor, std::function<void(Result<json>)> done) {
-  std::shared_ptr<Sandbox> s;
-  {
-    std::lock_guard lock(mu_);
-    auto it = active_.find(id);
-    if (it == active_.end() || it->second->ending) {
-      done(Error::Conflict("not_running", "sandbox " + SandboxName(id) + " is not running"));
-      return;
-    }
-    s = it->second;
-    ++s->busy;
+  auto acquired = Acquire(id);
+  if (!acquired.ok()) {
+    done(acquired.error());
+    return;
   }
+  std::shared_ptr<Sandbox> s = std::move(acquired).value();
   int64_t timeout = s->limits.timeout_seconds;
   if (request.timeout_seconds) timeout = std::min(timeout, *request.timeout_seconds);
   Spawn([this, s, timeout, request = std::move(request), actor = std::move(actor), done = std::move(done)] {
@@ -603,20 +598,9 @@ void SandboxManager::Exec(int64_t id, ExecRequest request, std::string actor, st
                        {"stdin", isolation::Bytes(request.stdin_data)},
                        {"timeout_ms", timeout * 1000},
                        {"output_cap", config_.sandboxes.output_cap_bytes}};
-    auto answer = s->instance->Call(call, static_cast<int>(timeout * 1000 + 10'000));
-    {
-      std::lock_guard lock(mu_);
-      --s->busy;
-      ++s->execs;
-      s->last_active = std::chrono::steady_clock::now();
-    }
+    auto answer = CallInstance(s, call, static_cast<int>(timeout * 1000 + 10'000), /*exec=*/true);
     if (!answer.ok()) {
-      EndBroken(s, answer.error().message);
       done(answer.error());
-      return;
-    }
-    if (answer->contains("error")) {
-      done(InitError(*answer));
       return;
     }
     json result = {{"exit_code", answer->value("exit_code", -1)},
@@ -657,31 +641,16 @@ void SandboxManager::PutFile(int64_t id, std::string path, std::string data, std
                "body"});
     return;
   }
-  std::shared_ptr<Sandbox> s;
-  {
-    std::lock_guard lock(mu_);
-    auto it = active_.find(id);
-    if (it == active_.end() || it->second->ending) {
-      done(Error::Conflict("not_running", "sandbox " + SandboxName(id) + " is not running"));
-      return;
-    }
-    s = it->second;
-    ++s->busy;
+  auto acquired = Acquire(id);
+  if (!acquired.ok()) {
+    done(acquired.error());
+    return;
   }
+  std::shared_ptr<Sandbox> s = std::move(acquired).value();
   Spawn([this, s, path = std::move(path), data = std::move(data), actor = std::move(actor), done = std::move(done)] {
-    auto answer = s->instance->Call({{"op", "put"}, {"path", path}, {"data", isolation::Bytes(data)}}, 30'000);
-    {
-      std::lock_guard lock(mu_);
-      --s->busy;
-      s->last_active = std::chrono::steady_clock::now();
-    }
+    auto answer = CallInstance(s, {{"op", "put"}, {"path", path}, {"data", isolation::Bytes(data)}}, 30'000, false);
     if (!answer.ok()) {
-      EndBroken(s, answer.error().message);
       done(answer.error());
-      return;
-    }
-    if (answer->contains("error")) {
-      done(InitError(*answer));
       return;
     }
     const store::AuditRecord audit{clock_.Now(), actor, "PUT /v1/sandboxes/{id}/files/{path}",
@@ -693,31 +662,17 @@ void SandboxManager::PutFile(int64_t id, std::string path, std::string data, std
 }
 
 void SandboxManager::GetFile(int64_t id, std::string path, std::function<void(Result<std::string>)> done) {
-  std::shared_ptr<Sandbox> s;
-  {
-    std::lock_guard lock(mu_);
-    auto it = active_.find(id);
-    if (it == active_.end() || it->second->ending) {
-      done(Error::Conflict("not_running", "sandbox " + SandboxName(id) + " is not running"));
-      return;
-    }
-    s = it->second;
-    ++s->busy;
+  auto acquired = Acquire(id);
+  if (!acquired.ok()) {
+    done(acquired.error());
+    return;
   }
+  std::shared_ptr<Sandbox> s = std::move(acquired).value();
   Spawn([this, s, path = std::move(path), done = std::move(done)] {
-    auto answer = s->instance->Call({{"op", "get"}, {"path", path}, {"max", config_.sandboxes.max_file_bytes}}, 30'000);
-    {
-      std::lock_guard lock(mu_);
-      --s->busy;
-      s->last_active = std::chrono::steady_clock::now();
-    }
+    auto answer =
+        CallInstance(s, {{"op", "get"}, {"path", path}, {"max", config_.sandboxes.max_file_bytes}}, 30'000, false);
     if (!answer.ok()) {
-      EndBroken(s, answer.error().message);
       done(answer.error());
-      return;
-    }
-    if (answer->contains("error")) {
-      done(InitError(*answer));
       return;
     }
     done(isolation::BytesOf((*answer)["data"]));
@@ -748,6 +703,33 @@ void SandboxManager::Delete(int64_t id, std::string actor, std::function<void(Re
   Spawn([this, s, actor = std::move(actor), done = std::move(done)] {
     EndSandbox(s, "deleted", "deleted by " + actor, actor, done);
   });
+}
+
+Result<std::shared_ptr<SandboxManager::Sandbox>> SandboxManager::Acquire(int64_t id) {
+  std::lock_guard lock(mu_);
+  auto it = active_.find(id);
+  if (it == active_.end() || it->second->ending) {
+    return Error::Conflict("not_running", "sandbox " + SandboxName(id) + " is not running");
+  }
+  ++it->second->busy;
+  return it->second;
+}
+
+Result<json> SandboxManager::CallInstance(const std::shared_ptr<Sandbox>& s, const json& request, int timeout_ms,
+                                          bool exec) {
+  auto answer = s->instance->Call(request, timeout_ms);
+  {
+    std::lock_guard lock(mu_);
+    --s->busy;
+    if (exec) ++s->execs;
+    s->last_active = std::chrono::steady_clock::now();
+  }
+  if (!answer.ok()) {
+    EndBroken(s, answer.error().message);
+    return answer.error();
+  }
+  if (answer->contains("error")) return InitError(*answer);
+  return answer;
 }
 
 void SandboxManager::EndBroken(const std::shared_ptr<Sandbox>& s, const std::string& reason) {

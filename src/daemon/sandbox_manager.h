@@ -98,6 +98,14 @@ class SandboxManager final : public api::SandboxPlane {
   // then done. `s` is already out of active_.
   void EndSandbox(std::shared_ptr<Sandbox> s, std::string state, std::string reason, std::string actor,
                   std::function<void(Result<nlohmann::json>)> done);
+  // The running sandbox `id`, marked busy (a call in progress is never
+  // reclaimed); Conflict when it is not running.
+  Result<std::shared_ptr<Sandbox>> Acquire(int64_t id);
+  // One request to its instance, then the busy mark released and the idle
+  // clock restarted: a broken instance ends the sandbox (EndBroken), an
+  // error answer of the init becomes an Error.
+  Result<nlohmann::json> CallInstance(const std::shared_ptr<Sandbox>& s, const nlohmann::json& request, int timeout_ms,
+                                      bool exec);
   // A call found the instance broken: the sandbox ends as failed, unless it
   // is ending already.
   void EndBroken(const std::shared_ptr<Sandbox>& s, const std::string& reason);
