@@ -14,6 +14,9 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <set>
+#include <sstream>
 #include <string_view>
 #include <thread>
 
@@ -160,10 +163,57 @@ Result<Containment> Containment::Create(const std::string& name, const Limits& l
     unified = root;
   }
   if (!unified.empty()) {
+    // On a v2 host the controllers v1 does not hold are enabled down to our
+    // groups (root, then the parent: a group may only enable what its
+    // parent passes on); a controller that cannot be enabled is left out.
+    std::string available;
+    (void)ReadFile(unified + "/cgroup.controllers", available);  // "cpuset cpu io memory pids"
+    std::istringstream words(available);
+    std::set<std::string> offered{std::istream_iterator<std::string>(words), std::istream_iterator<std::string>()};
+    std::vector<std::string> wanted;
+    if (c.memory_dir_.empty() && offered.count("memory")) wanted.push_back("memory");
+    if (c.cpu_dir_.empty() && offered.count("cpu")) wanted.push_back("cpu");
+    if (c.pids_dir_.empty() && offered.count("pids")) wanted.push_back("pids");
+    const std::string parent = unified + "/" + options.parent;
+    if (int err = MakeDir(parent)) {
+      return fail(Error::Internal("cannot create cgroup " + parent + ": " + ErrnoText(err)));
+    }
+    std::vector<std::string> enabled;
+    for (const std::string& controller : wanted) {
+      if (WriteValue(unified + "/cgroup.subtree_control", "+" + controller) == 0 &&
+          WriteValue(parent + "/cgroup.subtree_control", "+" + controller) == 0) {
+        enabled.push_back(controller);
+      }
+    }
     auto dir = make_group(unified);
     if (!dir.ok()) return fail(dir.error());
     c.unified_dir_ = *dir;
     c.unified_has_kill_ = Exists(c.unified_dir_ + "/cgroup.kill");
+    for (const std::string& controller : enabled) {
+      if (controller == "memory") {
+        c.v2_memory_ = true;
+        if (limits.memory_bytes > 0) {
+          const std::string v = std::to_string(limits.memory_bytes);
+          if (Status st = write(c.unified_dir_, "memory.max", v); !st.ok()) return fail(st.error());
+          // Swap would let a job exceed its memory without being stopped.
+          if (Exists(c.unified_dir_ + "/memory.swap.max")) (void)write(c.unified_dir_, "memory.swap.max", "0");
+        }
+      } else if (controller == "cpu") {
+        c.v2_cpu_ = true;
+        if (limits.cpu_millis > 0) {
+          // "quota period": cpus = millis/1000 of a 100 ms period.
+          const std::string v = std::to_string(static_cast<int64_t>(limits.cpu_millis) * 100) + " 100000";
+          if (Status st = write(c.unified_dir_, "cpu.max", v); !st.ok()) return fail(st.error());
+        }
+      } else if (controller == "pids") {
+        c.v2_pids_ = true;
+        if (limits.pids > 0) {
+          if (Status st = write(c.unified_dir_, "pids.max", std::to_string(limits.pids)); !st.ok()) {
+            return fail(st.error());
+          }
+        }
+      }
+    }
   }
 
   for (const std::string& dir : c.GroupDirs()) c.procs_files_.push_back(dir + "/cgroup.procs");
@@ -197,11 +247,11 @@ int Containment::JoinSelf() const {
 }
 
 int Containment::ApplyRlimitsSelf() const {
-  if (limits_.memory_bytes > 0 && memory_dir_.empty()) {
+  if (limits_.memory_bytes > 0 && memory_dir_.empty() && !v2_memory_) {
     const rlimit rl{static_cast<rlim_t>(limits_.memory_bytes), static_cast<rlim_t>(limits_.memory_bytes)};
     if (::setrlimit(RLIMIT_AS, &rl) != 0) return errno;
   }
-  if (limits_.pids > 0 && pids_dir_.empty()) {
+  if (limits_.pids > 0 && pids_dir_.empty() && !v2_pids_) {
     const rlimit rl{static_cast<rlim_t>(limits_.pids), static_cast<rlim_t>(limits_.pids)};
     if (::setrlimit(RLIMIT_NPROC, &rl) != 0) return errno;
   }
@@ -239,6 +289,10 @@ void Containment::KillAll(int signal) const {
 }
 
 bool Containment::OomKilled() const {
+  if (v2_memory_) {
+    std::string text;
+    return ReadFile(unified_dir_ + "/memory.events", text) && KeyedValue(text, "oom_kill") > 0;
+  }
   if (memory_dir_.empty()) return false;
   std::string text;
   if (!ReadFile(memory_dir_ + "/memory.oom_control", text)) return false;
@@ -248,6 +302,11 @@ bool Containment::OomKilled() const {
 }
 
 int64_t Containment::MaxMemoryBytes() const {
+  if (v2_memory_) {
+    // memory.peak since Linux 5.19; memory.current (now) before it.
+    const int64_t peak = ReadNumber(unified_dir_ + "/memory.peak");
+    return std::max<int64_t>(0, peak >= 0 ? peak : ReadNumber(unified_dir_ + "/memory.current"));
+  }
   if (memory_dir_.empty()) return 0;
   return std::max<int64_t>(0, ReadNumber(memory_dir_ + "/memory.max_usage_in_bytes"));
 }
@@ -285,10 +344,15 @@ std::string Containment::Describe() const {
   if (!memory_dir_.empty()) v1 += "memory";
   if (!cpu_dir_.empty()) v1 += std::string(v1.empty() ? "" : ",") + "cpu";
   if (!pids_dir_.empty()) v1 += std::string(v1.empty() ? "" : ",") + "pids";
+  std::string v2;
+  if (v2_memory_) v2 += "memory";
+  if (v2_cpu_) v2 += std::string(v2.empty() ? "" : ",") + "cpu";
+  if (v2_pids_) v2 += std::string(v2.empty() ? "" : ",") + "pids";
   std::string out;
   if (!v1.empty()) out = "cgroup v1 " + v1;
-  if (!unified_dir_.empty()) out += std::string(out.empty() ? "" : " + ") + "cgroup v2";
-  const bool rl = (limits_.memory_bytes > 0 && memory_dir_.empty()) || (limits_.pids > 0 && pids_dir_.empty());
+  if (!unified_dir_.empty()) out += std::string(out.empty() ? "" : " + ") + "cgroup v2" + (v2.empty() ? "" : " " + v2);
+  const bool rl = (limits_.memory_bytes > 0 && memory_dir_.empty() && !v2_memory_) ||
+                  (limits_.pids > 0 && pids_dir_.empty() && !v2_pids_);
   if (rl || out.empty()) out += std::string(out.empty() ? "" : " + ") + "rlimits";
   return out;
 }

@@ -5,9 +5,11 @@
 // On a cgroup v1 machine (hybrid mode) a Containment is a set of groups named
 // unisched/<name> under the memory, cpu and pids hierarchies, plus a group of
 // the same name under the cgroup v2 hierarchy (no controllers there; it gives
-// cgroup.kill). Where cgroups are missing or not wanted, the limits fall back
-// to rlimits of the contained process (RLIMIT_AS for memory, RLIMIT_NPROC for
-// pids; cpu has no rlimit equivalent and is then not limited).
+// cgroup.kill). On a cgroup v2 machine the v2 group holds the limits itself:
+// the memory, cpu and pids controllers are enabled down to it
+// (cgroup.subtree_control) and memory.max, cpu.max and pids.max written. Where cgroups are missing or not wanted, the
+// limits fall back to rlimits of the contained process (RLIMIT_AS for memory, RLIMIT_NPROC for pids; cpu has no rlimit
+// equivalent and is then not limited).
 //
 // Lifecycle, as the supervisor uses it:
 //   parent:  Create() or Disabled()  -> fork
@@ -102,6 +104,11 @@ class Containment {
   std::string pids_dir_;
   std::string unified_dir_;
   bool unified_has_kill_ = false;
+  // Controllers of the v2 group (a v2-only host, or one whose v2 holds what
+  // v1 does not): memory.max, cpu.max, pids.max there.
+  bool v2_memory_ = false;
+  bool v2_cpu_ = false;
+  bool v2_pids_ = false;
   // Precomputed "<dir>/cgroup.procs" so that JoinSelf allocates nothing.
   std::vector<std::string> procs_files_;
   pid_t pgid_ = 0;

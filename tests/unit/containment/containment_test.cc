@@ -13,7 +13,9 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -94,6 +96,54 @@ TEST(ContainmentTest, WithoutHierarchiesFallsBackToRlimits) {
   EXPECT_EQ(c->Describe(), "rlimits");
   EXPECT_TRUE(c->Destroy().ok());
   ::rmdir(tmpl);
+}
+
+// A cgroup v2 host, as a directory tree shaped like one: the files the
+// kernel would create are made by hand, and what Create writes is read back.
+// (Enforcement itself needs a real v2 host; this machine's v2 has no
+// controllers: shared/design/toolchain.md section 4.)
+TEST(ContainmentTest, OnACgroupV2HostTheLimitsGoToTheV2Group) {
+  namespace fs = std::filesystem;
+  char tmpl[] = "/tmp/unisched-containment-v2-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const fs::path root = tmpl;
+  auto put = [](const fs::path& file, const std::string& text) { std::ofstream(file) << text; };
+  auto get = [](const fs::path& file) {
+    std::ifstream in(file);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  put(root / "cgroup.controllers", "cpuset cpu io memory hugetlb pids rdma misc\n");
+  put(root / "cgroup.subtree_control", "");
+  const fs::path group = root / "unisched" / "job";
+  fs::create_directories(group);
+  put(root / "unisched" / "cgroup.subtree_control", "");
+  for (const char* file : {"cgroup.procs", "cgroup.kill", "memory.max", "memory.swap.max", "cpu.max", "pids.max"}) {
+    put(group / file, "");
+  }
+  put(group / "memory.events", "low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n");
+  put(group / "memory.peak", "12345\n");
+  Options options;
+  options.cgroup_root = tmpl;
+  auto c = Containment::Create("job", Limits{64 << 20, 500, 10}, options);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_FALSE(c->has_memory_group());  // no v1 hierarchies here
+  EXPECT_TRUE(c->has_unified_group());
+  EXPECT_EQ(get(group / "memory.max"), std::to_string(64 << 20));
+  EXPECT_EQ(get(group / "memory.swap.max"), "0");
+  EXPECT_EQ(get(group / "cpu.max"), "50000 100000");  // half a CPU of each 100 ms period
+  EXPECT_EQ(get(group / "pids.max"), "10");
+  EXPECT_EQ(c->Describe(), "cgroup v2 memory,cpu,pids");
+  EXPECT_TRUE(c->OomKilled());
+  EXPECT_EQ(c->MaxMemoryBytes(), 12345);
+  // No rlimit fallback for what the v2 group limits.
+  const pid_t pid = ForkJoined(*c, [] {
+    rlimit as{};
+    ::getrlimit(RLIMIT_AS, &as);
+    return as.rlim_cur == RLIM_INFINITY ? 0 : 1;
+  });
+  const int status = WaitStatus(pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  fs::remove_all(root);
 }
 
 TEST(ContainmentTest, DisabledAppliesRlimitsInTheChild) {
