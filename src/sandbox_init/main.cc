@@ -207,7 +207,16 @@ json Exec(const json& request) {
   int exec_errno = 0;
   const bool exec_failed = ::read(report[0], &exec_errno, sizeof exec_errno) == static_cast<ssize_t>(sizeof exec_errno);
   ::close(report[0]);
-  if (timed_out) ::kill(-pid, SIGKILL);  // what is left of the group
+  if (timed_out) {
+    // What is left of the group, until it is gone: a fork bomb forks while
+    // it is being killed, and its orphans are ours (PID 1) to reap.
+    bool ignored_done = false;
+    int ignored_status = 0;
+    for (int round = 0; round < 2000 && ::kill(-pid, SIGKILL) == 0; ++round) {
+      Reap(-2, ignored_done, ignored_status);
+      ::usleep(500);
+    }
+  }
 
   int exit_code = 0;
   if (WIFEXITED(status)) exit_code = WEXITSTATUS(status);
