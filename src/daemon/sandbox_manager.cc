@@ -144,6 +144,8 @@ Status SandboxManager::Start() {
     s->image = record.value("image", "");
     s->image_version = record.value("image_version", "");
     s->created_at = row.created_at;
+    // Charged up to its last interim entry; the final one takes the rest.
+    s->charged_until = store_.LoadLedgerCharged(0, static_cast<int>(row.id)).until.value_or(row.created_at);
     s->execs = record.value("execs", int64_t{0});
     s->uid = record.value("uid", int64_t{0});
     const json limits = record.value("limits", json::object());
@@ -483,6 +485,7 @@ void SandboxManager::Create(CreateRequest request, std::string actor, std::funct
     s->uid = s->instance->uid();
     s->instance_name = s->instance->name();
     s->created_at = clock_.Now();
+    s->charged_until = s->created_at;
     s->last_active = std::chrono::steady_clock::now();
     {
       std::lock_guard lock(mu_);
@@ -754,23 +757,13 @@ void SandboxManager::EndSandbox(std::shared_ptr<Sandbox> s, std::string state, s
   s->end_reason = std::move(reason);
   s->ended_at = std::max(now, s->created_at);
   const double seconds = std::chrono::duration<double>(*s->ended_at - s->created_at).count();
-  store::LedgerEntry entry;
-  entry.key = "sandbox/" + std::to_string(s->id) + "/instance_seconds/final";
-  entry.job = 0;  // belongs to no job; attempt holds the sandbox number
-  entry.attempt = static_cast<int>(s->id);
-  entry.user = s->user;
-  entry.project = s->project;
-  entry.queue = s->queue;
-  entry.pool = s->pool;
-  entry.workload_kind = "agent";
-  entry.node = s->node;
-  entry.metric = "instance_seconds";
-  entry.detail = s->image + ":" + s->image_version;
-  entry.quantity = seconds;
-  entry.start = s->created_at;
-  entry.end = *s->ended_at;
-  entry.final = true;
-  entry.recorded_at = now;
+  Timestamp charged_until;
+  {
+    std::lock_guard lock(mu_);
+    charged_until = std::min(s->charged_until, *s->ended_at);
+  }
+  // The rest of its life after the interim entries (ChargeRunning).
+  const store::LedgerEntry entry = ChargeEntry(*s, charged_until, *s->ended_at, /*final=*/true, now);
   const store::SandboxRow row = RowOf(*s);
   const store::ClusterEvent event{
       now, "sandbox_" + s->state, "sandbox/" + SandboxName(s->id), "info",
@@ -783,9 +776,9 @@ void SandboxManager::EndSandbox(std::shared_ptr<Sandbox> s, std::string state, s
     if (Status st = t.AppendClusterEvent(event); !st) return st;
     return audited ? t.AppendAudit(audit) : Status::Ok();
   };
-  auto finish = [this, s, seconds, was_counted, done](Status st) {
+  auto finish = [this, s, quantity = entry.quantity, was_counted, done](Status st) {
     if (!st.ok()) spdlog::error("sandbox {} end not recorded: {}", SandboxName(s->id), st.error().message);
-    if (st.ok()) metrics_.CountLedgerEntry("final", "instance_seconds", seconds);
+    if (st.ok()) metrics_.CountLedgerEntry("final", "instance_seconds", quantity);
     if (was_counted) control_.CountSandbox(s->queue, s->project, s->user, s->limits.cpus, s->limits.memory_mb, -1);
     {
       std::lock_guard lock(mu_);
@@ -801,12 +794,75 @@ void SandboxManager::EndSandbox(std::shared_ptr<Sandbox> s, std::string state, s
   }
 }
 
+store::LedgerEntry SandboxManager::ChargeEntry(const Sandbox& s, Timestamp from, Timestamp to, bool final,
+                                               Timestamp now) const {
+  store::LedgerEntry entry;
+  // The key names the interval (or "final"): a replayed write adds nothing.
+  entry.key =
+      "sandbox/" + std::to_string(s.id) + "/instance_seconds/" +
+      (final ? std::string("final") : std::to_string(ToUnixMillis(from)) + "-" + std::to_string(ToUnixMillis(to)));
+  entry.job = 0;  // belongs to no job; attempt holds the sandbox number
+  entry.attempt = static_cast<int>(s.id);
+  entry.user = s.user;
+  entry.project = s.project;
+  entry.queue = s.queue;
+  entry.pool = s.pool;
+  entry.workload_kind = "agent";
+  entry.node = s.node;
+  entry.metric = "instance_seconds";
+  entry.detail = s.image + ":" + s.image_version;
+  entry.quantity = std::chrono::duration<double>(to - from).count();
+  entry.start = from;
+  entry.end = to;
+  entry.final = final;
+  entry.recorded_at = now;
+  return entry;
+}
+
+void SandboxManager::ChargeRunning() {
+  // Interim entries, as for running jobs (docs/ledger.md): usage shows a
+  // long-lived sandbox while it lives, and a crash loses at most one
+  // interval. REQUIRES: mu_ not held.
+  const Timestamp now = clock_.Now();
+  std::vector<store::LedgerEntry> entries;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [id, s] : active_) {
+      if (s->ending || now <= s->charged_until) continue;
+      entries.push_back(ChargeEntry(*s, s->charged_until, now, /*final=*/false, now));
+      s->charged_until = now;  // before the write: an end meanwhile charges only the rest
+    }
+  }
+  if (entries.empty()) return;
+  store_.Write(
+      [entries](store::Transaction& t) -> Status {
+        for (const auto& e : entries) {
+          if (Status st = t.AppendLedger(e); !st) return st;
+        }
+        return Status::Ok();
+      },
+      [this, entries](Status st) {
+        if (!st.ok()) {
+          spdlog::error("sandbox interim charges not recorded: {}", st.error().message);
+          return;
+        }
+        for (const auto& e : entries) metrics_.CountLedgerEntry("interim", e.metric, e.quantity);
+      });
+}
+
 void SandboxManager::ReaperLoop() {
   std::unique_lock lock(mu_);
+  auto last_charge = std::chrono::steady_clock::now();
   while (!stopping_) {
     stop_cv_.wait_for(lock, std::chrono::milliseconds(250));
     if (stopping_) break;
     const auto now = std::chrono::steady_clock::now();
+    if (now - last_charge >= std::chrono::seconds(config_.store.accounting_interval_seconds)) {
+      last_charge = now;
+      lock.unlock();
+      ChargeRunning();
+      lock.lock();
+    }
     std::vector<std::shared_ptr<Sandbox>> idle;
     for (auto it = active_.begin(); it != active_.end();) {
       Sandbox& s = *it->second;

@@ -76,6 +76,7 @@ class SandboxManager final : public api::SandboxPlane {
     Limits limits;
     int64_t idle_timeout_seconds = 0;
     Timestamp created_at{};
+    Timestamp charged_until{};  // the ledger holds its life up to here (interim entries)
     std::optional<Timestamp> ended_at;
     int64_t execs = 0;
     int64_t uid = 0;
@@ -112,6 +113,11 @@ class SandboxManager final : public api::SandboxPlane {
   int64_t RunningJobs(const std::string& queue) const;
   // At start: work directories and cgroups of instances of a dead daemon.
   void RemoveLeftovers();
+  // One ledger entry of its instance_seconds over [from, to).
+  store::LedgerEntry ChargeEntry(const Sandbox& s, Timestamp from, Timestamp to, bool final, Timestamp now) const;
+  // Interim entries of every active sandbox up to now (every
+  // store.accounting_interval_seconds, from the reaper).
+  void ChargeRunning();
   void ReaperLoop();
   void RefillWarm();
   void PublishMetrics();  // REQUIRES: mu_

@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include "testing/daemon.h"
 
 namespace unisched::testing {
@@ -186,17 +189,25 @@ TEST_F(JobsTest, ClusterViews) {
 
 TEST_F(JobsTest, MetricsExposeContractSeries) {
   d().WaitTerminal(d().Submit({{"workload", {{"kind", "agent"}}}, {"command", {"true"}}}));
-  Reply m = d().Call("GET", "/metrics", std::string(), {}, nullptr);
+  // The job gauges are set when the controller publishes, just after the
+  // commit the job's terminal state is read from: poll briefly.
+  const std::string completed =
+      "unisched_jobs{pool=\"elastic-light-pool\",queue=\"agent-sandbox\",state=\"COMPLETED\"} ";
+  Reply m;
+  for (int i = 0; i < 100; ++i) {
+    m = d().Call("GET", "/metrics", std::string(), {}, nullptr);
+    if (m.status == 200 && m.body.find(completed) != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   ASSERT_EQ(m.status, 200);
   for (const char* series : {"unisched_jobs{", "unisched_job_submissions_total{", "unisched_scheduler_cycle_seconds",
                              "unisched_http_request_duration_seconds", "unisched_nodes{"}) {
     EXPECT_NE(m.body.find(series), std::string::npos) << series;
   }
   // At least the job above (the suite's other tests may have completed more).
-  const std::string series = "unisched_jobs{pool=\"elastic-light-pool\",queue=\"agent-sandbox\",state=\"COMPLETED\"} ";
-  const auto at = m.body.find(series);
+  const auto at = m.body.find(completed);
   ASSERT_NE(at, std::string::npos) << m.body;
-  EXPECT_GE(std::stod(m.body.substr(at + series.size())), 1.0) << m.body;
+  EXPECT_GE(std::stod(m.body.substr(at + completed.size())), 1.0) << m.body;
   const std::string no_token;
   EXPECT_EQ(d().Call("GET", "/healthz", std::string(), {}, &no_token).json["status"], "ok");
 }

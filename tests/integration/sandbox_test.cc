@@ -417,6 +417,25 @@ TEST_F(SandboxTest, DaemonCrashEndsItsSandboxesAndTheRestartChargesThem) {
   }
 }
 
+TEST_F(SandboxTest, ALivingSandboxIsChargedEveryAccountingInterval) {
+  StartDaemon("", Replace(DefaultConfig(), "accounting_interval_seconds: 60", "accounting_interval_seconds: 1"));
+  const std::string id = Create();
+  double charged = 0;
+  for (int i = 0; i < 100 && charged < 1.0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    Reply usage = d_.Call("GET", "/v1/usage?group_by=queue");
+    if (!usage.json["rows"].empty()) charged = usage.json["rows"][0].value("instance_seconds", 0.0);
+  }
+  EXPECT_GE(charged, 1.0);  // seen while it still runs
+  EXPECT_EQ(Get(id)["state"], "running");
+  ASSERT_EQ(d_.Call("DELETE", "/v1/sandboxes/" + id).status, 200);
+  // Interim entries plus the final one add up to its life exactly.
+  Reply reconcile = d_.Call("GET", "/v1/usage/reconcile");
+  EXPECT_EQ(reconcile.json["missing"], 0) << reconcile.body;
+  EXPECT_EQ(reconcile.json["mismatched"], 0) << reconcile.body;
+  EXPECT_EQ(reconcile.json["duplicated"], 0) << reconcile.body;
+}
+
 TEST_F(SandboxTest, IdleSandboxIsReclaimedAndCharged) {
   StartDaemon();
   const std::string id = Create(json{{"idle_timeout_seconds", 1}});
