@@ -193,10 +193,19 @@ TEST_F(SandboxTest, BadRequestsAreRefusedAndCreateNothing) {
 
 TEST_F(SandboxTest, DeleteEndsAnExecInProgress) {
   StartDaemon();
-  const std::string id = Create();
+  Reply created = d_.Call("POST", "/v1/sandboxes", json::object());
+  ASSERT_EQ(created.status, 201);
+  const std::string id = created.json["id"];
   TestDaemon::CliResult exec_reply;  // a connection of its own
-  std::thread running([&] { exec_reply = d_.RunCli({"sandbox", "exec", id, "--", "sleep", "60"}); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  std::thread running([&] {
+    exec_reply = d_.RunCli({"sandbox", "exec", id, "--", "sh", "-c", "touch started; exec sleep 60"});
+  });
+  // The exec runs once its file shows in the work directory (seen from the host).
+  const std::string started = d_.state_dir() + "/sandboxes/" + created.json["instance"].get<std::string>() + "/started";
+  for (int i = 0; i < 200 && !std::filesystem::exists(started); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(std::filesystem::exists(started));  // (no ASSERT: the thread must be joined)
   Reply deleted = d_.Call("DELETE", "/v1/sandboxes/" + id);
   running.join();
   EXPECT_EQ(deleted.status, 200) << deleted.body;

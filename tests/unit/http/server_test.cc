@@ -367,7 +367,10 @@ TEST(HttpServerTest, ClientReconnectsAfterTheServerClosedAnIdleConnection) {
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->status, 200);
   std::lock_guard<std::mutex> lock(mu);
-  EXPECT_EQ(remotes.size(), 3u);  // first connection, probe, reconnection
+  // First connection and probe (open at once: two ports); the reconnection
+  // may reuse a port the server closed (no TIME_WAIT on the client's side),
+  // so it is not counted: that /b succeeded on a closed connection is the point.
+  EXPECT_GE(remotes.size(), 2u);
 }
 
 TEST(HttpServerTest, ExpectContinueGetsAnInterimResponse) {
