@@ -278,6 +278,59 @@ std::vector<pid_t> Containment::Pids() const {
   return pids;
 }
 
+Status Containment::SetLimits(const Limits& limits) {
+  const bool memory = !memory_dir_.empty() || v2_memory_;
+  const bool cpu = !cpu_dir_.empty() || v2_cpu_;
+  const bool pids = !pids_dir_.empty() || v2_pids_;
+  if ((limits.memory_bytes > 0 && !memory) || (limits.cpu_millis > 0 && !cpu) || (limits.pids > 0 && !pids)) {
+    return Error::Unavailable("limits held by rlimits cannot be changed from outside");
+  }
+  auto write = [](const std::string& path, const std::string& value) -> Status {
+    if (int err = WriteValue(path, value)) {
+      return Error::Internal("cannot write '" + value + "' to " + path + ": " + ErrnoText(err));
+    }
+    return Status::Ok();
+  };
+  // "max"/-1: no limit, as a group without one.
+  const std::string memory_v1 = limits.memory_bytes > 0 ? std::to_string(limits.memory_bytes) : "-1";
+  if (!memory_dir_.empty()) {
+    const std::string limit = memory_dir_ + "/memory.limit_in_bytes";
+    const std::string memsw = memory_dir_ + "/memory.memsw.limit_in_bytes";
+    // memsw may never be below the plain limit: lower the plain limit first
+    // when shrinking, raise memsw first when growing.
+    if (Exists(memsw)) {
+      if (!write(limit, memory_v1).ok()) {
+        if (Status st = write(memsw, memory_v1); !st.ok()) return st;
+        if (Status st = write(limit, memory_v1); !st.ok()) return st;
+      } else if (Status st = write(memsw, memory_v1); !st.ok()) {
+        return st;
+      }
+    } else if (Status st = write(limit, memory_v1); !st.ok()) {
+      return st;
+    }
+  } else if (v2_memory_) {
+    const std::string v = limits.memory_bytes > 0 ? std::to_string(limits.memory_bytes) : "max";
+    if (Status st = write(unified_dir_ + "/memory.max", v); !st.ok()) return st;
+  }
+  const std::string quota = limits.cpu_millis > 0 ? std::to_string(static_cast<int64_t>(limits.cpu_millis) * 100) : "";
+  if (!cpu_dir_.empty()) {
+    if (!quota.empty()) {
+      if (Status st = write(cpu_dir_ + "/cpu.cfs_period_us", "100000"); !st.ok()) return st;
+    }
+    if (Status st = write(cpu_dir_ + "/cpu.cfs_quota_us", quota.empty() ? "-1" : quota); !st.ok()) return st;
+  } else if (v2_cpu_) {
+    if (Status st = write(unified_dir_ + "/cpu.max", (quota.empty() ? "max" : quota) + " 100000"); !st.ok()) return st;
+  }
+  const std::string pids_value = limits.pids > 0 ? std::to_string(limits.pids) : "max";
+  if (!pids_dir_.empty()) {
+    if (Status st = write(pids_dir_ + "/pids.max", pids_value); !st.ok()) return st;
+  } else if (v2_pids_) {
+    if (Status st = write(unified_dir_ + "/pids.max", pids_value); !st.ok()) return st;
+  }
+  limits_ = limits;
+  return Status::Ok();
+}
+
 void Containment::KillAll(int signal) const {
   if (signal == SIGKILL && unified_has_kill_) {
     (void)WriteValue(unified_dir_ + "/cgroup.kill", "1");  // the per-pid pass below covers a failure

@@ -251,6 +251,10 @@ SandboxManager::Limits SandboxManager::DefaultLimits(const model::QueueSpec& que
   return l;
 }
 
+containment::Limits SandboxManager::ContainmentLimits(const Limits& limits) const {
+  return {limits.memory_mb << 20, static_cast<int>(limits.cpus * 1000), config_.sandboxes.pids_max};
+}
+
 Result<SandboxManager::ImageVersion> SandboxManager::ResolveImage(const std::string& reference) const {
   const size_t colon = reference.find(':');
   const std::string name = reference.substr(0, colon);
@@ -293,9 +297,7 @@ Result<SandboxManager::Started> SandboxManager::StartInstance(const ImageVersion
   spec.work_dir = sandboxes_dir_ + "/" + spec.name;
   spec.rootfs = image.rootfs;
   spec.binds = image.binds;
-  spec.limits.memory_bytes = limits.memory_mb << 20;
-  spec.limits.cpu_millis = static_cast<int>(limits.cpus * 1000);
-  spec.limits.pids = config_.sandboxes.pids_max;
+  spec.limits = ContainmentLimits(limits);
   spec.uid =
       isolation::UidLease::Acquire(config_.sandboxes.uid_lock_dir, static_cast<uid_t>(config_.sandboxes.uid_base),
                                    static_cast<uid_t>(config_.sandboxes.uid_count),
@@ -456,17 +458,27 @@ void SandboxManager::Create(CreateRequest request, std::string actor, std::funct
       --reserved_[s->queue];
       slots_cv_.notify_all();
     };
-    // A warm instance of the image, started for this queue with these limits, else a cold start.
+    // A warm instance of the image started for this queue, its caps set to
+    // these limits; else a cold start.
     std::optional<Started> instance;
     {
       std::lock_guard lock(mu_);
       auto& pool = warm_[ImageKey(image.name, image.version)];
       for (auto it = pool.begin(); it != pool.end(); ++it) {
-        if (it->queue == s->queue && it->limits == s->limits) {
+        if (it->queue == s->queue) {
           instance = std::move(*it);
           pool.erase(it);
           break;
         }
+      }
+    }
+    if (instance && !(instance->limits == s->limits)) {
+      if (Status set = instance->instance->SetLimits(ContainmentLimits(s->limits)); !set.ok()) {
+        spdlog::info("warm sandbox not reusable with other limits ({}): a cold start", set.error().message);
+        instance->instance->Destroy();
+        instance.reset();
+      } else {
+        instance->limits = s->limits;
       }
     }
     s->warm_start = instance.has_value();

@@ -122,6 +122,8 @@ class SandboxManager final : public api::SandboxPlane {
   void RefillWarm();
   void PublishMetrics();  // REQUIRES: mu_
   Limits DefaultLimits(const model::QueueSpec& queue) const;
+  // The cgroup caps of an instance with these limits.
+  containment::Limits ContainmentLimits(const Limits& limits) const;
 
   const config::Config& config_;
   store::Store& store_;

@@ -198,6 +198,12 @@ void Instance::DestroyLocked() {
   spec_.uid = isolation::UidLease();  // the uid is free again only now that nothing of it remains
 }
 
+Status Instance::SetLimits(const containment::Limits& limits) {
+  std::lock_guard lock(mu_);
+  if (destroyed_) return Error::Unavailable("the sandbox instance is gone");
+  return containment_.SetLimits(limits);
+}
+
 int64_t Instance::MemoryBytes() const {
   return containment_.MaxMemoryBytes();
 }

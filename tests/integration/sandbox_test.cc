@@ -505,14 +505,24 @@ TEST_F(SandboxTest, WarmPoolServesCreatesAndIsRefilled) {
   ASSERT_EQ(r.status, 201);
   EXPECT_TRUE(r.json["warm_start"].get<bool>());
   EXPECT_EQ(Exec(r.json["id"], {"python3", "-c", "print(2)"})["stdout"], "2\n");
-  // Other limits than the warm ones: a cold start.
-  Reply cold = d_.Call("POST", "/v1/sandboxes", json{{"limits", {{"memory_mb", 128}}}});
-  EXPECT_FALSE(cold.json["warm_start"].get<bool>());
+  // Other limits than the warm ones: a warm instance with its caps changed,
+  // and they hold.
+  Reply small = d_.Call("POST", "/v1/sandboxes", json{{"limits", {{"memory_mb", 64}}}});
+  ASSERT_EQ(small.status, 201) << small.body;
+  EXPECT_TRUE(small.json["warm_start"].get<bool>());
+  const std::string touch =
+      "import sys\nb = bytearray(int(sys.argv[1]) << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\nprint('ok')\n";
+  EXPECT_EQ(Exec(small.json["id"], {"python3", "-c", touch, "16"})["stdout"], "ok\n");
+  json hog = Exec(small.json["id"], {"python3", "-c", touch, "300"});
+  EXPECT_NE(hog["exit_code"], 0) << hog.dump();
+  // Another image than the warm one: a cold start.
+  ASSERT_EQ(d_.Call("POST", "/v1/images", json{{"name", "other"}, {"version", "1"}}).status, 201);
+  EXPECT_FALSE(d_.Call("POST", "/v1/sandboxes", json{{"image", "other"}}).json["warm_start"].get<bool>());
   for (int i = 0; i < 100 && warm_ready() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_EQ(warm_ready(), 2);  // refilled
   const std::string metrics = d_.Call("GET", "/metrics").body;
   EXPECT_NE(metrics.find("unisched_sandboxes{image=\"host\",state=\"warm\"} 2"), std::string::npos) << metrics;
-  EXPECT_NE(metrics.find("unisched_sandboxes{image=\"host\",state=\"active\"} 2"), std::string::npos);
+  EXPECT_NE(metrics.find("unisched_sandboxes{image=\"host\",state=\"active\"} 2"), std::string::npos) << metrics;
 }
 
 TEST_F(SandboxTest, AnImageWithItsOwnRootfs) {

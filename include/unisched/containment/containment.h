@@ -83,6 +83,11 @@ class Containment {
   // Peak memory use of the group in bytes; 0 without a memory group.
   int64_t MaxMemoryBytes() const;
 
+  // Changes the limits of existing groups (a warm sandbox handed to a create
+  // with limits of its own). Only when every limit asked for is held by a
+  // cgroup (an rlimit cannot be changed from outside here); an error leaves
+  // the groups as they were or partly changed, and the caller discards them.
+  Status SetLimits(const Limits& limits);
   // Removes the groups. Retries briefly while exiting processes leave them;
   // an error names the groups that could not be removed. Idempotent.
   Status Destroy();

@@ -43,6 +43,9 @@ class Instance {
   // the answer. A broken channel or an answer late by that much destroys
   // the instance (Unavailable): its state is then unknown.
   Result<nlohmann::json> Call(const nlohmann::json& request, int timeout_ms);
+  // New memory, CPU and process caps for the running instance (its cgroups);
+  // an error means it should be destroyed.
+  Status SetLimits(const containment::Limits& limits);
   // Kills every process of the instance (a call in progress ends at once,
   // Unavailable), removes its cgroups and its work directory, gives back its
   // uid. Idempotent.

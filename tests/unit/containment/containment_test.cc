@@ -159,6 +159,31 @@ TEST(ContainmentTest, DisabledAppliesRlimitsInTheChild) {
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
+TEST(ContainmentTest, SetLimitsChangesTheGroupsBothWays) {
+  if (!HaveCgroupV1()) GTEST_SKIP() << "needs root and cgroup v1 memory/cpu/pids";
+  const std::string name = UniqueName("setlimits");
+  auto c = Containment::Create(name, Limits{64 << 20, 250, 7});
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  const std::string mem = "/sys/fs/cgroup/memory/unisched/" + name;
+  const bool memsw = Exists(mem + "/memory.memsw.limit_in_bytes");
+  // Up (memsw must be raised first), then down (the plain limit first).
+  for (const Limits& limits : {Limits{256 << 20, 2000, 100}, Limits{32 << 20, 500, 5}}) {
+    ASSERT_TRUE(c->SetLimits(limits).ok());
+    EXPECT_EQ(ReadTrimmed(mem + "/memory.limit_in_bytes"), std::to_string(limits.memory_bytes));
+    if (memsw) {
+      EXPECT_EQ(ReadTrimmed(mem + "/memory.memsw.limit_in_bytes"), std::to_string(limits.memory_bytes));
+    }
+    EXPECT_EQ(ReadTrimmed("/sys/fs/cgroup/cpu/unisched/" + name + "/cpu.cfs_quota_us"),
+              std::to_string(limits.cpu_millis * 100));
+    EXPECT_EQ(ReadTrimmed("/sys/fs/cgroup/pids/unisched/" + name + "/pids.max"), std::to_string(limits.pids));
+  }
+  EXPECT_EQ(c->limits().pids, 5);
+  ASSERT_TRUE(c->Destroy().ok());
+  // Without groups the limits are rlimits of the process: not changeable here.
+  Containment plain = Containment::Disabled(Limits{64 << 20, 0, 0});
+  EXPECT_FALSE(plain.SetLimits(Limits{128 << 20, 0, 0}).ok());
+}
+
 TEST(ContainmentTest, CreateWritesLimitsAndDestroyRemovesGroups) {
   if (!HaveCgroupV1()) GTEST_SKIP() << "needs root and cgroup v1 memory/cpu/pids";
   const std::string name = UniqueName("limits");
