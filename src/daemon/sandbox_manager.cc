@@ -93,7 +93,6 @@ Status SandboxManager::Start() {
     host.name = kHostImage;
     configured.insert(configured.begin(), host);
   }
-  auto stacks = store_.ImageCurrentStacks();
   std::set<std::string> known;
   for (const auto& row : store_.ListImageVersions()) known.insert(ImageKey(row.name, row.version));
   const Timestamp now = clock_.Now();
@@ -310,7 +309,6 @@ Result<SandboxManager::Started> SandboxManager::StartInstance(const ImageVersion
   if (!instance.ok()) return instance.error();
   Started started;
   started.instance = std::shared_ptr<sandbox::Instance>(std::move(instance).value());
-  started.image_key = ImageKey(image.name, image.version);
   started.queue = queue;
   started.limits = limits;
   return started;
@@ -575,9 +573,13 @@ Result<json> SandboxManager::Get(int64_t id) const {
   }
   auto row = store_.GetSandbox(id);
   if (!row) return Error::NotFound("no sandbox " + SandboxName(id));
-  json record = json::parse(row->record, nullptr, false);
+  return StoredView(*row);
+}
+
+Result<json> SandboxManager::StoredView(const store::SandboxRow& row) {
+  json record = json::parse(row.record, nullptr, false);
   if (!record.is_object()) return Error::Internal("sandbox record unreadable");
-  record.erase("work_dir");
+  record.erase("work_dir");  // the host path is the daemon's business
   return record;
 }
 
@@ -588,9 +590,15 @@ json SandboxManager::List(bool active_only) const {
     for (auto it = active_.rbegin(); it != active_.rend(); ++it) out.push_back(ViewOf(*it->second));
     return out;
   }
+  // Newest 1000 as stored; a running one's row is as of its creation, so
+  // its live view (execs so far) replaces it.
+  std::lock_guard lock(mu_);
   for (const auto& row : store_.ListSandboxes(false, 1000)) {
-    auto view = Get(row.id);
-    if (view.ok()) out.push_back(*view);
+    if (auto it = active_.find(row.id); it != active_.end()) {
+      out.push_back(ViewOf(*it->second));
+    } else if (auto view = StoredView(row); view.ok()) {
+      out.push_back(*view);
+    }
   }
   return out;
 }

@@ -66,7 +66,6 @@ class SandboxManager final : public api::SandboxPlane {
   // A started instance and what it was started as.
   struct Started {
     std::shared_ptr<sandbox::Instance> instance;
-    std::string image_key;  // name:version
     std::string queue;
     Limits limits;
   };
@@ -93,6 +92,8 @@ class SandboxManager final : public api::SandboxPlane {
   Result<Started> StartInstance(const ImageVersion& image, const std::string& queue, const Limits& limits);
   Result<ImageVersion> ResolveImage(const std::string& reference) const;  // REQUIRES: mu_
   nlohmann::json ViewOf(const Sandbox& s) const;
+  // The view of a sandbox from its stored record.
+  static Result<nlohmann::json> StoredView(const store::SandboxRow& row);
   nlohmann::json ImageView(const std::string& name) const;  // REQUIRES: mu_
   store::SandboxRow RowOf(const Sandbox& s) const;
   // Destroys its instance and commits its end (state, ledger, event, audit);

@@ -204,13 +204,4 @@ Status Instance::SetLimits(const containment::Limits& limits) {
   return containment_.SetLimits(limits);
 }
 
-int64_t Instance::MemoryBytes() const {
-  return containment_.MaxMemoryBytes();
-}
-
-bool Instance::alive() const {
-  std::lock_guard lock(mu_);
-  return !destroyed_ && pid_ > 0 && ::kill(pid_, 0) == 0;
-}
-
 }  // namespace unisched::sandbox

@@ -148,23 +148,18 @@ Result<JobProcess> StartJob(const JobSpec& spec, const containment::Containment&
   isolation_spec.work_dir = spec.work_dir;
   // The next child is PID 1 of a new pid namespace (the supervisor forks
   // only this one child).
-  if (spec.isolate && ::unshare(CLONE_NEWPID) != 0) {
+  // A failure before the child exists: close what was opened for it.
+  auto fail = [&](const std::string& what) -> Result<JobProcess> {
     const int e = errno;
     ClosePair(out);
     ClosePair(err);
     ClosePair(report);
     ::close(devnull);
-    return Error::Internal("cannot create a pid namespace: " + Errno(e));
-  }
+    return Error::Internal(what + ": " + Errno(e));
+  };
+  if (spec.isolate && ::unshare(CLONE_NEWPID) != 0) return fail("cannot create a pid namespace");
   const pid_t pid = ::fork();
-  if (pid < 0) {
-    const int e = errno;
-    ClosePair(out);
-    ClosePair(err);
-    ClosePair(report);
-    ::close(devnull);
-    return Error::Internal("cannot fork: " + Errno(e));
-  }
+  if (pid < 0) return fail("cannot fork");
   if (pid == 0) {
     const int fd = report[1];
     // The supervisor blocks and ignores signals for itself; the job gets

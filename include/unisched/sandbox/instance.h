@@ -55,10 +55,6 @@ class Instance {
   uid_t uid() const { return spec_.uid.uid(); }
   const std::string& work_dir() const { return spec_.work_dir; }
   const std::string& name() const { return spec_.name; }
-  std::string Describe() const { return containment_.Describe(); }
-  // Memory in use now by the instance's cgroup (bytes; 0 without one).
-  int64_t MemoryBytes() const;
-  bool alive() const;
 
  private:
   explicit Instance(InstanceSpec spec) : spec_(std::move(spec)) {}
