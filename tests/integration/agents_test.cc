@@ -308,8 +308,12 @@ TEST_F(AgentsTest, LaunchCheck4) {
   StartAgent(dead);
   ASSERT_TRUE(WaitNode(dead, "up")) << Node(dead).dump();
   ASSERT_TRUE(WaitHook("NodeDown", "resolved", "node/" + dead)) << json(hook_.Received()).dump();
-  const json still_firing = daemon_.Call("GET", "/v1/alerts?state=firing").json;
-  for (const auto& a : still_firing["alerts"]) EXPECT_NE(a["object"], "node/" + dead) << still_firing.dump();
+  // Resolved in the store too. (Not "none firing": on a loaded machine, e.g.
+  // under the sanitizers, a 3 s timeout may see the node flap down again.)
+  const json resolved = daemon_.Call("GET", "/v1/alerts?state=resolved").json;
+  bool found = false;
+  for (const auto& a : resolved["alerts"]) found = found || (a["object"] == "node/" + dead && a["name"] == "NodeDown");
+  EXPECT_TRUE(found) << resolved.dump();
   // Nothing charged twice: the ledger reconciles.
   const json report = daemon_.Call("GET", "/v1/usage/reconcile").json;
   EXPECT_EQ(report["missing"], 0) << report.dump();
