@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "unisched/client/http_client.h"
+#include "closed_loop.h"
 #include "unisched/common/time.h"
 
 namespace {
@@ -36,7 +37,7 @@ using SteadyClock = std::chrono::steady_clock;
 constexpr const char* kTerminalStates[] = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL"};
 
 const char* const kUsage =
-    "usage: unisched-bench submit  --url URL --token T --connections C --duration S [--kind K] [--json]\n"
+    "usage: unisched-bench submit  --url URL --token T --connections C --duration S [--threads N] [--kind K] [--json]\n"
     "       unisched-bench e2e     --url URL --token T --jobs N --connections C [--kind K] [--timeout S] [--json]\n"
     "       unisched-bench latency --url URL --token T --runs N [--kind K] [--json]\n"
     "  --url defaults to $UNISCHED_URL, else http://127.0.0.1:8642; --token to $UNISCHED_TOKEN\n"
@@ -48,6 +49,7 @@ struct Options {
   std::string token;
   std::string kind = "agent";
   int connections = 1;
+  int threads = 1;  // submit: load generator threads
   double duration_seconds = 10;
   int jobs = 1000;
   int runs = 100;
@@ -100,11 +102,6 @@ HttpClient MakeClient(const Endpoint& e) {
   HttpClient client(e.host, e.port);
   client.SetBearerToken(e.token);
   return client;
-}
-
-// "http_429" for an HTTP status, the transport error code otherwise.
-std::string ErrorKey(const unisched::Result<ClientResponse>& r) {
-  return r.ok() ? "http_" + std::to_string(r->status) : r.error().code;
 }
 
 std::string ErrorDetail(const unisched::Result<ClientResponse>& r) {
@@ -173,43 +170,23 @@ int RunSubmit(const Endpoint& endpoint, const Options& o) {
     HttpClient probe = MakeClient(endpoint);
     if (!CheckDaemon(probe, o)) return 1;
   }
-  struct Worker {
-    std::vector<double> latencies_ms;
-    std::map<std::string, int64_t> errors;
-    std::string first_error;
-  };
-  std::vector<Worker> workers(static_cast<size_t>(o.connections));
-  const std::string body = JobBody(o.kind);
-  std::atomic<int> ready{0};
-  std::atomic<bool> go{false};
-  SteadyClock::time_point deadline;
+  // The closed-loop generator: --threads epoll threads share the
+  // connections (one thread is enough for a daemon on the same two cores).
+  const std::string request = unisched::bench::JsonPost(endpoint.host, endpoint.port, "/v1/jobs", endpoint.token,
+                                                        JobBody(o.kind));
+  const int threads_n = std::min(o.threads, o.connections);
+  std::vector<unisched::bench::ClosedLoopResult> results(static_cast<size_t>(threads_n));
+  const auto start = SteadyClock::now();
+  const auto deadline =
+      start + std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(o.duration_seconds));
   std::vector<std::thread> threads;
-  for (auto& w : workers) {
-    threads.emplace_back([&, wp = &w] {
-      HttpClient client = MakeClient(endpoint);
-      ready.fetch_add(1);
-      while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
-      while (SteadyClock::now() < deadline) {
-        const auto t0 = SteadyClock::now();
-        auto r = client.Request("POST", "/v1/jobs", body);
-        const auto t1 = SteadyClock::now();
-        if (r.ok() && r->status == 201) {
-          wp->latencies_ms.push_back(MillisSince(t0, t1));
-          continue;
-        }
-        if (wp->first_error.empty()) wp->first_error = ErrorDetail(r);
-        ++wp->errors[ErrorKey(r)];
-        // A refused connection fails at once; pausing keeps the error count
-        // meaningful instead of spinning.
-        if (!r.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      }
+  for (int t = 0; t < threads_n; ++t) {
+    const int share = o.connections / threads_n + (t < o.connections % threads_n ? 1 : 0);
+    threads.emplace_back([&, t, share] {
+      results[static_cast<size_t>(t)] =
+          unisched::bench::RunClosedLoop(endpoint.host, endpoint.port, request, share, 201, deadline);
     });
   }
-  while (ready.load() < o.connections) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  const auto start = SteadyClock::now();
-  deadline =
-      start + std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(o.duration_seconds));
-  go.store(true, std::memory_order_release);
   for (auto& t : threads) t.join();
   const double elapsed_s = MillisSince(start, SteadyClock::now()) / 1000.0;
 
@@ -217,13 +194,13 @@ int RunSubmit(const Endpoint& endpoint, const Options& o) {
   std::map<std::string, int64_t> errors;
   int64_t error_total = 0;
   std::string first_error;
-  for (const auto& w : workers) {
-    all.insert(all.end(), w.latencies_ms.begin(), w.latencies_ms.end());
-    for (const auto& [k, n] : w.errors) {
+  for (const auto& r : results) {
+    all.insert(all.end(), r.latencies_ms.begin(), r.latencies_ms.end());
+    for (const auto& [k, n] : r.errors) {
       errors[k] += n;
       error_total += n;
     }
-    if (first_error.empty()) first_error = w.first_error;
+    if (first_error.empty()) first_error = r.first_error;
   }
   std::sort(all.begin(), all.end());
   const double rate = elapsed_s > 0 ? static_cast<double>(all.size()) / elapsed_s : 0;
@@ -550,6 +527,8 @@ std::optional<Options> ParseOptions(int argc, char** argv) {
       o.kind = value;
     } else if (flag == "--connections" && (n = number(1))) {
       o.connections = static_cast<int>(*n);
+    } else if (flag == "--threads" && (n = number(1))) {
+      o.threads = static_cast<int>(*n);
     } else if (flag == "--duration" && (n = number(0.1))) {
       o.duration_seconds = *n;
     } else if (flag == "--jobs" && (n = number(1))) {
@@ -559,7 +538,7 @@ std::optional<Options> ParseOptions(int argc, char** argv) {
     } else if (flag == "--timeout" && (n = number(1))) {
       o.timeout_seconds = *n;
     } else {
-      if (flag != "--connections" && flag != "--duration" && flag != "--jobs" && flag != "--runs" &&
+      if (flag != "--connections" && flag != "--threads" && flag != "--duration" && flag != "--jobs" && flag != "--runs" &&
           flag != "--timeout") {
         std::cerr << "unisched-bench: unknown option " << flag << "\n";
       }

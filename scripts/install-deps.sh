@@ -11,6 +11,8 @@ packages=(
   # libraries (see shared/design/toolchain.md for the versions verified)
   libboost-dev nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
   libsqlite3-dev sqlite3 prometheus-cpp-dev libgtest-dev libgmock-dev libssl-dev zlib1g-dev
+  # the daemon's allocator (CMakeLists.txt says why)
+  libjemalloc-dev
   # run and test: useradd, setpriv/flock, ps, curl for the quick-start, node for the OpenAPI check
   passwd util-linux procps curl ca-certificates nodejs npm
   # the benchmark scripts read JSON and do arithmetic

@@ -95,6 +95,12 @@ std::string Statement::Text(int column) const {
 }
 
 Result<std::unique_ptr<Connection>> Connection::Open(const std::string& path, Mode mode, int busy_timeout_ms) {
+  // No memory statistics: with them (SQLite's default) every allocation
+  // SQLite makes takes one process-wide mutex, which the writer and the
+  // readers then contend on; nothing here reads those statistics. Must come
+  // before SQLite initializes itself, i.e. before the first open.
+  static const int memstatus_off = sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+  (void)memstatus_off;
   // NOMUTEX: each connection is used by one thread at a time (the writer,
   // or whoever leased it from the read pool).
   int flags = SQLITE_OPEN_NOMUTEX;
