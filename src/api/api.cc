@@ -491,7 +491,7 @@ void Api::SubmitJob(Call& call) {
   // writer then only writes, and the 201 body is the stored document itself
   // (a new job has no pending reasons yet).
   job.id = ctx_.store->ReserveJobId();
-  auto doc = std::make_shared<const std::string>(codec::JobToJson(job).dump());
+  auto doc = std::make_shared<const std::string>(codec::JobDocument(job));
 
   struct Outcome {
     model::JobId id = 0;

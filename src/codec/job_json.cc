@@ -306,6 +306,225 @@ json JobToJson(const model::Job& job) {
   };
 }
 
+namespace {
+
+// Writes JSON text in nlohmann's dump() format (no spaces, keys in byte
+// order, which the caller keeps). Strings are escaped as dump() does: the
+// two-character escapes for \b \f \n \r \t \" \\, \u00xx for the other
+// control characters, everything else (valid UTF-8) as is. A string that is
+// not valid UTF-8 sets `invalid`: the caller then falls back to dump().
+class DocWriter {
+ public:
+  explicit DocWriter(std::string& out) : out_(out) {}
+
+  bool invalid() const { return invalid_; }
+
+  DocWriter& Key(std::string_view key) {
+    if (need_comma_) out_ += ',';
+    String(key);
+    out_ += ':';
+    need_comma_ = false;
+    return *this;
+  }
+  void Open(char bracket) {
+    Separate();
+    out_ += bracket;
+    need_comma_ = false;
+  }
+  void Close(char bracket) {
+    out_ += bracket;
+    need_comma_ = true;
+  }
+  void Raw(std::string_view text) {
+    Separate();
+    out_ += text;
+    need_comma_ = true;
+  }
+  void Int(int64_t v) { Raw(std::to_string(v)); }
+  void Bool(bool v) { Raw(v ? "true" : "false"); }
+  void Null() { Raw("null"); }
+  void Str(std::string_view text) {
+    Separate();
+    String(text);
+    need_comma_ = true;
+  }
+  void Time(const std::optional<Timestamp>& t) { t ? Str(FormatRfc3339(*t)) : Null(); }
+  void OptInt(const std::optional<int>& v) { v ? Int(*v) : Null(); }
+  void StringArray(const std::vector<std::string>& items) {
+    Open('[');
+    for (const auto& item : items) Str(item);
+    Close(']');
+  }
+  void StringMap(const std::map<std::string, std::string>& items) {
+    Open('{');
+    for (const auto& [k, v] : items) Key(k).Str(v);
+    Close('}');
+  }
+
+ private:
+  void Separate() {
+    if (need_comma_) out_ += ',';
+  }
+
+  void String(std::string_view text) {
+    out_ += '"';
+    size_t i = 0;
+    while (i < text.size()) {
+      const auto c = static_cast<unsigned char>(text[i]);
+      if (c >= 0x80) {
+        const size_t n = Utf8Length(text, i);
+        if (n == 0) {
+          invalid_ = true;
+          return;
+        }
+        out_.append(text.data() + i, n);
+        i += n;
+        continue;
+      }
+      switch (c) {
+        case '"': out_ += "\\\""; break;
+        case '\\': out_ += "\\\\"; break;
+        case '\b': out_ += "\\b"; break;
+        case '\f': out_ += "\\f"; break;
+        case '\n': out_ += "\\n"; break;
+        case '\r': out_ += "\\r"; break;
+        case '\t': out_ += "\\t"; break;
+        default:
+          if (c < 0x20) {
+            static constexpr char kHex[] = "0123456789abcdef";
+            out_ += "\\u00";
+            out_ += kHex[c >> 4];
+            out_ += kHex[c & 0xf];
+          } else {
+            out_ += static_cast<char>(c);
+          }
+      }
+      ++i;
+    }
+    out_ += '"';
+  }
+
+  // The length of the well-formed UTF-8 sequence at text[i] (RFC 3629: no
+  // overlong forms, no surrogates, at most U+10FFFF), or 0.
+  static size_t Utf8Length(std::string_view text, size_t i) {
+    const auto b = [&](size_t k) { return static_cast<unsigned char>(text[i + k]); };
+    const auto cont = [&](size_t k) { return i + k < text.size() && (b(k) & 0xC0) == 0x80; };
+    const unsigned char c = b(0);
+    if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
+    if (c >= 0xE0 && c <= 0xEF) {
+      if (!cont(1) || !cont(2)) return 0;
+      if (c == 0xE0 && b(1) < 0xA0) return 0;  // overlong
+      if (c == 0xED && b(1) > 0x9F) return 0;  // surrogates
+      return 3;
+    }
+    if (c >= 0xF0 && c <= 0xF4) {
+      if (!cont(1) || !cont(2) || !cont(3)) return 0;
+      if (c == 0xF0 && b(1) < 0x90) return 0;  // overlong
+      if (c == 0xF4 && b(1) > 0x8F) return 0;  // above U+10FFFF
+      return 4;
+    }
+    return 0;
+  }
+
+  std::string& out_;
+  bool need_comma_ = false;
+  bool invalid_ = false;
+};
+
+}  // namespace
+
+std::string JobDocument(const model::Job& job) {
+  std::string out;
+  out.reserve(1024);
+  DocWriter w(out);
+  // Keys in byte order, as nlohmann's std::map-backed objects print them.
+  w.Open('{');
+  w.Key("attempts");
+  if (job.attempts.empty()) {
+    w.Raw("[]");
+  } else {
+    // Rare on this path and with doubles in it: dump() prints those.
+    json attempts = json::array();
+    for (const auto& a : job.attempts) attempts.push_back(AttemptToJson(a));
+    w.Raw(attempts.dump(-1, ' ', false, json::error_handler_t::replace));
+  }
+  w.Key("cancel_requested").Bool(job.cancel_requested);
+  w.Key("command").StringArray(job.command);
+  w.Key("config_version").Str(job.config_version);
+  w.Key("constraints").StringMap(job.constraints);
+  w.Key("eligible_at").Time(job.eligible_at);
+  w.Key("ended_at").Time(job.ended_at);
+  w.Key("env").StringMap(job.env);
+  w.Key("estimated_start").Null();
+  w.Key("exit_code").OptInt(job.exit_code);
+  w.Key("id").Str(std::to_string(job.id));
+  w.Key("max_retries").OptInt(job.max_retries);
+  w.Key("name").Str(job.name);
+  w.Key("nodes").StringArray(job.NodeNames());
+  w.Key("pending_reasons").Raw("[]");
+  w.Key("pool").Str(job.pool);
+  w.Key("preempted_by").Open('[');
+  for (model::JobId id : job.preempted_by) w.Str(std::to_string(id));
+  w.Close(']');
+  w.Key("preempting_for");
+  job.preempting_for ? w.Str(std::to_string(*job.preempting_for)) : w.Null();
+  w.Key("priority").Int(job.priority);
+  w.Key("priority_factors").Open('{');
+  w.Key("adjustment").Int(job.priority);
+  w.Key("age").Int(0);
+  w.Key("fairshare").Int(0);
+  w.Key("size").Int(0);
+  w.Key("tier").Int(0);
+  w.Close('}');
+  w.Key("project").Str(job.project);
+  w.Key("queue").Str(job.queue);
+  const auto& r = job.resources;
+  w.Key("resources").Open('{');
+  w.Key("cpus").Int(r.cpus);
+  w.Key("gpu_model").Str(r.gpu_model);
+  w.Key("gpus").Int(r.gpus);
+  w.Key("memory_mb").Int(r.memory_mb);
+  w.Key("nodes").Int(r.nodes);
+  w.Key("walltime_seconds").Int(r.walltime_seconds);
+  w.Close('}');
+  w.Key("routing").Open('{');
+  w.Key("pool").Str(job.routing.pool);
+  w.Key("queue").Str(job.routing.queue);
+  w.Key("reason").Str(job.routing.reason);
+  w.Close('}');
+  w.Key("started_at").Time(job.started_at);
+  w.Key("state").Str(model::ToString(job.state));
+  w.Key("state_reason").Str(job.state_reason);
+  w.Key("stop_requested_at").Time(job.stop_requested_at);
+  w.Key("submitted_at").Str(FormatRfc3339(job.submitted_at));
+  w.Key("user").Str(job.user);
+  // The workload: its features and "kind" (which wins over a feature of
+  // that name), merged in key order. A feature's text is a JSON number or
+  // boolean exactly when FeatureValueToJson makes it one, and then prints
+  // as itself.
+  w.Key("workload").Open('{');
+  const std::string_view kind = model::ToString(job.workload.kind);
+  bool kind_written = false;
+  for (const auto& [key, value] : job.workload.features) {
+    if (!kind_written && key >= "kind") {
+      w.Key("kind").Str(kind);
+      kind_written = true;
+    }
+    if (key == "kind") continue;
+    w.Key(key);
+    if (FeatureValueToJson(value).is_string()) {
+      w.Str(value);
+    } else {
+      w.Raw(value);
+    }
+  }
+  if (!kind_written) w.Key("kind").Str(kind);
+  w.Close('}');
+  w.Close('}');
+  if (w.invalid()) return JobToJson(job).dump(-1, ' ', false, json::error_handler_t::replace);
+  return out;
+}
+
 Result<model::Job> JobFromJson(const json& doc) {
   if (!doc.is_object()) return Error::BadRequest("invalid_job_document", "a job must be a JSON object");
   Decoder d;

@@ -73,7 +73,7 @@ std::string StatesSql(bool terminal) {
 
 std::string JobDocText(const model::Job& job) {
   // Replace rather than throw on invalid UTF-8: the API only lets valid text in.
-  return codec::JobToJson(job).dump(-1, ' ', false, json::error_handler_t::replace);
+  return codec::JobDocument(job);
 }
 
 std::string JsonList(const std::vector<std::string>& items) {

@@ -18,6 +18,13 @@ namespace unisched::codec {
 // null "estimated_start" (the API fills these three from the scheduler).
 nlohmann::json JobToJson(const model::Job& job);
 
+// JobToJson(job).dump(), written straight into a string: the same bytes,
+// about ten times faster (no tree of JSON values to build, copy and walk).
+// Every submission and every job update stores this document, so it is on
+// the daemon's hottest path. A job with text that is not valid UTF-8 gets
+// JobToJson's dump with invalid bytes replaced by U+FFFD.
+std::string JobDocument(const model::Job& job);
+
 // The inverse of JobToJson. Fields it derives ("nodes", "pending_reasons",
 // "priority_factors", "estimated_start", an attempt's "nodes") and unknown
 // fields are ignored; absent fields keep
