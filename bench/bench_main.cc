@@ -163,6 +163,42 @@ json LatencyJson(const std::vector<double>& sorted) {
           {"max", Round3(sorted.empty() ? 0 : sorted.back())}};
 }
 
+// The host's CPU time (/proc/stat, in clock ticks), to say how much of the
+// run the machine was idle and how much its hypervisor took (steal): on a
+// shared VM the figures are only comparable between runs with little steal.
+struct HostCpu {
+  int64_t total = 0;
+  int64_t idle = 0;
+  int64_t steal = 0;
+
+  static HostCpu Now() {
+    HostCpu c;
+    std::ifstream in("/proc/stat");
+    std::string label;
+    in >> label;
+    if (label != "cpu") return c;
+    // user nice system idle iowait irq softirq steal (guest time is in user)
+    int64_t v[8] = {};
+    for (auto& x : v) in >> x;
+    for (auto x : v) c.total += x;
+    c.idle = v[3] + v[4];
+    c.steal = v[7];
+    return c;
+  }
+};
+
+json HostCpuJson(const HostCpu& before, const HostCpu& after) {
+  const double total = static_cast<double>(std::max<int64_t>(after.total - before.total, 1));
+  return {{"idle_percent", Round3(100.0 * static_cast<double>(after.idle - before.idle) / total)},
+          {"steal_percent", Round3(100.0 * static_cast<double>(after.steal - before.steal) / total)}};
+}
+
+std::string HostCpuLine(const HostCpu& before, const HostCpu& after) {
+  const json j = HostCpuJson(before, after);
+  return "  host CPU meanwhile: idle " + Fixed(j["idle_percent"].get<double>(), 1) + "%, stolen by the hypervisor " +
+         Fixed(j["steal_percent"].get<double>(), 1) + "%\n";
+}
+
 // ---- submit: sustained submissions per second ----
 
 int RunSubmit(const Endpoint& endpoint, const Options& o) {
@@ -179,6 +215,7 @@ int RunSubmit(const Endpoint& endpoint, const Options& o) {
   const auto start = SteadyClock::now();
   const auto deadline =
       start + std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(o.duration_seconds));
+  const HostCpu cpu_before = HostCpu::Now();
   std::vector<std::thread> threads;
   for (int t = 0; t < threads_n; ++t) {
     const int share = o.connections / threads_n + (t < o.connections % threads_n ? 1 : 0);
@@ -189,6 +226,7 @@ int RunSubmit(const Endpoint& endpoint, const Options& o) {
   }
   for (auto& t : threads) t.join();
   const double elapsed_s = MillisSince(start, SteadyClock::now()) / 1000.0;
+  const HostCpu cpu_after = HostCpu::Now();
 
   std::vector<double> all;
   std::map<std::string, int64_t> errors;
@@ -214,8 +252,10 @@ int RunSubmit(const Endpoint& endpoint, const Options& o) {
   if (!first_error.empty()) out << "  first error: " << first_error << "\n";
   out << "  latency ms (201s): p50 " << Fixed(Percentile(all, 50)) << "  p90 " << Fixed(Percentile(all, 90)) << "  p99 "
       << Fixed(Percentile(all, 99)) << "  max " << Fixed(all.empty() ? 0 : all.back()) << "\n";
+  out << HostCpuLine(cpu_before, cpu_after);
   if (o.json_output) {
     std::cout << json({{"mode", "submit"},
+                       {"host_cpu", HostCpuJson(cpu_before, cpu_after)},
                        {"connections", o.connections},
                        {"duration_seconds", Round3(elapsed_s)},
                        {"kind", o.kind},
@@ -297,6 +337,7 @@ int RunEndToEnd(const Endpoint& endpoint, const Options& o) {
   std::set<std::string> ids;
   std::string first_error;
   std::vector<std::thread> threads;
+  const HostCpu cpu_before = HostCpu::Now();
   const auto start = SteadyClock::now();
   for (int c = 0; c < o.connections; ++c) {
     threads.emplace_back([&] {
@@ -361,6 +402,7 @@ int RunEndToEnd(const Endpoint& endpoint, const Options& o) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   const double total_s = MillisSince(start, done) / 1000.0;
+  const HostCpu cpu_after = HostCpu::Now();
   const double submit_s = MillisSince(start, submitted) / 1000.0;
 
   auto times = FetchJobTimes(monitor, ids);
@@ -395,8 +437,10 @@ int RunEndToEnd(const Endpoint& endpoint, const Options& o) {
   out << "\n  submit-to-COMPLETED ms (server timestamps): p50 " << Fixed(Percentile(latencies, 50), 0) << "  p99 "
       << Fixed(Percentile(latencies, 99), 0) << "  max " << Fixed(latencies.empty() ? 0 : latencies.back(), 0) << "\n";
   if (completed < o.jobs) out << "  warning: " << o.jobs - completed << " jobs did not complete\n";
+  out << HostCpuLine(cpu_before, cpu_after);
   if (o.json_output) {
     std::cout << json({{"mode", "e2e"},
+                       {"host_cpu", HostCpuJson(cpu_before, cpu_after)},
                        {"jobs", o.jobs},
                        {"connections", o.connections},
                        {"kind", o.kind},
