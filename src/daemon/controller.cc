@@ -375,6 +375,13 @@ void Controller::RunCycle(Batch& batch, Timestamp now) {
   // Jobs waiting out a retry backoff are not offered to the scheduler; their
   // pending reason says when they may start.
   std::vector<std::pair<model::JobId, model::PendingInfo>> backing_off;
+  // Sized once: with a deep backlog the vector holds 100,000 jobs and its
+  // regrowth (copies and fresh pages) cost more than filling it.
+  size_t pending_jobs = 0;
+  for (const auto& [key, count] : job_counts_) {
+    if (std::get<0>(key) == JobState::kPending) pending_jobs += static_cast<size_t>(std::max<int64_t>(count, 0));
+  }
+  snapshot.pending.reserve(pending_jobs);
   for (const auto& [id, job] : active_) {
     if (job.state == JobState::kPending && job.eligible_at && *job.eligible_at > now) {
       model::PendingInfo info;
@@ -887,7 +894,13 @@ void Controller::Publish() {
   view->pending = pending_;
   for (const auto& [project, track] : budgets_) view->budget_use[project] = track.use;
   view->running_usage = running_usage_;
+  // Gauges are set only when their value changed: this runs after every
+  // batch of commands (thousands a second under a submission load), and
+  // each set looks its series up by a label map.
   for (const auto& [key, count] : job_counts_) {
+    auto [it, added] = published_job_counts_.try_emplace(key, count);
+    if (!added && it->second == count) continue;
+    it->second = count;
     metrics_.SetJobs(std::string(model::ToString(std::get<0>(key))), std::get<1>(key), std::get<2>(key),
                      static_cast<double>(count));
   }
@@ -899,7 +912,10 @@ void Controller::Publish() {
     }
   }
   for (const auto& n : nodes_) ++node_counts[{std::string(model::ToString(n.state)), n.spec.pool}];
-  for (const auto& [key, count] : node_counts) metrics_.SetNodes(key.first, key.second, count);
+  if (node_counts != published_node_counts_) {
+    for (const auto& [key, count] : node_counts) metrics_.SetNodes(key.first, key.second, count);
+    published_node_counts_ = std::move(node_counts);
+  }
   std::lock_guard lock(view_mu_);
   view_ = std::move(view);
 }

@@ -145,6 +145,9 @@ class Controller final : public api::ControlPlane, public AgentSink {
   std::unordered_map<std::string, size_t> node_index_;  // name -> position in nodes_ and config nodes
   std::map<std::string, std::string> node_reasons_;
   std::map<std::tuple<model::JobState, std::string, std::string>, int64_t> job_counts_;
+  // What Publish last set the job and node gauges to.
+  std::map<std::tuple<model::JobState, std::string, std::string>, int64_t> published_job_counts_;
+  std::map<std::pair<std::string, std::string>, int> published_node_counts_;
   policy::QuotaTally running_usage_;
   // API sandboxes by (queue, project, user): quota holders of every cycle.
   std::map<std::tuple<std::string, std::string, std::string>, policy::Amount> sandbox_holds_;

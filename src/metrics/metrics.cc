@@ -147,6 +147,10 @@ struct Metrics::Impl {
   // label set; HTTP observations are hot, so known series are cached.
   std::mutex http_mu;
   std::map<std::string, prometheus::Histogram*> http_series;  // GUARDED_BY(http_mu)
+  // The submissions counter of each queue, found once: Family::Add builds a
+  // label map and hashes it, on every submission otherwise.
+  std::mutex submissions_mu;
+  std::map<std::string, prometheus::Counter*, std::less<>> submission_series;  // GUARDED_BY(submissions_mu)
 };
 
 Metrics::Metrics() : impl_(std::make_unique<Impl>()) {}
@@ -157,7 +161,16 @@ void Metrics::SetJobs(const std::string& state, const std::string& queue, const 
 }
 
 void Metrics::CountSubmission(const std::string& queue) {
-  impl_->submissions.Add({{"queue", queue}}).Increment();
+  prometheus::Counter* series = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(impl_->submissions_mu);
+    auto it = impl_->submission_series.find(queue);
+    if (it == impl_->submission_series.end()) {
+      it = impl_->submission_series.emplace(queue, &impl_->submissions.Add({{"queue", queue}})).first;
+    }
+    series = it->second;
+  }
+  series->Increment();
 }
 
 void Metrics::ObserveCycle(double seconds) {
