@@ -23,8 +23,8 @@
 #include <thread>
 #include <vector>
 
-#include "unisched/client/http_client.h"
 #include "closed_loop.h"
+#include "unisched/client/http_client.h"
 #include "unisched/common/time.h"
 
 namespace {
@@ -208,8 +208,8 @@ int RunSubmit(const Endpoint& endpoint, const Options& o) {
   }
   // The closed-loop generator: --threads epoll threads share the
   // connections (one thread is enough for a daemon on the same two cores).
-  const std::string request = unisched::bench::JsonPost(endpoint.host, endpoint.port, "/v1/jobs", endpoint.token,
-                                                        JobBody(o.kind));
+  const std::string request =
+      unisched::bench::JsonPost(endpoint.host, endpoint.port, "/v1/jobs", endpoint.token, JobBody(o.kind));
   const int threads_n = std::min(o.threads, o.connections);
   std::vector<unisched::bench::ClosedLoopResult> results(static_cast<size_t>(threads_n));
   const auto start = SteadyClock::now();
@@ -582,8 +582,8 @@ std::optional<Options> ParseOptions(int argc, char** argv) {
     } else if (flag == "--timeout" && (n = number(1))) {
       o.timeout_seconds = *n;
     } else {
-      if (flag != "--connections" && flag != "--threads" && flag != "--duration" && flag != "--jobs" && flag != "--runs" &&
-          flag != "--timeout") {
+      if (flag != "--connections" && flag != "--threads" && flag != "--duration" && flag != "--jobs" &&
+          flag != "--runs" && flag != "--timeout") {
         std::cerr << "unisched-bench: unknown option " << flag << "\n";
       }
       return std::nullopt;

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -10,7 +11,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <strings.h>
 
 namespace unisched::bench {
 namespace {
@@ -42,9 +42,9 @@ bool Resolve(const std::string& host, uint16_t port, Address& out) {
 
 struct Connection {
   int fd = -1;
-  size_t sent = 0;       // bytes of the request written so far
+  size_t sent = 0;               // bytes of the request written so far
   bool waiting_to_send = false;  // registered for EPOLLOUT
-  std::string received;  // bytes of the response read so far
+  std::string received;          // bytes of the response read so far
   SteadyClock::time_point started;
   SteadyClock::time_point retry_at;  // when closed: when to reconnect
 };
@@ -223,8 +223,8 @@ std::string JsonPost(const std::string& host, uint16_t port, const std::string& 
                      const std::string& body) {
   const bool v6 = host.find(':') != std::string::npos;
   return "POST " + target + " HTTP/1.1\r\nHost: " + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port) +
-         "\r\nAuthorization: Bearer " + token + "\r\nContent-Type: application/json\r\nContent-Length: " +
-         std::to_string(body.size()) + "\r\n\r\n" + body;
+         "\r\nAuthorization: Bearer " + token +
+         "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 
 }  // namespace unisched::bench

@@ -15,9 +15,9 @@
 namespace unisched::bench {
 
 struct ClosedLoopResult {
-  std::vector<double> latencies_ms;     // one per response with the expected status
+  std::vector<double> latencies_ms;       // one per response with the expected status
   std::map<std::string, int64_t> errors;  // "http_503", "connect_failed", "closed", ...
-  std::string first_error;              // the first error, with its response body's start
+  std::string first_error;                // the first error, with its response body's start
 };
 
 // Runs `connections` connections to host:port (a numeric IPv4 or IPv6

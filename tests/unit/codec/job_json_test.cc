@@ -184,8 +184,13 @@ TEST(JobDocumentTest, SameBytesAsDump) {
   {
     model::Job features = FullJob();
     // Keys around "kind" in byte order, and one named "kind" (the kind wins).
-    features.workload.features = {{"a", "1"},      {"kind", "ignored"}, {"kinda", "true"}, {"Z", "x"},
-                                  {"zz", "-0.5"}, {"num", "1e3"},      {"big", "12345678901234567890"}};
+    features.workload.features = {{"a", "1"},
+                                  {"kind", "ignored"},
+                                  {"kinda", "true"},
+                                  {"Z", "x"},
+                                  {"zz", "-0.5"},
+                                  {"num", "1e3"},
+                                  {"big", "12345678901234567890"}};
     cases.push_back({"features around kind", features});
   }
   {
