@@ -370,6 +370,16 @@ class DocWriter {
     out_ += '"';
     size_t i = 0;
     while (i < text.size()) {
+      // The run of characters that print as themselves, in one append.
+      size_t plain = i;
+      while (plain < text.size()) {
+        const auto p = static_cast<unsigned char>(text[plain]);
+        if (p < 0x20 || p >= 0x80 || p == '"' || p == '\\') break;
+        ++plain;
+      }
+      out_.append(text.data() + i, plain - i);
+      i = plain;
+      if (i == text.size()) break;
       const auto c = static_cast<unsigned char>(text[i]);
       if (c >= 0x80) {
         const size_t n = Utf8Length(text, i);
