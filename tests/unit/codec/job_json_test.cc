@@ -68,13 +68,19 @@ TEST(JobJsonTest, FullyPopulatedJobRoundTrips) {
   EXPECT_EQ(*back, job);
 }
 
-TEST(JobJsonTest, FreshJobWithNullTimestampsRoundTrips) {
+// A job as submitted: defaults everywhere, no timestamps but submitted_at.
+model::Job FreshJob() {
   model::Job job;
   job.id = 7;
   job.name = "fresh";
   job.user = "bob";
   job.command = {"true"};
   job.submitted_at = FromUnixMillis(1'700'000'000'000);
+  return job;
+}
+
+TEST(JobJsonTest, FreshJobWithNullTimestampsRoundTrips) {
+  const model::Job job = FreshJob();
   const json doc = JobToJson(job);
   EXPECT_TRUE(doc["started_at"].is_null());
   EXPECT_TRUE(doc["ended_at"].is_null());
@@ -164,15 +170,7 @@ TEST(JobDocumentTest, SameBytesAsDump) {
   };
   std::vector<Case> cases;
   cases.push_back({"fully populated, attempts with usage", FullJob()});
-  {
-    model::Job fresh;
-    fresh.id = 7;
-    fresh.name = "fresh";
-    fresh.user = "bob";
-    fresh.command = {"true"};
-    fresh.submitted_at = FromUnixMillis(1'700'000'000'000);
-    cases.push_back({"fresh, defaults and nulls", fresh});
-  }
+  cases.push_back({"fresh, defaults and nulls", FreshJob()});
   {
     model::Job escapes = FullJob();
     escapes.name = std::string("quote\" backslash\\ nl\n cr\r tab\t bs\b ff\f nul") + '\0' + "\x01\x1f\x7f end";
