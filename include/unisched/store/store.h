@@ -235,7 +235,14 @@ class Store {
   virtual ~Store() = default;
 
   // Queues `work` for the writer's next transaction; `done` gets the status
-  // after the commit (or the error of `work`, whose savepoint is rolled back).
+  // after the commit (or the error of `work`, whose changes are rolled back
+  // alone: the other writes of its batch still commit).
+  //
+  // `work` may run more than once: a batch first runs without savepoints,
+  // and when one of its writes fails the whole transaction is rolled back
+  // and the batch runs again, each write in its own savepoint. So `work`
+  // must not consume or change what it captured, apart from results it
+  // overwrites (an id, a flag); changes in memory belong in `done`.
   virtual void Write(std::function<Status(Transaction&)> work, std::function<void(Status)> done) = 0;
   // Write() and wait for the commit.
   virtual Status WriteSync(std::function<Status(Transaction&)> work) = 0;
