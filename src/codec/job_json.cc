@@ -413,15 +413,12 @@ class DocWriter {
         case '\t':
           out_ += "\\t";
           break;
-        default:
-          if (c < 0x20) {
-            static constexpr char kHex[] = "0123456789abcdef";
-            out_ += "\\u00";
-            out_ += kHex[c >> 4];
-            out_ += kHex[c & 0xf];
-          } else {
-            out_ += static_cast<char>(c);
-          }
+        default: {  // the other control characters (plain runs took the rest)
+          static constexpr char kHex[] = "0123456789abcdef";
+          out_ += "\\u00";
+          out_ += kHex[c >> 4];
+          out_ += kHex[c & 0xf];
+        }
       }
       ++i;
     }
