@@ -151,8 +151,12 @@ TEST_F(LedgerTest, KnownUsageIsChargedToTheRightProjectAndQueue) {
   const json& usage = b["attempts"][0]["usage"];
   SCOPED_TRACE(b.dump());
   EXPECT_NEAR(used, usage["user_cpu_seconds"].get<double>() + usage["system_cpu_seconds"].get<double>(), 1e-6);
+  // The loop's work is fixed, so its CPU time does not depend on how busy the host is (its share
+  // of the wall clock does: a loaded CI host gave it under half). A sleeper beside it uses next to
+  // none, which shows the figure is the process's CPU and not its allocation or wall time.
   EXPECT_GT(used, 0.1) << agent.dump();
-  EXPECT_GT(used, 0.5 * burn_seconds) << "a burner spends most of its run on the CPU";
+  ASSERT_TRUE(genomics.contains("cpu_seconds_used")) << genomics.dump();
+  EXPECT_LT(genomics["cpu_seconds_used"].get<double>(), 0.2 * used) << genomics.dump();
   EXPECT_LE(used, burn_seconds * 1.02) << agent.dump();
 
   const json report = Reconcile();
