@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <pwd.h>
 #include <spawn.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/file.h>
 #include <sys/mman.h>
@@ -15,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -42,8 +44,11 @@ std::string_view ToString(RunOutcome outcome) {
 namespace {
 
 using Key = std::pair<model::JobId, int>;
-// How often adopted attempts (not our children) are looked at.
+// How often every attempt is looked at: adopted ones (not our children, so
+// no pidfd tells when they end) and children whose pidfd could not be opened.
 constexpr int kPollMillis = 200;
+// Pidfd events taken per epoll_wait; more stay ready for the next call.
+constexpr int kEventsPerWait = 64;
 // A supervisor creates its claim and then flocks it: a claim seen with a
 // free lock and no state.json may be that instant, so it is looked at again
 // this much later before it counts as a dead supervisor.
@@ -145,6 +150,13 @@ class LocalExecutor final : public Executor {
  public:
   LocalExecutor(LocalExecutorOptions options, ResultSink sink) : options_(std::move(options)), sink_(std::move(sink)) {
     wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+    if (epoll_fd_ >= 0 && wake_fd_ >= 0) {
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.fd = wake_fd_;
+      (void)::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);  // else the periodic scan still finds everything
+    }
     watcher_ = std::thread([this] {
       pthread_setname_np(pthread_self(), "us-executor");
       WatchLoop();
@@ -153,6 +165,7 @@ class LocalExecutor final : public Executor {
   ~LocalExecutor() override {
     Shutdown();
     if (wake_fd_ >= 0) ::close(wake_fd_);
+    if (epoll_fd_ >= 0) ::close(epoll_fd_);
   }
 
   Status Launch(const LaunchSpec& spec) override;
@@ -167,7 +180,6 @@ class LocalExecutor final : public Executor {
     kStarting,  // Launch is preparing or spawning
     kChild,     // our supervisor child runs
     kAdopted,   // watched through the attempt directory
-    kDone,      // its result was handed to the sink
   };
   struct Tracked {
     Phase phase = Phase::kStarting;
@@ -193,6 +205,8 @@ class LocalExecutor final : public Executor {
   // Both REQUIRE mu_. They return the attempt's result once it has one.
   std::optional<RunResult> CheckChild(const Key& key, Tracked& t);
   std::optional<RunResult> CheckAdopted(const Key& key, Tracked& t);
+  void WatchPidfd(const Key& key, Tracked& t);  // REQUIRES mu_
+  void ClosePidfd(Tracked& t);                  // REQUIRES mu_
   void SendCancel(const Key& key, Tracked& t);  // REQUIRES mu_
   void Deliver(std::vector<RunResult> results);
   void Wake();
@@ -200,12 +214,20 @@ class LocalExecutor final : public Executor {
   const LocalExecutorOptions options_;
   const ResultSink sink_;
   int wake_fd_ = -1;
+  int epoll_fd_ = -1;  // the wake eventfd and every child's pidfd
   std::thread watcher_;
   std::mutex mu_;
+  // Attempts without a result yet. Finished ones leave it at once: the
+  // watcher's periodic scan costs time linear in this map, and a daemon
+  // that runs agent tasks finishes millions of attempts between retention
+  // sweeps.
   std::map<Key, Tracked> attempts_;  // GUARDED_BY(mu_)
+  std::map<int, Key> pidfd_keys_;    // GUARDED_BY(mu_): the attempt each watched pidfd belongs to
   std::vector<RunResult> pending_;   // GUARDED_BY(mu_): results made outside the watcher
-  std::set<Key> delivered_;          // GUARDED_BY(mu_)
-  bool stopping_ = false;            // GUARDED_BY(mu_)
+  // Attempts whose result was handed (or is being handed) to the sink:
+  // exactly once each, and never launched again. Kept until Forget.
+  std::set<Key> finished_;  // GUARDED_BY(mu_)
+  bool stopping_ = false;   // GUARDED_BY(mu_)
   std::atomic<bool> roots_made_{false};
   std::once_flag shutdown_once_;
 };
@@ -219,8 +241,8 @@ Status LocalExecutor::Launch(const LaunchSpec& spec) {
   {
     std::lock_guard lock(mu_);
     if (stopping_) return Error::Unavailable("the executor is shut down");
-    // Launched (or launching) already: the handshake makes this a no-op.
-    if (attempts_.count(key) != 0) return Status::Ok();
+    // Launched (or launching, or finished) already: the handshake makes this a no-op.
+    if (attempts_.count(key) != 0 || finished_.count(key) != 0) return Status::Ok();
     attempts_[key] = Tracked{};
   }
   auto forget_key = [&] {
@@ -254,10 +276,9 @@ Status LocalExecutor::Launch(const LaunchSpec& spec) {
     Tracked& t = attempts_[key];
     t.phase = Phase::kChild;
     t.pid = *pid;
-    t.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, *pid, 0));  // -1: found by the periodic waitpid instead
+    WatchPidfd(key, t);
     if (t.cancel_requested) SendCancel(key, t);
   }
-  Wake();
   return Status::Ok();
 }
 
@@ -372,7 +393,7 @@ Result<pid_t> LocalExecutor::Spawn(const LaunchSpec& spec, const std::string& at
 void LocalExecutor::Cancel(model::JobId job_id, int attempt, bool preempt) {
   std::lock_guard lock(mu_);
   auto it = attempts_.find({job_id, attempt});
-  if (it == attempts_.end() || it->second.phase == Phase::kDone) return;
+  if (it == attempts_.end()) return;
   it->second.cancel_requested = true;
   it->second.preempt = it->second.preempt || preempt;
   SendCancel(it->first, it->second);
@@ -400,7 +421,7 @@ void LocalExecutor::Recover(const LaunchSpec& spec) {
   const std::string dir = AttemptDir(spec.job_id, spec.attempt);
   {
     std::lock_guard lock(mu_);
-    if (stopping_ || attempts_.count(key) != 0) return;
+    if (stopping_ || attempts_.count(key) != 0 || finished_.count(key) != 0) return;
     // Started before: its files tell the rest (result, still running, or lost).
     if (Exists(dir + "/" + files::kClaim) || Exists(dir + "/" + files::kResult)) {
       attempts_[key].phase = Phase::kAdopted;
@@ -444,17 +465,14 @@ void LocalExecutor::Forget(model::JobId job_id, int attempt) {
   bool other_attempt_live = false;
   {
     std::lock_guard lock(mu_);
-    auto it = attempts_.find(key);
     // Still running: its files are its state. Retention comes back later.
-    if (it != attempts_.end() && it->second.phase != Phase::kDone) return;
+    if (attempts_.count(key) != 0) return;
     if (ProbeLock(dir) == LockState::kHeld) return;
-    if (it != attempts_.end()) attempts_.erase(it);
-    delivered_.erase(key);
+    finished_.erase(key);
     // Another attempt of the job that is starting may not have made its
     // directory yet: the job's directories stay until it is done too.
-    for (const auto& [k, t] : attempts_) {
-      if (k.first == job_id && t.phase != Phase::kDone) other_attempt_live = true;
-    }
+    auto other = attempts_.lower_bound({job_id, 0});
+    other_attempt_live = other != attempts_.end() && other->first.first == job_id;
   }
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);  // best effort: retention retries on its next pass
@@ -474,10 +492,7 @@ void LocalExecutor::Shutdown() {
     Wake();
     if (watcher_.joinable()) watcher_.join();
     std::lock_guard lock(mu_);
-    for (auto& [key, t] : attempts_) {
-      if (t.pidfd >= 0) ::close(t.pidfd);
-      t.pidfd = -1;
-    }
+    for (auto& [key, t] : attempts_) ClosePidfd(t);
   });
 }
 
@@ -488,39 +503,71 @@ void LocalExecutor::Wake() {
   (void)ignored;  // the counter saturating still wakes the watcher
 }
 
+// A child's end is an event on its pidfd, so a wake looks only at the
+// attempts whose supervisors exited: with hundreds of short attempts running,
+// looking at all of them on each end made every end cost time linear in the
+// running ones. Everything is looked at every kPollMillis, and when woken
+// through the eventfd (an adopted attempt, a result made elsewhere, a stop).
 void LocalExecutor::WatchLoop() {
+  using Clock = std::chrono::steady_clock;
+  auto next_scan = Clock::now();
+  epoll_event events[kEventsPerWait];
   for (;;) {
-    std::vector<pollfd> fds;
-    if (wake_fd_ >= 0) fds.push_back({wake_fd_, POLLIN, 0});
-    {
-      std::lock_guard lock(mu_);
-      if (stopping_) return;
-      for (const auto& [key, t] : attempts_) {
-        if (t.phase == Phase::kChild && t.pidfd >= 0) fds.push_back({t.pidfd, POLLIN, 0});
+    const auto wait_ms = std::chrono::duration_cast<std::chrono::milliseconds>(next_scan - Clock::now()).count();
+    int ready = 0;
+    if (epoll_fd_ >= 0) {
+      ready = ::epoll_wait(epoll_fd_, events, kEventsPerWait,
+                           static_cast<int>(std::clamp<int64_t>(wait_ms, 0, kPollMillis)));
+    } else {
+      ::usleep(static_cast<useconds_t>(std::clamp<int64_t>(wait_ms, 0, kPollMillis) * 1000));
+    }
+    bool woken = false;
+    std::vector<int> exited;
+    for (int i = 0; i < ready; ++i) {
+      if (events[i].data.fd == wake_fd_) {
+        woken = true;
+      } else {
+        exited.push_back(events[i].data.fd);
       }
     }
-    ::poll(fds.data(), fds.size(), kPollMillis);
-    if (wake_fd_ >= 0) {
+    if (woken) {
       uint64_t count = 0;
       ssize_t ignored = ::read(wake_fd_, &count, sizeof count);
-      (void)ignored;  // EAGAIN: nobody woke us
+      (void)ignored;  // EAGAIN: another read took it
     }
+    const bool scan = woken || Clock::now() >= next_scan;
+    if (scan) next_scan = Clock::now() + std::chrono::milliseconds(kPollMillis);
 
     std::vector<RunResult> results;
     {
       std::lock_guard lock(mu_);
       if (stopping_) return;
-      results.swap(pending_);
-      for (auto& [key, t] : attempts_) {
+      auto finish = [&](const Key& key, RunResult r) {
+        attempts_.erase(key);
+        if (finished_.insert(key).second) results.push_back(std::move(r));
+      };
+      std::vector<RunResult> made_elsewhere;
+      made_elsewhere.swap(pending_);
+      for (RunResult& r : made_elsewhere) finish({r.job_id, r.attempt}, std::move(r));
+      auto check = [&](std::map<Key, Tracked>::iterator it) {
+        const Key key = it->first;
+        Tracked& t = it->second;
         std::optional<RunResult> r;
         if (t.phase == Phase::kChild) r = CheckChild(key, t);
         if (!r && t.phase == Phase::kAdopted) {
           if (t.cancel_requested) SendCancel(key, t);
           r = CheckAdopted(key, t);
         }
-        if (r) {
-          t.phase = Phase::kDone;
-          results.push_back(std::move(*r));
+        if (r) finish(key, std::move(*r));
+      };
+      if (scan) {
+        for (auto it = attempts_.begin(); it != attempts_.end();) check(it++);
+      } else {
+        for (int fd : exited) {
+          auto owner = pidfd_keys_.find(fd);
+          if (owner == pidfd_keys_.end()) continue;  // closed since the wait
+          auto it = attempts_.find(owner->second);
+          if (it != attempts_.end() && it->second.pidfd == fd) check(it);
         }
       }
     }
@@ -528,12 +575,32 @@ void LocalExecutor::WatchLoop() {
   }
 }
 
+// Our child's pidfd, readable when it exits. Without one (pidfd_open
+// refused) the periodic scan's waitpid finds the exit instead.
+void LocalExecutor::WatchPidfd(const Key& key, Tracked& t) {
+  t.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, t.pid, 0));
+  if (t.pidfd < 0) return;
+  pidfd_keys_[t.pidfd] = key;
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = t.pidfd;
+  if (epoll_fd_ < 0 || ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, t.pidfd, &ev) != 0) ClosePidfd(t);
+}
+
+// Closing the pidfd also takes it out of the epoll set (it is its only
+// descriptor).
+void LocalExecutor::ClosePidfd(Tracked& t) {
+  if (t.pidfd < 0) return;
+  pidfd_keys_.erase(t.pidfd);
+  ::close(t.pidfd);
+  t.pidfd = -1;
+}
+
 std::optional<RunResult> LocalExecutor::CheckChild(const Key& key, Tracked& t) {
   int status = 0;
   const pid_t rc = ::waitpid(t.pid, &status, WNOHANG);
   if (rc == 0 || (rc < 0 && errno == EINTR)) return std::nullopt;
-  if (t.pidfd >= 0) ::close(t.pidfd);
-  t.pidfd = -1;
+  ClosePidfd(t);
   t.pid = -1;
   const std::string dir = AttemptDir(key.first, key.second);
   if (auto r = ReadResult(key, dir)) return r;
@@ -578,14 +645,10 @@ std::optional<RunResult> LocalExecutor::CheckAdopted(const Key& key, Tracked& t)
   return Lost(key, "the supervisor died without a result");
 }
 
+// Outside mu_: the sink posts to the controller. Each result is here once
+// (the watcher put its key in finished_).
 void LocalExecutor::Deliver(std::vector<RunResult> results) {
   for (RunResult& r : results) {
-    {
-      std::lock_guard lock(mu_);
-      if (!delivered_.insert({r.job_id, r.attempt}).second) continue;  // exactly once per attempt
-      auto it = attempts_.find({r.job_id, r.attempt});
-      if (it != attempts_.end()) it->second.phase = Phase::kDone;
-    }
     if (sink_) sink_(std::move(r));
   }
 }

@@ -331,6 +331,37 @@ TEST_F(ExecutorTest, LaunchingTheSameAttemptTwiceRunsItOnce) {
   EXPECT_EQ(results_.Count(spec.job_id), 1);
 }
 
+// A finished attempt leaves the watcher's map at once (its scan would grow
+// with every attempt ever run), yet it is still never run twice.
+TEST_F(ExecutorTest, AFinishedAttemptLaunchedOrRecoveredAgainIsNotRunAgain) {
+  const LaunchSpec spec = Spec({"/bin/sh", "-c", "echo ran >> count"});
+  ASSERT_EQ(Run(spec).outcome, RunOutcome::kCompleted);
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  executor_->Recover(spec);
+  // A later attempt's result comes after any the watcher would have made
+  // for the repeated calls (one watcher, results in order of its passes).
+  const LaunchSpec later = Spec({"true"});
+  ASSERT_EQ(Run(later).outcome, RunOutcome::kCompleted);
+  std::this_thread::sleep_for(500ms);  // a few periodic scans, which would find a second run
+  EXPECT_EQ(results_.Count(spec.job_id), 1);
+  EXPECT_EQ(ReadFile(options_.work_root + "/" + std::to_string(spec.job_id) + "/count"), "ran\n");
+}
+
+// Many supervisors ending together: each end is seen through its pidfd,
+// and every result is delivered exactly once.
+TEST_F(ExecutorTest, ManyShortAttemptsEndingTogetherAreEachDeliveredOnce) {
+  std::vector<LaunchSpec> specs;
+  for (int i = 0; i < 40; ++i) specs.push_back(Spec({"true"}));
+  for (const LaunchSpec& spec : specs) ASSERT_TRUE(executor_->Launch(spec).ok());
+  for (const LaunchSpec& spec : specs) {
+    const auto r = results_.Wait(spec.job_id);
+    ASSERT_TRUE(r.has_value()) << "no result for job " << spec.job_id;
+    EXPECT_EQ(r->outcome, RunOutcome::kCompleted) << r->reason;
+  }
+  std::this_thread::sleep_for(500ms);  // a few periodic scans, which would deliver a duplicate
+  for (const LaunchSpec& spec : specs) EXPECT_EQ(results_.Count(spec.job_id), 1) << spec.job_id;
+}
+
 TEST_F(ExecutorTest, RecoverDeliversTheResultOfAFinishedAttempt) {
   const LaunchSpec spec = Spec({"/bin/sh", "-c", "echo done; exit 4"});
   const RunResult first = Run(spec);
