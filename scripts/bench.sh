@@ -23,7 +23,7 @@ E2E_CONNECTIONS=${E2E_CONNECTIONS:-16}
 LATENCY_RUNS=${LATENCY_RUNS:-200}
 
 for bin in "$BUILD/unisched" "$BUILD/unisched-bench" "$BUILD/unisched-cycle-bench" "$BUILD/unisched-ledger-bench" \
-  "$BUILD/unisched-agents-bench" "$BUILD/unisched-sandbox-bench"; do
+  "$BUILD/unisched-agents-bench" "$BUILD/unisched-sandbox-bench" "$BUILD/unisched-spawn-floor"; do
   [[ -x $bin ]] || { echo "bench: $bin is missing; build first (make build)" >&2; exit 1; }
 done
 
@@ -141,6 +141,12 @@ DRAIN="x86-c256m512-elastic-01 x86-c256m512-elastic-02" \
 run_mode submit submit --connections "$SUBMIT_CONNECTIONS" --duration "$SUBMIT_SECONDS" || status=1
 run_mode e2e e2e --jobs "$E2E_JOBS" --connections "$E2E_CONNECTIONS" || status=1
 run_mode latency latency --runs "$LATENCY_RUNS" || status=1
+# The host's floor under (b): trivial processes started and reaped with
+# nothing of unisched in the way, plain and in fresh namespaces (a sandboxed
+# agent job has both, and a supervisor beside it).
+echo "== spawn floor: /bin/true started and reaped, no daemon"
+"$BUILD/unisched-spawn-floor" --seconds 3 || status=1
+echo
 fi
 
 if section cycle; then
