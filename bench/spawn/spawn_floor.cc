@@ -101,8 +101,8 @@ int main(int argc, char** argv) {
     rusage before{};
     ::getrusage(RUSAGE_CHILDREN, &before);
     const auto start = std::chrono::steady_clock::now();
-    const auto until = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                   std::chrono::duration<double>(seconds));
+    const auto until =
+        start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
     std::vector<pid_t> pids;
     for (int w = 0; w < workers; ++w) {
       const pid_t pid = ::fork();
