@@ -506,8 +506,9 @@ void LocalExecutor::Wake() {
 // A child's end is an event on its pidfd, so a wake looks only at the
 // attempts whose supervisors exited: with hundreds of short attempts running,
 // looking at all of them on each end made every end cost time linear in the
-// running ones. Everything is looked at every kPollMillis, and when woken
-// through the eventfd (an adopted attempt, a result made elsewhere, a stop).
+// running ones. The rest (adopted attempts, children without a pidfd) are
+// looked at every kPollMillis, and when woken through the eventfd (an
+// adopted attempt, a result made elsewhere, a stop).
 void LocalExecutor::WatchLoop() {
   using Clock = std::chrono::steady_clock;
   auto next_scan = Clock::now();
@@ -560,14 +561,19 @@ void LocalExecutor::WatchLoop() {
         }
         if (r) finish(key, std::move(*r));
       };
+      for (int fd : exited) {
+        auto owner = pidfd_keys_.find(fd);
+        if (owner == pidfd_keys_.end()) continue;  // closed since the wait
+        auto it = attempts_.find(owner->second);
+        if (it != attempts_.end() && it->second.pidfd == fd) check(it);
+      }
       if (scan) {
-        for (auto it = attempts_.begin(); it != attempts_.end();) check(it++);
-      } else {
-        for (int fd : exited) {
-          auto owner = pidfd_keys_.find(fd);
-          if (owner == pidfd_keys_.end()) continue;  // closed since the wait
-          auto it = attempts_.find(owner->second);
-          if (it != attempts_.end() && it->second.pidfd == fd) check(it);
+        // A child with a pidfd is seen through it (level-triggered: an end
+        // not taken yet fires again), so the scan leaves it alone.
+        for (auto it = attempts_.begin(); it != attempts_.end();) {
+          const auto current = it++;  // check may erase it
+          if (current->second.phase == Phase::kChild && current->second.pidfd >= 0) continue;
+          check(current);
         }
       }
     }
