@@ -287,10 +287,10 @@ void Controller::Loop() {
     }
     // The view goes out before the commit makes the batch visible in the
     // store and answers its callers: a client that reads a job as RUNNING,
-    // or got its 201, must find it in the view that admission checks quotas
-    // against (published after the commit, a submission could slip in over
-    // a quota in between). Until the commit the view is only ahead of the
-    // store by what the batch is about to write.
+    // or got the answer to a cancel, must find that in the view admission
+    // checks quotas against (published after the commit, a submission could
+    // slip in over a quota in between). Until the commit the view is only
+    // ahead of the store by what the batch is about to write.
     Publish();
     Commit(batch);
   }
