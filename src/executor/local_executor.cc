@@ -21,6 +21,7 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -33,6 +34,7 @@
 #include <vector>
 
 #include "executor/attempt_files.h"
+#include "unisched/containment/containment.h"
 #include "unisched/executor/executor.h"
 
 namespace unisched::executor {
@@ -144,6 +146,37 @@ std::optional<RunResult> ReadResult(const Key& key, const std::string& dir) {
   result->job_id = key.first;
   result->attempt = key.second;
   return std::move(result).value();
+}
+
+// A supervisor that died without a result (SIGKILL, the OOM killer) leaves
+// its job running, re-parented away from it, in the attempt's cgroups, still
+// as the sandbox uid the dead supervisor no longer holds; the attempt is
+// `lost` and may be retried, so the job would run twice at once. Before the
+// lost result is handed on, whatever is left in those groups is killed and
+// the groups removed. They are named <job>-<attempt>-<supervisor pid>, and
+// the supervisor wrote its pid into the claim before making them: without a
+// claim (or its pid) no group was made. The pid in the name keeps another
+// daemon's attempt with the same job id out of reach.
+void KillLeftovers(const std::string& attempt_dir, const Key& key) {
+  const auto claim = files::ReadWholeFile(attempt_dir + "/" + files::kClaim);
+  if (!claim) return;
+  const long pid = std::strtol(claim->c_str(), nullptr, 10);
+  if (pid <= 0) return;
+  const std::string name = std::to_string(key.first) + "-" + std::to_string(key.second) + "-" + std::to_string(pid);
+  const containment::Options where;
+  bool found = false;
+  for (const char* hierarchy : {"/memory/", "/cpu/", "/pids/", "/unified/", "/"}) {
+    found = found || Exists(where.cgroup_root + hierarchy + where.parent + "/" + name);
+  }
+  if (!found) return;  // Create would make the groups only to remove them
+  auto groups = containment::Containment::Create(name, {});
+  if (!groups.ok()) return;
+  // Repeated: a process can fork between the read of cgroup.procs and the kill.
+  for (int i = 0; i < 200 && !groups->Pids().empty(); ++i) {
+    groups->KillAll(SIGKILL);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  (void)groups->Destroy();  // best effort: the lost result matters more than an empty group
 }
 
 class LocalExecutor final : public Executor {
@@ -575,6 +608,11 @@ void LocalExecutor::WatchLoop() {
           if (current->second.phase == Phase::kChild && current->second.pidfd >= 0) continue;
           check(current);
         }
+      }
+    }
+    if (options_.use_cgroups) {
+      for (const RunResult& r : results) {
+        if (r.outcome == RunOutcome::kLost) KillLeftovers(AttemptDir(r.job_id, r.attempt), {r.job_id, r.attempt});
       }
     }
     Deliver(std::move(results));

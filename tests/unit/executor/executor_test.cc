@@ -27,6 +27,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -440,6 +441,62 @@ TEST_F(ExecutorTest, RecoverOfAClaimWithoutLiveSupervisorOrResultIsLost) {
     EXPECT_FALSE(r->exit_code.has_value());
     EXPECT_FALSE(fs::exists(dir + "/result.json"));  // recovery ran nothing
   }
+}
+
+// The attempt's pids group, where the hierarchy has one: the v1 pids
+// hierarchy, else the unified one (hybrid or pure v2).
+std::string PidsGroup(const std::string& name) {
+  for (const char* parent :
+       {"/sys/fs/cgroup/pids/unisched/", "/sys/fs/cgroup/unified/unisched/", "/sys/fs/cgroup/unisched/"}) {
+    if (fs::exists(std::string(parent) + name + "/cgroup.procs")) return parent + name;
+  }
+  return {};
+}
+
+bool Dead(pid_t pid) {
+  if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
+  const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  const size_t close = stat.rfind(')');
+  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z';  // an unreaped orphan
+}
+
+// A supervisor killed with SIGKILL leaves no result: the attempt is lost, and
+// its job (here a shell and a background child) must not go on running
+// beside a retry. Its cgroups go too.
+TEST_F(ExecutorTest, ASupervisorKilledWithSigkillLeavesNoJobRunning) {
+  const LaunchSpec spec = Spec({"/bin/sh", "-c", "sleep 60 & sleep 60; wait"});
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  const std::string dir = AttemptDir(spec);
+  pid_t supervisor = 0;
+  ASSERT_TRUE(Eventually([&] {
+    supervisor = std::atoi(ReadFile(dir + "/claim").c_str());
+    return supervisor > 0;
+  }));
+  const std::string name = std::to_string(spec.job_id) + "-1-" + std::to_string(supervisor);
+  std::vector<pid_t> job_pids;
+  const bool grouped = Eventually([&] {
+    const std::string group = PidsGroup(name);
+    if (group.empty()) return false;
+    job_pids.clear();
+    std::istringstream procs(ReadFile(group + "/cgroup.procs"));
+    for (pid_t pid = 0; procs >> pid;) job_pids.push_back(pid);
+    return job_pids.size() >= 3;  // the shell and both sleeps
+  });
+  if (!grouped) {
+    ::kill(supervisor, SIGTERM);
+    results_.Wait(spec.job_id);
+    GTEST_SKIP() << "no pids or unified cgroup for the attempt on this host";
+  }
+  ASSERT_EQ(::kill(supervisor, SIGKILL), 0);
+  const auto r = results_.Wait(spec.job_id);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->outcome, RunOutcome::kLost) << r->reason;
+  // By the time the lost result is out, nothing of the job runs.
+  for (pid_t pid : job_pids) {
+    EXPECT_TRUE(Dead(pid)) << "job process " << pid << " outlived its supervisor";
+    if (!Dead(pid)) ::kill(pid, SIGKILL);
+  }
+  EXPECT_EQ(PidsGroup(name), "") << "the attempt's cgroup is left";
 }
 
 TEST_F(ExecutorTest, AnAdoptedAttemptWhoseClaimIsLockedWaitsForItsResult) {
