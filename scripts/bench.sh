@@ -140,6 +140,9 @@ DRAIN="x86-c256m512-elastic-01 x86-c256m512-elastic-02" \
   run_mode submit-admission submit --connections "$SUBMIT_CONNECTIONS" --duration "$SUBMIT_SECONDS" || status=1
 run_mode submit submit --connections "$SUBMIT_CONNECTIONS" --duration "$SUBMIT_SECONDS" || status=1
 run_mode e2e e2e --jobs "$E2E_JOBS" --connections "$E2E_CONNECTIONS" || status=1
+# The same with HPC jobs: cgroups and an unprivileged account, no namespaces
+# (what a Slurm job gets; the agent kind above adds the sandbox).
+run_mode e2e-hpc e2e --jobs "$E2E_JOBS" --connections "$E2E_CONNECTIONS" --kind hpc || status=1
 run_mode latency latency --runs "$LATENCY_RUNS" || status=1
 # The host's floor under (b): trivial processes started and reaped with
 # nothing of unisched in the way, plain and in fresh namespaces (a sandboxed
