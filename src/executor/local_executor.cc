@@ -3,7 +3,6 @@
 // a daemon restart). See executor.h and docs/execution.md.
 
 #include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
 #include <pwd.h>
 #include <spawn.h>
