@@ -20,10 +20,12 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "unisched/containment/file_io.h"
 #include "unisched/executor/executor.h"
@@ -38,10 +40,24 @@ inline constexpr const char* kStderr = "stderr";
 inline constexpr const char* kSupervisorLog = "supervisor.log";
 
 // What the supervisor needs beyond the LaunchSpec.
+// The job's account as the executor resolved it (getpwnam_r, getgrouplist).
+// Resolved in the long-lived daemon or agent, a supervisor (a fresh process
+// per attempt) loads no NSS module: getgrouplist asks every module of
+// nsswitch.conf's group line, and loading libnss_systemd for it cost each
+// attempt ~0.5 ms of CPU here (docs/benchmarks.md).
+struct ResolvedAccount {
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  std::vector<uint32_t> groups;  // supplementary, as setgroups takes them
+};
+
 struct AttemptSpec {
   LaunchSpec launch;
   std::string work_dir;
   bool use_cgroups = true;
+  // Absent when the executor does not switch users (not root) or the job is
+  // sandboxed (a leased uid); then the supervisor resolves what it needs.
+  std::optional<ResolvedAccount> account;
 };
 
 inline std::string_view OutcomeName(RunOutcome outcome) {
@@ -72,7 +88,7 @@ inline std::optional<RunOutcome> ParseOutcome(std::string_view text) {
 
 inline nlohmann::json SpecToJson(const AttemptSpec& spec) {
   const LaunchSpec& l = spec.launch;
-  return nlohmann::json{
+  nlohmann::json j{
       {"job_id", l.job_id},
       {"attempt", l.attempt},
       {"argv", l.argv},
@@ -90,6 +106,10 @@ inline nlohmann::json SpecToJson(const AttemptSpec& spec) {
       {"sandbox_uids",
        {{"base", l.sandbox_uid_base}, {"count", l.sandbox_uid_count}, {"lock_dir", l.sandbox_uid_lock_dir}}},
   };
+  if (spec.account) {
+    j["account"] = {{"uid", spec.account->uid}, {"gid", spec.account->gid}, {"groups", spec.account->groups}};
+  }
+  return j;
 }
 
 // Every field is required except limits (defaults: none) and
@@ -124,6 +144,11 @@ inline Result<AttemptSpec> SpecFromJson(std::string_view text) {
       l.sandbox_uid_lock_dir = u.value("lock_dir", "");
     }
     spec.use_cgroups = j.at("use_cgroups").get<bool>();
+    if (j.contains("account")) {
+      const nlohmann::json& a = j.at("account");
+      spec.account = ResolvedAccount{a.at("uid").get<uint32_t>(), a.at("gid").get<uint32_t>(),
+                                     a.at("groups").get<std::vector<uint32_t>>()};
+    }
     if (l.argv.empty()) return Error::BadRequest("bad_spec", "argv is empty");
     return spec;
   } catch (const nlohmann::json::exception& e) {

@@ -3,6 +3,7 @@
 // a daemon restart). See executor.h and docs/execution.md.
 
 #include <fcntl.h>
+#include <grp.h>
 #include <pthread.h>
 #include <pwd.h>
 #include <spawn.h>
@@ -230,9 +231,10 @@ class LocalExecutor final : public Executor {
   }
   std::string WorkDir(model::JobId job_id) const { return options_.work_root + "/" + std::to_string(job_id); }
 
-  Status Check(const LaunchSpec& spec);
+  Result<std::optional<files::ResolvedAccount>> Check(const LaunchSpec& spec);
   Status MakeRoots();
-  Result<pid_t> Spawn(const LaunchSpec& spec, const std::string& attempt_dir);
+  Result<pid_t> Spawn(const LaunchSpec& spec, const std::string& attempt_dir,
+                      std::optional<files::ResolvedAccount> account);
   void WatchLoop();
   // Both REQUIRE mu_. They return the attempt's result once it has one.
   std::optional<RunResult> CheckChild(const Key& key, Tracked& t);
@@ -282,8 +284,8 @@ Status LocalExecutor::Launch(const LaunchSpec& spec) {
     attempts_.erase(key);
   };
 
-  Status checked = Check(spec);
-  if (checked.ok()) checked = MakeRoots();
+  auto account = Check(spec);
+  Status checked = account.ok() ? MakeRoots() : Status(account.error());
   if (!checked.ok()) {
     forget_key();
     return checked;
@@ -298,7 +300,7 @@ Status LocalExecutor::Launch(const LaunchSpec& spec) {
     Wake();
     return Status::Ok();
   }
-  auto pid = Spawn(spec, dir);
+  auto pid = Spawn(spec, dir, std::move(account).value());
   if (!pid.ok()) {
     forget_key();
     return pid.error();
@@ -315,12 +317,14 @@ Status LocalExecutor::Launch(const LaunchSpec& spec) {
 }
 
 // What makes a launch fail at once: no supervisor to start, or an account
-// that the job may not run as. Creates nothing.
-Status LocalExecutor::Check(const LaunchSpec& spec) {
+// that the job may not run as. Creates nothing. Returns the account the job
+// runs as when we switch users for it (root, not sandboxed), resolved here
+// so that the supervisor needs no NSS lookup (attempt_files.h).
+Result<std::optional<files::ResolvedAccount>> LocalExecutor::Check(const LaunchSpec& spec) {
   if (::access(options_.supervisor_path.c_str(), X_OK) != 0) {
     return Error::Unavailable("cannot run the supervisor '" + options_.supervisor_path + "': " + Errno(errno));
   }
-  if (::geteuid() != 0) return Status::Ok();
+  if (::geteuid() != 0) return std::optional<files::ResolvedAccount>();
   if (spec.unix_user.empty()) {
     return Error::Unprocessable("no_user", "jobs never run as root: the launch names no unix_user", "unix_user");
   }
@@ -338,7 +342,16 @@ Status LocalExecutor::Check(const LaunchSpec& spec) {
   if (pw.pw_uid == 0) {
     return Error::Unprocessable("root_user", "jobs never run as root ('" + spec.unix_user + "')", "unix_user");
   }
-  return Status::Ok();
+  if (spec.isolate) return std::optional<files::ResolvedAccount>();  // runs as a leased sandbox uid
+  std::vector<gid_t> groups(16);
+  int count = static_cast<int>(groups.size());
+  while (::getgrouplist(spec.unix_user.c_str(), pw.pw_gid, groups.data(), &count) < 0) {
+    groups.resize(std::max(static_cast<size_t>(count), groups.size() * 2));
+    count = static_cast<int>(groups.size());
+  }
+  groups.resize(static_cast<size_t>(count));
+  return std::optional<files::ResolvedAccount>(
+      files::ResolvedAccount{pw.pw_uid, pw.pw_gid, std::vector<uint32_t>(groups.begin(), groups.end())});
 }
 
 // runs_dir (root only) and work_root (traversable by every job account, not
@@ -387,8 +400,9 @@ Result<int> SpecMemfd(const files::AttemptSpec& spec) {
 // but the spec on stdin, an empty environment, its own session. stdout and
 // stderr are /dev/null: the supervisor opens supervisor.log itself, only
 // when it has something to say.
-Result<pid_t> LocalExecutor::Spawn(const LaunchSpec& spec, const std::string& attempt_dir) {
-  auto spec_fd = SpecMemfd(files::AttemptSpec{spec, WorkDir(spec.job_id), options_.use_cgroups});
+Result<pid_t> LocalExecutor::Spawn(const LaunchSpec& spec, const std::string& attempt_dir,
+                                   std::optional<files::ResolvedAccount> account) {
+  auto spec_fd = SpecMemfd(files::AttemptSpec{spec, WorkDir(spec.job_id), options_.use_cgroups, std::move(account)});
   if (!spec_fd.ok()) return spec_fd.error();
   posix_spawn_file_actions_t actions;
   posix_spawnattr_t attr;

@@ -314,6 +314,14 @@ RunResult Supervisor::Supervise() {
     job_spec.account.uid = uid_lease_.uid();
     job_spec.account.gid = uid_lease_.uid();
     job_spec.env["HOME"] = isolation::kSandboxHome;
+  } else if (spec_.account) {
+    // Resolved by the executor: no NSS module is loaded here (attempt_files.h).
+    if (spec_.account->uid == 0) return fail("refusing to run a job as root ('" + launch.unix_user + "')");
+    job_spec.account.switch_user = true;
+    job_spec.account.name = launch.unix_user;
+    job_spec.account.uid = spec_.account->uid;
+    job_spec.account.gid = spec_.account->gid;
+    job_spec.account.groups.assign(spec_.account->groups.begin(), spec_.account->groups.end());
   } else {
     auto account = ResolveAccount(launch.unix_user);
     if (!account.ok()) return fail(account.error().message);

@@ -10,6 +10,7 @@
 #include "unisched/executor/executor.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <limits.h>
 #include <pwd.h>
@@ -248,6 +249,21 @@ TEST_F(ExecutorTest, RunsAsTheJobAccountWithExactlyTheGivenEnvironment) {
   EXPECT_EQ(id_run.outcome, RunOutcome::kCompleted) << id_run.reason;
   EXPECT_EQ(Stdout(id_spec), std::to_string(::getpwnam(kJobUser)->pw_uid) + "\n");
   EXPECT_NE(Stdout(id_spec), "0\n");
+
+  // Its groups: the primary and the supplementary ones of the account, as
+  // the executor resolved them for the supervisor.
+  const LaunchSpec groups_spec = Spec({"id", "-G"});
+  ASSERT_EQ(Run(groups_spec).outcome, RunOutcome::kCompleted);
+  const passwd* pw = ::getpwnam(kJobUser);
+  std::vector<gid_t> expected(64);
+  int count = static_cast<int>(expected.size());
+  ASSERT_GE(::getgrouplist(kJobUser, pw->pw_gid, expected.data(), &count), 0);
+  expected.resize(static_cast<size_t>(count));
+  std::set<gid_t> want(expected.begin(), expected.end());
+  std::set<gid_t> got;
+  std::istringstream ids(Stdout(groups_spec));
+  for (gid_t g = 0; ids >> g;) got.insert(g);
+  EXPECT_EQ(got, want) << Stdout(groups_spec);
 
   const LaunchSpec pwd_spec = Spec({"/bin/pwd"});
   EXPECT_EQ(Run(pwd_spec).outcome, RunOutcome::kCompleted);
