@@ -318,14 +318,17 @@ Status LocalExecutor::Launch(const LaunchSpec& spec) {
 
 // What makes a launch fail at once: no supervisor to start, or an account
 // that the job may not run as. Creates nothing. Returns the account the job
-// runs as when we switch users for it (root, not sandboxed), resolved here
-// so that the supervisor needs no NSS lookup (attempt_files.h).
+// runs as when it is not our own and not a leased sandbox uid, resolved here
+// so that the supervisor (statically linked) makes no NSS lookup at all
+// (attempt_files.h). A supervisor that is not root then fails to switch to
+// it, as it always did for another user's account.
 Result<std::optional<files::ResolvedAccount>> LocalExecutor::Check(const LaunchSpec& spec) {
   if (::access(options_.supervisor_path.c_str(), X_OK) != 0) {
     return Error::Unavailable("cannot run the supervisor '" + options_.supervisor_path + "': " + Errno(errno));
   }
-  if (::geteuid() != 0) return std::optional<files::ResolvedAccount>();
+  const uid_t me = ::geteuid();
   if (spec.unix_user.empty()) {
+    if (me != 0) return std::optional<files::ResolvedAccount>();  // runs as we do
     return Error::Unprocessable("no_user", "jobs never run as root: the launch names no unix_user", "unix_user");
   }
   std::vector<char> buf(16384);
@@ -342,7 +345,8 @@ Result<std::optional<files::ResolvedAccount>> LocalExecutor::Check(const LaunchS
   if (pw.pw_uid == 0) {
     return Error::Unprocessable("root_user", "jobs never run as root ('" + spec.unix_user + "')", "unix_user");
   }
-  if (spec.isolate) return std::optional<files::ResolvedAccount>();  // runs as a leased sandbox uid
+  if (me != 0 && pw.pw_uid == me) return std::optional<files::ResolvedAccount>();  // already that user
+  if (me == 0 && spec.isolate) return std::optional<files::ResolvedAccount>();     // a leased sandbox uid
   std::vector<gid_t> groups(16);
   int count = static_cast<int>(groups.size());
   while (::getgrouplist(spec.unix_user.c_str(), pw.pw_gid, groups.data(), &count) < 0) {

@@ -8,7 +8,6 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/close_range.h>
-#include <pwd.h>
 #include <sched.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -80,39 +79,6 @@ std::string Errno(int err) {
 }
 
 }  // namespace
-
-Result<Account> ResolveAccount(const std::string& unix_user) {
-  const uid_t me = ::geteuid();
-  if (unix_user.empty()) {
-    if (me == 0) return Error::Unprocessable("no_user", "refusing to run a job as root: no unix_user given");
-    return Account{};
-  }
-  long size = ::sysconf(_SC_GETPW_R_SIZE_MAX);
-  std::vector<char> buf(size > 0 ? static_cast<size_t>(size) : 16384);
-  passwd pw{};
-  passwd* found = nullptr;
-  int rc = 0;
-  while ((rc = ::getpwnam_r(unix_user.c_str(), &pw, buf.data(), buf.size(), &found)) == ERANGE) {
-    buf.resize(buf.size() * 2);
-  }
-  if (rc != 0) return Error::Internal("cannot look up user '" + unix_user + "': " + Errno(rc));
-  if (found == nullptr) return Error::Unprocessable("unknown_user", "unknown user '" + unix_user + "'");
-  if (pw.pw_uid == 0) return Error::Unprocessable("root_user", "refusing to run a job as root ('" + unix_user + "')");
-  Account account;
-  account.name = unix_user;
-  account.uid = pw.pw_uid;
-  account.gid = pw.pw_gid;
-  if (me != 0 && pw.pw_uid == me) return Account{};  // already that user
-  account.switch_user = true;
-  int count = 16;
-  account.groups.resize(static_cast<size_t>(count));
-  while (::getgrouplist(unix_user.c_str(), pw.pw_gid, account.groups.data(), &count) < 0) {
-    account.groups.resize(static_cast<size_t>(count) * 2);
-    count = static_cast<int>(account.groups.size());
-  }
-  account.groups.resize(static_cast<size_t>(count));
-  return account;
-}
 
 Result<JobProcess> StartJob(const JobSpec& spec, const containment::Containment& containment) {
   if (spec.argv.empty()) return Error::BadRequest("bad_spec", "argv is empty");

@@ -16,8 +16,9 @@
 
 namespace unisched::supervisor {
 
-// Who the job runs as. switch_user false: the supervisor's own account
-// (only when the supervisor is not root).
+// Who the job runs as: resolved by the executor (or a leased sandbox uid),
+// never looked up here, so the supervisor links statically without NSS.
+// switch_user false: the supervisor's own account (only when it is not root).
 struct Account {
   bool switch_user = false;
   std::string name;
@@ -25,11 +26,6 @@ struct Account {
   gid_t gid = 0;
   std::vector<gid_t> groups;
 };
-
-// Resolves unix_user. Root never runs a job as itself or as uid 0; a
-// non-root supervisor runs the job as itself when unix_user is empty or its
-// own name. The error message is the launch failure reason.
-Result<Account> ResolveAccount(const std::string& unix_user);
 
 struct JobSpec {
   std::vector<std::string> argv;

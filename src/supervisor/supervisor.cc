@@ -322,11 +322,12 @@ RunResult Supervisor::Supervise() {
     job_spec.account.uid = spec_.account->uid;
     job_spec.account.gid = spec_.account->gid;
     job_spec.account.groups.assign(spec_.account->groups.begin(), spec_.account->groups.end());
+  } else if (::geteuid() == 0) {
+    // The executor resolves every account it does not lease; without one a
+    // root supervisor would run the job as root.
+    return fail("refusing to run a job as root: the spec names no account for '" + launch.unix_user + "'");
   } else {
-    auto account = ResolveAccount(launch.unix_user);
-    if (!account.ok()) return fail(account.error().message);
-    job_spec.account = std::move(account).value();
-    job_spec.account.name = launch.unix_user;
+    job_spec.account.name = launch.unix_user;  // the executor found it is ours: no switch
   }
   if (std::string error = MakeWorkDir(job_spec.account); !error.empty()) return fail(std::move(error));
 
