@@ -39,24 +39,24 @@ inline constexpr const char* kStdout = "stdout";
 inline constexpr const char* kStderr = "stderr";
 inline constexpr const char* kSupervisorLog = "supervisor.log";
 
-// What the supervisor needs beyond the LaunchSpec.
 // The job's account as the executor resolved it (getpwnam_r, getgrouplist).
 // Resolved in the long-lived daemon or agent, a supervisor (a fresh process
 // per attempt) loads no NSS module: getgrouplist asks every module of
 // nsswitch.conf's group line, and loading libnss_systemd for it cost each
-// attempt ~0.5 ms of CPU here (docs/benchmarks.md).
+// attempt about 1 ms of CPU here (docs/benchmarks.md).
 struct ResolvedAccount {
   uint32_t uid = 0;
   uint32_t gid = 0;
   std::vector<uint32_t> groups;  // supplementary, as setgroups takes them
 };
 
+// What the supervisor needs beyond the LaunchSpec.
 struct AttemptSpec {
   LaunchSpec launch;
   std::string work_dir;
   bool use_cgroups = true;
-  // Absent when the executor does not switch users (not root) or the job is
-  // sandboxed (a leased uid); then the supervisor resolves what it needs.
+  // Absent when the job runs as the supervisor's own (non-root) user or as
+  // a leased sandbox uid; a root supervisor refuses any other job without it.
   std::optional<ResolvedAccount> account;
 };
 
