@@ -220,6 +220,26 @@ Result<Containment> Containment::Create(const std::string& name, const Limits& l
   return c;
 }
 
+std::optional<Containment> Containment::Find(const std::string& name, const Options& options) {
+  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) return std::nullopt;
+  const std::string& root = options.cgroup_root;
+  auto existing = [&](const std::string& hierarchy) {
+    const std::string dir = hierarchy + "/" + options.parent + "/" + name;
+    return Exists(dir + "/cgroup.procs") ? dir : std::string();
+  };
+  Containment c;
+  c.memory_dir_ = existing(root + "/memory");
+  c.cpu_dir_ = existing(root + "/cpu");
+  c.pids_dir_ = existing(root + "/pids");
+  // cgroup v2: /sys/fs/cgroup/unified in hybrid mode, /sys/fs/cgroup itself on a pure v2 machine.
+  c.unified_dir_ = existing(root + "/unified");
+  if (c.unified_dir_.empty() && Exists(root + "/cgroup.controllers")) c.unified_dir_ = existing(root);
+  c.unified_has_kill_ = !c.unified_dir_.empty() && Exists(c.unified_dir_ + "/cgroup.kill");
+  if (c.GroupDirs().empty()) return std::nullopt;
+  for (const std::string& dir : c.GroupDirs()) c.procs_files_.push_back(dir + "/cgroup.procs");
+  return c;
+}
+
 Containment Containment::Disabled(const Limits& limits) {
   Containment c;
   c.limits_ = limits;
@@ -390,6 +410,14 @@ Status Containment::Destroy() {
   for (const std::string& dir : GroupDirs()) procs_files_.push_back(dir + "/cgroup.procs");
   if (!failed.empty()) return Error::Internal("cannot remove cgroups: " + failed);
   return Status::Ok();
+}
+
+Status Containment::KillAllAndDestroy() {
+  for (int i = 0; i < 200 && !Pids().empty(); ++i) {
+    KillAll(SIGKILL);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return Destroy();
 }
 
 std::string Containment::Describe() const {

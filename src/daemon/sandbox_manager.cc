@@ -153,11 +153,7 @@ Status SandboxManager::Start() {
     s->instance_name = record.value("instance", "");
     const std::string& cgroup = s->instance_name;
     if (!cgroup.empty() && isolation_available_) {
-      auto leftover = containment::Containment::Create(cgroup, {});
-      if (leftover.ok()) {
-        leftover->KillAll(SIGKILL);
-        (void)leftover->Destroy();
-      }
+      if (auto leftover = containment::Containment::Find(cgroup)) (void)leftover->KillAllAndDestroy();
     }
     sandbox::RemoveTree(record.value("work_dir", ""));
     EndSandbox(s, "lost", "the daemon that ran it stopped", "system", nullptr);
@@ -190,10 +186,11 @@ void SandboxManager::RemoveLeftovers() {
     }
   }
   for (const std::string& name : dead) {
-    auto leftover = containment::Containment::Create(name, {});
-    if (!leftover.ok()) continue;
-    leftover->KillAll(SIGKILL);
-    if (Status removed = leftover->Destroy(); !removed) spdlog::warn("sandbox leftovers: {}", removed.error().message);
+    auto leftover = containment::Containment::Find(name);
+    if (!leftover) continue;
+    if (Status removed = leftover->KillAllAndDestroy(); !removed) {
+      spdlog::warn("sandbox leftovers: {}", removed.error().message);
+    }
   }
   if (!dead.empty()) spdlog::info("removed the cgroups of {} sandbox instances of a stopped daemon", dead.size());
 }

@@ -50,6 +50,13 @@ struct ResolvedAccount {
   std::vector<uint32_t> groups;  // supplementary, as setgroups takes them
 };
 
+// The name of an attempt's cgroups: made by its supervisor, found again by
+// the executor when that supervisor died (KillLeftovers). The supervisor's
+// pid keeps two daemons' (or test runs') job 1 apart.
+inline std::string CgroupName(model::JobId job_id, int attempt, long supervisor_pid) {
+  return std::to_string(job_id) + "-" + std::to_string(attempt) + "-" + std::to_string(supervisor_pid);
+}
+
 // What the supervisor needs beyond the LaunchSpec.
 struct AttemptSpec {
   LaunchSpec launch;

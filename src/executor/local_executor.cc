@@ -162,21 +162,9 @@ void KillLeftovers(const std::string& attempt_dir, const Key& key) {
   if (!claim) return;
   const long pid = std::strtol(claim->c_str(), nullptr, 10);
   if (pid <= 0) return;
-  const std::string name = std::to_string(key.first) + "-" + std::to_string(key.second) + "-" + std::to_string(pid);
-  const containment::Options where;
-  bool found = false;
-  for (const char* hierarchy : {"/memory/", "/cpu/", "/pids/", "/unified/", "/"}) {
-    found = found || Exists(where.cgroup_root + hierarchy + where.parent + "/" + name);
+  if (auto groups = containment::Containment::Find(files::CgroupName(key.first, key.second, pid))) {
+    (void)groups->KillAllAndDestroy();  // best effort: the lost result matters more than an empty group
   }
-  if (!found) return;  // Create would make the groups only to remove them
-  auto groups = containment::Containment::Create(name, {});
-  if (!groups.ok()) return;
-  // Repeated: a process can fork between the read of cgroup.procs and the kill.
-  for (int i = 0; i < 200 && !groups->Pids().empty(); ++i) {
-    groups->KillAll(SIGKILL);
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  (void)groups->Destroy();  // best effort: the lost result matters more than an empty group
 }
 
 class LocalExecutor final : public Executor {

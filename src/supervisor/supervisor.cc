@@ -336,10 +336,7 @@ RunResult Supervisor::Supervise() {
 
   const containment::Limits limits{launch.limits.memory_bytes, launch.limits.cpu_millis, launch.limits.pids};
   if (spec_.use_cgroups) {
-    // Unique per supervisor: two daemons (or test runs) may both have a job 1.
-    const std::string name =
-        std::to_string(launch.job_id) + "-" + std::to_string(launch.attempt) + "-" + std::to_string(::getpid());
-    auto c = containment::Containment::Create(name, limits);
+    auto c = containment::Containment::Create(files::CgroupName(launch.job_id, launch.attempt, ::getpid()), limits);
     if (c.ok()) {
       containment_ = std::move(c).value();
     } else {

@@ -21,6 +21,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,9 @@ class Containment {
   static Result<Containment> Create(const std::string& name, const Limits& limits, const Options& options = {});
   // No cgroups at all: the limits are applied as rlimits only.
   static Containment Disabled(const Limits& limits);
+  // The groups already there for `name` (a dead owner's leftovers), none
+  // made; nullopt when no hierarchy has one. For KillAllAndDestroy.
+  static std::optional<Containment> Find(const std::string& name, const Options& options = {});
 
   Containment() = default;
   Containment(Containment&&) noexcept = default;
@@ -91,6 +95,10 @@ class Containment {
   // Removes the groups. Retries briefly while exiting processes leave them;
   // an error names the groups that could not be removed. Idempotent.
   Status Destroy();
+  // SIGKILL to everything in the groups, again until they are empty (a
+  // process can fork between the read of cgroup.procs and the kill; at most
+  // ~2 s), then Destroy(). For groups whose owner is gone.
+  Status KillAllAndDestroy();
 
   const Limits& limits() const { return limits_; }
   bool has_memory_group() const { return !memory_dir_.empty(); }

@@ -252,6 +252,38 @@ TEST(ContainmentTest, KillAllReachesProcessesThatLeftTheProcessGroup) {
   EXPECT_TRUE(c->Destroy().ok());
 }
 
+// A dead owner's groups: Find opens what is there and makes nothing, and
+// KillAllAndDestroy leaves neither process nor group.
+TEST(ContainmentTest, FindOpensLeftoverGroupsWhichKillAllAndDestroyRemoves) {
+  if (!HaveCgroupV1()) GTEST_SKIP() << "needs root and cgroup v1";
+  const std::string missing = UniqueName("missing");
+  EXPECT_FALSE(Containment::Find(missing).has_value());
+  EXPECT_FALSE(Exists("/sys/fs/cgroup/memory/unisched/" + missing)) << "Find must not create groups";
+
+  const std::string name = UniqueName("leftover");
+  auto owner = Containment::Create(name, Limits{});
+  ASSERT_TRUE(owner.ok()) << owner.error().message;
+  const pid_t pid = ForkJoined(*owner, [] {
+    if (::fork() == 0) ::pause();  // a child of its own, left behind too
+    ::pause();
+    return 0;
+  });
+  ASSERT_TRUE(Eventually([&] { return owner->Pids().size() == 2; }));
+
+  auto found = Containment::Find(name);
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->has_memory_group(), owner->has_memory_group());
+  EXPECT_EQ(found->has_pids_group(), owner->has_pids_group());
+  EXPECT_EQ(found->has_unified_group(), owner->has_unified_group());
+  EXPECT_EQ(found->Pids().size(), 2u);
+  EXPECT_TRUE(found->KillAllAndDestroy().ok());
+  const int status = WaitStatus(pid);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+  EXPECT_FALSE(Exists("/sys/fs/cgroup/memory/unisched/" + name));
+  EXPECT_FALSE(Exists("/sys/fs/cgroup/pids/unisched/" + name));
+  EXPECT_FALSE(Containment::Find(name).has_value());
+}
+
 TEST(ContainmentTest, MemoryLimitOomKillsAndIsReported) {
   if (!HaveCgroupV1()) GTEST_SKIP() << "needs root and cgroup v1";
   auto c = Containment::Create(UniqueName("oom"), Limits{32 << 20, 0, 0});
