@@ -226,7 +226,7 @@ class Agent {
     if (!PrepareDirs()) return 1;
     Detect();
     const fs::path self = fs::read_symlink("/proc/self/exe");
-    executor::LocalExecutorOptions exec{(fs::path(o_.state_dir) / "runs").string(),
+    executor::LocalExecutorOptions exec{(fs::path(o_.state_dir) / "runs").string(), "",
                                         (fs::path(o_.state_dir) / "work").string(),
                                         (self.parent_path() / "unisched-supervisor").string(), o_.use_cgroups};
     executor_ = executor::MakeLocalExecutor(exec, [this](executor::RunResult r) { OnResult(std::move(r)); });

@@ -97,13 +97,16 @@ void ParseScheduler(const YAML::Node& node, Errors& errors, model::ClusterSpec& 
 }
 
 void ParseExecutor(const YAML::Node& node, Errors& errors, ExecutorSettings& out) {
-  MapReader m(node, "executor",
-              {"default_unix_user", "kill_grace_seconds", "use_cgroups", "pids_limit", "supervisor_path"}, errors);
+  MapReader m(
+      node, "executor",
+      {"default_unix_user", "kill_grace_seconds", "use_cgroups", "pids_limit", "supervisor_path", "runtime_dir"},
+      errors);
   m.Read("default_unix_user", out.default_unix_user);
   m.Read("kill_grace_seconds", out.kill_grace_seconds);
   m.Read("use_cgroups", out.use_cgroups);
   m.Read("pids_limit", out.pids_limit);
   m.Read("supervisor_path", out.supervisor_path);
+  m.Read("runtime_dir", out.runtime_dir);
 }
 
 model::PoolSpec ParsePool(const YAML::Node& node, const std::string& path, Errors& errors) {

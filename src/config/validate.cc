@@ -310,6 +310,12 @@ void ValidateExecutor(const ExecutorSettings& s, Errors& errors) {
     errors.Add("executor.supervisor_path",
                "must be an absolute path, or left out to use unisched-supervisor beside the unisched binary");
   }
+  if (!s.runtime_dir.empty() && s.runtime_dir.front() != '/') {
+    errors.Add("executor.runtime_dir",
+               "must be an absolute path (a directory on a tmpfs for this daemon alone), or left out to let the "
+               "daemon choose one under /run or /dev/shm; got '" +
+                   s.runtime_dir + "'");
+  }
 }
 
 void ValidateScheduler(const model::ClusterSpec& cluster, Errors& errors) {

@@ -301,6 +301,12 @@ void RoutingExecutor::Forget(model::JobId job_id, int attempt) {
   local_.Forget(job_id, attempt);
 }
 
+// Agents keep their control files until Forget; only the local executor
+// (which ignores attempts it does not know) releases early.
+void RoutingExecutor::Release(model::JobId job_id, int attempt) {
+  local_.Release(job_id, attempt);
+}
+
 void RoutingExecutor::Shutdown() {
   agents_.Shutdown();
   local_.Shutdown();

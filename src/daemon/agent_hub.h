@@ -112,6 +112,7 @@ class RoutingExecutor final : public executor::Executor {
   void Recover(const executor::LaunchSpec& spec) override;
   std::string LogPath(model::JobId job_id, int attempt, std::string_view stream) const override;
   void Forget(model::JobId job_id, int attempt) override;
+  void Release(model::JobId job_id, int attempt) override;
   void Shutdown() override;
 
  private:

@@ -690,6 +690,9 @@ void Controller::ApplyResult(Batch& batch, const executor::RunResult& result) {
   Job& job = it->second;
   const Timestamp now = clock_.Now();
   const JobState to = StateOf(result.outcome);
+  // Once this batch is committed the store has the result, so the attempt's
+  // control files (on a tmpfs, counted per attempt) have done their work.
+  batch.after_commit.push_back([this, id = result.job_id, number = result.attempt] { executor_->Release(id, number); });
   TallyRunning(job, -1);
   if (job.preempting_for && result.outcome == executor::RunOutcome::kCancelled && !job.cancel_requested) {
     attempt->started_at = result.started_at;

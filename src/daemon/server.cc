@@ -18,6 +18,7 @@
 
 #include "daemon/controller.h"
 #include "daemon/housekeeper.h"
+#include "daemon/runtime_dir.h"
 #include "daemon/sandbox_manager.h"
 #include "unisched/api/api.h"
 #include "unisched/api/server.h"
@@ -224,8 +225,17 @@ int RunServer(int argc, char** argv) {
 
   metrics::Metrics metrics;
   Controller controller(cfg, **store, metrics, clock);
-  executor::LocalExecutorOptions exec_options{(state_dir / "runs").string(), (state_dir / "work").string(),
-                                              SupervisorPath(cfg), cfg.executor.use_cgroups};
+  // Attempts' control files on a tmpfs, their output under the state
+  // directory (docs/execution.md#where-the-files-are).
+  const RuntimeDirChoice runtime = ChooseRuntimeRunsDir(cfg.executor.runtime_dir, state_dir.string());
+  spdlog::info("attempt control files in {} ({})", runtime.runs_dir, runtime.why);
+  // For operators (and test harnesses) looking for them.
+  if (std::ofstream out(state_dir / "runtime-dir"); !(out << runtime.runs_dir << "\n")) {
+    spdlog::warn("cannot write {}", (state_dir / "runtime-dir").string());
+  }
+  executor::LocalExecutorOptions exec_options{runtime.runs_dir, (state_dir / "runs").string(),
+                                              (state_dir / "work").string(), SupervisorPath(cfg),
+                                              cfg.executor.use_cgroups};
   auto local_executor = executor::MakeLocalExecutor(
       exec_options, [&controller](executor::RunResult result) { controller.OnRunResult(std::move(result)); });
   // Nodes with `agent: true` run their attempts through their agents.
@@ -292,6 +302,8 @@ int RunServer(int argc, char** argv) {
   controller.Stop();
   notifier.Stop();
   executor->Shutdown();
+  // Attempts not collected yet keep it (and so are found at the next start).
+  if (runtime.chosen) RemoveRuntimeDirIfEmpty(runtime.runs_dir);
   (*store)->Close();
   spdlog::info("stopped; running jobs keep running and are collected at the next start");
   return 0;

@@ -65,6 +65,10 @@ struct AttemptSpec {
   // Absent when the job runs as the supervisor's own (non-root) user or as
   // a leased sandbox uid; a root supervisor refuses any other job without it.
   std::optional<ResolvedAccount> account;
+  // Where stdout, stderr and supervisor.log go (<logs_dir>/<job>/<attempt>,
+  // made by the first byte written there); empty: the attempt directory.
+  // The attempt directory can then live on a tmpfs while output stays on disk.
+  std::string log_dir;
 };
 
 inline std::string_view OutcomeName(RunOutcome outcome) {
@@ -113,6 +117,7 @@ inline nlohmann::json SpecToJson(const AttemptSpec& spec) {
       {"sandbox_uids",
        {{"base", l.sandbox_uid_base}, {"count", l.sandbox_uid_count}, {"lock_dir", l.sandbox_uid_lock_dir}}},
   };
+  if (!spec.log_dir.empty()) j["log_dir"] = spec.log_dir;
   if (spec.account) {
     j["account"] = {{"uid", spec.account->uid}, {"gid", spec.account->gid}, {"groups", spec.account->groups}};
   }
@@ -151,6 +156,7 @@ inline Result<AttemptSpec> SpecFromJson(std::string_view text) {
       l.sandbox_uid_lock_dir = u.value("lock_dir", "");
     }
     spec.use_cgroups = j.at("use_cgroups").get<bool>();
+    spec.log_dir = j.value("log_dir", "");  // absent: output beside the control files
     if (j.contains("account")) {
       const nlohmann::json& a = j.at("account");
       spec.account = ResolvedAccount{a.at("uid").get<uint32_t>(), a.at("gid").get<uint32_t>(),

@@ -169,7 +169,10 @@ void KillLeftovers(const std::string& attempt_dir, const Key& key) {
 
 class LocalExecutor final : public Executor {
  public:
-  LocalExecutor(LocalExecutorOptions options, ResultSink sink) : options_(std::move(options)), sink_(std::move(sink)) {
+  LocalExecutor(LocalExecutorOptions options, ResultSink sink)
+      : options_(std::move(options)),
+        sink_(std::move(sink)),
+        runs_vanished_(SeparateLogs() && !Exists(options_.runs_dir) && Exists(options_.logs_dir)) {
     wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
     if (epoll_fd_ >= 0 && wake_fd_ >= 0) {
@@ -194,6 +197,7 @@ class LocalExecutor final : public Executor {
   void Recover(const LaunchSpec& spec) override;
   std::string LogPath(model::JobId job_id, int attempt, std::string_view stream) const override;
   void Forget(model::JobId job_id, int attempt) override;
+  void Release(model::JobId job_id, int attempt) override;
   void Shutdown() override;
 
  private:
@@ -218,6 +222,15 @@ class LocalExecutor final : public Executor {
     return JobRunsDir(job_id) + "/" + std::to_string(attempt);
   }
   std::string WorkDir(model::JobId job_id) const { return options_.work_root + "/" + std::to_string(job_id); }
+  // Output (stdout, stderr, supervisor.log) in a directory of its own, or
+  // beside the control files.
+  bool SeparateLogs() const { return !options_.logs_dir.empty() && options_.logs_dir != options_.runs_dir; }
+  std::string JobLogsDir(model::JobId job_id) const {
+    return (SeparateLogs() ? options_.logs_dir : options_.runs_dir) + "/" + std::to_string(job_id);
+  }
+  std::string LogsDir(model::JobId job_id, int attempt) const {
+    return JobLogsDir(job_id) + "/" + std::to_string(attempt);
+  }
 
   Result<std::optional<files::ResolvedAccount>> Check(const LaunchSpec& spec);
   Status MakeRoots();
@@ -235,6 +248,10 @@ class LocalExecutor final : public Executor {
 
   const LocalExecutorOptions options_;
   const ResultSink sink_;
+  // runs_dir (a tmpfs) is gone while the output directory of earlier
+  // attempts is still there: the host restarted (or someone removed it), so
+  // an attempt recovered without files may have run, and is lost, not new.
+  const bool runs_vanished_;
   int wake_fd_ = -1;
   int epoll_fd_ = -1;  // the wake eventfd and every child's pidfd
   std::thread watcher_;
@@ -354,6 +371,11 @@ Status LocalExecutor::MakeRoots() {
   if (int err = MakeDirs(options_.runs_dir, 0700)) {
     return Error::Internal("cannot create " + options_.runs_dir + ": " + Errno(err));
   }
+  if (SeparateLogs()) {
+    if (int err = MakeDirs(options_.logs_dir, 0700)) {
+      return Error::Internal("cannot create " + options_.logs_dir + ": " + Errno(err));
+    }
+  }
   if (int err = MakeDirs(options_.work_root, 0711)) {
     return Error::Internal("cannot create " + options_.work_root + ": " + Errno(err));
   }
@@ -394,7 +416,8 @@ Result<int> SpecMemfd(const files::AttemptSpec& spec) {
 // when it has something to say.
 Result<pid_t> LocalExecutor::Spawn(const LaunchSpec& spec, const std::string& attempt_dir,
                                    std::optional<files::ResolvedAccount> account) {
-  auto spec_fd = SpecMemfd(files::AttemptSpec{spec, WorkDir(spec.job_id), options_.use_cgroups, std::move(account)});
+  auto spec_fd = SpecMemfd(files::AttemptSpec{spec, WorkDir(spec.job_id), options_.use_cgroups, std::move(account),
+                                              SeparateLogs() ? LogsDir(spec.job_id, spec.attempt) : std::string()});
   if (!spec_fd.ok()) return spec_fd.error();
   posix_spawn_file_actions_t actions;
   posix_spawnattr_t attr;
@@ -467,6 +490,14 @@ void LocalExecutor::Recover(const LaunchSpec& spec) {
       return;
     }
   }
+  if (runs_vanished_) {
+    std::lock_guard lock(mu_);
+    pending_.push_back(Lost(key, "its files in " + options_.runs_dir +
+                                     " are gone (the host restarted, or the directory was removed), so whether it "
+                                     "ran is unknown"));
+    Wake();
+    return;
+  }
   // Never claimed: it never ran, so it may run now.
   if (Status s = Launch(spec); !s.ok()) {
     RunResult r;
@@ -482,17 +513,19 @@ void LocalExecutor::Recover(const LaunchSpec& spec) {
 
 std::string LocalExecutor::LogPath(model::JobId job_id, int attempt, std::string_view stream) const {
   if (stream != files::kStdout && stream != files::kStderr) return {};
-  return AttemptDir(job_id, attempt) + "/" + std::string(stream);
+  return LogsDir(job_id, attempt) + "/" + std::string(stream);
 }
 
 void LocalExecutor::Forget(model::JobId job_id, int attempt) {
-  if (attempt <= 0) {  // every attempt of the job
+  if (attempt <= 0) {  // every attempt of the job, wherever it left files
     std::error_code ec;
-    std::vector<int> attempts;
-    for (const auto& entry : std::filesystem::directory_iterator(JobRunsDir(job_id), ec)) {
-      const std::string name = entry.path().filename().string();
-      if (!name.empty() && name.find_first_not_of("0123456789") == std::string::npos) {
-        attempts.push_back(std::stoi(name));
+    std::set<int> attempts;
+    for (const std::string& dir : {JobRunsDir(job_id), JobLogsDir(job_id)}) {
+      for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+        const std::string name = entry.path().filename().string();
+        if (!name.empty() && name.find_first_not_of("0123456789") == std::string::npos) {
+          attempts.insert(std::stoi(name));
+        }
       }
     }
     for (int a : attempts) Forget(job_id, a);
@@ -514,11 +547,34 @@ void LocalExecutor::Forget(model::JobId job_id, int attempt) {
   }
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);  // best effort: retention retries on its next pass
-  const std::string job_dir = JobRunsDir(job_id);
-  if (!other_attempt_live && std::filesystem::is_empty(job_dir, ec) && !ec) {
-    std::filesystem::remove(job_dir, ec);
-    std::filesystem::remove_all(WorkDir(job_id), ec);
+  if (SeparateLogs()) std::filesystem::remove_all(LogsDir(job_id, attempt), ec);
+  if (other_attempt_live) return;
+  bool job_gone = true;
+  for (const std::string& job_dir : {JobRunsDir(job_id), JobLogsDir(job_id)}) {
+    if (!std::filesystem::exists(job_dir, ec)) continue;
+    if (std::filesystem::is_empty(job_dir, ec) && !ec) {
+      std::filesystem::remove(job_dir, ec);
+    } else {
+      job_gone = false;
+    }
   }
+  if (job_gone) std::filesystem::remove_all(WorkDir(job_id), ec);
+}
+
+// Only the three control files go (and the directories they leave empty):
+// where output shares the attempt directory, it stays until Forget. An
+// attempt still running, or not yet delivered, is left alone.
+void LocalExecutor::Release(model::JobId job_id, int attempt) {
+  const Key key{job_id, attempt};
+  {
+    std::lock_guard lock(mu_);
+    if (attempts_.count(key) != 0 || finished_.count(key) == 0) return;
+  }
+  const std::string dir = AttemptDir(job_id, attempt);
+  for (const char* name : {files::kResult, files::kState, files::kClaim}) {
+    (void)::unlink((dir + "/" + name).c_str());  // absent (never written, or released before): fine
+  }
+  if (::rmdir(dir.c_str()) == 0) (void)::rmdir(JobRunsDir(job_id).c_str());  // fails while another attempt is there
 }
 
 void LocalExecutor::Shutdown() {
@@ -662,7 +718,9 @@ std::optional<RunResult> LocalExecutor::CheckChild(const Key& key, Tracked& t) {
   std::string why = WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
                                         : "exited with status " + std::to_string(WEXITSTATUS(status));
   std::string reason = "the supervisor " + why + " without a result";
-  if (std::string last = LastLine(dir + "/" + files::kSupervisorLog); !last.empty()) reason += ": " + last;
+  if (std::string last = LastLine(LogsDir(key.first, key.second) + "/" + files::kSupervisorLog); !last.empty()) {
+    reason += ": " + last;
+  }
   return Lost(key, std::move(reason));
 }
 

@@ -18,7 +18,7 @@ Error Malformed(const std::string& what, const std::exception& e) {
 json LaunchSpecToJson(const LaunchSpec& spec) {
   // The supervisor's spec format, minus what only the side that runs it
   // knows (its work directory, whether it uses cgroups), plus the node.
-  json doc = files::SpecToJson(files::AttemptSpec{spec, "", false, std::nullopt});
+  json doc = files::SpecToJson(files::AttemptSpec{spec, "", false, std::nullopt, ""});
   doc.erase("work_dir");
   doc.erase("use_cgroups");
   doc["node"] = spec.node;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <utility>
 
 namespace unisched::supervisor {
 
@@ -14,9 +15,10 @@ CappedLog::~CappedLog() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-void CappedLog::Open(const std::string& path, int64_t cap) {
+void CappedLog::Open(const std::string& path, int64_t cap, std::function<int()> make_dir) {
   path_ = path;
   cap_ = cap;
+  make_dir_ = std::move(make_dir);
 }
 
 void CappedLog::Append(const char* data, size_t size) {
@@ -38,6 +40,8 @@ void CappedLog::Append(const char* data, size_t size) {
 
 void CappedLog::WriteAll(const char* data, size_t size) {
   if (fd_ < 0 && open_error_ == 0 && !path_.empty()) {
+    if (make_dir_) open_error_ = make_dir_();
+    if (open_error_ != 0) return;
     fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
     if (fd_ < 0) open_error_ = errno;
   }

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace unisched::supervisor {
@@ -18,8 +19,9 @@ class CappedLog {
   ~CappedLog();
 
   // Where the output goes, created (truncated) when the first byte comes.
-  // cap <= 0: no cap.
-  void Open(const std::string& path, int64_t cap);
+  // cap <= 0: no cap. make_dir, if given, runs just before that creation
+  // and returns 0 or the errno (the directory is made by the first byte too).
+  void Open(const std::string& path, int64_t cap, std::function<int()> make_dir = {});
   // Keeps what fits under the cap; on the first byte past it writes
   // "[unisched: output truncated at N bytes]" on a line of its own.
   void Append(const char* data, size_t size);
@@ -32,6 +34,7 @@ class CappedLog {
   void WriteAll(const char* data, size_t size);
 
   std::string path_;
+  std::function<int()> make_dir_;
   int fd_ = -1;
   int open_error_ = 0;
   int64_t cap_ = 0;

@@ -52,6 +52,42 @@ int64_t NowMillis() {
       .count();
 }
 
+// mkdir that accepts an existing directory. Returns 0 or the errno.
+int MakeDir(const std::string& path, mode_t mode) {
+  if (::mkdir(path.c_str(), mode) == 0 || errno == EEXIST) return 0;
+  return errno;
+}
+
+// <root>/<job>/<attempt>, 0700 by the umask; the executor made <root>.
+// A retention pass may remove an empty <job> directory between our two
+// mkdirs: then make it again. Returns 0 or the errno.
+int MakeJobAndAttemptDir(const std::string& dir) {
+  const size_t slash = dir.find_last_of('/');
+  const std::string job_dir = slash != std::string::npos && slash > 0 ? dir.substr(0, slash) : std::string();
+  int err = 0;
+  for (int i = 0; i < 3; ++i) {
+    if (!job_dir.empty()) {
+      if ((err = MakeDir(job_dir, 0700)) != 0) return err;
+    }
+    if ((err = MakeDir(dir, 0700)) != ENOENT) return err;
+  }
+  return err;
+}
+
+// The attempt's output directory (the spec's log_dir): made by the first
+// byte of output or diagnostics, like the files in it, so a quiet attempt
+// creates no inode there (it is on disk, while the attempt directory may be
+// on a tmpfs). Empty: the attempt directory, which exists already.
+std::string g_log_dir;
+bool g_log_dir_made = false;
+
+int EnsureLogDir() {
+  if (g_log_dir.empty() || g_log_dir_made) return 0;
+  const int err = MakeJobAndAttemptDir(g_log_dir);
+  g_log_dir_made = err == 0;
+  return err;
+}
+
 // supervisor.log, created by the first diagnostic: most attempts have none,
 // and an inode not created is the cheapest. Until the attempt directory
 // exists (or if the log cannot be created) diagnostics go to stderr, which
@@ -70,7 +106,7 @@ void Log(const char* format, ...) {
   if (n < 0) return;
   size_t len = std::min(static_cast<size_t>(n), sizeof line - 2);
   line[len++] = '\n';
-  if (g_log_fd < 0 && !g_log_path.empty()) {
+  if (g_log_fd < 0 && !g_log_path.empty() && EnsureLogDir() == 0) {
     g_log_fd = ::open(g_log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   }
   const int fd = g_log_fd >= 0 ? g_log_fd : STDERR_FILENO;
@@ -79,12 +115,6 @@ void Log(const char* format, ...) {
 }
 
 using containment::ReadAll;  // the spec memfd on stdin
-
-// mkdir that accepts an existing directory. Returns 0 or the errno.
-int MakeDir(const std::string& path, mode_t mode) {
-  if (::mkdir(path.c_str(), mode) == 0 || errno == EEXIST) return 0;
-  return errno;
-}
 
 // With fds 0-2 closed, a pipe could become the job's "stdout" by accident.
 void EnsureStandardFds() {
@@ -141,7 +171,6 @@ class Supervisor {
   int Run();
 
  private:
-  int MakeAttemptDir();
   ClaimResult Claim();
   RunResult Supervise();
   std::string MakeWorkDir(const Account& account);
@@ -152,9 +181,11 @@ class Supervisor {
   void DrainPipe(int& fd, CappedLog& log);
   void WriteState();
   std::string Path(const char* name) const { return dir_ + "/" + name; }
+  // Output files: in the spec's log_dir, or beside the control files.
+  std::string LogPath(const char* name) const { return (g_log_dir.empty() ? dir_ : g_log_dir) + "/" + name; }
 
   std::string dir_;
-  std::string spec_text_;
+  Result<files::AttemptSpec> parsed_spec_ = Error::Internal("no spec read");
   int claim_fd_ = -1;
   int signal_fd_ = -1;
   int64_t started_at_ms_ = 0;
@@ -183,12 +214,15 @@ int Supervisor::Run() {
 
   // The spec comes first: it is the executor's memfd on fd 0, and reading
   // it costs no file.
-  spec_text_ = ReadAll(STDIN_FILENO);
-  if (int err = MakeAttemptDir()) {
+  // Parsed here, so that even the first diagnostic goes where the spec says;
+  // a malformed spec becomes the attempt's launch failure below.
+  parsed_spec_ = files::SpecFromJson(ReadAll(STDIN_FILENO));
+  if (parsed_spec_.ok()) g_log_dir = parsed_spec_->log_dir;
+  g_log_path = LogPath(files::kSupervisorLog);
+  if (int err = MakeJobAndAttemptDir(dir_)) {
     Log("cannot create %s: %s", dir_.c_str(), std::strerror(err));
     return 1;
   }
-  g_log_path = Path(files::kSupervisorLog);
 
   switch (Claim()) {
     case ClaimResult::kOwned:
@@ -226,22 +260,6 @@ int Supervisor::Run() {
     return 1;
   }
   return 0;
-}
-
-// <runs_dir>/<job>/<attempt>, 0700 by the umask; the executor made runs_dir.
-// A retention pass may remove an empty <job> directory between our two
-// mkdirs: then make it again.
-int Supervisor::MakeAttemptDir() {
-  const size_t slash = dir_.find_last_of('/');
-  const std::string job_dir = slash != std::string::npos && slash > 0 ? dir_.substr(0, slash) : std::string();
-  int err = 0;
-  for (int i = 0; i < 3; ++i) {
-    if (!job_dir.empty()) {
-      if ((err = MakeDir(job_dir, 0700)) != 0) return err;
-    }
-    if ((err = MakeDir(dir_, 0700)) != ENOENT) return err;
-  }
-  return err;
 }
 
 // One file is claim and lock: the exclusive create decides which supervisor
@@ -288,9 +306,8 @@ RunResult Supervisor::Supervise() {
     return result;
   };
 
-  auto spec = files::SpecFromJson(spec_text_);
-  if (!spec.ok()) return fail(spec.error().message);
-  spec_ = std::move(spec).value();
+  if (!parsed_spec_.ok()) return fail(parsed_spec_.error().message);
+  spec_ = std::move(parsed_spec_).value();
   const executor::LaunchSpec& launch = spec_.launch;
   result.job_id = launch.job_id;
   result.attempt = launch.attempt;
@@ -348,8 +365,8 @@ RunResult Supervisor::Supervise() {
   }
 
   // Created by their first byte: a silent job leaves neither file.
-  stdout_log_.Open(Path(files::kStdout), launch.log_cap_bytes);
-  stderr_log_.Open(Path(files::kStderr), launch.log_cap_bytes);
+  stdout_log_.Open(LogPath(files::kStdout), launch.log_cap_bytes, EnsureLogDir);
+  stderr_log_.Open(LogPath(files::kStderr), launch.log_cap_bytes, EnsureLogDir);
 
   if (CancelPending()) {
     result.outcome = RunOutcome::kCancelled;
@@ -555,7 +572,7 @@ RunResult Supervisor::Watch(const JobSpec& job_spec, RunResult result) {
 
   for (const auto& [log, name] : {std::pair{&stdout_log_, files::kStdout}, std::pair{&stderr_log_, files::kStderr}}) {
     if (log->open_error() != 0) {
-      Log("cannot create %s, the job's output is lost: %s", Path(name).c_str(), std::strerror(log->open_error()));
+      Log("cannot create %s, the job's output is lost: %s", LogPath(name).c_str(), std::strerror(log->open_error()));
     }
   }
 

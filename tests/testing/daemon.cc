@@ -60,6 +60,12 @@ void TestDaemon::UseConfigText(const std::string& yaml) {
 TestDaemon::~TestDaemon() {
   if (pid_ > 0) Kill9();
   std::error_code ec;
+  // The attempts' control files on the tmpfs (docs/execution.md), which a
+  // daemon killed mid-run leaves behind; runtime-dir says where they are.
+  std::string runtime;
+  if (std::ifstream in(state_dir_ + "/runtime-dir"); in && std::getline(in, runtime) && !runtime.empty()) {
+    fs::remove_all(fs::path(runtime).parent_path(), ec);
+  }
   fs::remove_all(state_dir_, ec);
 }
 

@@ -43,6 +43,7 @@ struct ExecutorSettings {
   bool use_cgroups = true;                         // cgroup v1 groups where the machine has them
   int pids_limit = 4096;                           // per job
   std::string supervisor_path;                     // empty: unisched-supervisor beside the binary
+  std::string runtime_dir;                         // attempts' control files; empty: a tmpfs, else <state_dir>/runs
 };
 
 // A project of the file. Its policy keys become a model::ProjectPolicy in

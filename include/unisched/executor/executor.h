@@ -97,12 +97,20 @@ class Executor {
   virtual std::string LogPath(model::JobId job_id, int attempt, std::string_view stream) const = 0;
   // Removes an attempt's files (retention); attempt 0: every attempt of the job.
   virtual void Forget(model::JobId job_id, int attempt) = 0;
+  // The attempt's result is durably recorded by the caller: its control
+  // files (claim, state, result) are no longer needed to recover it, and may
+  // go now rather than at retention. Its output stays until Forget.
+  virtual void Release(model::JobId job_id, int attempt) {
+    (void)job_id;
+    (void)attempt;
+  }
   // Stops watching; running supervisors keep running.
   virtual void Shutdown() = 0;
 };
 
 struct LocalExecutorOptions {
-  std::string runs_dir;         // supervisor state, logs: <runs_dir>/<job>/<attempt>/ (root only)
+  std::string runs_dir;         // supervisor state: <runs_dir>/<job>/<attempt>/ (root only; may be a tmpfs)
+  std::string logs_dir;         // stdout, stderr, supervisor.log: <logs_dir>/<job>/<attempt>/; empty: runs_dir
   std::string work_root;        // job working directories: <work_root>/<job>/ (owned by the job's user)
   std::string supervisor_path;  // the unisched-supervisor executable
   bool use_cgroups = true;

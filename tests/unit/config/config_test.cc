@@ -264,9 +264,10 @@ TEST(LoadConfigText, ReportsEveryErrorWithItsPath) {
        {"store.synchronous", "store.group_commit_max_batch", "store.job_retention_days", "store.max_log_bytes"},
        "expected one of: full, normal, off (did you mean 'full'?)"},
       {"executor values",
-       Doc().Extra(
-           "executor: {default_unix_user: Root, kill_grace_seconds: -1, pids_limit: 0, supervisor_path: bin/x}\n"),
-       {"executor.default_unix_user", "executor.kill_grace_seconds", "executor.pids_limit", "executor.supervisor_path"},
+       Doc().Extra("executor: {default_unix_user: Root, kill_grace_seconds: -1, pids_limit: 0, supervisor_path: bin/x, "
+                   "runtime_dir: run}\n"),
+       {"executor.default_unix_user", "executor.kill_grace_seconds", "executor.pids_limit", "executor.supervisor_path",
+        "executor.runtime_dir"},
        "must be a Unix user name"},
 
       // Pools and nodes.

@@ -639,5 +639,71 @@ TEST_F(ExecutorTest, AttemptAndWorkDirectoriesArePrivate) {
   EXPECT_EQ(st.st_uid, ::getpwnam(kJobUser)->pw_uid);
 }
 
+// The daemon's layout: control files in runs_dir (a tmpfs), output in
+// logs_dir (disk). Output goes to the logs directory, made only by output;
+// Release takes the control files once the result is recorded and leaves
+// the output; Forget takes the rest.
+TEST_F(ExecutorTest, WithALogsDirOutputStaysOnDiskAndReleaseTakesOnlyTheControlFiles) {
+  executor_.reset();
+  options_.logs_dir = base_ + "/logs";
+  executor_ = MakeLocalExecutor(options_, results_.Sink());
+  const auto logs_of = [&](const LaunchSpec& spec) {
+    return options_.logs_dir + "/" + std::to_string(spec.job_id) + "/" + std::to_string(spec.attempt);
+  };
+
+  const LaunchSpec talker = Spec({"/bin/sh", "-c", "echo hello; echo oops >&2"});
+  ASSERT_EQ(Run(talker).outcome, RunOutcome::kCompleted);
+  EXPECT_EQ(executor_->LogPath(talker.job_id, talker.attempt, "stdout"), logs_of(talker) + "/stdout");
+  EXPECT_EQ(Stdout(talker), "hello\n");
+  EXPECT_EQ(Stderr(talker), "oops\n");
+  EXPECT_TRUE(fs::exists(AttemptDir(talker) + "/result.json"));
+  EXPECT_TRUE(fs::exists(AttemptDir(talker) + "/claim"));
+  EXPECT_FALSE(fs::exists(AttemptDir(talker) + "/stdout"));
+  EXPECT_FALSE(fs::exists(logs_of(talker) + "/claim"));
+
+  const LaunchSpec quiet = Spec({"true"});
+  ASSERT_EQ(Run(quiet).outcome, RunOutcome::kCompleted);
+  EXPECT_FALSE(fs::exists(options_.logs_dir + "/" + std::to_string(quiet.job_id))) << "a silent attempt made a dir";
+  EXPECT_EQ(Stdout(quiet), "");
+
+  executor_->Release(talker.job_id, talker.attempt);
+  EXPECT_FALSE(fs::exists(options_.runs_dir + "/" + std::to_string(talker.job_id)));
+  EXPECT_EQ(Stdout(talker), "hello\n");
+  // Released: launching it again still runs nothing.
+  ASSERT_TRUE(executor_->Launch(talker).ok());
+  EXPECT_FALSE(fs::exists(AttemptDir(talker)));
+
+  // A running attempt keeps its files whatever Release says.
+  const LaunchSpec sleeper = Spec({"/bin/sleep", "30"});
+  ASSERT_TRUE(executor_->Launch(sleeper).ok());
+  ASSERT_TRUE(Eventually([&] { return fs::exists(AttemptDir(sleeper) + "/state.json"); }));
+  executor_->Release(sleeper.job_id, sleeper.attempt);
+  EXPECT_TRUE(fs::exists(AttemptDir(sleeper) + "/claim"));
+  executor_->Cancel(sleeper.job_id, sleeper.attempt);
+  ASSERT_TRUE(results_.Wait(sleeper.job_id).has_value());
+
+  executor_->Forget(talker.job_id, 0);
+  EXPECT_FALSE(fs::exists(options_.logs_dir + "/" + std::to_string(talker.job_id)));
+  EXPECT_FALSE(fs::exists(options_.work_root + "/" + std::to_string(talker.job_id)));
+}
+
+// After a host restart the tmpfs runs_dir is gone while the output
+// directory remains: an attempt the store records as running may have run,
+// so it is lost (the retry policy decides), not started again unseen.
+TEST_F(ExecutorTest, AnAttemptRecoveredAfterTheRunsDirVanishedIsLostNotRunAgain) {
+  executor_.reset();
+  options_.logs_dir = base_ + "/logs";
+  fs::create_directories(options_.logs_dir);
+  ASSERT_FALSE(fs::exists(options_.runs_dir));
+  executor_ = MakeLocalExecutor(options_, results_.Sink());
+  const LaunchSpec spec = Spec({"true"});  // launched, it would complete
+  executor_->Recover(spec);
+  const auto r = results_.Wait(spec.job_id);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->outcome, RunOutcome::kLost);
+  EXPECT_NE(r->reason.find("are gone"), std::string::npos) << r->reason;
+  EXPECT_FALSE(fs::exists(AttemptDir(spec)));
+}
+
 }  // namespace
 }  // namespace unisched::executor
