@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <pwd.h>
 #include <spawn.h>
@@ -11,6 +12,7 @@
 #include <sys/eventfd.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -107,8 +109,11 @@ std::string LastLine(const std::string& path) {
   return nl == std::string::npos ? *text : text->substr(nl + 1);
 }
 
-// The pid of the supervisor that claimed `dir`, if it is still that
-// supervisor (its command line names the directory): pids get reused.
+// The pid of the supervisor that claimed `dir`, while it lives: it holds
+// the claim's lock for its whole life, so a held lock means the pid in the
+// claim is still that supervisor (a pid reused by another process holds no
+// lock). Supervisors forked by the zygote all have the zygote's command
+// line, so that cannot tell them apart.
 pid_t LiveSupervisorPid(const std::string& dir) {
   pid_t pid = 0;
   if (auto claim = files::ReadWholeFile(dir + "/" + files::kClaim)) pid = std::atoi(claim->c_str());
@@ -119,13 +124,7 @@ pid_t LiveSupervisorPid(const std::string& dir) {
     }
   }
   if (pid <= 0) return 0;
-  auto cmdline = files::ReadWholeFile("/proc/" + std::to_string(pid) + "/cmdline");
-  if (!cmdline) return 0;
-  // argv[1] of "unisched-supervisor ATTEMPT_DIR".
-  const size_t first = cmdline->find('\0');
-  if (first == std::string::npos) return 0;
-  const std::string arg = cmdline->substr(first + 1, cmdline->find('\0', first + 1) - first - 1);
-  return arg == dir ? pid : 0;
+  return ProbeLock(dir) == LockState::kHeld ? pid : 0;
 }
 
 RunResult Lost(const Key& key, std::string reason) {
@@ -167,12 +166,166 @@ void KillLeftovers(const std::string& attempt_dir, const Key& key) {
   }
 }
 
+// posix_spawn of the supervisor executable: no fork of the (large,
+// threaded) daemon, nothing inherited but stdin (`stdin_fd`, or /dev/null)
+// and, when given, `fd3` as fd 3; an empty environment, its own session.
+// stdout and stderr are /dev/null: the supervisor opens supervisor.log
+// itself, only when it has something to say.
+Result<pid_t> SpawnSupervisorProcess(const std::string& supervisor_path, const std::string& arg, int stdin_fd,
+                                     int fd3 = -1) {
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attr;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawnattr_init(&attr);
+  if (stdin_fd >= 0) {
+    posix_spawn_file_actions_adddup2(&actions, stdin_fd, 0);  // dup2 clears close-on-exec
+  } else {
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  }
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  if (fd3 >= 0) posix_spawn_file_actions_adddup2(&actions, fd3, 3);  // fd3 > 3 (see the zygote)
+  posix_spawn_file_actions_addclosefrom_np(&actions, fd3 >= 0 ? 4 : 3);
+  // Blocked from the first instruction: a cancel sent right away waits in
+  // the supervisor's signalfd rather than killing it before it is ready.
+  // (The zygote keeps them blocked, and its supervisors inherit that.)
+  sigset_t blocked;
+  sigemptyset(&blocked);
+  for (int sig : {SIGTERM, SIGINT, SIGCHLD, SIGUSR1}) sigaddset(&blocked, sig);
+  sigset_t defaults;
+  sigfillset(&defaults);
+  posix_spawnattr_setsigmask(&attr, &blocked);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSID);
+
+  std::string path = supervisor_path;
+  std::string arg_copy = arg;
+  char* argv[] = {path.data(), arg_copy.data(), nullptr};
+  char* envp[] = {nullptr};
+  pid_t pid = -1;
+  const int rc = ::posix_spawn(&pid, path.c_str(), &actions, &attr, argv, envp);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) return Error::Unavailable("cannot start the supervisor '" + path + "': " + Errno(rc));
+  return pid;
+}
+
+// The supervisor zygote (src/supervisor/zygote.h): one `unisched-supervisor
+// --zygote` per executor, started at the first launch, forks supervisors on
+// request. They are our children all the same (CLONE_PARENT). Any failure
+// (it died, it is stuck, it refused) tears it down and reports an error, and
+// the caller spawns the supervisor itself; the next launch starts a new one.
+class SupervisorZygote {
+ public:
+  explicit SupervisorZygote(std::string supervisor_path) : supervisor_path_(std::move(supervisor_path)) {}
+  SupervisorZygote(const SupervisorZygote&) = delete;
+  SupervisorZygote& operator=(const SupervisorZygote&) = delete;
+  ~SupervisorZygote() { Stop(); }
+
+  // A supervisor for `attempt_dir` reading its spec from `spec_fd`: its pid.
+  Result<pid_t> Start(const std::string& attempt_dir, int spec_fd) {
+    std::lock_guard lock(mu_);
+    if (stopped_) return Error::Unavailable("the zygote is stopped");
+    if (socket_ < 0) {
+      if (Status s = Launch(); !s.ok()) return s.error();
+    }
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    iovec iov{const_cast<char*>(attempt_dir.data()), attempt_dir.size()};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &spec_fd, sizeof(int));
+    ssize_t n;
+    do {
+      n = ::sendmsg(socket_, &msg, MSG_NOSIGNAL);
+    } while (n < 0 && errno == EINTR);
+    if (n != static_cast<ssize_t>(attempt_dir.size())) return Fail("cannot send to the zygote: " + Errno(errno));
+    // A fork takes well under a millisecond; a zygote silent this long is stuck.
+    pollfd p{socket_, POLLIN, 0};
+    int ready;
+    do {
+      ready = ::poll(&p, 1, kReplyTimeoutMillis);
+    } while (ready < 0 && errno == EINTR);
+    int32_t reply = 0;
+    if (ready <= 0 || ::recv(socket_, &reply, sizeof reply, 0) != static_cast<ssize_t>(sizeof reply)) {
+      return Fail("no answer from the zygote");
+    }
+    if (reply <= 0) return Error::Unavailable("the zygote could not fork: " + Errno(-reply));
+    return static_cast<pid_t>(reply);
+  }
+
+  // Closing our end ends it (it reads EOF); its supervisors run on.
+  void Stop() {
+    std::lock_guard lock(mu_);
+    stopped_ = true;
+    TearDown(/*kill=*/false);
+  }
+
+ private:
+  static constexpr int kReplyTimeoutMillis = 5000;
+
+  Status Launch() {  // REQUIRES mu_
+    int pair[2];
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
+      return Error::Unavailable("cannot make the zygote's socket: " + Errno(errno));
+    }
+    // Its end goes to fd 3 of the zygote; a number above 3 makes the dup2
+    // a real one, which clears close-on-exec.
+    const int theirs = ::fcntl(pair[1], F_DUPFD_CLOEXEC, 10);
+    ::close(pair[1]);
+    if (theirs < 0) {
+      ::close(pair[0]);
+      return Error::Unavailable("cannot make the zygote's socket: " + Errno(errno));
+    }
+    auto pid = SpawnSupervisorProcess(supervisor_path_, "--zygote", -1, theirs);
+    ::close(theirs);
+    if (!pid.ok()) {
+      ::close(pair[0]);
+      return pid.error();
+    }
+    socket_ = pair[0];
+    pid_ = *pid;
+    return Status::Ok();
+  }
+
+  Error Fail(std::string why) {  // REQUIRES mu_
+    TearDown(/*kill=*/true);
+    return Error::Unavailable(std::move(why));
+  }
+
+  void TearDown(bool kill) {  // REQUIRES mu_
+    if (socket_ >= 0) ::close(socket_);
+    socket_ = -1;
+    if (pid_ > 0) {
+      if (kill) ::kill(pid_, SIGKILL);
+      // Only its own pid: the supervisors are our children too, and theirs
+      // is the watcher's to reap.
+      while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+      }
+    }
+    pid_ = -1;
+  }
+
+  const std::string supervisor_path_;
+  std::mutex mu_;
+  int socket_ = -1;       // GUARDED_BY(mu_)
+  pid_t pid_ = -1;        // GUARDED_BY(mu_)
+  bool stopped_ = false;  // GUARDED_BY(mu_)
+};
+
 class LocalExecutor final : public Executor {
  public:
   LocalExecutor(LocalExecutorOptions options, ResultSink sink)
       : options_(std::move(options)),
         sink_(std::move(sink)),
-        runs_vanished_(SeparateLogs() && !Exists(options_.runs_dir) && Exists(options_.logs_dir)) {
+        runs_vanished_(SeparateLogs() && !Exists(options_.runs_dir) && Exists(options_.logs_dir)),
+        zygote_(options_.supervisor_path) {
     wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
     if (epoll_fd_ >= 0 && wake_fd_ >= 0) {
@@ -252,6 +405,7 @@ class LocalExecutor final : public Executor {
   // attempts is still there: the host restarted (or someone removed it), so
   // an attempt recovered without files may have run, and is lost, not new.
   const bool runs_vanished_;
+  SupervisorZygote zygote_;
   int wake_fd_ = -1;
   int epoll_fd_ = -1;  // the wake eventfd and every child's pidfd
   std::thread watcher_;
@@ -410,44 +564,18 @@ Result<int> SpecMemfd(const files::AttemptSpec& spec) {
   return fd;
 }
 
-// posix_spawn: no fork of the (large, threaded) daemon, nothing inherited
-// but the spec on stdin, an empty environment, its own session. stdout and
-// stderr are /dev/null: the supervisor opens supervisor.log itself, only
-// when it has something to say.
 Result<pid_t> LocalExecutor::Spawn(const LaunchSpec& spec, const std::string& attempt_dir,
                                    std::optional<files::ResolvedAccount> account) {
   auto spec_fd = SpecMemfd(files::AttemptSpec{spec, WorkDir(spec.job_id), options_.use_cgroups, std::move(account),
                                               SeparateLogs() ? LogsDir(spec.job_id, spec.attempt) : std::string()});
   if (!spec_fd.ok()) return spec_fd.error();
-  posix_spawn_file_actions_t actions;
-  posix_spawnattr_t attr;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawnattr_init(&attr);
-  posix_spawn_file_actions_adddup2(&actions, *spec_fd, 0);  // dup2 clears close-on-exec
-  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
-  // Blocked from the first instruction: a cancel sent right away waits in
-  // the supervisor's signalfd rather than killing it before it is ready.
-  sigset_t blocked;
-  sigemptyset(&blocked);
-  for (int sig : {SIGTERM, SIGINT, SIGCHLD, SIGUSR1}) sigaddset(&blocked, sig);
-  sigset_t defaults;
-  sigfillset(&defaults);
-  posix_spawnattr_setsigmask(&attr, &blocked);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSID);
-
-  std::string path = options_.supervisor_path;
-  std::string arg = attempt_dir;
-  char* argv[] = {path.data(), arg.data(), nullptr};
-  char* envp[] = {nullptr};
-  pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, path.c_str(), &actions, &attr, argv, envp);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
+  // The zygote's fork is the cheap way; an exec of the supervisor is the
+  // way that needs nothing running. Should the zygote have forked and its
+  // answer been lost, the second supervisor finds the attempt claimed and
+  // exits: the claim, not this choice, makes the attempt run once.
+  Result<pid_t> pid = zygote_.Start(attempt_dir, *spec_fd);
+  if (!pid.ok()) pid = SpawnSupervisorProcess(options_.supervisor_path, attempt_dir, *spec_fd);
   ::close(*spec_fd);
-  if (rc != 0) return Error::Unavailable("cannot start the supervisor '" + path + "': " + Errno(rc));
   return pid;
 }
 
@@ -585,6 +713,7 @@ void LocalExecutor::Shutdown() {
     }
     Wake();
     if (watcher_.joinable()) watcher_.join();
+    zygote_.Stop();
     std::lock_guard lock(mu_);
     for (auto& [key, t] : attempts_) ClosePidfd(t);
   });

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -703,6 +704,58 @@ TEST_F(ExecutorTest, AnAttemptRecoveredAfterTheRunsDirVanishedIsLostNotRunAgain)
   EXPECT_EQ(r->outcome, RunOutcome::kLost);
   EXPECT_NE(r->reason.find("are gone"), std::string::npos) << r->reason;
   EXPECT_FALSE(fs::exists(AttemptDir(spec)));
+}
+
+// Supervisors come from the zygote's fork, yet are the executor's children
+// (CLONE_PARENT), so waitpid and exit statuses work as for a spawned one. A
+// zygote that dies is replaced (or bypassed) at the next launch.
+TEST_F(ExecutorTest, SupervisorsForkedByTheZygoteAreOurChildrenAndADeadZygoteIsReplaced) {
+  const auto parent_and_cmdline = [](pid_t pid) {
+    const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+    const size_t close = stat.rfind(')');
+    const pid_t ppid = close == std::string::npos ? 0 : std::atoi(stat.c_str() + close + 4);
+    std::string cmdline = ReadFile("/proc/" + std::to_string(pid) + "/cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    return std::make_pair(ppid, cmdline);
+  };
+  const auto running_supervisor = [&](const LaunchSpec& spec) {
+    pid_t pid = 0;
+    EXPECT_TRUE(Eventually([&] {
+      pid = std::atoi(ReadFile(AttemptDir(spec) + "/claim").c_str());
+      return pid > 0;
+    }));
+    return pid;
+  };
+
+  const LaunchSpec first = Spec({"/bin/sleep", "30"});
+  ASSERT_TRUE(executor_->Launch(first).ok());
+  const pid_t supervisor = running_supervisor(first);
+  const auto [ppid, cmdline] = parent_and_cmdline(supervisor);
+  EXPECT_EQ(ppid, ::getpid());
+  EXPECT_NE(cmdline.find("--zygote"), std::string::npos) << cmdline;
+  // The zygote: our child with that command line that is not a supervisor.
+  pid_t zygote = 0;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = std::atoi(name.c_str());
+    const auto [parent, line] = parent_and_cmdline(pid);
+    if (pid != supervisor && parent == ::getpid() && line.find("--zygote") != std::string::npos) zygote = pid;
+  }
+  ASSERT_GT(zygote, 0);
+  executor_->Cancel(first.job_id, first.attempt);
+  const auto cancelled = results_.Wait(first.job_id);
+  ASSERT_TRUE(cancelled.has_value());
+  EXPECT_EQ(cancelled->outcome, RunOutcome::kCancelled) << cancelled->reason;
+
+  ASSERT_EQ(::kill(zygote, SIGKILL), 0);
+  for (int i = 0; i < 3; ++i) {  // the first after the death finds it gone; the rest use a new one
+    const LaunchSpec next = Spec({"/bin/sh", "-c", "echo again"});
+    const RunResult r = Run(next);
+    EXPECT_EQ(r.outcome, RunOutcome::kCompleted) << r.reason;
+    EXPECT_EQ(Stdout(next), "again\n");
+  }
+  EXPECT_FALSE(fs::exists("/proc/" + std::to_string(zygote))) << "the dead zygote was not reaped";
 }
 
 }  // namespace
