@@ -422,6 +422,12 @@ class LocalExecutor final : public Executor {
   std::set<Key> finished_;  // GUARDED_BY(mu_)
   bool stopping_ = false;   // GUARDED_BY(mu_)
   std::atomic<bool> roots_made_{false};
+  // Accounts resolved by Check, with when (see there).
+  static constexpr auto kAccountCacheTtl = std::chrono::seconds(5);
+  static constexpr size_t kAccountCacheSize = 4096;
+  std::mutex accounts_mu_;
+  std::map<std::string, std::pair<std::chrono::steady_clock::time_point, files::ResolvedAccount>>
+      accounts_;  // GUARDED_BY(accounts_mu_)
   std::once_flag shutdown_once_;
 };
 
@@ -490,31 +496,47 @@ Result<std::optional<files::ResolvedAccount>> LocalExecutor::Check(const LaunchS
     if (me != 0) return std::optional<files::ResolvedAccount>();  // runs as we do
     return Error::Unprocessable("no_user", "jobs never run as root: the launch names no unix_user", "unix_user");
   }
-  std::vector<char> buf(16384);
-  passwd pw{};
-  passwd* found = nullptr;
-  int rc = 0;
-  while ((rc = ::getpwnam_r(spec.unix_user.c_str(), &pw, buf.data(), buf.size(), &found)) == ERANGE) {
-    buf.resize(buf.size() * 2);
+  // The lookups read /etc/passwd and /etc/group and ask every NSS module
+  // (~60 us a launch here); a found account is reused for kAccountCacheTtl,
+  // so a change to it (a new group) applies to launches from then on, as
+  // with nscd. Failures are not kept: an account just created works at once.
+  const auto now = std::chrono::steady_clock::now();
+  std::optional<files::ResolvedAccount> account;
+  {
+    std::lock_guard lock(accounts_mu_);
+    auto cached = accounts_.find(spec.unix_user);
+    if (cached != accounts_.end() && now - cached->second.first < kAccountCacheTtl) account = cached->second.second;
   }
-  if (rc != 0) return Error::Internal("cannot look up user '" + spec.unix_user + "': " + Errno(rc));
-  if (found == nullptr) {
-    return Error::Unprocessable("unknown_user", "unknown user '" + spec.unix_user + "'", "unix_user");
+  if (!account) {
+    std::vector<char> buf(16384);
+    passwd pw{};
+    passwd* found = nullptr;
+    int rc = 0;
+    while ((rc = ::getpwnam_r(spec.unix_user.c_str(), &pw, buf.data(), buf.size(), &found)) == ERANGE) {
+      buf.resize(buf.size() * 2);
+    }
+    if (rc != 0) return Error::Internal("cannot look up user '" + spec.unix_user + "': " + Errno(rc));
+    if (found == nullptr) {
+      return Error::Unprocessable("unknown_user", "unknown user '" + spec.unix_user + "'", "unix_user");
+    }
+    std::vector<gid_t> groups(16);
+    int count = static_cast<int>(groups.size());
+    while (::getgrouplist(spec.unix_user.c_str(), pw.pw_gid, groups.data(), &count) < 0) {
+      groups.resize(std::max(static_cast<size_t>(count), groups.size() * 2));
+      count = static_cast<int>(groups.size());
+    }
+    groups.resize(static_cast<size_t>(count));
+    account = files::ResolvedAccount{pw.pw_uid, pw.pw_gid, std::vector<uint32_t>(groups.begin(), groups.end())};
+    std::lock_guard lock(accounts_mu_);
+    if (accounts_.size() >= kAccountCacheSize) accounts_.clear();  // a bound, not an LRU: refilled in one pass
+    accounts_[spec.unix_user] = {now, *account};
   }
-  if (pw.pw_uid == 0) {
+  if (account->uid == 0) {
     return Error::Unprocessable("root_user", "jobs never run as root ('" + spec.unix_user + "')", "unix_user");
   }
-  if (me != 0 && pw.pw_uid == me) return std::optional<files::ResolvedAccount>();  // already that user
-  if (me == 0 && spec.isolate) return std::optional<files::ResolvedAccount>();     // a leased sandbox uid
-  std::vector<gid_t> groups(16);
-  int count = static_cast<int>(groups.size());
-  while (::getgrouplist(spec.unix_user.c_str(), pw.pw_gid, groups.data(), &count) < 0) {
-    groups.resize(std::max(static_cast<size_t>(count), groups.size() * 2));
-    count = static_cast<int>(groups.size());
-  }
-  groups.resize(static_cast<size_t>(count));
-  return std::optional<files::ResolvedAccount>(
-      files::ResolvedAccount{pw.pw_uid, pw.pw_gid, std::vector<uint32_t>(groups.begin(), groups.end())});
+  if (me != 0 && account->uid == me) return std::optional<files::ResolvedAccount>();  // already that user
+  if (me == 0 && spec.isolate) return std::optional<files::ResolvedAccount>();        // a leased sandbox uid
+  return account;
 }
 
 // runs_dir (root only) and work_root (traversable by every job account, not

@@ -39,6 +39,9 @@ struct Options {
   std::string cgroup_root = "/sys/fs/cgroup";
   // Sub-directory of each hierarchy that holds all of our groups.
   std::string parent = "unisched";
+  // Reuse emptied v1 groups (<parent>/pool-<k>) instead of making and
+  // removing one per Create (containment.cc, docs/execution.md).
+  bool pool = true;
 };
 
 class Containment {
@@ -92,8 +95,11 @@ class Containment {
   // cgroup (an rlimit cannot be changed from outside here); an error leaves
   // the groups as they were or partly changed, and the caller discards them.
   Status SetLimits(const Limits& limits);
-  // Removes the groups. Retries briefly while exiting processes leave them;
-  // an error names the groups that could not be removed. Idempotent.
+  // Removes the groups: an empty v1 group of a Create goes back to the pool
+  // (renamed pool-<k>) when there is room and its job left little charged
+  // to it, the rest is removed. Retries briefly while exiting processes
+  // leave them; an error names the groups that could not be removed.
+  // Idempotent.
   Status Destroy();
   // SIGKILL to everything in the groups, again until they are empty (a
   // process can fork between the read of cgroup.procs and the kill; at most
@@ -110,6 +116,7 @@ class Containment {
 
  private:
   std::vector<std::string> GroupDirs() const;
+  bool ResetMemoryForPool() const;
 
   Limits limits_;
   std::string memory_dir_;
@@ -125,6 +132,7 @@ class Containment {
   // Precomputed "<dir>/cgroup.procs" so that JoinSelf allocates nothing.
   std::vector<std::string> procs_files_;
   pid_t pgid_ = 0;
+  bool pool_ = false;  // made by Create with Options::pool (not Find's leftovers)
 };
 
 }  // namespace unisched::containment

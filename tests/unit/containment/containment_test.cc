@@ -355,5 +355,108 @@ TEST(ContainmentTest, CgroupLimitsLeaveRlimitsAlone) {
   EXPECT_TRUE(c->Destroy().ok());
 }
 
+// The pool of emptied v1 groups, in a parent of this test's own (other
+// tests share the default one). A fixture removes what is left.
+class ContainmentPoolTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!HaveCgroupV1()) GTEST_SKIP() << "needs root and cgroup v1 memory/cpu/pids";
+    options_.parent = UniqueName("pool-parent");
+  }
+  void TearDown() override {
+    for (const std::string& dir : {Parent("memory"), Parent("cpu"), Parent("pids"), Parent("unified")}) {
+      if (!Exists(dir)) continue;
+      for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+        if (entry.is_directory()) ::rmdir(entry.path().c_str());
+      }
+      ::rmdir(dir.c_str());
+    }
+  }
+  std::string Parent(const std::string& hierarchy) const {
+    return "/sys/fs/cgroup/" + hierarchy + "/" + options_.parent;
+  }
+  Options options_;
+};
+
+TEST_F(ContainmentPoolTest, AnEmptiedGroupIsReusedWithTheNextGroupsOwnLimits) {
+  auto first = Containment::Create("first", Limits{64 << 20, 250, 7}, options_);
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  const pid_t pid = ForkJoined(*first, [] { return 0; });
+  ASSERT_EQ(WaitStatus(pid), 0);
+  ASSERT_TRUE(first->Destroy().ok());
+  for (const char* hierarchy : {"memory", "cpu", "pids"}) {
+    SCOPED_TRACE(hierarchy);
+    EXPECT_FALSE(Exists(Parent(hierarchy) + "/first"));
+    EXPECT_TRUE(Exists(Parent(hierarchy) + "/pool-0"));
+  }
+
+  // Taken by the next Create, which asks for no limits at all: none of the
+  // first group's may remain.
+  auto second = Containment::Create("second", Limits{}, options_);
+  ASSERT_TRUE(second.ok()) << second.error().message;
+  for (const char* hierarchy : {"memory", "cpu", "pids"}) {
+    SCOPED_TRACE(hierarchy);
+    EXPECT_FALSE(Exists(Parent(hierarchy) + "/pool-0"));
+    EXPECT_TRUE(Exists(Parent(hierarchy) + "/second"));
+  }
+  EXPECT_GT(std::stoll(ReadTrimmed(Parent("memory") + "/second/memory.limit_in_bytes")), int64_t{1} << 40);
+  EXPECT_EQ(ReadTrimmed(Parent("cpu") + "/second/cpu.cfs_quota_us"), "-1");
+  EXPECT_EQ(ReadTrimmed(Parent("pids") + "/second/pids.max"), "max");
+  EXPECT_FALSE(second->OomKilled());
+  ASSERT_TRUE(second->Destroy().ok());
+}
+
+// A group whose job was OOM-killed cannot be reset (the kernel's counter
+// stays), and one still charged with its job's memory would charge the next
+// job: both are removed, not pooled. A group with a process left is never
+// pooled either.
+TEST_F(ContainmentPoolTest, GroupsThatCannotStartCleanAreRemovedNotPooled) {
+  auto oom = Containment::Create("oom", Limits{32 << 20, 0, 0}, options_);
+  ASSERT_TRUE(oom.ok()) << oom.error().message;
+  const pid_t hog = ForkJoined(*oom, [] {
+    const size_t size = 200u << 20;
+    volatile char* p = static_cast<volatile char*>(std::malloc(size));
+    if (p == nullptr) return 2;
+    for (size_t i = 0; i < size; i += 4096) p[i] = 1;
+    return 0;
+  });
+  WaitStatus(hog);
+  ASSERT_TRUE(oom->OomKilled());
+  ASSERT_TRUE(oom->Destroy().ok());
+  EXPECT_FALSE(Exists(Parent("memory") + "/oom"));
+  EXPECT_FALSE(Exists(Parent("memory") + "/pool-0")) << "an OOM-killed memory group was pooled";
+
+  // 4 MiB in a tmpfs file stays charged to the group after its writer exits.
+  const std::string file = "/dev/shm/" + UniqueName("charge");
+  auto charged = Containment::Create("charged", Limits{64 << 20, 0, 0}, options_);
+  ASSERT_TRUE(charged.ok()) << charged.error().message;
+  const pid_t writer = ForkJoined(*charged, [&file] {
+    std::ofstream out(file);
+    const std::string block(1 << 20, 'x');
+    for (int i = 0; i < 4; ++i) out << block;
+    return out.good() ? 0 : 1;
+  });
+  ASSERT_EQ(WaitStatus(writer), 0);
+  ASSERT_TRUE(charged->Destroy().ok());
+  std::filesystem::remove(file);
+  EXPECT_FALSE(Exists(Parent("memory") + "/charged"));
+  EXPECT_FALSE(Exists(Parent("memory") + "/pool-0")) << "a memory group charged with 4 MiB was pooled";
+
+  auto busy = Containment::Create("busy", Limits{}, options_);
+  ASSERT_TRUE(busy.ok()) << busy.error().message;
+  const pid_t sleeper = ForkJoined(*busy, [] {
+    ::pause();
+    return 0;
+  });
+  ASSERT_TRUE(Eventually([&] { return !busy->Pids().empty(); }));
+  EXPECT_FALSE(busy->Destroy().ok());  // it cannot be removed while the process lives ...
+  for (const char* hierarchy : {"memory", "cpu", "pids"}) {
+    EXPECT_FALSE(Exists(Parent(hierarchy) + "/pool-0")) << hierarchy << ": a group with a process was pooled";
+  }
+  ::kill(sleeper, SIGKILL);
+  WaitStatus(sleeper);
+  EXPECT_TRUE(busy->Destroy().ok());  // ... and once it is gone, is pooled or removed
+}
+
 }  // namespace
 }  // namespace unisched::containment
