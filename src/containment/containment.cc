@@ -118,9 +118,12 @@ bool PutPooled(const std::string& dir) {
   return false;
 }
 
-bool NoProcesses(const std::string& dir) {
-  std::string procs;
-  return ReadFile(dir + "/cgroup.procs", procs) && procs.find_first_not_of(" \n") == std::string::npos;
+// No task at all in the v1 group: `tasks` lists every thread, also of a
+// process whose other threads are elsewhere, and a process already exiting,
+// which `cgroup.procs` leaves out.
+bool NoTasks(const std::string& dir) {
+  std::string tasks;
+  return ReadFile(dir + "/tasks", tasks) && tasks.find_first_not_of(" \n") == std::string::npos;
 }
 
 }  // namespace
@@ -463,8 +466,11 @@ Status Containment::Destroy() {
   // Emptied v1 groups go back to the pool where they can (see PutPooled).
   if (pool_) {
     for (std::string* dir : {&memory_dir_, &cpu_dir_, &pids_dir_}) {
-      if (dir->empty() || !NoProcesses(*dir)) continue;
+      if (dir->empty() || !NoTasks(*dir)) continue;
       if (dir == &memory_dir_ && !ResetMemoryForPool()) continue;
+      // Still counting a task on its way out: the next job would start one
+      // process short.
+      if (dir == &pids_dir_ && ReadNumber(pids_dir_ + "/pids.current") != 0) continue;
       if (PutPooled(*dir)) dir->clear();
     }
   }

@@ -456,6 +456,28 @@ TEST_F(ContainmentPoolTest, GroupsThatCannotStartCleanAreRemovedNotPooled) {
   ::kill(sleeper, SIGKILL);
   WaitStatus(sleeper);
   EXPECT_TRUE(busy->Destroy().ok());  // ... and once it is gone, is pooled or removed
+  for (const char* hierarchy : {"memory", "cpu", "pids"}) ::rmdir((Parent(hierarchy) + "/pool-0").c_str());
+
+  // A thread moved in alone (v1 allows it; its process stays elsewhere)
+  // keeps the group busy too.
+  auto thread_host = Containment::Create("thread", Limits{0, 0, 5}, options_);
+  ASSERT_TRUE(thread_host.ok()) << thread_host.error().message;
+  const std::string tasks = Parent("pids") + "/thread/tasks";
+  const pid_t owner = ::fork();
+  if (owner == 0) {
+    std::thread([&tasks] {
+      std::ofstream(tasks) << ::gettid() << std::flush;
+      ::pause();
+    }).detach();
+    ::pause();
+    ::_exit(0);
+  }
+  ASSERT_TRUE(Eventually([&] { return ReadTrimmed(Parent("pids") + "/thread/pids.current") == "1"; }));
+  EXPECT_FALSE(thread_host->Destroy().ok());  // not removable while the thread is there ...
+  EXPECT_FALSE(Exists(Parent("pids") + "/pool-0")) << "a pids group with a thread in it was pooled";
+  ::kill(owner, SIGKILL);
+  WaitStatus(owner);
+  EXPECT_TRUE(thread_host->Destroy().ok());  // ... and is once it is gone
 }
 
 }  // namespace
