@@ -375,6 +375,19 @@ class ContainmentPoolTest : public ::testing::Test {
   std::string Parent(const std::string& hierarchy) const {
     return "/sys/fs/cgroup/" + hierarchy + "/" + options_.parent;
   }
+  // The pooled groups (pool-<k>) of a hierarchy.
+  std::vector<std::string> Pooled(const std::string& hierarchy) const {
+    std::vector<std::string> out;
+    for (const auto& entry : std::filesystem::directory_iterator(Parent(hierarchy))) {
+      if (entry.path().filename().string().rfind("pool-", 0) == 0) out.push_back(entry.path().string());
+    }
+    return out;
+  }
+  void EmptyPools() const {
+    for (const char* hierarchy : {"memory", "cpu", "pids"}) {
+      for (const std::string& dir : Pooled(hierarchy)) ::rmdir(dir.c_str());
+    }
+  }
   Options options_;
 };
 
@@ -387,7 +400,7 @@ TEST_F(ContainmentPoolTest, AnEmptiedGroupIsReusedWithTheNextGroupsOwnLimits) {
   for (const char* hierarchy : {"memory", "cpu", "pids"}) {
     SCOPED_TRACE(hierarchy);
     EXPECT_FALSE(Exists(Parent(hierarchy) + "/first"));
-    EXPECT_TRUE(Exists(Parent(hierarchy) + "/pool-0"));
+    EXPECT_EQ(Pooled(hierarchy).size(), 1u);
   }
 
   // Taken by the next Create, which asks for no limits at all: none of the
@@ -396,7 +409,7 @@ TEST_F(ContainmentPoolTest, AnEmptiedGroupIsReusedWithTheNextGroupsOwnLimits) {
   ASSERT_TRUE(second.ok()) << second.error().message;
   for (const char* hierarchy : {"memory", "cpu", "pids"}) {
     SCOPED_TRACE(hierarchy);
-    EXPECT_FALSE(Exists(Parent(hierarchy) + "/pool-0"));
+    EXPECT_TRUE(Pooled(hierarchy).empty());
     EXPECT_TRUE(Exists(Parent(hierarchy) + "/second"));
   }
   EXPECT_GT(std::stoll(ReadTrimmed(Parent("memory") + "/second/memory.limit_in_bytes")), int64_t{1} << 40);
@@ -424,7 +437,7 @@ TEST_F(ContainmentPoolTest, GroupsThatCannotStartCleanAreRemovedNotPooled) {
   ASSERT_TRUE(oom->OomKilled());
   ASSERT_TRUE(oom->Destroy().ok());
   EXPECT_FALSE(Exists(Parent("memory") + "/oom"));
-  EXPECT_FALSE(Exists(Parent("memory") + "/pool-0")) << "an OOM-killed memory group was pooled";
+  EXPECT_TRUE(Pooled("memory").empty()) << "an OOM-killed memory group was pooled";
 
   // 4 MiB in a tmpfs file stays charged to the group after its writer exits.
   const std::string file = "/dev/shm/" + UniqueName("charge");
@@ -440,7 +453,7 @@ TEST_F(ContainmentPoolTest, GroupsThatCannotStartCleanAreRemovedNotPooled) {
   ASSERT_TRUE(charged->Destroy().ok());
   std::filesystem::remove(file);
   EXPECT_FALSE(Exists(Parent("memory") + "/charged"));
-  EXPECT_FALSE(Exists(Parent("memory") + "/pool-0")) << "a memory group charged with 4 MiB was pooled";
+  EXPECT_TRUE(Pooled("memory").empty()) << "a memory group charged with 4 MiB was pooled";
 
   auto busy = Containment::Create("busy", Limits{}, options_);
   ASSERT_TRUE(busy.ok()) << busy.error().message;
@@ -451,12 +464,12 @@ TEST_F(ContainmentPoolTest, GroupsThatCannotStartCleanAreRemovedNotPooled) {
   ASSERT_TRUE(Eventually([&] { return !busy->Pids().empty(); }));
   EXPECT_FALSE(busy->Destroy().ok());  // it cannot be removed while the process lives ...
   for (const char* hierarchy : {"memory", "cpu", "pids"}) {
-    EXPECT_FALSE(Exists(Parent(hierarchy) + "/pool-0")) << hierarchy << ": a group with a process was pooled";
+    EXPECT_TRUE(Pooled(hierarchy).empty()) << hierarchy << ": a group with a process was pooled";
   }
   ::kill(sleeper, SIGKILL);
   WaitStatus(sleeper);
   EXPECT_TRUE(busy->Destroy().ok());  // ... and once it is gone, is pooled or removed
-  for (const char* hierarchy : {"memory", "cpu", "pids"}) ::rmdir((Parent(hierarchy) + "/pool-0").c_str());
+  EmptyPools();
 
   // A thread moved in alone (v1 allows it; its process stays elsewhere)
   // keeps the group busy too.
@@ -474,7 +487,7 @@ TEST_F(ContainmentPoolTest, GroupsThatCannotStartCleanAreRemovedNotPooled) {
   }
   ASSERT_TRUE(Eventually([&] { return ReadTrimmed(Parent("pids") + "/thread/pids.current") == "1"; }));
   EXPECT_FALSE(thread_host->Destroy().ok());  // not removable while the thread is there ...
-  EXPECT_FALSE(Exists(Parent("pids") + "/pool-0")) << "a pids group with a thread in it was pooled";
+  EXPECT_TRUE(Pooled("pids").empty()) << "a pids group with a thread in it was pooled";
   ::kill(owner, SIGKILL);
   WaitStatus(owner);
   EXPECT_TRUE(thread_host->Destroy().ok());  // ... and is once it is gone
