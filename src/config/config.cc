@@ -17,20 +17,14 @@
 #include "config/errors.h"
 #include "config/parse.h"
 #include "config/version.h"
+#include "unisched/common/hash.h"
 
 namespace unisched::config {
 
-// FNV-1a 64: a stable content hash, so every job can record which config it
-// was admitted under, and equal files give equal versions on every host.
+// A stable content hash, so every job can record which config it was
+// admitted under, and equal files give equal versions on every host.
 std::string internal::ContentVersion(std::string_view text) {
-  uint64_t hash = 14695981039346656037ull;
-  for (unsigned char c : text) {
-    hash ^= c;
-    hash *= 1099511628211ull;
-  }
-  char out[17];
-  std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(hash));
-  return out;
+  return Fnv1a64Hex(text);
 }
 
 namespace {

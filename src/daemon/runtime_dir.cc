@@ -12,6 +12,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "unisched/common/hash.h"
+
 namespace unisched::daemon {
 namespace {
 
@@ -30,19 +32,6 @@ bool OwnPrivateDir(const std::string& path) {
   return S_ISDIR(st.st_mode) && st.st_uid == ::geteuid() && (st.st_mode & 077) == 0;
 }
 
-// 64-bit FNV-1a: a short stable name per state directory, so that daemons
-// with different state directories (tests run many) never share attempts.
-std::string NameFor(const std::string& state_dir) {
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : state_dir) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  char name[17];
-  std::snprintf(name, sizeof name, "%016llx", static_cast<unsigned long long>(h));
-  return name;
-}
-
 }  // namespace
 
 RuntimeDirChoice ChooseRuntimeRunsDir(const std::string& configured, const std::string& state_dir,
@@ -51,7 +40,9 @@ RuntimeDirChoice ChooseRuntimeRunsDir(const std::string& configured, const std::
   for (const std::string& root : roots) {
     if (!IsTmpfs(root)) continue;
     const std::string mine = root + "/unisched-" + std::to_string(::geteuid());
-    const std::string daemon_dir = mine + "/" + NameFor(state_dir);
+    // A stable name per state directory, so that daemons with different state
+    // directories (tests run many) never share attempts.
+    const std::string daemon_dir = mine + "/" + Fnv1a64Hex(state_dir);
     if (!OwnPrivateDir(mine) || !OwnPrivateDir(daemon_dir)) continue;
     return {daemon_dir + "/runs", "a tmpfs (" + root + "), named after the state directory " + state_dir, true};
   }
