@@ -54,6 +54,11 @@ stop_daemon() {
 
 cleanup() {
   stop_daemon
+  # Each daemon's attempt control files on the tmpfs (docs/execution.md):
+  # the file runtime-dir in its state directory says where.
+  for runtime in "$WORK"/*/runtime-dir; do
+    [[ -s $runtime ]] && rm -rf "$(dirname "$(head -n 1 "$runtime")")"
+  done
   rm -rf "$WORK"
 }
 trap cleanup EXIT
