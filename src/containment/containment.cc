@@ -233,14 +233,7 @@ Result<Containment> Containment::Create(const std::string& name, const Limits& l
   } else if (Exists(root + "/cgroup.controllers")) {
     unified = root;
   }
-  // Where the v1 groups hold every limit (a hybrid host), a v2 group would
-  // add only cgroup.kill, which the kill loop over the v1 groups'
-  // cgroup.procs replaces (a tree forking while it is killed takes a few
-  // rounds, each bounded by pids.max). Making and freeing it cost ~0.2 ms of
-  // the host's CPU per attempt (the freeing in kworkers), so it is made only
-  // where v1 leaves a limit (or the tree's pids) to it.
-  const bool v1_holds_all = !c.memory_dir_.empty() && !c.cpu_dir_.empty() && !c.pids_dir_.empty();
-  if (!unified.empty() && !v1_holds_all) {
+  if (!unified.empty()) {
     // On a v2 host the controllers v1 does not hold are enabled down to our
     // groups (root, then the parent: a group may only enable what its
     // parent passes on); a controller that cannot be enabled is left out.

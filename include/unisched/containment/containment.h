@@ -3,9 +3,9 @@
 // every process of the tree, whatever it did to its process group.
 //
 // On a cgroup v1 machine (hybrid mode) a Containment is a set of groups named
-// unisched/<name> under the memory, cpu and pids hierarchies (plus a group of
-// the same name under the cgroup v2 hierarchy, for cgroup.kill, only where
-// one of the three is missing). On a cgroup v2 machine the v2 group holds the limits itself:
+// unisched/<name> under the memory, cpu and pids hierarchies, plus a group of
+// the same name under the cgroup v2 hierarchy (no controllers there; it gives
+// cgroup.kill). On a cgroup v2 machine the v2 group holds the limits itself:
 // the memory, cpu and pids controllers are enabled down to it
 // (cgroup.subtree_control) and memory.max, cpu.max and pids.max written. Where cgroups are missing or not wanted, the
 // limits fall back to rlimits of the contained process (RLIMIT_AS for memory, RLIMIT_NPROC for pids; cpu has no rlimit
