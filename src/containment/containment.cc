@@ -87,13 +87,12 @@ std::string ErrnoText(int err) {
 // <parent>/pool-<k> instead of being removed, and a later Create renames it
 // to its own name and writes its limits. Making and removing a v1 memory or
 // cpu group allocates and frees per-cpu state (the frees run in kworkers):
-// ~0.4 ms of CPU per attempt on the test host, against a few renames and
-// writes. v2 groups cannot be renamed; they are made and removed as before.
-// Few slots, each looked at in order by every take and put (a stat each,
-// ~1-2 us): puts fill the lowest free slot and takes empty the lowest full
-// one, so with churn the pooled groups sit at the low slots and both find
-// one within a look or two. More slots would make a full or empty pool cost
-// more looks than the groups they keep would save.
+// with the pids group ~0.5 ms of the host's CPU per attempt on the test
+// host (docs/benchmarks.md), against a few renames and writes. v2 groups cannot be renamed; they are made and removed
+// as before. Few slots, each looked at in order by every take and put (a stat each, ~1-2 us): puts fill the lowest free
+// slot and takes empty the lowest full one, so with churn the pooled groups sit at the low slots and both find one
+// within a look or two. More slots would make a full or empty pool cost more looks than the groups they keep would
+// save.
 constexpr int kPoolSlots = 8;
 // A memory group still charged with more than this (page cache its job
 // left) is removed instead: the next job would start charged with it.
@@ -467,8 +466,8 @@ bool Containment::ResetMemoryForPool() const {
     if (WriteValue(memory_dir_ + "/" + file, "0") != 0) return false;
   }
   for (const char* file : {"memory.memsw.max_usage_in_bytes", "memory.memsw.failcnt"}) {
-    const std::string path = memory_dir_ + "/" + file;
-    if (Exists(path) && WriteValue(path, "0") != 0) return false;
+    const int err = WriteValue(memory_dir_ + "/" + file, "0");
+    if (err != 0 && err != ENOENT) return false;  // ENOENT: no swap accounting on this host
   }
   return true;
 }
