@@ -457,11 +457,20 @@ TEST_F(ContainmentPoolTest, GroupsThatCannotStartCleanAreRemovedNotPooled) {
 
   auto busy = Containment::Create("busy", Limits{}, options_);
   ASSERT_TRUE(busy.ok()) << busy.error().message;
-  const pid_t sleeper = ForkJoined(*busy, [] {
+  // The child joins the groups one after another: it reports only once it
+  // is in all of them (seeing it in the first is not enough; CI once
+  // checked between two joins and rightly found the pids group empty).
+  int joined[2];
+  ASSERT_EQ(::pipe(joined), 0);
+  const pid_t sleeper = ForkJoined(*busy, [&joined] {
+    (void)!::write(joined[1], "j", 1);
     ::pause();
     return 0;
   });
-  ASSERT_TRUE(Eventually([&] { return !busy->Pids().empty(); }));
+  ::close(joined[1]);
+  char byte = 0;
+  ASSERT_EQ(::read(joined[0], &byte, 1), 1) << "the child did not join its groups";
+  ::close(joined[0]);
   EXPECT_FALSE(busy->Destroy().ok());  // it cannot be removed while the process lives ...
   for (const char* hierarchy : {"memory", "cpu", "pids"}) {
     EXPECT_TRUE(Pooled(hierarchy).empty()) << hierarchy << ": a group with a process was pooled";
