@@ -948,9 +948,12 @@ void SandboxManager::RefillWarm() {
       continue;
     }
     warm_[key].push_back(std::move(started).value());
+    // With each instance, not after the loop: GET /v1/images counts it
+    // now, and /metrics must not lag behind it.
+    PublishMetrics();
   }
   std::lock_guard lock(mu_);
-  PublishMetrics();
+  PublishMetrics();  // the stale ones destroyed, and when nothing started
 }
 
 void SandboxManager::PublishMetrics() {

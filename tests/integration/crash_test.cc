@@ -36,17 +36,23 @@ TEST(CrashTest, Kill9UnderSubmissionsLosesNothingAndRunsOnce) {
   const std::string marker = dir + "/runs";
   const std::string long_id = d.Submit(
       {{"workload", {{"kind", "hpc"}}}, {"command", {"/bin/sh", "-c", "echo run >> " + marker + "; sleep 3"}}});
-  for (int i = 0; i < 500 && CountLines(marker) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const auto started_by = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (CountLines(marker) == 0 && std::chrono::steady_clock::now() < started_by) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   ASSERT_EQ(CountLines(marker), 1);
 
   // A stream of submissions; remember every id that got its 201.
   std::mutex mu;
   std::vector<std::string> acknowledged;
   std::atomic<bool> stop{false};
+  std::atomic<bool> submitter_ended{false};
   std::thread submitter([&] {
     client::HttpClient c("127.0.0.1", d.port());
     c.SetBearerToken(d.admin_token());
-    c.SetTimeout(std::chrono::seconds(5));
+    // Generous: a slow answer must not end the stream early (the kill
+    // ends a request in flight at once: the kernel closes the socket).
+    c.SetTimeout(std::chrono::seconds(30));
     const std::string body = json{{"workload", {{"kind", "agent"}}}, {"command", {"true"}}}.dump();
     while (!stop) {
       auto r = c.Request("POST", "/v1/jobs", body);
@@ -56,8 +62,19 @@ TEST(CrashTest, Kill9UnderSubmissionsLosesNothingAndRunsOnce) {
         acknowledged.push_back(json::parse(r->body)["id"].get<std::string>());
       }
     }
+    submitter_ended = true;
   });
+  // At least 300 ms of the stream, and until some submissions are
+  // acknowledged (a slow host may need longer for its first 201s).
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto acked_by = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!submitter_ended && std::chrono::steady_clock::now() < acked_by) {
+    {
+      std::lock_guard lock(mu);
+      if (acknowledged.size() >= 5) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   d.Kill9();
   stop = true;
   submitter.join();

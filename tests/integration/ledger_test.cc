@@ -127,7 +127,10 @@ TEST_F(LedgerTest, KnownUsageIsChargedToTheRightProjectAndQueue) {
   ASSERT_FALSE(genomics.is_null()) << rows.dump();
   ASSERT_FALSE(agent.is_null()) << rows.dump();
   const double seconds = RunSeconds(g);
-  EXPECT_NEAR(seconds, 2.0, 0.5);
+  // sleep 2 from its fork to its reaping: about 2 s, and on a slow host
+  // (sanitizers, cold caches) its start and end may add a second or more.
+  EXPECT_GE(seconds, 1.5);
+  EXPECT_LE(seconds, 5.0);
   EXPECT_NEAR(genomics["cpu_core_seconds"].get<double>(), 4 * seconds, 0.02 * 4 * seconds) << genomics.dump();
   EXPECT_NEAR(genomics["gpu_seconds"].get<double>(), seconds, 0.02 * seconds) << genomics.dump();
   EXPECT_NEAR(genomics["memory_mb_seconds"].get<double>(), 1024 * seconds, 0.02 * 1024 * seconds);
@@ -181,9 +184,15 @@ TEST_F(LedgerTest, Kill9DuringInterimChargingReconcilesAfterRestart) {
   const std::string id = d().Submit({{"workload", {{"kind", "ai-training"}}},
                                      {"resources", {{"cpus", 2}, {"gpus", 2}, {"memory_mb", 512}}},
                                      {"command", {"sleep", "4"}}});
-  // Let a few interim intervals be charged, then crash.
-  std::this_thread::sleep_for(2500ms);
-  const json before = Usage("group_by=project")["rows"];
+  // Let interim intervals be charged (over half a GPU-second), then crash.
+  // Polled, not slept: a slow host may start the job late.
+  json before;
+  const auto charged_by = std::chrono::steady_clock::now() + 60s;
+  while (std::chrono::steady_clock::now() < charged_by) {
+    before = Usage("group_by=project")["rows"];
+    if (!before.empty() && before[0].value("gpu_seconds", 0.0) > 0.5) break;
+    std::this_thread::sleep_for(100ms);
+  }
   ASSERT_FALSE(before.empty()) << "interim charges show before the job ends";
   EXPECT_GT(before[0]["gpu_seconds"].get<double>(), 0.5);
   d().Kill9();
@@ -237,7 +246,8 @@ TEST_F(LedgerTest, RowsRemovedOrDuplicatedBehindItsBackAreReported) {
   // warning event on each job concerned, and the counts as a metric.
   bool event_seen = false;
   std::string metrics;
-  for (int i = 0; i < 100 && !event_seen; ++i) {
+  const auto seen_by = std::chrono::steady_clock::now() + 60s;
+  while (!event_seen && std::chrono::steady_clock::now() < seen_by) {
     const json events = d().Call("GET", "/v1/jobs/" + a + "/events").json;
     for (const auto& e : events["events"]) {
       if (e["kind"] == "ledger_discrepancy") event_seen = true;
@@ -251,7 +261,8 @@ TEST_F(LedgerTest, RowsRemovedOrDuplicatedBehindItsBackAreReported) {
   EXPECT_NE(metrics.find("unisched_ledger_discrepancies{kind=\"mismatched\"} 1"), std::string::npos);
   // ...and the ledger_discrepancy alert fires.
   json alerts;
-  for (int i = 0; i < 50; ++i) {
+  const auto fired_by = std::chrono::steady_clock::now() + 60s;
+  while (std::chrono::steady_clock::now() < fired_by) {
     alerts = d().Call("GET", "/v1/alerts?state=firing").json;
     if (!alerts["alerts"].empty()) break;
     std::this_thread::sleep_for(100ms);
@@ -270,9 +281,11 @@ TEST_F(LedgerTest, AProjectOverItsBudgetWaitsWithBudgetExhausted) {
   ASSERT_EQ(d().WaitTerminal(first)["state"], "COMPLETED");
   const std::string second = d().Submit(hpc);
   json job;
-  for (int i = 0; i < 100; ++i) {
+  const auto until = std::chrono::steady_clock::now() + 60s;
+  while (std::chrono::steady_clock::now() < until) {
     job = d().Call("GET", "/v1/jobs/" + second).json;
-    if (!job["pending_reasons"].empty()) break;
+    if (job["state"] != "PENDING") break;  // it ran: the assertions below say so
+    if (!job["pending_reasons"].empty() && job["pending_reasons"][0]["code"] == "BudgetExhausted") break;
     std::this_thread::sleep_for(50ms);
   }
   ASSERT_EQ(job["state"], "PENDING") << job.dump();

@@ -46,9 +46,11 @@ std::string UniqueName(const char* what) {
 }
 
 // Waits (bounded) for a condition that the kernel makes true asynchronously.
+// The bound is generous: a slow CI host under the sanitizers must not hit it.
 template <class F>
 bool Eventually(F done) {
-  for (int i = 0; i < 500; ++i) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < until) {
     if (done()) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
