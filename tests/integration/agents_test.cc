@@ -17,7 +17,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -26,6 +25,7 @@
 #include <vector>
 
 #include "testing/daemon.h"
+#include "unisched/containment/containment.h"
 
 namespace unisched::testing {
 namespace {
@@ -107,26 +107,22 @@ class WebhookListener {
   std::vector<json> bodies_;
 };
 
-// Removes the attempt cgroups (`<job>-<attempt>-<supervisor pid>` in each
-// hierarchy's unisched/) of the supervisors `killed`: nobody else will, the
+// Removes the attempt cgroups (`<job>-<attempt>-<supervisor pid>`) of the
+// supervisors `killed`, with the executor's own sweep for a dead owner's
+// groups (Containment::Find, KillAllAndDestroy): nobody else will, the
 // machine being "dead" for good, and the test host should not keep them.
-// Their tasks are SIGKILLed and may take a moment to leave.
+// The names are listed from one hierarchy; Find opens every one.
 void RemoveAttemptGroupsOf(const std::vector<pid_t>& killed) {
-  for (const char* hierarchy : {"memory", "cpu", "pids", "unified"}) {
-    const fs::path parent = fs::path("/sys/fs/cgroup") / hierarchy / "unisched";
-    std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(parent, ec)) {
-      if (!entry.is_directory(ec)) continue;
-      const std::string name = entry.path().filename();
-      const size_t dash = name.find_last_of('-');
-      if (dash == std::string::npos || name.rfind("pool-", 0) == 0) continue;
-      const std::string suffix = name.substr(dash + 1);
-      if (suffix.empty() || suffix.find_first_not_of("0123456789") != std::string::npos) continue;
-      if (std::find(killed.begin(), killed.end(), std::stoi(suffix)) == killed.end()) continue;
-      for (int i = 0; i < 500 && ::rmdir(entry.path().c_str()) != 0 && errno == EBUSY; ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      }
-    }
+  const containment::Options options;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(options.cgroup_root + "/pids/" + options.parent, ec)) {
+    const std::string name = entry.path().filename();
+    const size_t dash = name.find_last_of('-');
+    if (dash == std::string::npos || name.rfind("pool-", 0) == 0) continue;
+    const std::string suffix = name.substr(dash + 1);
+    if (suffix.empty() || suffix.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (std::find(killed.begin(), killed.end(), std::stoi(suffix)) == killed.end()) continue;
+    if (auto groups = containment::Containment::Find(name, options)) (void)groups->KillAllAndDestroy();
   }
 }
 
