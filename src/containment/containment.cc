@@ -368,6 +368,12 @@ std::vector<pid_t> Containment::Pids() const {
   return pids;
 }
 
+bool Containment::Empty() const {
+  if (procs_files_.empty()) return false;
+  std::string text;
+  return ReadFile(procs_files_.front(), text) && text.find_first_not_of(" \n") == std::string::npos;
+}
+
 Status Containment::SetLimits(const Limits& limits) {
   const bool memory = !memory_dir_.empty() || v2_memory_;
   const bool cpu = !cpu_dir_.empty() || v2_cpu_;

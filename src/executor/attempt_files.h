@@ -9,7 +9,9 @@
 // creation is what a launch costs most):
 //
 //   claim           created O_EXCL by the one supervisor that runs the attempt,
-//                   which flock()s it for its whole life; holds its pid
+//                   which flock()s it until the attempt ends; holds its pid,
+//                   and " shared" after it when that is the host
+//   cancel          (the executor's) how to stop an attempt of the host
 //   state.json      {"phase":"running", supervisor_pid, started_at}, written once
 //   stdout, stderr  the job's capped output; created by its first byte
 //   result.json     how it ended (RunResult); written once, atomically, durably
@@ -38,6 +40,9 @@ inline constexpr const char* kResult = "result.json";
 inline constexpr const char* kStdout = "stdout";
 inline constexpr const char* kStderr = "stderr";
 inline constexpr const char* kSupervisorLog = "supervisor.log";
+// Written by the executor to cancel an attempt of a shared supervisor (the
+// host), which is then sent SIGUSR2: "cancel" or "preempt".
+inline constexpr const char* kCancel = "cancel";
 
 // The job's account as the executor resolved it (getpwnam_r, getgrouplist).
 // Resolved in the long-lived daemon or agent, a supervisor (a fresh process

@@ -109,14 +109,17 @@ std::string LastLine(const std::string& path) {
   return nl == std::string::npos ? *text : text->substr(nl + 1);
 }
 
-// The pid of the supervisor that claimed `dir`, while it lives: it holds
-// the claim's lock for its whole life, so a held lock means the pid in the
-// claim is still that supervisor (a pid reused by another process holds no
-// lock). Supervisors forked by the zygote all have the zygote's command
-// line, so that cannot tell them apart.
-pid_t LiveSupervisorPid(const std::string& dir) {
+// The pid of the supervisor that claimed `dir`, while it runs the attempt:
+// it holds the claim's lock until the attempt ends, so a held lock means the
+// pid in the claim is still that supervisor (a pid reused by another
+// process holds no lock). *shared: it is a host, whose attempts are
+// cancelled through a file (SendCancel).
+pid_t LiveSupervisorPid(const std::string& dir, bool* shared) {
   pid_t pid = 0;
-  if (auto claim = files::ReadWholeFile(dir + "/" + files::kClaim)) pid = std::atoi(claim->c_str());
+  if (auto claim = files::ReadWholeFile(dir + "/" + files::kClaim)) {
+    pid = std::atoi(claim->c_str());
+    *shared = claim->find(" shared") != std::string::npos;
+  }
   if (pid <= 0) {
     if (auto state = files::ReadWholeFile(dir + "/" + files::kState)) {
       const auto j = nlohmann::json::parse(*state, nullptr, false);
@@ -184,14 +187,13 @@ Result<pid_t> SpawnSupervisorProcess(const std::string& supervisor_path, const s
   }
   posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  if (fd3 >= 0) posix_spawn_file_actions_adddup2(&actions, fd3, 3);  // fd3 > 3 (see the zygote)
+  if (fd3 >= 0) posix_spawn_file_actions_adddup2(&actions, fd3, 3);  // fd3 > 3 (see the host)
   posix_spawn_file_actions_addclosefrom_np(&actions, fd3 >= 0 ? 4 : 3);
   // Blocked from the first instruction: a cancel sent right away waits in
   // the supervisor's signalfd rather than killing it before it is ready.
-  // (The zygote keeps them blocked, and its supervisors inherit that.)
   sigset_t blocked;
   sigemptyset(&blocked);
-  for (int sig : {SIGTERM, SIGINT, SIGCHLD, SIGUSR1}) sigaddset(&blocked, sig);
+  for (int sig : {SIGTERM, SIGINT, SIGCHLD, SIGUSR1, SIGUSR2}) sigaddset(&blocked, sig);
   sigset_t defaults;
   sigfillset(&defaults);
   posix_spawnattr_setsigmask(&attr, &blocked);
@@ -210,22 +212,26 @@ Result<pid_t> SpawnSupervisorProcess(const std::string& supervisor_path, const s
   return pid;
 }
 
-// The supervisor zygote (src/supervisor/zygote.h): one `unisched-supervisor
-// --zygote` per executor, started at the first launch, forks supervisors on
-// request. They are our children all the same (CLONE_PARENT). Any failure
-// (it died, it is stuck, it refused) tears it down and reports an error, and
-// the caller spawns the supervisor itself; the next launch starts a new one.
-class SupervisorZygote {
+// The supervisor host (src/supervisor/supervisor.h): one `unisched-supervisor
+// --host` per executor, started at the first launch, runs every attempt sent
+// to it and sends each one's directory back when it is over. A launch it
+// cannot take (it died, or has not read its socket for kSendTimeoutMillis)
+// retires it (a stuck one is killed: its attempts are then lost, never run
+// twice) and is reported as an error, and the caller spawns a supervisor of
+// its own for that attempt; the next launch starts a new host.
+class SupervisorHost {
  public:
-  explicit SupervisorZygote(std::string supervisor_path) : supervisor_path_(std::move(supervisor_path)) {}
-  SupervisorZygote(const SupervisorZygote&) = delete;
-  SupervisorZygote& operator=(const SupervisorZygote&) = delete;
-  ~SupervisorZygote() { Stop(); }
+  SupervisorHost(std::string supervisor_path, int epoll_fd)
+      : supervisor_path_(std::move(supervisor_path)), epoll_fd_(epoll_fd) {}
+  SupervisorHost(const SupervisorHost&) = delete;
+  SupervisorHost& operator=(const SupervisorHost&) = delete;
+  ~SupervisorHost() { Stop(); }
 
-  // A supervisor for `attempt_dir` reading its spec from `spec_fd`: its pid.
+  // Hands the attempt in `attempt_dir`, its spec in `spec_fd`, to the host:
+  // the host's pid.
   Result<pid_t> Start(const std::string& attempt_dir, int spec_fd) {
     std::lock_guard lock(mu_);
-    if (stopped_) return Error::Unavailable("the zygote is stopped");
+    if (stopped_) return Error::Unavailable("the supervisor host is stopped");
     if (socket_ < 0) {
       if (Status s = Launch(); !s.ok()) return s.error();
     }
@@ -241,49 +247,88 @@ class SupervisorZygote {
     c->cmsg_type = SCM_RIGHTS;
     c->cmsg_len = CMSG_LEN(sizeof(int));
     std::memcpy(CMSG_DATA(c), &spec_fd, sizeof(int));
-    ssize_t n;
-    do {
-      n = ::sendmsg(socket_, &msg, MSG_NOSIGNAL);
-    } while (n < 0 && errno == EINTR);
-    if (n != static_cast<ssize_t>(attempt_dir.size())) return Fail("cannot send to the zygote: " + Errno(errno));
-    // A fork takes well under a millisecond; a zygote silent this long is stuck.
-    pollfd p{socket_, POLLIN, 0};
-    int ready;
-    do {
-      ready = ::poll(&p, 1, kReplyTimeoutMillis);
-    } while (ready < 0 && errno == EINTR);
-    int32_t reply = 0;
-    if (ready <= 0 || ::recv(socket_, &reply, sizeof reply, 0) != static_cast<ssize_t>(sizeof reply)) {
-      return Fail("no answer from the zygote");
+    for (;;) {
+      const ssize_t n = ::sendmsg(socket_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n == static_cast<ssize_t>(attempt_dir.size())) return pid_;
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        // Its queue is full: a host that takes nothing for this long is stuck.
+        pollfd p{socket_, POLLOUT, 0};
+        int ready;
+        do {
+          ready = ::poll(&p, 1, kSendTimeoutMillis);
+        } while (ready < 0 && errno == EINTR);
+        if (ready > 0 && (p.revents & POLLOUT) != 0) continue;
+        return Fail("the supervisor host takes no launch", /*kill=*/true);
+      }
+      return Fail("cannot send to the supervisor host: " + Errno(n < 0 ? errno : EIO), /*kill=*/false);
     }
-    if (reply <= 0) return Error::Unavailable("the zygote could not fork: " + Errno(-reply));
-    return static_cast<pid_t>(reply);
   }
 
-  // Closing our end ends it (it reads EOF); its supervisors run on.
+  bool IsSocket(int fd) {
+    std::lock_guard lock(mu_);
+    return fd >= 0 && fd == socket_;
+  }
+
+  // The attempt directories the host reported over, read from its socket
+  // `fd` (an epoll event of it). At EOF (it died, or was told to stop) the
+  // host is retired.
+  std::vector<std::string> TakeNotices(int fd) {
+    std::vector<std::string> dirs;
+    std::lock_guard lock(mu_);
+    if (fd < 0 || fd != socket_) return dirs;
+    for (;;) {
+      char buf[kMaxNotice];
+      const ssize_t n = ::recv(socket_, buf, sizeof buf, MSG_DONTWAIT);
+      if (n > 0) {
+        dirs.emplace_back(buf, static_cast<size_t>(n));
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return dirs;
+      Retire(/*kill=*/false);
+      return dirs;
+    }
+  }
+
+  // The hosts retired since the last call: no notice comes from them any
+  // more, so their attempts must be read from their files.
+  std::vector<pid_t> TakeGone() {
+    std::lock_guard lock(mu_);
+    return std::exchange(gone_, {});
+  }
+
+  // Reaps hosts that have exited since they were retired.
+  void ReapRetired() {
+    std::lock_guard lock(mu_);
+    std::erase_if(retired_, [](pid_t pid) { return ::waitpid(pid, nullptr, WNOHANG) != 0; });
+  }
+
+  // Closing our end ends it once its attempts are over; they run on.
   void Stop() {
     std::lock_guard lock(mu_);
     stopped_ = true;
-    TearDown(/*kill=*/false);
+    Retire(/*kill=*/false);
   }
 
  private:
-  static constexpr int kReplyTimeoutMillis = 5000;
+  static constexpr int kSendTimeoutMillis = 5000;
+  static constexpr size_t kMaxNotice = 8192;  // an attempt directory (the host's kMaxRequest)
 
   Status Launch() {  // REQUIRES mu_
     int pair[2];
     if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
-      return Error::Unavailable("cannot make the zygote's socket: " + Errno(errno));
+      return Error::Unavailable("cannot make the supervisor host's socket: " + Errno(errno));
     }
-    // Its end goes to fd 3 of the zygote; a number above 3 makes the dup2
-    // a real one, which clears close-on-exec.
+    // Its end goes to fd 3 of the host; a number above 3 makes the dup2 a
+    // real one, which clears close-on-exec.
     const int theirs = ::fcntl(pair[1], F_DUPFD_CLOEXEC, 10);
     ::close(pair[1]);
     if (theirs < 0) {
       ::close(pair[0]);
-      return Error::Unavailable("cannot make the zygote's socket: " + Errno(errno));
+      return Error::Unavailable("cannot make the supervisor host's socket: " + Errno(errno));
     }
-    auto pid = SpawnSupervisorProcess(supervisor_path_, "--zygote", -1, theirs);
+    auto pid = SpawnSupervisorProcess(supervisor_path_, "--host", -1, theirs);
     ::close(theirs);
     if (!pid.ok()) {
       ::close(pair[0]);
@@ -291,32 +336,39 @@ class SupervisorZygote {
     }
     socket_ = pair[0];
     pid_ = *pid;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = socket_;
+    // Without the registration the attempts are still found through their
+    // files, by the watcher's periodic scan of the host's liveness.
+    if (epoll_fd_ >= 0) (void)::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, socket_, &ev);
     return Status::Ok();
   }
 
-  Error Fail(std::string why) {  // REQUIRES mu_
-    TearDown(/*kill=*/true);
+  Error Fail(std::string why, bool kill) {  // REQUIRES mu_
+    Retire(kill);
     return Error::Unavailable(std::move(why));
   }
 
-  void TearDown(bool kill) {  // REQUIRES mu_
-    if (socket_ >= 0) ::close(socket_);
+  void Retire(bool kill) {               // REQUIRES mu_
+    if (socket_ >= 0) ::close(socket_);  // also leaves the epoll set
     socket_ = -1;
     if (pid_ > 0) {
       if (kill) ::kill(pid_, SIGKILL);
-      // Only its own pid: the supervisors are our children too, and theirs
-      // is the watcher's to reap.
-      while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
-      }
+      if (::waitpid(pid_, nullptr, WNOHANG) == 0) retired_.push_back(pid_);
+      gone_.push_back(pid_);
     }
     pid_ = -1;
   }
 
   const std::string supervisor_path_;
+  const int epoll_fd_;
   std::mutex mu_;
-  int socket_ = -1;       // GUARDED_BY(mu_)
-  pid_t pid_ = -1;        // GUARDED_BY(mu_)
-  bool stopped_ = false;  // GUARDED_BY(mu_)
+  int socket_ = -1;             // GUARDED_BY(mu_)
+  pid_t pid_ = -1;              // GUARDED_BY(mu_)
+  bool stopped_ = false;        // GUARDED_BY(mu_)
+  std::vector<pid_t> retired_;  // GUARDED_BY(mu_): hosts whose attempts still run, to reap when they exit
+  std::vector<pid_t> gone_;     // GUARDED_BY(mu_): retired, not yet taken by TakeGone
 };
 
 class LocalExecutor final : public Executor {
@@ -325,9 +377,9 @@ class LocalExecutor final : public Executor {
       : options_(std::move(options)),
         sink_(std::move(sink)),
         runs_vanished_(SeparateLogs() && !Exists(options_.runs_dir) && Exists(options_.logs_dir)),
-        zygote_(options_.supervisor_path) {
-    wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+        wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
+        epoll_fd_(::epoll_create1(EPOLL_CLOEXEC)),
+        host_(options_.supervisor_path, epoll_fd_) {
     if (epoll_fd_ >= 0 && wake_fd_ >= 0) {
       epoll_event ev{};
       ev.events = EPOLLIN;
@@ -356,16 +408,18 @@ class LocalExecutor final : public Executor {
  private:
   enum class Phase {
     kStarting,  // Launch is preparing or spawning
+    kHosted,    // our supervisor host runs it, and will say when it is over
     kChild,     // our supervisor child runs
     kAdopted,   // watched through the attempt directory
   };
   struct Tracked {
     Phase phase = Phase::kStarting;
-    pid_t pid = -1;  // our supervisor child
+    pid_t pid = -1;  // our supervisor child, or the host
     int pidfd = -1;  // readable when that child exits
     bool cancel_requested = false;
     bool preempt = false;  // the cancel is a preemption: SIGUSR1, the preempt grace
     bool cancel_sent = false;
+    bool host_over = false;  // the host's notice came before Launch recorded the host
     // When the claim was first seen unlocked without state.json or result.
     std::optional<std::chrono::steady_clock::time_point> unlocked_since;
   };
@@ -387,8 +441,12 @@ class LocalExecutor final : public Executor {
 
   Result<std::optional<files::ResolvedAccount>> Check(const LaunchSpec& spec);
   Status MakeRoots();
-  Result<pid_t> Spawn(const LaunchSpec& spec, const std::string& attempt_dir,
-                      std::optional<files::ResolvedAccount> account);
+  struct Spawned {
+    pid_t pid = -1;
+    bool hosted = false;  // by the host, else a supervisor child of our own
+  };
+  Result<Spawned> Spawn(const LaunchSpec& spec, const std::string& attempt_dir,
+                        std::optional<files::ResolvedAccount> account);
   void WatchLoop();
   // Both REQUIRE mu_. They return the attempt's result once it has one.
   std::optional<RunResult> CheckChild(const Key& key, Tracked& t);
@@ -396,6 +454,8 @@ class LocalExecutor final : public Executor {
   void WatchPidfd(const Key& key, Tracked& t);  // REQUIRES mu_
   void ClosePidfd(Tracked& t);                  // REQUIRES mu_
   void SendCancel(const Key& key, Tracked& t);  // REQUIRES mu_
+  // The attempt a host's notice names (<runs_dir>/<job>/<attempt>).
+  std::optional<Key> KeyOf(const std::string& attempt_dir) const;
   void Deliver(std::vector<RunResult> results);
   void Wake();
 
@@ -405,9 +465,9 @@ class LocalExecutor final : public Executor {
   // attempts is still there: the host restarted (or someone removed it), so
   // an attempt recovered without files may have run, and is lost, not new.
   const bool runs_vanished_;
-  SupervisorZygote zygote_;
-  int wake_fd_ = -1;
-  int epoll_fd_ = -1;  // the wake eventfd and every child's pidfd
+  const int wake_fd_;
+  const int epoll_fd_;  // the wake eventfd, every child's pidfd and the host's socket
+  SupervisorHost host_;
   std::thread watcher_;
   std::mutex mu_;
   // Attempts without a result yet. Finished ones leave it at once: the
@@ -420,7 +480,10 @@ class LocalExecutor final : public Executor {
   // Attempts whose result was handed (or is being handed) to the sink:
   // exactly once each, and never launched again. Kept until Forget.
   std::set<Key> finished_;  // GUARDED_BY(mu_)
-  bool stopping_ = false;   // GUARDED_BY(mu_)
+  // Hosts retired (dead, or told to stop) while this executor ran: a launch
+  // they took, recorded after they went, is read from its files.
+  std::set<pid_t> dead_hosts_;  // GUARDED_BY(mu_)
+  bool stopping_ = false;       // GUARDED_BY(mu_)
   std::atomic<bool> roots_made_{false};
   // Accounts resolved by Check, with when (see there).
   static constexpr auto kAccountCacheTtl = std::chrono::seconds(5);
@@ -465,17 +528,22 @@ Status LocalExecutor::Launch(const LaunchSpec& spec) {
     Wake();
     return Status::Ok();
   }
-  auto pid = Spawn(spec, dir, std::move(account).value());
-  if (!pid.ok()) {
+  auto spawned = Spawn(spec, dir, std::move(account).value());
+  if (!spawned.ok()) {
     forget_key();
-    return pid.error();
+    return spawned.error();
   }
   {
     std::lock_guard lock(mu_);
     Tracked& t = attempts_[key];
-    t.phase = Phase::kChild;
-    t.pid = *pid;
-    WatchPidfd(key, t);
+    t.phase = spawned->hosted ? Phase::kHosted : Phase::kChild;
+    t.pid = spawned->pid;
+    if (!spawned->hosted) WatchPidfd(key, t);
+    // The host was quicker than us (done already, or gone): the files tell.
+    if (spawned->hosted && (t.host_over || dead_hosts_.count(t.pid) != 0)) {
+      t.phase = Phase::kAdopted;
+      Wake();
+    }
     if (t.cancel_requested) SendCancel(key, t);
   }
   return Status::Ok();
@@ -586,19 +654,26 @@ Result<int> SpecMemfd(const files::AttemptSpec& spec) {
   return fd;
 }
 
-Result<pid_t> LocalExecutor::Spawn(const LaunchSpec& spec, const std::string& attempt_dir,
-                                   std::optional<files::ResolvedAccount> account) {
+Result<LocalExecutor::Spawned> LocalExecutor::Spawn(const LaunchSpec& spec, const std::string& attempt_dir,
+                                                    std::optional<files::ResolvedAccount> account) {
   auto spec_fd = SpecMemfd(files::AttemptSpec{spec, WorkDir(spec.job_id), options_.use_cgroups, std::move(account),
                                               SeparateLogs() ? LogsDir(spec.job_id, spec.attempt) : std::string()});
   if (!spec_fd.ok()) return spec_fd.error();
-  // The zygote's fork is the cheap way; an exec of the supervisor is the
-  // way that needs nothing running. Should the zygote have forked and its
-  // answer been lost, the second supervisor finds the attempt claimed and
-  // exits: the claim, not this choice, makes the attempt run once.
-  Result<pid_t> pid = zygote_.Start(attempt_dir, *spec_fd);
-  if (!pid.ok()) pid = SpawnSupervisorProcess(options_.supervisor_path, attempt_dir, *spec_fd);
+  // The host is the cheap way; a supervisor of the attempt's own is the way
+  // that needs nothing running. Should the host have taken the launch after
+  // all, the second supervisor finds the attempt claimed and exits: the
+  // claim, not this choice, makes the attempt run once.
+  Result<Spawned> spawned = Spawned{};
+  if (Result<pid_t> host = host_.Start(attempt_dir, *spec_fd); host.ok()) {
+    spawned = Spawned{*host, true};
+  } else if (Result<pid_t> child = SpawnSupervisorProcess(options_.supervisor_path, attempt_dir, *spec_fd);
+             child.ok()) {
+    spawned = Spawned{*child, false};
+  } else {
+    spawned = child.error();
+  }
   ::close(*spec_fd);
-  return pid;
+  return spawned;
 }
 
 void LocalExecutor::Cancel(model::JobId job_id, int attempt, bool preempt) {
@@ -610,21 +685,55 @@ void LocalExecutor::Cancel(model::JobId job_id, int attempt, bool preempt) {
   SendCancel(it->first, it->second);
 }
 
+// A supervisor of one attempt is signalled: SIGTERM, or SIGUSR1 to allow
+// the preempt grace instead of the kill grace. The host runs many: the
+// attempt directory gets a `cancel` file ("cancel" or "preempt"), and the
+// host a SIGUSR2 to look for such files. The directory is made if the host
+// has not got to the attempt yet: it reads the file before the job starts.
 void LocalExecutor::SendCancel(const Key& key, Tracked& t) {
   if (t.cancel_sent) return;
-  // The supervisor stops the job either way; SIGUSR1 tells it to allow the
-  // preempt grace instead of the kill grace.
+  const std::string dir = AttemptDir(key.first, key.second);
+  auto cancel_shared = [&](pid_t pid) {
+    if (MakeDirs(dir, 0700, 0700) != 0) return false;  // the watcher retries
+    if (files::WriteFileAtomic(dir, files::kCancel, t.preempt ? "preempt\n" : "cancel\n", /*durable=*/false) != 0) {
+      return false;
+    }
+    ::kill(pid, SIGUSR2);
+    return true;
+  };
   const int sig = t.preempt ? SIGUSR1 : SIGTERM;
-  if (t.phase == Phase::kChild && t.pid > 0) {
+  if (t.phase == Phase::kHosted && t.pid > 0) {
+    t.cancel_sent = cancel_shared(t.pid);
+  } else if (t.phase == Phase::kChild && t.pid > 0) {
     ::kill(t.pid, sig);
     t.cancel_sent = true;
   } else if (t.phase == Phase::kAdopted) {
     // Until the claim names a live supervisor, the watcher retries.
-    if (pid_t pid = LiveSupervisorPid(AttemptDir(key.first, key.second)); pid > 0) {
-      ::kill(pid, sig);
-      t.cancel_sent = true;
+    bool shared = false;
+    if (pid_t pid = LiveSupervisorPid(dir, &shared); pid > 0) {
+      if (shared) {
+        t.cancel_sent = cancel_shared(pid);
+      } else {
+        ::kill(pid, sig);
+        t.cancel_sent = true;
+      }
     }
   }
+}
+
+std::optional<Key> LocalExecutor::KeyOf(const std::string& attempt_dir) const {
+  const std::string prefix = options_.runs_dir + "/";
+  if (attempt_dir.rfind(prefix, 0) != 0) return std::nullopt;
+  const std::string rest = attempt_dir.substr(prefix.size());  // <job>/<attempt>
+  const size_t slash = rest.find('/');
+  if (slash == std::string::npos || slash == 0 || slash + 1 >= rest.size()) return std::nullopt;
+  const std::string job = rest.substr(0, slash);
+  const std::string attempt = rest.substr(slash + 1);
+  if (job.find_first_not_of("0123456789") != std::string::npos ||
+      attempt.find_first_not_of("0123456789") != std::string::npos || job.size() > 18 || attempt.size() > 9) {
+    return std::nullopt;
+  }
+  return Key{std::stoll(job), std::stoi(attempt)};
 }
 
 void LocalExecutor::Recover(const LaunchSpec& spec) {
@@ -721,7 +830,7 @@ void LocalExecutor::Release(model::JobId job_id, int attempt) {
     if (attempts_.count(key) != 0 || finished_.count(key) == 0) return;
   }
   const std::string dir = AttemptDir(job_id, attempt);
-  for (const char* name : {files::kResult, files::kState, files::kClaim}) {
+  for (const char* name : {files::kResult, files::kState, files::kClaim, files::kCancel}) {
     (void)::unlink((dir + "/" + name).c_str());  // absent (never written, or released before): fine
   }
   if (::rmdir(dir.c_str()) == 0) (void)::rmdir(JobRunsDir(job_id).c_str());  // fails while another attempt is there
@@ -735,7 +844,7 @@ void LocalExecutor::Shutdown() {
     }
     Wake();
     if (watcher_.joinable()) watcher_.join();
-    zygote_.Stop();
+    host_.Stop();
     std::lock_guard lock(mu_);
     for (auto& [key, t] : attempts_) ClosePidfd(t);
   });
@@ -769,20 +878,28 @@ void LocalExecutor::WatchLoop() {
     }
     bool woken = false;
     std::vector<int> exited;
+    std::vector<std::string> over;  // attempt directories the host is done with
     for (int i = 0; i < ready; ++i) {
-      if (events[i].data.fd == wake_fd_) {
+      const int fd = events[i].data.fd;
+      if (fd == wake_fd_) {
         woken = true;
+      } else if (host_.IsSocket(fd)) {
+        for (std::string& dir : host_.TakeNotices(fd)) over.push_back(std::move(dir));
       } else {
-        exited.push_back(events[i].data.fd);
+        exited.push_back(fd);
       }
     }
+    const std::vector<pid_t> hosts_gone = host_.TakeGone();
     if (woken) {
       uint64_t count = 0;
       ssize_t ignored = ::read(wake_fd_, &count, sizeof count);
       (void)ignored;  // EAGAIN: another read took it
     }
-    const bool scan = woken || Clock::now() >= next_scan;
-    if (scan) next_scan = Clock::now() + std::chrono::milliseconds(kPollMillis);
+    const bool scan = woken || !hosts_gone.empty() || Clock::now() >= next_scan;
+    if (scan) {
+      next_scan = Clock::now() + std::chrono::milliseconds(kPollMillis);
+      host_.ReapRetired();
+    }
 
     std::vector<RunResult> results;
     {
@@ -800,6 +917,12 @@ void LocalExecutor::WatchLoop() {
         Tracked& t = it->second;
         std::optional<RunResult> r;
         if (t.phase == Phase::kChild) r = CheckChild(key, t);
+        // The host is done with it: a result, else the files tell (another
+        // supervisor runs it, or it could not be claimed).
+        if (t.phase == Phase::kHosted) {
+          r = ReadResult(key, AttemptDir(key.first, key.second));
+          if (!r) t.phase = Phase::kAdopted;
+        }
         if (!r && t.phase == Phase::kAdopted) {
           if (t.cancel_requested) SendCancel(key, t);
           r = CheckAdopted(key, t);
@@ -812,12 +935,29 @@ void LocalExecutor::WatchLoop() {
         auto it = attempts_.find(owner->second);
         if (it != attempts_.end() && it->second.pidfd == fd) check(it);
       }
+      for (const std::string& dir : over) {
+        const auto key = KeyOf(dir);
+        auto it = key ? attempts_.find(*key) : attempts_.end();
+        if (it == attempts_.end()) continue;
+        if (it->second.phase == Phase::kStarting) it->second.host_over = true;  // Launch looks
+        if (it->second.phase == Phase::kHosted) check(it);
+      }
+      for (pid_t host : hosts_gone) {
+        // Its notices stopped: what it ran is read from the files now.
+        dead_hosts_.insert(host);
+        for (auto& [key, t] : attempts_) {
+          if (t.phase == Phase::kHosted && t.pid == host) t.phase = Phase::kAdopted;
+        }
+      }
       if (scan) {
         // A child with a pidfd is seen through it (level-triggered: an end
-        // not taken yet fires again), so the scan leaves it alone.
+        // not taken yet fires again), and an attempt of the live host
+        // through its notice, so the scan leaves them alone.
         for (auto it = attempts_.begin(); it != attempts_.end();) {
           const auto current = it++;  // check may erase it
-          if (current->second.phase == Phase::kChild && current->second.pidfd >= 0) continue;
+          const Tracked& t = current->second;
+          if (t.phase == Phase::kChild && t.pidfd >= 0) continue;
+          if (t.phase == Phase::kHosted) continue;
           check(current);
         }
       }

@@ -9,11 +9,13 @@
 #include <grp.h>
 #include <linux/close_range.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -112,8 +114,6 @@ Result<JobProcess> StartJob(const JobSpec& spec, const containment::Containment&
 
   isolation::IsolationSpec isolation_spec;
   isolation_spec.work_dir = spec.work_dir;
-  // The next child is PID 1 of a new pid namespace (the supervisor forks
-  // only this one child).
   // A failure before the child exists: close what was opened for it.
   auto fail = [&](const std::string& what) -> Result<JobProcess> {
     const int e = errno;
@@ -123,9 +123,16 @@ Result<JobProcess> StartJob(const JobSpec& spec, const containment::Containment&
     ::close(devnull);
     return Error::Internal(what + ": " + Errno(e));
   };
-  if (spec.isolate && ::unshare(CLONE_NEWPID) != 0) return fail("cannot create a pid namespace");
-  const pid_t pid = ::fork();
-  if (pid < 0) return fail("cannot fork");
+  // An isolated job's child is PID 1 of a new pid namespace: a clone with
+  // CLONE_NEWPID, not unshare, which would put every later child of a host
+  // supervisor into that namespace too. Raw clone, as glibc's fork takes no
+  // flags; the supervisor is single-threaded and holds no lock, and glibc
+  // 2.34+ asks the kernel for the thread id where it needs it.
+  const pid_t pid =
+      spec.isolate
+          ? static_cast<pid_t>(::syscall(SYS_clone, CLONE_NEWPID | SIGCHLD, nullptr, nullptr, nullptr, nullptr))
+          : ::fork();
+  if (pid < 0) return fail(spec.isolate ? "cannot create a pid namespace" : "cannot fork");
   if (pid == 0) {
     const int fd = report[1];
     // The supervisor blocks and ignores signals for itself; the job gets
@@ -137,6 +144,12 @@ Result<JobProcess> StartJob(const JobSpec& spec, const containment::Containment&
     if (::setpgid(0, 0) != 0) ChildFail(fd, kStepProcessGroup, errno);
     if (int e = containment.JoinSelf()) ChildFail(fd, kStepContainment, e);
     if (int e = containment.ApplyRlimitsSelf()) ChildFail(fd, kStepRlimits, e);
+    if (spec.open_files_limit > 0) {
+      rlimit files{};
+      if (::getrlimit(RLIMIT_NOFILE, &files) != 0) ChildFail(fd, kStepRlimits, errno);
+      files.rlim_cur = std::min<rlim_t>(spec.open_files_limit, files.rlim_max);
+      if (::setrlimit(RLIMIT_NOFILE, &files) != 0) ChildFail(fd, kStepRlimits, errno);
+    }
     if (spec.isolate) {
       // The pid namespace came with the fork (unshared by the parent).
       if (::unshare(CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC) != 0)

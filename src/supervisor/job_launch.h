@@ -4,6 +4,7 @@
 // directory and exec with exactly the given environment. A close-on-exec
 // pipe carries a failure of any of those steps back to the supervisor.
 
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include <map>
@@ -37,6 +38,9 @@ struct JobSpec {
   // capability dropped; the job runs under a small PID 1 that ends the
   // namespace when the job ends (LaunchSpec::isolate).
   bool isolate = false;
+  // The job's soft limit of open files, when it is not ours (the host
+  // raises its own to hold thousands of attempts' pipes); 0: ours.
+  rlim_t open_files_limit = 0;
 };
 
 // The running job: its pid (also its process group) and the read ends of

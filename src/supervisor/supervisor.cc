@@ -1,16 +1,19 @@
-// The supervisor of one attempt: read the spec from stdin, create the
+// The supervisor's event loop and its attempts: read the spec, create the
 // attempt's directories, claim, start the job, watch it (output, wall time,
-// cancel, exit), reap the whole tree, write the result.
+// cancel, exit), reap the whole tree, write the result. See supervisor.h for
+// the two modes; an Attempt does not know which one runs it, except where a
+// process-wide fact differs (noted there).
 
 #include "supervisor/supervisor.h"
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <poll.h>
+#include <sys/epoll.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,6 +26,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -46,6 +52,10 @@ constexpr const char* kDefaultSearchPath = "/usr/local/bin:/usr/bin:/bin";
 // after the main process ended, before writing the result anyway.
 constexpr auto kDrainLimit = std::chrono::seconds(10);
 constexpr auto kSweepInterval = std::chrono::milliseconds(100);
+// PATH_MAX and then some: an attempt directory longer than this is refused.
+constexpr size_t kMaxRequest = 8192;
+// Events taken per epoll_wait; more stay ready for the next call.
+constexpr int kEventsPerWait = 64;
 
 int64_t NowMillis() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -74,47 +84,19 @@ int MakeJobAndAttemptDir(const std::string& dir) {
   return err;
 }
 
-// The attempt's output directory (the spec's log_dir): made by the first
-// byte of output or diagnostics, like the files in it, so a quiet attempt
-// creates no inode there (it is on disk, while the attempt directory may be
-// on a tmpfs). Empty: the attempt directory, which exists already.
-std::string g_log_dir;
-bool g_log_dir_made = false;
-
-int EnsureLogDir() {
-  if (g_log_dir.empty() || g_log_dir_made) return 0;
-  const int err = MakeJobAndAttemptDir(g_log_dir);
-  g_log_dir_made = err == 0;
-  return err;
-}
-
-// supervisor.log, created by the first diagnostic: most attempts have none,
-// and an inode not created is the cheapest. Until the attempt directory
-// exists (or if the log cannot be created) diagnostics go to stderr, which
-// the executor points at /dev/null.
-std::string g_log_path;
-int g_log_fd = -1;
-
-void Log(const char* format, ...) __attribute__((format(printf, 1, 2)));
-void Log(const char* format, ...) {
-  char line[2048];
-  int n = std::snprintf(line, sizeof line, "unisched-supervisor[%d]: ", static_cast<int>(::getpid()));
+// A diagnostic of the supervisor itself, where no attempt's log can take it:
+// stderr, which the executor points at /dev/null.
+void LogToStderr(const char* format, ...) __attribute__((format(printf, 1, 2)));
+void LogToStderr(const char* format, ...) {
   va_list args;
   va_start(args, format);
-  if (n > 0 && static_cast<size_t>(n) < sizeof line) n += std::vsnprintf(line + n, sizeof line - n, format, args);
+  std::fprintf(stderr, "unisched-supervisor[%d]: ", static_cast<int>(::getpid()));
+  std::vfprintf(stderr, format, args);
+  std::fputc('\n', stderr);
   va_end(args);
-  if (n < 0) return;
-  size_t len = std::min(static_cast<size_t>(n), sizeof line - 2);
-  line[len++] = '\n';
-  if (g_log_fd < 0 && !g_log_path.empty() && EnsureLogDir() == 0) {
-    g_log_fd = ::open(g_log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  }
-  const int fd = g_log_fd >= 0 ? g_log_fd : STDERR_FILENO;
-  ssize_t ignored = ::write(fd, line, len);
-  (void)ignored;  // nowhere left to report a failed diagnostic
 }
 
-using containment::ReadAll;  // the spec memfd on stdin
+using containment::ReadAll;  // the spec memfd
 
 // With fds 0-2 closed, a pipe could become the job's "stdout" by accident.
 void EnsureStandardFds() {
@@ -129,7 +111,8 @@ void EnsureStandardFds() {
 }
 
 // Our children, from /proc: the job's main process and every orphan of its
-// tree, which the kernel re-parents to us (we are a child subreaper).
+// tree, which the kernel re-parents to us (we are a child subreaper). Only
+// a supervisor of one attempt can tell that they are all that attempt's.
 std::vector<pid_t> DirectChildren() {
   std::vector<pid_t> out;
   const pid_t self = ::getpid();
@@ -165,109 +148,240 @@ std::vector<pid_t> DirectChildren() {
 enum class ClaimResult { kOwned, kTaken, kError };
 enum class Stop { kNone, kTimeout, kCancel };
 
-class Supervisor {
+// The three pipes of a job, as the loop tells them apart.
+enum Stream : int { kStdoutPipe = 0, kStderrPipe = 1, kErrorPipe = 2 };
+
+class Loop;
+
+// One attempt, from its spec to its result. Driven by the Loop: Begin, then
+// events (output, the main process's exit, a cancel) and Tick, until done().
+class Attempt {
  public:
-  explicit Supervisor(std::string dir) : dir_(std::move(dir)) {}
-  int Run();
+  Attempt(Loop& loop, uint64_t serial, std::string dir) : loop_(loop), serial_(serial), dir_(std::move(dir)) {}
+  Attempt(const Attempt&) = delete;
+  Attempt& operator=(const Attempt&) = delete;
+  ~Attempt();
+
+  // Everything up to the job's start (spec, directories, claim, containment,
+  // fork). An attempt with nothing to watch is done() on return: a launch
+  // failure has its result written by then.
+  void Begin(int spec_fd);
+  void OnOutput(Stream stream);
+  void OnMainExit(int status, const rusage& usage);
+  // A cancel (preempt: with the preempt grace instead of the kill grace).
+  void RequestStop(bool preempt);
+  // The executor's cancel file, if there is one (a shared supervisor's cancel).
+  void CheckCancelFile();
+  // Timers due by `now`, and the end once the whole tree is gone and the
+  // pipes are closed. Returns when to be called again at the latest.
+  std::optional<Mono::time_point> Tick(Mono::time_point now);
+  // A child of ours that belongs to no attempt was reaped: a leftover of
+  // some tree may be gone.
+  void OnOrphanReaped() { tree_check_due_ = true; }
+
+  bool done() const { return done_; }
+  int exit_status() const { return exit_status_; }
+  const std::string& dir() const { return dir_; }
+  pid_t main_pid() const { return job_.pid; }
 
  private:
+  // The launch failure before the job starts (empty: none).
+  std::string Prepare();
   ClaimResult Claim();
-  RunResult Supervise();
-  std::string MakeWorkDir(const Account& account);
-  RunResult Watch(const JobSpec& job_spec, RunResult result);
-  bool CancelPending();
-  void Signal(int sig);
-  void Reap();
-  void DrainPipe(int& fd, CappedLog& log);
   void WriteState();
+  std::string MakeWorkDir(const Account& account);
+  void Start();
+  void StopJob(Stop why, bool preempted);
+  void Signal(int sig);
+  bool TreeGone();
+  void DrainPipe(int& fd, CappedLog& log);
+  void ClosePipes();
+  void Finish();
+  void FinishWith(const RunResult& result);
+  void Log(const char* format, ...) __attribute__((format(printf, 2, 3)));
+  int EnsureLogDir();
   std::string Path(const char* name) const { return dir_ + "/" + name; }
   // Output files: in the spec's log_dir, or beside the control files.
-  std::string LogPath(const char* name) const { return (g_log_dir.empty() ? dir_ : g_log_dir) + "/" + name; }
+  std::string LogPath(const char* name) const { return (log_dir_.empty() ? dir_ : log_dir_) + "/" + name; }
 
-  std::string dir_;
+  Loop& loop_;
+  const uint64_t serial_;  // the loop's name for it (epoll tags)
+  const std::string dir_;
+  std::string log_dir_;  // the spec's log_dir: made by the first byte written there
+  bool log_dir_made_ = false;
+  int log_fd_ = -1;  // supervisor.log, created by the first diagnostic
   Result<files::AttemptSpec> parsed_spec_ = Error::Internal("no spec read");
-  int claim_fd_ = -1;
-  int signal_fd_ = -1;
-  int64_t started_at_ms_ = 0;
   files::AttemptSpec spec_;
+  JobSpec job_spec_;
+  int claim_fd_ = -1;
+  int64_t started_at_ms_ = 0;
   containment::Containment containment_;
   CappedLog stdout_log_;
   CappedLog stderr_log_;
   JobProcess job_;
-  isolation::UidLease uid_lease_;  // sandboxed jobs: their own uid, held until we exit
+  isolation::UidLease uid_lease_;  // sandboxed jobs: their own uid, held until the attempt ends
+  RunResult result_;               // job, attempt and start, until the end fills in the rest
+  bool running_ = false;           // the job was started and is watched
+  bool done_ = false;
+  int exit_status_ = 0;
+
   bool main_reaped_ = false;
   int main_status_ = 0;
-  bool children_left_ = true;
+  rusage main_usage_{};
+  Mono::time_point t0_;
+  std::optional<Mono::time_point> deadline_;
+  std::optional<Mono::time_point> kill_at_;
+  std::optional<Mono::time_point> drain_until_;
+  std::optional<Mono::time_point> next_sweep_;
+  std::optional<Mono::time_point> main_ended_;
+  bool tree_gone_ = false;
+  bool tree_check_due_ = false;
+  Stop stop_ = Stop::kNone;
+  std::optional<bool> stop_before_start_;  // a cancel that came before the job started (preempt?)
+  std::optional<LaunchError> launch_error_;
 };
 
-int Supervisor::Run() {
-  EnsureStandardFds();
-  ::umask(077);
-  // Blocked before anything else, so that a cancel sent right after the
-  // spawn waits in the signalfd instead of killing us without a result.
-  sigset_t mask;
-  sigemptyset(&mask);
-  for (int sig : {SIGCHLD, SIGTERM, SIGINT, SIGUSR1}) sigaddset(&mask, sig);
-  ::sigprocmask(SIG_BLOCK, &mask, nullptr);
-  ::signal(SIGHUP, SIG_IGN);
-  ::signal(SIGPIPE, SIG_IGN);
+// The process: signals (one signalfd), children (we are their subreaper),
+// the executor's socket (host mode) and the pipes of every attempt's job,
+// in one epoll set.
+class Loop {
+ public:
+  // socket_fd < 0: one attempt, no executor socket.
+  explicit Loop(int socket_fd) : socket_fd_(socket_fd) {}
+  Loop(const Loop&) = delete;
+  Loop& operator=(const Loop&) = delete;
 
-  // The spec comes first: it is the executor's memfd on fd 0, and reading
-  // it costs no file.
-  // Parsed here, so that even the first diagnostic goes where the spec says;
-  // a malformed spec becomes the attempt's launch failure below.
-  parsed_spec_ = files::SpecFromJson(ReadAll(STDIN_FILENO));
-  if (parsed_spec_.ok()) g_log_dir = parsed_spec_->log_dir;
-  g_log_path = LogPath(files::kSupervisorLog);
-  if (int err = MakeJobAndAttemptDir(dir_)) {
-    Log("cannot create %s: %s", dir_.c_str(), std::strerror(err));
-    return 1;
+  int RunSingle(const std::string& attempt_dir);
+  int RunHost();
+
+  // Whether other attempts may share this process: then a child or an
+  // orphan cannot be told to belong to one attempt by being ours.
+  bool shared() const { return socket_fd_ >= 0; }
+  void Watch(int fd, uint64_t serial, Stream stream);
+  // Before the fd is closed: a forked job holds a copy until its exec, which
+  // would keep the registration (and its events) alive.
+  void Unwatch(int fd);
+  // Before a job starts: whether a cancel is already pending for it
+  // (preempt?); signals other than cancels stay for the loop.
+  std::optional<bool> PendingCancel(Attempt& attempt);
+  rlim_t job_open_files_limit() const { return job_open_files_limit_; }
+  // Reaps what has ended now (SIGCHLD, or before a result is written).
+  void Reap();
+  // No child left at all (only meaningful for a single attempt).
+  bool children_left() const { return children_left_; }
+
+ private:
+  bool Setup();
+  int Serve();
+  // A new attempt; retired at once when there is nothing to watch.
+  void Add(const std::string& dir, int spec_fd);
+  void HandleSignals();
+  void ServeRequests();
+  void CloseSocket();
+  void SendNotices();
+  void Retire(uint64_t serial);
+  Attempt* Find(uint64_t serial);
+
+  static uint64_t Tag(uint64_t serial, int kind) { return (serial << 2) | static_cast<uint64_t>(kind); }
+
+  int socket_fd_;
+  int epoll_fd_ = -1;
+  int signal_fd_ = -1;
+  sigset_t mask_{};
+  bool socket_open_ = false;
+  bool children_left_ = true;
+  bool cancel_all_ = false;   // SIGTERM/SIGINT: every attempt is cancelled
+  bool preempt_all_ = false;  // SIGUSR1 (single mode): the cancel is a preemption
+  uint64_t next_serial_ = 1;  // 0 tags the signalfd and the socket
+  std::map<uint64_t, std::unique_ptr<Attempt>> attempts_;
+  std::map<pid_t, uint64_t> by_main_pid_;
+  std::deque<std::string> notices_;  // attempt directories whose attempt is over, to send
+  bool want_write_ = false;
+  rlim_t job_open_files_limit_ = 0;  // JobSpec::open_files_limit
+  int last_exit_status_ = 0;         // of the attempt retired last: a single attempt's process exit status
+};
+
+// ---- Attempt ----
+
+Attempt::~Attempt() {
+  for (int* fd : {&job_.stdout_fd, &job_.stderr_fd, &job_.error_fd, &claim_fd_, &log_fd_}) {
+    if (*fd >= 0) ::close(*fd);
   }
+}
 
+int Attempt::EnsureLogDir() {
+  if (log_dir_.empty() || log_dir_made_) return 0;
+  const int err = MakeJobAndAttemptDir(log_dir_);
+  log_dir_made_ = err == 0;
+  return err;
+}
+
+// supervisor.log, created by the first diagnostic: most attempts have none,
+// and an inode not created is the cheapest. Until the attempt directory
+// exists (or if the log cannot be created) diagnostics go to stderr.
+void Attempt::Log(const char* format, ...) {
+  char line[2048];
+  int n = std::snprintf(line, sizeof line, "unisched-supervisor[%d]: ", static_cast<int>(::getpid()));
+  va_list args;
+  va_start(args, format);
+  if (n > 0 && static_cast<size_t>(n) < sizeof line) n += std::vsnprintf(line + n, sizeof line - n, format, args);
+  va_end(args);
+  if (n < 0) return;
+  size_t len = std::min(static_cast<size_t>(n), sizeof line - 2);
+  line[len++] = '\n';
+  if (log_fd_ < 0 && EnsureLogDir() == 0) {
+    log_fd_ = ::open(LogPath(files::kSupervisorLog).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  }
+  const int fd = log_fd_ >= 0 ? log_fd_ : STDERR_FILENO;
+  ssize_t ignored = ::write(fd, line, len);
+  (void)ignored;  // nowhere left to report a failed diagnostic
+}
+
+void Attempt::Begin(int spec_fd) {
+  // Parsed first, so that even the first diagnostic goes where the spec
+  // says; a malformed spec becomes the attempt's launch failure below.
+  parsed_spec_ = files::SpecFromJson(ReadAll(spec_fd));
+  if (parsed_spec_.ok()) log_dir_ = parsed_spec_->log_dir;
+  if (int err = MakeJobAndAttemptDir(dir_)) {
+    LogToStderr("cannot create %s: %s", dir_.c_str(), std::strerror(err));
+    done_ = true;
+    exit_status_ = 1;
+    return;
+  }
   switch (Claim()) {
     case ClaimResult::kOwned:
       break;
     case ClaimResult::kTaken:
-      return 0;
+      done_ = true;
+      return;
     case ClaimResult::kError:
-      return 1;
+      done_ = true;
+      exit_status_ = 1;
+      return;
   }
-  (void)::setsid();  // already a session leader when spawned with POSIX_SPAWN_SETSID
-  if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) Log("cannot become a child subreaper: %s", std::strerror(errno));
-  signal_fd_ = ::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-  const int signalfd_errno = errno;
   started_at_ms_ = NowMillis();
   WriteState();
-
-  RunResult result;
-  if (signal_fd_ < 0) {
-    // Cancel and SIGCHLD would go unnoticed: do not start anything.
-    result.outcome = RunOutcome::kLaunchFailed;
-    result.reason = std::string("cannot watch signals (signalfd): ") + std::strerror(signalfd_errno);
-  } else {
-    result = Supervise();
+  result_.outcome = RunOutcome::kLaunchFailed;
+  if (std::string error = Prepare(); !error.empty()) {
+    result_.reason = std::move(error);
+    return FinishWith(result_);
   }
-
-  // The groups go before the result appears, so a reader of the result
-  // finds nothing of the attempt left in the kernel.
-  const std::string contained_by = containment_.Describe();
-  if (Status s = containment_.Destroy(); !s.ok()) Log("%s", s.error().message.c_str());
-  const std::string json = files::ResultToJson(result, contained_by).dump(2) + "\n";
-  // The only durable write: the result must survive a host crash. There is
-  // no final state.json: the result's existence says the attempt ended.
-  if (int err = files::WriteFileAtomic(dir_, files::kResult, json)) {
-    Log("cannot write %s: %s", Path(files::kResult).c_str(), std::strerror(err));
-    return 1;
+  if (loop_.PendingCancel(*this) || stop_before_start_) {
+    result_.outcome = RunOutcome::kCancelled;
+    result_.reason = "cancelled before the job started";
+    return FinishWith(result_);
   }
-  return 0;
+  Start();
 }
 
 // One file is claim and lock: the exclusive create decides which supervisor
-// runs the attempt, and its flock, held until we exit, tells readers that we
-// live. Readers bridge the instant between the create and the flock: a
-// claim with a free lock, no result and no state.json is looked at again
-// before it counts as a dead supervisor (see the executor).
-ClaimResult Supervisor::Claim() {
+// runs the attempt, and its flock, held until the attempt ends, tells
+// readers that it lives. Readers bridge the instant between the create and
+// the flock: a claim with a free lock, no result and no state.json is
+// looked at again before it counts as a dead supervisor (see the executor).
+// A shared supervisor says so in the claim ("<pid> shared"): its attempts
+// are cancelled through a file, not a signal to the pid (docs/execution.md).
+ClaimResult Attempt::Claim() {
   claim_fd_ = ::open(Path(files::kClaim).c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (claim_fd_ < 0) {
     if (errno == EEXIST) return ClaimResult::kTaken;
@@ -283,7 +397,7 @@ ClaimResult Supervisor::Claim() {
     Log("cannot lock %s: %s", Path(files::kClaim).c_str(), std::strerror(errno));
     return ClaimResult::kError;
   }
-  const std::string pid = std::to_string(::getpid()) + "\n";
+  const std::string pid = std::to_string(::getpid()) + (loop_.shared() ? " shared\n" : "\n");
   ssize_t ignored = ::write(claim_fd_, pid.data(), pid.size());
   (void)ignored;  // the claim is its existence; the pid is a courtesy
   return ClaimResult::kOwned;
@@ -291,35 +405,32 @@ ClaimResult Supervisor::Claim() {
 
 // Written once, non-durably: its existence tells a reader that the lock was
 // taken (so a free lock then means we are gone), and it holds our pid.
-void Supervisor::WriteState() {
-  const nlohmann::json j{{"phase", "running"}, {"supervisor_pid", ::getpid()}, {"started_at", started_at_ms_}};
+void Attempt::WriteState() {
+  nlohmann::json j{{"phase", "running"}, {"supervisor_pid", ::getpid()}, {"started_at", started_at_ms_}};
+  if (loop_.shared()) j["shared"] = true;
   if (int err = files::WriteFileAtomic(dir_, files::kState, j.dump() + "\n", /*durable=*/false)) {
     Log("cannot write %s: %s", Path(files::kState).c_str(), std::strerror(err));
   }
 }
 
-RunResult Supervisor::Supervise() {
-  RunResult result;
-  result.outcome = RunOutcome::kLaunchFailed;
-  auto fail = [&result](std::string reason) {
-    result.reason = std::move(reason);
-    return result;
-  };
-
+// The job's account, work directory, containment and output files.
+std::string Attempt::Prepare() {
+  auto fail = [](std::string reason) { return reason; };
   if (!parsed_spec_.ok()) return fail(parsed_spec_.error().message);
   spec_ = std::move(parsed_spec_).value();
   const executor::LaunchSpec& launch = spec_.launch;
-  result.job_id = launch.job_id;
-  result.attempt = launch.attempt;
+  result_.job_id = launch.job_id;
+  result_.attempt = launch.attempt;
+  JobSpec& job_spec = job_spec_;
 
-  JobSpec job_spec;
   job_spec.argv = launch.argv;
   job_spec.env = launch.env;
   job_spec.work_dir = spec_.work_dir;
   job_spec.isolate = launch.isolate;
+  job_spec.open_files_limit = loop_.job_open_files_limit();
   if (launch.isolate && ::geteuid() == 0) {
-    // A sandboxed job runs as a uid of its own, leased for as long as this
-    // supervisor lives (docs/sandboxes.md): never a tenant's shared account.
+    // A sandboxed job runs as a uid of its own, leased for as long as the
+    // attempt lasts (docs/sandboxes.md): never a tenant's shared account.
     uid_lease_ = isolation::UidLease::Acquire(
         launch.sandbox_uid_lock_dir.empty() ? "/run/unisched/sandbox-uids" : launch.sandbox_uid_lock_dir,
         static_cast<uid_t>(launch.sandbox_uid_base > 0 ? launch.sandbox_uid_base : 3'000'000),
@@ -348,9 +459,6 @@ RunResult Supervisor::Supervise() {
   }
   if (std::string error = MakeWorkDir(job_spec.account); !error.empty()) return fail(std::move(error));
 
-  const auto path = launch.env.find("PATH");
-  ::setenv("PATH", path != launch.env.end() ? path->second.c_str() : kDefaultSearchPath, 1);
-
   const containment::Limits limits{launch.limits.memory_bytes, launch.limits.cpu_millis, launch.limits.pids};
   if (spec_.use_cgroups) {
     auto c = containment::Containment::Create(files::CgroupName(launch.job_id, launch.attempt, ::getpid()), limits);
@@ -365,21 +473,15 @@ RunResult Supervisor::Supervise() {
   }
 
   // Created by their first byte: a silent job leaves neither file.
-  stdout_log_.Open(LogPath(files::kStdout), launch.log_cap_bytes, EnsureLogDir);
-  stderr_log_.Open(LogPath(files::kStderr), launch.log_cap_bytes, EnsureLogDir);
-
-  if (CancelPending()) {
-    result.outcome = RunOutcome::kCancelled;
-    result.reason = "cancelled before the job started";
-    return result;
-  }
-  return Watch(job_spec, result);
+  stdout_log_.Open(LogPath(files::kStdout), launch.log_cap_bytes, [this] { return EnsureLogDir(); });
+  stderr_log_.Open(LogPath(files::kStderr), launch.log_cap_bytes, [this] { return EnsureLogDir(); });
+  return {};
 }
 
 // <work_root>/<job>, shared by the job's attempts and private to its
 // account (0700 by the umask; chmod for one made by someone else). The
 // executor made work_root. Returns the launch failure reason, or empty.
-std::string Supervisor::MakeWorkDir(const Account& account) {
+std::string Attempt::MakeWorkDir(const Account& account) {
   const std::string& work = spec_.work_dir;
   if (work.empty()) return {};
   bool created = true;
@@ -396,43 +498,81 @@ std::string Supervisor::MakeWorkDir(const Account& account) {
   return {};
 }
 
-// Consumes pending signals before the job exists; true if one asked to stop.
-bool Supervisor::CancelPending() {
-  bool cancel = false;
-  signalfd_siginfo info;
-  while (::read(signal_fd_, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
-    if (info.ssi_signo == SIGTERM || info.ssi_signo == SIGINT || info.ssi_signo == SIGUSR1) cancel = true;
+void Attempt::Start() {
+  const executor::LaunchSpec& launch = spec_.launch;
+  // execvpe searches our PATH: the job's, else the default. We are single-
+  // threaded, and the value holds until the fork below.
+  const auto path = launch.env.find("PATH");
+  ::setenv("PATH", path != launch.env.end() ? path->second.c_str() : kDefaultSearchPath, 1);
+  auto job = StartJob(job_spec_, containment_);
+  if (!job.ok()) {
+    result_.reason = job.error().message;
+    return FinishWith(result_);
   }
-  return cancel;
+  job_ = *job;
+  containment_.TrackProcessGroup(job_.pid);
+  t0_ = Mono::now();
+  result_.started_at = FromUnixMillis(NowMillis());
+  running_ = true;
+  if (launch.walltime_seconds > 0) deadline_ = t0_ + std::chrono::seconds(launch.walltime_seconds);
+  loop_.Watch(job_.stdout_fd, serial_, kStdoutPipe);
+  loop_.Watch(job_.stderr_fd, serial_, kStderrPipe);
+  loop_.Watch(job_.error_fd, serial_, kErrorPipe);
 }
 
-// The job's whole tree: cgroups, its process group, and orphans re-parented to us.
-void Supervisor::Signal(int sig) {
-  containment_.KillAll(sig);
-  if (!main_reaped_ && job_.pid > 0) ::kill(job_.pid, sig);
-  for (pid_t pid : DirectChildren()) ::kill(pid, sig);
-}
-
-void Supervisor::Reap() {
-  for (;;) {
-    int status = 0;
-    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
-    if (pid > 0) {
-      if (pid == job_.pid) {
-        main_reaped_ = true;
-        main_status_ = status;
-      }
-      continue;
-    }
-    if (pid < 0 && errno == EINTR) continue;
-    children_left_ = !(pid < 0 && errno == ECHILD);
+void Attempt::RequestStop(bool preempt) {
+  if (!running_) {
+    stop_before_start_ = stop_before_start_.value_or(false) || preempt;
     return;
   }
+  StopJob(Stop::kCancel, preempt);
 }
 
-void Supervisor::DrainPipe(int& fd, CappedLog& log) {
+void Attempt::CheckCancelFile() {
+  const auto text = files::ReadWholeFile(Path(files::kCancel));
+  if (!text) return;
+  RequestStop(text->rfind("preempt", 0) == 0);
+}
+
+void Attempt::StopJob(Stop why, bool preempted) {
+  if (stop_ != Stop::kNone || main_reaped_) return;
+  const executor::LaunchSpec& launch = spec_.launch;
+  stop_ = why;
+  deadline_.reset();
+  Signal(SIGTERM);
+  kill_at_ = Mono::now() +
+             std::chrono::seconds(std::max(0, preempted ? launch.preempt_grace_seconds : launch.kill_grace_seconds));
+}
+
+// The job's whole tree: cgroups, its process group, and (a single
+// attempt's supervisor only) orphans re-parented to us.
+void Attempt::Signal(int sig) {
+  containment_.KillAll(sig);
+  if (!main_reaped_ && job_.pid > 0) ::kill(job_.pid, sig);
+  if (!loop_.shared()) {
+    for (pid_t pid : DirectChildren()) ::kill(pid, sig);
+  }
+}
+
+// Nothing of the job runs any more. A single attempt's supervisor has all of
+// it as children (main process and orphans): none left. A shared one asks
+// the cgroups, else the process group (a process that left both cannot be
+// found without cgroups; docs/execution.md).
+bool Attempt::TreeGone() {
+  if (!loop_.shared()) return !loop_.children_left();
+  if (containment_.has_groups()) return containment_.Empty();
+  return job_.pid <= 0 || (::kill(-job_.pid, 0) != 0 && errno == ESRCH);
+}
+
+void Attempt::OnMainExit(int status, const rusage& usage) {
+  main_reaped_ = true;
+  main_status_ = status;
+  main_usage_ = usage;
+}
+
+void Attempt::DrainPipe(int& fd, CappedLog& log) {
   char buf[65536];
-  // Bounded, so one chatty stream cannot starve the other or the signals.
+  // Bounded, so one chatty stream cannot starve the other attempts.
   for (int i = 0; i < 16; ++i) {
     const ssize_t n = ::read(fd, buf, sizeof buf);
     if (n > 0) {
@@ -441,168 +581,125 @@ void Supervisor::DrainPipe(int& fd, CappedLog& log) {
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-    ::close(fd);  // EOF or error: no writer left
+    loop_.Unwatch(fd);  // EOF or error: no writer left
+    ::close(fd);
     fd = -1;
     return;
   }
 }
 
-RunResult Supervisor::Watch(const JobSpec& job_spec, RunResult result) {
+void Attempt::OnOutput(Stream stream) {
+  if (stream == kStdoutPipe && job_.stdout_fd >= 0) DrainPipe(job_.stdout_fd, stdout_log_);
+  if (stream == kStderrPipe && job_.stderr_fd >= 0) DrainPipe(job_.stderr_fd, stderr_log_);
+  if (stream == kErrorPipe && job_.error_fd >= 0) {
+    LaunchError e;
+    const ssize_t got = ::read(job_.error_fd, &e, sizeof e);
+    if (got == static_cast<ssize_t>(sizeof e)) {
+      launch_error_ = e;
+    } else if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR)) {
+      loop_.Unwatch(job_.error_fd);  // closed on exec: the command runs
+      ::close(job_.error_fd);
+      job_.error_fd = -1;
+    }
+  }
+}
+
+std::optional<Mono::time_point> Attempt::Tick(Mono::time_point now) {
+  if (!running_ || done_) return std::nullopt;
   const executor::LaunchSpec& launch = spec_.launch;
-  auto job = StartJob(job_spec, containment_);
-  if (!job.ok()) {
-    result.reason = job.error().message;
-    return result;
-  }
-  job_ = *job;
-  containment_.TrackProcessGroup(job_.pid);
-  const auto t0 = Mono::now();
-  result.started_at = FromUnixMillis(NowMillis());
-
-  std::optional<Mono::time_point> deadline;
-  if (launch.walltime_seconds > 0) deadline = t0 + std::chrono::seconds(launch.walltime_seconds);
-  const auto grace = std::chrono::seconds(std::max(0, launch.kill_grace_seconds));
-  const auto preempt_grace = std::chrono::seconds(std::max(0, launch.preempt_grace_seconds));
-  std::optional<Mono::time_point> kill_at;
-  std::optional<Mono::time_point> drain_until;
-  std::optional<Mono::time_point> next_sweep;
-  std::optional<Mono::time_point> main_ended;
-  Stop stop = Stop::kNone;
-  std::optional<LaunchError> launch_error;
-
-  auto stop_job = [&](Stop why, Mono::time_point now, bool preempted = false) {
-    if (stop != Stop::kNone || main_reaped_) return;
-    stop = why;
-    Signal(SIGTERM);
-    kill_at = now + (preempted ? preempt_grace : grace);
-  };
-
-  for (;;) {
-    if (main_reaped_ && !main_ended) {
-      // The main process is gone: its leftovers go too (a `sleep &` holding
-      // our pipes would otherwise keep the attempt open).
-      main_ended = Mono::now();
-      deadline.reset();
-      kill_at.reset();
-      result.ended_at = FromUnixMillis(NowMillis());
+  if (main_reaped_ && !main_ended_) {
+    // The main process is gone: its leftovers go too (a `sleep &` holding
+    // our pipes would otherwise keep the attempt open).
+    main_ended_ = now;
+    deadline_.reset();
+    kill_at_.reset();
+    result_.ended_at = FromUnixMillis(NowMillis());
+    drain_until_ = now + kDrainLimit;
+    tree_gone_ = TreeGone();
+    if (!tree_gone_) {
       Signal(SIGKILL);
-      drain_until = *main_ended + kDrainLimit;
-      next_sweep = *main_ended + kSweepInterval;
-      Reap();
+      next_sweep_ = now + kSweepInterval;
+      loop_.Reap();
+      tree_gone_ = !loop_.shared() && TreeGone();
     }
-    if (main_reaped_ && !children_left_ && job_.stdout_fd < 0 && job_.stderr_fd < 0 && job_.error_fd < 0) break;
-    auto now = Mono::now();
-    if (drain_until && now >= *drain_until) {
-      Log("job %lld attempt %d: leftovers or open pipes after %llds; writing the result anyway",
-          static_cast<long long>(launch.job_id), launch.attempt, static_cast<long long>(kDrainLimit.count()));
-      break;
-    }
-
-    if (stop != Stop::kNone) deadline.reset();
-    std::optional<Mono::time_point> wake;
-    for (const auto& t : {deadline, kill_at, next_sweep, drain_until}) {
-      if (t && (!wake || *t < *wake)) wake = t;
-    }
-    int timeout_ms = -1;
-    if (wake) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*wake - now).count();
-      timeout_ms = static_cast<int>(std::clamp<int64_t>(left + 1, 0, 60'000));
-    }
-
-    pollfd fds[4];
-    nfds_t n = 0;
-    int* watched[4] = {&signal_fd_, &job_.stdout_fd, &job_.stderr_fd, &job_.error_fd};
-    int index[4] = {-1, -1, -1, -1};
-    for (int i = 0; i < 4; ++i) {
-      if (*watched[i] < 0) continue;
-      index[i] = static_cast<int>(n);
-      fds[n++] = pollfd{*watched[i], POLLIN, 0};
-    }
-    const int rc = ::poll(fds, n, timeout_ms);
-    if (rc < 0 && errno != EINTR) {
-      Log("poll: %s", std::strerror(errno));
-      ::usleep(100'000);
-    }
-    auto ready = [&](int i) { return rc > 0 && index[i] >= 0 && fds[index[i]].revents != 0; };
-
-    if (ready(0)) {
-      signalfd_siginfo info;
-      bool child = false;
-      while (::read(signal_fd_, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
-        if (info.ssi_signo == SIGCHLD) child = true;
-        if (info.ssi_signo == SIGTERM || info.ssi_signo == SIGINT) stop_job(Stop::kCancel, Mono::now());
-        if (info.ssi_signo == SIGUSR1) stop_job(Stop::kCancel, Mono::now(), /*preempted=*/true);
-      }
-      if (child) Reap();
-    }
-    if (ready(1)) DrainPipe(job_.stdout_fd, stdout_log_);
-    if (ready(2)) DrainPipe(job_.stderr_fd, stderr_log_);
-    if (ready(3)) {
-      LaunchError e;
-      const ssize_t got = ::read(job_.error_fd, &e, sizeof e);
-      if (got == static_cast<ssize_t>(sizeof e)) {
-        launch_error = e;
-      } else if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR)) {
-        ::close(job_.error_fd);  // closed on exec: the command runs
-        job_.error_fd = -1;
-      }
-    }
-
-    now = Mono::now();
-    if (!main_reaped_) {
-      if (deadline && now >= *deadline) stop_job(Stop::kTimeout, now);
-      if (kill_at && now >= *kill_at) {
-        Signal(SIGKILL);
-        kill_at.reset();
-        next_sweep = now + kSweepInterval;
-      }
-    }
-    if (next_sweep && now >= *next_sweep) {
+  } else if (main_reaped_ && !tree_gone_ && (tree_check_due_ || !loop_.shared())) {
+    tree_gone_ = TreeGone();
+  }
+  tree_check_due_ = false;
+  if (main_reaped_ && tree_gone_ && job_.stdout_fd < 0 && job_.stderr_fd < 0 && job_.error_fd < 0) {
+    Finish();
+    return std::nullopt;
+  }
+  if (drain_until_ && now >= *drain_until_) {
+    Log("job %lld attempt %d: leftovers or open pipes after %llds; writing the result anyway",
+        static_cast<long long>(launch.job_id), launch.attempt, static_cast<long long>(kDrainLimit.count()));
+    Finish();
+    return std::nullopt;
+  }
+  if (!main_reaped_) {
+    if (deadline_ && now >= *deadline_) StopJob(Stop::kTimeout, /*preempted=*/false);
+    if (kill_at_ && now >= *kill_at_) {
       Signal(SIGKILL);
-      Reap();
-      next_sweep = now + kSweepInterval;
+      kill_at_.reset();
+      next_sweep_ = now + kSweepInterval;
     }
   }
-  if (!main_ended) result.ended_at = FromUnixMillis(NowMillis());
-  const auto wall_end = main_ended.value_or(Mono::now());
-  for (int* fd : {&job_.stdout_fd, &job_.stderr_fd, &job_.error_fd}) {
-    if (*fd >= 0) ::close(*fd);
-    *fd = -1;
+  if (next_sweep_ && now >= *next_sweep_) {
+    Signal(SIGKILL);
+    loop_.Reap();
+    if (main_reaped_) tree_gone_ = TreeGone();
+    next_sweep_ = now + kSweepInterval;
+    if (main_reaped_ && tree_gone_ && job_.stdout_fd < 0 && job_.stderr_fd < 0 && job_.error_fd < 0) {
+      Finish();
+      return std::nullopt;
+    }
   }
+  std::optional<Mono::time_point> wake;
+  for (const auto& t : {deadline_, kill_at_, next_sweep_, drain_until_}) {
+    if (t && (!wake || *t < *wake)) wake = t;
+  }
+  return wake;
+}
 
+// The result of a job that was started, from how it ended.
+void Attempt::Finish() {
+  const executor::LaunchSpec& launch = spec_.launch;
+  RunResult result = std::move(result_);
+  if (!main_ended_) result.ended_at = FromUnixMillis(NowMillis());
+  const auto wall_end = main_ended_.value_or(Mono::now());
+  ClosePipes();
   for (const auto& [log, name] : {std::pair{&stdout_log_, files::kStdout}, std::pair{&stderr_log_, files::kStderr}}) {
     if (log->open_error() != 0) {
       Log("cannot create %s, the job's output is lost: %s", LogPath(name).c_str(), std::strerror(log->open_error()));
     }
   }
+  // The main process's own use and that of the descendants it waited for.
+  result.usage.wall_seconds = std::chrono::duration<double>(wall_end - t0_).count();
+  result.usage.user_cpu_seconds = static_cast<double>(main_usage_.ru_utime.tv_sec) + main_usage_.ru_utime.tv_usec / 1e6;
+  result.usage.system_cpu_seconds =
+      static_cast<double>(main_usage_.ru_stime.tv_sec) + main_usage_.ru_stime.tv_usec / 1e6;
+  result.usage.max_rss_kb = main_usage_.ru_maxrss;
 
-  rusage ru{};
-  ::getrusage(RUSAGE_CHILDREN, &ru);
-  result.usage.wall_seconds = std::chrono::duration<double>(wall_end - t0).count();
-  result.usage.user_cpu_seconds = static_cast<double>(ru.ru_utime.tv_sec) + ru.ru_utime.tv_usec / 1e6;
-  result.usage.system_cpu_seconds = static_cast<double>(ru.ru_stime.tv_sec) + ru.ru_stime.tv_usec / 1e6;
-  result.usage.max_rss_kb = ru.ru_maxrss;
-
-  if (launch_error) {
+  if (launch_error_) {
     result.outcome = RunOutcome::kLaunchFailed;
-    result.reason = DescribeLaunchError(*launch_error, job_spec);
+    result.reason = DescribeLaunchError(*launch_error_, job_spec_);
     result.exit_code.reset();
-    return result;
+    return FinishWith(result);
   }
   if (!main_reaped_) {
     // Only after the drain limit with the main process unkillable (D state).
     result.outcome = RunOutcome::kFailed;
     result.reason = "the job did not exit after SIGKILL";
-    return result;
+    return FinishWith(result);
   }
   int code = 0;
   if (WIFEXITED(main_status_)) code = WEXITSTATUS(main_status_);
   if (WIFSIGNALED(main_status_)) code = 128 + WTERMSIG(main_status_);
   result.exit_code = code;
-  if (stop == Stop::kTimeout) {
+  if (stop_ == Stop::kTimeout) {
     result.outcome = RunOutcome::kTimeout;
     result.reason = "wall time limit of " + std::to_string(launch.walltime_seconds) + " s exceeded";
-  } else if (stop == Stop::kCancel) {
+  } else if (stop_ == Stop::kCancel) {
     result.outcome = RunOutcome::kCancelled;
     result.reason = "cancelled";
   } else if (code == 0) {
@@ -618,14 +715,320 @@ RunResult Supervisor::Watch(const JobSpec& job_spec, RunResult result) {
       result.reason = "exit status " + std::to_string(code);
     }
   }
-  return result;
+  FinishWith(result);
+}
+
+void Attempt::ClosePipes() {
+  for (int* fd : {&job_.stdout_fd, &job_.stderr_fd, &job_.error_fd}) {
+    if (*fd < 0) continue;
+    loop_.Unwatch(*fd);
+    ::close(*fd);
+    *fd = -1;
+  }
+}
+
+// The groups go before the result appears, so a reader of the result finds
+// nothing of the attempt left in the kernel; the claim's lock goes after it.
+void Attempt::FinishWith(const RunResult& result) {
+  running_ = false;
+  done_ = true;
+  loop_.Reap();  // exited leftovers, so that their groups can be removed or pooled
+  const std::string contained_by = containment_.Describe();
+  if (Status s = containment_.Destroy(); !s.ok()) Log("%s", s.error().message.c_str());
+  const std::string json = files::ResultToJson(result, contained_by).dump(2) + "\n";
+  // The only durable write: the result must survive a host crash. There is
+  // no final state.json: the result's existence says the attempt ended.
+  if (int err = files::WriteFileAtomic(dir_, files::kResult, json)) {
+    Log("cannot write %s: %s", Path(files::kResult).c_str(), std::strerror(err));
+    exit_status_ = 1;
+  }
+  if (claim_fd_ >= 0) ::close(claim_fd_);
+  claim_fd_ = -1;
+  uid_lease_ = isolation::UidLease();
+}
+
+// ---- Loop ----
+
+bool Loop::Setup() {
+  EnsureStandardFds();
+  ::umask(077);
+  // Blocked before anything else, so that a cancel sent right after the
+  // spawn waits in the signalfd instead of killing us without a result.
+  sigemptyset(&mask_);
+  for (int sig : {SIGCHLD, SIGTERM, SIGINT, SIGUSR1, SIGUSR2}) sigaddset(&mask_, sig);
+  ::sigprocmask(SIG_BLOCK, &mask_, nullptr);
+  ::signal(SIGHUP, SIG_IGN);
+  ::signal(SIGPIPE, SIG_IGN);
+  (void)::setsid();  // already a session leader when spawned with POSIX_SPAWN_SETSID
+  if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) LogToStderr("cannot become a child subreaper: %s", strerror(errno));
+  // A host holds a claim and three pipes per running attempt: thousands of
+  // descriptors with many short sandbox tasks. Its jobs get the limit back.
+  rlimit files{};
+  if (shared() && ::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    const rlim_t ours = files.rlim_cur;
+    files.rlim_cur = files.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &files) == 0) job_open_files_limit_ = ours;
+  }
+  signal_fd_ = ::signalfd(-1, &mask_, SFD_CLOEXEC | SFD_NONBLOCK);
+  epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+  if (signal_fd_ < 0 || epoll_fd_ < 0) return false;
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = Tag(0, 0);
+  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, signal_fd_, &ev) != 0) return false;
+  if (socket_fd_ >= 0) {
+    ev.data.u64 = Tag(0, 1);
+    if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, socket_fd_, &ev) != 0) return false;
+    socket_open_ = true;
+  }
+  return true;
+}
+
+void Loop::Watch(int fd, uint64_t serial, Stream stream) {
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = Tag(serial, stream + 1);
+  (void)::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);  // a pipe always can be; a failure shows as a stuck attempt
+}
+
+void Loop::Unwatch(int fd) {
+  (void)::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+}
+
+std::optional<bool> Loop::PendingCancel(Attempt& attempt) {
+  HandleSignals();
+  if (cancel_all_) return preempt_all_;
+  if (shared()) {
+    if (auto text = files::ReadWholeFile(attempt.dir() + "/" + files::kCancel)) return text->rfind("preempt", 0) == 0;
+  }
+  return std::nullopt;
+}
+
+void Loop::Reap() {
+  for (;;) {
+    int status = 0;
+    rusage usage{};
+    const pid_t pid = ::wait4(-1, &status, WNOHANG, &usage);
+    if (pid > 0) {
+      auto it = by_main_pid_.find(pid);
+      if (it != by_main_pid_.end()) {
+        if (Attempt* a = Find(it->second)) a->OnMainExit(status, usage);
+        by_main_pid_.erase(it);
+      } else {
+        for (auto& [serial, a] : attempts_) a->OnOrphanReaped();
+      }
+      continue;
+    }
+    if (pid < 0 && errno == EINTR) continue;
+    children_left_ = !(pid < 0 && errno == ECHILD);
+    return;
+  }
+}
+
+// Cancels arrive as signals: SIGTERM/SIGINT stop every attempt (SIGUSR1:
+// as a preemption, a single attempt's supervisor only), SIGUSR2 says "look
+// for cancel files" (how the executor cancels one attempt of a shared
+// supervisor). A cancel that comes before an attempt's job starts is kept
+// for it (RequestStop). A shared supervisor told to stop also takes no new
+// attempt: it closes the executor's socket, and launches still queued there
+// are dropped unclaimed (the executor finds them never started).
+void Loop::HandleSignals() {
+  signalfd_siginfo info;
+  bool child = false;
+  bool look_for_files = false;
+  bool stop_all = false;
+  while (::read(signal_fd_, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+    switch (info.ssi_signo) {
+      case SIGCHLD:
+        child = true;
+        break;
+      case SIGTERM:
+      case SIGINT:
+        stop_all = true;
+        break;
+      case SIGUSR1:
+        if (!shared()) {
+          stop_all = true;
+          preempt_all_ = true;
+        }
+        break;
+      case SIGUSR2:
+        look_for_files = true;
+        break;
+    }
+  }
+  if (child) Reap();
+  if (stop_all) {
+    cancel_all_ = true;
+    if (shared()) CloseSocket();
+    for (auto& [serial, a] : attempts_) a->RequestStop(preempt_all_);
+  }
+  if (look_for_files) {
+    for (auto& [serial, a] : attempts_) a->CheckCancelFile();
+  }
+}
+
+// The executor sees EOF and starts another host for its next launch.
+void Loop::CloseSocket() {
+  if (!socket_open_) return;
+  (void)::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, socket_fd_, nullptr);
+  (void)::shutdown(socket_fd_, SHUT_RDWR);
+  socket_open_ = false;
+  notices_.clear();  // the executor reads the results from the files
+}
+
+Attempt* Loop::Find(uint64_t serial) {
+  auto it = attempts_.find(serial);
+  return it == attempts_.end() ? nullptr : it->second.get();
+}
+
+void Loop::Add(const std::string& dir, int spec_fd) {
+  const uint64_t serial = next_serial_++;
+  Attempt* a = (attempts_[serial] = std::make_unique<Attempt>(*this, serial, dir)).get();
+  a->Begin(spec_fd);
+  if (a->main_pid() > 0) by_main_pid_[a->main_pid()] = serial;
+  if (a->done()) Retire(serial);
+}
+
+// An attempt that is over leaves the loop; the executor hears of it.
+void Loop::Retire(uint64_t serial) {
+  auto it = attempts_.find(serial);
+  if (it == attempts_.end()) return;
+  last_exit_status_ = it->second->exit_status();
+  if (socket_open_) notices_.push_back(it->second->dir());
+  for (auto p = by_main_pid_.begin(); p != by_main_pid_.end();) {
+    p = p->second == serial ? by_main_pid_.erase(p) : std::next(p);
+  }
+  attempts_.erase(it);
+}
+
+// Each request: the attempt directory, with the spec memfd as the only
+// descriptor. A malformed one is dropped: its attempt is never claimed, and
+// the executor reports it lost once we are gone.
+void Loop::ServeRequests() {
+  while (socket_open_) {
+    char buf[kMaxRequest];
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+    iovec iov{buf, sizeof buf};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    const ssize_t n = ::recvmsg(socket_fd_, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    int spec_fd = -1;
+    for (cmsghdr* c = n > 0 ? CMSG_FIRSTHDR(&msg) : nullptr; c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int))) {
+        std::memcpy(&spec_fd, CMSG_DATA(c), sizeof(int));
+      }
+    }
+    if (n <= 0) {
+      // The executor closed its end (stopped or died): no new attempts; the
+      // running ones go on, and their results wait in their directories.
+      CloseSocket();
+      return;
+    }
+    if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0 || spec_fd < 0 || buf[0] != '/') {
+      LogToStderr("malformed launch request dropped");
+    } else {
+      Add(std::string(buf, static_cast<size_t>(n)), spec_fd);
+    }
+    if (spec_fd >= 0) ::close(spec_fd);
+  }
+}
+
+// Notices are datagrams of an attempt directory each. A full socket (the
+// executor is slow to read) keeps them here until it can take more.
+void Loop::SendNotices() {
+  while (!notices_.empty() && socket_open_) {
+    const std::string& dir = notices_.front();
+    const ssize_t n = ::send(socket_fd_, dir.data(), dir.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+    notices_.pop_front();  // sent, or the executor is gone (it will read the files)
+  }
+  const bool want_write = !notices_.empty() && socket_open_;
+  if (want_write != want_write_ && socket_open_) {
+    epoll_event ev{};
+    ev.events = EPOLLIN | (want_write ? static_cast<uint32_t>(EPOLLOUT) : 0U);
+    ev.data.u64 = Tag(0, 1);
+    (void)::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, socket_fd_, &ev);
+    want_write_ = want_write;
+  }
+}
+
+// Until no attempt is left and (a host) the executor has closed the socket.
+int Loop::Serve() {
+  epoll_event events[kEventsPerWait];
+  for (;;) {
+    const auto now = Mono::now();
+    std::optional<Mono::time_point> wake;
+    for (auto it = attempts_.begin(); it != attempts_.end();) {
+      const auto current = it++;  // Retire erases it
+      const auto next = current->second->Tick(now);
+      if (current->second->done()) {
+        Retire(current->first);
+      } else if (next && (!wake || *next < *wake)) {
+        wake = next;
+      }
+    }
+    SendNotices();
+    if (attempts_.empty() && !socket_open_) return last_exit_status_;
+
+    int timeout_ms = -1;
+    if (wake) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*wake - Mono::now()).count();
+      timeout_ms = static_cast<int>(std::clamp<int64_t>(left + 1, 0, 60'000));
+    }
+    const int ready = ::epoll_wait(epoll_fd_, events, kEventsPerWait, timeout_ms);
+    if (ready < 0 && errno != EINTR) {
+      LogToStderr("epoll_wait: %s", std::strerror(errno));
+      ::usleep(100'000);
+    }
+    for (int i = 0; i < ready; ++i) {
+      const uint64_t serial = events[i].data.u64 >> 2;
+      const int kind = static_cast<int>(events[i].data.u64 & 3);
+      if (serial == 0 && kind == 0) {
+        HandleSignals();
+      } else if (serial == 0) {
+        if ((events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) != 0) ServeRequests();
+      } else if (Attempt* a = Find(serial)) {
+        a->OnOutput(static_cast<Stream>(kind - 1));
+      }
+    }
+  }
+}
+
+int Loop::RunSingle(const std::string& attempt_dir) {
+  if (!Setup()) {
+    // Cancel and SIGCHLD would go unnoticed: do not start anything.
+    LogToStderr("cannot watch signals (signalfd, epoll): %s", std::strerror(errno));
+    return 1;
+  }
+  Add(attempt_dir, STDIN_FILENO);
+  return Serve();
+}
+
+int Loop::RunHost() {
+  if (!Setup()) {
+    LogToStderr("cannot watch signals or the executor (signalfd, epoll): %s", std::strerror(errno));
+    return 1;
+  }
+  return Serve();
 }
 
 }  // namespace
 
 int RunSupervisor(const std::string& attempt_dir) {
-  Supervisor supervisor(attempt_dir);
-  return supervisor.Run();
+  Loop loop(-1);
+  return loop.RunSingle(attempt_dir);
+}
+
+int RunHost(int socket_fd) {
+  Loop loop(socket_fd);
+  return loop.RunHost();
 }
 
 }  // namespace unisched::supervisor

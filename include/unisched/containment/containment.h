@@ -84,6 +84,10 @@ class Containment {
   void KillAll(int signal) const;
   // Process ids currently in the groups (from cgroup.procs).
   std::vector<pid_t> Pids() const;
+  // No process in the groups: one read of one group's cgroup.procs (a
+  // contained process cannot leave the groups it joined; only root moves
+  // it). False without groups.
+  bool Empty() const;
   // Whether the kernel OOM-killed a process of the memory group (oom_kill in
   // memory.oom_control; on kernels without that field, any memory.failcnt).
   bool OomKilled() const;
@@ -111,6 +115,7 @@ class Containment {
   bool has_cpu_group() const { return !cpu_dir_.empty(); }
   bool has_pids_group() const { return !pids_dir_.empty(); }
   bool has_unified_group() const { return !unified_dir_.empty(); }
+  bool has_groups() const { return !procs_files_.empty(); }
   // "cgroup v1 memory,cpu,pids + v2", "rlimits": for diagnostics.
   std::string Describe() const;
 

@@ -714,10 +714,12 @@ TEST_F(ExecutorTest, AnAttemptRecoveredAfterTheRunsDirVanishedIsLostNotRunAgain)
   EXPECT_FALSE(fs::exists(AttemptDir(spec)));
 }
 
-// Supervisors come from the zygote's fork, yet are the executor's children
-// (CLONE_PARENT), so waitpid and exit statuses work as for a spawned one. A
-// zygote that dies is replaced (or bypassed) at the next launch.
-TEST_F(ExecutorTest, SupervisorsForkedByTheZygoteAreOurChildrenAndADeadZygoteIsReplaced) {
+// Attempts run side by side in one supervisor host, the executor's child,
+// which names itself in their claims ("<pid> shared"). One of its attempts
+// is cancelled alone (a cancel file and SIGUSR2). A host that dies takes
+// its running attempts with it (lost, nothing of them left running), and
+// the next launches start a new host.
+TEST_F(ExecutorTest, AttemptsShareOneHostAndADeadHostIsReplaced) {
   const auto parent_and_cmdline = [](pid_t pid) {
     const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
     const size_t close = stat.rfind(')');
@@ -726,44 +728,46 @@ TEST_F(ExecutorTest, SupervisorsForkedByTheZygoteAreOurChildrenAndADeadZygoteIsR
     std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
     return std::make_pair(ppid, cmdline);
   };
-  const auto running_supervisor = [&](const LaunchSpec& spec) {
-    pid_t pid = 0;
+  const auto claim_of = [&](const LaunchSpec& spec) {
+    std::string claim;
     EXPECT_TRUE(Eventually([&] {
-      pid = std::atoi(ReadFile(AttemptDir(spec) + "/claim").c_str());
-      return pid > 0;
+      claim = ReadFile(AttemptDir(spec) + "/claim");
+      return claim.find('\n') != std::string::npos;
     }));
-    return pid;
+    return claim;
   };
 
   const LaunchSpec first = Spec({"/bin/sleep", "30"});
+  const LaunchSpec second = Spec({"/bin/sleep", "30"});
   ASSERT_TRUE(executor_->Launch(first).ok());
-  const pid_t supervisor = running_supervisor(first);
-  const auto [ppid, cmdline] = parent_and_cmdline(supervisor);
+  ASSERT_TRUE(executor_->Launch(second).ok());
+  const std::string claim = claim_of(first);
+  EXPECT_EQ(claim_of(second), claim);
+  EXPECT_NE(claim.find(" shared"), std::string::npos) << claim;
+  const pid_t host = std::atoi(claim.c_str());
+  const auto [ppid, cmdline] = parent_and_cmdline(host);
   EXPECT_EQ(ppid, ::getpid());
-  EXPECT_NE(cmdline.find("--zygote"), std::string::npos) << cmdline;
-  // The zygote: our child with that command line that is not a supervisor.
-  pid_t zygote = 0;
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    const pid_t pid = std::atoi(name.c_str());
-    const auto [parent, line] = parent_and_cmdline(pid);
-    if (pid != supervisor && parent == ::getpid() && line.find("--zygote") != std::string::npos) zygote = pid;
-  }
-  ASSERT_GT(zygote, 0);
+  EXPECT_NE(cmdline.find("--host"), std::string::npos) << cmdline;
+
   executor_->Cancel(first.job_id, first.attempt);
   const auto cancelled = results_.Wait(first.job_id);
   ASSERT_TRUE(cancelled.has_value());
   EXPECT_EQ(cancelled->outcome, RunOutcome::kCancelled) << cancelled->reason;
+  EXPECT_EQ(results_.Count(second.job_id), 0) << "the cancel reached the other attempt";
 
-  ASSERT_EQ(::kill(zygote, SIGKILL), 0);
-  for (int i = 0; i < 3; ++i) {  // the first after the death finds it gone; the rest use a new one
+  ASSERT_EQ(::kill(host, SIGKILL), 0);
+  const auto lost = results_.Wait(second.job_id);
+  ASSERT_TRUE(lost.has_value());
+  EXPECT_EQ(lost->outcome, RunOutcome::kLost) << lost->reason;
+  for (int i = 0; i < 3; ++i) {  // the first after the death may find it gone; all use a new one
     const LaunchSpec next = Spec({"/bin/sh", "-c", "echo again"});
     const RunResult r = Run(next);
     EXPECT_EQ(r.outcome, RunOutcome::kCompleted) << r.reason;
     EXPECT_EQ(Stdout(next), "again\n");
+    EXPECT_NE(std::atoi(ReadFile(AttemptDir(next) + "/claim").c_str()), host);
   }
-  EXPECT_FALSE(fs::exists("/proc/" + std::to_string(zygote))) << "the dead zygote was not reaped";
+  EXPECT_TRUE(Eventually([&] { return !fs::exists("/proc/" + std::to_string(host)); }))
+      << "the dead host was not reaped";
 }
 
 }  // namespace
