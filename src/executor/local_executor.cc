@@ -212,28 +212,34 @@ Result<pid_t> SpawnSupervisorProcess(const std::string& supervisor_path, const s
   return pid;
 }
 
-// The supervisor host (src/supervisor/supervisor.h): one `unisched-supervisor
-// --host` per executor, started at the first launch, runs every attempt sent
-// to it and sends each one's directory back when it is over. A launch it
+// The supervisor hosts (src/supervisor/supervisor.h): `unisched-supervisor
+// --host` processes, one per CPU, each started at its first launch. A host
+// runs every attempt sent to it and sends each one's directory back when it
+// is over; launches go to the hosts in turn. A host is one thread: with one
+// for the machine it was the bottleneck (a fifth of the CPU idle under a
+// stream of trivial jobs on 2 cores, docs/benchmarks.md). A launch a host
 // cannot take (it died, or has not read its socket for kSendTimeoutMillis)
 // retires it (a stuck one is killed: its attempts are then lost, never run
 // twice) and is reported as an error, and the caller spawns a supervisor of
-// its own for that attempt; the next launch starts a new host.
-class SupervisorHost {
+// its own for that attempt; the next launch there starts a new host.
+class SupervisorHosts {
  public:
-  SupervisorHost(std::string supervisor_path, int epoll_fd)
-      : supervisor_path_(std::move(supervisor_path)), epoll_fd_(epoll_fd) {}
-  SupervisorHost(const SupervisorHost&) = delete;
-  SupervisorHost& operator=(const SupervisorHost&) = delete;
-  ~SupervisorHost() { Stop(); }
+  SupervisorHosts(std::string supervisor_path, int epoll_fd)
+      : supervisor_path_(std::move(supervisor_path)),
+        epoll_fd_(epoll_fd),
+        hosts_(std::clamp<size_t>(std::thread::hardware_concurrency(), 1, kMaxHosts)) {}
+  SupervisorHosts(const SupervisorHosts&) = delete;
+  SupervisorHosts& operator=(const SupervisorHosts&) = delete;
+  ~SupervisorHosts() { Stop(); }
 
-  // Hands the attempt in `attempt_dir`, its spec in `spec_fd`, to the host:
-  // the host's pid.
+  // Hands the attempt in `attempt_dir`, its spec in `spec_fd`, to a host:
+  // that host's pid.
   Result<pid_t> Start(const std::string& attempt_dir, int spec_fd) {
     std::lock_guard lock(mu_);
-    if (stopped_) return Error::Unavailable("the supervisor host is stopped");
-    if (socket_ < 0) {
-      if (Status s = Launch(); !s.ok()) return s.error();
+    if (stopped_) return Error::Unavailable("the supervisor hosts are stopped");
+    Host& host = hosts_[next_++ % hosts_.size()];
+    if (host.socket < 0) {
+      if (Status s = Launch(host); !s.ok()) return s.error();
     }
     alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
     iovec iov{const_cast<char*>(attempt_dir.data()), attempt_dir.size()};
@@ -248,45 +254,49 @@ class SupervisorHost {
     c->cmsg_len = CMSG_LEN(sizeof(int));
     std::memcpy(CMSG_DATA(c), &spec_fd, sizeof(int));
     for (;;) {
-      const ssize_t n = ::sendmsg(socket_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (n == static_cast<ssize_t>(attempt_dir.size())) return pid_;
+      const ssize_t n = ::sendmsg(host.socket, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n == static_cast<ssize_t>(attempt_dir.size())) return host.pid;
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
         // Its queue is full: a host that takes nothing for this long is stuck.
-        pollfd p{socket_, POLLOUT, 0};
+        pollfd p{host.socket, POLLOUT, 0};
         int ready;
         do {
           ready = ::poll(&p, 1, kSendTimeoutMillis);
         } while (ready < 0 && errno == EINTR);
         if (ready > 0 && (p.revents & POLLOUT) != 0) continue;
-        return Fail("the supervisor host takes no launch", /*kill=*/true);
+        Retire(host, /*kill=*/true);
+        return Error::Unavailable("the supervisor host takes no launch");
       }
-      return Fail("cannot send to the supervisor host: " + Errno(n < 0 ? errno : EIO), /*kill=*/false);
+      const int err = n < 0 ? errno : EIO;
+      Retire(host, /*kill=*/false);
+      return Error::Unavailable("cannot send to the supervisor host: " + Errno(err));
     }
   }
 
   bool IsSocket(int fd) {
     std::lock_guard lock(mu_);
-    return fd >= 0 && fd == socket_;
+    return Find(fd) != nullptr;
   }
 
-  // The attempt directories the host reported over, read from its socket
-  // `fd` (an epoll event of it). At EOF (it died, or was told to stop) the
-  // host is retired.
+  // The attempt directories a host reported over, read from its socket `fd`
+  // (an epoll event of it). At EOF (it died, or was told to stop) the host
+  // is retired.
   std::vector<std::string> TakeNotices(int fd) {
     std::vector<std::string> dirs;
     std::lock_guard lock(mu_);
-    if (fd < 0 || fd != socket_) return dirs;
+    Host* host = Find(fd);
+    if (host == nullptr) return dirs;
     for (;;) {
       char buf[kMaxNotice];
-      const ssize_t n = ::recv(socket_, buf, sizeof buf, MSG_DONTWAIT);
+      const ssize_t n = ::recv(host->socket, buf, sizeof buf, MSG_DONTWAIT);
       if (n > 0) {
         dirs.emplace_back(buf, static_cast<size_t>(n));
         continue;
       }
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return dirs;
-      Retire(/*kill=*/false);
+      Retire(*host, /*kill=*/false);
       return dirs;
     }
   }
@@ -304,18 +314,31 @@ class SupervisorHost {
     std::erase_if(retired_, [](pid_t pid) { return ::waitpid(pid, nullptr, WNOHANG) != 0; });
   }
 
-  // Closing our end ends it once its attempts are over; they run on.
+  // Closing our ends ends them once their attempts are over; those run on.
   void Stop() {
     std::lock_guard lock(mu_);
     stopped_ = true;
-    Retire(/*kill=*/false);
+    for (Host& host : hosts_) Retire(host, /*kill=*/false);
   }
 
  private:
+  static constexpr size_t kMaxHosts = 16;
   static constexpr int kSendTimeoutMillis = 5000;
   static constexpr size_t kMaxNotice = 8192;  // an attempt directory (the host's kMaxRequest)
 
-  Status Launch() {  // REQUIRES mu_
+  struct Host {
+    int socket = -1;
+    pid_t pid = -1;
+  };
+
+  Host* Find(int fd) {  // REQUIRES mu_
+    for (Host& host : hosts_) {
+      if (fd >= 0 && host.socket == fd) return &host;
+    }
+    return nullptr;
+  }
+
+  Status Launch(Host& host) {  // REQUIRES mu_
     int pair[2];
     if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
       return Error::Unavailable("cannot make the supervisor host's socket: " + Errno(errno));
@@ -334,38 +357,34 @@ class SupervisorHost {
       ::close(pair[0]);
       return pid.error();
     }
-    socket_ = pair[0];
-    pid_ = *pid;
+    host.socket = pair[0];
+    host.pid = *pid;
     epoll_event ev{};
     ev.events = EPOLLIN;
-    ev.data.fd = socket_;
-    // Without the registration the attempts are still found through their
-    // files, by the watcher's periodic scan of the host's liveness.
-    if (epoll_fd_ >= 0) (void)::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, socket_, &ev);
+    ev.data.fd = host.socket;
+    // Without the registration the host's attempts are found once it is
+    // retired (by the next failed launch, or Stop): a degraded executor,
+    // not a wrong one.
+    if (epoll_fd_ >= 0) (void)::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, host.socket, &ev);
     return Status::Ok();
   }
 
-  Error Fail(std::string why, bool kill) {  // REQUIRES mu_
-    Retire(kill);
-    return Error::Unavailable(std::move(why));
-  }
-
-  void Retire(bool kill) {               // REQUIRES mu_
-    if (socket_ >= 0) ::close(socket_);  // also leaves the epoll set
-    socket_ = -1;
-    if (pid_ > 0) {
-      if (kill) ::kill(pid_, SIGKILL);
-      if (::waitpid(pid_, nullptr, WNOHANG) == 0) retired_.push_back(pid_);
-      gone_.push_back(pid_);
+  void Retire(Host& host, bool kill) {           // REQUIRES mu_
+    if (host.socket >= 0) ::close(host.socket);  // also leaves the epoll set
+    host.socket = -1;
+    if (host.pid > 0) {
+      if (kill) ::kill(host.pid, SIGKILL);
+      if (::waitpid(host.pid, nullptr, WNOHANG) == 0) retired_.push_back(host.pid);
+      gone_.push_back(host.pid);
     }
-    pid_ = -1;
+    host.pid = -1;
   }
 
   const std::string supervisor_path_;
   const int epoll_fd_;
   std::mutex mu_;
-  int socket_ = -1;             // GUARDED_BY(mu_)
-  pid_t pid_ = -1;              // GUARDED_BY(mu_)
+  std::vector<Host> hosts_;     // GUARDED_BY(mu_)
+  size_t next_ = 0;             // GUARDED_BY(mu_): the host of the next launch
   bool stopped_ = false;        // GUARDED_BY(mu_)
   std::vector<pid_t> retired_;  // GUARDED_BY(mu_): hosts whose attempts still run, to reap when they exit
   std::vector<pid_t> gone_;     // GUARDED_BY(mu_): retired, not yet taken by TakeGone
@@ -379,7 +398,7 @@ class LocalExecutor final : public Executor {
         runs_vanished_(SeparateLogs() && !Exists(options_.runs_dir) && Exists(options_.logs_dir)),
         wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
         epoll_fd_(::epoll_create1(EPOLL_CLOEXEC)),
-        host_(options_.supervisor_path, epoll_fd_) {
+        hosts_(options_.supervisor_path, epoll_fd_) {
     if (epoll_fd_ >= 0 && wake_fd_ >= 0) {
       epoll_event ev{};
       ev.events = EPOLLIN;
@@ -467,7 +486,7 @@ class LocalExecutor final : public Executor {
   const bool runs_vanished_;
   const int wake_fd_;
   const int epoll_fd_;  // the wake eventfd, every child's pidfd and the host's socket
-  SupervisorHost host_;
+  SupervisorHosts hosts_;
   std::thread watcher_;
   std::mutex mu_;
   // Attempts without a result yet. Finished ones leave it at once: the
@@ -664,7 +683,7 @@ Result<LocalExecutor::Spawned> LocalExecutor::Spawn(const LaunchSpec& spec, cons
   // all, the second supervisor finds the attempt claimed and exits: the
   // claim, not this choice, makes the attempt run once.
   Result<Spawned> spawned = Spawned{};
-  if (Result<pid_t> host = host_.Start(attempt_dir, *spec_fd); host.ok()) {
+  if (Result<pid_t> host = hosts_.Start(attempt_dir, *spec_fd); host.ok()) {
     spawned = Spawned{*host, true};
   } else if (Result<pid_t> child = SpawnSupervisorProcess(options_.supervisor_path, attempt_dir, *spec_fd);
              child.ok()) {
@@ -844,7 +863,7 @@ void LocalExecutor::Shutdown() {
     }
     Wake();
     if (watcher_.joinable()) watcher_.join();
-    host_.Stop();
+    hosts_.Stop();
     std::lock_guard lock(mu_);
     for (auto& [key, t] : attempts_) ClosePidfd(t);
   });
@@ -883,13 +902,13 @@ void LocalExecutor::WatchLoop() {
       const int fd = events[i].data.fd;
       if (fd == wake_fd_) {
         woken = true;
-      } else if (host_.IsSocket(fd)) {
-        for (std::string& dir : host_.TakeNotices(fd)) over.push_back(std::move(dir));
+      } else if (hosts_.IsSocket(fd)) {
+        for (std::string& dir : hosts_.TakeNotices(fd)) over.push_back(std::move(dir));
       } else {
         exited.push_back(fd);
       }
     }
-    const std::vector<pid_t> hosts_gone = host_.TakeGone();
+    const std::vector<pid_t> hosts_gone = hosts_.TakeGone();
     if (woken) {
       uint64_t count = 0;
       ssize_t ignored = ::read(wake_fd_, &count, sizeof count);
@@ -898,7 +917,7 @@ void LocalExecutor::WatchLoop() {
     const bool scan = woken || !hosts_gone.empty() || Clock::now() >= next_scan;
     if (scan) {
       next_scan = Clock::now() + std::chrono::milliseconds(kPollMillis);
-      host_.ReapRetired();
+      hosts_.ReapRetired();
     }
 
     std::vector<RunResult> results;

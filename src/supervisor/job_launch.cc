@@ -1,7 +1,8 @@
 // Job start: see job_launch.h. Everything the child needs is prepared in the
-// parent; the child makes system calls only, except for an isolated job's
-// mount set-up (EnterIsolation reads /proc/self/mountinfo), which is safe
-// because the supervisor is single-threaded.
+// parent; the child makes system calls only (it shares the supervisor's
+// memory until its exec), except for an isolated job's child, a copy of the
+// single-threaded supervisor, whose mount set-up (EnterIsolation) reads
+// /proc/self/mountinfo.
 
 #include "supervisor/job_launch.h"
 
@@ -80,6 +81,85 @@ std::string Errno(int err) {
   }
 }
 
+// Everything the job's child needs, prepared by the parent.
+struct ChildArgs {
+  const JobSpec* spec;
+  const containment::Containment* containment;
+  const isolation::IsolationSpec* isolation_spec;
+  char* const* argv;
+  char* const* envp;
+  int devnull;
+  int out;     // the write end of the stdout pipe
+  int err;     // of the stderr pipe
+  int report;  // of the launch-error pipe (close-on-exec)
+};
+
+// Its stack when it shares our memory (CLONE_VM): execvpe's PATH search
+// puts a path on it, EnterIsolation is never run on it.
+constexpr size_t kChildStackBytes = 256 << 10;
+
+// The job's side of StartJob: process group, containment, stdio, user,
+// working directory, exec. Only system calls, except for an isolated job's
+// mount set-up (EnterIsolation reads /proc/self/mountinfo), which runs in a
+// copy of our memory.
+[[noreturn]] void RunChild(const ChildArgs& a) {
+  const JobSpec& spec = *a.spec;
+  const containment::Containment& containment = *a.containment;
+  const Account& account = spec.account;
+  const int fd = a.report;
+  // The supervisor blocks and ignores signals for itself; the job gets
+  // the defaults back.
+  sigset_t none;
+  sigemptyset(&none);
+  if (::sigprocmask(SIG_SETMASK, &none, nullptr) != 0) ChildFail(fd, kStepSignals, errno);
+  for (int sig : {SIGHUP, SIGPIPE, SIGINT, SIGTERM, SIGCHLD}) ::signal(sig, SIG_DFL);
+  if (::setpgid(0, 0) != 0) ChildFail(fd, kStepProcessGroup, errno);
+  if (int e = containment.JoinSelf()) ChildFail(fd, kStepContainment, e);
+  if (int e = containment.ApplyRlimitsSelf()) ChildFail(fd, kStepRlimits, e);
+  if (spec.open_files_limit > 0) {
+    rlimit files{};
+    if (::getrlimit(RLIMIT_NOFILE, &files) != 0) ChildFail(fd, kStepRlimits, errno);
+    files.rlim_cur = std::min<rlim_t>(spec.open_files_limit, files.rlim_max);
+    if (::setrlimit(RLIMIT_NOFILE, &files) != 0) ChildFail(fd, kStepRlimits, errno);
+  }
+  if (spec.isolate) {
+    // The pid namespace came with the clone.
+    if (::unshare(CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC) != 0) ChildFail(fd, kStepIsolation, errno);
+    const char* step = "";
+    if (int e = isolation::EnterIsolation(*a.isolation_spec, &step)) ChildFail(fd, kStepIsolation, e);
+  }
+  if (::dup2(a.devnull, 0) < 0 || ::dup2(a.out, 1) < 0 || ::dup2(a.err, 2) < 0) ChildFail(fd, kStepStdio, errno);
+  // Nothing of the supervisor leaks into the job; the report pipe is
+  // already close-on-exec and must stay open until the exec.
+  if (::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
+    for (int i = 3; i < 4096; ++i) {
+      if (i != fd) ::fcntl(i, F_SETFD, FD_CLOEXEC);
+    }
+  }
+  ::umask(022);
+  if (spec.isolate) {
+    const char* step = "";
+    if (int e = isolation::DropPrivileges(account.uid, account.gid, &step)) ChildFail(fd, kStepSetuid, e);
+    // EnterIsolation made the work directory the working directory.
+    RunAsInit(fd, a.argv, a.envp);
+  }
+  if (account.switch_user) {
+    if (::setgroups(account.groups.size(), account.groups.data()) != 0) ChildFail(fd, kStepGroups, errno);
+    if (::setgid(account.gid) != 0) ChildFail(fd, kStepSetgid, errno);
+    if (::setuid(account.uid) != 0) ChildFail(fd, kStepSetuid, errno);
+  }
+  // After the switch, so the job's own account must be able to enter it.
+  if (!spec.work_dir.empty() && ::chdir(spec.work_dir.c_str()) != 0) ChildFail(fd, kStepChdir, errno);
+  // execvpe searches the supervisor's PATH (set by the caller), never
+  // passing it on: the job sees envp only.
+  ::execvpe(a.argv[0], a.argv, a.envp);
+  ChildFail(fd, kStepExec, errno);
+}
+
+int ChildEntry(void* args) {
+  RunChild(*static_cast<const ChildArgs*>(args));
+}
+
 }  // namespace
 
 Result<JobProcess> StartJob(const JobSpec& spec, const containment::Containment& containment) {
@@ -93,7 +173,6 @@ Result<JobProcess> StartJob(const JobSpec& spec, const containment::Containment&
   std::vector<char*> envp;
   for (std::string& e : env_strings) envp.push_back(e.data());
   envp.push_back(nullptr);
-  const Account& account = spec.account;
 
   int out[2] = {-1, -1}, err[2] = {-1, -1}, report[2] = {-1, -1};
   if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0 || ::pipe2(report, O_CLOEXEC) != 0) {
@@ -123,67 +202,29 @@ Result<JobProcess> StartJob(const JobSpec& spec, const containment::Containment&
     ::close(devnull);
     return Error::Internal(what + ": " + Errno(e));
   };
-  // An isolated job's child is PID 1 of a new pid namespace: a clone with
-  // CLONE_NEWPID, not unshare, which would put every later child of a host
-  // supervisor into that namespace too. Raw clone, as glibc's fork takes no
-  // flags; the supervisor is single-threaded and holds no lock, and glibc
-  // 2.34+ asks the kernel for the thread id where it needs it.
-  const pid_t pid =
-      spec.isolate
-          ? static_cast<pid_t>(::syscall(SYS_clone, CLONE_NEWPID | SIGCHLD, nullptr, nullptr, nullptr, nullptr))
-          : ::fork();
-  if (pid < 0) return fail(spec.isolate ? "cannot create a pid namespace" : "cannot fork");
-  if (pid == 0) {
-    const int fd = report[1];
-    // The supervisor blocks and ignores signals for itself; the job gets
-    // the defaults back.
-    sigset_t none;
-    sigemptyset(&none);
-    if (::sigprocmask(SIG_SETMASK, &none, nullptr) != 0) ChildFail(fd, kStepSignals, errno);
-    for (int sig : {SIGHUP, SIGPIPE, SIGINT, SIGTERM, SIGCHLD}) ::signal(sig, SIG_DFL);
-    if (::setpgid(0, 0) != 0) ChildFail(fd, kStepProcessGroup, errno);
-    if (int e = containment.JoinSelf()) ChildFail(fd, kStepContainment, e);
-    if (int e = containment.ApplyRlimitsSelf()) ChildFail(fd, kStepRlimits, e);
-    if (spec.open_files_limit > 0) {
-      rlimit files{};
-      if (::getrlimit(RLIMIT_NOFILE, &files) != 0) ChildFail(fd, kStepRlimits, errno);
-      files.rlim_cur = std::min<rlim_t>(spec.open_files_limit, files.rlim_max);
-      if (::setrlimit(RLIMIT_NOFILE, &files) != 0) ChildFail(fd, kStepRlimits, errno);
-    }
-    if (spec.isolate) {
-      // The pid namespace came with the fork (unshared by the parent).
-      if (::unshare(CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC) != 0)
-        ChildFail(fd, kStepIsolation, errno);
-      const char* step = "";
-      if (int e = isolation::EnterIsolation(isolation_spec, &step)) ChildFail(fd, kStepIsolation, e);
-    }
-    if (::dup2(devnull, 0) < 0 || ::dup2(out[1], 1) < 0 || ::dup2(err[1], 2) < 0) ChildFail(fd, kStepStdio, errno);
-    // Nothing of the supervisor leaks into the job; the report pipe is
-    // already close-on-exec and must stay open until the exec.
-    if (::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
-      for (int i = 3; i < 4096; ++i) {
-        if (i != fd) ::fcntl(i, F_SETFD, FD_CLOEXEC);
-      }
-    }
-    ::umask(022);
-    if (spec.isolate) {
-      const char* step = "";
-      if (int e = isolation::DropPrivileges(account.uid, account.gid, &step)) ChildFail(fd, kStepSetuid, e);
-      // EnterIsolation made the work directory the working directory.
-      RunAsInit(fd, argv.data(), envp.data());
-    }
-    if (account.switch_user) {
-      if (::setgroups(account.groups.size(), account.groups.data()) != 0) ChildFail(fd, kStepGroups, errno);
-      if (::setgid(account.gid) != 0) ChildFail(fd, kStepSetgid, errno);
-      if (::setuid(account.uid) != 0) ChildFail(fd, kStepSetuid, errno);
-    }
-    // After the switch, so the job's own account must be able to enter it.
-    if (!spec.work_dir.empty() && ::chdir(spec.work_dir.c_str()) != 0) ChildFail(fd, kStepChdir, errno);
-    // execvpe searches the supervisor's PATH (set by the caller), never
-    // passing it on: the job sees envp only.
-    ::execvpe(argv[0], argv.data(), envp.data());
-    ChildFail(fd, kStepExec, errno);
+  ChildArgs args{&spec, &containment, &isolation_spec, argv.data(), envp.data(), devnull, out[1], err[1], report[1]};
+  pid_t pid;
+  if (spec.isolate) {
+    // An isolated job's child is PID 1 of a new pid namespace: a clone with
+    // CLONE_NEWPID, not unshare, which would put every later child of a host
+    // supervisor into that namespace too. A copy of our memory (it goes on
+    // running as that PID 1), by raw clone, as glibc's fork takes no flags;
+    // the supervisor is single-threaded and holds no lock, and glibc 2.34+
+    // asks the kernel for the thread id where it needs it.
+    pid = static_cast<pid_t>(::syscall(SYS_clone, CLONE_NEWPID | SIGCHLD, nullptr, nullptr, nullptr, nullptr));
+    if (pid == 0) RunChild(args);
+  } else {
+    // Any other job shares our memory until its exec, and we wait for that
+    // (CLONE_VM | CLONE_VFORK, as posix_spawn does): no copy of our page
+    // tables, and none of our pages turns copy-on-write. In a long-lived
+    // host every page it wrote after a fork was a fault and a copy, about a
+    // tenth of a trivial job's CPU (docs/benchmarks.md). The child runs on
+    // a stack of its own, so it cannot clobber our frame, and makes only
+    // system calls (nothing it changes in memory is ours to see).
+    static std::vector<char> child_stack(kChildStackBytes);
+    pid = ::clone(ChildEntry, child_stack.data() + child_stack.size(), CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
   }
+  if (pid < 0) return fail(spec.isolate ? "cannot create a pid namespace" : "cannot start the job process");
 
   // Both sides call setpgid, so that signalling the group works from now on,
   // whichever runs first.

@@ -212,8 +212,11 @@ TEST_F(LedgerTest, Kill9DuringInterimChargingReconcilesAfterRestart) {
 }
 
 TEST_F(LedgerTest, RowsRemovedOrDuplicatedBehindItsBackAreReported) {
-  const std::string a = d().Submit(
-      {{"workload", {{"kind", "hpc"}}}, {"resources", {{"cpus", 1}, {"memory_mb", 128}}}, {"command", {"true"}}});
+  // Long enough to be charged: a `true` can start and end within one
+  // millisecond, and then has no usage row to lose.
+  const std::string a = d().Submit({{"workload", {{"kind", "hpc"}}},
+                                    {"resources", {{"cpus", 1}, {"memory_mb", 128}}},
+                                    {"command", {"sleep", "0.2"}}});
   const std::string b = d().Submit(
       {{"workload", {{"kind", "hpc"}}}, {"resources", {{"cpus", 2}, {"memory_mb", 128}}}, {"command", {"sleep", "1"}}});
   d().WaitTerminal(a);

@@ -26,6 +26,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -714,12 +715,12 @@ TEST_F(ExecutorTest, AnAttemptRecoveredAfterTheRunsDirVanishedIsLostNotRunAgain)
   EXPECT_FALSE(fs::exists(AttemptDir(spec)));
 }
 
-// Attempts run side by side in one supervisor host, the executor's child,
-// which names itself in their claims ("<pid> shared"). One of its attempts
-// is cancelled alone (a cancel file and SIGUSR2). A host that dies takes
-// its running attempts with it (lost, nothing of them left running), and
+// Attempts run side by side in supervisor hosts (one per CPU, launches in
+// turn), the executor's children, which name themselves in the claims
+// ("<pid> shared"). One attempt is cancelled alone (a cancel file and
+// SIGUSR2). A host that dies takes its running attempts with it (lost), and
 // the next launches start a new host.
-TEST_F(ExecutorTest, AttemptsShareOneHostAndADeadHostIsReplaced) {
+TEST_F(ExecutorTest, AttemptsShareSupervisorHostsAndADeadHostIsReplaced) {
   const auto parent_and_cmdline = [](pid_t pid) {
     const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
     const size_t close = stat.rfind(')');
@@ -737,17 +738,29 @@ TEST_F(ExecutorTest, AttemptsShareOneHostAndADeadHostIsReplaced) {
     return claim;
   };
 
-  const LaunchSpec first = Spec({"/bin/sleep", "30"});
-  const LaunchSpec second = Spec({"/bin/sleep", "30"});
-  ASSERT_TRUE(executor_->Launch(first).ok());
-  ASSERT_TRUE(executor_->Launch(second).ok());
-  const std::string claim = claim_of(first);
-  EXPECT_EQ(claim_of(second), claim);
-  EXPECT_NE(claim.find(" shared"), std::string::npos) << claim;
-  const pid_t host = std::atoi(claim.c_str());
-  const auto [ppid, cmdline] = parent_and_cmdline(host);
-  EXPECT_EQ(ppid, ::getpid());
-  EXPECT_NE(cmdline.find("--host"), std::string::npos) << cmdline;
+  // Twice as many attempts as hosts: some host runs two at once.
+  const size_t hosts = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 16);
+  std::vector<LaunchSpec> sleepers;
+  std::map<pid_t, int> attempts_by_host;
+  for (size_t i = 0; i < 2 * hosts; ++i) {
+    sleepers.push_back(Spec({"/bin/sleep", "30"}));
+    ASSERT_TRUE(executor_->Launch(sleepers.back()).ok());
+  }
+  for (const LaunchSpec& spec : sleepers) {
+    const std::string claim = claim_of(spec);
+    EXPECT_NE(claim.find(" shared"), std::string::npos) << claim;
+    const pid_t host = std::atoi(claim.c_str());
+    const auto [ppid, cmdline] = parent_and_cmdline(host);
+    EXPECT_EQ(ppid, ::getpid());
+    EXPECT_NE(cmdline.find("--host"), std::string::npos) << cmdline;
+    ++attempts_by_host[host];
+  }
+  EXPECT_EQ(attempts_by_host.size(), hosts);
+  for (const auto& [pid, count] : attempts_by_host) EXPECT_EQ(count, 2) << "host " << pid;
+  const LaunchSpec& first = sleepers[0];
+  const LaunchSpec& second = sleepers[hosts];  // the same host as the first, in turn
+  const pid_t host = std::atoi(claim_of(second).c_str());
+  ASSERT_EQ(std::atoi(claim_of(first).c_str()), host);
 
   executor_->Cancel(first.job_id, first.attempt);
   const auto cancelled = results_.Wait(first.job_id);
@@ -759,6 +772,8 @@ TEST_F(ExecutorTest, AttemptsShareOneHostAndADeadHostIsReplaced) {
   const auto lost = results_.Wait(second.job_id);
   ASSERT_TRUE(lost.has_value());
   EXPECT_EQ(lost->outcome, RunOutcome::kLost) << lost->reason;
+  for (const LaunchSpec& spec : sleepers) executor_->Cancel(spec.job_id, spec.attempt);  // the other hosts' ones
+  for (const LaunchSpec& spec : sleepers) EXPECT_TRUE(results_.Wait(spec.job_id).has_value());
   for (int i = 0; i < 3; ++i) {  // the first after the death may find it gone; all use a new one
     const LaunchSpec next = Spec({"/bin/sh", "-c", "echo again"});
     const RunResult r = Run(next);
