@@ -15,6 +15,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
+#include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <string_view>
@@ -88,12 +90,20 @@ std::string ErrnoText(int err) {
 // to its own name and writes its limits. Making and removing a v1 memory or
 // cpu group allocates and frees per-cpu state (the frees run in kworkers):
 // with the pids group ~0.5 ms of the host's CPU per attempt on the test
-// host (docs/benchmarks.md), against a few renames and writes. v2 groups cannot be renamed; they are made and removed
-// as before. Few slots, each looked at in order by every take and put (a stat each, ~1-2 us): puts fill the lowest free
-// slot and takes empty the lowest full one, so with churn the pooled groups sit at the low slots and both find one
-// within a look or two. More slots would make a full or empty pool cost more looks than the groups they keep would
-// save.
-constexpr int kPoolSlots = 8;
+// host (docs/benchmarks.md), against a few renames and writes. v2 groups
+// cannot be renamed; they are made and removed as before.
+//
+// The scheduler starts attempts in batches and they end in batches, so the
+// pool must hold about a batch: with 8 slots three v1 groups in four were
+// still made by mkdir. Each slot's state as this process last saw it (full,
+// empty, or not yet looked at) is kept, so a take or put tries the slots
+// that should work without a look at the others: the rename decides, and a
+// rename that fails (another process took or filled the slot) corrects the
+// belief. Only a slot not yet seen costs a stat (a path walk without
+// locks), tried before a rename: a rename, even a failing one, takes the
+// parent directory's lock, which every mkdir, rmdir and rename of a group of
+// the host waits for.
+constexpr int kPoolSlots = 256;
 // A memory group still charged with more than this (page cache its job
 // left) is removed instead: the next job would start charged with it.
 constexpr int64_t kPoolMaxChargeBytes = 1 << 20;
@@ -102,16 +112,65 @@ std::string PoolSlot(const std::string& parent, int k) {
   return parent + "/pool-" + std::to_string(k);
 }
 
+enum class Slot : uint8_t { kUnseen, kFull, kEmpty };
+
+// What this process believes of each parent's slots. The daemon's threads
+// share it (sandboxes), hence the lock, held for no system call.
+class PoolBeliefs {
+ public:
+  // The slots to try for a take (full: true) or a put, in order: believed so first, then unseen ones.
+  std::vector<int> Candidates(const std::string& parent, bool full) {
+    std::lock_guard lock(mu_);
+    auto& slots = Slots(parent);
+    std::vector<int> out;
+    const Slot wanted = full ? Slot::kFull : Slot::kEmpty;
+    for (int k = 0; k < kPoolSlots; ++k) {
+      if (slots[k] == wanted) out.push_back(k);
+    }
+    for (int k = 0; k < kPoolSlots; ++k) {
+      if (slots[k] == Slot::kUnseen) out.push_back(k);
+    }
+    return out;
+  }
+  Slot Get(const std::string& parent, int k) {
+    std::lock_guard lock(mu_);
+    return Slots(parent)[k];
+  }
+  void Set(const std::string& parent, int k, Slot state) {
+    std::lock_guard lock(mu_);
+    Slots(parent)[k] = state;
+  }
+
+ private:
+  std::vector<Slot>& Slots(const std::string& parent) {  // REQUIRES mu_
+    auto& slots = beliefs_[parent];
+    if (slots.empty()) slots.assign(kPoolSlots, Slot::kUnseen);
+    return slots;
+  }
+  std::mutex mu_;
+  std::map<std::string, std::vector<Slot>> beliefs_;  // GUARDED_BY(mu_)
+};
+
+PoolBeliefs& Beliefs() {
+  static PoolBeliefs beliefs;
+  return beliefs;
+}
+
 // Renames a pooled group of `parent` to `dir`; false when none was taken.
-// Each slot is looked at (stat: a path walk without locks) before the
-// rename: a rename, even a failing one, takes the parent directory's lock,
-// which every mkdir, rmdir and rename of a group of the host waits for.
 bool TakePooled(const std::string& parent, const std::string& dir) {
-  for (int k = 0; k < kPoolSlots; ++k) {
+  PoolBeliefs& beliefs = Beliefs();
+  for (int k : beliefs.Candidates(parent, /*full=*/true)) {
     const std::string slot = PoolSlot(parent, k);
-    if (!Exists(slot)) continue;
-    if (::rename(slot.c_str(), dir.c_str()) == 0) return true;
+    if (beliefs.Get(parent, k) == Slot::kUnseen && !Exists(slot)) {
+      beliefs.Set(parent, k, Slot::kEmpty);
+      continue;
+    }
+    if (::rename(slot.c_str(), dir.c_str()) == 0) {
+      beliefs.Set(parent, k, Slot::kEmpty);
+      return true;
+    }
     if (errno != ENOENT) return false;  // EEXIST: `dir` is there (left behind), and is used as it is
+    beliefs.Set(parent, k, Slot::kEmpty);
   }
   return false;
 }
@@ -120,11 +179,19 @@ bool TakePooled(const std::string& parent, const std::string& dir) {
 // free (or renaming fails), and the caller removes it.
 bool PutPooled(const std::string& dir) {
   const std::string parent = dir.substr(0, dir.find_last_of('/'));
-  for (int k = 0; k < kPoolSlots; ++k) {
+  PoolBeliefs& beliefs = Beliefs();
+  for (int k : beliefs.Candidates(parent, /*full=*/false)) {
     const std::string slot = PoolSlot(parent, k);
-    if (Exists(slot)) continue;
-    if (::rename(dir.c_str(), slot.c_str()) == 0) return true;
+    if (beliefs.Get(parent, k) == Slot::kUnseen && Exists(slot)) {
+      beliefs.Set(parent, k, Slot::kFull);
+      continue;
+    }
+    if (::rename(dir.c_str(), slot.c_str()) == 0) {
+      beliefs.Set(parent, k, Slot::kFull);
+      return true;
+    }
     if (errno != EEXIST && errno != ENOTEMPTY) return false;
+    beliefs.Set(parent, k, Slot::kFull);
   }
   return false;
 }
@@ -137,6 +204,71 @@ bool NoTasks(const std::string& dir) {
   return ReadFile(dir + "/tasks", tasks) && tasks.find_first_not_of(" \n") == std::string::npos;
 }
 
+// What the machine offers under a cgroup root, for our parent: probed by the
+// first Create of a process and kept (about a dozen stats and a read that
+// every attempt paid before). Hierarchies are mounted at boot; a parent
+// removed while we run is made again by the group mkdir that finds it gone.
+struct Layout {
+  bool memory = false;  // v1 memory, and with swap accounting (memsw)
+  bool memsw = false;
+  bool cpu = false;
+  bool pids = false;                    // v1 pids (its root has no pids.max; children do)
+  std::string unified;                  // the v2 hierarchy: <root>/unified (hybrid), <root> (pure v2), or none
+  bool unified_kill = false;            // cgroup.kill in v2 groups (Linux 5.14+)
+  std::vector<std::string> v2_enabled;  // controllers enabled down to <unified>/<parent>
+};
+
+Result<Layout> ProbeLayout(const Options& options) {
+  const std::string& root = options.cgroup_root;
+  Layout layout;
+  layout.memory = Exists(root + "/memory/memory.limit_in_bytes");
+  layout.memsw = layout.memory && Exists(root + "/memory/memory.memsw.limit_in_bytes");
+  layout.cpu = Exists(root + "/cpu/cpu.cfs_quota_us");
+  layout.pids = Exists(root + "/pids/cgroup.procs") && !Exists(root + "/pids/cgroup.controllers");
+  if (Exists(root + "/unified/cgroup.controllers")) {
+    layout.unified = root + "/unified";
+  } else if (Exists(root + "/cgroup.controllers")) {
+    layout.unified = root;
+  }
+  if (layout.unified.empty()) return layout;
+  // On a v2 host the controllers v1 does not hold are enabled down to our
+  // groups (root, then the parent: a group may only enable what its parent
+  // passes on); a controller that cannot be enabled is left out.
+  std::string available;
+  (void)ReadFile(layout.unified + "/cgroup.controllers", available);  // "cpuset cpu io memory pids"
+  std::istringstream words(available);
+  std::set<std::string> offered{std::istream_iterator<std::string>(words), std::istream_iterator<std::string>()};
+  std::vector<std::string> wanted;
+  if (!layout.memory && offered.count("memory")) wanted.push_back("memory");
+  if (!layout.cpu && offered.count("cpu")) wanted.push_back("cpu");
+  if (!layout.pids && offered.count("pids")) wanted.push_back("pids");
+  const std::string parent = layout.unified + "/" + options.parent;
+  if (int err = MakeDir(parent)) return Error::Internal("cannot create cgroup " + parent + ": " + ErrnoText(err));
+  for (const std::string& controller : wanted) {
+    if (WriteValue(layout.unified + "/cgroup.subtree_control", "+" + controller) == 0 &&
+        WriteValue(parent + "/cgroup.subtree_control", "+" + controller) == 0) {
+      layout.v2_enabled.push_back(controller);
+    }
+  }
+  layout.unified_kill = Exists(parent + "/cgroup.kill");
+  return layout;
+}
+
+Result<Layout> LayoutFor(const Options& options) {
+  static std::mutex mu;
+  static std::map<std::pair<std::string, std::string>, Layout> known;  // GUARDED_BY(mu)
+  const auto key = std::make_pair(options.cgroup_root, options.parent);
+  {
+    std::lock_guard lock(mu);
+    if (auto it = known.find(key); it != known.end()) return it->second;
+  }
+  auto layout = ProbeLayout(options);  // a failure is probed again next time
+  if (!layout.ok()) return layout;
+  std::lock_guard lock(mu);
+  known.emplace(key, *layout);
+  return layout;
+}
+
 }  // namespace
 
 Result<Containment> Containment::Create(const std::string& name, const Limits& limits, const Options& options) {
@@ -146,10 +278,14 @@ Result<Containment> Containment::Create(const std::string& name, const Limits& l
   Containment c;
   c.limits_ = limits;
   const std::string& root = options.cgroup_root;
+  auto probed = LayoutFor(options);
+  if (!probed.ok()) return probed.error();
+  const Layout& layout = *probed;
 
   // Creates <hierarchy>/<parent>/<name>, from the pool when `reused` is
   // given and the pool has a group (*reused: its old limits must be
-  // overwritten); returns the group dir or an error.
+  // overwritten); returns the group dir or an error. The parent is made
+  // only when the group's mkdir finds it missing.
   auto make_group = [&](const std::string& hierarchy, bool* reused = nullptr) -> Result<std::string> {
     const std::string parent = hierarchy + "/" + options.parent;
     const std::string dir = parent + "/" + name;
@@ -157,10 +293,14 @@ Result<Containment> Containment::Create(const std::string& name, const Limits& l
       *reused = true;
       return dir;
     }
-    if (int err = MakeDir(parent)) {
-      return Error::Internal("cannot create cgroup " + parent + ": " + ErrnoText(err));
+    int err = MakeDir(dir);
+    if (err == ENOENT) {
+      if ((err = MakeDir(parent)) != 0) {
+        return Error::Internal("cannot create cgroup " + parent + ": " + ErrnoText(err));
+      }
+      err = MakeDir(dir);
     }
-    if (int err = MakeDir(dir)) return Error::Internal("cannot create cgroup " + dir + ": " + ErrnoText(err));
+    if (err != 0) return Error::Internal("cannot create cgroup " + dir + ": " + ErrnoText(err));
     return dir;
   };
   c.pool_ = options.pool;
@@ -179,14 +319,14 @@ Result<Containment> Containment::Create(const std::string& name, const Limits& l
 
   // A pooled group keeps the limits of its last job: with no limit asked
   // for, "no limit" is written to it.
-  if (Exists(root + "/memory/memory.limit_in_bytes")) {
+  if (layout.memory) {
     bool reused = false;
     auto dir = make_group(root + "/memory", &reused);
     if (!dir.ok()) return fail(dir.error());
     c.memory_dir_ = *dir;
     if (limits.memory_bytes > 0 || reused) {
       const std::string v = limits.memory_bytes > 0 ? std::to_string(limits.memory_bytes) : "-1";
-      const bool memsw = Exists(c.memory_dir_ + "/memory.memsw.limit_in_bytes");
+      const bool memsw = layout.memsw;
       // memsw may never be below the plain limit; a reused group may hold a
       // smaller memsw from before, so lower memsw first if the plain write is refused.
       Status s = write(c.memory_dir_, "memory.limit_in_bytes", v);
@@ -200,7 +340,7 @@ Result<Containment> Containment::Create(const std::string& name, const Limits& l
       }
     }
   }
-  if (Exists(root + "/cpu/cpu.cfs_quota_us")) {
+  if (layout.cpu) {
     bool reused = false;
     auto dir = make_group(root + "/cpu", &reused);
     if (!dir.ok()) return fail(dir.error());
@@ -214,8 +354,7 @@ Result<Containment> Containment::Create(const std::string& name, const Limits& l
       if (Status s = write(c.cpu_dir_, "cpu.cfs_quota_us", "-1"); !s.ok()) return fail(s.error());
     }
   }
-  // The root of a v1 pids hierarchy has no pids.max; its children do.
-  if (Exists(root + "/pids/cgroup.procs") && !Exists(root + "/pids/cgroup.controllers")) {
+  if (layout.pids) {
     bool reused = false;
     auto dir = make_group(root + "/pids", &reused);
     if (!dir.ok()) return fail(dir.error());
@@ -225,41 +364,12 @@ Result<Containment> Containment::Create(const std::string& name, const Limits& l
       if (Status s = write(c.pids_dir_, "pids.max", v); !s.ok()) return fail(s.error());
     }
   }
-  // cgroup v2: /sys/fs/cgroup/unified in hybrid mode, /sys/fs/cgroup itself on a pure v2 machine.
-  std::string unified;
-  if (Exists(root + "/unified/cgroup.controllers")) {
-    unified = root + "/unified";
-  } else if (Exists(root + "/cgroup.controllers")) {
-    unified = root;
-  }
-  if (!unified.empty()) {
-    // On a v2 host the controllers v1 does not hold are enabled down to our
-    // groups (root, then the parent: a group may only enable what its
-    // parent passes on); a controller that cannot be enabled is left out.
-    std::string available;
-    (void)ReadFile(unified + "/cgroup.controllers", available);  // "cpuset cpu io memory pids"
-    std::istringstream words(available);
-    std::set<std::string> offered{std::istream_iterator<std::string>(words), std::istream_iterator<std::string>()};
-    std::vector<std::string> wanted;
-    if (c.memory_dir_.empty() && offered.count("memory")) wanted.push_back("memory");
-    if (c.cpu_dir_.empty() && offered.count("cpu")) wanted.push_back("cpu");
-    if (c.pids_dir_.empty() && offered.count("pids")) wanted.push_back("pids");
-    const std::string parent = unified + "/" + options.parent;
-    if (int err = MakeDir(parent)) {
-      return fail(Error::Internal("cannot create cgroup " + parent + ": " + ErrnoText(err)));
-    }
-    std::vector<std::string> enabled;
-    for (const std::string& controller : wanted) {
-      if (WriteValue(unified + "/cgroup.subtree_control", "+" + controller) == 0 &&
-          WriteValue(parent + "/cgroup.subtree_control", "+" + controller) == 0) {
-        enabled.push_back(controller);
-      }
-    }
-    auto dir = make_group(unified);
+  if (!layout.unified.empty()) {
+    auto dir = make_group(layout.unified);
     if (!dir.ok()) return fail(dir.error());
     c.unified_dir_ = *dir;
-    c.unified_has_kill_ = Exists(c.unified_dir_ + "/cgroup.kill");
-    for (const std::string& controller : enabled) {
+    c.unified_has_kill_ = layout.unified_kill;
+    for (const std::string& controller : layout.v2_enabled) {
       if (controller == "memory") {
         c.v2_memory_ = true;
         if (limits.memory_bytes > 0) {
