@@ -63,6 +63,16 @@ std::string Errno(int err) {
 // to the process group reach the job directly; PID 1 itself ignores them,
 // as the kernel does for an init without handlers.
 [[noreturn]] void RunAsInit(int report_fd, char* const* argv, char* const* envp) {
+  // It never execs, so close-on-exec closes nothing here: it would hold the
+  // supervisor's descriptors (another attempt's locked claim, the host's
+  // socket to the executor) for as long as the job runs.
+  const int above_report = report_fd + 1;
+  if (report_fd > 3) (void)::syscall(SYS_close_range, 3U, static_cast<unsigned>(report_fd - 1), 0U);
+  if (::syscall(SYS_close_range, static_cast<unsigned>(above_report), ~0U, 0U) != 0) {
+    for (int fd = 3; fd < 65536; ++fd) {
+      if (fd != report_fd) ::close(fd);
+    }
+  }
   const pid_t job = ::fork();
   if (job < 0) ChildFail(report_fd, kStepExec, errno);
   if (job == 0) {

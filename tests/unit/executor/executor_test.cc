@@ -785,5 +785,43 @@ TEST_F(ExecutorTest, AttemptsShareSupervisorHostsAndADeadHostIsReplaced) {
       << "the dead host was not reaped";
 }
 
+// An isolated job runs under a PID 1 that is a copy of its host and never
+// execs. It must keep nothing of the host open: not the socket to the
+// executor (a dead host would go unnoticed for as long as the job runs)
+// and not another attempt's claim (its lock would outlive the attempt).
+TEST_F(ExecutorTest, AnIsolatedJobKeepsNothingOfItsHostOpen) {
+  if (::geteuid() != 0) GTEST_SKIP() << "isolated jobs need root";
+  LaunchSpec isolated = Spec({"/bin/sleep", "30"});
+  isolated.isolate = true;
+  isolated.sandbox_uid_lock_dir = base_ + "/uids";
+  ASSERT_TRUE(executor_->Launch(isolated).ok());
+  const std::string dir = AttemptDir(isolated);
+  ASSERT_TRUE(Eventually([&] { return fs::exists(dir + "/state.json"); }));
+  const pid_t host = std::atoi(ReadFile(dir + "/claim").c_str());
+  ASSERT_GT(host, 0);
+  // The PID 1 and the job: the host's children in the attempt's pids group.
+  std::vector<pid_t> job_pids;
+  ASSERT_TRUE(Eventually([&] {
+    const std::string group = PidsGroup(std::to_string(isolated.job_id) + "-1-" + std::to_string(host));
+    if (group.empty()) return false;
+    job_pids.clear();
+    std::istringstream procs(ReadFile(group + "/cgroup.procs"));
+    for (pid_t pid = 0; procs >> pid;) job_pids.push_back(pid);
+    return job_pids.size() >= 2;  // the PID 1 and sleep
+  })) << "no pids group with the job's two processes";
+  for (pid_t pid : job_pids) {
+    std::error_code ec;
+    for (const auto& fd : fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
+      const int n = std::atoi(fd.path().filename().c_str());
+      EXPECT_LT(n, 3) << "process " << pid << " of the job holds fd " << n << " -> "
+                      << fs::read_symlink(fd.path(), ec).string();
+    }
+  }
+  ASSERT_EQ(::kill(host, SIGKILL), 0);
+  const auto lost = results_.Wait(isolated.job_id);
+  ASSERT_TRUE(lost.has_value());
+  EXPECT_EQ(lost->outcome, RunOutcome::kLost) << lost->reason;
+}
+
 }  // namespace
 }  // namespace unisched::executor
