@@ -218,10 +218,13 @@ Result<pid_t> SpawnSupervisorProcess(const std::string& supervisor_path, const s
 // is over; launches go to the hosts in turn. A host is one thread: with one
 // for the machine it was the bottleneck (a fifth of the CPU idle under a
 // stream of trivial jobs on 2 cores, docs/benchmarks.md). A launch a host
-// cannot take (it died, or has not read its socket for kSendTimeoutMillis)
-// retires it (a stuck one is killed: its attempts are then lost, never run
-// twice) and is reported as an error, and the caller spawns a supervisor of
-// its own for that attempt; the next launch there starts a new host.
+// cannot take (it died, or has not read its socket for kSendTimeoutMillis:
+// say a job's exec hangs on a network filesystem while the host waits for
+// it) retires it and is reported as an error, and the caller spawns a
+// supervisor of its own for that attempt; the next launch there starts a
+// new host. A retired host is not killed: it runs what it has (launches
+// still queued in its socket included) to their results, and an attempt it
+// has not claimed yet counts as lost only once it is gone (Alive).
 class SupervisorHosts {
  public:
   SupervisorHosts(std::string supervisor_path, int epoll_fd)
@@ -265,11 +268,12 @@ class SupervisorHosts {
           ready = ::poll(&p, 1, kSendTimeoutMillis);
         } while (ready < 0 && errno == EINTR);
         if (ready > 0 && (p.revents & POLLOUT) != 0) continue;
-        Retire(host, /*kill=*/true);
-        return Error::Unavailable("the supervisor host takes no launch");
+        Retire(host);
+        return Error::Unavailable("the supervisor host took no launch for " + std::to_string(kSendTimeoutMillis) +
+                                  " ms; retired");
       }
       const int err = n < 0 ? errno : EIO;
-      Retire(host, /*kill=*/false);
+      Retire(host);
       return Error::Unavailable("cannot send to the supervisor host: " + Errno(err));
     }
   }
@@ -296,7 +300,7 @@ class SupervisorHosts {
       }
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return dirs;
-      Retire(*host, /*kill=*/false);
+      Retire(*host);
       return dirs;
     }
   }
@@ -314,11 +318,22 @@ class SupervisorHosts {
     std::erase_if(retired_, [](pid_t pid) { return ::waitpid(pid, nullptr, WNOHANG) != 0; });
   }
 
+  // Whether `pid` is a host of ours that has not exited (as of the last
+  // ReapRetired): it may still claim a launch it was sent.
+  bool Alive(pid_t pid) {
+    std::lock_guard lock(mu_);
+    if (pid <= 0) return false;
+    for (const Host& host : hosts_) {
+      if (host.pid == pid) return true;
+    }
+    return std::find(retired_.begin(), retired_.end(), pid) != retired_.end();
+  }
+
   // Closing our ends ends them once their attempts are over; those run on.
   void Stop() {
     std::lock_guard lock(mu_);
     stopped_ = true;
-    for (Host& host : hosts_) Retire(host, /*kill=*/false);
+    for (Host& host : hosts_) Retire(host);
   }
 
  private:
@@ -369,11 +384,10 @@ class SupervisorHosts {
     return Status::Ok();
   }
 
-  void Retire(Host& host, bool kill) {           // REQUIRES mu_
+  void Retire(Host& host) {                      // REQUIRES mu_
     if (host.socket >= 0) ::close(host.socket);  // also leaves the epoll set
     host.socket = -1;
     if (host.pid > 0) {
-      if (kill) ::kill(host.pid, SIGKILL);
       if (::waitpid(host.pid, nullptr, WNOHANG) == 0) retired_.push_back(host.pid);
       gone_.push_back(host.pid);
     }
@@ -1042,6 +1056,8 @@ std::optional<RunResult> LocalExecutor::CheckAdopted(const Key& key, Tracked& t)
     t.unlocked_since.reset();
     return std::nullopt;
   }
+  // Sent to a host that was retired but lives on: it may yet claim it.
+  if (lock == LockState::kMissing && t.pid > 0 && hosts_.Alive(t.pid)) return std::nullopt;
   // The supervisor writes its result before it lets go of the lock: look
   // again, in case it ended between the two checks.
   if (auto r = ReadResult(key, dir)) return r;

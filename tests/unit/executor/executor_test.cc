@@ -35,6 +35,8 @@
 #include <thread>
 #include <vector>
 
+#include "executor/attempt_files.h"
+
 namespace unisched::executor {
 namespace {
 
@@ -809,18 +811,113 @@ TEST_F(ExecutorTest, AnIsolatedJobKeepsNothingOfItsHostOpen) {
     for (pid_t pid = 0; procs >> pid;) job_pids.push_back(pid);
     return job_pids.size() >= 2;  // the PID 1 and sleep
   })) << "no pids group with the job's two processes";
-  for (pid_t pid : job_pids) {
-    std::error_code ec;
-    for (const auto& fd : fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
-      const int n = std::atoi(fd.path().filename().c_str());
-      EXPECT_LT(n, 3) << "process " << pid << " of the job holds fd " << n << " -> "
-                      << fs::read_symlink(fd.path(), ec).string();
+  // Until the job's exec its process holds the report pipe (close-on-exec);
+  // after it, nothing above fd 2 may be left in either process.
+  std::string held;
+  const bool clean = Eventually([&] {
+    held.clear();
+    for (pid_t pid : job_pids) {
+      std::error_code ec;
+      for (const auto& fd : fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
+        if (std::atoi(fd.path().filename().c_str()) < 3) continue;
+        held += "process " + std::to_string(pid) + " holds fd " + fd.path().filename().string() + " -> " +
+                fs::read_symlink(fd.path(), ec).string() + "\n";
+      }
     }
-  }
+    return held.empty();
+  });
+  EXPECT_TRUE(clean) << held;
   ASSERT_EQ(::kill(host, SIGKILL), 0);
   const auto lost = results_.Wait(isolated.job_id);
   ASSERT_TRUE(lost.has_value());
   EXPECT_EQ(lost->outcome, RunOutcome::kLost) << lost->reason;
+}
+
+// A host that takes no launch for 5 s (here: stopped, as when a job's exec
+// hangs on a network filesystem while the host waits for it) is retired,
+// not killed: launches go to a new host (this one to a supervisor of its
+// own), and the launches queued in the stuck host's socket run once it goes
+// on. None is reported lost meanwhile.
+TEST_F(ExecutorTest, AStuckHostIsRetiredAndTheLaunchesQueuedThereStillRun) {
+  const LaunchSpec probe = Spec({"true"});
+  ASSERT_EQ(Run(probe).outcome, RunOutcome::kCompleted);
+  const pid_t stuck = std::atoi(ReadFile(AttemptDir(probe) + "/claim").c_str());
+  ASSERT_GT(stuck, 0);
+  ASSERT_EQ(::kill(stuck, SIGSTOP), 0);
+  // Enough launches to fill its socket (a few hundred requests) whichever
+  // host they go to in turn.
+  std::vector<LaunchSpec> specs;
+  const size_t hosts = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 16);
+  for (size_t i = 0; i < 600 * hosts; ++i) {
+    specs.push_back(Spec({"true"}));
+    ASSERT_TRUE(executor_->Launch(specs.back()).ok());
+  }
+  // Launched past the stuck host: a new one (or a supervisor of its own).
+  const LaunchSpec later = Spec({"/bin/sh", "-c", "echo later"});
+  EXPECT_EQ(Run(later).outcome, RunOutcome::kCompleted);
+  EXPECT_NE(std::atoi(ReadFile(AttemptDir(later) + "/claim").c_str()), stuck);
+  std::this_thread::sleep_for(500ms);  // the watcher's scans see the queued ones unclaimed
+  for (const LaunchSpec& spec : specs) {
+    if (results_.Count(spec.job_id) == 0) continue;
+    const auto r = results_.Wait(spec.job_id);
+    EXPECT_NE(r->outcome, RunOutcome::kLost) << "job " << spec.job_id << ": " << r->reason;
+  }
+  ASSERT_EQ(::kill(stuck, SIGCONT), 0);
+  for (const LaunchSpec& spec : specs) {
+    const auto r = results_.Wait(spec.job_id);
+    ASSERT_TRUE(r.has_value()) << "no result for job " << spec.job_id;
+    EXPECT_EQ(r->outcome, RunOutcome::kCompleted) << "job " << spec.job_id << ": " << r->reason;
+  }
+}
+
+// The supervisor of one attempt (`unisched-supervisor ATTEMPT_DIR`, the
+// executor's fallback when no host takes a launch) runs the same steps as
+// the host: the job to its result, a claim without " shared", exit 0 once
+// the result is written; SIGTERM cancels, with the kill grace.
+TEST_F(ExecutorTest, ASupervisorOfOneAttemptRunsItsJobAndStopsOnSigterm) {
+  fs::create_directories(options_.runs_dir);
+  fs::create_directories(options_.work_root);
+  ::chmod(options_.work_root.c_str(), 0711);
+  const passwd* pw = ::getpwnam(kJobUser);
+  ASSERT_NE(pw, nullptr);
+  const files::ResolvedAccount account{pw->pw_uid, pw->pw_gid, {pw->pw_gid}};
+  // Starts the supervisor with the spec on its stdin, as the executor does.
+  const auto start = [&](const LaunchSpec& spec) {
+    const std::string spec_file = base_ + "/spec-" + std::to_string(spec.job_id) + ".json";
+    std::ofstream(spec_file) << files::SpecToJson(
+        files::AttemptSpec{spec, options_.work_root + "/" + std::to_string(spec.job_id), true, account, std::string()});
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      const int in = ::open(spec_file.c_str(), O_RDONLY);
+      if (in < 0 || ::dup2(in, 0) < 0) ::_exit(120);
+      ::execl(options_.supervisor_path.c_str(), options_.supervisor_path.c_str(), AttemptDir(spec).c_str(),
+              static_cast<char*>(nullptr));
+      ::_exit(121);
+    }
+    return pid;
+  };
+  const auto wait_exit = [](pid_t pid) {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  };
+
+  const LaunchSpec echo = Spec({"/bin/sh", "-c", "echo alone"});
+  EXPECT_EQ(wait_exit(start(echo)), 0);
+  const std::string result = ReadFile(AttemptDir(echo) + "/result.json");
+  EXPECT_NE(result.find(R"("outcome": "completed")"), std::string::npos) << result;
+  EXPECT_EQ(ReadFile(AttemptDir(echo) + "/stdout"), "alone\n");
+  const std::string claim = ReadFile(AttemptDir(echo) + "/claim");
+  EXPECT_EQ(claim.find("shared"), std::string::npos) << claim;
+
+  const LaunchSpec sleeper = Spec({"/bin/sleep", "30"});
+  const pid_t supervisor = start(sleeper);
+  ASSERT_TRUE(Eventually([&] { return fs::exists(AttemptDir(sleeper) + "/state.json"); }));
+  ASSERT_EQ(::kill(supervisor, SIGTERM), 0);
+  EXPECT_EQ(wait_exit(supervisor), 0);
+  const std::string cancelled = ReadFile(AttemptDir(sleeper) + "/result.json");
+  EXPECT_NE(cancelled.find(R"("outcome": "cancelled")"), std::string::npos) << cancelled;
 }
 
 }  // namespace
