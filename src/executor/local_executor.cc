@@ -318,15 +318,18 @@ class SupervisorHosts {
     std::erase_if(retired_, [](pid_t pid) { return ::waitpid(pid, nullptr, WNOHANG) != 0; });
   }
 
+  // Whether `pid` is a host that takes launches now (not retired).
+  bool Current(pid_t pid) {
+    std::lock_guard lock(mu_);
+    return pid > 0 && std::any_of(hosts_.begin(), hosts_.end(), [pid](const Host& h) { return h.pid == pid; });
+  }
+
   // Whether `pid` is a host of ours that has not exited (as of the last
   // ReapRetired): it may still claim a launch it was sent.
   bool Alive(pid_t pid) {
+    if (Current(pid)) return true;
     std::lock_guard lock(mu_);
-    if (pid <= 0) return false;
-    for (const Host& host : hosts_) {
-      if (host.pid == pid) return true;
-    }
-    return std::find(retired_.begin(), retired_.end(), pid) != retired_.end();
+    return pid > 0 && std::find(retired_.begin(), retired_.end(), pid) != retired_.end();
   }
 
   // Closing our ends ends them once their attempts are over; those run on.
@@ -513,10 +516,7 @@ class LocalExecutor final : public Executor {
   // Attempts whose result was handed (or is being handed) to the sink:
   // exactly once each, and never launched again. Kept until Forget.
   std::set<Key> finished_;  // GUARDED_BY(mu_)
-  // Hosts retired (dead, or told to stop) while this executor ran: a launch
-  // they took, recorded after they went, is read from its files.
-  std::set<pid_t> dead_hosts_;  // GUARDED_BY(mu_)
-  bool stopping_ = false;       // GUARDED_BY(mu_)
+  bool stopping_ = false;   // GUARDED_BY(mu_)
   std::atomic<bool> roots_made_{false};
   // Accounts resolved by Check, with when (see there).
   static constexpr auto kAccountCacheTtl = std::chrono::seconds(5);
@@ -572,8 +572,8 @@ Status LocalExecutor::Launch(const LaunchSpec& spec) {
     t.phase = spawned->hosted ? Phase::kHosted : Phase::kChild;
     t.pid = spawned->pid;
     if (!spawned->hosted) WatchPidfd(key, t);
-    // The host was quicker than us (done already, or gone): the files tell.
-    if (spawned->hosted && (t.host_over || dead_hosts_.count(t.pid) != 0)) {
+    // The host was quicker than us (done already, or retired): the files tell.
+    if (spawned->hosted && (t.host_over || !hosts_.Current(t.pid))) {
       t.phase = Phase::kAdopted;
       Wake();
     }
@@ -977,7 +977,6 @@ void LocalExecutor::WatchLoop() {
       }
       for (pid_t host : hosts_gone) {
         // Its notices stopped: what it ran is read from the files now.
-        dead_hosts_.insert(host);
         for (auto& [key, t] : attempts_) {
           if (t.phase == Phase::kHosted && t.pid == host) t.phase = Phase::kAdopted;
         }

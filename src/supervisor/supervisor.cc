@@ -194,6 +194,10 @@ class Attempt {
   void StopJob(Stop why, bool preempted);
   void Signal(int sig);
   bool TreeGone();
+  // The main process is reaped, the rest of the tree gone, the pipes closed.
+  bool Over() const {
+    return main_reaped_ && tree_gone_ && job_.stdout_fd < 0 && job_.stderr_fd < 0 && job_.error_fd < 0;
+  }
   void DrainPipe(int& fd, CappedLog& log);
   void ClosePipes();
   void Finish();
@@ -237,7 +241,7 @@ class Attempt {
   bool tree_gone_ = false;
   bool tree_check_due_ = false;
   Stop stop_ = Stop::kNone;
-  std::optional<bool> stop_before_start_;  // a cancel that came before the job started (preempt?)
+  bool stop_before_start_ = false;  // a cancel came before the job started
   std::optional<LaunchError> launch_error_;
 };
 
@@ -261,9 +265,9 @@ class Loop {
   // Before the fd is closed: a forked job holds a copy until its exec, which
   // would keep the registration (and its events) alive.
   void Unwatch(int fd);
-  // Before a job starts: whether a cancel is already pending for it
-  // (preempt?); signals other than cancels stay for the loop.
-  std::optional<bool> PendingCancel(Attempt& attempt);
+  // Before a job starts: whether a cancel is already pending for it (a
+  // signal, or a host's cancel file).
+  bool CancelPending(const Attempt& attempt);
   rlim_t job_open_files_limit() const { return job_open_files_limit_; }
   // Reaps what has ended now (SIGCHLD, or before a result is written).
   void Reap();
@@ -366,7 +370,7 @@ void Attempt::Begin(int spec_fd) {
     result_.reason = std::move(error);
     return FinishWith(result_);
   }
-  if (loop_.PendingCancel(*this) || stop_before_start_) {
+  if (stop_before_start_ || loop_.CancelPending(*this)) {
     result_.outcome = RunOutcome::kCancelled;
     result_.reason = "cancelled before the job started";
     return FinishWith(result_);
@@ -522,7 +526,7 @@ void Attempt::Start() {
 
 void Attempt::RequestStop(bool preempt) {
   if (!running_) {
-    stop_before_start_ = stop_before_start_.value_or(false) || preempt;
+    stop_before_start_ = true;
     return;
   }
   StopJob(Stop::kCancel, preempt);
@@ -626,7 +630,7 @@ std::optional<Mono::time_point> Attempt::Tick(Mono::time_point now) {
     tree_gone_ = TreeGone();
   }
   tree_check_due_ = false;
-  if (main_reaped_ && tree_gone_ && job_.stdout_fd < 0 && job_.stderr_fd < 0 && job_.error_fd < 0) {
+  if (Over()) {
     Finish();
     return std::nullopt;
   }
@@ -649,7 +653,7 @@ std::optional<Mono::time_point> Attempt::Tick(Mono::time_point now) {
     loop_.Reap();
     if (main_reaped_) tree_gone_ = TreeGone();
     next_sweep_ = now + kSweepInterval;
-    if (main_reaped_ && tree_gone_ && job_.stdout_fd < 0 && job_.stderr_fd < 0 && job_.error_fd < 0) {
+    if (Over()) {
       Finish();
       return std::nullopt;
     }
@@ -795,13 +799,11 @@ void Loop::Unwatch(int fd) {
   (void)::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
 }
 
-std::optional<bool> Loop::PendingCancel(Attempt& attempt) {
+bool Loop::CancelPending(const Attempt& attempt) {
   HandleSignals();
-  if (cancel_all_) return preempt_all_;
-  if (shared()) {
-    if (auto text = files::ReadWholeFile(attempt.dir() + "/" + files::kCancel)) return text->rfind("preempt", 0) == 0;
-  }
-  return std::nullopt;
+  if (cancel_all_) return true;
+  struct stat st {};
+  return shared() && ::stat((attempt.dir() + "/" + files::kCancel).c_str(), &st) == 0;
 }
 
 void Loop::Reap() {
