@@ -844,6 +844,12 @@ TEST_F(ExecutorTest, AStuckHostIsRetiredAndTheLaunchesQueuedThereStillRun) {
   const pid_t stuck = std::atoi(ReadFile(AttemptDir(probe) + "/claim").c_str());
   ASSERT_GT(stuck, 0);
   ASSERT_EQ(::kill(stuck, SIGSTOP), 0);
+  // Whatever fails below, the host is let go on (it exits once its socket
+  // is closed and its attempts are over).
+  struct Resume {
+    pid_t pid;
+    ~Resume() { ::kill(pid, SIGCONT); }
+  } resume{stuck};
   // Enough launches to fill its socket (a few hundred requests) whichever
   // host they go to in turn.
   std::vector<LaunchSpec> specs;
