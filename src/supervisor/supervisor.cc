@@ -30,6 +30,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "executor/attempt_files.h"
@@ -172,12 +173,15 @@ class Attempt {
   void RequestStop(bool preempt);
   // The executor's cancel file, if there is one (a shared supervisor's cancel).
   void CheckCancelFile();
+  // When the loop has it down to be ticked next (Loop::Schedule).
+  std::optional<Mono::time_point> scheduled;
   // Timers due by `now`, and the end once the whole tree is gone and the
   // pipes are closed. Returns when to be called again at the latest.
   std::optional<Mono::time_point> Tick(Mono::time_point now);
   // A child of ours that belongs to no attempt was reaped: a leftover of
-  // some tree may be gone.
+  // its tree may be gone.
   void OnOrphanReaped() { tree_check_due_ = true; }
+  bool AwaitingTree() const { return main_reaped_ && !tree_gone_; }
 
   bool done() const { return done_; }
   int exit_status() const { return exit_status_; }
@@ -285,6 +289,10 @@ class Loop {
   void SendNotices();
   void Retire(uint64_t serial);
   Attempt* Find(uint64_t serial);
+  // Ticks the attempt in this loop iteration (something happened to it).
+  void Touch(uint64_t serial) { due_.insert(serial); }
+  // Ticks it again at `wake`.
+  void Schedule(uint64_t serial, Attempt& attempt, std::optional<Mono::time_point> wake);
 
   static uint64_t Tag(uint64_t serial, int kind) { return (serial << 2) | static_cast<uint64_t>(kind); }
 
@@ -299,6 +307,12 @@ class Loop {
   uint64_t next_serial_ = 1;  // 0 tags the signalfd and the socket
   std::map<uint64_t, std::unique_ptr<Attempt>> attempts_;
   std::map<pid_t, uint64_t> by_main_pid_;
+  // Only these are ticked: the attempts an event touched, and those whose
+  // timer is due (timers_ may hold stale entries: an attempt's `scheduled`
+  // says which is current). Ticking all of them in every iteration cost
+  // time linear in the attempts running for each event.
+  std::set<uint64_t> due_;
+  std::multimap<Mono::time_point, uint64_t> timers_;
   std::deque<std::string> notices_;  // attempt directories whose attempt is over, to send
   bool want_write_ = false;
   rlim_t job_open_files_limit_ = 0;  // JobSpec::open_files_limit
@@ -815,9 +829,14 @@ void Loop::Reap() {
       auto it = by_main_pid_.find(pid);
       if (it != by_main_pid_.end()) {
         if (Attempt* a = Find(it->second)) a->OnMainExit(status, usage);
+        Touch(it->second);
         by_main_pid_.erase(it);
       } else {
-        for (auto& [serial, a] : attempts_) a->OnOrphanReaped();
+        for (auto& [serial, a] : attempts_) {
+          if (!a->AwaitingTree()) continue;
+          a->OnOrphanReaped();
+          Touch(serial);
+        }
       }
       continue;
     }
@@ -863,10 +882,16 @@ void Loop::HandleSignals() {
   if (stop_all) {
     cancel_all_ = true;
     if (shared()) CloseSocket();
-    for (auto& [serial, a] : attempts_) a->RequestStop(preempt_all_);
+    for (auto& [serial, a] : attempts_) {
+      a->RequestStop(preempt_all_);
+      Touch(serial);
+    }
   }
   if (look_for_files) {
-    for (auto& [serial, a] : attempts_) a->CheckCancelFile();
+    for (auto& [serial, a] : attempts_) {
+      a->CheckCancelFile();
+      Touch(serial);
+    }
   }
 }
 
@@ -889,13 +914,24 @@ void Loop::Add(const std::string& dir, int spec_fd) {
   Attempt* a = (attempts_[serial] = std::make_unique<Attempt>(*this, serial, dir)).get();
   a->Begin(spec_fd);
   if (a->main_pid() > 0) by_main_pid_[a->main_pid()] = serial;
-  if (a->done()) Retire(serial);
+  if (a->done()) {
+    Retire(serial);
+  } else {
+    Touch(serial);
+  }
+}
+
+void Loop::Schedule(uint64_t serial, Attempt& attempt, std::optional<Mono::time_point> wake) {
+  if (!wake || wake == attempt.scheduled) return;
+  attempt.scheduled = wake;
+  timers_.emplace(*wake, serial);
 }
 
 // An attempt that is over leaves the loop; the executor hears of it.
 void Loop::Retire(uint64_t serial) {
   auto it = attempts_.find(serial);
   if (it == attempts_.end()) return;
+  due_.erase(serial);  // its timers_ entries go stale
   last_exit_status_ = it->second->exit_status();
   if (socket_open_) notices_.push_back(it->second->dir());
   for (auto p = by_main_pid_.begin(); p != by_main_pid_.end();) {
@@ -966,23 +1002,35 @@ int Loop::Serve() {
   epoll_event events[kEventsPerWait];
   for (;;) {
     const auto now = Mono::now();
-    std::optional<Mono::time_point> wake;
-    for (auto it = attempts_.begin(); it != attempts_.end();) {
-      const auto current = it++;  // Retire erases it
-      const auto next = current->second->Tick(now);
-      if (current->second->done()) {
-        Retire(current->first);
-      } else if (next && (!wake || *next < *wake)) {
-        wake = next;
+    while (!timers_.empty() && timers_.begin()->first <= now) {
+      const auto [when, serial] = *timers_.begin();
+      timers_.erase(timers_.begin());
+      Attempt* a = Find(serial);
+      if (a == nullptr || a->scheduled != when) continue;  // stale
+      a->scheduled.reset();
+      Touch(serial);
+    }
+    // Ticking may reap and so touch others: those go in the next round.
+    const std::set<uint64_t> due = std::exchange(due_, {});
+    for (uint64_t serial : due) {
+      Attempt* a = Find(serial);
+      if (a == nullptr) continue;
+      const auto next = a->Tick(now);
+      if (a->done()) {
+        Retire(serial);
+      } else {
+        Schedule(serial, *a, next);
       }
     }
     SendNotices();
     if (attempts_.empty() && !socket_open_) return last_exit_status_;
 
     int timeout_ms = -1;
-    if (wake) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*wake - Mono::now()).count();
-      timeout_ms = static_cast<int>(std::clamp<int64_t>(left + 1, 0, 60'000));
+    if (!due_.empty()) {
+      timeout_ms = 0;
+    } else if (!timers_.empty()) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(timers_.begin()->first - Mono::now());
+      timeout_ms = static_cast<int>(std::clamp<int64_t>(left.count() + 1, 0, 60'000));
     }
     const int ready = ::epoll_wait(epoll_fd_, events, kEventsPerWait, timeout_ms);
     if (ready < 0 && errno != EINTR) {
@@ -998,6 +1046,7 @@ int Loop::Serve() {
         if ((events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) != 0) ServeRequests();
       } else if (Attempt* a = Find(serial)) {
         a->OnOutput(static_cast<Stream>(kind - 1));
+        Touch(serial);
       }
     }
   }
