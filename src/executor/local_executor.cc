@@ -278,19 +278,14 @@ class SupervisorHosts {
     }
   }
 
-  bool IsSocket(int fd) {
-    std::lock_guard lock(mu_);
-    return Find(fd) != nullptr;
-  }
-
-  // The attempt directories a host reported over, read from its socket `fd`
-  // (an epoll event of it). At EOF (it died, or was told to stop) the host
-  // is retired.
-  std::vector<std::string> TakeNotices(int fd) {
-    std::vector<std::string> dirs;
+  // The attempt directories a host reported over, read from its socket
+  // `fd` (an epoll event); nullopt when `fd` is no host's socket. At EOF
+  // (it died, or was told to stop) the host is retired.
+  std::optional<std::vector<std::string>> TakeNotices(int fd) {
     std::lock_guard lock(mu_);
     Host* host = Find(fd);
-    if (host == nullptr) return dirs;
+    if (host == nullptr) return std::nullopt;
+    std::vector<std::string> dirs;
     for (;;) {
       char buf[kMaxNotice];
       const ssize_t n = ::recv(host->socket, buf, sizeof buf, MSG_DONTWAIT);
@@ -916,8 +911,8 @@ void LocalExecutor::WatchLoop() {
       const int fd = events[i].data.fd;
       if (fd == wake_fd_) {
         woken = true;
-      } else if (hosts_.IsSocket(fd)) {
-        for (std::string& dir : hosts_.TakeNotices(fd)) over.push_back(std::move(dir));
+      } else if (auto notices = hosts_.TakeNotices(fd)) {
+        for (std::string& dir : *notices) over.push_back(std::move(dir));
       } else {
         exited.push_back(fd);
       }

@@ -190,7 +190,7 @@ class Attempt {
 
  private:
   // The launch failure before the job starts (empty: none).
-  std::string Prepare();
+  std::string Prepare(Result<files::AttemptSpec> parsed);
   ClaimResult Claim();
   void WriteState();
   std::string MakeWorkDir(const Account& account);
@@ -218,7 +218,6 @@ class Attempt {
   std::string log_dir_;  // the spec's log_dir: made by the first byte written there
   bool log_dir_made_ = false;
   int log_fd_ = -1;  // supervisor.log, created by the first diagnostic
-  Result<files::AttemptSpec> parsed_spec_ = Error::Internal("no spec read");
   files::AttemptSpec spec_;
   JobSpec job_spec_;
   int claim_fd_ = -1;
@@ -358,8 +357,8 @@ void Attempt::Log(const char* format, ...) {
 void Attempt::Begin(int spec_fd) {
   // Parsed first, so that even the first diagnostic goes where the spec
   // says; a malformed spec becomes the attempt's launch failure below.
-  parsed_spec_ = files::SpecFromJson(ReadAll(spec_fd));
-  if (parsed_spec_.ok()) log_dir_ = parsed_spec_->log_dir;
+  Result<files::AttemptSpec> parsed = files::SpecFromJson(ReadAll(spec_fd));
+  if (parsed.ok()) log_dir_ = parsed->log_dir;
   if (int err = MakeJobAndAttemptDir(dir_)) {
     LogToStderr("cannot create %s: %s", dir_.c_str(), std::strerror(err));
     done_ = true;
@@ -380,7 +379,7 @@ void Attempt::Begin(int spec_fd) {
   started_at_ms_ = NowMillis();
   WriteState();
   result_.outcome = RunOutcome::kLaunchFailed;
-  if (std::string error = Prepare(); !error.empty()) {
+  if (std::string error = Prepare(std::move(parsed)); !error.empty()) {
     result_.reason = std::move(error);
     return FinishWith(result_);
   }
@@ -432,10 +431,10 @@ void Attempt::WriteState() {
 }
 
 // The job's account, work directory, containment and output files.
-std::string Attempt::Prepare() {
+std::string Attempt::Prepare(Result<files::AttemptSpec> parsed) {
   auto fail = [](std::string reason) { return reason; };
-  if (!parsed_spec_.ok()) return fail(parsed_spec_.error().message);
-  spec_ = std::move(parsed_spec_).value();
+  if (!parsed.ok()) return fail(parsed.error().message);
+  spec_ = std::move(parsed).value();
   const executor::LaunchSpec& launch = spec_.launch;
   result_.job_id = launch.job_id;
   result_.attempt = launch.attempt;
@@ -750,7 +749,9 @@ void Attempt::ClosePipes() {
 void Attempt::FinishWith(const RunResult& result) {
   running_ = false;
   done_ = true;
-  loop_.Reap();  // exited leftovers, so that their groups can be removed or pooled
+  // Leftovers killed since the last SIGCHLD: reaped, so that their groups
+  // can be removed or pooled (a zombie still counts in pids.current).
+  if (next_sweep_) loop_.Reap();
   const std::string contained_by = containment_.Describe();
   if (Status s = containment_.Destroy(); !s.ok()) Log("%s", s.error().message.c_str());
   const std::string json = files::ResultToJson(result, contained_by).dump(2) + "\n";
@@ -934,8 +935,10 @@ void Loop::Retire(uint64_t serial) {
   due_.erase(serial);  // its timers_ entries go stale
   last_exit_status_ = it->second->exit_status();
   if (socket_open_) notices_.push_back(it->second->dir());
-  for (auto p = by_main_pid_.begin(); p != by_main_pid_.end();) {
-    p = p->second == serial ? by_main_pid_.erase(p) : std::next(p);
+  // Its main process is normally reaped (and gone from the map) by now;
+  // not after the drain limit with the process unkillable.
+  if (auto p = by_main_pid_.find(it->second->main_pid()); p != by_main_pid_.end() && p->second == serial) {
+    by_main_pid_.erase(p);
   }
   attempts_.erase(it);
 }
