@@ -14,6 +14,8 @@
 #include <set>
 #include <sstream>
 
+#include "api/audit_trail.h"
+#include "api/body.h"
 #include "api/call.h"
 #include "api/responses.h"
 #include "api/submission.h"
@@ -67,19 +69,6 @@ namespace {
 
 using model::JobState;
 
-// An optional RFC 3339 time in query parameter `key` into `out`; false (and
-// the 400 answered) when it is there but not a time.
-template <class Call>
-bool ReadTimeParam(Call& call, const char* key, std::optional<Timestamp>& out) {
-  auto it = call.request.query.find(key);
-  if (it == call.request.query.end() || it->second.empty()) return true;
-  out = ParseRfc3339(it->second);
-  if (out) return true;
-  call.reply(ErrorResponse(400, "invalid_value",
-                           std::string(key) + " must be an RFC 3339 time, e.g. 2026-12-01T00:00:00Z", key));
-  return false;
-}
-
 std::vector<std::string> SplitPath(std::string_view path) {
   std::vector<std::string> out;
   size_t i = 0;
@@ -91,6 +80,25 @@ std::vector<std::string> SplitPath(std::string_view path) {
     i = j;
   }
   return out;
+}
+
+// The token of an "Authorization: Bearer <token>" header. The scheme is
+// case-insensitive and may be followed by several spaces (RFC 9110 11.1 and
+// 11.4), so "bearer <token>" from some clients works too.
+std::optional<std::string_view> BearerCredentials(std::string_view header) {
+  static constexpr std::string_view kScheme = "bearer";
+  if (header.size() <= kScheme.size() || !std::equal(kScheme.begin(), kScheme.end(), header.begin(), [](char a, char b) {
+        return a == std::tolower(static_cast<unsigned char>(b));
+      })) {
+    return std::nullopt;
+  }
+  std::string_view rest = header.substr(kScheme.size());
+  if (rest.front() != ' ' && rest.front() != '\t') return std::nullopt;
+  const size_t start = rest.find_first_not_of(" \t");
+  if (start == std::string_view::npos) return std::nullopt;
+  rest = rest.substr(start);
+  const size_t end = rest.find_last_not_of(" \t");
+  return rest.substr(0, end + 1);
 }
 
 bool IsMutating(const std::string& method) {
@@ -147,20 +155,39 @@ bool ValidUserName(const std::string& name) {
 
 }  // namespace
 
-Api::Api(ApiContext context) : ctx_(std::move(context)) {
+Api::~Api() = default;
+
+Api::Api(ApiContext context)
+    : ctx_(std::move(context)), audit_(std::make_unique<AuditTrail>(*ctx_.store, *ctx_.metrics, *ctx_.clock)) {
   auto add = [this](std::string method, std::string templ, Endpoint endpoint, bool needs_auth = true) {
-    routes_.push_back({std::move(method), SplitPath(templ), templ, endpoint, needs_auth});
+    Route route;
+    route.method = std::move(method);
+    route.segments = SplitPath(templ);
+    route.templ = std::move(templ);
+    route.endpoint = endpoint;
+    route.needs_auth = needs_auth;
+    routes_.push_back(std::move(route));
   };
   add("GET", "/healthz", &Api::Healthz, false);
   add("GET", "/readyz", &Api::Readyz, false);
   add("GET", "/metrics", &Api::MetricsText, ctx_.config->server.metrics_require_token);
   add("POST", "/v1/jobs", &Api::SubmitJob);
   add("GET", "/v1/jobs", &Api::ListJobs);
+  routes_.back().query = {
+      QueryParam::Choice("state", {"PENDING", "HELD", "RUNNING", "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT",
+                                   "NODE_FAIL"}),
+      QueryParam::Text("queue"),
+      QueryParam::Text("pool"),
+      QueryParam::Text("project"),
+      QueryParam::Text("user"),
+      QueryParam::Integer("limit", 0, 1000),
+      QueryParam::Integer("cursor", 1, INT64_MAX)};
   add("GET", "/v1/jobs/{id}", &Api::GetJob);
   add("DELETE", "/v1/jobs/{id}", &Api::CancelJob);
   add("POST", "/v1/jobs/{id}/hold", &Api::HoldJob);
   add("POST", "/v1/jobs/{id}/release", &Api::ReleaseJob);
   add("GET", "/v1/jobs/{id}/log", &Api::JobLog);
+  routes_.back().query = {QueryParam::Choice("stream", {"stdout", "stderr"})};
   add("GET", "/v1/jobs/{id}/events", &Api::JobEvents);
   add("GET", "/v1/pools", &Api::ListPools);
   add("GET", "/v1/queues", &Api::ListQueues);
@@ -171,14 +198,23 @@ Api::Api(ApiContext context) : ctx_(std::move(context)) {
   add("GET", "/v1/users", &Api::ListUsers);
   add("POST", "/v1/users/{name}/tokens", &Api::CreateToken);
   add("GET", "/v1/audit", &Api::ListAudit);
+  routes_.back().query = {QueryParam::Integer("limit", 1, 10000)};
   add("GET", "/v1/whoami", &Api::WhoAmI);
   add("GET", "/v1/usage", &Api::Usage);
+  routes_.back().query = {
+      QueryParam::Time("from"), QueryParam::Time("to"),
+      QueryParam::ChoiceList("group_by", {"user", "project", "queue", "pool", "workload_kind"}),
+      QueryParam::Choice("format", {"json", "csv"})};
   add("GET", "/v1/usage/reconcile", &Api::Reconcile);
   add("GET", "/v1/events", &Api::ListEvents);
+  routes_.back().query = {QueryParam::Text("kind"), QueryParam::Text("object", 512), QueryParam::Time("since"),
+                          QueryParam::Integer("limit", 1, 10000)};
   add("POST", "/v1/node-tokens", &Api::CreateNodeToken);
   add("GET", "/v1/alerts", &Api::ListAlerts);
+  routes_.back().query = {QueryParam::Choice("state", {"firing", "resolved"})};
   add("POST", "/v1/sandboxes", &Api::CreateSandbox);
   add("GET", "/v1/sandboxes", &Api::ListSandboxes);
+  routes_.back().query = {QueryParam::Choice("all", {"true", "false"})};
   add("GET", "/v1/sandboxes/{id}", &Api::GetSandbox);
   add("DELETE", "/v1/sandboxes/{id}", &Api::DeleteSandbox);
   add("POST", "/v1/sandboxes/{id}/exec", &Api::ExecSandbox);
@@ -195,18 +231,21 @@ Api::Api(ApiContext context) : ctx_(std::move(context)) {
   routes_.back().for_agents = true;
 }
 
+std::vector<Api::RouteInfo> Api::Routes() const {
+  std::vector<RouteInfo> out;
+  for (const auto& r : routes_) out.push_back({r.method, r.templ, r.query, r.needs_auth});
+  return out;
+}
+
 void Api::InvalidateCredentials() {
   std::lock_guard lock(credentials_mu_);
   credentials_.clear();
 }
 
 Result<auth::Principal> Api::Authenticate(const HttpRequest& request) {
-  const std::string header = request.Header("authorization");
-  static constexpr std::string_view kBearer = "Bearer ";
-  if (header.size() <= kBearer.size() || header.compare(0, kBearer.size(), kBearer) != 0) {
-    return Error::Unauthenticated("missing bearer token: send 'Authorization: Bearer <token>'");
-  }
-  const std::string hash = auth::HashToken(std::string_view(header).substr(kBearer.size()));
+  auto credentials = BearerCredentials(request.Header("authorization"));
+  if (!credentials) return Error::Unauthenticated("missing bearer token: send 'Authorization: Bearer <token>'");
+  const std::string hash = auth::HashToken(*credentials);
   {
     std::lock_guard lock(credentials_mu_);
     if (auto it = credentials_.find(hash); it != credentials_.end()) return it->second;
@@ -235,15 +274,8 @@ Result<auth::Principal> Api::Authenticate(const HttpRequest& request) {
   return p;
 }
 
-void Api::AuditThenRespond(const std::string& actor, const std::string& action, const std::string& target,
-                           HttpResponse response, const Respond& respond) {
-  store::AuditRecord record{ctx_.clock->Now(), actor, action, target, std::to_string(response.status)};
-  auto shared = std::make_shared<HttpResponse>(std::move(response));
-  ctx_.store->Write([record](store::Transaction& t) { return t.AppendAudit(record); },
-                    [shared, respond](Status s) {
-                      if (!s.ok()) spdlog::warn("audit write failed: {}", s.error().message);
-                      respond(std::move(*shared));
-                    });
+void Api::FlushAudit(Timestamp now, bool all) {
+  audit_->Flush(now, all);
 }
 
 void Api::Handle(HttpRequest request, Respond respond) {
@@ -258,6 +290,8 @@ void Api::Handle(HttpRequest request, Respond respond) {
   state.route = "unmatched";
 
   const auto parts = SplitPath(call.request.path);
+  // HEAD is GET without the body (the listener drops it, keeping the length).
+  const std::string& method = call.request.method == "HEAD" ? std::string("GET") : call.request.method;
   const Route* match = nullptr;
   bool path_known = false;
   for (const auto& route : routes_) {
@@ -278,7 +312,7 @@ void Api::Handle(HttpRequest request, Respond respond) {
     }
     if (!ok) continue;
     path_known = true;
-    if (route.method != call.request.method) continue;
+    if (route.method != method) continue;
     match = &route;
     call.params = std::move(params);
     break;
@@ -292,31 +326,47 @@ void Api::Handle(HttpRequest request, Respond respond) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - st.started).count();
     ctx_.metrics->ObserveHttp(st.route, st.method, response.status, seconds);
     // A mutating call is answered once its audit record is committed.
-    if (!st.audited && IsMutating(st.method)) {
-      AuditThenRespond(st.actor, st.method + " " + st.route, st.path, std::move(response), st.respond);
+    if (!st.audited && st.authenticated && IsMutating(st.method)) {
+      audit_->RecordThenRespond(st.actor, st.method + " " + st.route, st.path, std::move(response), st.respond);
       return;
     }
     st.respond(std::move(response));
   };
 
+  // Every /v1 call needs a token, so one without a valid token is 401 even on
+  // a path or method that does not exist (which stays hidden from it).
+  const bool under_v1 = call.request.path == "/v1" || call.request.path.rfind("/v1/", 0) == 0;
+  if ((match && match->needs_auth) || (!match && under_v1)) {
+    auto principal = Authenticate(call.request);
+    if (!principal.ok()) {
+      const bool presented = BearerCredentials(call.request.Header("authorization")).has_value();
+      audit_->CountUnauthenticated(call.request.remote, presented ? "invalid" : "missing");
+      call.reply(FromError(principal.error()));
+      return;
+    }
+    call.principal = std::move(principal.value());
+    state.actor = call.principal->user;
+    state.authenticated = true;
+  }
   if (!match) {
     call.reply(path_known ? ErrorResponse(405, "method_not_allowed",
                                           call.request.method + " is not allowed on " + call.request.path)
                           : ErrorResponse(404, "not_found", "no such endpoint: " + call.request.path));
     return;
   }
-  if (match->needs_auth) {
-    auto principal = Authenticate(call.request);
-    if (!principal.ok()) {
-      call.reply(FromError(principal.error()));
-      return;
-    }
-    call.principal = std::move(principal.value());
-    state.actor = call.principal->user;
+  if (call.principal) {
     if (match->for_agents != !call.principal->node_pool.empty()) {
       call.reply(ErrorResponse(403, "forbidden",
                                match->for_agents ? "only node agents (a node token, POST /v1/node-tokens) may call this"
                                                  : "a node token may only be used by `unisched agent`"));
+      return;
+    }
+  }
+  for (const QueryParam& param : match->query) {
+    auto it = call.request.query.find(param.name);
+    if (it == call.request.query.end() || it->second.empty()) continue;
+    if (auto error = CheckQueryValue(param, it->second)) {
+      call.reply(FromError(*error));
       return;
     }
   }
@@ -423,12 +473,12 @@ std::optional<std::string> QuotaRejection(const model::ClusterSpec& cluster, con
 }  // namespace
 
 void Api::SubmitJob(Call& call) {
-  json body = json::parse(call.request.body, nullptr, false);
-  if (body.is_discarded()) {
-    call.reply(ErrorResponse(400, "malformed_json", "the request body is not valid JSON"));
+  auto body = body::ParseObject(call.request.body, R"({"workload": {"kind": "hpc"}, "command": ["true"]})");
+  if (!body.ok()) {
+    call.reply(FromError(body.error()));
     return;
   }
-  auto parsed = ParseSubmission(body);
+  auto parsed = ParseSubmission(*body);
   if (!parsed.ok()) {
     call.reply(FromError(parsed.error()));
     return;
@@ -466,7 +516,8 @@ void Api::SubmitJob(Call& call) {
   }
   const std::string idempotency_key = call.request.Header("idempotency-key");
   if (idempotency_key.size() > 255) {
-    call.reply(ErrorResponse(400, "invalid_header", "Idempotency-Key must be at most 255 characters"));
+    call.reply(ErrorResponse(422, "invalid_value", "Idempotency-Key must be at most 255 characters",
+                             "Idempotency-Key"));
     return;
   }
 
@@ -545,45 +596,14 @@ void Api::SubmitJob(Call& call) {
 }
 
 void Api::ListJobs(Call& call) {
-  const auto& q = call.request.query;
   store::JobFilter filter;
-  if (auto it = q.find("state"); it != q.end() && !it->second.empty()) {
-    auto state = model::ParseJobState(it->second);
-    if (!state) {
-      call.reply(ErrorResponse(422, "invalid_value",
-                               "state '" + it->second +
-                                   "' is not known; use PENDING, HELD, RUNNING, COMPLETED, FAILED, CANCELLED, "
-                                   "TIMEOUT or NODE_FAIL",
-                               "state"));
-      return;
-    }
-    filter.state = state;
-  }
+  if (auto state = call.Query("state")) filter.state = model::ParseJobState(*state);
   for (auto [key, slot] : {std::pair{"queue", &filter.queue}, std::pair{"pool", &filter.pool},
                            std::pair{"project", &filter.project}, std::pair{"user", &filter.user}}) {
-    if (auto it = q.find(key); it != q.end() && !it->second.empty()) *slot = it->second;
+    if (auto value = call.Query(key)) *slot = *value;
   }
-  auto parse_int = [&](const char* key, int64_t min, int64_t max, int64_t& out) -> bool {
-    auto it = q.find(key);
-    if (it == q.end() || it->second.empty()) return true;
-    try {
-      size_t used = 0;
-      const int64_t v = std::stoll(it->second, &used);
-      if (used != it->second.size() || v < min || v > max) throw std::out_of_range("range");
-      out = v;
-      return true;
-    } catch (const std::exception&) {
-      call.reply(ErrorResponse(
-          422, "invalid_value",
-          std::string(key) + " must be an integer between " + std::to_string(min) + " and " + std::to_string(max),
-          key));
-      return false;
-    }
-  };
-  int64_t limit = 100, cursor = 0;
-  if (!parse_int("limit", 0, 1000, limit) || !parse_int("cursor", 1, INT64_MAX, cursor)) return;
-  filter.limit = static_cast<int>(limit);
-  if (cursor > 0) filter.cursor = cursor;
+  filter.limit = static_cast<int>(call.QueryInt("limit", 100));
+  if (auto cursor = call.Query("cursor")) filter.cursor = call.QueryInt("cursor", 0);
   const auth::Principal& who = *call.principal;
   if (!auth::IsPlatformAdmin(who)) {
     filter.visible_projects = who.projects;
@@ -601,35 +621,21 @@ void Api::ListJobs(Call& call) {
 // ---- usage (docs/ledger.md) ----
 
 void Api::Usage(Call& call) {
-  const auto& q = call.request.query;
   store::UsageQuery query;
-  if (!ReadTimeParam(call, "from", query.from) || !ReadTimeParam(call, "to", query.to)) return;
-  static const std::vector<std::string> kGroups = {"user", "project", "queue", "pool", "workload_kind"};
-  if (auto it = q.find("group_by"); it != q.end() && !it->second.empty()) {
-    std::string rest = it->second;
+  query.from = call.QueryTime("from");
+  query.to = call.QueryTime("to");
+  if (auto groups = call.Query("group_by")) {
+    std::string rest = *groups;
     while (!rest.empty()) {
       const size_t comma = rest.find(',');
       const std::string name = rest.substr(0, comma);
       rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
-      if (std::find(kGroups.begin(), kGroups.end(), name) == kGroups.end()) {
-        call.reply(ErrorResponse(400, "invalid_value",
-                                 "group_by '" + name +
-                                     "' is not known; use any of user, project, queue, pool, "
-                                     "workload_kind, separated by commas",
-                                 "group_by"));
-        return;
-      }
       if (std::find(query.group_by.begin(), query.group_by.end(), name) == query.group_by.end()) {
         query.group_by.push_back(name);
       }
     }
   }
-  std::string format = "json";
-  if (auto it = q.find("format"); it != q.end() && !it->second.empty()) format = it->second;
-  if (format != "json" && format != "csv") {
-    call.reply(ErrorResponse(400, "invalid_value", "format must be json or csv", "format"));
-    return;
-  }
+  const std::string format = call.Query("format").value_or("json");
   const auth::Principal& who = *call.principal;
   if (!auth::IsPlatformAdmin(who)) {
     query.visible_projects = who.projects;
@@ -799,14 +805,7 @@ void Api::JobLog(Call& call) {
     call.reply(FromError(job.error()));
     return;
   }
-  std::string stream = "stdout";
-  if (auto it = call.request.query.find("stream"); it != call.request.query.end() && !it->second.empty()) {
-    stream = it->second;
-  }
-  if (stream != "stdout" && stream != "stderr") {
-    call.reply(ErrorResponse(422, "invalid_value", "stream must be stdout or stderr", "stream"));
-    return;
-  }
+  const std::string stream = call.Query("stream").value_or("stdout");
   HttpResponse r;
   r.content_type = "text/plain; charset=utf-8";
   if (const model::Attempt* attempt = job->CurrentAttempt()) {
@@ -819,21 +818,11 @@ void Api::JobLog(Call& call) {
 }
 
 void Api::ListEvents(Call& call) {
-  const auto& q = call.request.query;
   store::EventFilter filter;
-  if (auto it = q.find("kind"); it != q.end() && !it->second.empty()) filter.kind = it->second;
-  if (auto it = q.find("object"); it != q.end() && !it->second.empty()) filter.object = it->second;
-  if (!ReadTimeParam(call, "since", filter.since)) return;
-  if (auto it = q.find("limit"); it != q.end() && !it->second.empty()) {
-    try {
-      size_t used = 0;
-      filter.limit = std::stoi(it->second, &used);
-      if (used != it->second.size() || filter.limit < 1 || filter.limit > 10000) throw std::out_of_range("limit");
-    } catch (const std::exception&) {
-      call.reply(ErrorResponse(400, "invalid_value", "limit must be an integer from 1 to 10000", "limit"));
-      return;
-    }
-  }
+  if (auto kind = call.Query("kind")) filter.kind = *kind;
+  if (auto object = call.Query("object")) filter.object = *object;
+  filter.since = call.QueryTime("since");
+  filter.limit = static_cast<int>(call.QueryInt("limit", filter.limit));
   // Node and alert events are for everyone (like GET /v1/nodes); a job's
   // events for those who may read the job; a sandbox's for those who may use it.
   const auth::Principal& who = *call.principal;
@@ -947,26 +936,21 @@ void Api::ListNodes(Call& call) {
   call.reply(Json(200, {{"nodes", std::move(nodes)}}));
 }
 
-namespace {
-std::string ReasonFromBody(const std::string& body) {
-  if (body.empty()) return {};
-  json j = json::parse(body, nullptr, false);
-  if (j.is_object() && j.contains("reason") && j["reason"].is_string()) return j["reason"].get<std::string>();
-  return {};
-}
-}  // namespace
-
 void Api::DrainNode(Call& call) {
   if (!auth::IsPlatformAdmin(*call.principal)) {
     call.reply(ErrorResponse(403, "forbidden", "only platform-admins may drain nodes"));
     return;
   }
-  if (!call.request.body.empty() && json::parse(call.request.body, nullptr, false).is_discarded()) {
-    call.reply(ErrorResponse(400, "malformed_json", "the request body is not valid JSON"));
+  auto body = body::ParseObject(call.request.body, R"({"reason": "disk replacement"})", /*empty_ok=*/true);
+  std::string reason;
+  std::optional<Error> invalid = body.ok() ? body::CheckKeys(*body, "", {"reason"}) : body.error();
+  if (!invalid) invalid = body::ReadString(*body, "reason", "reason", 1024, reason);
+  if (invalid) {
+    call.reply(FromError(*invalid));
     return;
   }
   auto reply = call.reply;
-  ctx_.control->SetNodeState(call.Param("name"), true, ReasonFromBody(call.request.body), call.principal->user,
+  ctx_.control->SetNodeState(call.Param("name"), true, reason, call.principal->user,
                              [reply](Result<ClusterView::Node> node) {
                                reply(node.ok() ? Json(200, NodeJson(*node)) : FromError(node.error()));
                              });
@@ -991,34 +975,20 @@ void Api::CreateUser(Call& call) {
     call.reply(ErrorResponse(403, "forbidden", "only platform-admins may create users"));
     return;
   }
-  json body = json::parse(call.request.body, nullptr, false);
-  if (body.is_discarded() || !body.is_object()) {
-    call.reply(ErrorResponse(400, "malformed_json", "the request body must be a JSON object"));
+  auto body = body::ParseObject(call.request.body, R"({"name": "alice", "role": "user", "projects": ["default"]})");
+  store::UserRecord user;
+  user.role = "user";
+  std::optional<Error> invalid =
+      body.ok() ? body::CheckKeys(*body, "", {"name", "role", "projects", "queues", "unix_user"}) : body.error();
+  if (!invalid) invalid = body::ReadString(*body, "name", "name", 64, user.name);
+  if (!invalid) invalid = body::ReadString(*body, "role", "role", 64, user.role);
+  if (!invalid) invalid = body::ReadString(*body, "unix_user", "unix_user", 64, user.unix_user);
+  if (!invalid) invalid = body::ReadStringList(*body, "projects", "projects", 256, user.projects);
+  if (!invalid) invalid = body::ReadStringList(*body, "queues", "queues", 256, user.queues);
+  if (invalid) {
+    call.reply(FromError(*invalid));
     return;
   }
-  store::UserRecord user;
-  for (const auto& [key, value] : body.items()) {
-    if (key == "name" || key == "role" || key == "unix_user") {
-      if (!value.is_string()) {
-        call.reply(ErrorResponse(400, "invalid_type", key + " must be a string", key));
-        return;
-      }
-    } else if (key == "projects" || key == "queues") {
-      if (!value.is_array() || !std::all_of(value.begin(), value.end(), [](const json& v) { return v.is_string(); })) {
-        call.reply(ErrorResponse(400, "invalid_type", key + " must be a list of strings", key));
-        return;
-      }
-    } else {
-      call.reply(ErrorResponse(400, "unknown_field",
-                               "unknown field '" + key + "'; expected name, role, projects, queues, unix_user", key));
-      return;
-    }
-  }
-  user.name = body.value("name", "");
-  user.role = body.value("role", "user");
-  user.unix_user = body.value("unix_user", "");
-  if (body.contains("projects")) user.projects = body["projects"].get<std::vector<std::string>>();
-  if (body.contains("queues")) user.queues = body["queues"].get<std::vector<std::string>>();
   if (!ValidUserName(user.name)) {
     call.reply(ErrorResponse(422, "invalid_value",
                              "name must be 1-64 characters: lower-case letters, digits, '_', '-', '.'", "name"));
@@ -1101,19 +1071,20 @@ void Api::CreateNodeToken(Call& call) {
     call.reply(ErrorResponse(403, "forbidden", "only platform-admins may create node tokens"));
     return;
   }
-  json body = json::parse(call.request.body, nullptr, false);
-  if (!body.is_object()) {
-    call.reply(ErrorResponse(400, "malformed_json", "the body must be a JSON object: {\"pool\": \"cpu-hpc-pool\"}"));
+  auto body = body::ParseObject(call.request.body, R"({"pool": "cpu-hpc-pool"})");
+  std::string name;
+  std::optional<Error> invalid = body.ok() ? body::CheckKeys(*body, "", {"pool"}) : body.error();
+  if (!invalid) invalid = body::ReadString(*body, "pool", "pool", 256, name);
+  if (invalid) {
+    call.reply(FromError(*invalid));
     return;
   }
-  const json pool = body.value("pool", json());
-  if (!pool.is_string() || !ctx_.config->cluster.FindPool(pool.get<std::string>())) {
+  if (!ctx_.config->cluster.FindPool(name)) {
     std::string pools;
     for (const auto& p : ctx_.config->cluster.pools) pools += (pools.empty() ? "" : ", ") + p.name;
     call.reply(ErrorResponse(422, "invalid_value", "pool must name a pool of the config (" + pools + ")", "pool"));
     return;
   }
-  const std::string name = pool.get<std::string>();
   const std::string token = auth::GenerateToken();
   store::TokenRecord record{auth::HashToken(token), "node:" + name, "node", name, ctx_.clock->Now()};
   auto reply = call.reply;
@@ -1125,13 +1096,7 @@ void Api::CreateNodeToken(Call& call) {
 
 void Api::ListAlerts(Call& call) {
   std::optional<bool> firing;
-  if (auto it = call.request.query.find("state"); it != call.request.query.end() && !it->second.empty()) {
-    if (it->second != "firing" && it->second != "resolved") {
-      call.reply(ErrorResponse(400, "invalid_value", "state must be firing or resolved", "state"));
-      return;
-    }
-    firing = it->second == "firing";
-  }
+  if (auto state = call.Query("state")) firing = *state == "firing";
   json alerts = json::array();
   for (const auto& a : ctx_.store->ListAlerts(firing, 1000)) {
     alerts.push_back({{"name", a.name},
@@ -1152,8 +1117,12 @@ void Api::AgentHeartbeat(Call& call) {
     call.reply(ErrorResponse(503, "unavailable", "this daemon serves no node agents"));
     return;
   }
-  json body = json::parse(call.request.body, nullptr, false);
-  auto heartbeat = executor::HeartbeatFromJson(body);
+  auto body = body::ParseObject(call.request.body, R"({"node": "...", "pool": "...", "resources": {...}})");
+  if (!body.ok()) {
+    call.reply(FromError(body.error()));
+    return;
+  }
+  auto heartbeat = executor::HeartbeatFromJson(*body);
   if (!heartbeat.ok()) {
     call.reply(FromError(heartbeat.error()));
     return;
@@ -1171,22 +1140,36 @@ void Api::AgentResults(Call& call) {
     call.reply(ErrorResponse(503, "unavailable", "this daemon serves no node agents"));
     return;
   }
-  json body = json::parse(call.request.body, nullptr, false);
-  if (!body.is_object() || !body.value("node", json()).is_string() || !body.value("results", json()).is_array()) {
-    call.reply(ErrorResponse(400, "invalid_message", "expected {\"node\": NAME, \"results\": [...]}"));
+  auto parsed = body::ParseObject(call.request.body, R"({"node": "NAME", "results": [...]})");
+  std::string node;
+  std::optional<Error> invalid = parsed.ok() ? body::ReadString(*parsed, "node", "node", 256, node) : parsed.error();
+  if (!invalid && !parsed->value("results", json()).is_array()) {
+    invalid = body::WrongType("results", "a list of results", parsed->value("results", json()));
+  }
+  if (invalid) {
+    call.reply(FromError(*invalid));
     return;
   }
   std::vector<executor::RunResult> results;
-  for (const auto& r : body["results"]) {
-    auto result = executor::RunResultFromJson(r);
+  for (size_t i = 0; i < (*parsed)["results"].size(); ++i) {
+    auto result = executor::RunResultFromJson((*parsed)["results"][i]);
     if (!result.ok()) {
-      call.reply(FromError(result.error()));
+      const std::string field = "results[" + std::to_string(i) + "]";
+      call.reply(FromError(Error::BadRequest("malformed_value", field + ": " + result.error().message, field)));
       return;
     }
     results.push_back(std::move(*result));
   }
-  Status s = ctx_.agents->Results(call.principal->node_pool, body["node"].get<std::string>(), std::move(results));
-  call.reply(s.ok() ? Json(200, {{"accepted", true}}) : FromError(s.error()));
+  auto ignored = ctx_.agents->Results(call.principal->node_pool, node, std::move(results));
+  if (!ignored.ok()) {
+    call.reply(FromError(ignored.error()));
+    return;
+  }
+  json list = json::array();
+  for (const auto& i : *ignored) {
+    list.push_back({{"job_id", std::to_string(i.job_id)}, {"attempt", i.attempt}, {"reason", i.reason}});
+  }
+  call.reply(Json(200, {{"accepted", true}, {"ignored", std::move(list)}}));
 }
 
 void Api::ListAudit(Call& call) {
@@ -1194,15 +1177,7 @@ void Api::ListAudit(Call& call) {
     call.reply(ErrorResponse(403, "forbidden", "only platform-admins may read the audit log"));
     return;
   }
-  int limit = 100;
-  if (auto it = call.request.query.find("limit"); it != call.request.query.end()) {
-    try {
-      limit = std::clamp(std::stoi(it->second), 1, 10000);
-    } catch (const std::exception&) {
-      call.reply(ErrorResponse(422, "invalid_value", "limit must be an integer", "limit"));
-      return;
-    }
-  }
+  const int limit = static_cast<int>(call.QueryInt("limit", 100));
   json records = json::array();
   for (const auto& a : ctx_.store->ListAudit(limit)) {
     records.push_back({{"time", FormatRfc3339(a.time)},

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/body.h"
 #include "api/call.h"
 #include "api/responses.h"
 #include "unisched/api/api.h"
@@ -13,36 +14,20 @@ namespace {
 
 using nlohmann::json;
 
-// Reads an optional positive integer field of `body`; false (answered) when
-// it is there but not one.
-template <class Reply>
-bool ReadPositive(const json& body, const std::string& key, const std::string& field, std::optional<int64_t>& out,
-                  const Reply& reply) {
-  auto it = body.find(key);
-  if (it == body.end() || it->is_null()) return true;
-  if (!it->is_number_integer() || it->get<int64_t>() <= 0) {
-    reply(ErrorResponse(422, "invalid_value", field + " must be a positive integer", field));
-    return false;
-  }
-  out = it->get<int64_t>();
-  return true;
-}
+// Bounds of the numbers a sandbox request may hold (the queue's limits
+// apply on top, in the manager).
+constexpr int64_t kMaxCpus = 1 << 20;
+constexpr int64_t kMaxMemoryMb = int64_t{1} << 40;
+constexpr int64_t kMaxSeconds = int64_t{10} * 365 * 86400;
 
-template <class Reply>
-bool CheckKeys(const json& body, std::initializer_list<const char*> allowed, const std::string& prefix,
-               const Reply& reply) {
-  for (const auto& [key, value] : body.items()) {
-    bool known = false;
-    for (const char* a : allowed) known = known || key == a;
-    if (!known) {
-      std::string list;
-      for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-      reply(
-          ErrorResponse(400, "unknown_field", "unknown field '" + prefix + key + "'; allowed: " + list, prefix + key));
-      return false;
-    }
-  }
-  return true;
+// An optional integer field of `obj` in [1, max] into `out`.
+std::optional<Error> ReadPositive(const json& obj, const char* key, const std::string& field, int64_t max,
+                                  std::optional<int64_t>& out) {
+  if (!obj.contains(key) || obj[key].is_null()) return std::nullopt;
+  int64_t value = 0;
+  if (auto e = body::ReadInt(obj, key, field, 1, max, value)) return e;
+  out = value;
+  return std::nullopt;
 }
 
 std::optional<int64_t> ParseSandboxId(const std::string& text) {
@@ -105,46 +90,48 @@ void Api::CreateSandbox(Call& call) {
     call.reply(ErrorResponse(503, "unavailable", "sandboxes are not served by this daemon"));
     return;
   }
-  json body = call.request.body.empty() ? json::object() : json::parse(call.request.body, nullptr, false);
-  if (!body.is_object()) {
-    call.reply(
-        ErrorResponse(400, "malformed_json",
-                      "the body must be a JSON object, e.g. {\"image\": \"host\", \"limits\": {\"memory_mb\": 512}}"));
+  auto parsed =
+      body::ParseObject(call.request.body, R"({"image": "host", "limits": {"memory_mb": 512}})", /*empty_ok=*/true);
+  if (!parsed.ok()) {
+    call.reply(FromError(parsed.error()));
     return;
   }
-  if (!CheckKeys(body, {"project", "image", "queue", "limits", "idle_timeout_seconds"}, "", call.reply)) return;
+  const json& body = *parsed;
   SandboxPlane::CreateRequest request;
   request.user = call.principal->user;
+  std::optional<Error> invalid =
+      body::CheckKeys(body, "", {"project", "image", "queue", "limits", "idle_timeout_seconds"});
   for (const char* key : {"project", "image", "queue"}) {
-    auto it = body.find(key);
-    if (it == body.end() || it->is_null()) continue;
-    if (!it->is_string() || it->get<std::string>().empty()) {
-      call.reply(ErrorResponse(422, "invalid_value", std::string(key) + " must be a non-empty string", key));
-      return;
+    std::string& slot = std::string(key) == "project" ? request.project
+                        : std::string(key) == "image" ? request.image
+                                                      : request.queue;
+    if (!invalid) invalid = body::ReadString(body, key, key, 256, slot, /*empty_ok=*/false);
+  }
+  if (!invalid) {
+    if (auto it = body.find("limits"); it != body.end() && !it->is_null()) {
+      if (!it->is_object()) {
+        invalid = body::WrongType("limits", "an object: {\"cpus\", \"memory_mb\", \"timeout_seconds\"}", *it);
+      } else {
+        invalid = body::CheckKeys(*it, "limits", {"cpus", "memory_mb", "timeout_seconds"});
+        if (!invalid) invalid = ReadPositive(*it, "cpus", "limits.cpus", kMaxCpus, request.cpus);
+        if (!invalid) invalid = ReadPositive(*it, "memory_mb", "limits.memory_mb", kMaxMemoryMb, request.memory_mb);
+        if (!invalid) {
+          invalid = ReadPositive(*it, "timeout_seconds", "limits.timeout_seconds", kMaxSeconds, request.timeout_seconds);
+        }
+      }
     }
-    (std::string(key) == "project" ? request.project
-     : std::string(key) == "image" ? request.image
-                                   : request.queue) = it->get<std::string>();
+  }
+  if (!invalid) {
+    invalid = ReadPositive(body, "idle_timeout_seconds", "idle_timeout_seconds", kMaxSeconds,
+                           request.idle_timeout_seconds);
+  }
+  if (invalid) {
+    call.reply(FromError(*invalid));
+    return;
   }
   if (request.project.empty()) request.project = "default";
   if (!auth::CanSubmitTo(*call.principal, request.project)) {
     call.reply(ErrorResponse(403, "forbidden", "you are not a member of project '" + request.project + "'", "project"));
-    return;
-  }
-  if (auto it = body.find("limits"); it != body.end() && !it->is_null()) {
-    if (!it->is_object()) {
-      call.reply(ErrorResponse(422, "invalid_value",
-                               "limits must be an object: {\"cpus\", \"memory_mb\", \"timeout_seconds\"}", "limits"));
-      return;
-    }
-    if (!CheckKeys(*it, {"cpus", "memory_mb", "timeout_seconds"}, "limits.", call.reply)) return;
-    if (!ReadPositive(*it, "cpus", "limits.cpus", request.cpus, call.reply) ||
-        !ReadPositive(*it, "memory_mb", "limits.memory_mb", request.memory_mb, call.reply) ||
-        !ReadPositive(*it, "timeout_seconds", "limits.timeout_seconds", request.timeout_seconds, call.reply)) {
-      return;
-    }
-  }
-  if (!ReadPositive(body, "idle_timeout_seconds", "idle_timeout_seconds", request.idle_timeout_seconds, call.reply)) {
     return;
   }
   auto reply = ReplyAuditedOnSuccess(call);
@@ -164,7 +151,7 @@ void Api::ListSandboxes(Call& call) {
     call.reply(ErrorResponse(503, "unavailable", "sandboxes are not served by this daemon"));
     return;
   }
-  const bool all = call.request.query.count("all") && call.request.query.at("all") == "true";
+  const bool all = call.Query("all") == std::optional<std::string>("true");
   const json listed = ctx_.sandboxes->List(!all);
   const auth::Principal& p = *call.principal;
   json visible = json::array();
@@ -195,54 +182,40 @@ void Api::DeleteSandbox(Call& call) {
 void Api::ExecSandbox(Call& call) {
   auto id = VisibleSandbox(call);
   if (!id) return;
-  json body = json::parse(call.request.body, nullptr, false);
-  if (!body.is_object()) {
-    call.reply(ErrorResponse(400, "malformed_json",
-                             "the body must be a JSON object, e.g. {\"argv\": [\"python3\", \"-c\", \"print(1)\"]}"));
-    return;
-  }
-  if (!CheckKeys(body, {"argv", "stdin", "env", "timeout_seconds"}, "", call.reply)) return;
+  auto parsed = body::ParseObject(call.request.body, R"j({"argv": ["python3", "-c", "print(1)"]})j");
+  std::optional<Error> invalid =
+      parsed.ok() ? body::CheckKeys(*parsed, "", {"argv", "stdin", "env", "timeout_seconds"}) : parsed.error();
   SandboxPlane::ExecRequest request;
-  const json argv = body.value("argv", json());
-  if (!argv.is_array() || argv.empty()) {
-    call.reply(ErrorResponse(422, "invalid_value", "argv must be a non-empty array of strings, e.g. [\"ls\", \"-l\"]",
-                             "argv"));
-    return;
+  if (!invalid) {
+    invalid = body::ReadStringList(*parsed, "argv", "argv", 1 << 20, request.argv, /*items_may_be_empty=*/true);
   }
-  for (const json& a : argv) {
-    if (!a.is_string() || a.get<std::string>().find('\0') != std::string::npos) {
-      call.reply(ErrorResponse(422, "invalid_value", "argv must hold strings without NUL bytes", "argv"));
-      return;
-    }
-    request.argv.push_back(a.get<std::string>());
+  if (!invalid && (request.argv.empty() || request.argv[0].empty())) {
+    invalid = Error::Unprocessable("invalid_value",
+                                   "argv must be a non-empty list of strings whose first names the program, e.g. "
+                                   "[\"ls\", \"-l\"]",
+                                   "argv");
   }
-  if (request.argv[0].empty()) {
-    call.reply(ErrorResponse(422, "invalid_value", "argv[0] (the program) must not be empty", "argv"));
-    return;
-  }
-  if (auto it = body.find("stdin"); it != body.end() && !it->is_null()) {
-    if (!it->is_string()) {
-      call.reply(ErrorResponse(422, "invalid_value", "stdin must be a string", "stdin"));
-      return;
-    }
-    request.stdin_data = it->get<std::string>();
-  }
-  if (auto it = body.find("env"); it != body.end() && !it->is_null()) {
-    if (!it->is_object()) {
-      call.reply(
-          ErrorResponse(422, "invalid_value", "env must be an object of strings, e.g. {\"DEBUG\": \"1\"}", "env"));
-      return;
-    }
-    for (const auto& [k, v] : it->items()) {
-      if (!v.is_string() || k.empty() || k.find('=') != std::string::npos) {
-        call.reply(
-            ErrorResponse(422, "invalid_value", "env." + k + " must be a string, and names hold no '='", "env." + k));
-        return;
+  if (!invalid) invalid = body::ReadString(*parsed, "stdin", "stdin", 1 << 20, request.stdin_data);
+  if (!invalid) {
+    if (auto it = parsed->find("env"); it != parsed->end() && !it->is_null()) {
+      if (!it->is_object()) invalid = body::WrongType("env", "an object of strings, e.g. {\"DEBUG\": \"1\"}", *it);
+      for (auto e = it->begin(); !invalid && it->is_object() && e != it->end(); ++e) {
+        const std::string field = "env." + e.key();
+        if (!e->is_string()) {
+          invalid = body::WrongType(field, "a string", *e);
+        } else if (e.key().empty() || e.key().find('=') != std::string::npos) {
+          invalid = Error::Unprocessable("invalid_value", "env names must be non-empty and hold no '='", field);
+        } else if (!(invalid = body::CheckNoNul(e.key() + e->get<std::string>(), field))) {
+          request.env[e.key()] = e->get<std::string>();
+        }
       }
-      request.env[k] = v.get<std::string>();
     }
   }
-  if (!ReadPositive(body, "timeout_seconds", "timeout_seconds", request.timeout_seconds, call.reply)) return;
+  if (!invalid) invalid = ReadPositive(*parsed, "timeout_seconds", "timeout_seconds", kMaxSeconds, request.timeout_seconds);
+  if (invalid) {
+    call.reply(FromError(*invalid));
+    return;
+  }
   auto reply = ReplyAuditedOnSuccess(call);
   ctx_.sandboxes->Exec(*id, std::move(request), call.principal->user, [reply](Result<json> result) {
     reply(result.ok() ? Json(200, *result) : FromError(result.error()));
@@ -296,27 +269,27 @@ void Api::CreateImage(Call& call) {
     call.reply(ErrorResponse(403, "forbidden", "only platform-admins may register images"));
     return;
   }
-  json body = json::parse(call.request.body, nullptr, false);
-  if (!body.is_object()) {
-    call.reply(ErrorResponse(400, "malformed_json",
-                             "the body must be a JSON object, e.g. {\"name\": \"python\", \"version\": \"3.11-v3\", "
-                             "\"rootfs\": \"/srv/images/python-3.11\"}"));
-    return;
-  }
-  if (!CheckKeys(body, {"name", "version", "rootfs", "binds", "warm"}, "", call.reply)) return;
+  auto parsed = body::ParseObject(call.request.body,
+                                  R"({"name": "python", "version": "3.11-v3", "rootfs": "/srv/images/python-3.11"})");
+  std::optional<Error> invalid =
+      parsed.ok() ? body::CheckKeys(*parsed, "", {"name", "version", "rootfs", "binds", "warm"}) : parsed.error();
   config::ImageSpec image;
-  try {
-    image.name = body.at("name").get<std::string>();
-    image.version = body.at("version").get<std::string>();
-    image.rootfs = body.value("rootfs", "");
-    image.binds = body.value("binds", std::vector<std::string>{});
-    image.warm = body.value("warm", 0);
-  } catch (const json::exception&) {
-    call.reply(ErrorResponse(422, "invalid_value",
-                             "name and version are required strings; rootfs a string, binds an array of "
-                             "\"HOST:INSIDE\" strings, warm an integer"));
+  for (const char* key : {"name", "version"}) {
+    if (!invalid && (!parsed->contains(key) || (*parsed)[key].is_null())) {
+      invalid = Error::Unprocessable("missing_field", std::string(key) + " is required", key);
+    }
+  }
+  if (!invalid) invalid = body::ReadString(*parsed, "name", "name", 256, image.name);
+  if (!invalid) invalid = body::ReadString(*parsed, "version", "version", 256, image.version);
+  if (!invalid) invalid = body::ReadString(*parsed, "rootfs", "rootfs", 4096, image.rootfs);
+  if (!invalid) invalid = body::ReadStringList(*parsed, "binds", "binds", 4096, image.binds);
+  int64_t warm = 0;
+  if (!invalid) invalid = body::ReadInt(*parsed, "warm", "warm", 0, 1024, warm);
+  if (invalid) {
+    call.reply(FromError(*invalid));
     return;
   }
+  image.warm = static_cast<int>(warm);
   if (auto errors = config::ValidateImage(image); !errors.empty()) {
     call.reply(ErrorResponse(422, "invalid_value", errors.front().ToString(), errors.front().path));
     return;

@@ -1,5 +1,7 @@
 #include "api/submission.h"
 
+#include "api/body.h"
+
 #include <set>
 
 namespace unisched::api {
@@ -13,48 +15,9 @@ constexpr int kMaxGpus = 1024;
 constexpr size_t kMaxNameLength = 255;
 constexpr int64_t kMaxRetries = 100;  // a job's own max_retries at most
 
-std::string TypeName(const json& v) {
-  return v.type_name();
-}
-
-Error WrongType(const std::string& field, const char* expected, const json& got) {
-  return Error::BadRequest("invalid_type", field + " must be " + expected + ", got " + TypeName(got), field);
-}
-
-std::optional<Error> CheckKeys(const json& obj, const std::string& prefix, const std::set<std::string>& allowed) {
-  for (const auto& [key, value] : obj.items()) {
-    (void)value;
-    if (!allowed.count(key)) {
-      std::string list;
-      for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-      const std::string field = prefix.empty() ? key : prefix + "." + key;
-      return Error::BadRequest("unknown_field", "unknown field '" + field + "'; expected one of: " + list, field);
-    }
-  }
-  return std::nullopt;
-}
-
-// Reads an integer field in [min, max]; absent leaves `out` unchanged.
-std::optional<Error> ReadInt(const json& obj, const char* key, const std::string& field, int64_t min, int64_t max,
-                             int64_t& out) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return std::nullopt;
-  if (!it->is_number_integer()) {
-    if (it->is_number_float()) {
-      return Error::BadRequest("invalid_type", field + " must be a whole number, got " + it->dump(), field);
-    }
-    return WrongType(field, "an integer", *it);
-  }
-  const int64_t v = it->get<int64_t>();
-  if (v < min || v > max) {
-    return Error::Unprocessable("invalid_value",
-                                field + " must be between " + std::to_string(min) + " and " + std::to_string(max) +
-                                    ", got " + std::to_string(v),
-                                field);
-  }
-  out = v;
-  return std::nullopt;
-}
+using body::CheckKeys;
+using body::ReadInt;
+using body::WrongType;
 
 // A scalar as text: strings as they are, numbers and booleans in JSON form.
 std::optional<std::string> ScalarText(const json& v) {
@@ -75,7 +38,7 @@ bool ValidEnvName(const std::string& name) {
 
 Result<Submission> ParseSubmission(const json& body) {
   if (!body.is_object()) {
-    return Error::BadRequest("invalid_type", "the request body must be a JSON object describing the job");
+    return Error::BadRequest("malformed_json", "the request body must be a JSON object describing the job");
   }
   if (auto e = CheckKeys(body, "",
                          {"name", "project", "queue", "workload", "resources", "constraints", "command", "env",
@@ -84,22 +47,15 @@ Result<Submission> ParseSubmission(const json& body) {
   }
   Submission s;
 
-  if (auto it = body.find("name"); it != body.end() && !it->is_null()) {
-    if (!it->is_string()) return WrongType("name", "a string", *it);
-    s.name = it->get<std::string>();
-    if (s.name.size() > kMaxNameLength) {
-      return Error::Unprocessable("invalid_value", "name must be at most 255 characters", "name");
-    }
-  }
+  if (auto e = body::ReadString(body, "name", "name", kMaxNameLength, s.name)) return *e;
   for (const char* key : {"project", "queue"}) {
-    auto it = body.find(key);
-    if (it == body.end() || it->is_null()) continue;
-    if (!it->is_string()) return WrongType(key, "a string", *it);
-    if (it->get<std::string>().empty()) {
+    std::string value;
+    if (auto e = body::ReadString(body, key, key, kMaxNameLength, value)) return *e;
+    if (body.contains(key) && !body[key].is_null() && value.empty()) {
       return Error::Unprocessable("invalid_value", std::string(key) + " must not be empty; omit it to use the default",
                                   key);
     }
-    (std::string_view(key) == "project" ? s.project : s.queue) = it->get<std::string>();
+    if (!value.empty()) (std::string_view(key) == "project" ? s.project : s.queue) = value;
   }
 
   // workload: required, {"kind": ..., features...}
@@ -129,6 +85,7 @@ Result<Submission> ParseSubmission(const json& body) {
     if (key == "kind") continue;
     auto text = ScalarText(value);
     if (!text) return WrongType("workload." + key, "a string, number or boolean", value);
+    if (auto e = body::CheckNoNul(key + *text, "workload." + key)) return *e;
     s.workload.features[key] = *text;
   }
 
@@ -163,6 +120,7 @@ Result<Submission> ParseSubmission(const json& body) {
     for (const auto& [key, value] : c->items()) {
       auto text = ScalarText(value);
       if (!text) return WrongType("constraints." + key, "a string, number or boolean", value);
+      if (auto e = body::CheckNoNul(key + *text, "constraints." + key)) return *e;
       s.constraints[key] = *text;
     }
   }
@@ -184,9 +142,7 @@ Result<Submission> ParseSubmission(const json& body) {
     const std::string field = "command[" + std::to_string(i) + "]";
     if (!arg.is_string()) return WrongType(field, "a string", arg);
     const auto& text = arg.get_ref<const std::string&>();
-    if (text.find('\0') != std::string::npos) {
-      return Error::Unprocessable("invalid_value", field + " must not contain NUL bytes", field);
-    }
+    if (auto e = body::CheckNoNul(text, field)) return *e;
     if (i == 0 && text.empty()) return Error::Unprocessable("invalid_value", "command[0] must name a program", field);
     s.command.push_back(text);
   }
@@ -204,6 +160,8 @@ Result<Submission> ParseSubmission(const json& body) {
         return Error::Unprocessable("invalid_value", "env names starting with UNISCHED_ are set by the scheduler",
                                     field);
       }
+      // The value reaches execve as "KEY=value\0": a NUL would cut it short.
+      if (auto e = body::CheckNoNul(value.get_ref<const std::string&>(), field)) return *e;
       s.env[key] = value.get<std::string>();
     }
   }

@@ -61,7 +61,8 @@ void ReadEnum(MapReader& m, std::string_view key, std::string_view noun,
 void ParseServer(const YAML::Node& node, Errors& errors, ServerSettings& out) {
   MapReader m(node, "server",
               {"listen", "state_dir", "http_threads", "max_body_bytes", "header_timeout_seconds",
-               "body_timeout_seconds", "idle_timeout_seconds", "scheduler_tick_seconds", "metrics_require_token"},
+               "body_timeout_seconds", "idle_timeout_seconds", "scheduler_tick_seconds", "metrics_require_token",
+               "max_connections", "max_connections_per_client", "reserved_descriptors"},
               errors);
   m.Read("listen", out.listen);
   m.Read("state_dir", out.state_dir);
@@ -72,11 +73,15 @@ void ParseServer(const YAML::Node& node, Errors& errors, ServerSettings& out) {
   m.Read("idle_timeout_seconds", out.idle_timeout_seconds);
   m.Read("scheduler_tick_seconds", out.scheduler_tick_seconds);
   m.Read("metrics_require_token", out.metrics_require_token);
+  m.Read("max_connections", out.max_connections);
+  m.Read("max_connections_per_client", out.max_connections_per_client);
+  m.Read("reserved_descriptors", out.reserved_descriptors);
 }
 
 void ParseStore(const YAML::Node& node, Errors& errors, StoreSettings& out) {
   MapReader m(node, "store",
-              {"synchronous", "group_commit_max_batch", "job_retention_days", "max_log_bytes",
+              {"synchronous", "group_commit_max_batch", "job_retention_days", "audit_retention_days", "audit_max_rows",
+               "max_log_bytes",
                "accounting_interval_seconds", "storage_sample_interval_seconds", "reconcile_interval_seconds"},
               errors);
   m.Read("accounting_interval_seconds", out.accounting_interval_seconds);
@@ -85,6 +90,8 @@ void ParseStore(const YAML::Node& node, Errors& errors, StoreSettings& out) {
   m.Read("synchronous", out.synchronous);
   m.Read("group_commit_max_batch", out.group_commit_max_batch);
   m.Read("job_retention_days", out.job_retention_days);
+  m.Read("audit_retention_days", out.audit_retention_days);
+  m.Read("audit_max_rows", out.audit_max_rows);
   m.Read("max_log_bytes", out.max_log_bytes);
 }
 

@@ -176,6 +176,9 @@ void ValidateServer(const ServerSettings& s, Errors& errors) {
   Positive(errors, "server.body_timeout_seconds", s.body_timeout_seconds);
   Positive(errors, "server.idle_timeout_seconds", s.idle_timeout_seconds);
   Positive(errors, "server.scheduler_tick_seconds", s.scheduler_tick_seconds);
+  Positive(errors, "server.max_connections", s.max_connections);
+  NonNegative(errors, "server.max_connections_per_client", s.max_connections_per_client, "0 sets no per-client cap");
+  NonNegative(errors, "server.reserved_descriptors", s.reserved_descriptors);
 }
 
 void ValidateHealth(const HealthSettings& h, Errors& errors) {
@@ -293,6 +296,8 @@ void ValidateStore(const StoreSettings& s, Errors& errors) {
   }
   Positive(errors, "store.group_commit_max_batch", s.group_commit_max_batch);
   Positive(errors, "store.job_retention_days", s.job_retention_days);
+  Positive(errors, "store.audit_retention_days", s.audit_retention_days);
+  Positive(errors, "store.audit_max_rows", s.audit_max_rows);
   Positive(errors, "store.accounting_interval_seconds", s.accounting_interval_seconds);
   NonNegative(errors, "store.storage_sample_interval_seconds", s.storage_sample_interval_seconds,
               "0 samples no storage");

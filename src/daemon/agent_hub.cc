@@ -139,17 +139,43 @@ void AgentHub::Heartbeat(const std::string& token_pool, executor::Heartbeat hear
   });
 }
 
-Status AgentHub::Results(const std::string& token_pool, const std::string& node,
-                         std::vector<executor::RunResult> results) {
-  if (Status s = CheckNode(token_pool, node); !s) return s;
+Result<std::vector<api::AgentPlane::IgnoredResult>> AgentHub::Results(const std::string& token_pool,
+                                                                       const std::string& node,
+                                                                       std::vector<executor::RunResult> results) {
+  if (Status s = CheckNode(token_pool, node); !s) return s.error();
+  std::vector<IgnoredResult> ignored;
+  std::vector<executor::RunResult> bound;
   {
     std::lock_guard lock(mu_);
+    // A result binds to the node the attempt was sent to: a node token is for
+    // one pool, and must not end (or charge) work running anywhere else.
+    for (const auto& r : results) {
+      auto sent = attempts_.find({r.job_id, r.attempt});
+      if (sent != attempts_.end() && sent->second.node != node) {
+        return Error::Forbidden("attempt " + std::to_string(r.job_id) + "." + std::to_string(r.attempt) +
+                                " was sent to node " + sent->second.node + ", not " + node +
+                                "; a node reports only what it was sent (nothing of this call was applied)");
+      }
+    }
     NodeQueue& q = queues_[node];
-    for (const auto& r : results) q.unconfirmed.erase({r.job_id, r.attempt});
+    for (auto& r : results) {
+      if (attempts_.count({r.job_id, r.attempt}) == 0) {
+        ignored.push_back({r.job_id, r.attempt,
+                           "not an attempt this daemon sent to node " + node +
+                               " (a late report of a finished job, or not an agent attempt at all)"});
+        continue;
+      }
+      q.unconfirmed.erase({r.job_id, r.attempt});
+      r.reported_by = node;
+      bound.push_back(std::move(r));
+    }
+  }
+  for (const auto& i : ignored) {
+    spdlog::warn("node {}: ignored a result for attempt {}.{}: {}", node, i.job_id, i.attempt, i.reason);
   }
   // Stale or repeated results are ignored by the controller (by attempt).
-  for (auto& r : results) sink_->OnRunResult(std::move(r));
-  return Status::Ok();
+  for (auto& r : bound) sink_->OnRunResult(std::move(r));
+  return ignored;
 }
 
 executor::Commands AgentHub::TakeCommands(NodeQueue& q, const std::string& node) {
@@ -305,6 +331,11 @@ void RoutingExecutor::Forget(model::JobId job_id, int attempt) {
 // (which ignores attempts it does not know) releases early.
 void RoutingExecutor::Release(model::JobId job_id, int attempt) {
   local_.Release(job_id, attempt);
+}
+
+// Agents keep their attempts' files on their own machines.
+void RoutingExecutor::ReleaseAllExcept(const std::set<std::pair<model::JobId, int>>& running) {
+  local_.ReleaseAllExcept(running);
 }
 
 void RoutingExecutor::Shutdown() {

@@ -52,8 +52,8 @@ class AgentHub final : public api::AgentPlane, public executor::Executor {
   // api::AgentPlane
   void Heartbeat(const std::string& token_pool, executor::Heartbeat heartbeat,
                  std::function<void(Result<executor::Commands>)> done) override;
-  Status Results(const std::string& token_pool, const std::string& node,
-                 std::vector<executor::RunResult> results) override;
+  Result<std::vector<IgnoredResult>> Results(const std::string& token_pool, const std::string& node,
+                                             std::vector<executor::RunResult> results) override;
 
   // executor::Executor, for attempts on agent nodes.
   Status Launch(const executor::LaunchSpec& spec) override;
@@ -113,6 +113,7 @@ class RoutingExecutor final : public executor::Executor {
   std::string LogPath(model::JobId job_id, int attempt, std::string_view stream) const override;
   void Forget(model::JobId job_id, int attempt) override;
   void Release(model::JobId job_id, int attempt) override;
+  void ReleaseAllExcept(const std::set<std::pair<model::JobId, int>>& running) override;
   void Shutdown() override;
 
  private:

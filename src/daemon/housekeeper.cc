@@ -68,13 +68,15 @@ void Housekeeper::Loop() {
   const auto sample_every = std::chrono::seconds(config_.store.storage_sample_interval_seconds);
   const auto reconcile_every = std::chrono::seconds(config_.store.reconcile_interval_seconds);
   const Timestamp start = clock_.Now();
+  constexpr std::chrono::seconds kMinute{60};
   std::optional<Timestamp> next_sample, next_reconcile;
   if (sample_every.count() > 0) next_sample = NextGridPoint(start, sample_every);
   if (reconcile_every.count() > 0) next_reconcile = start + reconcile_every;
-  while (next_sample || next_reconcile) {
-    const Timestamp due = next_sample && next_reconcile ? std::min(*next_sample, *next_reconcile)
-                          : next_sample                 ? *next_sample
-                                                        : *next_reconcile;
+  Timestamp next_minute = NextGridPoint(start, kMinute);
+  while (true) {
+    Timestamp due = next_minute;
+    if (next_sample) due = std::min(due, *next_sample);
+    if (next_reconcile) due = std::min(due, *next_reconcile);
     {
       std::unique_lock lock(mu_);
       // The wait is on the system clock: the daemon's Clock is that clock
@@ -93,13 +95,37 @@ void Housekeeper::Loop() {
         Reconcile(now);
         next_reconcile = now + reconcile_every;
       }
+      if (now >= next_minute) {
+        next_minute = NextGridPoint(now, kMinute);
+        if (on_minute_) on_minute_(now);
+        PruneAudit(now);
+      }
     } catch (const std::exception& e) {
       // A failed read of the store: try again at the next due time.
       spdlog::error("housekeeping: {}", e.what());
       if (next_sample && now >= *next_sample) next_sample = NextGridPoint(now, sample_every);
       if (next_reconcile && now >= *next_reconcile) next_reconcile = now + reconcile_every;
+      if (now >= next_minute) next_minute = NextGridPoint(now, kMinute);
     }
   }
+}
+
+int64_t Housekeeper::PruneAudit(Timestamp now) {
+  const Timestamp cutoff = now - std::chrono::hours(24) * config_.store.audit_retention_days;
+  const int64_t max_rows = config_.store.audit_max_rows;
+  int64_t pruned = 0;
+  const Status s = store_.WriteSync([&](store::Transaction& t) -> Status {
+    auto n = t.PruneAudit(cutoff, max_rows);
+    if (!n.ok()) return n.error();
+    pruned = *n;
+    return Status::Ok();
+  });
+  if (!s.ok()) {
+    spdlog::warn("audit pruning failed: {}", s.error().message);
+    return 0;
+  }
+  if (pruned > 0) spdlog::info("audit: removed {} records past retention or the size bound", pruned);
+  return pruned;
 }
 
 int Housekeeper::SampleStorage(Timestamp now) {

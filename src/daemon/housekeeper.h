@@ -6,7 +6,10 @@
 //    work directory, charged to the ledger as storage_gb_hours;
 //  * reconciliation: every store.reconcile_interval_seconds, the ledger
 //    against the job records; each discrepancy becomes a warning event on its
-//    job (once) and the counts become unisched_ledger_discrepancies{kind}.
+//    job (once) and the counts become unisched_ledger_discrepancies{kind};
+//  * every minute: the audit trail pruned to store.audit_retention_days and
+//    store.audit_max_rows, and the minute chores of others (OnMinute: the
+//    API's tally of unauthenticated requests).
 
 #include <condition_variable>
 #include <cstdint>
@@ -48,6 +51,12 @@ class Housekeeper {
   void Stop();
   // REQUIRES: before Start. Told the discrepancy count of every reconciliation.
   void OnReconciled(std::function<void(int64_t)> callback) { on_reconciled_ = std::move(callback); }
+  // REQUIRES: before Start. Called every minute from the housekeeping thread.
+  void OnMinute(std::function<void(Timestamp)> callback) { on_minute_ = std::move(callback); }
+
+  // Deletes audit records past their retention or the size bound (public
+  // for tests). Returns how many went.
+  int64_t PruneAudit(Timestamp now);
 
   // One storage sample for the sampling interval that ended last before
   // `now` (public for tests). Returns the entries it appended.
@@ -74,6 +83,7 @@ class Housekeeper {
   std::set<std::tuple<int64_t, int, std::string, std::string, std::string, std::string>> reported_;
   std::set<std::string> unreadable_paths_;  // warned about once
   std::function<void(int64_t)> on_reconciled_;
+  std::function<void(Timestamp)> on_minute_;
 };
 
 }  // namespace unisched::daemon

@@ -7,9 +7,12 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -148,6 +151,36 @@ std::string SandboxInitPath(const config::Config& cfg) {
   return (self.parent_path() / "unisched-sandbox").string();
 }
 
+// The open-file limit goes up to its hard limit (systemd and login shells
+// start daemons at a soft 1,024), and the connection cap is held under it
+// minus the descriptors reserved for launches, the store, agents and
+// sandboxes, so clients alone can never exhaust them. Jobs inherit the raised
+// soft limit, as under Slurm with PropagateResourceLimits.
+int ConnectionCap(const config::ServerSettings& server) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return server.max_connections;
+  if (limit.rlim_cur < limit.rlim_max) {
+    const rlim_t before = limit.rlim_cur;
+    limit.rlim_cur = limit.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &limit) == 0) {
+      spdlog::info("open-file limit raised from {} to its hard limit {}", before, limit.rlim_max);
+    } else {
+      limit.rlim_cur = before;
+    }
+  }
+  // The smallest cap that still serves: a few admin clients and agents.
+  constexpr int64_t kMinimumCap = 16;
+  const int64_t open_files = limit.rlim_cur == RLIM_INFINITY ? INT64_MAX : static_cast<int64_t>(limit.rlim_cur);
+  const int64_t room = open_files - server.reserved_descriptors;
+  if (room >= server.max_connections) return server.max_connections;
+  const int cap = static_cast<int>(std::max(kMinimumCap, room));
+  spdlog::warn(
+      "at most {} connections (server.max_connections is {}): the open-file limit is {} and {} descriptors are "
+      "reserved (server.reserved_descriptors); raise the hard limit (LimitNOFILE=, ulimit -Hn) for more",
+      cap, server.max_connections, open_files, server.reserved_descriptors);
+  return cap;
+}
+
 }  // namespace
 
 int RunValidateConfig(int argc, char** argv) {
@@ -193,6 +226,8 @@ int RunServer(int argc, char** argv) {
   http.header_timeout_seconds = cfg.server.header_timeout_seconds;
   http.body_timeout_seconds = cfg.server.body_timeout_seconds;
   http.idle_timeout_seconds = cfg.server.idle_timeout_seconds;
+  http.max_connections = ConnectionCap(cfg.server);
+  http.max_connections_per_client = cfg.server.max_connections_per_client;
 
   // SIGTERM/SIGINT are taken by sigwait below; every thread inherits the mask.
   sigset_t signals;
@@ -272,7 +307,9 @@ int RunServer(int argc, char** argv) {
   }
   Housekeeper housekeeper(cfg, **store, metrics, clock, exec_options.work_root);
   housekeeper.OnReconciled([&controller](int64_t discrepancies) { controller.SetLedgerDiscrepancies(discrepancies); });
+  housekeeper.OnMinute([&api](Timestamp now) { api.FlushAudit(now); });
   housekeeper.Start();
+  http.on_connection_refused = [&metrics](const std::string& limit) { metrics.CountConnectionRefused(limit); };
   auto server = api::StartHttpServer(
       http, [&api](api::HttpRequest req, api::Respond respond) { api.Handle(std::move(req), std::move(respond)); });
   if (!server.ok()) {
@@ -298,6 +335,7 @@ int RunServer(int argc, char** argv) {
   agents.Stop();  // parked heartbeats are answered while the listener still runs
   (*server)->Stop();
   housekeeper.Stop();
+  api.FlushAudit(clock.Now(), /*all=*/true);
   sandboxes.Stop();  // sandboxes end with the daemon (charged to now)
   controller.Stop();
   notifier.Stop();

@@ -10,7 +10,7 @@ namespace {
 
 // A malformed message is a 400 naming the field, like any other request.
 Error Malformed(const std::string& what, const std::exception& e) {
-  return Error::BadRequest("invalid_message", what + ": " + e.what());
+  return Error::BadRequest("malformed_message", what + ": " + e.what());
 }
 
 }  // namespace

@@ -52,7 +52,10 @@ using tcp = asio::ip::tcp;
 // Beast's default is 8 KiB; bearer tokens and proxies' headers fit in 16 KiB.
 constexpr uint32_t kHeaderLimitBytes = 16 * 1024;
 // How long a connection we are closing may keep sending (see LingeringClose).
-constexpr std::chrono::seconds kDrainTime{2};
+constexpr std::chrono::milliseconds kDrainTime{2000};
+// The same for a connection refused over a cap: short, since a flood of them
+// must not hold descriptors for long.
+constexpr std::chrono::milliseconds kRefusedDrainTime{200};
 constexpr size_t kIdleReadChunk = 4096;
 
 std::string FormatEndpoint(const tcp::endpoint& ep) {
@@ -96,24 +99,56 @@ struct Core {
   const ServerOptions options;
   const Handler handler;
 
+  struct Open {
+    std::weak_ptr<SessionBase> session;
+    std::string address;  // the client's, without the port
+  };
   std::mutex mu;
-  bool stopped = false;                                               // GUARDED_BY(mu)
-  uint64_t next_session_id = 1;                                       // GUARDED_BY(mu)
-  std::unordered_map<uint64_t, std::weak_ptr<SessionBase>> sessions;  // GUARDED_BY(mu)
+  bool stopped = false;                                       // GUARDED_BY(mu)
+  uint64_t next_session_id = 1;                               // GUARDED_BY(mu)
+  std::unordered_map<uint64_t, Open> sessions;                // GUARDED_BY(mu)
+  std::unordered_map<std::string, int> sessions_by_address;  // GUARDED_BY(mu)
 
-  // Returns the session's id, or 0 when the server is stopping (the caller
-  // then drops the connection).
-  uint64_t Register(const std::shared_ptr<SessionBase>& session) {
+  // Why a connection may not be served: empty when it may.
+  std::string CapReached(const std::string& address) const {
+    if (static_cast<int64_t>(sessions.size()) >= options.max_connections) {
+      if (options.on_connection_refused) options.on_connection_refused("total");
+      return "the server has " + std::to_string(sessions.size()) +
+             " connections open, its limit (server.max_connections); retry shortly";
+    }
+    if (options.max_connections_per_client > 0) {
+      auto it = sessions_by_address.find(address);
+      if (it != sessions_by_address.end() && it->second >= options.max_connections_per_client) {
+        if (options.on_connection_refused) options.on_connection_refused("per_client");
+        return "client " + address + " has " + std::to_string(it->second) +
+               " connections open, the limit per client (server.max_connections_per_client); reuse a keep-alive "
+               "connection or close idle ones";
+      }
+    }
+    return {};
+  }
+
+  // Registers a session from `address`: its id, or 0 when the server is
+  // stopping (the caller then drops the connection), or 0 with `refusal`
+  // set when a connection cap is reached.
+  uint64_t Register(const std::shared_ptr<SessionBase>& session, const std::string& address, std::string& refusal) {
     std::lock_guard<std::mutex> lock(mu);
     if (stopped) return 0;
+    refusal = CapReached(address);
+    if (!refusal.empty()) return 0;
     uint64_t id = next_session_id++;
-    sessions.emplace(id, session);
+    sessions.emplace(id, Open{session, address});
+    ++sessions_by_address[address];
     return id;
   }
 
   void Unregister(uint64_t id) {
     std::lock_guard<std::mutex> lock(mu);
-    sessions.erase(id);
+    auto it = sessions.find(id);
+    if (it == sessions.end()) return;
+    auto by = sessions_by_address.find(it->second.address);
+    if (by != sessions_by_address.end() && --by->second <= 0) sessions_by_address.erase(by);
+    sessions.erase(it);
   }
 
   // Marks the server stopped and returns the sessions still alive.
@@ -121,8 +156,8 @@ struct Core {
     std::lock_guard<std::mutex> lock(mu);
     stopped = true;
     std::vector<std::shared_ptr<SessionBase>> live;
-    for (auto& [id, weak] : sessions) {
-      if (auto s = weak.lock()) live.push_back(std::move(s));
+    for (auto& [id, open] : sessions) {
+      if (auto s = open.session.lock()) live.push_back(std::move(s));
     }
     return live;
   }
@@ -148,13 +183,14 @@ struct Core {
 template <class Stream>
 class Session : public SessionBase, public std::enable_shared_from_this<Session<Stream>> {
  public:
-  Session(std::shared_ptr<Core> core, tcp::socket&& socket)
-      : core_(std::move(core)), stream_(std::move(socket)), strand_(stream_.get_executor()) {
+  Session(std::shared_ptr<Core> core, tcp::socket&& socket, std::string remote)
+      : core_(std::move(core)),
+        stream_(std::move(socket)),
+        strand_(stream_.get_executor()),
+        request_timer_(strand_),
+        remote_(std::move(remote)) {
     beast::error_code ec;
-    auto& sock = beast::get_lowest_layer(stream_).socket();
-    auto ep = sock.remote_endpoint(ec);
-    if (!ec) remote_ = FormatEndpoint(ep);
-    sock.set_option(tcp::no_delay(true), ec);  // best effort: one write per response anyway
+    beast::get_lowest_layer(stream_).socket().set_option(tcp::no_delay(true), ec);  // best effort
   }
 
   ~Session() override {
@@ -168,6 +204,18 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
 
   void Close() override {
     asio::post(strand_, [self = this->shared_from_this()] { self->CloseNow(); });
+  }
+
+  // A connection over a cap: answered 503 at once, without reading its
+  // request, and closed. It is not registered, so it holds no slot; its
+  // descriptor lives at most the write plus the drain of LingeringClose.
+  void Refuse(std::string why) {
+    asio::dispatch(strand_, [self = this->shared_from_this(), why = std::move(why)]() mutable {
+      HttpResponse response = ErrorResponse(503, "too_many_connections", why);
+      response.headers.emplace_back("Retry-After", "1");
+      self->drain_time_ = kRefusedDrainTime;
+      self->SendErrorAndClose(std::move(response));
+    });
   }
 
  private:
@@ -198,18 +246,42 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     ReadHeader();
   }
 
+  // The header and body phases run on a timer of their own rather than the
+  // stream's: the stream's expiry closes the socket, and a client whose
+  // request stalls is owed a 408 before the close.
+  void ArmRequestTimer(int seconds) {
+    Lowest().expires_never();
+    const uint64_t generation = ++timer_generation_;
+    request_timer_.expires_after(std::chrono::seconds(seconds));
+    request_timer_.async_wait([self = this->shared_from_this(), generation](beast::error_code ec) {
+      if (ec || generation != self->timer_generation_ || self->closed_) return;
+      self->request_timed_out_ = true;
+      beast::error_code ignored;
+      self->Lowest().socket().cancel(ignored);  // the pending read ends with operation_aborted
+    });
+  }
+
+  void DisarmRequestTimer() {
+    ++timer_generation_;  // a wait already queued with success is stale now
+    request_timer_.cancel();
+  }
+
   void ReadHeader() {
-    Lowest().expires_after(std::chrono::seconds(core_->options.header_timeout_seconds));
+    ArmRequestTimer(core_->options.header_timeout_seconds);
     http::async_read_header(stream_, buffer_, *parser_,
                             beast::bind_front_handler(&Session::OnHeader, this->shared_from_this()));
   }
 
   void OnHeader(beast::error_code ec, std::size_t /*bytes*/) {
+    DisarmRequestTimer();
     if (ec) return OnReadError(ec);
     have_header_ = true;
     ++requests_;
-    if (parser_->is_done()) return Dispatch();
     const auto& req = parser_->get();
+    if (std::string problem = FramingProblem(req); !problem.empty()) {
+      return SendErrorAndClose(ErrorResponse(400, "malformed_request", problem));
+    }
+    if (parser_->is_done()) return Dispatch();
     if (req.version() >= 11 && beast::iequals(req[http::field::expect], "100-continue")) {
       // The client waits for this before sending a body (curl does for
       // large bodies); a body over the limit was already refused above.
@@ -226,16 +298,53 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   }
 
   void ReadBody() {
-    Lowest().expires_after(std::chrono::seconds(core_->options.body_timeout_seconds));
+    ArmRequestTimer(core_->options.body_timeout_seconds);
     http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&Session::OnBody, this->shared_from_this()));
   }
 
   void OnBody(beast::error_code ec, std::size_t /*bytes*/) {
+    DisarmRequestTimer();
     if (ec) return OnReadError(ec);
     Dispatch();
   }
 
+  // Requests whose length cannot be known for sure are refused (RFC 9112
+  // 6.1 and 6.3: a request with a transfer coding other than a final
+  // chunked is answered 400 and the connection closed; one with both
+  // Transfer-Encoding and Content-Length is how requests are smuggled past
+  // proxies), and so are HTTP/1.1 requests without exactly one Host (RFC
+  // 9112 3.2).
+  static std::string FramingProblem(const http::request<http::string_body>& req) {
+    if (req.version() >= 11 && req.count(http::field::host) != 1) {
+      return "an HTTP/1.1 request must carry exactly one Host header; add 'Host: <server address>'";
+    }
+    if (req.count(http::field::transfer_encoding) > 0) {
+      std::string coding(req[http::field::transfer_encoding]);
+      coding.erase(std::remove_if(coding.begin(), coding.end(), [](unsigned char c) { return std::isspace(c); }),
+                   coding.end());
+      if (req.count(http::field::transfer_encoding) != 1 || !beast::iequals(coding, "chunked")) {
+        return "Transfer-Encoding '" + std::string(req[http::field::transfer_encoding]) +
+               "' is not accepted; send the body as it is with Content-Length, or with Transfer-Encoding: chunked "
+               "alone";
+      }
+      if (req.count(http::field::content_length) > 0) {
+        return "a request may not carry both Transfer-Encoding and Content-Length; send one of them";
+      }
+    }
+    return {};
+  }
+
   void OnReadError(const beast::error_code& ec) {
+    if (request_timed_out_) {
+      request_timed_out_ = false;
+      // Nothing of a request arrived: an idle connection, closed quietly.
+      if (!have_header_ && buffer_.size() == 0) return CloseNow();
+      const int seconds = have_header_ ? core_->options.body_timeout_seconds : core_->options.header_timeout_seconds;
+      return SendErrorAndClose(ErrorResponse(
+          408, "request_timeout",
+          std::string("the request's ") + (have_header_ ? "body" : "headers") + " did not arrive within " +
+              std::to_string(seconds) + " s; send the whole request without pausing"));
+    }
     if (ec == http::error::body_limit) {
       return SendErrorAndClose(
           ErrorResponse(413, "body_too_large",
@@ -280,6 +389,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     request.remote = remote_;
     keep_alive_ = req.keep_alive();
     version_ = req.version();
+    head_ = req.method() == http::verb::head;
 
     auto responded = std::make_shared<std::atomic<bool>>(false);
     Respond respond = [self = this->shared_from_this(), responded](HttpResponse response) {
@@ -327,7 +437,14 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     // A handler may ask to close by setting "Connection: close" itself.
     const bool close = force_close || !keep_alive_ || !msg->keep_alive();
     msg->keep_alive(!close);
-    msg->prepare_payload();
+    if (head_) {
+      // HEAD: the headers a GET would get, Content-Length included, no body.
+      const size_t length = msg->body().size();
+      msg->body().clear();
+      msg->content_length(length);
+    } else {
+      msg->prepare_payload();
+    }
 
     Lowest().expires_after(std::chrono::seconds(core_->options.body_timeout_seconds));
     http::async_write(stream_, *msg, [self = this->shared_from_this(), msg, close](beast::error_code ec, std::size_t) {
@@ -351,7 +468,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     beast::error_code ec;
     Lowest().socket().shutdown(tcp::socket::shutdown_send, ec);
     if (ec) return CloseNow();
-    Lowest().expires_after(kDrainTime);
+    Lowest().expires_after(drain_time_);
     Drain();
   }
 
@@ -374,6 +491,11 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   std::shared_ptr<Core> core_;  // first: destroyed last, after the stream
   Stream stream_;
   const typename Stream::executor_type strand_;
+  asio::steady_timer request_timer_;
+  uint64_t timer_generation_ = 0;
+  bool request_timed_out_ = false;
+  bool head_ = false;
+  std::chrono::milliseconds drain_time_ = kDrainTime;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::string remote_;
@@ -441,8 +563,17 @@ class Listener : public std::enable_shared_from_this<Listener> {
       });
       return;
     }
-    auto session = std::make_shared<Session<beast::tcp_stream>>(core_, std::move(socket));
-    if (uint64_t id = core_->Register(session)) session->Start(id);
+    beast::error_code ep_ec;
+    const auto endpoint = socket.remote_endpoint(ep_ec);
+    const std::string address = ep_ec ? std::string() : endpoint.address().to_string();
+    auto session = std::make_shared<Session<beast::tcp_stream>>(
+        core_, std::move(socket), ep_ec ? std::string() : FormatEndpoint(endpoint));
+    std::string refusal;
+    if (uint64_t id = core_->Register(session, address, refusal)) {
+      session->Start(id);
+    } else if (!refusal.empty()) {
+      session->Refuse(std::move(refusal));
+    }
     Accept();
   }
 

@@ -116,6 +116,16 @@ struct Metrics::Impl {
                                                                .Name("unisched_sandbox_execs_total")
                                                                .Help("Tool calls (exec) run in sandboxes, by queue.")
                                                                .Register(*registry);
+  prometheus::Family<prometheus::Counter>& unauthenticated =
+      prometheus::BuildCounter()
+          .Name("unisched_http_unauthenticated_requests_total")
+          .Help("Requests refused for their credentials, by reason: missing or invalid token.")
+          .Register(*registry);
+  prometheus::Family<prometheus::Counter>& connections_refused =
+      prometheus::BuildCounter()
+          .Name("unisched_http_connections_refused_total")
+          .Help("Connections answered 503 at a cap, by limit: total or per_client.")
+          .Register(*registry);
   prometheus::Family<prometheus::Histogram>& sandbox_create =
       prometheus::BuildHistogram()
           .Name("unisched_sandbox_create_seconds")
@@ -233,6 +243,14 @@ void Metrics::SetSandboxes(const std::string& state, const std::string& image, d
 
 void Metrics::CountSandboxExec(const std::string& queue) {
   impl_->sandbox_execs.Add({{"queue", queue}}).Increment();
+}
+
+void Metrics::CountUnauthenticated(const std::string& reason) {
+  impl_->unauthenticated.Add({{"reason", reason}}).Increment();
+}
+
+void Metrics::CountConnectionRefused(const std::string& limit) {
+  impl_->connections_refused.Add({{"limit", limit}}).Increment();
 }
 
 void Metrics::ObserveSandboxCreate(const std::string& start, double seconds) {

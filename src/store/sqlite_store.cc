@@ -410,6 +410,19 @@ class SqliteTransaction final : public Transaction {
     return stmt->Run();
   }
 
+  Result<int64_t> PruneAudit(Timestamp cutoff, int64_t max_rows) override {
+    // Rows are appended in time order (ids grow with time), so both bounds
+    // cut the table at an id: the scan for the first recent row reads only
+    // the rows about to go, and the size bound is arithmetic on the rowid.
+    auto stmt = c_.Prepare(
+        "DELETE FROM audit WHERE id < COALESCE((SELECT id FROM audit WHERE time >= ? ORDER BY id LIMIT 1), "
+        "(SELECT MAX(id) + 1 FROM audit)) OR id <= (SELECT MAX(id) FROM audit) - ?");
+    if (!stmt.ok()) return stmt.error();
+    stmt->Bind(1, ToUnixMillis(cutoff)).Bind(2, max_rows);
+    if (Status s = stmt->Run(); !s.ok()) return s.error();
+    return static_cast<int64_t>(sqlite3_changes(c_.db()));
+  }
+
   Status UpsertUser(const UserRecord& user) override {
     auto stmt = c_.Prepare(
         "INSERT INTO users(name, role, projects, queues, unix_user, from_config) VALUES(?, ?, ?, ?, ?, ?) "

@@ -87,9 +87,19 @@ class AgentPlane {
   // agent node of that pool.
   virtual void Heartbeat(const std::string& token_pool, executor::Heartbeat heartbeat,
                          std::function<void(Result<executor::Commands>)> done) = 0;
-  // Results of attempts that ended on the node.
-  virtual Status Results(const std::string& token_pool, const std::string& node,
-                         std::vector<executor::RunResult> results) = 0;
+  // A result that was not applied, and why.
+  struct IgnoredResult {
+    model::JobId job_id = 0;
+    int attempt = 0;
+    std::string reason;
+  };
+  // Results of attempts that ended on the node. Only an attempt the daemon
+  // sent to that very node is applied: one it sent to another node (or runs
+  // on a local node) makes the whole call Forbidden and changes nothing; one
+  // it does not know as an agent attempt (a late report after a restart or
+  // retention) is ignored and listed, so the agent stops resending it.
+  virtual Result<std::vector<IgnoredResult>> Results(const std::string& token_pool, const std::string& node,
+                                                     std::vector<executor::RunResult> results) = 0;
 };
 
 // Sandboxes for agent tool calls (docs/sandboxes.md), as the API needs
@@ -138,15 +148,82 @@ struct ApiContext {
   std::function<bool()> ready;
 };
 
+class AuditTrail;
+
+// A query parameter an endpoint reads. Api::Handle checks every one against
+// its route before the endpoint runs, by the contract's rule: a value that
+// cannot be parsed as its kind (not an integer, an integer beyond int64, not
+// an RFC 3339 time, not UTF-8) is 400 `malformed_value`; one that parses but
+// is out of bounds or not among the choices is 422 `invalid_value`. An empty
+// value counts as absent. docs/openapi.yaml states the same bounds (a test
+// holds the two together).
+struct QueryParam {
+  enum class Kind { kInteger, kTime, kChoice, kChoiceList, kText };
+  std::string name;
+  Kind kind = Kind::kText;
+  int64_t min = 0, max = 0;           // kInteger: inclusive bounds
+  std::vector<std::string> choices;   // kChoice: one of them; kChoiceList: comma-separated, each one of them
+  size_t max_length = 256;            // kText: bytes at most
+
+  static QueryParam Integer(std::string name, int64_t min, int64_t max) {
+    QueryParam p = Named(std::move(name), Kind::kInteger);
+    p.min = min;
+    p.max = max;
+    return p;
+  }
+  static QueryParam Time(std::string name) { return Named(std::move(name), Kind::kTime); }
+  static QueryParam Choice(std::string name, std::vector<std::string> choices) {
+    QueryParam p = Named(std::move(name), Kind::kChoice);
+    p.choices = std::move(choices);
+    return p;
+  }
+  static QueryParam ChoiceList(std::string name, std::vector<std::string> choices) {
+    QueryParam p = Choice(std::move(name), std::move(choices));
+    p.kind = Kind::kChoiceList;
+    return p;
+  }
+  static QueryParam Text(std::string name, size_t max_length = 256) {
+    QueryParam p = Named(std::move(name), Kind::kText);
+    p.max_length = max_length;
+    return p;
+  }
+
+ private:
+  static QueryParam Named(std::string name, Kind kind) {
+    QueryParam p;
+    p.name = std::move(name);
+    p.kind = kind;
+    return p;
+  }
+};
+
+// The error a query parameter value gets under `param`, or nullopt if it
+// is valid.
+std::optional<Error> CheckQueryValue(const QueryParam& param, const std::string& value);
+
 class Api {
  public:
+  // What a route answers, as the route table declares it (for tests and
+  // documentation checks).
+  struct RouteInfo {
+    std::string method;
+    std::string path;  // the template, e.g. /v1/jobs/{id}
+    std::vector<QueryParam> query;
+    bool needs_auth = true;
+  };
+
   explicit Api(ApiContext context);
+  ~Api();
+  std::vector<RouteInfo> Routes() const;
   // The HTTP handler: routes, authenticates, authorizes, answers.
   void Handle(HttpRequest request, Respond respond);
   // Handle() and wait for the answer (tests, tools).
   HttpResponse HandleSync(HttpRequest request);
   // Forget cached token -> principal resolutions (after user changes).
   void InvalidateCredentials();
+  // Writes the audit tallies of refused requests of minutes ended before
+  // `now` (every minute); `all`: the current minute's too (at shutdown).
+  void FlushAudit(Timestamp now, bool all = false);
 
  private:
   struct Call;
@@ -159,12 +236,10 @@ class Api {
     bool needs_auth;
     bool for_agents = false;  // only node tokens may call it, and they may call nothing else
     bool tail_param = false;  // the last capture takes the rest of the path (file paths)
+    std::vector<QueryParam> query;  // checked before the endpoint runs
   };
 
   Result<auth::Principal> Authenticate(const HttpRequest& request);
-  // Appends an audit record and answers once it is committed.
-  void AuditThenRespond(const std::string& actor, const std::string& action, const std::string& target,
-                        HttpResponse response, const Respond& respond);
 
   void Healthz(Call& call);
   void Readyz(Call& call);
@@ -212,6 +287,7 @@ class Api {
   Result<model::Job> LoadVisibleJob(const Call& call);
 
   ApiContext ctx_;
+  std::unique_ptr<AuditTrail> audit_;
   std::vector<Route> routes_;
   std::mutex credentials_mu_;
   std::unordered_map<std::string, auth::Principal> credentials_;  // token hash -> principal

@@ -1,10 +1,12 @@
 #pragma once
 // The HTTP/1.1 listener (Boost.Beast). Keep-alive, a body limit (413 with the
-// error shape), separate timeouts for headers, body and idle keep-alive. The
+// error shape), separate timeouts for headers, body (408 when a request
+// stalls) and idle keep-alive, caps on open connections (503 beyond). The
 // listener is written against a stream type so TLS can be added without
 // touching handlers (docs/adr).
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -21,6 +23,14 @@ struct ServerOptions {
   int header_timeout_seconds = 10;
   int body_timeout_seconds = 30;
   int idle_timeout_seconds = 60;
+  // Connections open at once, in total and per client address (0: no
+  // per-client cap). A connection beyond either is answered 503
+  // `too_many_connections` with Retry-After and closed, so a flood of idle
+  // connections cannot starve the daemon of descriptors.
+  int max_connections = 4096;
+  int max_connections_per_client = 256;
+  // Told of each refused connection: "total" or "per_client" (any thread).
+  std::function<void(const std::string& limit)> on_connection_refused;
 };
 
 class HttpServer {

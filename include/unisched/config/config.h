@@ -25,12 +25,21 @@ struct ServerSettings {
   int idle_timeout_seconds = 60;        // keep-alive idle time between requests
   double scheduler_tick_seconds = 1.0;  // periodic cycle besides event wake-ups
   bool metrics_require_token = false;
+  // Connections open at once, in total and from one client address; beyond,
+  // a new connection is answered 503 and closed (0: no per-client cap). The
+  // total is also held under the open-file limit minus reserved_descriptors,
+  // the descriptors kept for launches, the store and agents.
+  int max_connections = 4096;
+  int max_connections_per_client = 256;
+  int reserved_descriptors = 512;
 };
 
 struct StoreSettings {
   std::string synchronous = "full";           // full | normal | off (SQLite PRAGMA synchronous)
   int group_commit_max_batch = 1024;          // writes per transaction at most
   int job_retention_days = 30;                // finished job records older than this are deleted
+  int audit_retention_days = 365;             // audit records older than this are deleted
+  int64_t audit_max_rows = 1'000'000;         // the oldest audit records beyond this many are deleted
   int64_t max_log_bytes = 10 << 20;           // per stream per attempt; output beyond is dropped
   int accounting_interval_seconds = 60;       // running jobs are charged to the ledger this often
   int storage_sample_interval_seconds = 300;  // storage GB-hours sampled this often; 0: never

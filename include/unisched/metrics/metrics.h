@@ -54,6 +54,12 @@ class Metrics {
   void CountSandboxExec(const std::string& queue);
   // unisched_sandbox_create_seconds{start}: create latency, start warm|cold (histogram).
   void ObserveSandboxCreate(const std::string& start, double seconds);
+  // unisched_http_unauthenticated_requests_total{reason}: requests refused for
+  // their credentials, reason missing|invalid (counter).
+  void CountUnauthenticated(const std::string& reason);
+  // unisched_http_connections_refused_total{limit}: connections answered 503
+  // at a cap, limit total|per_client (counter).
+  void CountConnectionRefused(const std::string& limit);
   // unisched_store_commit_seconds (histogram) and unisched_store_batch_size (histogram).
   void ObserveCommit(double seconds, double batch_size);
 

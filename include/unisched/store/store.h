@@ -204,6 +204,9 @@ class Transaction {
   virtual Result<model::Job> GetJob(model::JobId id) = 0;
   virtual Status AppendEvent(model::JobId id, const JobEvent& event) = 0;
   virtual Status AppendAudit(const AuditRecord& record) = 0;
+  // Deletes audit records older than `cutoff` and, beyond those, the oldest
+  // past the newest `max_rows`; returns how many went.
+  virtual Result<int64_t> PruneAudit(Timestamp cutoff, int64_t max_rows) = 0;
   virtual Status AppendClusterEvent(const ClusterEvent& event) = 0;
   // Records a firing alert (id assigned) or resolves the firing one of the
   // same name and object.
