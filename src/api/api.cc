@@ -243,7 +243,8 @@ void Api::InvalidateCredentials() {
 }
 
 Result<auth::Principal> Api::Authenticate(const HttpRequest& request) {
-  auto credentials = BearerCredentials(request.Header("authorization"));
+  const std::string header = request.Header("authorization");
+  auto credentials = BearerCredentials(header);
   if (!credentials) return Error::Unauthenticated("missing bearer token: send 'Authorization: Bearer <token>'");
   const std::string hash = auth::HashToken(*credentials);
   {
@@ -339,7 +340,8 @@ void Api::Handle(HttpRequest request, Respond respond) {
   if ((match && match->needs_auth) || (!match && under_v1)) {
     auto principal = Authenticate(call.request);
     if (!principal.ok()) {
-      const bool presented = BearerCredentials(call.request.Header("authorization")).has_value();
+      const std::string header = call.request.Header("authorization");
+      const bool presented = BearerCredentials(header).has_value();
       audit_->CountUnauthenticated(call.request.remote, presented ? "invalid" : "missing");
       call.reply(FromError(principal.error()));
       return;

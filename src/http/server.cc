@@ -108,6 +108,23 @@ struct Core {
   uint64_t next_session_id = 1;                               // GUARDED_BY(mu)
   std::unordered_map<uint64_t, Open> sessions;                // GUARDED_BY(mu)
   std::unordered_map<std::string, int> sessions_by_address;  // GUARDED_BY(mu)
+  // Refused connections still being answered. Each holds a descriptor for
+  // its 503 and a short drain; beyond kMaxRefusing a refused connection is
+  // closed at once without an answer, so a connect flood cannot spend the
+  // descriptors the caps keep free.
+  static constexpr int kMaxRefusing = 64;
+  int refusing = 0;  // GUARDED_BY(mu)
+
+  bool StartRefusal() {
+    std::lock_guard<std::mutex> lock(mu);
+    if (refusing >= kMaxRefusing) return false;
+    ++refusing;
+    return true;
+  }
+  void EndRefusal() {
+    std::lock_guard<std::mutex> lock(mu);
+    --refusing;
+  }
 
   // Why a connection may not be served: empty when it may.
   std::string CapReached(const std::string& address) const {
@@ -195,6 +212,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
 
   ~Session() override {
     if (id_ != 0) core_->Unregister(id_);
+    if (refusing_) core_->EndRefusal();
   }
 
   void Start(uint64_t id) {
@@ -210,6 +228,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   // request, and closed. It is not registered, so it holds no slot; its
   // descriptor lives at most the write plus the drain of LingeringClose.
   void Refuse(std::string why) {
+    refusing_ = true;
     asio::dispatch(strand_, [self = this->shared_from_this(), why = std::move(why)]() mutable {
       HttpResponse response = ErrorResponse(503, "too_many_connections", why);
       response.headers.emplace_back("Retry-After", "1");
@@ -495,6 +514,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   uint64_t timer_generation_ = 0;
   bool request_timed_out_ = false;
   bool head_ = false;
+  bool refusing_ = false;  // counted in Core::refusing until destroyed
   std::chrono::milliseconds drain_time_ = kDrainTime;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
@@ -571,9 +591,9 @@ class Listener : public std::enable_shared_from_this<Listener> {
     std::string refusal;
     if (uint64_t id = core_->Register(session, address, refusal)) {
       session->Start(id);
-    } else if (!refusal.empty()) {
+    } else if (!refusal.empty() && core_->StartRefusal()) {
       session->Refuse(std::move(refusal));
-    }
+    }  // else the session, and with it the socket, goes now
     Accept();
   }
 

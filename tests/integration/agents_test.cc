@@ -426,6 +426,115 @@ TEST_F(AgentsTest, AStaleAttemptIsStoppedAndItsLateReportIgnored) {
   daemon_.Call("DELETE", "/v1/jobs/" + id);
 }
 
+// An agent's node token reports for the attempts sent to that node only: a
+// result for an attempt running on the pool's other node is refused whole.
+TEST_F(AgentsTest, AResultForAnAttemptOnAnotherNodeIsRefused) {
+  const std::string id = daemon_.Submit({{"queue", "batch"},
+                                         {"workload", {{"kind", "hpc"}}},
+                                         {"resources", {{"cpus", 1}, {"memory_mb", 64}}},
+                                         {"command", {"sleep", "30"}}});
+  json job = WaitJob(id, [](const json& j) { return j["state"] == "RUNNING"; });
+  ASSERT_EQ(job["state"], "RUNNING") << job.dump();
+  const std::string runs_on = job["nodes"][0];
+  const std::string other = runs_on == kNode1 ? kNode2 : kNode1;
+  std::ifstream token_in(token_file_);
+  std::string token;
+  token_in >> token;
+  const json forged = {{"node", other},
+                       {"results",
+                        {{{"job_id", std::stoll(id)},
+                          {"attempt", 1},
+                          {"outcome", "completed"},
+                          {"exit_code", 0},
+                          {"reason", ""},
+                          {"usage", {{"wall_seconds", 1}}}}}}};
+  const Reply answer = daemon_.Call("POST", "/v1/agents/results", forged.dump(), {}, &token);
+  EXPECT_EQ(answer.status, 403) << answer.body;
+  EXPECT_NE(answer.body.find(runs_on), std::string::npos) << answer.body;
+  job = daemon_.Call("GET", "/v1/jobs/" + id).json;
+  EXPECT_EQ(job["state"], "RUNNING") << job.dump();
+  EXPECT_EQ(job["attempts"].size(), 1u) << job.dump();
+  daemon_.Call("DELETE", "/v1/jobs/" + id);
+}
+
+// A node token of one pool cannot end (nor charge) work running elsewhere:
+// the attack of issue 15, a forged "completed" result with a day of usage
+// for a job running on a local node, sent with a token of the agent pool.
+TEST(AgentResultBindingTest, AForgedResultForALocalJobChangesNothing) {
+  TestDaemon daemon;
+  daemon.UseConfigText(R"yaml(
+server: {scheduler_tick_seconds: 0.2}
+pools:
+  - {name: cpu-hpc-pool, kind: cpu, nodes: [x86-c4m1-hpc-01]}
+  - {name: gpu-train-pool, kind: gpu, nodes: [x86-c32m512g8-train-02]}
+nodes:
+  - {name: x86-c4m1-hpc-01, cpus: 4, memory_mb: 1024}
+  - {name: x86-c32m512g8-train-02, cpus: 32, memory_mb: 524288, gpus: {count: 8, model: h100, memory_gb: 80},
+     agent: true}
+queues:
+  - {name: hpc, pool: cpu-hpc-pool}
+  - {name: train, pool: gpu-train-pool}
+projects:
+  - name: default
+)yaml");
+  daemon.Start();
+  const Reply token = daemon.Call("POST", "/v1/node-tokens", json{{"pool", "gpu-train-pool"}});
+  ASSERT_EQ(token.status, 201) << token.body;
+  const std::string node_token = token.json["token"];
+  // The job runs as the job account: its files go where it may write.
+  const std::string shared = daemon.state_dir() + "/shared";
+  fs::create_directories(shared);
+  ::chmod(shared.c_str(), 0777);
+  const std::string marker = shared + "/forged-started";
+  const std::string release = shared + "/forged-release";
+  const std::string id = daemon.Submit(
+      {{"queue", "hpc"},
+       {"workload", {{"kind", "hpc"}}},
+       {"resources", {{"cpus", 1}, {"memory_mb", 64}}},
+       {"command",
+        {"/bin/sh", "-c",
+         "touch " + marker + "; i=0; while [ ! -e " + release + " ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; "
+         "exit 3"}}});
+  const auto until = std::chrono::steady_clock::now() + 60s;
+  while (!fs::exists(marker) && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(fs::exists(marker)) << daemon.Call("GET", "/v1/jobs/" + id).body;
+
+  const int64_t now_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+  const json forged = {
+      {"node", "x86-c32m512g8-train-02"},
+      {"results",
+       {{{"job_id", std::stoll(id)},
+         {"attempt", 1},
+         {"outcome", "completed"},
+         {"exit_code", 0},
+         {"reason", ""},
+         {"started_at", now_ms - 86'400'000},
+         {"ended_at", now_ms},
+         {"usage",
+          {{"wall_seconds", 86400}, {"user_cpu_seconds", 1e9}, {"system_cpu_seconds", 0}, {"max_rss_kb", 1}}}}}}};
+  const Reply answer = daemon.Call("POST", "/v1/agents/results", forged.dump(), {}, &node_token);
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  ASSERT_EQ(answer.json["ignored"].size(), 1u) << answer.body;
+  EXPECT_EQ(answer.json["ignored"][0]["job_id"], id) << answer.body;
+
+  // Still running: the forged result was not applied.
+  json job = daemon.Call("GET", "/v1/jobs/" + id).json;
+  EXPECT_EQ(job["state"], "RUNNING") << job.dump();
+  std::ofstream(release) << "go";
+  job = daemon.WaitTerminal(id);
+  EXPECT_EQ(job["state"], "FAILED") << job.dump();
+  EXPECT_EQ(job["exit_code"], 3) << job.dump();
+  // Charged for what it really ran (seconds), not a day of 4 CPUs and 1e9 CPU seconds.
+  const json usage = daemon.Call("GET", "/v1/usage?group_by=project").json;
+  ASSERT_EQ(usage["rows"].size(), 1u) << usage.dump();
+  EXPECT_LT(usage["rows"][0]["cpu_core_seconds"].get<double>(), 600.0) << usage.dump();
+  EXPECT_LT(usage["rows"][0].value("cpu_seconds_used", 0.0), 600.0) << usage.dump();
+  const json reconcile = daemon.Call("GET", "/v1/usage/reconcile").json;
+  EXPECT_EQ(reconcile["mismatched"], 0) << reconcile.dump();
+}
+
 // GPUs detected with nvidia-smi (a fake one on PATH here): a node that has
 // what the config declares comes up; one that has fewer GPUs is drained.
 TEST(AgentGpuTest, GpusFromNvidiaSmiAndANodeShortOfGpusIsDrained) {

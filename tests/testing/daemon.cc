@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -79,6 +80,10 @@ void TestDaemon::Start() {
     ::dup2(fd, 1);
     ::dup2(fd, 2);
     for (const auto& [k, v] : env_) ::setenv(k.c_str(), v.c_str(), 1);
+    if (open_file_limit_ > 0) {
+      const rlimit limit{open_file_limit_, open_file_limit_};
+      ::setrlimit(RLIMIT_NOFILE, &limit);
+    }
     ::execl(UNISCHED_BINARY, UNISCHED_BINARY, "server", "--config", config_path_.c_str(), "--listen", "127.0.0.1:0",
             "--state-dir", state_dir_.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -34,6 +35,8 @@ class TestDaemon {
   void UseConfigText(const std::string& yaml);
   // Adds to the daemon's environment (before Start).
   void SetEnv(const std::string& name, const std::string& value) { env_[name] = value; }
+  // Starts the daemon with this open-file limit, soft and hard (before Start).
+  void SetOpenFileLimit(uint64_t limit) { open_file_limit_ = limit; }
   // Starts the daemon and waits until /readyz answers 200. Keeps the state dir.
   void Start();
   // SIGTERM and wait.
@@ -41,6 +44,8 @@ class TestDaemon {
   // SIGKILL, no clean-up: the crash case.
   void Kill9();
   bool Running() const { return pid_ > 0; }
+  // The daemon's process (its children include the supervisor hosts); -1 when stopped.
+  pid_t pid() const { return pid_; }
 
   const std::string& state_dir() const { return state_dir_; }
   const std::string& admin_token() const { return admin_token_; }
@@ -74,6 +79,7 @@ class TestDaemon {
   std::string url_;
   uint16_t port_ = 0;
   pid_t pid_ = -1;
+  uint64_t open_file_limit_ = 0;  // 0: inherited
   std::unique_ptr<client::HttpClient> client_;
 };
 
