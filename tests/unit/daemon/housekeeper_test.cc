@@ -167,3 +167,36 @@ TEST_F(HousekeeperTest, ReconciliationRaisesEachDiscrepancyOnceAsAnEvent) {
 
 }  // namespace
 }  // namespace unisched::daemon
+
+namespace unisched::daemon {
+namespace {
+
+// The audit trail is cut to its retention and its size bound, oldest first.
+TEST_F(HousekeeperTest, AuditRecordsPastRetentionOrTheSizeBoundArePruned) {
+  config_.store.audit_retention_days = 2;
+  config_.store.audit_max_rows = 5;
+  Housekeeper keeper(config_, *store_, metrics_, clock_, work_root());
+  const Timestamp now = clock_.Now();
+  auto append = [&](Timestamp at, const std::string& target) {
+    ASSERT_TRUE(store_
+                    ->WriteSync([&](store::Transaction& t) {
+                      return t.AppendAudit({at, "admin", "POST /v1/users", target, "201"});
+                    })
+                    .ok());
+  };
+  append(now - std::chrono::hours(72), "old-1");
+  append(now - std::chrono::hours(49), "old-2");
+  for (int i = 0; i < 3; ++i) append(now - std::chrono::hours(1), "recent-" + std::to_string(i));
+  EXPECT_EQ(keeper.PruneAudit(now), 2) << "the two older than 2 days";
+  EXPECT_EQ(store_->ListAudit(100).size(), 3u);
+  for (int i = 3; i < 8; ++i) append(now, "recent-" + std::to_string(i));
+  EXPECT_EQ(keeper.PruneAudit(now), 3) << "eight recent ones, five kept";
+  const auto kept = store_->ListAudit(100);
+  ASSERT_EQ(kept.size(), 5u);
+  EXPECT_EQ(kept.front().target, "recent-7");
+  EXPECT_EQ(kept.back().target, "recent-3");
+  EXPECT_EQ(keeper.PruneAudit(now), 0);
+}
+
+}  // namespace
+}  // namespace unisched::daemon
