@@ -324,12 +324,9 @@ class Agent {
     }
     std::ofstream(SpecFile(spec.job_id, spec.attempt, ".json")) << executor::LaunchSpecToJson(spec).dump();
     if (Status s = executor_->Launch(spec); !s) {
-      executor::RunResult failed;
-      failed.job_id = spec.job_id;
-      failed.attempt = spec.attempt;
-      failed.outcome = executor::RunOutcome::kLaunchFailed;
-      failed.reason = "on node " + o_.node + ": " + s.error().message;
-      OnResult(std::move(failed));
+      // Transient (out of descriptors here, say) travels to the daemon,
+      // which then launches a new attempt instead of counting a failure.
+      OnResult(executor::LaunchFailure(spec.job_id, spec.attempt, s.error(), "on node " + o_.node + ": "));
     }
   }
 

@@ -37,15 +37,19 @@ json AttemptToJson(const model::Attempt& attempt) {
              {"system_cpu_seconds", attempt.usage->system_cpu_seconds},
              {"max_rss_kb", attempt.usage->max_rss_kb}};
   }
-  return {{"attempt", attempt.number},
-          {"nodes", NodeNamesOf(attempt.allocation)},
-          {"started_at", TimestampOrNull(attempt.started_at)},
-          {"ended_at", TimestampOrNull(attempt.ended_at)},
-          {"state", std::string(model::ToString(attempt.state))},
-          {"exit_code", IntOrNull(attempt.exit_code)},
-          {"reason", attempt.reason},
-          {"allocation", std::move(allocation)},
-          {"usage", std::move(usage)}};
+  json doc = {{"attempt", attempt.number},
+              {"nodes", NodeNamesOf(attempt.allocation)},
+              {"started_at", TimestampOrNull(attempt.started_at)},
+              {"ended_at", TimestampOrNull(attempt.ended_at)},
+              {"state", std::string(model::ToString(attempt.state))},
+              {"exit_code", IntOrNull(attempt.exit_code)},
+              {"reason", attempt.reason},
+              {"allocation", std::move(allocation)},
+              {"usage", std::move(usage)}};
+  // Only on the attempts it is true of: a stored attempt without it (every
+  // one written before it existed) was no transient launch failure.
+  if (attempt.transient) doc["transient"] = true;
+  return doc;
 }
 
 // Reads typed fields out of a JSON object, remembering the first error with
@@ -203,6 +207,7 @@ void DecodeAttempt(Decoder& d, const json& doc, const std::string& path, model::
   d.Enum(doc, "state", path + ".state", &model::ParseJobState, a.state);
   d.OptionalInt(doc, "exit_code", path + ".exit_code", a.exit_code);
   d.String(doc, "reason", path + ".reason", a.reason);
+  d.Bool(doc, "transient", path + ".transient", a.transient);
   if (const json* alloc = d.Array(doc, "allocation", path + ".allocation")) {
     for (size_t i = 0; i < alloc->size() && !d.failed(); ++i) {
       const json& item = (*alloc)[i];

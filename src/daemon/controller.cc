@@ -169,6 +169,13 @@ void Controller::Start() {
       spdlog::warn("pool {} has sandbox: true, but the daemon is not root: its jobs run without isolation", pool.name);
     }
   }
+  // Control files of attempts whose end the store already holds: a daemon
+  // killed between a result's commit and its Release left them. They go
+  // before the loop may launch anything (a new attempt's files are not
+  // leftovers) and before Recover, which collects the running ones.
+  std::set<std::pair<model::JobId, int>> running_attempts;
+  for (const auto& spec : to_recover) running_attempts.emplace(spec.job_id, spec.attempt);
+  executor_->ReleaseAllExcept(running_attempts);
   Publish();
   thread_ = std::thread([this] {
     pthread_setname_np(pthread_self(), "us-control");
@@ -391,8 +398,11 @@ void Controller::RunCycle(Batch& batch, Timestamp now) {
   for (const auto& [id, job] : active_) {
     if (job.state == JobState::kPending && job.eligible_at && *job.eligible_at > now) {
       model::PendingInfo info;
+      const bool launch = job.state_reason == "LaunchRetry";
       info.own = std::make_shared<const std::vector<model::PendingReason>>(std::vector<model::PendingReason>{
-          {"Retry", "waiting to retry until " + FormatRfc3339(*job.eligible_at) + " (" + job.state_reason + ")"}});
+          {launch ? "LaunchRetry" : "Retry",
+           std::string(launch ? "waiting to retry the launch until " : "waiting to retry until ") +
+               FormatRfc3339(*job.eligible_at) + " (" + job.state_reason + ")"}});
       info.pool = std::make_shared<const std::string>(job.pool);
       backing_off.emplace_back(id, std::move(info));
       continue;
@@ -460,11 +470,7 @@ void Controller::RunCycle(Batch& batch, Timestamp now) {
     // recovered by launching the attempt then (it never claimed its directory).
     batch.after_commit.push_back([this, spec = MakeLaunchSpec(job)] {
       if (Status s = executor_->Launch(spec); !s.ok()) {
-        executor::RunResult failed;
-        failed.job_id = spec.job_id;
-        failed.attempt = spec.attempt;
-        failed.outcome = executor::RunOutcome::kLaunchFailed;
-        failed.reason = s.error().message;
+        executor::RunResult failed = executor::LaunchFailure(spec.job_id, spec.attempt, s.error());
         failed.ended_at = clock_.Now();
         OnRunResult(std::move(failed));
       }
@@ -685,6 +691,19 @@ void Controller::ApplyResult(Batch& batch, const executor::RunResult& result) {
   model::Attempt* attempt = it == active_.end() ? nullptr : it->second.CurrentAttempt();
   if (!attempt || attempt->number != result.attempt || it->second.state != JobState::kRunning) {
     spdlog::info("ignoring report of stale attempt {}.{}", result.job_id, result.attempt);
+    // The store holds how this attempt ended (or its job is gone): its
+    // control files have no more work to do once this batch is in too.
+    batch.after_commit.push_back(
+        [this, id = result.job_id, number = result.attempt] { executor_->Release(id, number); });
+    return;
+  }
+  // An agent's report counts only for an attempt on its own node (the hub
+  // checks this too; this is the authority's own check).
+  if (!result.reported_by.empty() &&
+      std::none_of(attempt->allocation.begin(), attempt->allocation.end(),
+                   [&](const model::NodeAllocation& a) { return a.node == result.reported_by; })) {
+    spdlog::warn("ignoring report of attempt {}.{} from node {}: the attempt does not run there", result.job_id,
+                 result.attempt, result.reported_by);
     return;
   }
   Job& job = it->second;
@@ -712,13 +731,16 @@ void Controller::ApplyResult(Batch& batch, const executor::RunResult& result) {
   attempt->exit_code = result.exit_code;
   attempt->reason = result.reason;
   attempt->usage = result.usage;
+  attempt->transient = result.outcome == executor::RunOutcome::kLaunchFailed && result.transient;
   job.exit_code = result.exit_code;
   job.ended_at = attempt->ended_at;
   if (result.started_at) job.started_at = result.started_at;
   ReleaseAllocation(*attempt);
   CloseCharging(batch, job, *attempt);
   if (to == JobState::kFailed && !job.cancel_requested) {
-    CountNodeFailure(batch, *attempt, now);
+    // A node short of descriptors for a moment is no black hole: draining
+    // it would turn a squeeze into an outage (its launches are retried).
+    if (!attempt->transient) CountNodeFailure(batch, *attempt, now);
     if (RequeueForRetry(batch, job, to, now)) return;
   }
   std::string reason = result.reason;

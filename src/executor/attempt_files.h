@@ -23,6 +23,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -75,6 +76,28 @@ struct AttemptSpec {
   // The attempt directory can then live on a tmpfs while output stays on disk.
   std::string log_dir;
 };
+
+// A supervisor of one attempt exits with this (EX_TEMPFAIL) when it could
+// not make the attempt's directory or claim for a transient cause
+// (IsTransientErrno): it claimed nothing and ran nothing, and had no way to
+// write a result. The executor reports a transient launch failure.
+inline constexpr int kExitTransient = 75;
+
+// The host's notice that it is done with an attempt: the attempt directory,
+// followed by "\n" and an errno when it could not make that directory or
+// claim it (then nothing ran, and there is no result to read).
+inline std::string Notice(const std::string& attempt_dir, int unclaimed_errno = 0) {
+  return unclaimed_errno == 0 ? attempt_dir : attempt_dir + "\n" + std::to_string(unclaimed_errno);
+}
+struct ParsedNotice {
+  std::string attempt_dir;
+  int unclaimed_errno = 0;
+};
+inline ParsedNotice ParseNotice(std::string_view notice) {
+  const size_t nl = notice.find('\n');
+  if (nl == std::string_view::npos) return {std::string(notice), 0};
+  return {std::string(notice.substr(0, nl)), std::atoi(std::string(notice.substr(nl + 1)).c_str())};
+}
 
 inline std::string_view OutcomeName(RunOutcome outcome) {
   switch (outcome) {
@@ -192,6 +215,9 @@ inline nlohmann::json ResultToJson(const RunResult& r, std::string_view containm
   if (r.exit_code) j["exit_code"] = *r.exit_code;
   if (r.started_at) j["started_at"] = ToUnixMillis(*r.started_at);
   if (r.ended_at) j["ended_at"] = ToUnixMillis(*r.ended_at);
+  // Only when set: a result without it is permanent, as every result
+  // written before the field existed (and readers that predate it skip it).
+  if (r.transient && r.outcome == RunOutcome::kLaunchFailed) j["transient"] = true;
   if (!containment.empty()) j["containment"] = containment;
   return j;
 }
@@ -207,6 +233,7 @@ inline Result<RunResult> ResultFromJson(std::string_view text) {
     r.outcome = *outcome;
     if (j.contains("exit_code") && !j["exit_code"].is_null()) r.exit_code = j["exit_code"].get<int>();
     r.reason = j.value("reason", std::string());
+    r.transient = r.outcome == RunOutcome::kLaunchFailed && j.value("transient", false);
     if (j.contains("started_at") && !j["started_at"].is_null()) {
       r.started_at = FromUnixMillis(j["started_at"].get<int64_t>());
     }

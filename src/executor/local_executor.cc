@@ -23,6 +23,7 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -62,6 +63,12 @@ std::string Errno(int err) {
   return std::strerror(err);
 }
 
+// What an NSS lookup that reports no error leaves in errno when one of its
+// modules could not open its file or socket.
+bool OutOfDescriptors(int err) {
+  return err == EMFILE || err == ENFILE;
+}
+
 bool Exists(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0;
@@ -82,14 +89,15 @@ int MakeDirs(const std::string& path, mode_t mode, mode_t parent_mode = 0711) {
   return 0;
 }
 
-enum class LockState { kHeld, kFree, kMissing };
+enum class LockState { kHeld, kFree, kMissing, kUnknown };
 
 // Whether a live supervisor holds the lock on the attempt's claim. The probe
 // holds it for an instant only (a supervisor that has just created the claim
-// waits for it); kMissing: no claim.
+// waits for it); kMissing: no claim; kUnknown: the claim could not be opened
+// (out of descriptors, say), so nothing can be concluded yet.
 LockState ProbeLock(const std::string& dir) {
   const int fd = ::open((dir + "/" + files::kClaim).c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return LockState::kMissing;
+  if (fd < 0) return errno == ENOENT || errno == ENOTDIR ? LockState::kMissing : LockState::kUnknown;
   LockState state = LockState::kFree;
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     state = errno == EWOULDBLOCK ? LockState::kHeld : LockState::kFree;
@@ -136,6 +144,18 @@ RunResult Lost(const Key& key, std::string reason) {
   r.attempt = key.second;
   r.outcome = RunOutcome::kLost;
   r.reason = std::move(reason);
+  return r;
+}
+
+// An attempt its supervisor could not claim: it never ran, so it failed to
+// launch (and may be launched again as a new attempt), rather than `lost`.
+RunResult Unclaimed(const Key& key, std::string reason, bool transient) {
+  RunResult r;
+  r.job_id = key.first;
+  r.attempt = key.second;
+  r.outcome = RunOutcome::kLaunchFailed;
+  r.reason = std::move(reason);
+  r.transient = transient;
   return r;
 }
 
@@ -208,7 +228,10 @@ Result<pid_t> SpawnSupervisorProcess(const std::string& supervisor_path, const s
   const int rc = ::posix_spawn(&pid, path.c_str(), &actions, &attr, argv, envp);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
-  if (rc != 0) return Error::Unavailable("cannot start the supervisor '" + path + "': " + Errno(rc));
+  if (rc != 0) {
+    std::string message = "cannot start the supervisor '" + path + "': " + Errno(rc);
+    return IsTransientErrno(rc) ? TransientLaunchError(std::move(message)) : Error::Unavailable(std::move(message));
+  }
   return pid;
 }
 
@@ -434,6 +457,7 @@ class LocalExecutor final : public Executor {
   std::string LogPath(model::JobId job_id, int attempt, std::string_view stream) const override;
   void Forget(model::JobId job_id, int attempt) override;
   void Release(model::JobId job_id, int attempt) override;
+  void ReleaseAllExcept(const std::set<Key>& running) override;
   void Shutdown() override;
 
  private:
@@ -450,7 +474,8 @@ class LocalExecutor final : public Executor {
     bool cancel_requested = false;
     bool preempt = false;  // the cancel is a preemption: SIGUSR1, the preempt grace
     bool cancel_sent = false;
-    bool host_over = false;  // the host's notice came before Launch recorded the host
+    bool host_over = false;   // the host's notice came before Launch recorded the host
+    int unclaimed_errno = 0;  // the host's notice said it could not claim the attempt, and why
     // When the claim was first seen unlocked without state.json or result.
     std::optional<std::chrono::steady_clock::time_point> unlocked_since;
   };
@@ -471,6 +496,9 @@ class LocalExecutor final : public Executor {
   }
 
   Result<std::optional<files::ResolvedAccount>> Check(const LaunchSpec& spec);
+  // claim, state.json, result.json, cancel, then the attempt's directory and
+  // its job's when empty.
+  void RemoveControlFiles(model::JobId job_id, int attempt);
   Status MakeRoots();
   struct Spawned {
     pid_t pid = -1;
@@ -608,18 +636,35 @@ Result<std::optional<files::ResolvedAccount>> LocalExecutor::Check(const LaunchS
     passwd pw{};
     passwd* found = nullptr;
     int rc = 0;
+    errno = 0;
     while ((rc = ::getpwnam_r(spec.unix_user.c_str(), &pw, buf.data(), buf.size(), &found)) == ERANGE) {
       buf.resize(buf.size() * 2);
     }
-    if (rc != 0) return Error::Internal("cannot look up user '" + spec.unix_user + "': " + Errno(rc));
+    // Out of descriptors (or memory) the lookup fails, or finds nothing
+    // when its module could not open the file it reads: either way it says
+    // nothing about the account, and the launch is tried again later.
+    if (rc != 0 || (found == nullptr && OutOfDescriptors(errno))) {
+      const int err = rc != 0 ? rc : errno;
+      std::string message = "cannot look up user '" + spec.unix_user + "': " + Errno(err);
+      if (IsTransientErrno(err)) return TransientLaunchError(std::move(message));
+      return Error::Internal(std::move(message));
+    }
     if (found == nullptr) {
       return Error::Unprocessable("unknown_user", "unknown user '" + spec.unix_user + "'", "unix_user");
     }
     std::vector<gid_t> groups(16);
     int count = static_cast<int>(groups.size());
+    // getgrouplist reports no error: a group module that cannot open its
+    // file leaves errno and the primary group only, and the job would run
+    // without its supplementary groups.
+    errno = 0;
     while (::getgrouplist(spec.unix_user.c_str(), pw.pw_gid, groups.data(), &count) < 0) {
       groups.resize(std::max(static_cast<size_t>(count), groups.size() * 2));
       count = static_cast<int>(groups.size());
+      errno = 0;
+    }
+    if (OutOfDescriptors(errno)) {
+      return TransientLaunchError("cannot look up the groups of user '" + spec.unix_user + "': " + Errno(errno));
     }
     groups.resize(static_cast<size_t>(count));
     account = files::ResolvedAccount{pw.pw_uid, pw.pw_gid, std::vector<uint32_t>(groups.begin(), groups.end())};
@@ -640,17 +685,15 @@ Result<std::optional<files::ResolvedAccount>> LocalExecutor::Check(const LaunchS
 // since both usually share them. The supervisors make what is below.
 Status LocalExecutor::MakeRoots() {
   if (roots_made_.load()) return Status::Ok();
-  if (int err = MakeDirs(options_.runs_dir, 0700)) {
-    return Error::Internal("cannot create " + options_.runs_dir + ": " + Errno(err));
-  }
+  auto failed = [](const std::string& dir, int err) {
+    std::string message = "cannot create " + dir + ": " + Errno(err);
+    return IsTransientErrno(err) ? TransientLaunchError(std::move(message)) : Error::Internal(std::move(message));
+  };
+  if (int err = MakeDirs(options_.runs_dir, 0700)) return failed(options_.runs_dir, err);
   if (SeparateLogs()) {
-    if (int err = MakeDirs(options_.logs_dir, 0700)) {
-      return Error::Internal("cannot create " + options_.logs_dir + ": " + Errno(err));
-    }
+    if (int err = MakeDirs(options_.logs_dir, 0700)) return failed(options_.logs_dir, err);
   }
-  if (int err = MakeDirs(options_.work_root, 0711)) {
-    return Error::Internal("cannot create " + options_.work_root + ": " + Errno(err));
-  }
+  if (int err = MakeDirs(options_.work_root, 0711)) return failed(options_.work_root, err);
   roots_made_ = true;
   return Status::Ok();
 }
@@ -660,7 +703,11 @@ Status LocalExecutor::MakeRoots() {
 Result<int> SpecMemfd(const files::AttemptSpec& spec) {
   const std::string json = files::SpecToJson(spec).dump();
   const int fd = ::memfd_create("unisched-spec", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  if (fd < 0) return Error::Unavailable("cannot create the spec memfd: " + Errno(errno));
+  if (fd < 0) {
+    const int err = errno;
+    std::string message = "cannot create the spec memfd: " + Errno(err);
+    return IsTransientErrno(err) ? TransientLaunchError(std::move(message)) : Error::Unavailable(std::move(message));
+  }
   size_t done = 0;
   while (done < json.size()) {
     const ssize_t n = ::write(fd, json.data() + done, json.size() - done);
@@ -668,7 +715,8 @@ Result<int> SpecMemfd(const files::AttemptSpec& spec) {
     if (n <= 0) {
       const int err = n < 0 ? errno : EIO;
       ::close(fd);
-      return Error::Unavailable("cannot write the spec memfd: " + Errno(err));
+      std::string message = "cannot write the spec memfd: " + Errno(err);
+      return IsTransientErrno(err) ? TransientLaunchError(std::move(message)) : Error::Unavailable(std::move(message));
     }
     done += static_cast<size_t>(n);
   }
@@ -787,13 +835,8 @@ void LocalExecutor::Recover(const LaunchSpec& spec) {
   }
   // Never claimed: it never ran, so it may run now.
   if (Status s = Launch(spec); !s.ok()) {
-    RunResult r;
-    r.job_id = spec.job_id;
-    r.attempt = spec.attempt;
-    r.outcome = RunOutcome::kLaunchFailed;
-    r.reason = s.error().message;
     std::lock_guard lock(mu_);
-    pending_.push_back(std::move(r));
+    pending_.push_back(LaunchFailure(spec.job_id, spec.attempt, s.error()));
     Wake();
   }
 }
@@ -825,7 +868,7 @@ void LocalExecutor::Forget(model::JobId job_id, int attempt) {
     std::lock_guard lock(mu_);
     // Still running: its files are its state. Retention comes back later.
     if (attempts_.count(key) != 0) return;
-    if (ProbeLock(dir) == LockState::kHeld) return;
+    if (const LockState lock = ProbeLock(dir); lock == LockState::kHeld || lock == LockState::kUnknown) return;
     finished_.erase(key);
     // Another attempt of the job that is starting may not have made its
     // directory yet: the job's directories stay until it is done too.
@@ -848,7 +891,7 @@ void LocalExecutor::Forget(model::JobId job_id, int attempt) {
   if (job_gone) std::filesystem::remove_all(WorkDir(job_id), ec);
 }
 
-// Only the three control files go (and the directories they leave empty):
+// Only the control files go (and the directories they leave empty):
 // where output shares the attempt directory, it stays until Forget. An
 // attempt still running, or not yet delivered, is left alone.
 void LocalExecutor::Release(model::JobId job_id, int attempt) {
@@ -857,11 +900,69 @@ void LocalExecutor::Release(model::JobId job_id, int attempt) {
     std::lock_guard lock(mu_);
     if (attempts_.count(key) != 0 || finished_.count(key) == 0) return;
   }
+  RemoveControlFiles(job_id, attempt);
+}
+
+void LocalExecutor::RemoveControlFiles(model::JobId job_id, int attempt) {
   const std::string dir = AttemptDir(job_id, attempt);
   for (const char* name : {files::kResult, files::kState, files::kClaim, files::kCancel}) {
     (void)::unlink((dir + "/" + name).c_str());  // absent (never written, or released before): fine
   }
-  if (::rmdir(dir.c_str()) == 0) (void)::rmdir(JobRunsDir(job_id).c_str());  // fails while another attempt is there
+  bool gone = ::rmdir(dir.c_str()) == 0 || errno == ENOENT;
+  if (!gone && errno == ENOTEMPTY && SeparateLogs()) {
+    // Only control files live here, so what is left is the temporary of an
+    // atomic write whose writer was killed before its rename (a daemon's
+    // cancel file, a supervisor's state): ".<name>.<pid>.<n>.tmp".
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name.size() > 5 && name.front() == '.' && name.ends_with(".tmp")) (void)::unlink(entry.path().c_str());
+    }
+    gone = ::rmdir(dir.c_str()) == 0;
+  }
+  // The job's directory goes with its last attempt (the rmdir fails while
+  // another is there); also when this attempt never made its own.
+  if (gone) (void)::rmdir(JobRunsDir(job_id).c_str());
+}
+
+// After a restart: whatever is in runs_dir that the store does not record
+// as running had its end committed (or its job is gone), as a Release of
+// it would have, had the daemon lived to call it.
+void LocalExecutor::ReleaseAllExcept(const std::set<Key>& running) {
+  auto number = [](const std::filesystem::path& path) -> std::optional<int64_t> {
+    const std::string name = path.filename().string();
+    if (name.empty() || name.size() > 18 || name.find_first_not_of("0123456789") != std::string::npos) {
+      return std::nullopt;
+    }
+    return std::stoll(name);
+  };
+  std::error_code ec;
+  for (const auto& job_entry : std::filesystem::directory_iterator(options_.runs_dir, ec)) {
+    const auto job_id = number(job_entry.path());
+    if (!job_id) continue;
+    std::vector<int> found;
+    std::error_code job_ec;
+    for (const auto& entry : std::filesystem::directory_iterator(job_entry.path(), job_ec)) {
+      const auto attempt = number(entry.path());
+      if (attempt && *attempt > 0 && *attempt <= INT32_MAX) found.push_back(static_cast<int>(*attempt));
+    }
+    for (int attempt : found) {
+      const Key key{*job_id, attempt};
+      if (running.count(key) != 0) continue;
+      {
+        std::lock_guard lock(mu_);
+        if (stopping_ || attempts_.count(key) != 0) continue;  // launched by us since: not a leftover
+      }
+      // A supervisor that still runs it owns the files (and only its end
+      // would make them safe to remove): nothing here expects that.
+      if (const LockState lock = ProbeLock(AttemptDir(*job_id, attempt));
+          lock == LockState::kHeld || lock == LockState::kUnknown) {
+        continue;
+      }
+      RemoveControlFiles(*job_id, attempt);
+    }
+    if (found.empty()) (void)::rmdir(job_entry.path().c_str());  // a job directory left empty
+  }
 }
 
 void LocalExecutor::Shutdown() {
@@ -906,7 +1007,7 @@ void LocalExecutor::WatchLoop() {
     }
     bool woken = false;
     std::vector<int> exited;
-    std::vector<std::string> over;  // attempt directories the host is done with
+    std::vector<std::string> over;  // notices: attempt directories the host is done with
     for (int i = 0; i < ready; ++i) {
       const int fd = events[i].data.fd;
       if (fd == wake_fd_) {
@@ -963,10 +1064,12 @@ void LocalExecutor::WatchLoop() {
         auto it = attempts_.find(owner->second);
         if (it != attempts_.end() && it->second.pidfd == fd) check(it);
       }
-      for (const std::string& dir : over) {
-        const auto key = KeyOf(dir);
+      for (const std::string& notice : over) {
+        const files::ParsedNotice parsed = files::ParseNotice(notice);
+        const auto key = KeyOf(parsed.attempt_dir);
         auto it = key ? attempts_.find(*key) : attempts_.end();
         if (it == attempts_.end()) continue;
+        it->second.unclaimed_errno = parsed.unclaimed_errno;
         if (it->second.phase == Phase::kStarting) it->second.host_over = true;  // Launch looks
         if (it->second.phase == Phase::kHosted) check(it);
       }
@@ -1027,9 +1130,17 @@ std::optional<RunResult> LocalExecutor::CheckChild(const Key& key, Tracked& t) {
   t.pid = -1;
   const std::string dir = AttemptDir(key.first, key.second);
   if (auto r = ReadResult(key, dir)) return r;
+  // It could not make the directory or the claim for a transient cause:
+  // it ran nothing (and no other supervisor claimed the attempt meanwhile).
+  if (rc > 0 && WIFEXITED(status) && WEXITSTATUS(status) == files::kExitTransient &&
+      ProbeLock(dir) == LockState::kMissing) {
+    return Unclaimed(
+        key, "the supervisor could not create or claim " + dir + " (out of descriptors, processes or memory)", true);
+  }
   // No result: another supervisor may own the attempt (ours found it
-  // claimed), or someone else reaped ours (rc < 0). The files decide.
-  if (rc < 0 || (WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+  // claimed, or made a claim while ours could not), or someone else reaped
+  // ours (rc < 0). The files decide.
+  if (rc < 0 || (WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == files::kExitTransient))) {
     t.phase = Phase::kAdopted;
     return CheckAdopted(key, t);
   }
@@ -1046,9 +1157,17 @@ std::optional<RunResult> LocalExecutor::CheckAdopted(const Key& key, Tracked& t)
   const std::string dir = AttemptDir(key.first, key.second);
   if (auto r = ReadResult(key, dir)) return r;
   const LockState lock = ProbeLock(dir);
+  // Its result may have been unreadable for the same reason: look again on
+  // the next tick rather than call a running attempt lost.
+  if (lock == LockState::kUnknown) return std::nullopt;
   if (lock == LockState::kHeld) {
     t.unlocked_since.reset();
     return std::nullopt;
+  }
+  // The host could not claim it (its notice said why): nothing ran.
+  if (lock == LockState::kMissing && t.unclaimed_errno != 0) {
+    return Unclaimed(key, "the supervisor host could not create or claim " + dir + ": " + Errno(t.unclaimed_errno),
+                     IsTransientErrno(t.unclaimed_errno));
   }
   // Sent to a host that was retired but lives on: it may yet claim it.
   if (lock == LockState::kMissing && t.pid > 0 && hosts_.Alive(t.pid)) return std::nullopt;
@@ -1064,7 +1183,7 @@ std::optional<RunResult> LocalExecutor::CheckAdopted(const Key& key, Tracked& t)
     if (!t.unlocked_since) t.unlocked_since = now;
     if (now - *t.unlocked_since < kClaimSettle) return std::nullopt;
     if (auto r = ReadResult(key, dir)) return r;
-    if (ProbeLock(dir) == LockState::kHeld) {
+    if (const LockState again = ProbeLock(dir); again == LockState::kHeld || again == LockState::kUnknown) {
       t.unlocked_since.reset();
       return std::nullopt;
     }

@@ -8,10 +8,34 @@ RetryDecision DecideRetry(const model::QueuePolicy& queue, const model::Job& job
                           Timestamp now) {
   RetryDecision d;
   if (ended != model::JobState::kFailed && ended != model::JobState::kNodeFail) return d;
-  // Earlier attempts that ended the same way (the current one is the last).
-  int before = 0;
-  for (size_t i = 0; i + 1 < job.attempts.size(); ++i) before += job.attempts[i].state == ended ? 1 : 0;
   const int number = job.attempts.empty() ? 0 : job.attempts.back().number;
+  if (ended == model::JobState::kFailed && !job.attempts.empty() && job.attempts.back().transient) {
+    // The how-manieth transient launch failure in a row this is: the wait
+    // grows while the shortage lasts and starts over once a launch got
+    // through.
+    int in_a_row = 0;
+    for (auto a = job.attempts.rbegin(); a != job.attempts.rend() && a->state == ended && a->transient; ++a) {
+      ++in_a_row;
+    }
+    const int64_t backoff = std::min<int64_t>(kMaxLaunchRetryBackoffSeconds,
+                                              int64_t{kLaunchRetryBaseSeconds} << std::min(in_a_row - 1, 20));
+    d.requeue = true;
+    d.state_reason = "LaunchRetry";
+    d.retry = in_a_row;
+    d.eligible_at = now + std::chrono::seconds(backoff);
+    const std::string& why = job.attempts.back().reason;
+    d.message = "attempt " + std::to_string(number) + " could not be launched" +
+                (why.empty() ? std::string(" for a transient cause") : " (" + why + ")") + "; launch retry " +
+                std::to_string(in_a_row) + " after " + std::to_string(backoff) + " s (at " +
+                FormatRfc3339(d.eligible_at) + "), not counted against max_retries";
+    return d;
+  }
+  // Earlier attempts that ended the same way (the current one is the last);
+  // transient launch failures are not the job's and do not count.
+  int before = 0;
+  for (size_t i = 0; i + 1 < job.attempts.size(); ++i) {
+    before += job.attempts[i].state == ended && !job.attempts[i].transient ? 1 : 0;
+  }
   if (ended == model::JobState::kNodeFail) {
     if (!queue.requeue_on_node_fail) return d;
     d.limit = queue.max_node_fail_requeues;

@@ -21,6 +21,7 @@
 #include <csignal>
 #include <cstring>
 
+#include "unisched/executor/executor.h"
 #include "unisched/isolation/isolation.h"
 
 namespace unisched::supervisor {
@@ -54,6 +55,14 @@ void ClosePair(int fds[2]) {
 
 std::string Errno(int err) {
   return std::strerror(err);
+}
+
+// Out of descriptors, processes or memory here is the machine's moment,
+// not the job's fault: the attempt is launched again later.
+Error StartError(const std::string& what, int err) {
+  std::string message = what + ": " + Errno(err);
+  return executor::IsTransientErrno(err) ? executor::TransientLaunchError(std::move(message))
+                                         : Error::Internal(std::move(message));
 }
 
 // The PID 1 of an isolated job's pid namespace: starts the job and waits for
@@ -190,7 +199,7 @@ Result<JobProcess> StartJob(const JobSpec& spec, const containment::Containment&
     ClosePair(out);
     ClosePair(err);
     ClosePair(report);
-    return Error::Internal("cannot create pipes: " + Errno(e));
+    return StartError("cannot create pipes", e);
   }
   const int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (devnull < 0) {
@@ -198,7 +207,7 @@ Result<JobProcess> StartJob(const JobSpec& spec, const containment::Containment&
     ClosePair(out);
     ClosePair(err);
     ClosePair(report);
-    return Error::Internal("cannot open /dev/null: " + Errno(e));
+    return StartError("cannot open /dev/null", e);
   }
 
   isolation::IsolationSpec isolation_spec;
@@ -210,7 +219,7 @@ Result<JobProcess> StartJob(const JobSpec& spec, const containment::Containment&
     ClosePair(err);
     ClosePair(report);
     ::close(devnull);
-    return Error::Internal(what + ": " + Errno(e));
+    return StartError(what, e);
   };
   ChildArgs args{&spec, &containment, &isolation_spec, argv.data(), envp.data(), devnull, out[1], err[1], report[1]};
   pid_t pid;

@@ -185,6 +185,9 @@ class Attempt {
 
   bool done() const { return done_; }
   int exit_status() const { return exit_status_; }
+  // Why it could not make its directory or claim (0: it could, or found
+  // the attempt claimed by another supervisor).
+  int unclaimed_errno() const { return unclaimed_errno_; }
   const std::string& dir() const { return dir_; }
   pid_t main_pid() const { return job_.pid; }
 
@@ -231,6 +234,7 @@ class Attempt {
   bool running_ = false;           // the job was started and is watched
   bool done_ = false;
   int exit_status_ = 0;
+  int unclaimed_errno_ = 0;
 
   bool main_reaped_ = false;
   int main_status_ = 0;
@@ -361,19 +365,21 @@ void Attempt::Begin(int spec_fd) {
   if (parsed.ok()) log_dir_ = parsed->log_dir;
   if (int err = MakeJobAndAttemptDir(dir_)) {
     LogToStderr("cannot create %s: %s", dir_.c_str(), std::strerror(err));
-    done_ = true;
-    exit_status_ = 1;
-    return;
+    unclaimed_errno_ = err;
   }
-  switch (Claim()) {
+  switch (unclaimed_errno_ != 0 ? ClaimResult::kError : Claim()) {
     case ClaimResult::kOwned:
       break;
     case ClaimResult::kTaken:
       done_ = true;
       return;
     case ClaimResult::kError:
+      // Unclaimed, nothing ran and no result can be written: the host says
+      // why in its notice, a supervisor of one attempt by its exit status,
+      // so that a shortage of descriptors or memory is a launch to try
+      // again, not a lost attempt that may have run.
       done_ = true;
-      exit_status_ = 1;
+      exit_status_ = executor::IsTransientErrno(unclaimed_errno_) ? files::kExitTransient : 1;
       return;
   }
   started_at_ms_ = NowMillis();
@@ -402,7 +408,8 @@ ClaimResult Attempt::Claim() {
   claim_fd_ = ::open(Path(files::kClaim).c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (claim_fd_ < 0) {
     if (errno == EEXIST) return ClaimResult::kTaken;
-    Log("cannot create %s: %s", Path(files::kClaim).c_str(), std::strerror(errno));
+    unclaimed_errno_ = errno;
+    Log("cannot create %s: %s", Path(files::kClaim).c_str(), std::strerror(unclaimed_errno_));
     return ClaimResult::kError;
   }
   // Blocking: a reader probing the lock holds it for an instant only.
@@ -453,7 +460,11 @@ std::string Attempt::Prepare(Result<files::AttemptSpec> parsed) {
         static_cast<uid_t>(launch.sandbox_uid_base > 0 ? launch.sandbox_uid_base : 3'000'000),
         static_cast<uid_t>(launch.sandbox_uid_count > 0 ? launch.sandbox_uid_count : 100'000),
         static_cast<uint64_t>(launch.job_id) * 31 + static_cast<uint64_t>(launch.attempt));
-    if (!uid_lease_.held()) return fail(std::string("no free sandbox uid: ") + std::strerror(errno));
+    if (!uid_lease_.held()) {
+      const int err = errno;
+      result_.transient = executor::IsTransientErrno(err);  // its lock file could not be opened
+      return fail(std::string("no free sandbox uid: ") + std::strerror(err));
+    }
     job_spec.account.switch_user = true;
     job_spec.account.name = "sandbox uid " + std::to_string(uid_lease_.uid());
     job_spec.account.uid = uid_lease_.uid();
@@ -503,7 +514,10 @@ std::string Attempt::MakeWorkDir(const Account& account) {
   if (work.empty()) return {};
   bool created = true;
   if (::mkdir(work.c_str(), 0700) != 0) {
-    if (errno != EEXIST) return "cannot create " + work + ": " + std::strerror(errno);
+    if (errno != EEXIST) {
+      result_.transient = executor::IsTransientErrno(errno);
+      return "cannot create " + work + ": " + std::strerror(errno);
+    }
     created = false;
   }
   if (account.switch_user && ::chown(work.c_str(), account.uid, account.gid) != 0) {
@@ -524,6 +538,7 @@ void Attempt::Start() {
   auto job = StartJob(job_spec_, containment_);
   if (!job.ok()) {
     result_.reason = job.error().message;
+    result_.transient = job.error().code == executor::kTransientLaunchCode;  // no pipe, no process: try later
     return FinishWith(result_);
   }
   job_ = *job;
@@ -934,7 +949,7 @@ void Loop::Retire(uint64_t serial) {
   if (it == attempts_.end()) return;
   due_.erase(serial);  // its timers_ entries go stale
   last_exit_status_ = it->second->exit_status();
-  if (socket_open_) notices_.push_back(it->second->dir());
+  if (socket_open_) notices_.push_back(files::Notice(it->second->dir(), it->second->unclaimed_errno()));
   // Its main process is normally reaped (and gone from the map) by now;
   // not after the drain limit with the process unkillable.
   if (auto p = by_main_pid_.find(it->second->main_pid()); p != by_main_pid_.end() && p->second == serial) {
@@ -971,7 +986,15 @@ void Loop::ServeRequests() {
       CloseSocket();
       return;
     }
-    if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0 || spec_fd < 0 || buf[0] != '/') {
+    if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) == MSG_CTRUNC && spec_fd < 0 && buf[0] == '/') {
+      // The kernel could not give us the spec's descriptor: we are out of
+      // descriptors (or the machine is). Unclaimed, so the executor hears
+      // at once that the launch is to be tried again, instead of waiting
+      // for us to exit.
+      const std::string dir(buf, static_cast<size_t>(n));
+      LogToStderr("launch request for %s dropped: its spec descriptor did not arrive", dir.c_str());
+      if (socket_open_) notices_.push_back(files::Notice(dir, EMFILE));
+    } else if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0 || spec_fd < 0 || buf[0] != '/') {
       LogToStderr("malformed launch request dropped");
     } else {
       Add(std::string(buf, static_cast<size_t>(n)), spec_fd);

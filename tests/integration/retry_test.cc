@@ -3,8 +3,16 @@
 // and the job ends when its retries are used up.
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
 #include <thread>
+#include <vector>
 
 #include "testing/daemon.h"
 #include "unisched/common/time.h"
@@ -105,6 +113,137 @@ TEST_F(RetryTest, TheJobsOwnLimitOverridesItsQueue) {
   const Reply refused = d().Call("POST", "/v1/jobs", bad);
   EXPECT_EQ(refused.status, 422);
   EXPECT_EQ(refused.json["error"]["field"], "max_retries");
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+// The daemon's supervisor hosts: its children running `unisched-supervisor --host`.
+std::vector<pid_t> HostsOf(pid_t daemon) {
+  std::vector<pid_t> hosts;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string stat = ReadFile(entry.path().string() + "/stat");
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos || std::atoi(stat.c_str() + close + 4) != daemon) continue;
+    std::string cmdline = ReadFile(entry.path().string() + "/cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find("unisched-supervisor --host") != std::string::npos) hosts.push_back(std::stoi(name));
+  }
+  return hosts;
+}
+
+// Lowers the soft limit of open files of running processes to nothing (no
+// new descriptor at all: what a flood of idle connections leaves a daemon
+// with), and gives each its limit back when destroyed or told to.
+class NoDescriptors {
+ public:
+  explicit NoDescriptors(const std::vector<pid_t>& pids) {
+    for (pid_t pid : pids) {
+      rlimit old{};
+      if (::prlimit(pid, RLIMIT_NOFILE, nullptr, &old) != 0) continue;
+      rlimit none = old;
+      none.rlim_cur = 0;
+      if (::prlimit(pid, RLIMIT_NOFILE, &none, nullptr) == 0) saved_[pid] = old;
+    }
+  }
+  ~NoDescriptors() { Lift(); }
+  size_t size() const { return saved_.size(); }
+  void Lift() {
+    for (const auto& [pid, limit] : saved_) ::prlimit(pid, RLIMIT_NOFILE, &limit, nullptr);
+    saved_.clear();
+  }
+
+ private:
+  std::map<pid_t, rlimit> saved_;
+};
+
+// Out of descriptors, first in the supervisor hosts, then in the daemon
+// itself (its account lookup fails with EMFILE, the reported symptom): each
+// launch fails for a transient cause. The job is launched again, with
+// state_reason LaunchRetry, and ends COMPLETED once descriptors are free
+// again, although its queue allows no retry at all.
+TEST_F(RetryTest, LaunchesOutOfDescriptorsAreRetriedUncountedUntilTheJobCompletes) {
+  // Every host started (one per CPU, each at its turn of a launch).
+  const size_t count = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 16);
+  for (size_t i = 0; i < count; ++i) {
+    ASSERT_EQ(d().WaitTerminal(d().Submit(Job("once", "true")))["state"], "COMPLETED");
+  }
+  std::vector<pid_t> hosts = HostsOf(d().pid());
+  ASSERT_EQ(hosts.size(), count);
+  NoDescriptors hosts_squeezed(hosts);
+  ASSERT_EQ(hosts_squeezed.size(), count);
+
+  const std::string id = d().Submit(Job("once", "echo ran"));  // max_retries 0
+  json waiting;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < until) {
+    waiting = d().Call("GET", "/v1/jobs/" + id).json;
+    if (waiting["state_reason"] == "LaunchRetry" || IsTerminalState(waiting.value("state", ""))) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(waiting["state_reason"], "LaunchRetry") << waiting.dump();
+  const size_t host_failures = waiting["attempts"].size();
+
+  // Now the daemon: a launch after the backoff fails there (its account
+  // lookup or its spec memfd: "cannot ..."; the hosts' reason is "the
+  // supervisor host could not ..."). The API cannot take a connection
+  // meanwhile; the daemon's log says when.
+  const std::string log = d().state_dir() + "/daemon.log";
+  const auto failed_in_daemon = [&] {
+    std::istringstream lines(ReadFile(log));
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find("job " + id + ": attempt ") != std::string::npos &&
+          line.find("could not be launched (cannot") != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  };
+  {
+    NoDescriptors daemon_squeezed({d().pid()});
+    ASSERT_EQ(daemon_squeezed.size(), 1u);
+    hosts_squeezed.Lift();
+    const auto logged_by = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (!failed_in_daemon() && std::chrono::steady_clock::now() < logged_by) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  ASSERT_TRUE(failed_in_daemon()) << "no launch failed in the daemon; log:\n" << ReadFile(log);
+
+  const json job = d().WaitTerminal(id, std::chrono::seconds(180));
+  ASSERT_EQ(job["state"], "COMPLETED") << job.dump();
+  const json& attempts = job["attempts"];
+  ASSERT_GE(attempts.size(), host_failures + 2) << job.dump();
+  bool host_side = false;
+  bool daemon_side = false;
+  for (size_t i = 0; i + 1 < attempts.size(); ++i) {
+    EXPECT_EQ(attempts[i]["state"], "FAILED") << attempts[i].dump();
+    EXPECT_EQ(attempts[i].value("transient", false), true) << attempts[i].dump();
+    const std::string reason = attempts[i]["reason"];
+    EXPECT_NE(reason.find("Too many open files"), std::string::npos) << reason;
+    (reason.find("supervisor host") != std::string::npos ? host_side : daemon_side) = true;
+  }
+  EXPECT_TRUE(host_side) << job.dump();
+  EXPECT_TRUE(daemon_side) << job.dump();
+  EXPECT_EQ(attempts.back()["state"], "COMPLETED");
+  EXPECT_FALSE(attempts.back().contains("transient"));
+  EXPECT_EQ(d().Call("GET", "/v1/jobs/" + id + "/log").body, "ran\n");
+  int launch_retries = 0;
+  const json events = d().Call("GET", "/v1/jobs/" + id + "/events").json;
+  for (const auto& e : events["events"]) {
+    if (e["kind"] == "requeued" &&
+        e["message"].get<std::string>().find("not counted against max_retries") != std::string::npos) {
+      ++launch_retries;
+    }
+  }
+  EXPECT_EQ(launch_retries, static_cast<int>(attempts.size()) - 1);
 }
 
 }  // namespace

@@ -9,10 +9,12 @@
 // exclusive create before it runs anything, so a second launch of the same
 // attempt never runs the command twice.
 
+#include <cerrno>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -72,7 +74,43 @@ struct RunResult {
   std::optional<Timestamp> started_at;
   std::optional<Timestamp> ended_at;
   model::RunUsage usage;
+  // The agent node whose report this is, set by the daemon's agent hub from
+  // the authenticated call (never read from the wire); empty: the local
+  // executor. The controller applies it only to an attempt on that node.
+  std::string reported_by;
+  // kLaunchFailed only: the cause was the machine's for a moment (out of
+  // descriptors, processes or memory: IsTransientErrno), not the job's, and
+  // the command never ran. The daemon starts a new attempt after a short
+  // backoff without counting it against max_retries (docs/policy/retries.md).
+  // Absent from a result written before it existed: permanent.
+  bool transient = false;
 };
+
+// Errors a launch may hit while the machine is short of descriptors
+// (EMFILE, ENFILE), processes (EAGAIN) or memory (ENOMEM): nothing the job
+// asked for is wrong, and the same launch works once the pressure is gone.
+inline bool IsTransientErrno(int err) {
+  return err == EMFILE || err == ENFILE || err == EAGAIN || err == ENOMEM;
+}
+
+// Launch errors of that kind carry this code (kind kUnavailable), so that
+// whoever turns a failed Launch into a RunResult marks it transient.
+inline constexpr const char* kTransientLaunchCode = "launch_transient";
+inline Error TransientLaunchError(std::string message) {
+  return {ErrorKind::kUnavailable, kTransientLaunchCode, std::move(message), {}};
+}
+// A failed Launch as the result that ends its attempt: kLaunchFailed with
+// `reason_prefix` and the error's message, transient when the error is.
+inline RunResult LaunchFailure(model::JobId job_id, int attempt, const Error& error,
+                               const std::string& reason_prefix = {}) {
+  RunResult r;
+  r.job_id = job_id;
+  r.attempt = attempt;
+  r.outcome = RunOutcome::kLaunchFailed;
+  r.reason = reason_prefix + error.message;
+  r.transient = error.code == kTransientLaunchCode;
+  return r;
+}
 
 class Executor {
  public:
@@ -82,7 +120,8 @@ class Executor {
   virtual ~Executor() = default;
 
   // Starts the attempt. Idempotent: a launch of an attempt that was already
-  // launched runs nothing new. An error means nothing was started.
+  // launched runs nothing new. An error means nothing was started; its code
+  // is kTransientLaunchCode when trying again later may work.
   virtual Status Launch(const LaunchSpec& spec) = 0;
   // SIGTERM to the attempt's whole process group, SIGKILL after the grace;
   // its result arrives with outcome kCancelled. Unknown or ended attempts: no-op.
@@ -104,6 +143,13 @@ class Executor {
     (void)job_id;
     (void)attempt;
   }
+  // After a restart, before any Recover or Launch: Release for every attempt
+  // that left control files here except those in `running` (the attempts
+  // the store records as running, which Recover collects). The store holds
+  // the others' ends (the daemon died between a result's commit and its
+  // Release) or no longer their job. An attempt whose supervisor still
+  // holds its claim is left alone.
+  virtual void ReleaseAllExcept(const std::set<std::pair<model::JobId, int>>& running) { (void)running; }
   // Stops watching; running supervisors keep running.
   virtual void Shutdown() = 0;
 };

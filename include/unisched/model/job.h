@@ -113,6 +113,10 @@ struct Attempt {
   std::optional<int> exit_code;
   std::string reason;
   std::optional<RunUsage> usage;
+  // FAILED because it could not be launched for a moment (the machine was
+  // out of descriptors, processes or memory; executor::RunResult::transient):
+  // requeued with state_reason LaunchRetry, never counted as a retry.
+  bool transient = false;
   bool operator==(const Attempt&) const = default;
 };
 

@@ -15,7 +15,9 @@
 #include <limits.h>
 #include <pwd.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -924,6 +926,135 @@ TEST_F(ExecutorTest, ASupervisorOfOneAttemptRunsItsJobAndStopsOnSigterm) {
   EXPECT_EQ(wait_exit(supervisor), 0);
   const std::string cancelled = ReadFile(AttemptDir(sleeper) + "/result.json");
   EXPECT_NE(cancelled.find(R"("outcome": "cancelled")"), std::string::npos) << cancelled;
+}
+
+// The daemon out of descriptors (idle connections took them all): the
+// account lookup fails with EMFILE. That says nothing about the account, so
+// the launch error is transient, and the next attempt, once descriptors are
+// free again, runs.
+TEST_F(ExecutorTest, AnAccountLookupOutOfDescriptorsIsATransientLaunchError) {
+  // A fresh executor: no account found yet, so the launch looks it up.
+  auto executor = MakeLocalExecutor(options_, results_.Sink());
+  LaunchSpec spec = Spec({"/bin/sh", "-c", "echo ran"});
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+  rlimit none = saved;
+  none.rlim_cur = 0;  // no new descriptor for any thread of this process
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &none), 0);
+  const Status s = executor->Launch(spec);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, kTransientLaunchCode) << s.error().message;
+  EXPECT_NE(s.error().message.find("cannot look up user 'unisched-job': Too many open files"), std::string::npos)
+      << s.error().message;
+  EXPECT_FALSE(fs::exists(AttemptDir(spec) + "/claim"));
+  // What the daemon and an agent make of it, and what reaches the daemon.
+  const RunResult failed = LaunchFailure(spec.job_id, spec.attempt, s.error(), "on node n1: ");
+  EXPECT_EQ(failed.outcome, RunOutcome::kLaunchFailed);
+  EXPECT_TRUE(failed.transient);
+  EXPECT_EQ(failed.reason, "on node n1: " + s.error().message);
+  auto decoded = files::ResultFromJson(files::ResultToJson(failed).dump());
+  ASSERT_TRUE(decoded.ok());
+  EXPECT_TRUE(decoded->transient);
+
+  spec.attempt = 2;
+  ASSERT_TRUE(executor->Launch(spec).ok());
+  const auto r = results_.Wait(spec.job_id, 2);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->outcome, RunOutcome::kCompleted) << r->reason;
+  EXPECT_EQ(Stdout(spec), "ran\n");
+}
+
+// A permanent launch error stays permanent, and a result that predates the
+// flag (or an agent's that does not send it) is permanent too.
+TEST_F(ExecutorTest, OnlyTransientLaunchErrorsAreMarkedTransient) {
+  LaunchSpec spec = Spec({"echo", "x"});
+  spec.unix_user = "no-such-user-unisched";
+  const Status s = executor_->Launch(spec);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().code, kTransientLaunchCode);
+  EXPECT_FALSE(LaunchFailure(spec.job_id, spec.attempt, s.error()).transient);
+  auto old = files::ResultFromJson(R"({"job_id": 1, "attempt": 1, "outcome": "launch_failed", "reason": "x"})");
+  ASSERT_TRUE(old.ok());
+  EXPECT_FALSE(old->transient);
+  // The flag means something only for a launch failure.
+  auto completed = files::ResultFromJson(R"({"job_id": 1, "attempt": 1, "outcome": "completed", "transient": true})");
+  ASSERT_TRUE(completed.ok());
+  EXPECT_FALSE(completed->transient);
+}
+
+// A supervisor host out of descriptors cannot take the spec's descriptor
+// from a launch request: it says so at once (it used to drop the request
+// and leave the attempt waiting for as long as it lived), the attempt is a
+// transient launch failure, and the next one runs once the host has
+// descriptors again.
+TEST_F(ExecutorTest, AHostOutOfDescriptorsReportsATransientLaunchFailure) {
+  // Every host started (one per CPU, each at its turn); their pids from the claims.
+  const size_t count = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 16);
+  std::set<pid_t> hosts;
+  for (size_t i = 0; i < count; ++i) {
+    const LaunchSpec warm = Spec({"/bin/true"});
+    ASSERT_EQ(Run(warm).outcome, RunOutcome::kCompleted);
+    const std::string claim = ReadFile(AttemptDir(warm) + "/claim");
+    ASSERT_NE(claim.find(" shared"), std::string::npos) << claim;
+    hosts.insert(std::atoi(claim.c_str()));
+  }
+  ASSERT_EQ(hosts.size(), count);
+  std::map<pid_t, rlimit> saved;
+  for (pid_t host : hosts) {
+    rlimit old{};
+    ASSERT_EQ(::prlimit(host, RLIMIT_NOFILE, nullptr, &old), 0);
+    rlimit none = old;
+    none.rlim_cur = 0;
+    ASSERT_EQ(::prlimit(host, RLIMIT_NOFILE, &none, nullptr), 0);
+    saved[host] = old;
+  }
+  LaunchSpec spec = Spec({"/bin/sh", "-c", "echo ran"});
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  const auto failed = results_.Wait(spec.job_id, 1);
+  for (const auto& [host, limit] : saved) EXPECT_EQ(::prlimit(host, RLIMIT_NOFILE, &limit, nullptr), 0);
+  ASSERT_TRUE(failed.has_value());
+  EXPECT_EQ(failed->outcome, RunOutcome::kLaunchFailed) << failed->reason;
+  EXPECT_TRUE(failed->transient) << failed->reason;
+  EXPECT_NE(failed->reason.find("Too many open files"), std::string::npos) << failed->reason;
+  EXPECT_FALSE(fs::exists(AttemptDir(spec) + "/claim"));
+
+  spec.attempt = 2;
+  const RunResult r = Run(spec);
+  EXPECT_EQ(r.outcome, RunOutcome::kCompleted) << r.reason;
+  EXPECT_EQ(Stdout(spec), "ran\n");
+  EXPECT_TRUE(hosts.count(std::atoi(ReadFile(AttemptDir(spec) + "/claim").c_str())) > 0) << "not run by the same hosts";
+}
+
+// A supervisor of one attempt that cannot create its claim for want of
+// descriptors exits 75 (EX_TEMPFAIL) with nothing claimed, which the
+// executor reports as a transient launch failure instead of `lost`.
+TEST_F(ExecutorTest, ASupervisorOutOfDescriptorsExitsTempfailWithoutAClaim) {
+  fs::create_directories(options_.runs_dir);
+  const LaunchSpec spec = Spec({"/bin/true"});
+  const std::string spec_file = base_ + "/spec.json";
+  std::ofstream(spec_file) << files::SpecToJson(files::AttemptSpec{spec, "", false, std::nullopt, std::string()});
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int in = ::open(spec_file.c_str(), O_RDONLY | O_CLOEXEC);
+    if (in < 0 || ::dup2(in, 0) < 0) ::_exit(120);
+    ::close_range(3, ~0U, 0);
+    // Its signalfd and epoll set take 3 and 4; the claim finds none free.
+    rlimit five{};
+    ::getrlimit(RLIMIT_NOFILE, &five);
+    five.rlim_cur = 5;
+    if (::setrlimit(RLIMIT_NOFILE, &five) != 0) ::_exit(122);
+    ::execl(options_.supervisor_path.c_str(), options_.supervisor_path.c_str(), AttemptDir(spec).c_str(),
+            static_cast<char*>(nullptr));
+    ::_exit(121);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), files::kExitTransient);
+  EXPECT_FALSE(fs::exists(AttemptDir(spec) + "/claim"));
+  EXPECT_FALSE(fs::exists(AttemptDir(spec) + "/result.json"));
 }
 
 }  // namespace

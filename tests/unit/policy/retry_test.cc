@@ -121,6 +121,84 @@ TEST(DecideRetryTest, Table) {
   }
 }
 
+// An attempt of the history: how it ended, and whether as a transient
+// launch failure (the command never ran; model::Attempt::transient).
+struct Past {
+  JobState state;
+  bool transient = false;
+};
+
+model::Job WithPast(const std::vector<Past>& history, std::optional<int> job_limit = std::nullopt) {
+  model::Job job = WithHistory({}, job_limit);
+  for (size_t i = 0; i < history.size(); ++i) {
+    model::Attempt a;
+    a.number = static_cast<int>(i) + 1;
+    a.state = history[i].state;
+    a.transient = history[i].transient;
+    job.attempts.push_back(a);
+  }
+  return job;
+}
+
+TEST(DecideRetryTest, TransientLaunchFailuresAreRetriedWithoutCounting) {
+  using S = JobState;
+  const Past launch{S::kFailed, true};  // e.g. "cannot look up user: Too many open files"
+  const Past failed{S::kFailed, false};
+  struct TransientCase {
+    const char* name;
+    int queue_retries;
+    std::vector<Past> history;
+    std::optional<int> job_limit;
+    bool requeue;
+    const char* reason;
+    int wait_seconds;
+    int retry;
+  };
+  const std::vector<TransientCase> cases = {
+      {"requeued even with no retries allowed", 0, {launch}, std::nullopt, true, "LaunchRetry", 1, 1},
+      {"the job's limit of 0 does not stop it", 5, {launch}, 0, true, "LaunchRetry", 1, 1},
+      {"1 s doubling while they come in a row", 0, {launch, launch, launch}, std::nullopt, true, "LaunchRetry", 4, 3},
+      {"capped at a minute", 0, std::vector<Past>(12, launch), std::nullopt, true, "LaunchRetry", 60, 12},
+      {"the doubling starts over after a launch got through",
+       3,
+       {launch, launch, launch, failed, launch},
+       std::nullopt,
+       true,
+       "LaunchRetry",
+       1,
+       1},
+      {"earlier ones do not use up max_retries", 1, {launch, launch, failed}, std::nullopt, true, "Retry", 10, 1},
+      {"nor the job's own limit", 5, {launch, failed}, 1, true, "Retry", 10, 1},
+      {"permanent failures still count", 1, {failed, launch, failed}, std::nullopt, false, "", 0, 2},
+      {"permanent failure: no retries by default", 0, {launch, failed}, std::nullopt, false, "", 0, 1},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    model::QueuePolicy queue;
+    queue.max_retries = c.queue_retries;
+    queue.retry_backoff_seconds = 10;
+    const model::Job job = WithPast(c.history, c.job_limit);
+    const RetryDecision d = DecideRetry(queue, job, job.attempts.back().state, kNow);
+    EXPECT_EQ(d.requeue, c.requeue);
+    EXPECT_EQ(d.retry, c.retry);
+    if (!c.requeue) continue;
+    EXPECT_EQ(d.state_reason, c.reason);
+    EXPECT_EQ(d.eligible_at, kNow + std::chrono::seconds(c.wait_seconds));
+  }
+  // A transient flag on a node failure changes nothing: NodeFail rules.
+  model::QueuePolicy queue;
+  EXPECT_EQ(DecideRetry(queue, WithPast({{S::kNodeFail, true}}), S::kNodeFail, kNow).state_reason, "NodeFail");
+}
+
+TEST(DecideRetryTest, ALaunchRetryMessageSaysWhyAndThatItIsNotCounted) {
+  model::QueuePolicy queue;
+  model::Job job = WithPast({{JobState::kFailed, true}});
+  job.attempts.back().reason = "cannot look up user 'unisched-job': Too many open files";
+  EXPECT_EQ(DecideRetry(queue, job, JobState::kFailed, kNow).message,
+            "attempt 1 could not be launched (cannot look up user 'unisched-job': Too many open files); launch retry 1 "
+            "after 1 s (at 2023-11-14T22:13:21.000Z), not counted against max_retries");
+}
+
 TEST(DecideRetryTest, MessageSaysWhichRetryAndWhen) {
   model::QueuePolicy queue;
   queue.max_retries = 2;
