@@ -109,6 +109,29 @@ TEST(JobJsonTest, RunningAttemptWithoutEndOrUsageRoundTrips) {
   EXPECT_EQ(*back, job);
 }
 
+// A transient launch failure stays one across a restart (the store keeps
+// the job as this document), so it is still not counted against
+// max_retries; an attempt stored before the field existed was none.
+TEST(JobJsonTest, ATransientLaunchFailureRoundTripsAndItsAbsenceMeansPermanent) {
+  model::Job job = FullJob();
+  job.attempts.back().transient = true;
+  job.attempts.back().exit_code.reset();
+  job.attempts.back().reason = "cannot look up user 'unisched-job': Too many open files";
+  const json doc = JobToJson(job);
+  EXPECT_EQ(doc["attempts"][1]["transient"], true);
+  EXPECT_FALSE(doc["attempts"][0].contains("transient")) << "only where it is true";
+  auto back = JobFromJson(json::parse(doc.dump()));
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(*back, job);
+  EXPECT_EQ(JobDocument(job), doc.dump());
+
+  json old = doc;
+  old["attempts"][1].erase("transient");
+  auto permanent = JobFromJson(old);
+  ASSERT_TRUE(permanent.ok()) << permanent.error().message;
+  EXPECT_FALSE(permanent->attempts[1].transient);
+}
+
 TEST(JobJsonTest, ContractShape) {
   const json doc = JobToJson(FullJob());
   EXPECT_EQ(doc["id"], "42");
