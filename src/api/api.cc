@@ -87,9 +87,9 @@ std::vector<std::string> SplitPath(std::string_view path) {
 // 11.4), so "bearer <token>" from some clients works too.
 std::optional<std::string_view> BearerCredentials(std::string_view header) {
   static constexpr std::string_view kScheme = "bearer";
-  if (header.size() <= kScheme.size() || !std::equal(kScheme.begin(), kScheme.end(), header.begin(), [](char a, char b) {
-        return a == std::tolower(static_cast<unsigned char>(b));
-      })) {
+  if (header.size() <= kScheme.size() ||
+      !std::equal(kScheme.begin(), kScheme.end(), header.begin(),
+                  [](char a, char b) { return a == std::tolower(static_cast<unsigned char>(b)); })) {
     return std::nullopt;
   }
   std::string_view rest = header.substr(kScheme.size());
@@ -173,15 +173,14 @@ Api::Api(ApiContext context)
   add("GET", "/metrics", &Api::MetricsText, ctx_.config->server.metrics_require_token);
   add("POST", "/v1/jobs", &Api::SubmitJob);
   add("GET", "/v1/jobs", &Api::ListJobs);
-  routes_.back().query = {
-      QueryParam::Choice("state", {"PENDING", "HELD", "RUNNING", "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT",
-                                   "NODE_FAIL"}),
-      QueryParam::Text("queue"),
-      QueryParam::Text("pool"),
-      QueryParam::Text("project"),
-      QueryParam::Text("user"),
-      QueryParam::Integer("limit", 0, 1000),
-      QueryParam::Integer("cursor", 1, INT64_MAX)};
+  routes_.back().query = {QueryParam::Choice("state", {"PENDING", "HELD", "RUNNING", "COMPLETED", "FAILED", "CANCELLED",
+                                                       "TIMEOUT", "NODE_FAIL"}),
+                          QueryParam::Text("queue"),
+                          QueryParam::Text("pool"),
+                          QueryParam::Text("project"),
+                          QueryParam::Text("user"),
+                          QueryParam::Integer("limit", 0, 1000),
+                          QueryParam::Integer("cursor", 1, INT64_MAX)};
   add("GET", "/v1/jobs/{id}", &Api::GetJob);
   add("DELETE", "/v1/jobs/{id}", &Api::CancelJob);
   add("POST", "/v1/jobs/{id}/hold", &Api::HoldJob);
@@ -201,10 +200,9 @@ Api::Api(ApiContext context)
   routes_.back().query = {QueryParam::Integer("limit", 1, 10000)};
   add("GET", "/v1/whoami", &Api::WhoAmI);
   add("GET", "/v1/usage", &Api::Usage);
-  routes_.back().query = {
-      QueryParam::Time("from"), QueryParam::Time("to"),
-      QueryParam::ChoiceList("group_by", {"user", "project", "queue", "pool", "workload_kind"}),
-      QueryParam::Choice("format", {"json", "csv"})};
+  routes_.back().query = {QueryParam::Time("from"), QueryParam::Time("to"),
+                          QueryParam::ChoiceList("group_by", {"user", "project", "queue", "pool", "workload_kind"}),
+                          QueryParam::Choice("format", {"json", "csv"})};
   add("GET", "/v1/usage/reconcile", &Api::Reconcile);
   add("GET", "/v1/events", &Api::ListEvents);
   routes_.back().query = {QueryParam::Text("kind"), QueryParam::Text("object", 512), QueryParam::Time("since"),
@@ -518,8 +516,8 @@ void Api::SubmitJob(Call& call) {
   }
   const std::string idempotency_key = call.request.Header("idempotency-key");
   if (idempotency_key.size() > 255) {
-    call.reply(ErrorResponse(422, "invalid_value", "Idempotency-Key must be at most 255 characters",
-                             "Idempotency-Key"));
+    call.reply(
+        ErrorResponse(422, "invalid_value", "Idempotency-Key must be at most 255 characters", "Idempotency-Key"));
     return;
   }
 

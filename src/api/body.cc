@@ -15,13 +15,14 @@ Result<json> ParseObject(const std::string& text, const std::string& example, bo
   }
   json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded()) {
-    return Error::BadRequest("malformed_json", "the request body is not valid JSON (UTF-8 text, one value, nothing "
-                                               "after it); expected an object such as " +
-                                                   example);
+    return Error::BadRequest("malformed_json",
+                             "the request body is not valid JSON (UTF-8 text, one value, nothing "
+                             "after it); expected an object such as " +
+                                 example);
   }
   if (!parsed.is_object()) {
-    return Error::BadRequest("malformed_json",
-                             "the request body must be a JSON object such as " + example + ", got " + parsed.type_name());
+    return Error::BadRequest(
+        "malformed_json", "the request body must be a JSON object such as " + example + ", got " + parsed.type_name());
   }
   return parsed;
 }
@@ -50,8 +51,8 @@ std::optional<Error> ReadInt(const json& obj, const char* key, const std::string
   // nlohmann keeps integers beyond int64 as unsigned, and beyond uint64 as
   // doubles: both are numbers this field cannot hold, not values out of range.
   if (it->is_number_float() || (it->is_number_unsigned() && it->get<uint64_t>() > uint64_t{INT64_MAX})) {
-    return Error::BadRequest(
-        "malformed_value", field + " must be a whole number between " + bounds + ", got " + it->dump(), field);
+    return Error::BadRequest("malformed_value",
+                             field + " must be a whole number between " + bounds + ", got " + it->dump(), field);
   }
   if (!it->is_number_integer()) return WrongType(field, "an integer", *it);
   const int64_t v = it->get<int64_t>();

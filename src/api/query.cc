@@ -32,10 +32,9 @@ std::optional<Error> CheckQueryValue(const QueryParam& p, const std::string& val
     case QueryParam::Kind::kInteger: {
       auto number = ParseInt64(value);
       if (!number) {
-        return Error::BadRequest("malformed_value",
-                                 p.name + " must be a whole number written in digits (from " + Bounds(p) +
-                                     "), got '" + value + "'",
-                                 p.name);
+        return Error::BadRequest(
+            "malformed_value",
+            p.name + " must be a whole number written in digits (from " + Bounds(p) + "), got '" + value + "'", p.name);
       }
       if (*number < p.min || *number > p.max) {
         return Error::Unprocessable("invalid_value", p.name + " must be from " + Bounds(p) + ", got " + value, p.name);
@@ -61,10 +60,9 @@ std::optional<Error> CheckQueryValue(const QueryParam& p, const std::string& val
         const size_t comma = std::min(value.find(',', start), value.size());
         const std::string item = value.substr(start, comma - start);
         if (std::find(p.choices.begin(), p.choices.end(), item) == p.choices.end()) {
-          return Error::Unprocessable("invalid_value",
-                                      p.name + " '" + item + "' is not known; use any of " + ChoiceList(p) +
-                                          ", separated by commas",
-                                      p.name);
+          return Error::Unprocessable(
+              "invalid_value",
+              p.name + " '" + item + "' is not known; use any of " + ChoiceList(p) + ", separated by commas", p.name);
         }
         start = comma + 1;
       }
@@ -72,8 +70,8 @@ std::optional<Error> CheckQueryValue(const QueryParam& p, const std::string& val
     }
     case QueryParam::Kind::kText:
       if (value.size() > p.max_length) {
-        return Error::Unprocessable(
-            "invalid_value", p.name + " must be at most " + std::to_string(p.max_length) + " bytes", p.name);
+        return Error::Unprocessable("invalid_value",
+                                    p.name + " must be at most " + std::to_string(p.max_length) + " bytes", p.name);
       }
       return std::nullopt;
   }

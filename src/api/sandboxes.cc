@@ -116,14 +116,15 @@ void Api::CreateSandbox(Call& call) {
         if (!invalid) invalid = ReadPositive(*it, "cpus", "limits.cpus", kMaxCpus, request.cpus);
         if (!invalid) invalid = ReadPositive(*it, "memory_mb", "limits.memory_mb", kMaxMemoryMb, request.memory_mb);
         if (!invalid) {
-          invalid = ReadPositive(*it, "timeout_seconds", "limits.timeout_seconds", kMaxSeconds, request.timeout_seconds);
+          invalid =
+              ReadPositive(*it, "timeout_seconds", "limits.timeout_seconds", kMaxSeconds, request.timeout_seconds);
         }
       }
     }
   }
   if (!invalid) {
-    invalid = ReadPositive(body, "idle_timeout_seconds", "idle_timeout_seconds", kMaxSeconds,
-                           request.idle_timeout_seconds);
+    invalid =
+        ReadPositive(body, "idle_timeout_seconds", "idle_timeout_seconds", kMaxSeconds, request.idle_timeout_seconds);
   }
   if (invalid) {
     call.reply(FromError(*invalid));
@@ -211,7 +212,8 @@ void Api::ExecSandbox(Call& call) {
       }
     }
   }
-  if (!invalid) invalid = ReadPositive(*parsed, "timeout_seconds", "timeout_seconds", kMaxSeconds, request.timeout_seconds);
+  if (!invalid)
+    invalid = ReadPositive(*parsed, "timeout_seconds", "timeout_seconds", kMaxSeconds, request.timeout_seconds);
   if (invalid) {
     call.reply(FromError(*invalid));
     return;

@@ -1,8 +1,8 @@
 #include "api/submission.h"
 
-#include "api/body.h"
-
 #include <set>
+
+#include "api/body.h"
 
 namespace unisched::api {
 namespace {

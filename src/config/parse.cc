@@ -79,11 +79,11 @@ void ParseServer(const YAML::Node& node, Errors& errors, ServerSettings& out) {
 }
 
 void ParseStore(const YAML::Node& node, Errors& errors, StoreSettings& out) {
-  MapReader m(node, "store",
-              {"synchronous", "group_commit_max_batch", "job_retention_days", "audit_retention_days", "audit_max_rows",
-               "max_log_bytes",
-               "accounting_interval_seconds", "storage_sample_interval_seconds", "reconcile_interval_seconds"},
-              errors);
+  MapReader m(
+      node, "store",
+      {"synchronous", "group_commit_max_batch", "job_retention_days", "audit_retention_days", "audit_max_rows",
+       "max_log_bytes", "accounting_interval_seconds", "storage_sample_interval_seconds", "reconcile_interval_seconds"},
+      errors);
   m.Read("accounting_interval_seconds", out.accounting_interval_seconds);
   m.Read("storage_sample_interval_seconds", out.storage_sample_interval_seconds);
   m.Read("reconcile_interval_seconds", out.reconcile_interval_seconds);

@@ -140,8 +140,8 @@ void AgentHub::Heartbeat(const std::string& token_pool, executor::Heartbeat hear
 }
 
 Result<std::vector<api::AgentPlane::IgnoredResult>> AgentHub::Results(const std::string& token_pool,
-                                                                       const std::string& node,
-                                                                       std::vector<executor::RunResult> results) {
+                                                                      const std::string& node,
+                                                                      std::vector<executor::RunResult> results) {
   if (Status s = CheckNode(token_pool, node); !s) return s.error();
   std::vector<IgnoredResult> ignored;
   std::vector<executor::RunResult> bound;

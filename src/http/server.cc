@@ -104,9 +104,9 @@ struct Core {
     std::string address;  // the client's, without the port
   };
   std::mutex mu;
-  bool stopped = false;                                       // GUARDED_BY(mu)
-  uint64_t next_session_id = 1;                               // GUARDED_BY(mu)
-  std::unordered_map<uint64_t, Open> sessions;                // GUARDED_BY(mu)
+  bool stopped = false;                                      // GUARDED_BY(mu)
+  uint64_t next_session_id = 1;                              // GUARDED_BY(mu)
+  std::unordered_map<uint64_t, Open> sessions;               // GUARDED_BY(mu)
   std::unordered_map<std::string, int> sessions_by_address;  // GUARDED_BY(mu)
   // Refused connections still being answered. Each holds a descriptor for
   // its 503 and a short drain; beyond kMaxRefusing a refused connection is
@@ -370,10 +370,10 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
       // Nothing of a request arrived: an idle connection, closed quietly.
       if (!have_header_ && buffer_.size() == 0) return CloseNow();
       const int seconds = have_header_ ? core_->options.body_timeout_seconds : core_->options.header_timeout_seconds;
-      return SendErrorAndClose(ErrorResponse(
-          408, "request_timeout",
-          std::string("the request's ") + (have_header_ ? "body" : "headers") + " did not arrive within " +
-              std::to_string(seconds) + " s; send the whole request without pausing"));
+      return SendErrorAndClose(ErrorResponse(408, "request_timeout",
+                                             std::string("the request's ") + (have_header_ ? "body" : "headers") +
+                                                 " did not arrive within " + std::to_string(seconds) +
+                                                 " s; send the whole request without pausing"));
     }
     if (ec == http::error::body_limit) {
       return SendErrorAndClose(
@@ -601,8 +601,8 @@ class Listener : public std::enable_shared_from_this<Listener> {
     beast::error_code ep_ec;
     const auto endpoint = socket.remote_endpoint(ep_ec);
     const std::string address = ep_ec ? std::string() : endpoint.address().to_string();
-    auto session = std::make_shared<Session<beast::tcp_stream>>(
-        core_, std::move(socket), ep_ec ? std::string() : FormatEndpoint(endpoint));
+    auto session = std::make_shared<Session<beast::tcp_stream>>(core_, std::move(socket),
+                                                                ep_ec ? std::string() : FormatEndpoint(endpoint));
     std::string refusal;
     if (uint64_t id = core_->Register(session, address, refusal)) {
       session->Start(id);

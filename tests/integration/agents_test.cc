@@ -487,14 +487,14 @@ projects:
   ::chmod(shared.c_str(), 0777);
   const std::string marker = shared + "/forged-started";
   const std::string release = shared + "/forged-release";
-  const std::string id = daemon.Submit(
-      {{"queue", "hpc"},
-       {"workload", {{"kind", "hpc"}}},
-       {"resources", {{"cpus", 1}, {"memory_mb", 64}}},
-       {"command",
-        {"/bin/sh", "-c",
-         "touch " + marker + "; i=0; while [ ! -e " + release + " ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; "
-         "exit 3"}}});
+  const std::string id = daemon.Submit({{"queue", "hpc"},
+                                        {"workload", {{"kind", "hpc"}}},
+                                        {"resources", {{"cpus", 1}, {"memory_mb", 64}}},
+                                        {"command",
+                                         {"/bin/sh", "-c",
+                                          "touch " + marker + "; i=0; while [ ! -e " + release +
+                                              " ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; "
+                                              "exit 3"}}});
   const auto until = std::chrono::steady_clock::now() + 60s;
   while (!fs::exists(marker) && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(50ms);
   ASSERT_TRUE(fs::exists(marker)) << daemon.Call("GET", "/v1/jobs/" + id).body;

@@ -92,8 +92,7 @@ TEST_F(HttpDetailsTest, TheBearerSchemeIsCaseInsensitive) {
     const Reply r = d().Call("GET", "/v1/whoami", "", {{"Authorization", scheme + " " + d().admin_token()}}, &none);
     EXPECT_EQ(r.status, 200) << r.body;
   }
-  const Reply wrong =
-      d().Call("GET", "/v1/whoami", "", {{"Authorization", "Basic " + d().admin_token()}}, &none);
+  const Reply wrong = d().Call("GET", "/v1/whoami", "", {{"Authorization", "Basic " + d().admin_token()}}, &none);
   EXPECT_EQ(wrong.status, 401) << wrong.body;
 }
 
@@ -114,7 +113,7 @@ TEST_F(HttpDetailsTest, TransferCodingsOtherThanChunkedAre400AndClose) {
   const std::string auth = "Authorization: Bearer " + d().admin_token() + "\r\n";
   for (const std::string& framing : std::vector<std::string>{
            "Transfer-Encoding: gzip\r\n", "Transfer-Encoding: gzip, chunked\r\n",
-        "Transfer-Encoding: chunked\r\nContent-Length: " + std::to_string(job.size()) + "\r\n"}) {
+           "Transfer-Encoding: chunked\r\nContent-Length: " + std::to_string(job.size()) + "\r\n"}) {
     SCOPED_TRACE(framing);
     // The connection is closed after the 400: ReadUntilClosed returns at once.
     const std::string response =

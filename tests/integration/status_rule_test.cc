@@ -60,8 +60,7 @@ json ToJson(const YAML::Node& node) {
   }
   if (node.IsNull()) return nullptr;
   const std::string text = node.as<std::string>();
-  if (node.Tag() != "!" && !text.empty() && text.find_first_not_of("-0123456789") == std::string::npos &&
-      text != "-") {
+  if (node.Tag() != "!" && !text.empty() && text.find_first_not_of("-0123456789") == std::string::npos && text != "-") {
     return std::stoll(text);
   }
   return text;

@@ -161,9 +161,9 @@ struct QueryParam {
   enum class Kind { kInteger, kTime, kChoice, kChoiceList, kText };
   std::string name;
   Kind kind = Kind::kText;
-  int64_t min = 0, max = 0;           // kInteger: inclusive bounds
-  std::vector<std::string> choices;   // kChoice: one of them; kChoiceList: comma-separated, each one of them
-  size_t max_length = 256;            // kText: bytes at most
+  int64_t min = 0, max = 0;          // kInteger: inclusive bounds
+  std::vector<std::string> choices;  // kChoice: one of them; kChoiceList: comma-separated, each one of them
+  size_t max_length = 256;           // kText: bytes at most
 
   static QueryParam Integer(std::string name, int64_t min, int64_t max) {
     QueryParam p = Named(std::move(name), Kind::kInteger);
@@ -234,8 +234,8 @@ class Api {
     std::string templ;
     Endpoint endpoint;
     bool needs_auth;
-    bool for_agents = false;  // only node tokens may call it, and they may call nothing else
-    bool tail_param = false;  // the last capture takes the rest of the path (file paths)
+    bool for_agents = false;        // only node tokens may call it, and they may call nothing else
+    bool tail_param = false;        // the last capture takes the rest of the path (file paths)
     std::vector<QueryParam> query;  // checked before the endpoint runs
   };
 
