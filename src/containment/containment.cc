@@ -3,6 +3,7 @@
 
 #include "unisched/containment/containment.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -82,6 +83,24 @@ int MakeDir(const std::string& path) {
 
 std::string ErrnoText(int err) {
   return std::strerror(err);
+}
+
+// Removes the groups below `dir` (not `dir` itself), deepest first; a group
+// that still has members stays. A group's directory holds only its control
+// files and its child groups.
+void RemoveChildGroups(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return;
+  std::vector<std::string> children;
+  while (const dirent* entry = ::readdir(d)) {
+    const std::string_view name = entry->d_name;
+    if (entry->d_type == DT_DIR && name != "." && name != "..") children.push_back(dir + "/" + entry->d_name);
+  }
+  ::closedir(d);
+  for (const std::string& child : children) {
+    RemoveChildGroups(child);
+    ::rmdir(child.c_str());
+  }
 }
 
 // The pool of emptied v1 groups (docs/execution.md#the-cgroup-pool): a
@@ -588,6 +607,10 @@ bool Containment::ResetMemoryForPool() const {
   return true;
 }
 
+void Containment::RemoveSubgroups() const {
+  if (const std::string dir = SubtreeDir(); !dir.empty()) RemoveChildGroups(dir);
+}
+
 Status Containment::Destroy() {
   std::string failed;
   // Emptied v1 groups go back to the pool where they can (see PutPooled).
@@ -613,7 +636,10 @@ Status Containment::Destroy() {
       }
       err = errno;
       if (err != EBUSY) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      // Groups made below this one (a sandbox's per-exec groups) keep it
+      // busy as members do: they go first (each once its members left).
+      RemoveChildGroups(*dir);
+      if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     if (err != 0) {
       failed += (failed.empty() ? "" : "; ") + *dir + ": " + ErrnoText(err);

@@ -98,7 +98,13 @@ Result<std::unique_ptr<Instance>> Instance::Start(InstanceSpec spec) {
     instance->DestroyLocked();
     return Error::Internal("socketpair: " + Errno(e));
   }
-  json init_spec = {{"work_dir", s.work_dir}, {"rootfs", s.rootfs}, {"uid", uid}, {"binds", json::array()}};
+  // exec_cgroup: where the init makes a group per exec, so that the exec's
+  // time cap reaches the processes it detached (setsid, double fork).
+  json init_spec = {{"work_dir", s.work_dir},
+                    {"rootfs", s.rootfs},
+                    {"uid", uid},
+                    {"binds", json::array()},
+                    {"exec_cgroup", instance->containment_.SubtreeDir()}};
   for (const auto& [from, to] : s.binds) init_spec["binds"].push_back({from, to});
   std::string spec_text = init_spec.dump();
   std::string arg0 = "unisched-sandbox";
@@ -193,6 +199,7 @@ void Instance::DestroyLocked() {
     containment_.KillAll(SIGKILL);
     ::usleep(2000);
   }
+  containment_.RemoveSubgroups();  // the per-exec groups, emptied with the namespace
   (void)containment_.Destroy();
   RemoveTree(spec_.work_dir);
   spec_.uid = isolation::UidLease();  // the uid is free again only now that nothing of it remains

@@ -4,8 +4,9 @@
 // namespaces, inside the instance's cgroups, with its control socket as fd 3
 // and its spec (JSON) as argv[1]. It isolates itself (EnterIsolation), drops
 // to the instance's own uid, answers {"ready": true}, then serves requests
-// one at a time (protocol.h). When the daemon closes the socket, or dies, it
-// exits, and the kernel kills whatever else runs in the pid namespace.
+// one at a time (protocol.h), each exec in a cgroup of its own (ExecGroups).
+// When the daemon closes the socket, or dies, it exits, and the kernel kills
+// whatever else runs in the pid namespace.
 //
 // Small and single-threaded: hundreds idle at once, so it links no more than
 // libc, libstdc++ and the JSON header.
@@ -46,15 +47,24 @@ json ErrorAnswer(const std::string& code, const std::string& message) {
   return {{"error", message}, {"code", code}};
 }
 
-// Reaps every exited child; records the status of `watched` if it is one.
-void Reap(pid_t watched, bool& watched_done, int& watched_status) {
+// The running exec's first process, whose exit status the reaping keeps.
+struct Watched {
+  pid_t pid = 0;
+  bool done = false;
+  int status = 0;
+};
+Watched g_watched;
+
+// Reaps every exited child (ours, and as PID 1 every orphan of the
+// namespace); records the status of the watched one.
+void Reap() {
   while (true) {
     int status = 0;
     const pid_t pid = ::waitpid(-1, &status, WNOHANG);
     if (pid <= 0) return;
-    if (pid == watched) {
-      watched_done = true;
-      watched_status = status;
+    if (pid == g_watched.pid) {
+      g_watched.done = true;
+      g_watched.status = status;
     }
   }
 }
@@ -63,6 +73,126 @@ void DrainSignalFd() {
   signalfd_siginfo info;
   while (::read(g_sigchld_fd, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
   }
+}
+
+// One cgroup per exec (docs/sandboxes.md#exec), made under the instance's
+// group (the daemon's Containment::SubtreeDir, handed to the instance's uid
+// at start): the exec's first process joins it before its exec, and every
+// process it starts stays in it whatever it does to its session or parent
+// (setsid, double fork, nohup); only root can move a process out, and the
+// instance has no way to reach the cgroup file system but this init's
+// descriptor. The group is emptied (cgroup.kill, or SIGKILL to each member
+// where that is missing) when the exec's time cap is reached, whether the
+// command is still running or ended before and left something behind; an
+// exec that leaves nothing behind has its group removed when it ends.
+struct ExecGroup {
+  std::string name;
+  std::chrono::steady_clock::time_point deadline;
+};
+
+struct ExecGroups {
+  int dir_fd = -1;  // the instance's group; -1: no cgroups, the process group is all there is
+  uint64_t made = 0;
+  std::vector<ExecGroup> pending;  // ended execs whose group still had members
+};
+ExecGroups g_exec_groups;
+
+// As root, before the isolation hides the cgroup file system: opens the
+// instance's group and hands it to the instance's uid, which may then make
+// groups in it and move its own processes from it into them (cgroup v2
+// delegation; v1 needs only the uid to match).
+int OpenExecGroups(const std::string& dir, uid_t uid, const char** step) {
+  if (dir.empty()) return 0;
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) {
+    *step = "open the instance's cgroup";
+    return errno;
+  }
+  if (::fchown(fd, uid, uid) != 0 || ::fchownat(fd, "cgroup.procs", uid, uid, 0) != 0) {
+    const int e = errno;
+    ::close(fd);
+    *step = "hand the instance's cgroup to its uid";
+    return e;
+  }
+  g_exec_groups.dir_fd = fd;
+  return 0;
+}
+
+// Writes `value` to the file `path` below the instance's group. 0 or errno.
+int WriteGroupFile(const std::string& path, const char* value) {
+  const int fd = ::openat(g_exec_groups.dir_fd, path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return errno;
+  const size_t len = std::strlen(value);
+  const int err = ::write(fd, value, len) == static_cast<ssize_t>(len) ? 0 : errno;
+  ::close(fd);
+  return err;
+}
+
+// SIGKILL to every member of the group.
+void KillGroup(const std::string& name) {
+  // cgroup.kill (cgroup v2, Linux 5.14+) kills them all at once, a fork in
+  // progress included.
+  if (WriteGroupFile(name + "/cgroup.kill", "1") == 0) return;
+  // Otherwise each member cgroup.procs lists (pids of our own namespace);
+  // the caller repeats until the group is gone, for forks in between.
+  const int fd = ::openat(g_exec_groups.dir_fd, (name + "/cgroup.procs").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  std::string text;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  const char* p = text.c_str();
+  while (*p != 0) {
+    char* end = nullptr;
+    const long pid = std::strtol(p, &end, 10);
+    if (end == p) break;
+    if (pid > 1) ::kill(static_cast<pid_t>(pid), SIGKILL);
+    p = end;
+  }
+}
+
+// Kills the group's members and removes it, waiting up to `wait` for them to
+// leave; false when it could not be removed meanwhile (a member stuck in the
+// kernel), and it is to be tried again later.
+bool KillAndRemoveGroup(const std::string& name, std::chrono::milliseconds wait) {
+  const auto until = std::chrono::steady_clock::now() + wait;
+  while (true) {
+    KillGroup(name);
+    Reap();  // the killed are our orphans (we are PID 1) or our child
+    if (::unlinkat(g_exec_groups.dir_fd, name.c_str(), AT_REMOVEDIR) == 0 || errno == ENOENT) return true;
+    if (errno != EBUSY || std::chrono::steady_clock::now() >= until) return false;
+    ::usleep(1000);
+  }
+}
+
+// Ends the groups whose exec's cap has passed.
+void ExpireExecGroups() {
+  const auto now = std::chrono::steady_clock::now();
+  auto& pending = g_exec_groups.pending;
+  for (size_t i = 0; i < pending.size();) {
+    if (pending[i].deadline > now) {
+      ++i;
+      continue;
+    }
+    if (KillAndRemoveGroup(pending[i].name, std::chrono::milliseconds(200))) {
+      pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(i));
+    } else {
+      pending[i].deadline = now + std::chrono::milliseconds(100);  // again soon, without holding up the calls
+      ++i;
+    }
+  }
+}
+
+// Milliseconds until the next pending group's cap, at most `limit`.
+int MillisToNextExpiry(int limit) {
+  const auto now = std::chrono::steady_clock::now();
+  int64_t wait = limit;
+  for (const ExecGroup& g : g_exec_groups.pending) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(g.deadline - now).count() + 1;
+    wait = wait < 0 ? left : std::min(wait, left);
+  }
+  return wait < 0 ? -1 : static_cast<int>(std::max<int64_t>(0, wait));
 }
 
 struct Capture {
@@ -113,19 +243,56 @@ json Exec(const json& request) {
   envp.push_back(nullptr);
   const std::string search_path = env["PATH"];
 
+  // The exec's group, and its cgroup.procs for the child to join.
+  std::string group;
+  int group_procs = -1;
+  if (g_exec_groups.dir_fd >= 0) {
+    group = "exec-" + std::to_string(++g_exec_groups.made);
+    if (::mkdirat(g_exec_groups.dir_fd, group.c_str(), 0755) != 0) {
+      return ErrorAnswer("io", "cannot make the command's cgroup: " + ErrnoText(errno));
+    }
+    group_procs = ::openat(g_exec_groups.dir_fd, (group + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
+    if (group_procs < 0) {
+      const int e = errno;
+      ::unlinkat(g_exec_groups.dir_fd, group.c_str(), AT_REMOVEDIR);
+      return ErrorAnswer("io", "cannot open the command's cgroup: " + ErrnoText(e));
+    }
+  }
+  auto drop_group = [&] {
+    if (group_procs >= 0) ::close(group_procs);
+    if (!group.empty()) ::unlinkat(g_exec_groups.dir_fd, group.c_str(), AT_REMOVEDIR);
+  };
+
   int in[2], out[2], err[2], report[2];
   if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0 ||
       ::pipe2(report, O_CLOEXEC) != 0) {
-    return ErrorAnswer("io", "cannot create pipes: " + ErrnoText(errno));
+    const int e = errno;
+    drop_group();
+    return ErrorAnswer("io", "cannot create pipes: " + ErrnoText(e));
   }
+  // What the child reports when it cannot run the command.
+  enum Stage : int { kExec = 1, kJoin = 2 };
+  struct Failure {
+    int stage;
+    int err;
+  };
   const pid_t pid = ::fork();
   if (pid < 0) {
     const int e = errno;
     for (int fd : {in[0], in[1], out[0], out[1], err[0], err[1], report[0], report[1]}) ::close(fd);
+    drop_group();
     // The pids cap: a fork bomb of an earlier call may still hold every slot.
     return ErrorAnswer("io", "cannot start the command: " + ErrnoText(e));
   }
   if (pid == 0) {
+    // Into the exec's group before anything else runs: every process the
+    // command starts is born in it.
+    if (group_procs >= 0 && ::write(group_procs, "0", 1) != 1) {
+      const Failure f{kJoin, errno};
+      ssize_t ignored = ::write(report[1], &f, sizeof f);
+      (void)ignored;
+      ::_exit(127);
+    }
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -135,11 +302,13 @@ json Exec(const json& request) {
     ::dup2(err[1], 2);
     ::setenv("PATH", search_path.c_str(), 1);  // for execvpe's search only
     ::execvpe(argv[0], argv.data(), envp.data());
-    const int e = errno;
-    ssize_t ignored = ::write(report[1], &e, sizeof e);
+    const Failure f{kExec, errno};
+    ssize_t ignored = ::write(report[1], &f, sizeof f);
     (void)ignored;
     ::_exit(127);
   }
+  if (group_procs >= 0) ::close(group_procs);
+  g_watched = Watched{pid, false, 0};
   ::setpgid(pid, pid);
   ::close(in[0]);
   ::close(out[1]);
@@ -155,20 +324,25 @@ json Exec(const json& request) {
     ::close(stdin_fd);
     stdin_fd = -1;
   }
-  bool out_open = true, err_open = true, done = false, timed_out = false;
-  int status = 0;
+  bool out_open = true, err_open = true, timed_out = false;
+  const bool& done = g_watched.done;
   const auto deadline = started + std::chrono::milliseconds(timeout_ms);
   std::chrono::steady_clock::time_point exited_at{};
   while (true) {
     const auto now = std::chrono::steady_clock::now();
     if (done) {
+      // Set here: any Reap may have seen it end (also one for an earlier
+      // exec's group).
+      if (exited_at == std::chrono::steady_clock::time_point{}) exited_at = now;
       // A background process may hold the pipes: what it wrote within a
       // moment of the command's exit is kept, the rest is not waited for.
       if ((!out_open && !err_open) || now - exited_at > std::chrono::milliseconds(50)) break;
     } else if (!timed_out && now >= deadline) {
       timed_out = true;
+      if (!group.empty()) KillGroup(group);
       ::kill(-pid, SIGKILL);
     }
+    ExpireExecGroups();  // earlier execs' caps pass while this one runs
     pollfd fds[4];
     int n = 0;
     fds[n++] = {g_sigchld_fd, POLLIN, 0};
@@ -183,12 +357,11 @@ json Exec(const json& request) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count();
       wait_ms = static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(left + 1, 1000)));
     }
+    wait_ms = MillisToNextExpiry(wait_ms);
     ::poll(fds, static_cast<nfds_t>(n), wait_ms);
     if (fds[0].revents) {
       DrainSignalFd();
-      const bool before = done;
-      Reap(pid, done, status);
-      if (done && !before) exited_at = std::chrono::steady_clock::now();
+      Reap();
     }
     if (out_i >= 0 && fds[out_i].revents) out_open = stdout_capture.Pump();
     if (err_i >= 0 && fds[err_i].revents) err_open = stderr_capture.Pump();
@@ -204,17 +377,30 @@ json Exec(const json& request) {
   if (stdin_fd >= 0) ::close(stdin_fd);
   ::close(out[0]);
   ::close(err[0]);
-  int exec_errno = 0;
-  const bool exec_failed = ::read(report[0], &exec_errno, sizeof exec_errno) == static_cast<ssize_t>(sizeof exec_errno);
+  Failure failure{0, 0};
+  const bool failed = ::read(report[0], &failure, sizeof failure) == static_cast<ssize_t>(sizeof failure);
   ::close(report[0]);
+  const int status = g_watched.status;
+  g_watched = Watched{};
   if (timed_out) {
-    // What is left of the group, until it is gone: a fork bomb forks while
-    // it is being killed, and its orphans are ours (PID 1) to reap.
-    bool ignored_done = false;
-    int ignored_status = 0;
+    // What is left of the process group, until it is gone: a fork bomb
+    // forks while it is being killed, and its orphans are ours (PID 1) to
+    // reap. Without cgroups that is all there is.
     for (int round = 0; round < 2000 && ::kill(-pid, SIGKILL) == 0; ++round) {
-      Reap(-2, ignored_done, ignored_status);
+      Reap();
       ::usleep(500);
+    }
+  }
+  if (!group.empty()) {
+    if (timed_out) {
+      // The exec's cap: everything it started, detached or not, ends now.
+      if (!KillAndRemoveGroup(group, std::chrono::seconds(2))) {
+        g_exec_groups.pending.push_back({group, std::chrono::steady_clock::now()});
+      }
+    } else if (::unlinkat(g_exec_groups.dir_fd, group.c_str(), AT_REMOVEDIR) != 0) {
+      // EBUSY: it left processes behind. They may run on (a server for the
+      // next exec) until the exec's cap, and end there.
+      g_exec_groups.pending.push_back({group, deadline});
     }
   }
 
@@ -222,7 +408,11 @@ json Exec(const json& request) {
   if (WIFEXITED(status)) exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) exit_code = 128 + WTERMSIG(status);
   std::string err_text = std::move(stderr_capture.data);
-  if (exec_failed) err_text += "unisched: cannot execute '" + args[0] + "': " + ErrnoText(exec_errno) + "\n";
+  if (failed && failure.stage == kJoin) {
+    err_text += "unisched: cannot put the command in its cgroup: " + ErrnoText(failure.err) + "\n";
+  } else if (failed) {
+    err_text += "unisched: cannot execute '" + args[0] + "': " + ErrnoText(failure.err) + "\n";
+  }
   const auto elapsed = std::chrono::steady_clock::now() - started;
   return {{"exit_code", exit_code},
           {"stdout", Bytes(stdout_capture.data)},
@@ -313,22 +503,20 @@ int main(int argc, char** argv) {
   for (const auto& b : spec.value("binds", json::array())) {
     isolation.binds.emplace_back(b.at(0).get<std::string>(), b.at(1).get<std::string>());
   }
-  const char* step = "";
-  if (int e = unisched::isolation::EnterIsolation(isolation, &step)) {
-    (void)unisched::isolation::WriteFrame(
-        kControlFd, ErrorAnswer("isolation", std::string("cannot ") + step + ": " + ErrnoText(e)));
-    return 1;
-  }
   const auto uid = spec.value("uid", 0u);
   if (uid == 0) {
     (void)unisched::isolation::WriteFrame(kControlFd, ErrorAnswer("isolation", "refusing to run an instance as root"));
     return 1;
   }
-  if (int e = unisched::isolation::DropPrivileges(uid, uid, &step)) {
+  auto isolation_failed = [](const char* step, int e) {
     (void)unisched::isolation::WriteFrame(
         kControlFd, ErrorAnswer("isolation", std::string("cannot ") + step + ": " + ErrnoText(e)));
     return 1;
-  }
+  };
+  const char* step = "";
+  if (int e = OpenExecGroups(spec.value("exec_cgroup", ""), uid, &step)) return isolation_failed(step, e);
+  if (int e = unisched::isolation::EnterIsolation(isolation, &step)) return isolation_failed(step, e);
+  if (int e = unisched::isolation::DropPrivileges(uid, uid, &step)) return isolation_failed(step, e);
   sigset_t chld;
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);
@@ -339,6 +527,19 @@ int main(int argc, char** argv) {
   }
   if (unisched::isolation::WriteFrame(kControlFd, {{"ready", true}}) != 0) return 1;
   while (true) {
+    // Between calls: orphans of earlier commands end up here, PID 1, and
+    // are reaped as they exit; the groups of earlier execs end at their
+    // caps.
+    while (true) {
+      ExpireExecGroups();
+      pollfd fds[2] = {{kControlFd, POLLIN, 0}, {g_sigchld_fd, POLLIN, 0}};
+      ::poll(fds, 2, MillisToNextExpiry(-1));
+      if (fds[1].revents) {
+        DrainSignalFd();
+        Reap();
+      }
+      if (fds[0].revents) break;
+    }
     json request;
     const int rc = unisched::isolation::ReadFrame(kControlFd, request, -1);
     if (rc != 0) return 0;  // the daemon let go: the namespace ends with us
@@ -357,11 +558,8 @@ int main(int argc, char** argv) {
     } catch (const std::exception& e) {
       answer = ErrorAnswer("bad_request", e.what());
     }
-    // Orphans of earlier commands end up here, PID 1: reap them.
-    bool none = false;
-    int ignored = 0;
     DrainSignalFd();
-    Reap(-2, none, ignored);
+    Reap();
     if (unisched::isolation::WriteFrame(kControlFd, answer) != 0) return 0;
   }
 }

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <thread>
 
@@ -52,6 +53,32 @@ int ProcessesOf(int64_t uid) {
     }
   }
   return count;
+}
+
+// Processes running `sleep TOKEN`, from the host's /proc (the command line
+// of a shell about to exec it holds the token too, hence the exact match).
+int SleepersWith(const std::string& token) {
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream file(entry.path() / "cmdline");
+    std::vector<std::string> argv;
+    std::string arg;
+    while (std::getline(file, arg, '\0')) argv.push_back(arg);
+    if (argv.size() == 2 && std::filesystem::path(argv[0]).filename() == "sleep" && argv[1] == token) ++count;
+  }
+  return count;
+}
+
+// Waits up to 60 s for `done`; whether it came.
+bool WaitFor(const std::function<bool()>& done) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return true;
 }
 
 class SandboxTest : public ::testing::Test {
@@ -367,6 +394,49 @@ TEST_F(SandboxTest, EndlessLoopEndsAtTheTimeCap) {
   const std::string short_id = Create(json{{"limits", {{"timeout_seconds", 1}}}});
   r = Exec(short_id, {"sleep", "30"}, 600);
   EXPECT_TRUE(r["timed_out"].get<bool>()) << r.dump();
+}
+
+// An exec's time cap ends every process it started, also those that left
+// its process group and parent (setsid, a double fork, nohup), whether the
+// command still runs at the cap or ended before and left them behind.
+// Another exec's processes live on to their own cap.
+TEST_F(SandboxTest, DetachedProcessesOfAnExecEndAtItsTimeCap) {
+  StartDaemon();
+  Reply created = d_.Call("POST", "/v1/sandboxes", json{{"limits", {{"timeout_seconds", 600}}}});
+  ASSERT_EQ(created.status, 201) << created.body;
+  const std::string id = created.json["id"];
+  const std::string tag = std::to_string(::getpid());
+  auto token = [&](int n) { return "1000." + std::to_string(n) + tag; };  // n: one digit
+  // Three detached sleepers; the script goes on once all three run.
+  auto detach = [&](int first) {
+    const std::string a = token(first), b = token(first + 1), c = token(first + 2);
+    return "setsid sleep " + a + " </dev/null >/dev/null 2>&1 & (sleep " + b +
+           " </dev/null >/dev/null 2>&1 &); nohup sleep " + c + " </dev/null >/dev/null 2>&1 & for t in " + a + " " +
+           b + " " + c + "; do until pgrep -fx \"sleep $t\" >/dev/null; do sleep 0.05; done; done; echo started";
+  };
+  auto running = [&](int first) {
+    return SleepersWith(token(first)) + SleepersWith(token(first + 1)) + SleepersWith(token(first + 2));
+  };
+  // A: a cap of 10 s, ended at once, three sleepers left behind.
+  json a = Exec(id, {"sh", "-c", detach(1)}, 10);
+  ASSERT_EQ(a["stdout"], "started\n") << a.dump();
+  EXPECT_FALSE(a["timed_out"].get<bool>());
+  // B: a cap of 600 s, three of its own.
+  json b = Exec(id, {"sh", "-c", detach(4)}, 600);
+  ASSERT_EQ(b["stdout"], "started\n") << b.dump();
+  EXPECT_EQ(running(4), 3);  // positive control: the host sees them
+  // A's end at A's cap; B's run on.
+  EXPECT_TRUE(WaitFor([&] { return running(1) == 0; })) << running(1) << " of A's sleepers outlived its cap";
+  EXPECT_EQ(running(4), 3);
+  // C runs into its cap of 10 s itself: its detached sleepers end with it.
+  json c = Exec(id, {"sh", "-c", detach(7) + "; exec sleep 1000"}, 10);
+  EXPECT_TRUE(c["timed_out"].get<bool>()) << c.dump();
+  EXPECT_EQ(c["stdout"], "started\n") << c.dump();
+  EXPECT_TRUE(WaitFor([&] { return running(7) == 0; })) << running(7) << " of C's sleepers outlived its cap";
+  EXPECT_EQ(Sh(id, "echo alive"), "alive\n");
+  // B's end with the sandbox.
+  ASSERT_EQ(d_.Call("DELETE", "/v1/sandboxes/" + id).status, 200);
+  EXPECT_EQ(running(4), 0);
 }
 
 TEST_F(SandboxTest, DeleteLeavesNoProcessCgroupOrDirectory) {

@@ -99,6 +99,15 @@ class Containment {
   // cgroup (an rlimit cannot be changed from outside here); an error leaves
   // the groups as they were or partly changed, and the caller discards them.
   Status SetLimits(const Limits& limits);
+  // The group under which the contained tree may split itself into groups
+  // of its own (a sandbox's init makes one per exec, docs/sandboxes.md):
+  // the v2 group, else the v1 pids group; empty without either. Such
+  // sub-groups hold processes of the tree that Pids() and Empty() of a v2
+  // group do not list (cgroup.kill of the group reaches them).
+  std::string SubtreeDir() const { return !unified_dir_.empty() ? unified_dir_ : pids_dir_; }
+  // Removes the (emptied) groups made under SubtreeDir(), deepest first.
+  // Destroy does it too when a group will not go for them.
+  void RemoveSubgroups() const;
   // Removes the groups: an empty v1 group of a Create goes back to the pool
   // (renamed pool-<k>) when there is room and its job left little charged
   // to it, the rest is removed. Retries briefly while exiting processes

@@ -4,6 +4,7 @@
 
 #include "unisched/containment/containment.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -284,6 +285,36 @@ TEST(ContainmentTest, FindOpensLeftoverGroupsWhichKillAllAndDestroyRemoves) {
   EXPECT_FALSE(Exists("/sys/fs/cgroup/memory/unisched/" + name));
   EXPECT_FALSE(Exists("/sys/fs/cgroup/pids/unisched/" + name));
   EXPECT_FALSE(Containment::Find(name).has_value());
+}
+
+// Groups made under SubtreeDir (a sandbox's per-exec groups) go with the
+// containment: a dead owner's KillAllAndDestroy kills their members and
+// removes them before the group itself, which they would keep busy.
+TEST(ContainmentTest, GroupsMadeUnderTheSubtreeDirAreKilledAndRemoved) {
+  if (!HaveCgroupV1()) GTEST_SKIP() << "needs root and cgroup v1";
+  const std::string name = UniqueName("subtree");
+  auto owner = Containment::Create(name, Limits{});
+  ASSERT_TRUE(owner.ok()) << owner.error().message;
+  ASSERT_FALSE(owner->SubtreeDir().empty());
+  const std::string sub = owner->SubtreeDir() + "/exec-1";
+  ASSERT_EQ(::mkdir(sub.c_str(), 0755), 0);
+  // A process of the tree that moved itself into the sub-group.
+  const std::string sub_procs = sub + "/cgroup.procs";
+  const pid_t pid = ForkJoined(*owner, [&] {
+    const int fd = ::open(sub_procs.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0 || ::write(fd, "0", 1) != 1) return 102;
+    ::pause();
+    return 0;
+  });
+  ASSERT_TRUE(Eventually([&] { return ReadTrimmed(sub_procs) == std::to_string(pid); }));
+  auto found = Containment::Find(name);
+  ASSERT_TRUE(found.has_value());
+  Status destroyed = found->KillAllAndDestroy();
+  EXPECT_TRUE(destroyed.ok()) << destroyed.error().message;
+  const int status = WaitStatus(pid);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+  EXPECT_FALSE(Exists(sub));
+  EXPECT_FALSE(Exists(owner->SubtreeDir()));
 }
 
 TEST(ContainmentTest, MemoryLimitOomKillsAndIsReported) {
