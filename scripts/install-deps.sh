@@ -13,6 +13,8 @@ packages=(
   libsqlite3-dev sqlite3 prometheus-cpp-dev libgtest-dev libgmock-dev libssl-dev zlib1g-dev
   # the daemon's allocator (CMakeLists.txt says why)
   libjemalloc-dev
+  # the sandboxes' system call filter (linked statically into unisched-sandbox and the supervisor)
+  libseccomp-dev
   # run and test: useradd, setpriv/flock, ps, curl for the quick-start, node for the OpenAPI check
   passwd util-linux procps curl ca-certificates nodejs npm
   # the benchmark scripts read JSON and do arithmetic

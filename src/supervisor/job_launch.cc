@@ -23,6 +23,7 @@
 
 #include "unisched/executor/executor.h"
 #include "unisched/isolation/isolation.h"
+#include "unisched/isolation/syscall_filter.h"
 
 namespace unisched::supervisor {
 namespace {
@@ -39,6 +40,7 @@ enum Step : int {
   kStepSetuid,
   kStepChdir,
   kStepExec,
+  kStepSyscallFilter,
 };
 
 [[noreturn]] void ChildFail(int fd, int step, int err) {
@@ -82,6 +84,10 @@ Error StartError(const std::string& what, int err) {
       if (fd != report_fd) ::close(fd);
     }
   }
+  // The system call filter (docs/sandboxes.md#system-calls), the last
+  // step: on this PID 1 too, which needs nothing it refuses (fork is a
+  // clone without namespace flags), and the job inherits it.
+  if (int e = isolation::InstallSyscallFilter()) ChildFail(report_fd, kStepSyscallFilter, e);
   const pid_t job = ::fork();
   if (job < 0) ChildFail(report_fd, kStepExec, errno);
   if (job == 0) {
@@ -221,6 +227,14 @@ Result<JobProcess> StartJob(const JobSpec& spec, const containment::Containment&
     ::close(devnull);
     return StartError(what, e);
   };
+  // Built once per supervisor process, before the clone: the child only
+  // installs it.
+  if (const char* step = ""; spec.isolate) {
+    if (int e = isolation::PrepareSyscallFilter(&step)) {
+      errno = e;
+      return fail(std::string("cannot build the system call filter (") + step + ")");
+    }
+  }
   ChildArgs args{&spec, &containment, &isolation_spec, argv.data(), envp.data(), devnull, out[1], err[1], report[1]};
   pid_t pid;
   if (spec.isolate) {
@@ -285,6 +299,8 @@ std::string DescribeLaunchError(const LaunchError& error, const JobSpec& spec) {
       return "cannot change to working directory '" + spec.work_dir + "': " + what;
     case kStepExec:
       return "cannot execute '" + (spec.argv.empty() ? std::string() : spec.argv[0]) + "': " + what;
+    case kStepSyscallFilter:
+      return "cannot install the sandbox's system call filter: " + what;
   }
   return "launch failed (step " + std::to_string(error.step) + "): " + what;
 }

@@ -4,7 +4,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <thread>
+#include <vector>
 
 #include "testing/daemon.h"
 
@@ -131,6 +135,54 @@ TEST(IsolationTest, SandboxedPoolJobsReachNoNetworkAndWriteOnlyTheirWorkDirector
   std::filesystem::remove("/var/tmp/unisched-escape-" + control, ec);
   std::filesystem::remove("/tmp/unisched-tmp-" + control, ec);
   (void)tag;
+}
+
+// A sandboxed job's processes end with it, also those that left its process
+// group and parent (setsid, a double fork, nohup): its PID 1 exits with the
+// job's main process, and the kernel kills the rest of its pid namespace.
+// The job also runs under the sandbox's system call filter: no user
+// namespace (the HPC job beside it, not sandboxed, gets one).
+TEST(IsolationTest, SandboxedJobsDetachedProcessesEndWithItAndItRunsUnderTheFilter) {
+  if (::geteuid() != 0) GTEST_SKIP() << "namespaces and mounts need root";
+  TestDaemon d;
+  d.Start();
+  const std::string tag = std::to_string(::getpid());
+  const std::vector<std::string> tokens = {"1000.1" + tag, "1000.2" + tag, "1000.3" + tag};
+  const std::string script = "setsid sleep " + tokens[0] + " </dev/null >/dev/null 2>&1 & (sleep " + tokens[1] +
+                             " </dev/null >/dev/null 2>&1 &); nohup sleep " + tokens[2] +
+                             " </dev/null >/dev/null 2>&1 & for t in " + tokens[0] + " " + tokens[1] + " " + tokens[2] +
+                             "; do until pgrep -fx \"sleep $t\" >/dev/null; do sleep 0.05; done; done; echo started; "
+                             "unshare -Ur id -u 2>&1; grep '^Seccomp:' /proc/self/status";
+  const std::string id = d.Submit({{"workload", {{"kind", "agent"}}}, {"command", {"/bin/sh", "-c", script}}});
+  const json job = d.WaitTerminal(id);
+  ASSERT_EQ(job["state"], "COMPLETED") << job.dump();
+  const std::string out = d.Call("GET", "/v1/jobs/" + id + "/log").body;
+  EXPECT_NE(out.find("started\n"), std::string::npos) << out;  // they ran
+  auto sleepers = [&] {
+    int count = 0;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+      std::ifstream file(entry.path() / "cmdline");
+      std::vector<std::string> argv;
+      for (std::string arg; std::getline(file, arg, '\0');) argv.push_back(arg);
+      if (argv.size() == 2 && std::filesystem::path(argv[0]).filename() == "sleep") {
+        for (const std::string& t : tokens) count += argv[1] == t ? 1 : 0;
+      }
+    }
+    return count;
+  };
+  const auto gone_by = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (sleepers() > 0 && std::chrono::steady_clock::now() < gone_by) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(sleepers(), 0) << "detached processes outlived the job";
+  EXPECT_NE(out.find("Operation not permitted"), std::string::npos) << out;
+  EXPECT_NE(out.find("Seccomp:\t2\n"), std::string::npos) << out;
+  // Positive control: an HPC job (no sandbox) makes its user namespace.
+  const std::string hpc =
+      d.Submit({{"workload", {{"kind", "hpc"}}},
+                {"command", {"/bin/sh", "-c", "unshare -Ur id -u; grep '^Seccomp:' /proc/self/status"}}});
+  ASSERT_EQ(d.WaitTerminal(hpc)["state"], "COMPLETED");
+  EXPECT_EQ(d.Call("GET", "/v1/jobs/" + hpc + "/log").body, "0\nSeccomp:\t0\n");
 }
 
 }  // namespace
