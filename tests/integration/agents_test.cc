@@ -274,6 +274,15 @@ projects:
     }
     return job;
   }
+  // Submits `sleep <seconds>` on `cpus` CPUs of the batch queue; the job once
+  // it runs (or as it stands after 30 s). Sets `id` to the job's id.
+  json SubmitSleeperAndWaitRunning(int cpus, int seconds, std::string& id) {
+    id = daemon_.Submit({{"queue", "batch"},
+                         {"workload", {{"kind", "hpc"}}},
+                         {"resources", {{"cpus", cpus}, {"memory_mb", 64}}},
+                         {"command", {"sleep", std::to_string(seconds)}}});
+    return WaitJob(id, [](const json& j) { return j["state"] == "RUNNING"; });
+  }
   bool WaitHook(const std::string& alert, const std::string& state, const std::string& object) {
     const auto until = std::chrono::steady_clock::now() + 60s;
     while (std::chrono::steady_clock::now() < until) {
@@ -311,11 +320,8 @@ TEST_F(AgentsTest, LaunchCheck4) {
 
   // 2. A machine dies under its job: node down, the job requeued and
   // completed on the other node as attempt 2, the alert delivered.
-  const std::string id = daemon_.Submit({{"queue", "batch"},
-                                         {"workload", {{"kind", "hpc"}}},
-                                         {"resources", {{"cpus", 2}, {"memory_mb", 64}}},
-                                         {"command", {"sleep", "3"}}});
-  job = WaitJob(id, [](const json& j) { return j["state"] == "RUNNING"; });
+  std::string id;
+  job = SubmitSleeperAndWaitRunning(2, 3, id);
   ASSERT_EQ(job["state"], "RUNNING") << job.dump();
   const std::string dead = job["nodes"][0];
   const std::string other = dead == kNode1 ? kNode2 : kNode1;
@@ -371,11 +377,8 @@ TEST_F(AgentsTest, LaunchCheck4) {
 // An agent restarted while its job still runs re-adopts the attempt; one the
 // daemon has requeued elsewhere meanwhile is stopped on the node.
 TEST_F(AgentsTest, AnAgentRestartedReadoptsItsRunningAttempt) {
-  const std::string id = daemon_.Submit({{"queue", "batch"},
-                                         {"workload", {{"kind", "hpc"}}},
-                                         {"resources", {{"cpus", 2}, {"memory_mb", 64}}},
-                                         {"command", {"sleep", "4"}}});
-  json job = WaitJob(id, [](const json& j) { return j["state"] == "RUNNING"; });
+  std::string id;
+  json job = SubmitSleeperAndWaitRunning(2, 4, id);
   ASSERT_EQ(job["state"], "RUNNING");
   const std::string node = job["nodes"][0];
   // Only the agent dies (its supervisor and the job keep running), and comes
@@ -392,11 +395,8 @@ TEST_F(AgentsTest, AnAgentRestartedReadoptsItsRunningAttempt) {
 // requeues the job elsewhere; when the agent is heard again its attempt is
 // stale, stopped on the node, and its late report changes nothing.
 TEST_F(AgentsTest, AStaleAttemptIsStoppedAndItsLateReportIgnored) {
-  const std::string id = daemon_.Submit({{"queue", "batch"},
-                                         {"workload", {{"kind", "hpc"}}},
-                                         {"resources", {{"cpus", 2}, {"memory_mb", 64}}},
-                                         {"command", {"sleep", "20"}}});
-  json job = WaitJob(id, [](const json& j) { return j["state"] == "RUNNING"; });
+  std::string id;
+  json job = SubmitSleeperAndWaitRunning(2, 20, id);
   ASSERT_EQ(job["state"], "RUNNING");
   const std::string node = job["nodes"][0];
   ::kill(agents_[node], SIGSTOP);
@@ -429,11 +429,8 @@ TEST_F(AgentsTest, AStaleAttemptIsStoppedAndItsLateReportIgnored) {
 // An agent's node token reports for the attempts sent to that node only: a
 // result for an attempt running on the pool's other node is refused whole.
 TEST_F(AgentsTest, AResultForAnAttemptOnAnotherNodeIsRefused) {
-  const std::string id = daemon_.Submit({{"queue", "batch"},
-                                         {"workload", {{"kind", "hpc"}}},
-                                         {"resources", {{"cpus", 1}, {"memory_mb", 64}}},
-                                         {"command", {"sleep", "30"}}});
-  json job = WaitJob(id, [](const json& j) { return j["state"] == "RUNNING"; });
+  std::string id;
+  json job = SubmitSleeperAndWaitRunning(1, 30, id);
   ASSERT_EQ(job["state"], "RUNNING") << job.dump();
   const std::string runs_on = job["nodes"][0];
   const std::string other = runs_on == kNode1 ? kNode2 : kNode1;

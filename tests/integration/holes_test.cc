@@ -52,6 +52,22 @@ std::string ReadUntilClosed(int fd, std::chrono::seconds wait) {
   return out;
 }
 
+// One two-CPU node in one pool and one queue, with `server` settings and the
+// queue's `queue_policy`.
+std::string OneNodeConfig(const std::string& server, const std::string& queue_policy = "{}") {
+  return "server: " + server + R"yaml(
+pools:
+  - {name: cpu, kind: cpu, nodes: [x86-c2m1-hpc-01]}
+nodes:
+  - {name: x86-c2m1-hpc-01, cpus: 2, memory_mb: 1024}
+queues:
+  - {name: batch, pool: cpu, policy: )yaml" +
+         queue_policy + R"yaml(}
+projects:
+  - name: default
+)yaml";
+}
+
 // Sends `request` as it is on a fresh connection; the response as text.
 std::string Raw(uint16_t port, const std::string& request, std::chrono::seconds wait = 60s) {
   const int fd = Connect(port);
@@ -133,17 +149,7 @@ TEST_F(HttpDetailsTest, TransferCodingsOtherThanChunkedAre400AndClose) {
 
 TEST(HttpTimeoutTest, AStalledRequestGets408) {
   TestDaemon d;
-  d.UseConfigText(R"yaml(
-server: {header_timeout_seconds: 2, body_timeout_seconds: 2}
-pools:
-  - {name: cpu, kind: cpu, nodes: [x86-c2m1-hpc-01]}
-nodes:
-  - {name: x86-c2m1-hpc-01, cpus: 2, memory_mb: 1024}
-queues:
-  - {name: batch, pool: cpu}
-projects:
-  - name: default
-)yaml");
+  d.UseConfigText(OneNodeConfig("{header_timeout_seconds: 2, body_timeout_seconds: 2}"));
   d.Start();
   const std::string auth = "Authorization: Bearer " + d.admin_token() + "\r\n";
   const std::string body_stalled =
@@ -158,17 +164,7 @@ projects:
 
 TEST(ConnectionCapTest, ConnectionsBeyondTheCapsAre503) {
   TestDaemon d;
-  d.UseConfigText(R"yaml(
-server: {max_connections: 12, max_connections_per_client: 6, header_timeout_seconds: 60}
-pools:
-  - {name: cpu, kind: cpu, nodes: [x86-c2m1-hpc-01]}
-nodes:
-  - {name: x86-c2m1-hpc-01, cpus: 2, memory_mb: 1024}
-queues:
-  - {name: batch, pool: cpu}
-projects:
-  - name: default
-)yaml");
+  d.UseConfigText(OneNodeConfig("{max_connections: 12, max_connections_per_client: 6, header_timeout_seconds: 60}"));
   d.Start();
   // The test client's keep-alive connection is one of this address's.
   ASSERT_EQ(d.Call("GET", "/healthz").status, 200);
@@ -212,17 +208,8 @@ TEST(DescriptorFloodTest, IdleConnectionsCannotFailJobs) {
   ::setrlimit(RLIMIT_NOFILE, &own);
   TestDaemon d;
   d.SetOpenFileLimit(1024);
-  d.UseConfigText(R"yaml(
-server: {max_connections_per_client: 0, header_timeout_seconds: 120, scheduler_tick_seconds: 0.2}
-pools:
-  - {name: cpu, kind: cpu, nodes: [x86-c2m1-hpc-01]}
-nodes:
-  - {name: x86-c2m1-hpc-01, cpus: 2, memory_mb: 1024}
-queues:
-  - {name: batch, pool: cpu, policy: {max_retries: 0}}
-projects:
-  - name: default
-)yaml");
+  d.UseConfigText(OneNodeConfig(
+      "{max_connections_per_client: 0, header_timeout_seconds: 120, scheduler_tick_seconds: 0.2}", "{max_retries: 0}"));
   d.Start();
   // Two at a time on the node: the launches spread over the flood.
   std::vector<std::string> ids;

@@ -19,32 +19,12 @@
 #include <vector>
 
 #include "testing/daemon.h"
+#include "testing/openapi.h"
 
 namespace unisched::testing {
 namespace {
 
 using nlohmann::json;
-
-// The node `start_node` refers to through $ref. (Node::reset, not =:
-// assigning to a yaml-cpp node writes into the document it refers to.)
-YAML::Node Resolve(const YAML::Node& doc, const YAML::Node& start_node) {
-  YAML::Node node;
-  node.reset(start_node);
-  while (node && node.IsMap() && node["$ref"]) {
-    const std::string ref = node["$ref"].as<std::string>();  // "#/components/schemas/JobState"
-    YAML::Node at;
-    at.reset(doc);
-    size_t start = 2;
-    while (start < ref.size()) {
-      const size_t slash = std::min(ref.find('/', start), ref.size());
-      const YAML::Node next = at[ref.substr(start, slash - start)];
-      at.reset(next);
-      start = slash + 1;
-    }
-    node.reset(at);
-  }
-  return node;
-}
 
 // A YAML example as JSON (scalars that read as integers become integers).
 json ToJson(const YAML::Node& node) {
@@ -131,7 +111,7 @@ class StatusRuleTest : public SharedDaemonTest {
   // Every unparsable and out-of-bounds value of one query parameter.
   void WalkQuery(const std::string& method, const std::string& path, const YAML::Node& op, const YAML::Node& param) {
     const std::string name = param["name"].as<std::string>();
-    const YAML::Node schema = Resolve(doc_, param["schema"]);
+    const YAML::Node schema = ResolveRef(doc_, param["schema"]);
     const std::string type = schema["type"] ? schema["type"].as<std::string>() : "";
     auto with = [&](const std::string& value) { return path + "?" + name + "=" + value; };
     auto malformed = [&](const std::string& why, const std::string& value) {
@@ -168,7 +148,7 @@ class StatusRuleTest : public SharedDaemonTest {
   // replaced by values of the wrong type and out of bounds.
   void WalkBody(const std::string& method, const std::string& target, const YAML::Node& op, const json& base,
                 const YAML::Node& schema_node, const std::string& prefix, const std::vector<std::string>& at) {
-    const YAML::Node schema = Resolve(doc_, schema_node);
+    const YAML::Node schema = ResolveRef(doc_, schema_node);
     if (!schema["properties"]) return;
     auto send = [&](const std::vector<std::string>& where, const json& value, const Expectation& e) {
       json body = base;
@@ -185,7 +165,7 @@ class StatusRuleTest : public SharedDaemonTest {
     }
     for (const auto& property : schema["properties"]) {
       const std::string key = property.first.as<std::string>();
-      const YAML::Node p = Resolve(doc_, property.second);
+      const YAML::Node p = ResolveRef(doc_, property.second);
       const std::string field = prefix + key;
       std::vector<std::string> where = at;
       where.push_back(key);
@@ -236,7 +216,7 @@ TEST_F(StatusRuleTest, EveryParameterAndBodyFieldFollowsTheRule) {
       ++operations;
       std::vector<YAML::Node> params;
       for (const auto& list : {path_item.second["parameters"], op["parameters"]}) {
-        for (const auto& p : list) params.push_back(Resolve(doc_, p));
+        for (const auto& p : list) params.push_back(ResolveRef(doc_, p));
       }
       for (const auto& param : params) {
         if (param["in"].as<std::string>() == "query") WalkQuery(method, path, op, param);

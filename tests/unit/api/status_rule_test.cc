@@ -13,6 +13,7 @@
 #include "api/audit_trail.h"
 #include "api/body.h"
 #include "api/text.h"
+#include "testing/openapi.h"
 #include "unisched/api/api.h"
 
 namespace unisched::api {
@@ -135,31 +136,7 @@ TEST(BodyRuleTest, UnparsableIs400AndInvalidIs422) {
 
 // Every route is in docs/openapi.yaml with the same query parameters and
 // the same bounds, and the document names no route the API lacks.
-class OpenApiAgreementTest : public ::testing::Test {
- protected:
-  // (Node::reset, not =: assigning to a yaml-cpp node writes into the
-  // document it refers to.)
-  static YAML::Node Resolve(const YAML::Node& doc, const YAML::Node& start_node) {
-    YAML::Node node;
-    node.reset(start_node);
-    while (node && node.IsMap() && node["$ref"]) {
-      const std::string ref = node["$ref"].as<std::string>();  // "#/components/schemas/JobState"
-      YAML::Node at;
-      at.reset(doc);
-      size_t start = 2;
-      while (start < ref.size()) {
-        const size_t slash = std::min(ref.find('/', start), ref.size());
-        const YAML::Node next = at[ref.substr(start, slash - start)];
-        at.reset(next);
-        start = slash + 1;
-      }
-      node.reset(at);
-    }
-    return node;
-  }
-};
-
-TEST_F(OpenApiAgreementTest, RoutesAndTheirQueryParametersAreDocumentedWithTheirBounds) {
+TEST(OpenApiAgreementTest, RoutesAndTheirQueryParametersAreDocumentedWithTheirBounds) {
   const YAML::Node doc = YAML::LoadFile(std::string(UNISCHED_SOURCE_DIR) + "/docs/openapi.yaml");
   char tmpl[] = "/tmp/unisched-openapi-test-XXXXXX";
   const std::string dir = ::mkdtemp(tmpl);
@@ -187,7 +164,7 @@ TEST_F(OpenApiAgreementTest, RoutesAndTheirQueryParametersAreDocumentedWithTheir
     std::map<std::string, YAML::Node> documented;
     for (const auto& params : {path_item["parameters"], operation["parameters"]}) {
       for (const auto& p : params) {
-        const YAML::Node param = Resolve(doc, p);
+        const YAML::Node param = unisched::testing::ResolveRef(doc, p);
         if (param["in"].as<std::string>() == "query") documented[param["name"].as<std::string>()] = param;
       }
     }
@@ -196,7 +173,7 @@ TEST_F(OpenApiAgreementTest, RoutesAndTheirQueryParametersAreDocumentedWithTheir
       SCOPED_TRACE(q.name);
       declared.insert(q.name);
       ASSERT_TRUE(documented.count(q.name)) << "query parameter not documented";
-      const YAML::Node schema = Resolve(doc, documented[q.name]["schema"]);
+      const YAML::Node schema = unisched::testing::ResolveRef(doc, documented[q.name]["schema"]);
       switch (q.kind) {
         case QueryParam::Kind::kInteger:
           EXPECT_EQ(schema["type"].as<std::string>(), "integer");
