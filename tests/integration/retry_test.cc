@@ -170,6 +170,12 @@ class NoDescriptors {
 // state_reason LaunchRetry, and ends COMPLETED once descriptors are free
 // again, although its queue allows no retry at all.
 TEST_F(RetryTest, LaunchesOutOfDescriptorsAreRetriedUncountedUntilTheJobCompletes) {
+#if defined(__SANITIZE_ADDRESS__)
+  // The sanitizer runtimes need descriptors of their own: UBSan's vptr check
+  // probes memory through a pipe and reports a false "invalid vptr" (fatal
+  // here) when it cannot make one. The plain build runs this test.
+  GTEST_SKIP() << "a daemon without descriptors cannot run under the sanitizers";
+#endif
   // Every host started (one per CPU, each at its turn of a launch).
   const size_t count = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 16);
   for (size_t i = 0; i < count; ++i) {
