@@ -440,38 +440,6 @@ json JobView(const model::Job& job, const ClusterView* view) {
 }
 }  // namespace
 
-namespace {
-// Why a submission is refused for a quota, or nullopt: a job that alone
-// exceeds a limit could never run (refused whatever quota_action says, never
-// left pending forever); over the limit with what runs now, refused where the
-// queue's quota_action is reject (elsewhere it waits with QuotaExceeded).
-std::optional<std::string> QuotaRejection(const model::ClusterSpec& cluster, const ClusterView& view,
-                                          const std::string& queue, const std::string& project, const std::string& user,
-                                          const model::ResourceRequest& resources) {
-  const model::QueueSpec* spec = cluster.FindQueue(queue);
-  if (!spec) return std::nullopt;
-  const policy::JobScope scope{queue, project, user};
-  const model::ProjectPolicy* project_policy = cluster.FindProject(project);
-  if (auto alone = policy::ExceedsLimitsAlone(scope, resources, spec->policy, project_policy)) {
-    return alone->message + "; it can never run within this limit: ask for less";
-  }
-  if (project_policy && project_policy->budget.action == model::QuotaAction::kReject) {
-    auto use = view.budget_use.find(project);
-    if (auto over = policy::CheckBudget(project, project_policy->budget,
-                                        use == view.budget_use.end() ? policy::BudgetUse{} : use->second)) {
-      return over->message + "; project " + project + " refuses jobs over budget (budget.action: reject)";
-    }
-  }
-  if (spec->policy.quota_action != model::QuotaAction::kReject) return std::nullopt;
-  model::QueuePolicy quotas_only = spec->policy;
-  quotas_only.max_concurrency.reset();  // concurrency makes jobs wait, never refuses them
-  if (auto over = policy::CheckLimits(view.running_usage, scope, resources, quotas_only, project_policy)) {
-    return over->message + "; queue " + queue + " refuses jobs over quota (quota_action: reject): retry later";
-  }
-  return std::nullopt;
-}
-}  // namespace
-
 void Api::SubmitJob(Call& call) {
   auto body = body::ParseObject(call.request.body, R"({"workload": {"kind": "hpc"}, "command": ["true"]})");
   if (!body.ok()) {
@@ -483,116 +451,29 @@ void Api::SubmitJob(Call& call) {
     call.reply(FromError(parsed.error()));
     return;
   }
-  Submission& s = parsed.value();
-  const auth::Principal& who = *call.principal;
-  const auto& cfg = *ctx_.config;
-
-  std::string project = s.project.value_or(who.projects.size() == 1 ? who.projects.front() : "default");
-  if (!ProjectExists(cfg, project)) {
-    call.reply(ErrorResponse(422, "unknown_project", "project '" + project + "' does not exist", "project"));
-    return;
-  }
-  if (!auth::CanSubmitTo(who, project)) {
-    call.reply(
-        ErrorResponse(403, "forbidden", "user " + who.user + " is not a member of project " + project, "project"));
-    return;
-  }
-  auto route = router::Route(cfg.cluster, {s.workload, s.resources, s.constraints, s.queue});
-  if (!route.ok()) {
-    call.reply(FromError(route.error()));
-    return;
-  }
-  if (auto over =
-          QuotaRejection(cfg.cluster, *ctx_.control->View(), route->queue, project, who.user, route->resources)) {
-    call.reply(ErrorResponse(403, "quota_exceeded", *over));
-    return;
-  }
-  if (s.priority > 0 && !auth::CanRaisePriority(who, route->queue)) {
-    call.reply(ErrorResponse(
-        403, "forbidden",
-        "only platform-admins and admins of queue " + route->queue + " may submit with a priority above 0",
-        "priority"));
-    return;
-  }
-  const std::string idempotency_key = call.request.Header("idempotency-key");
-  if (idempotency_key.size() > 255) {
-    call.reply(
-        ErrorResponse(422, "invalid_value", "Idempotency-Key must be at most 255 characters", "Idempotency-Key"));
-    return;
-  }
-
-  model::Job job;
-  job.name = s.name;
-  job.user = who.user;
-  job.project = project;
-  job.queue = route->queue;
-  job.pool = route->pool;
-  job.state = JobState::kPending;
-  job.workload = std::move(s.workload);
-  job.resources = route->resources;
-  job.constraints = std::move(s.constraints);
-  job.command = std::move(s.command);
-  job.env = std::move(s.env);
-  job.priority = s.priority;
-  job.max_retries = s.max_retries;
-  job.routing = {route->pool, route->queue, route->reason};
-  job.submitted_at = ctx_.clock->Now();
-  job.config_version = cfg.version;
-  // The id and the JSON are made here, on an HTTP thread: the single store
-  // writer then only writes, and the 201 body is the stored document itself
-  // (a new job has no pending reasons yet).
-  job.id = ctx_.store->ReserveJobId();
-  auto doc = std::make_shared<const std::string>(codec::JobDocument(job));
-
-  struct Outcome {
-    model::JobId id = 0;
-    bool replayed = false;
-  };
-  auto outcome = std::make_shared<Outcome>();
-  store::AuditRecord audit{job.submitted_at, who.user, "POST /v1/jobs", "", "201"};
-  call.MarkAudited();
+  // Refusals are audited by the API as any other call; an accepted job's
+  // record is committed with it.
+  auto state = call.state;
   auto reply = call.reply;
-  ctx_.store->Write(
-      [job, doc, idempotency_key, audit, outcome](store::Transaction& t) mutable -> Status {
-        if (!idempotency_key.empty()) {
-          if (auto existing = t.FindIdempotentJob(job.user, idempotency_key)) {
-            outcome->id = *existing;
-            outcome->replayed = true;
-            return Status::Ok();
-          }
-        }
-        auto id = t.InsertJob(job, idempotency_key, *doc);
-        if (!id.ok()) return id.error();
-        outcome->id = *id;
-        audit.target = "job/" + std::to_string(*id);
-        if (auto s = t.AppendEvent(*id, {job.submitted_at, "submitted", job.routing.reason}); !s.ok()) return s;
-        return t.AppendAudit(audit);
-      },
-      [this, job = std::move(job), doc, outcome, reply](Status status) mutable {
-        if (!status.ok()) {
-          spdlog::error("submission not committed: {}", status.error().message);
-          reply(ErrorResponse(503, "store_unavailable", "the job was not stored; retry with the same Idempotency-Key"));
-          return;
-        }
-        if (outcome->replayed) {
-          auto existing = ctx_.store->GetJob(outcome->id);
-          if (!existing.ok()) {
-            reply(FromError(existing.error()));
-            return;
-          }
-          auto r = Json(201, JobView(*existing, ctx_.control->View().get()));
-          r.headers.emplace_back("Idempotent-Replayed", "true");
-          reply(std::move(r));
-          return;
-        }
-        HttpResponse r;
-        r.status = 201;
-        r.body = *doc;
-        r.headers.emplace_back("Location", "/v1/jobs/" + std::to_string(job.id));
-        ctx_.metrics->CountSubmission(job.queue);
-        ctx_.control->JobCommitted(std::move(job));
-        reply(std::move(r));
-      });
+  ctx_.jobs->Submit(*call.principal, std::move(parsed).value(), call.request.Header("idempotency-key"), "POST /v1/jobs",
+                    [this, state, reply](Result<service::JobService::Submitted> submitted) {
+                      if (!submitted.ok()) {
+                        reply(FromError(submitted.error()));
+                        return;
+                      }
+                      state->audited = true;
+                      if (submitted->replayed) {
+                        auto r = Json(201, JobView(*submitted->replayed, ctx_.jobs->View().get()));
+                        r.headers.emplace_back("Idempotent-Replayed", "true");
+                        reply(std::move(r));
+                        return;
+                      }
+                      HttpResponse r;
+                      r.status = 201;
+                      r.body = *submitted->document;
+                      r.headers.emplace_back("Location", "/v1/jobs/" + std::to_string(submitted->id));
+                      reply(std::move(r));
+                    });
 }
 
 void Api::ListJobs(Call& call) {
@@ -743,23 +624,8 @@ void Api::Reconcile(Call& call) {
                         {"details", std::move(details)}}));
 }
 
-Result<model::Job> Api::LoadVisibleJob(const Call& call) {
-  const std::string& raw = call.Param("id");
-  model::JobId id = 0;
-  try {
-    size_t used = 0;
-    id = std::stoll(raw, &used);
-    if (used != raw.size() || id <= 0) throw std::invalid_argument("id");
-  } catch (const std::exception&) {
-    return Error::NotFound("no job " + raw + ": job ids are positive integers");
-  }
-  auto job = ctx_.store->GetJob(id);
-  if (!job.ok() || !auth::CanReadJob(*call.principal, *job)) return Error::NotFound("no job " + raw);
-  return job;
-}
-
 void Api::GetJob(Call& call) {
-  auto job = LoadVisibleJob(call);
+  auto job = ctx_.jobs->VisibleJob(*call.principal, call.Param("id"));
   if (!job.ok()) {
     call.reply(FromError(job.error()));
     return;
@@ -768,19 +634,8 @@ void Api::GetJob(Call& call) {
 }
 
 void Api::ControlJobAction(Call& call, ControlPlane::JobAction action) {
-  auto job = LoadVisibleJob(call);
-  if (!job.ok()) {
-    call.reply(FromError(job.error()));
-    return;
-  }
-  if (!auth::CanControlJob(*call.principal, *job)) {
-    call.reply(ErrorResponse(
-        403, "forbidden",
-        "user " + call.principal->user + " may not control job " + std::to_string(job->id) + " of user " + job->user));
-    return;
-  }
   auto reply = call.reply;
-  ctx_.control->ControlJob(job->id, action, call.principal->user, [reply, this](Result<model::Job> result) {
+  ctx_.jobs->Control(*call.principal, call.Param("id"), action, [reply, this](Result<model::Job> result) {
     if (!result.ok()) {
       reply(FromError(result.error()));
       return;
@@ -800,7 +655,7 @@ void Api::ReleaseJob(Call& call) {
 }
 
 void Api::JobLog(Call& call) {
-  auto job = LoadVisibleJob(call);
+  auto job = ctx_.jobs->VisibleJob(*call.principal, call.Param("id"));
   if (!job.ok()) {
     call.reply(FromError(job.error()));
     return;
@@ -858,7 +713,7 @@ void Api::ListEvents(Call& call) {
 }
 
 void Api::JobEvents(Call& call) {
-  auto job = LoadVisibleJob(call);
+  auto job = ctx_.jobs->VisibleJob(*call.principal, call.Param("id"));
   if (!job.ok()) {
     call.reply(FromError(job.error()));
     return;

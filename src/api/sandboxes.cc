@@ -97,16 +97,15 @@ void Api::CreateSandbox(Call& call) {
     return;
   }
   const json& body = *parsed;
-  SandboxPlane::CreateRequest request;
-  request.user = call.principal->user;
+  service::SandboxRequest request;
   std::optional<Error> invalid =
       body::CheckKeys(body, "", {"project", "image", "queue", "limits", "idle_timeout_seconds"});
-  for (const char* key : {"project", "image", "queue"}) {
-    std::string& slot = std::string(key) == "project" ? request.project
-                        : std::string(key) == "image" ? request.image
-                                                      : request.queue;
-    if (!invalid) invalid = body::ReadString(body, key, key, 256, slot, /*empty_ok=*/false);
+  for (const char* key : {"project", "queue"}) {
+    std::string text;
+    if (!invalid) invalid = body::ReadString(body, key, key, 256, text, /*empty_ok=*/false);
+    if (!invalid && !text.empty()) (std::string(key) == "project" ? request.project : request.queue) = text;
   }
+  if (!invalid) invalid = body::ReadString(body, "image", "image", 256, request.image, /*empty_ok=*/false);
   if (!invalid) {
     if (auto it = body.find("limits"); it != body.end() && !it->is_null()) {
       if (!it->is_object()) {
@@ -130,13 +129,8 @@ void Api::CreateSandbox(Call& call) {
     call.reply(FromError(*invalid));
     return;
   }
-  if (request.project.empty()) request.project = "default";
-  if (!auth::CanSubmitTo(*call.principal, request.project)) {
-    call.reply(ErrorResponse(403, "forbidden", "you are not a member of project '" + request.project + "'", "project"));
-    return;
-  }
   auto reply = ReplyAuditedOnSuccess(call);
-  ctx_.sandboxes->Create(std::move(request), call.principal->user, [reply](Result<json> created) {
+  ctx_.jobs->CreateSandbox(*call.principal, std::move(request), [reply](Result<json> created) {
     if (!created.ok()) {
       HttpResponse r = FromError(created.error());
       if (created.error().kind == ErrorKind::kRateLimited) r.headers.emplace_back("Retry-After", "5");

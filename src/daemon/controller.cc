@@ -103,7 +103,7 @@ Controller::Controller(const config::Config& config, store::Store& store, metric
     node_index_.emplace(spec.name, nodes_.size());
     nodes_.push_back(std::move(n));
   }
-  view_ = std::make_shared<api::ClusterView>();
+  view_ = std::make_shared<service::ClusterView>();
 }
 
 Controller::~Controller() {
@@ -212,7 +212,7 @@ void Controller::Post(Command command) {
   wake_.notify_one();
 }
 
-std::shared_ptr<const api::ClusterView> Controller::View() const {
+std::shared_ptr<const service::ClusterView> Controller::View() const {
   std::lock_guard lock(view_mu_);
   return view_;
 }
@@ -244,7 +244,7 @@ void Controller::ControlJob(model::JobId id, JobAction action, std::string actor
 }
 
 void Controller::SetNodeState(std::string node, bool drain, std::string reason, std::string actor,
-                              std::function<void(Result<api::ClusterView::Node>)> done) {
+                              std::function<void(Result<service::ClusterView::Node>)> done) {
   Post([this, node = std::move(node), drain, reason = std::move(reason), actor = std::move(actor),
         done = std::move(done)](Batch& batch) {
     spdlog::info("node {}: {} by {}", node, drain ? "drain" : "resume", actor);
@@ -434,7 +434,7 @@ void Controller::RunCycle(Batch& batch, Timestamp now) {
   }
   if (snapshot.pending.empty()) {
     if (!pending_->empty() || !backing_off.empty()) {
-      auto infos = std::make_shared<api::PendingInfoMap>();
+      auto infos = std::make_shared<service::PendingInfoMap>();
       for (auto& [id, info] : backing_off) infos->emplace(id, std::move(info));
       infos->Seal();
       pending_ = std::move(infos);
@@ -497,7 +497,7 @@ void Controller::RunCycle(Batch& batch, Timestamp now) {
     for (auto& [id, info] : backing_off) plan.pending.emplace(id, std::move(info));
     plan.pending.Seal();
   }
-  pending_ = std::make_shared<const api::PendingInfoMap>(std::move(plan.pending));
+  pending_ = std::make_shared<const service::PendingInfoMap>(std::move(plan.pending));
 }
 
 void Controller::ApplyPreemption(Batch& batch, const scheduler::Preemption& p) {
@@ -661,6 +661,7 @@ void Controller::CountSandbox(const std::string& queue, const std::string& proje
       held -= amount;
       if (held.jobs <= 0) sandbox_holds_.erase({queue, project, user});
     }
+    published_sandbox_holds_ = std::make_shared<const service::SandboxHolds>(sandbox_holds_);
   });
 }
 
@@ -837,7 +838,7 @@ void Controller::ApplyControl(Batch& batch, model::JobId id, JobAction action, c
 
 void Controller::ApplyNodeState(Batch& batch, const std::string& name, bool drain, const std::string& reason,
                                 const std::string& actor,
-                                const std::function<void(Result<api::ClusterView::Node>)>& done) {
+                                const std::function<void(Result<service::ClusterView::Node>)>& done) {
   model::NodeUsage* node = FindNode(name);
   if (!node) {
     done(Error::NotFound("no node " + name));
@@ -850,7 +851,7 @@ void Controller::ApplyNodeState(Batch& batch, const std::string& name, bool drai
   ChangeNodeState(batch, *node,
                   drain ? (busy ? model::NodeState::kDraining : model::NodeState::kDrained) : model::NodeState::kUp,
                   drain ? reason : "", drain ? "drain" : "resume", "info", message);
-  batch.after_commit.push_back([done, view = api::ClusterView::Node{*node, node_reasons_[name]}] { done(view); });
+  batch.after_commit.push_back([done, view = service::ClusterView::Node{*node, node_reasons_[name]}] { done(view); });
 }
 
 void Controller::ChangeNodeState(Batch& batch, model::NodeUsage& node, model::NodeState to, const std::string& reason,
@@ -905,7 +906,7 @@ void Controller::Commit(Batch& batch) {
 }
 
 void Controller::Publish() {
-  auto view = std::make_shared<api::ClusterView>();
+  auto view = std::make_shared<service::ClusterView>();
   for (const auto& n : nodes_) {
     auto it = node_reasons_.find(n.spec.name);
     auto heard = last_heartbeat_.find(n.spec.name);
@@ -925,6 +926,7 @@ void Controller::Publish() {
   view->pending = pending_;
   for (const auto& [project, track] : budgets_) view->budget_use[project] = track.use;
   view->running_usage = running_usage_;
+  view->sandbox_holds = published_sandbox_holds_;
   // Gauges are set only when their value changed: this runs after every
   // batch of commands (thousands a second under a submission load), and
   // each set looks its series up by a label map.

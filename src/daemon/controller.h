@@ -20,7 +20,6 @@
 
 #include "daemon/agent_hub.h"
 #include "daemon/notifier.h"
-#include "unisched/api/api.h"
 #include "unisched/common/time.h"
 #include "unisched/config/config.h"
 #include "unisched/executor/executor.h"
@@ -30,11 +29,12 @@
 #include "unisched/policy/quota.h"
 #include "unisched/policy/retry.h"
 #include "unisched/scheduler/scheduler.h"
+#include "unisched/service/planes.h"
 #include "unisched/store/store.h"
 
 namespace unisched::daemon {
 
-class Controller final : public api::ControlPlane, public AgentSink {
+class Controller final : public service::ControlPlane, public AgentSink {
  public:
   Controller(const config::Config& config, store::Store& store, metrics::Metrics& metrics, const Clock& clock);
   ~Controller() override;
@@ -56,13 +56,13 @@ class Controller final : public api::ControlPlane, public AgentSink {
   // From the agent hub: a node agent's heartbeat (docs/agents.md).
   void OnAgentHeartbeat(executor::Heartbeat heartbeat, std::function<void(HeartbeatAnswer)> done) override;
 
-  // api::ControlPlane
+  // service::ControlPlane
   void JobCommitted(model::Job job) override;
   void ControlJob(model::JobId id, JobAction action, std::string actor,
                   std::function<void(Result<model::Job>)> done) override;
   void SetNodeState(std::string node, bool drain, std::string reason, std::string actor,
-                    std::function<void(Result<api::ClusterView::Node>)> done) override;
-  std::shared_ptr<const api::ClusterView> View() const override;
+                    std::function<void(Result<service::ClusterView::Node>)> done) override;
+  std::shared_ptr<const service::ClusterView> View() const override;
   void CountSandbox(const std::string& queue, const std::string& project, const std::string& user, int64_t cpus,
                     int64_t memory_mb, int sign) override;
 
@@ -88,7 +88,7 @@ class Controller final : public api::ControlPlane, public AgentSink {
   void ApplyControl(Batch& batch, model::JobId id, JobAction action, const std::string& actor,
                     const std::function<void(Result<model::Job>)>& done);
   void ApplyNodeState(Batch& batch, const std::string& name, bool drain, const std::string& reason,
-                      const std::string& actor, const std::function<void(Result<api::ClusterView::Node>)>& done);
+                      const std::string& actor, const std::function<void(Result<service::ClusterView::Node>)>& done);
   // Sets a node's state and reason, stored with an event on node/NAME.
   void ChangeNodeState(Batch& batch, model::NodeUsage& node, model::NodeState to, const std::string& reason,
                        const std::string& event_kind, const std::string& severity, const std::string& message);
@@ -150,7 +150,9 @@ class Controller final : public api::ControlPlane, public AgentSink {
   std::map<std::pair<std::string, std::string>, int> published_node_counts_;
   policy::QuotaTally running_usage_;
   // API sandboxes by (queue, project, user): quota holders of every cycle.
-  std::map<std::tuple<std::string, std::string, std::string>, policy::Amount> sandbox_holds_;
+  service::SandboxHolds sandbox_holds_;
+  // sandbox_holds_ as views share it, replaced when a sandbox begins or ends.
+  std::shared_ptr<const service::SandboxHolds> published_sandbox_holds_ = std::make_shared<service::SandboxHolds>();
   // Per running attempt: how far it has been charged, and what.
   struct Charging {
     Timestamp until{};
@@ -174,7 +176,7 @@ class Controller final : public api::ControlPlane, public AgentSink {
   Timestamp last_accrual_{};
   Timestamp next_usage_save_{};
   // From the last cycle; shared with the published views.
-  std::shared_ptr<const api::PendingInfoMap> pending_ = std::make_shared<api::PendingInfoMap>();
+  std::shared_ptr<const service::PendingInfoMap> pending_ = std::make_shared<service::PendingInfoMap>();
   bool need_cycle_ = true;
   Timestamp next_retention_sweep_{};
   // Agent nodes: when their agent was last heard from (the daemon's start
@@ -189,7 +191,7 @@ class Controller final : public api::ControlPlane, public AgentSink {
   bool alerts_published_ = false;
 
   mutable std::mutex view_mu_;
-  std::shared_ptr<const api::ClusterView> view_;
+  std::shared_ptr<const service::ClusterView> view_;
   std::atomic<bool> ready_{false};
   std::thread thread_;
 };

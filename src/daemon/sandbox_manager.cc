@@ -15,6 +15,7 @@
 
 #include "unisched/containment/containment.h"
 #include "unisched/isolation/protocol.h"
+#include "unisched/service/admission.h"
 
 namespace unisched::daemon {
 namespace {
@@ -59,7 +60,7 @@ Error InitError(const json& answer) {
 }  // namespace
 
 SandboxManager::SandboxManager(const config::Config& config, store::Store& store, metrics::Metrics& metrics,
-                               const Clock& clock, api::ControlPlane& control, std::string state_dir,
+                               const Clock& clock, service::ControlPlane& control, std::string state_dir,
                                std::string init_path)
     : config_(config),
       store_(store),
@@ -233,20 +234,6 @@ void SandboxManager::Spawn(std::function<void()> fn) {
   }).detach();
 }
 
-SandboxManager::Limits SandboxManager::DefaultLimits(const model::QueueSpec& queue) const {
-  Limits l;
-  l.cpus = config_.sandboxes.default_cpus;
-  l.memory_mb = queue.policy.default_memory_mb_per_cpu.value_or(512) * l.cpus;
-  l.timeout_seconds = queue.policy.default_walltime_hours
-                          ? static_cast<int64_t>(std::llround(*queue.policy.default_walltime_hours * 3600))
-                          : config_.sandboxes.default_timeout_seconds;
-  if (queue.policy.max_walltime_hours) {
-    l.timeout_seconds = std::min<int64_t>(l.timeout_seconds,
-                                          static_cast<int64_t>(std::llround(*queue.policy.max_walltime_hours * 3600)));
-  }
-  return l;
-}
-
 containment::Limits SandboxManager::ContainmentLimits(const Limits& limits) const {
   return {limits.memory_mb << 20, static_cast<int>(limits.cpus * 1000), config_.sandboxes.pids_max};
 }
@@ -311,11 +298,16 @@ Result<SandboxManager::Started> SandboxManager::StartInstance(const ImageVersion
   return started;
 }
 
-int64_t SandboxManager::RunningJobs(const std::string& queue) const {
-  auto view = control_.View();
-  if (!view) return 0;
-  auto it = view->running_by_queue.find(queue);
-  return it == view->running_by_queue.end() ? 0 : it->second;
+policy::QuotaTally SandboxManager::Held() const {
+  // Running jobs as the controller last published them; sandboxes from
+  // here, exact: those running and those admitted but not yet committed.
+  policy::QuotaTally held = service::RunningJobsUsage(*control_.View());
+  auto add = [&held](const Sandbox& s) {
+    held.Add({s.queue, s.project, s.user}, policy::AmountOf(service::SandboxResources(s.limits)));
+  };
+  for (const auto& [id, s] : active_) add(*s);
+  for (const auto& s : admitted_) add(*s);
+  return held;
 }
 
 void SandboxManager::Create(CreateRequest request, std::string actor, std::function<void(Result<json>)> done) {
@@ -323,70 +315,14 @@ void SandboxManager::Create(CreateRequest request, std::string actor, std::funct
     done(Error::Unavailable("sandboxes need the daemon to run as root (namespaces, cgroups, a uid per instance)"));
     return;
   }
-  // Validation first: a bad request changes nothing.
-  const model::QueueSpec* queue = nullptr;
-  std::string queue_name = !request.queue.empty() ? request.queue : config_.sandboxes.queue;
-  if (queue_name.empty()) {
-    queue = config_.cluster.DefaultQueueFor(model::WorkloadKind::kAgent);
-  } else {
-    queue = config_.cluster.FindQueue(queue_name);
-  }
-  if (!queue) {
-    done(Error::Unprocessable("invalid_value", "unknown queue '" + queue_name + "'", "queue"));
-    return;
-  }
-  const model::PoolSpec* pool = config_.cluster.FindPool(queue->pool);
-  if (!pool || !pool->sandbox) {
-    done(Error::Unprocessable("invalid_value",
-                              "queue '" + queue->name + "' is on pool '" + queue->pool +
-                                  "', which is not a sandbox pool (pools[].sandbox: true)",
-                              "queue"));
-    return;
-  }
-  if (!config_.cluster.FindProject(request.project) &&
-      std::none_of(config_.projects.begin(), config_.projects.end(),
-                   [&](const config::ProjectSpec& p) { return p.name == request.project; })) {
-    done(Error::Unprocessable("invalid_value", "unknown project '" + request.project + "'", "project"));
-    return;
-  }
-  Limits limits = DefaultLimits(*queue);
-  if (request.cpus) limits.cpus = *request.cpus;
-  if (request.memory_mb)
-    limits.memory_mb = *request.memory_mb;
-  else if (request.cpus)
-    limits.memory_mb = queue->policy.default_memory_mb_per_cpu.value_or(512) * limits.cpus;
-  if (request.timeout_seconds) limits.timeout_seconds = *request.timeout_seconds;
-  int64_t max_cpus = 0, max_memory = 0;
-  std::string node;
-  for (const auto& name : pool->nodes) {
-    const model::NodeSpec* n = config_.cluster.FindNode(name);
-    if (!n) continue;
-    max_cpus = std::max<int64_t>(max_cpus, n->cpus);
-    max_memory = std::max<int64_t>(max_memory, n->memory_mb);
-    if (node.empty()) node = n->name;
-  }
-  if (limits.cpus > max_cpus) {
-    done(Error::Unprocessable("invalid_value",
-                              "limits.cpus " + std::to_string(limits.cpus) + " exceeds the largest node of pool " +
-                                  pool->name + " (" + std::to_string(max_cpus) + ")",
-                              "limits.cpus"));
-    return;
-  }
-  if (limits.memory_mb > max_memory) {
-    done(Error::Unprocessable("invalid_value",
-                              "limits.memory_mb " + std::to_string(limits.memory_mb) +
-                                  " exceeds the largest node of pool " + pool->name + " (" +
-                                  std::to_string(max_memory) + ")",
-                              "limits.memory_mb"));
-    return;
-  }
-  if (queue->policy.max_walltime_hours &&
-      limits.timeout_seconds > std::llround(*queue->policy.max_walltime_hours * 3600)) {
-    done(Error::Unprocessable("invalid_value",
-                              "limits.timeout_seconds " + std::to_string(limits.timeout_seconds) + " exceeds queue " +
-                                  queue->name + "'s max_walltime_hours (" +
-                                  std::to_string(std::llround(*queue->policy.max_walltime_hours * 3600)) + " s)",
-                              "limits.timeout_seconds"));
+  // The job service admitted the queue, pool and limits (router, quotas,
+  // budgets); what is left to check is the manager's own: the image and the
+  // idle timeout. A bad request changes nothing.
+  const model::QueueSpec* queue = config_.cluster.FindQueue(request.queue);
+  const model::PoolSpec* pool = config_.cluster.FindPool(request.pool);
+  if (!queue || !pool || pool->nodes.empty()) {
+    done(Error::Internal("sandbox admitted to queue '" + request.queue + "' on pool '" + request.pool +
+                         "', which this config does not have"));
     return;
   }
   const int64_t queue_idle = queue->policy.scale_in_idle_seconds.value_or(config_.sandboxes.default_idle_seconds);
@@ -412,18 +348,19 @@ void SandboxManager::Create(CreateRequest request, std::string actor, std::funct
   s->project = request.project;
   s->queue = queue->name;
   s->pool = pool->name;
-  s->node = node;
+  s->node = pool->nodes.front();
   s->image = image.name;
   s->image_version = image.version;
-  s->limits = limits;
+  s->limits = request.limits;
   s->idle_timeout_seconds = request.idle_timeout_seconds.value_or(queue_idle);
-  const auto max_concurrency = queue->policy.max_concurrency;
   const bool may_wait = queue->policy.quota_action == model::QuotaAction::kWait;
 
-  Spawn([this, s, image, max_concurrency, may_wait, actor = std::move(actor), done = std::move(done)] {
+  Spawn([this, s, image, may_wait, actor = std::move(actor), done = std::move(done)] {
     const auto started_at = std::chrono::steady_clock::now();
-    // Admission: running instances, creates under way and the queue's
-    // running jobs together stay within max_concurrency.
+    // The slot: running jobs, running sandboxes and creates under way
+    // together stay within max_concurrency and every quota of the queue and
+    // the project. A queue whose quota_action is wait holds the create up to
+    // sandboxes.create_wait_seconds (a sandbox cannot be left pending).
     {
       std::unique_lock lock(mu_);
       const auto deadline = started_at + std::chrono::seconds(may_wait ? config_.sandboxes.create_wait_seconds : 0);
@@ -432,25 +369,36 @@ void SandboxManager::Create(CreateRequest request, std::string actor, std::funct
           done(Error::Unavailable("the daemon is stopping"));
           return;
         }
-        if (!max_concurrency) break;
-        int64_t in_use = reserved_[s->queue] + RunningJobs(s->queue);
-        for (const auto& [id, other] : active_) in_use += other->queue == s->queue ? 1 : 0;
-        if (in_use < *max_concurrency) break;
-        if (std::chrono::steady_clock::now() >= deadline) {
-          done(Error{ErrorKind::kRateLimited,
-                     "max_concurrency",
-                     "queue " + s->queue + " runs " + std::to_string(in_use) + "/" + std::to_string(*max_concurrency) +
-                         " sandboxes and agent jobs (max_concurrency); retry later",
-                     {}});
+        auto limit = service::SandboxSlotLimit(config_.cluster, Held(), {s->queue, s->project, s->user}, s->limits);
+        if (!limit) break;
+        const auto now = std::chrono::steady_clock::now();
+        if (now >= deadline) {
+          if (limit->code == "ConcurrencyLimit") {
+            done(Error{ErrorKind::kRateLimited,
+                       "max_concurrency",
+                       limit->message + " (sandboxes and agent jobs, max_concurrency); retry later",
+                       {}});
+          } else if (may_wait) {
+            done(Error{ErrorKind::kRateLimited,
+                       "quota_exceeded",
+                       limit->message + "; no slot freed within sandboxes.create_wait_seconds: retry later",
+                       {}});
+          } else {
+            done(Error::Forbidden(
+                limit->message + "; queue " + s->queue + " refuses work over quota (quota_action: reject): retry later",
+                "quota_exceeded"));
+          }
           return;
         }
-        slots_cv_.wait_until(lock, deadline);
+        // Sandboxes that end wake this at once; running jobs that end are
+        // seen at the next look.
+        slots_cv_.wait_until(lock, std::min(deadline, now + std::chrono::milliseconds(250)));
       }
-      ++reserved_[s->queue];
+      admitted_.insert(s);
     }
     auto unreserve = [this, s] {
       std::lock_guard lock(mu_);
-      --reserved_[s->queue];
+      admitted_.erase(s);
       slots_cv_.notify_all();
     };
     // A warm instance of the image started for this queue, its caps set to
@@ -520,7 +468,7 @@ void SandboxManager::Create(CreateRequest request, std::string actor, std::funct
           }
           {
             std::lock_guard lock(mu_);
-            --reserved_[s->queue];
+            admitted_.erase(s);
             active_[s->id] = s;
             PublishMetrics();
           }
@@ -908,7 +856,7 @@ void SandboxManager::RefillWarm() {
                                       ? config_.cluster.DefaultQueueFor(model::WorkloadKind::kAgent)
                                       : config_.cluster.FindQueue(config_.sandboxes.queue);
   if (!queue) return;
-  const Limits limits = DefaultLimits(*queue);
+  const Limits limits = service::SandboxDefaults(config_, *queue);
   std::vector<ImageVersion> to_start;
   std::vector<Started> stale;
   {

@@ -15,22 +15,24 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "unisched/api/api.h"
 #include "unisched/config/config.h"
 #include "unisched/metrics/metrics.h"
+#include "unisched/policy/quota.h"
 #include "unisched/sandbox/instance.h"
+#include "unisched/service/planes.h"
 #include "unisched/store/store.h"
 
 namespace unisched::daemon {
 
-class SandboxManager final : public api::SandboxPlane {
+class SandboxManager final : public service::SandboxPlane {
  public:
   SandboxManager(const config::Config& config, store::Store& store, metrics::Metrics& metrics, const Clock& clock,
-                 api::ControlPlane& control, std::string state_dir, std::string init_path);
+                 service::ControlPlane& control, std::string state_dir, std::string init_path);
   ~SandboxManager() override;
 
   // Registers the config's images, ends the sandboxes a previous run left
@@ -39,7 +41,7 @@ class SandboxManager final : public api::SandboxPlane {
   // Ends every sandbox (state stopped, charged to now) and every warm instance.
   void Stop();
 
-  // api::SandboxPlane
+  // service::SandboxPlane
   void Create(CreateRequest request, std::string actor, std::function<void(Result<nlohmann::json>)> done) override;
   Result<nlohmann::json> Get(int64_t id) const override;
   nlohmann::json List(bool active_only) const override;
@@ -54,10 +56,7 @@ class SandboxManager final : public api::SandboxPlane {
   void RollbackImage(std::string name, std::string actor, std::function<void(Result<nlohmann::json>)> done) override;
 
  private:
-  struct Limits {
-    int64_t cpus = 1, memory_mb = 512, timeout_seconds = 300;
-    bool operator==(const Limits&) const = default;
-  };
+  using Limits = service::SandboxLimits;
   struct ImageVersion {
     std::string name, version, rootfs, created_by;
     std::vector<std::pair<std::string, std::string>> binds;
@@ -111,7 +110,9 @@ class SandboxManager final : public api::SandboxPlane {
   // A call found the instance broken: the sandbox ends as failed, unless it
   // is ending already.
   void EndBroken(const std::shared_ptr<Sandbox>& s, const std::string& reason);
-  int64_t RunningJobs(const std::string& queue) const;
+  // What running jobs and sandboxes (running or admitted) hold per quota
+  // scope.  REQUIRES: mu_
+  policy::QuotaTally Held() const;
   // At start: work directories and cgroups of instances of a dead daemon.
   void RemoveLeftovers();
   // One ledger entry of its instance_seconds over [from, to).
@@ -122,7 +123,6 @@ class SandboxManager final : public api::SandboxPlane {
   void ReaperLoop();
   void RefillWarm();
   void PublishMetrics();  // REQUIRES: mu_
-  Limits DefaultLimits(const model::QueueSpec& queue) const;
   // The cgroup caps of an instance with these limits.
   containment::Limits ContainmentLimits(const Limits& limits) const;
 
@@ -130,7 +130,7 @@ class SandboxManager final : public api::SandboxPlane {
   store::Store& store_;
   metrics::Metrics& metrics_;
   const Clock& clock_;
-  api::ControlPlane& control_;
+  service::ControlPlane& control_;
   std::string sandboxes_dir_;
   std::string init_path_;
   std::string name_prefix_;  // host-unique per daemon run: cgroup and directory names
@@ -143,7 +143,7 @@ class SandboxManager final : public api::SandboxPlane {
   int64_t next_id_ = 1;
   int64_t next_instance_ = 1;
   std::map<int64_t, std::shared_ptr<Sandbox>> active_;
-  std::map<std::string, int64_t> reserved_;                            // queue -> creates admitted, not yet committed
+  std::set<std::shared_ptr<Sandbox>> admitted_;                        // creates given a slot, not yet committed
   std::map<std::string, std::map<std::string, ImageVersion>> images_;  // name -> version -> image
   std::map<std::string, std::vector<std::string>> image_stack_;        // name -> current versions, last current
   std::map<std::string, int> warm_target_;                             // name -> instances kept warm

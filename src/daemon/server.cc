@@ -290,6 +290,8 @@ int RunServer(int argc, char** argv) {
   context.agents = &agents;
   SandboxManager sandboxes(cfg, **store, metrics, clock, controller, state_dir.string(), SandboxInitPath(cfg));
   context.sandboxes = &sandboxes;
+  service::JobService jobs(cfg, **store, controller, &sandboxes, metrics, clock);
+  context.jobs = &jobs;
   context.metrics = &metrics;
   context.clock = &clock;
   context.log_path = [&executor](model::JobId id, int attempt, std::string_view stream) {

@@ -622,6 +622,52 @@ TEST_F(SandboxTest, MaxConcurrencyRefusesWith429AndCountsAgentJobs) {
   Create();  // the job's slot is free again
 }
 
+// Sandboxes and agent jobs pass one admission (the job service): an API
+// sandbox and an agent job of one project count against one quota, either
+// way round.
+TEST_F(SandboxTest, ASandboxAndAnAgentJobOfOneProjectCountAgainstOneQuota) {
+  std::string config = Replace(DefaultConfig(), "shares: 1                    # fair share relative to other projects",
+                               "shares: 1\n    quota: {running_jobs: 1}");
+  StartDaemon("", Replace(config, "max_concurrency: 500", "max_concurrency: 500\n      quota_action: reject"));
+  const json agent_job = {{"workload", {{"kind", "agent"}}}, {"command", {"sleep", "60"}}};
+  const std::string sandbox = Create();
+  Reply refused = d_.Call("POST", "/v1/jobs", agent_job);
+  EXPECT_EQ(refused.status, 403) << refused.body;
+  EXPECT_EQ(refused.json["error"]["code"], "quota_exceeded");
+  EXPECT_NE(refused.json["error"]["message"].get<std::string>().find("project default"), std::string::npos)
+      << refused.body;
+
+  ASSERT_EQ(d_.Call("DELETE", "/v1/sandboxes/" + sandbox).status, 200);
+  const std::string job = d_.Submit(agent_job);
+  ASSERT_TRUE(WaitFor([&] { return d_.Call("GET", "/v1/jobs/" + job).json["state"] == "RUNNING"; }));
+  Reply refused_sandbox = d_.Call("POST", "/v1/sandboxes", json::object());
+  EXPECT_EQ(refused_sandbox.status, 403) << refused_sandbox.body;
+  EXPECT_EQ(refused_sandbox.json["error"]["code"], "quota_exceeded");
+  EXPECT_EQ(d_.Call("GET", "/v1/sandboxes").json["sandboxes"].size(), 0u);
+
+  ASSERT_EQ(d_.Call("DELETE", "/v1/jobs/" + job).status, 200);
+  EXPECT_EQ(d_.WaitTerminal(job)["state"], "CANCELLED");
+  Create();  // the job's share of the quota is free again
+}
+
+// Where the queue's quota_action is wait, a create over the quota waits for
+// running work to end (a job here), as it waits for max_concurrency.
+TEST_F(SandboxTest, OverQuotaAWaitingQueueHoldsTheCreateUntilAJobEnds) {
+  StartDaemon("\nsandboxes:\n  create_wait_seconds: 30\n",
+              Replace(DefaultConfig(), "shares: 1                    # fair share relative to other projects",
+                      "shares: 1\n    quota: {running_jobs: 1}"));
+  const std::string job = d_.Submit({{"workload", {{"kind", "agent"}}}, {"command", {"sleep", "60"}}});
+  ASSERT_TRUE(WaitFor([&] { return d_.Call("GET", "/v1/jobs/" + job).json["state"] == "RUNNING"; }));
+  TestDaemon::CliResult waited;  // a connection of its own
+  std::thread create([&] { waited = d_.RunCli({"sandbox", "create"}); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_EQ(d_.Call("GET", "/v1/sandboxes").json["sandboxes"].size(), 0u);  // still waiting
+  EXPECT_EQ(d_.Call("DELETE", "/v1/jobs/" + job).status, 200);
+  create.join();
+  EXPECT_EQ(waited.exit_code, 0) << waited.err;
+  EXPECT_EQ(waited.out.rfind("sb-", 0), 0u) << waited.out;
+}
+
 TEST_F(SandboxTest, AtMaxConcurrencyAWaitingQueueHoldsTheCreateUntilASlotFrees) {
   // quota_action wait (the default): a create waits up to
   // sandboxes.create_wait_seconds for a slot, then gets 429.

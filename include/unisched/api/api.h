@@ -24,57 +24,17 @@
 #include "unisched/model/fit.h"
 #include "unisched/model/job.h"
 #include "unisched/policy/quota.h"
+#include "unisched/service/job_service.h"
+#include "unisched/service/planes.h"
 #include "unisched/store/store.h"
 
 namespace unisched::api {
 
-// What the last cycle said about each pending job: reasons, priority
-// factors, estimated start.
-using PendingInfoMap = model::PendingInfos;
-
-// What the controller publishes after every change: an immutable view for
-// readers (GET /v1/nodes, /v1/pools, /v1/queues, pending reasons).
-struct ClusterView {
-  struct Node {
-    model::NodeUsage usage;
-    std::string reason;                         // why drained/down
-    std::optional<Timestamp> last_heartbeat{};  // agent nodes: its agent's last heartbeat
-  };
-  std::vector<Node> nodes;
-  std::map<std::string, int> pending_by_queue;
-  std::map<std::string, int> running_by_queue;
-  // Shared between views until the next scheduling cycle replaces it.
-  std::shared_ptr<const PendingInfoMap> pending = std::make_shared<PendingInfoMap>();
-  // What running jobs hold per quota scope, for quotas that reject at submit.
-  policy::QuotaTally running_usage;
-  // Projects with a budget: their use in the current period.
-  std::map<std::string, policy::BudgetUse> budget_use;
-};
-
-// The control side of the daemon, as the API needs it. Implemented by the
-// daemon's controller; every method is safe from any thread.
-class ControlPlane {
- public:
-  enum class JobAction { kCancel, kHold, kRelease };
-  virtual ~ControlPlane() = default;
-  // A job was durably committed; the scheduler takes it from here. Called
-  // before the 201 is sent, so later requests about it are ordered after it.
-  virtual void JobCommitted(model::Job job) = 0;
-  // Cancel/hold/release; done gets the job as committed after the action, or
-  // NotFound / Conflict (terminal job, wrong state).
-  virtual void ControlJob(model::JobId id, JobAction action, std::string actor,
-                          std::function<void(Result<model::Job>)> done) = 0;
-  // Drain (drain=true) or resume a node; done gets the node's view.
-  virtual void SetNodeState(std::string node, bool drain, std::string reason, std::string actor,
-                            std::function<void(Result<ClusterView::Node>)> done) = 0;
-  virtual std::shared_ptr<const ClusterView> View() const = 0;
-  // An API sandbox began (sign +1) or ended (-1) in `queue`: it counts
-  // against max_concurrency and the quotas like a running job (docs/sandboxes.md).
-  virtual void CountSandbox(const std::string& queue, const std::string& project, const std::string& user, int64_t cpus,
-                            int64_t memory_mb, int sign) {
-    (void)queue, (void)project, (void)user, (void)cpus, (void)memory_mb, (void)sign;
-  }
-};
+// The daemon's live parts as the API sees them (service/planes.h).
+using service::ClusterView;
+using service::ControlPlane;
+using service::SandboxPlane;
+using PendingInfoMap = service::PendingInfoMap;
 
 // The daemon's side of the node agents (docs/agents.md), as the API needs
 // it. Implemented by the daemon's agent hub; safe from any thread.
@@ -102,42 +62,13 @@ class AgentPlane {
                                                      std::vector<executor::RunResult> results) = 0;
 };
 
-// Sandboxes for agent tool calls (docs/sandboxes.md), as the API needs
-// them. Implemented by the daemon's sandbox manager; safe from any thread.
-// Views are the JSON of the contract; `done` may be called on another thread.
-class SandboxPlane {
- public:
-  struct CreateRequest {
-    std::string user, project, queue, image;
-    std::optional<int64_t> cpus, memory_mb, timeout_seconds, idle_timeout_seconds;
-  };
-  struct ExecRequest {
-    std::vector<std::string> argv;
-    std::string stdin_data;
-    std::map<std::string, std::string> env;
-    std::optional<int64_t> timeout_seconds;
-  };
-  virtual ~SandboxPlane() = default;
-  // Commits the sandbox and the audit record of `actor` before done (201).
-  virtual void Create(CreateRequest request, std::string actor, std::function<void(Result<nlohmann::json>)> done) = 0;
-  virtual Result<nlohmann::json> Get(int64_t id) const = 0;
-  virtual nlohmann::json List(bool active_only) const = 0;
-  virtual void Exec(int64_t id, ExecRequest request, std::string actor,
-                    std::function<void(Result<nlohmann::json>)> done) = 0;
-  virtual void PutFile(int64_t id, std::string path, std::string data, std::string actor,
-                       std::function<void(Result<nlohmann::json>)> done) = 0;
-  virtual void GetFile(int64_t id, std::string path, std::function<void(Result<std::string>)> done) = 0;
-  virtual void Delete(int64_t id, std::string actor, std::function<void(Result<nlohmann::json>)> done) = 0;
-  virtual nlohmann::json ListImages() const = 0;
-  virtual void AddImage(config::ImageSpec image, std::string actor,
-                        std::function<void(Result<nlohmann::json>)> done) = 0;
-  virtual void RollbackImage(std::string name, std::string actor, std::function<void(Result<nlohmann::json>)> done) = 0;
-};
-
 struct ApiContext {
   const config::Config* config = nullptr;
   store::Store* store = nullptr;
   ControlPlane* control = nullptr;
+  // Every change to work (submit, cancel, hold, release, sandbox create)
+  // goes through it; the handlers parse and render.
+  service::JobService* jobs = nullptr;
   AgentPlane* agents = nullptr;       // null: node agents are not served
   SandboxPlane* sandboxes = nullptr;  // null: 503 for /v1/sandboxes and /v1/images
   metrics::Metrics* metrics = nullptr;
@@ -283,8 +214,6 @@ class Api {
   // 404 (missing or not the caller's) and returns nullopt.
   std::optional<int64_t> VisibleSandbox(Call& call);
   void ControlJobAction(Call& call, ControlPlane::JobAction action);
-  // Reads a job the caller may see: NotFound both when missing and when hidden.
-  Result<model::Job> LoadVisibleJob(const Call& call);
 
   ApiContext ctx_;
   std::unique_ptr<AuditTrail> audit_;

@@ -57,6 +57,8 @@ class ApiTest : public ::testing::Test {
     ctx.config = &config_;
     ctx.store = store_.get();
     ctx.control = &control_;
+    jobs_ = std::make_unique<service::JobService>(config_, *store_, control_, nullptr, metrics_, clock_);
+    ctx.jobs = jobs_.get();
     ctx.metrics = &metrics_;
     ctx.clock = &clock_;
     ctx.log_path = [](model::JobId, int, std::string_view) { return std::string("/nonexistent"); };
@@ -84,6 +86,7 @@ class ApiTest : public ::testing::Test {
   FakeControl control_;
   metrics::Metrics metrics_;
   FakeClock clock_;
+  std::unique_ptr<service::JobService> jobs_;
   std::unique_ptr<Api> api_;
 };
 

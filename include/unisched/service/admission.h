@@ -1,0 +1,105 @@
+#pragma once
+// Admission: whether a job or an API sandbox may enter, and where it goes.
+// One path for both, so a sandbox and an agent job of one project meet the
+// same router, quotas and budgets (docs/architecture.md, "Admission").
+// Pure: the config, the controller's published view and the caller come in
+// as arguments; nothing here has effects.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "unisched/auth/auth.h"
+#include "unisched/common/status.h"
+#include "unisched/config/config.h"
+#include "unisched/model/job.h"
+#include "unisched/policy/quota.h"
+#include "unisched/router/router.h"
+#include "unisched/service/planes.h"
+
+namespace unisched::service {
+
+// A job as its submitter asked for it (the API parses it from JSON, the CLI
+// from flags): resources are 0 where the queue's default applies.
+struct JobRequest {
+  std::string name;
+  std::optional<std::string> project;  // absent: the caller's only project, else "default"
+  std::optional<std::string> queue;    // absent: routed by its workload
+  model::Workload workload;
+  model::ResourceRequest resources;
+  model::Labels constraints;
+  std::vector<std::string> command;
+  std::map<std::string, std::string> env;
+  int priority = 0;
+  std::optional<int> max_retries;  // overrides the queue's (docs/policy/retries.md)
+};
+
+// Where an admitted job goes, with the queue's defaults applied.
+struct JobAdmission {
+  std::string project;
+  router::RouteDecision route;
+};
+
+// Checks, in this order, each failure naming its field: the project exists
+// (422 unknown_project) and the caller is a member (403 forbidden); the
+// router finds a queue that can ever run it (422, router.h); no quota or
+// budget refuses it (403 quota_exceeded, see QuotaRefusal); a priority
+// above 0 comes from an admin of the queue (403 forbidden).
+Result<JobAdmission> AdmitJob(const config::Config& config, const ClusterView& view, const auth::Principal& who,
+                              const JobRequest& request);
+
+// An API sandbox as its creator asked for it; absent values take the
+// sandbox defaults of its queue (SandboxDefaults).
+struct SandboxRequest {
+  std::optional<std::string> project, queue;
+  std::optional<int64_t> cpus, memory_mb, timeout_seconds;
+  std::string image;                            // empty: sandboxes.default_image (the manager resolves it)
+  std::optional<int64_t> idle_timeout_seconds;  // checked by the manager against the queue's
+};
+
+struct SandboxAdmission {
+  std::string project, queue, pool;
+  SandboxLimits limits;
+};
+
+// The same checks as AdmitJob for a job of workload kind agent whose
+// resources are the sandbox's limits (timeout_seconds as its wall time), and
+// the queue must be on a sandbox pool. The router's fields are given in the
+// sandbox's terms (limits.cpus, limits.memory_mb, limits.timeout_seconds).
+// Over a quota with what runs now is refused here only where the queue's
+// quota_action is reject; the manager checks the slot again, exactly, when
+// it starts the instance (SandboxSlotLimit).
+Result<SandboxAdmission> AdmitSandbox(const config::Config& config, const ClusterView& view, const auth::Principal& who,
+                                      const SandboxRequest& request);
+
+// The limits of a sandbox in `queue` that names none: sandboxes.default_cpus;
+// the queue's memory per CPU (512 MB without one); the queue's default wall
+// time, else sandboxes.default_timeout_seconds, never above its maximum.
+SandboxLimits SandboxDefaults(const config::Config& config, const model::QueueSpec& queue);
+
+// Why a job or sandbox of `resources` in `scope` is refused at admission, or
+// nullopt: one that alone exceeds a limit could never run (refused whatever
+// quota_action says, never left waiting forever); a project whose budget is
+// spent and whose budget.action is reject; over a quota with what `running`
+// holds, where the queue's quota_action is reject (elsewhere a job waits
+// with QuotaExceeded). max_concurrency makes work wait, never refuses it.
+std::optional<Error> QuotaRefusal(const model::ClusterSpec& cluster, const ClusterView& view,
+                                  const policy::QuotaTally& running, const policy::JobScope& scope,
+                                  const model::ResourceRequest& resources);
+
+// What running jobs hold per quota scope, without the API sandboxes (the
+// sandbox manager adds its own, exact and up to date, to check a slot).
+policy::QuotaTally RunningJobsUsage(const ClusterView& view);
+
+// The first limit (max_concurrency, a quota) one more sandbox of `limits` in
+// `scope` would exceed with what `held` holds (running jobs and every other
+// sandbox), as a pending reason; nullopt when it may start now.
+std::optional<model::PendingReason> SandboxSlotLimit(const model::ClusterSpec& cluster, const policy::QuotaTally& held,
+                                                     const policy::JobScope& scope, const SandboxLimits& limits);
+
+// A sandbox's limits as the resources of a one-node job.
+model::ResourceRequest SandboxResources(const SandboxLimits& limits);
+
+}  // namespace unisched::service

@@ -1,0 +1,122 @@
+#pragma once
+// What the job service (and the API's read endpoints) need of the daemon's
+// live parts: the control plane (the controller, owner of the live state)
+// and the sandbox plane (the sandbox manager, owner of the instances). Both
+// are implemented in src/daemon; every method is safe from any thread.
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "unisched/common/status.h"
+#include "unisched/common/time.h"
+#include "unisched/config/config.h"
+#include "unisched/model/fit.h"
+#include "unisched/model/job.h"
+#include "unisched/policy/quota.h"
+
+namespace unisched::service {
+
+// What the last cycle said about each pending job: reasons, priority
+// factors, estimated start.
+using PendingInfoMap = model::PendingInfos;
+
+// What API sandboxes hold, per (queue, project, user).
+using SandboxHolds = std::map<std::tuple<std::string, std::string, std::string>, policy::Amount>;
+
+// The caps of one API sandbox instance: CPUs and memory of its cgroup, the
+// longest an exec may run.
+struct SandboxLimits {
+  int64_t cpus = 1, memory_mb = 512, timeout_seconds = 300;
+  bool operator==(const SandboxLimits&) const = default;
+};
+
+// What the controller publishes after every change: an immutable view for
+// readers (GET /v1/nodes, /v1/pools, /v1/queues, pending reasons) and for
+// admission (quotas that reject, budgets).
+struct ClusterView {
+  struct Node {
+    model::NodeUsage usage;
+    std::string reason;                         // why drained/down
+    std::optional<Timestamp> last_heartbeat{};  // agent nodes: its agent's last heartbeat
+  };
+  std::vector<Node> nodes;
+  std::map<std::string, int> pending_by_queue;
+  std::map<std::string, int> running_by_queue;
+  // Shared between views until the next scheduling cycle replaces it.
+  std::shared_ptr<const PendingInfoMap> pending = std::make_shared<PendingInfoMap>();
+  // What running jobs and API sandboxes hold per quota scope.
+  policy::QuotaTally running_usage;
+  // The API sandboxes' part of running_usage, as the controller knows them
+  // (shared between views until a sandbox begins or ends).
+  std::shared_ptr<const SandboxHolds> sandbox_holds = std::make_shared<SandboxHolds>();
+  // Projects with a budget: their use in the current period.
+  std::map<std::string, policy::BudgetUse> budget_use;
+};
+
+// The control side of the daemon: the controller.
+class ControlPlane {
+ public:
+  enum class JobAction { kCancel, kHold, kRelease };
+  virtual ~ControlPlane() = default;
+  // A job was durably committed; the scheduler takes it from here. Called
+  // before the 201 is sent, so later requests about it are ordered after it.
+  virtual void JobCommitted(model::Job job) = 0;
+  // Cancel/hold/release; done gets the job as committed after the action, or
+  // NotFound / Conflict (terminal job, wrong state).
+  virtual void ControlJob(model::JobId id, JobAction action, std::string actor,
+                          std::function<void(Result<model::Job>)> done) = 0;
+  // Drain (drain=true) or resume a node; done gets the node's view.
+  virtual void SetNodeState(std::string node, bool drain, std::string reason, std::string actor,
+                            std::function<void(Result<ClusterView::Node>)> done) = 0;
+  virtual std::shared_ptr<const ClusterView> View() const = 0;
+  // An API sandbox began (sign +1) or ended (-1) in `queue`: it counts
+  // against max_concurrency and the quotas like a running job (docs/sandboxes.md).
+  virtual void CountSandbox(const std::string& queue, const std::string& project, const std::string& user, int64_t cpus,
+                            int64_t memory_mb, int sign) {
+    (void)queue, (void)project, (void)user, (void)cpus, (void)memory_mb, (void)sign;
+  }
+};
+
+// Sandboxes for agent tool calls (docs/sandboxes.md): the sandbox manager.
+// Views are the JSON of the contract; `done` may be called on another thread.
+class SandboxPlane {
+ public:
+  // A create the job service admitted (service/admission.h): the queue, the
+  // pool and the limits are final.
+  struct CreateRequest {
+    std::string user, project, queue, pool, image;
+    SandboxLimits limits;
+    std::optional<int64_t> idle_timeout_seconds;
+  };
+  struct ExecRequest {
+    std::vector<std::string> argv;
+    std::string stdin_data;
+    std::map<std::string, std::string> env;
+    std::optional<int64_t> timeout_seconds;
+  };
+  virtual ~SandboxPlane() = default;
+  // Waits for a slot (max_concurrency and the quotas, counted with the
+  // running jobs), starts the instance, commits the sandbox and the audit
+  // record of `actor`, then done (201).
+  virtual void Create(CreateRequest request, std::string actor, std::function<void(Result<nlohmann::json>)> done) = 0;
+  virtual Result<nlohmann::json> Get(int64_t id) const = 0;
+  virtual nlohmann::json List(bool active_only) const = 0;
+  virtual void Exec(int64_t id, ExecRequest request, std::string actor,
+                    std::function<void(Result<nlohmann::json>)> done) = 0;
+  virtual void PutFile(int64_t id, std::string path, std::string data, std::string actor,
+                       std::function<void(Result<nlohmann::json>)> done) = 0;
+  virtual void GetFile(int64_t id, std::string path, std::function<void(Result<std::string>)> done) = 0;
+  virtual void Delete(int64_t id, std::string actor, std::function<void(Result<nlohmann::json>)> done) = 0;
+  virtual nlohmann::json ListImages() const = 0;
+  virtual void AddImage(config::ImageSpec image, std::string actor,
+                        std::function<void(Result<nlohmann::json>)> done) = 0;
+  virtual void RollbackImage(std::string name, std::string actor, std::function<void(Result<nlohmann::json>)> done) = 0;
+};
+
+}  // namespace unisched::service

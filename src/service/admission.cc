@@ -1,0 +1,177 @@
+// Admission of jobs and API sandboxes (service/admission.h).
+
+#include "unisched/service/admission.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace unisched::service {
+namespace {
+
+// The project a request is charged to: the one it names, else the caller's
+// only project, else "default"; it must exist and the caller be a member.
+Result<std::string> ResolveProject(const config::Config& config, const auth::Principal& who,
+                                   const std::optional<std::string>& named) {
+  std::string project = named.value_or(who.projects.size() == 1 ? who.projects.front() : "default");
+  const bool exists = std::any_of(config.projects.begin(), config.projects.end(),
+                                  [&project](const config::ProjectSpec& p) { return p.name == project; });
+  if (!exists) {
+    return Error::Unprocessable("unknown_project", "project '" + project + "' does not exist", "project");
+  }
+  if (!auth::CanSubmitTo(who, project)) {
+    return Error{ErrorKind::kForbidden, "forbidden", "user " + who.user + " is not a member of project " + project,
+                 "project"};
+  }
+  return project;
+}
+
+int64_t HoursToSeconds(double hours) {
+  return static_cast<int64_t>(std::llround(hours * 3600));
+}
+
+// The router speaks of a job's resources; a sandbox's creator wrote limits.
+Error InSandboxTerms(Error error) {
+  static const std::map<std::string, std::string> kFields = {{"resources.cpus", "limits.cpus"},
+                                                             {"resources.memory_mb", "limits.memory_mb"},
+                                                             {"resources.walltime_seconds", "limits.timeout_seconds"}};
+  if (auto it = kFields.find(error.field); it != kFields.end()) {
+    error.field = it->second;
+    std::string::size_type at = error.message.find("walltime_seconds");
+    if (at != std::string::npos) error.message.replace(at, 16, "limits.timeout_seconds");
+  }
+  return error;
+}
+
+}  // namespace
+
+std::optional<Error> QuotaRefusal(const model::ClusterSpec& cluster, const ClusterView& view,
+                                  const policy::QuotaTally& running, const policy::JobScope& scope,
+                                  const model::ResourceRequest& resources) {
+  const model::QueueSpec* spec = cluster.FindQueue(scope.queue);
+  if (!spec) return std::nullopt;
+  const std::string project(scope.project);
+  const model::ProjectPolicy* project_policy = cluster.FindProject(project);
+  auto refused = [](std::string message) { return Error::Forbidden(std::move(message), "quota_exceeded"); };
+  if (auto alone = policy::ExceedsLimitsAlone(scope, resources, spec->policy, project_policy)) {
+    return refused(alone->message + "; it can never run within this limit: ask for less");
+  }
+  if (project_policy && project_policy->budget.action == model::QuotaAction::kReject) {
+    auto use = view.budget_use.find(project);
+    if (auto over = policy::CheckBudget(project, project_policy->budget,
+                                        use == view.budget_use.end() ? policy::BudgetUse{} : use->second)) {
+      return refused(over->message + "; project " + project + " refuses work over budget (budget.action: reject)");
+    }
+  }
+  if (spec->policy.quota_action != model::QuotaAction::kReject) return std::nullopt;
+  model::QueuePolicy quotas_only = spec->policy;
+  quotas_only.max_concurrency.reset();  // concurrency makes work wait, never refuses it
+  if (auto over = policy::CheckLimits(running, scope, resources, quotas_only, project_policy)) {
+    return refused(over->message + "; queue " + spec->name +
+                   " refuses work over quota (quota_action: reject): retry later");
+  }
+  return std::nullopt;
+}
+
+Result<JobAdmission> AdmitJob(const config::Config& config, const ClusterView& view, const auth::Principal& who,
+                              const JobRequest& request) {
+  auto project = ResolveProject(config, who, request.project);
+  if (!project.ok()) return project.error();
+  auto route = router::Route(config.cluster, {request.workload, request.resources, request.constraints, request.queue});
+  if (!route.ok()) return route.error();
+  if (auto refused = QuotaRefusal(config.cluster, view, view.running_usage, {route->queue, *project, who.user},
+                                  route->resources)) {
+    return *refused;
+  }
+  if (request.priority > 0 && !auth::CanRaisePriority(who, route->queue)) {
+    return Error{ErrorKind::kForbidden, "forbidden",
+                 "only platform-admins and admins of queue " + route->queue + " may submit with a priority above 0",
+                 "priority"};
+  }
+  return JobAdmission{std::move(project).value(), std::move(route).value()};
+}
+
+SandboxLimits SandboxDefaults(const config::Config& config, const model::QueueSpec& queue) {
+  SandboxLimits limits;
+  limits.cpus = config.sandboxes.default_cpus;
+  limits.memory_mb = queue.policy.default_memory_mb_per_cpu.value_or(512) * limits.cpus;
+  limits.timeout_seconds = queue.policy.default_walltime_hours ? HoursToSeconds(*queue.policy.default_walltime_hours)
+                                                               : config.sandboxes.default_timeout_seconds;
+  if (queue.policy.max_walltime_hours) {
+    limits.timeout_seconds = std::min(limits.timeout_seconds, HoursToSeconds(*queue.policy.max_walltime_hours));
+  }
+  return limits;
+}
+
+model::ResourceRequest SandboxResources(const SandboxLimits& limits) {
+  model::ResourceRequest resources;
+  resources.nodes = 1;
+  resources.cpus = static_cast<int>(limits.cpus);
+  resources.memory_mb = limits.memory_mb;
+  resources.walltime_seconds = limits.timeout_seconds;
+  return resources;
+}
+
+Result<SandboxAdmission> AdmitSandbox(const config::Config& config, const ClusterView& view, const auth::Principal& who,
+                                      const SandboxRequest& request) {
+  auto project = ResolveProject(config, who, request.project);
+  if (!project.ok()) return project.error();
+  const model::Workload agent{model::WorkloadKind::kAgent, {}};
+  // The queue: the one named, else sandboxes.queue, else where the router
+  // sends an agent job of these limits.
+  std::optional<std::string> queue_name = request.queue;
+  if (!queue_name && !config.sandboxes.queue.empty()) queue_name = config.sandboxes.queue;
+  if (!queue_name) {
+    model::ResourceRequest asked;
+    asked.cpus = static_cast<int>(request.cpus.value_or(config.sandboxes.default_cpus));
+    asked.memory_mb = request.memory_mb.value_or(0);
+    asked.walltime_seconds = request.timeout_seconds.value_or(0);
+    auto routed = router::Route(config.cluster, {agent, asked, {}, std::nullopt});
+    if (!routed.ok()) return InSandboxTerms(routed.error());
+    queue_name = routed->queue;
+  }
+  const model::QueueSpec* queue = config.cluster.FindQueue(*queue_name);
+  SandboxLimits limits;
+  if (queue) {
+    limits = SandboxDefaults(config, *queue);
+    if (request.cpus) {
+      limits.cpus = *request.cpus;
+      limits.memory_mb = queue->policy.default_memory_mb_per_cpu.value_or(512) * limits.cpus;
+    }
+    if (request.memory_mb) limits.memory_mb = *request.memory_mb;
+    if (request.timeout_seconds) limits.timeout_seconds = *request.timeout_seconds;
+  }
+  // Named or not, the queue is checked as a job's: it serves agent work, the
+  // limits fit its maximum and a node of its pool.
+  auto route = router::Route(config.cluster, {agent, SandboxResources(limits), {}, *queue_name});
+  if (!route.ok()) return InSandboxTerms(route.error());
+  const model::PoolSpec* pool = config.cluster.FindPool(route->pool);
+  if (!pool || !pool->sandbox) {
+    return Error::Unprocessable("invalid_value",
+                                "queue '" + route->queue + "' is on pool '" + route->pool +
+                                    "', which is not a sandbox pool (pools[].sandbox: true)",
+                                "queue");
+  }
+  if (auto refused = QuotaRefusal(config.cluster, view, view.running_usage, {route->queue, *project, who.user},
+                                  route->resources)) {
+    return *refused;
+  }
+  return SandboxAdmission{std::move(project).value(), route->queue, route->pool, limits};
+}
+
+policy::QuotaTally RunningJobsUsage(const ClusterView& view) {
+  policy::QuotaTally jobs = view.running_usage;
+  for (const auto& [scope, amount] : *view.sandbox_holds) {
+    jobs.Remove({std::get<0>(scope), std::get<1>(scope), std::get<2>(scope)}, amount);
+  }
+  return jobs;
+}
+
+std::optional<model::PendingReason> SandboxSlotLimit(const model::ClusterSpec& cluster, const policy::QuotaTally& held,
+                                                     const policy::JobScope& scope, const SandboxLimits& limits) {
+  const model::QueueSpec* queue = cluster.FindQueue(scope.queue);
+  if (!queue) return std::nullopt;
+  return policy::CheckLimits(held, scope, SandboxResources(limits), queue->policy,
+                             cluster.FindProject(std::string(scope.project)));
+}
+
+}  // namespace unisched::service

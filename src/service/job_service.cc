@@ -1,0 +1,152 @@
+// The job service (service/job_service.h).
+
+#include "unisched/service/job_service.h"
+
+#include <spdlog/spdlog.h>
+
+#include "unisched/codec/job_json.h"
+
+namespace unisched::service {
+
+JobService::JobService(const config::Config& config, store::Store& store, ControlPlane& control,
+                       SandboxPlane* sandboxes, metrics::Metrics& metrics, const Clock& clock)
+    : config_(config), store_(store), control_(control), sandboxes_(sandboxes), metrics_(metrics), clock_(clock) {}
+
+void JobService::Submit(const auth::Principal& who, JobRequest request, std::string idempotency_key,
+                        std::string audit_action, std::function<void(Result<Submitted>)> done) {
+  auto admitted = AdmitJob(config_, *control_.View(), who, request);
+  if (!admitted.ok()) {
+    done(admitted.error());
+    return;
+  }
+  if (idempotency_key.size() > 255) {
+    done(Error::Unprocessable("invalid_value", "Idempotency-Key must be at most 255 characters", "Idempotency-Key"));
+    return;
+  }
+  const router::RouteDecision& route = admitted->route;
+  model::Job job;
+  job.name = std::move(request.name);
+  job.user = who.user;
+  job.project = admitted->project;
+  job.queue = route.queue;
+  job.pool = route.pool;
+  job.state = model::JobState::kPending;
+  job.workload = std::move(request.workload);
+  job.resources = route.resources;
+  job.constraints = std::move(request.constraints);
+  job.command = std::move(request.command);
+  job.env = std::move(request.env);
+  job.priority = request.priority;
+  job.max_retries = request.max_retries;
+  job.routing = {route.pool, route.queue, route.reason};
+  job.submitted_at = clock_.Now();
+  job.config_version = config_.version;
+  // The id and the JSON are made here, on the caller's (HTTP) thread: the
+  // single store writer then only writes, and the 201 body is the stored
+  // document itself (a new job has no pending reasons yet).
+  job.id = store_.ReserveJobId();
+  auto document = std::make_shared<const std::string>(codec::JobDocument(job));
+
+  struct Outcome {
+    model::JobId id = 0;
+    bool replayed = false;
+  };
+  auto outcome = std::make_shared<Outcome>();
+  store::AuditRecord audit{job.submitted_at, who.user, std::move(audit_action), "", "201"};
+  store_.Write(
+      // The writer may run this twice (store.h): it only reads what it
+      // captured and overwrites its outcome.
+      [job, document, idempotency_key = std::move(idempotency_key), audit,
+       outcome](store::Transaction& t) mutable -> Status {
+        outcome->replayed = false;
+        if (!idempotency_key.empty()) {
+          if (auto existing = t.FindIdempotentJob(job.user, idempotency_key)) {
+            outcome->id = *existing;
+            outcome->replayed = true;
+            return Status::Ok();
+          }
+        }
+        auto id = t.InsertJob(job, idempotency_key, *document);
+        if (!id.ok()) return id.error();
+        outcome->id = *id;
+        audit.target = "job/" + std::to_string(*id);
+        if (auto s = t.AppendEvent(*id, {job.submitted_at, "submitted", job.routing.reason}); !s.ok()) return s;
+        return t.AppendAudit(audit);
+      },
+      [this, job = std::move(job), document, outcome, done = std::move(done)](Status status) mutable {
+        if (!status.ok()) {
+          spdlog::error("submission not committed: {}", status.error().message);
+          done(Error{ErrorKind::kUnavailable,
+                     "store_unavailable",
+                     "the job was not stored; retry with the same Idempotency-Key",
+                     {}});
+          return;
+        }
+        if (outcome->replayed) {
+          auto existing = store_.GetJob(outcome->id);
+          if (!existing.ok()) {
+            done(existing.error());
+            return;
+          }
+          done(Submitted{outcome->id, nullptr, std::move(existing).value()});
+          return;
+        }
+        const model::JobId id = job.id;
+        metrics_.CountSubmission(job.queue);
+        control_.JobCommitted(std::move(job));
+        done(Submitted{id, std::move(document), std::nullopt});
+      });
+}
+
+Result<model::Job> JobService::VisibleJob(const auth::Principal& who, const std::string& job_id) const {
+  model::JobId id = 0;
+  try {
+    size_t used = 0;
+    id = std::stoll(job_id, &used);
+    if (used != job_id.size() || id <= 0) throw std::invalid_argument("id");
+  } catch (const std::exception&) {
+    return Error::NotFound("no job " + job_id + ": job ids are positive integers");
+  }
+  auto job = store_.GetJob(id);
+  if (!job.ok() || !auth::CanReadJob(who, *job)) return Error::NotFound("no job " + job_id);
+  return job;
+}
+
+void JobService::Control(const auth::Principal& who, const std::string& job_id, ControlPlane::JobAction action,
+                         std::function<void(Result<model::Job>)> done) {
+  auto job = VisibleJob(who, job_id);
+  if (!job.ok()) {
+    done(job.error());
+    return;
+  }
+  if (!auth::CanControlJob(who, *job)) {
+    done(Error::Forbidden("user " + who.user + " may not control job " + std::to_string(job->id) + " of user " +
+                          job->user));
+    return;
+  }
+  control_.ControlJob(job->id, action, who.user, std::move(done));
+}
+
+void JobService::CreateSandbox(const auth::Principal& who, SandboxRequest request,
+                               std::function<void(Result<nlohmann::json>)> done) {
+  if (!sandboxes_) {
+    done(Error::Unavailable("sandboxes are not served by this daemon"));
+    return;
+  }
+  auto admitted = AdmitSandbox(config_, *control_.View(), who, request);
+  if (!admitted.ok()) {
+    done(admitted.error());
+    return;
+  }
+  SandboxPlane::CreateRequest create;
+  create.user = who.user;
+  create.project = std::move(admitted->project);
+  create.queue = std::move(admitted->queue);
+  create.pool = std::move(admitted->pool);
+  create.image = std::move(request.image);
+  create.limits = admitted->limits;
+  create.idle_timeout_seconds = request.idle_timeout_seconds;
+  sandboxes_->Create(std::move(create), who.user, std::move(done));
+}
+
+}  // namespace unisched::service

@@ -1,0 +1,212 @@
+// Admission (service/admission.h): tables of cases over the default config,
+// with the controller's view built by hand.
+
+#include "unisched/service/admission.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace unisched::service {
+namespace {
+
+std::string DefaultConfigText() {
+  std::ifstream file(std::string(UNISCHED_SOURCE_DIR) + "/config/unisched.yaml");
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+std::string Replace(std::string text, const std::string& from, const std::string& to) {
+  const size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  return text;
+}
+
+config::Config Load(const std::string& text) {
+  auto loaded = config::LoadConfigText(text);
+  EXPECT_TRUE(std::holds_alternative<config::Config>(loaded));
+  return std::get<config::Config>(loaded);
+}
+
+// The default config, where project default may hold one running job or
+// sandbox, and agent-sandbox refuses work over quota at once.
+config::Config OneSlotConfig() {
+  std::string text =
+      Replace(DefaultConfigText(), "shares: 1                    # fair share relative to other projects",
+              "shares: 1\n    quota: {running_jobs: 1}");
+  return Load(Replace(text, "max_concurrency: 500", "max_concurrency: 500\n      quota_action: reject"));
+}
+
+auth::Principal Alice() {
+  return {"alice", auth::Role::kUser, {"default"}, {}, "", ""};
+}
+
+JobRequest AgentJob() {
+  JobRequest r;
+  r.workload.kind = model::WorkloadKind::kAgent;
+  r.command = {"true"};
+  return r;
+}
+
+TEST(AdmitJobTest, ChecksProjectRouteAndPriorityNamingTheField) {
+  const config::Config config = Load(DefaultConfigText());
+  const ClusterView view;
+  struct Case {
+    std::string name;
+    JobRequest request;
+    auth::Principal who;
+    ErrorKind kind;
+    std::string code, field;
+  };
+  JobRequest unknown_project = AgentJob();
+  unknown_project.project = "nope";
+  JobRequest raised = AgentJob();
+  raised.priority = 5;
+  JobRequest too_big = AgentJob();
+  too_big.resources.cpus = 100000;
+  JobRequest mismatch = AgentJob();
+  mismatch.queue = "hpc-precision";
+  auth::Principal outsider = Alice();
+  outsider.projects = {};  // defaults to project default, of which it is no member
+  const std::vector<Case> cases = {
+      {"unknown project", unknown_project, Alice(), ErrorKind::kUnprocessable, "unknown_project", "project"},
+      {"not a member", AgentJob(), outsider, ErrorKind::kForbidden, "forbidden", "project"},
+      {"priority from a user", raised, Alice(), ErrorKind::kForbidden, "forbidden", "priority"},
+      {"no node that big", too_big, Alice(), ErrorKind::kUnprocessable, "unsatisfiable", "resources.cpus"},
+      {"queue of another kind", mismatch, Alice(), ErrorKind::kUnprocessable, "queue_mismatch", "queue"},
+  };
+  for (const Case& c : cases) {
+    auto admitted = AdmitJob(config, view, c.who, c.request);
+    ASSERT_FALSE(admitted.ok()) << c.name;
+    EXPECT_EQ(admitted.error().kind, c.kind) << c.name;
+    EXPECT_EQ(admitted.error().code, c.code) << c.name;
+    EXPECT_EQ(admitted.error().field, c.field) << c.name;
+  }
+  auto admitted = AdmitJob(config, view, Alice(), AgentJob());
+  ASSERT_TRUE(admitted.ok()) << admitted.error().message;
+  EXPECT_EQ(admitted->project, "default");
+  EXPECT_EQ(admitted->route.queue, "agent-sandbox");
+  EXPECT_EQ(admitted->route.resources.walltime_seconds, 900);  // the queue's default_walltime_hours: 0.25
+}
+
+TEST(AdmitSandboxTest, TheRoutersRefusalsNameTheSandboxsFields) {
+  const config::Config config = Load(DefaultConfigText());
+  const ClusterView view;
+  struct Case {
+    std::string name;
+    SandboxRequest request;
+    std::string code, field;
+  };
+  SandboxRequest cpus, memory, timeout, queue, kind, project;
+  cpus.cpus = 1000;
+  memory.memory_mb = 10'000'000;
+  timeout.timeout_seconds = 999'999;
+  queue.queue = "nope";
+  kind.queue = "hpc-precision";
+  project.project = "nope";
+  const std::vector<Case> cases = {
+      {"cpus", cpus, "unsatisfiable", "limits.cpus"},
+      {"memory", memory, "unsatisfiable", "limits.memory_mb"},
+      {"timeout", timeout, "walltime_exceeds_max", "limits.timeout_seconds"},
+      {"unknown queue", queue, "unknown_queue", "queue"},
+      {"queue of another kind", kind, "queue_mismatch", "queue"},
+      {"unknown project", project, "unknown_project", "project"},
+  };
+  for (const Case& c : cases) {
+    auto admitted = AdmitSandbox(config, view, Alice(), c.request);
+    ASSERT_FALSE(admitted.ok()) << c.name;
+    EXPECT_EQ(admitted.error().kind, ErrorKind::kUnprocessable) << c.name;
+    EXPECT_EQ(admitted.error().code, c.code) << c.name << ": " << admitted.error().message;
+    EXPECT_EQ(admitted.error().field, c.field) << c.name;
+  }
+  EXPECT_NE(AdmitSandbox(config, view, Alice(), timeout).error().message.find("limits.timeout_seconds"),
+            std::string::npos);
+}
+
+TEST(AdmitSandboxTest, DefaultsComeFromTheQueueAndTheSandboxSettings) {
+  const config::Config config = Load(DefaultConfigText());
+  auto admitted = AdmitSandbox(config, ClusterView{}, Alice(), {});
+  ASSERT_TRUE(admitted.ok()) << admitted.error().message;
+  EXPECT_EQ(admitted->queue, "agent-sandbox");
+  EXPECT_EQ(admitted->pool, "elastic-light-pool");
+  EXPECT_EQ(admitted->project, "default");
+  EXPECT_EQ(admitted->limits, (SandboxLimits{1, 512, 900}));
+  SandboxRequest two;
+  two.cpus = 2;
+  admitted = AdmitSandbox(config, ClusterView{}, Alice(), two);
+  ASSERT_TRUE(admitted.ok());
+  EXPECT_EQ(admitted->limits, (SandboxLimits{2, 1024, 900}));  // default_memory_mb_per_cpu: 512
+}
+
+// One quota for both: what a sandbox holds refuses an agent job, and what an
+// agent job holds refuses a sandbox.
+TEST(AdmissionTest, ASandboxAndAnAgentJobOfOneProjectShareOneQuota) {
+  const config::Config config = OneSlotConfig();
+  const policy::Amount one{1, 512, 0, 1};
+
+  ClusterView with_sandbox;
+  with_sandbox.running_usage.Add({"agent-sandbox", "default", "bob"}, one);
+  auto holds = std::make_shared<SandboxHolds>();
+  (*holds)[{"agent-sandbox", "default", "bob"}] = one;
+  with_sandbox.sandbox_holds = holds;
+  auto job = AdmitJob(config, with_sandbox, Alice(), AgentJob());
+  ASSERT_FALSE(job.ok());
+  EXPECT_EQ(job.error().kind, ErrorKind::kForbidden);
+  EXPECT_EQ(job.error().code, "quota_exceeded");
+  EXPECT_NE(job.error().message.find("project default"), std::string::npos) << job.error().message;
+
+  ClusterView with_job;
+  with_job.running_usage.Add({"agent-sandbox", "default", "bob"}, one);
+  auto sandbox = AdmitSandbox(config, with_job, Alice(), {});
+  ASSERT_FALSE(sandbox.ok());
+  EXPECT_EQ(sandbox.error().code, "quota_exceeded");
+
+  // Another project is not held back.
+  EXPECT_TRUE(AdmitJob(config, ClusterView{}, Alice(), AgentJob()).ok());
+}
+
+TEST(AdmissionTest, TheSlotCountsJobsFromTheViewAndSandboxesFromTheManager) {
+  const config::Config config = OneSlotConfig();
+  const policy::Amount one{1, 512, 0, 1};
+  ClusterView view;
+  // The controller knows of one sandbox (ending now) and no job.
+  view.running_usage.Add({"agent-sandbox", "default", "bob"}, one);
+  auto holds = std::make_shared<SandboxHolds>();
+  (*holds)[{"agent-sandbox", "default", "bob"}] = one;
+  view.sandbox_holds = holds;
+  policy::QuotaTally held = RunningJobsUsage(view);
+  EXPECT_EQ(held.Project("default").jobs, 0);
+  const SandboxLimits limits{1, 512, 900};
+  EXPECT_FALSE(SandboxSlotLimit(config.cluster, held, {"agent-sandbox", "default", "alice"}, limits));
+  // The manager adds its own: one running sandbox fills the project's quota.
+  held.Add({"agent-sandbox", "default", "carol"}, one);
+  auto limit = SandboxSlotLimit(config.cluster, held, {"agent-sandbox", "default", "alice"}, limits);
+  ASSERT_TRUE(limit);
+  EXPECT_EQ(limit->code, "QuotaExceeded");
+}
+
+TEST(QuotaRefusalTest, WorkThatAloneExceedsALimitIsRefusedEvenWhereWorkWaits) {
+  std::string text =
+      Replace(DefaultConfigText(), "shares: 1                    # fair share relative to other projects",
+              "shares: 1\n    quota: {cpus: 2}");
+  const config::Config config = Load(text);  // agent-sandbox: quota_action wait
+  model::ResourceRequest four;
+  four.cpus = 4;
+  auto refused =
+      QuotaRefusal(config.cluster, ClusterView{}, policy::QuotaTally{}, {"agent-sandbox", "default", "a"}, four);
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->code, "quota_exceeded");
+  EXPECT_NE(refused->message.find("can never run"), std::string::npos) << refused->message;
+  model::ResourceRequest two;
+  two.cpus = 2;
+  policy::QuotaTally full;
+  full.Add({"agent-sandbox", "default", "b"}, {2, 1024, 0, 1});
+  // Over the quota with what runs: a waiting queue lets it wait.
+  EXPECT_FALSE(QuotaRefusal(config.cluster, ClusterView{}, full, {"agent-sandbox", "default", "a"}, two));
+}
+
+}  // namespace
+}  // namespace unisched::service
