@@ -96,7 +96,9 @@ void PrintHelp(std::ostream& out) {
          "Daemon:\n"
          "  server --config FILE [--listen HOST:PORT] [--state-dir DIR]   run the daemon\n"
          "  validate-config FILE                                          check a config file\n"
-         "  agent --server URL --token-file FILE --node NAME --pool POOL  run a node agent (docs/agents.md)\n\n"
+         "  agent --server URL --token-file FILE --node NAME --pool POOL  run a node agent (docs/agents.md)\n"
+         "  store restore [--state-dir DIR] [--from BACKUP]               put back the database of before the\n"
+         "                                                                last schema migration (docs/store.md)\n\n"
          "Offline (no daemon):\n"
          "  simulate --trace FILE [OPTIONS]                               replay a trace on a virtual clock\n"
          "                                                                (`unisched help simulate`)\n\n"
@@ -613,7 +615,7 @@ int RunCli(int argc, char** argv) {
         std::cout << kSimulateUsage << "\n";
         return 0;
       }
-      if (words[0] == "server" || words[0] == "validate-config") {
+      if (words[0] == "server" || words[0] == "validate-config" || words[0] == "store") {
         PrintHelp(std::cout);
         return 0;
       }

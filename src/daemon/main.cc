@@ -3,6 +3,7 @@
 #include <string>
 
 #include "daemon/server.h"
+#include "daemon/store_command.h"
 #include "unisched/agent/agent.h"
 #include "unisched/cli/cli.h"
 
@@ -11,5 +12,6 @@ int main(int argc, char** argv) {
   if (command == "server") return unisched::daemon::RunServer(argc, argv);
   if (command == "validate-config") return unisched::daemon::RunValidateConfig(argc, argv);
   if (command == "agent") return unisched::agent::RunAgent(argc, argv);
+  if (command == "store") return unisched::daemon::RunStoreCommand(argc, argv);
   return unisched::cli::RunCli(argc, argv);
 }

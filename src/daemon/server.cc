@@ -23,6 +23,7 @@
 #include "daemon/housekeeper.h"
 #include "daemon/runtime_dir.h"
 #include "daemon/sandbox_manager.h"
+#include "daemon/state_lock.h"
 #include "unisched/api/api.h"
 #include "unisched/api/server.h"
 #include "unisched/auth/auth.h"
@@ -43,7 +44,7 @@ void PrintErrors(const std::vector<config::ConfigError>& errors, std::ostream& o
 }
 
 // Creates `path` with `mode` (and parents), and sets the mode if it exists.
-bool MakeDir(const fs::path& path, mode_t mode) {
+bool MakeStateDir(const fs::path& path, mode_t mode) {
   std::error_code ec;
   fs::create_directories(path, ec);
   if (ec) {
@@ -240,10 +241,16 @@ int RunServer(int argc, char** argv) {
   // State directory: traversable but not listable by others (jobs reach their
   // work directories through it); the database, tokens and run files are root's.
   const fs::path state_dir = fs::absolute(cfg.server.state_dir);
-  if (!MakeDir(state_dir, 0711) || !MakeDir(state_dir / "runs", 0700) || !MakeDir(state_dir / "work", 0711)) {
+  if (!MakeStateDir(state_dir, 0711) || !MakeStateDir(state_dir / "runs", 0700) ||
+      !MakeStateDir(state_dir / "work", 0711)) {
     return 1;
   }
   ::umask(0077);
+  auto state_lock = StateLock::Acquire(state_dir.string());
+  if (!state_lock.ok()) {
+    spdlog::critical("{}", state_lock.error().message);
+    return 1;
+  }
 
   store::StoreOptions store_options{(state_dir / "unisched.db").string(), cfg.store.synchronous,
                                     cfg.store.group_commit_max_batch};

@@ -28,6 +28,7 @@
 #include <utility>
 #include <variant>
 
+#include "store/backup_internal.h"
 #include "store/migrations.h"
 #include "store/sqlite_db.h"
 #include "unisched/codec/job_json.h"
@@ -1152,6 +1153,14 @@ Result<std::unique_ptr<Store>> SqliteStore::Open(const StoreOptions& options) {
   if (!fk.ok()) return fk.error();
   if (*fk != "1") return Error::Internal("store: this SQLite cannot enforce foreign keys");
 
+  // An existing database about to be migrated is copied first, at its old
+  // schema: `unisched store restore` can put it back for the previous
+  // unisched, which refuses a schema newer than it knows (docs/store.md).
+  auto before = SchemaVersionOf(c.db());
+  if (!before.ok()) return before.error();
+  if (*before > 0 && *before < static_cast<int>(Migrations().size())) {
+    if (Status s = BackupBeforeMigration(c, options.path, *before); !s) return s.error();
+  }
   auto version = ApplyMigrations(c.db(), Migrations(), SystemClock().Now());
   if (!version.ok()) return version.error();
 
