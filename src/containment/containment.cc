@@ -24,6 +24,7 @@
 #include <thread>
 
 #include "unisched/containment/file_io.h"
+#include "unisched/posix/posix.h"
 
 namespace unisched::containment {
 namespace {
@@ -76,15 +77,6 @@ int64_t ReadNumber(const std::string& path) {
 }
 
 // mkdir that accepts an existing directory. Returns 0 or the errno.
-int MakeDir(const std::string& path) {
-  if (::mkdir(path.c_str(), 0755) == 0 || errno == EEXIST) return 0;
-  return errno;
-}
-
-std::string ErrnoText(int err) {
-  return std::strerror(err);
-}
-
 // Removes the groups below `dir` (not `dir` itself), deepest first; a group
 // that still has members stays. A group's directory holds only its control
 // files and its child groups.
@@ -262,7 +254,8 @@ Result<Layout> ProbeLayout(const Options& options) {
   if (!layout.cpu && offered.count("cpu")) wanted.push_back("cpu");
   if (!layout.pids && offered.count("pids")) wanted.push_back("pids");
   const std::string parent = layout.unified + "/" + options.parent;
-  if (int err = MakeDir(parent)) return Error::Internal("cannot create cgroup " + parent + ": " + ErrnoText(err));
+  if (int err = posix::MakeDir(parent, 0755))
+    return Error::Internal("cannot create cgroup " + parent + ": " + posix::ErrnoText(err));
   for (const std::string& controller : wanted) {
     if (WriteValue(layout.unified + "/cgroup.subtree_control", "+" + controller) == 0 &&
         WriteValue(parent + "/cgroup.subtree_control", "+" + controller) == 0) {
@@ -312,14 +305,14 @@ Result<Containment> Containment::Create(const std::string& name, const Limits& l
       *reused = true;
       return dir;
     }
-    int err = MakeDir(dir);
+    int err = posix::MakeDir(dir, 0755);
     if (err == ENOENT) {
-      if ((err = MakeDir(parent)) != 0) {
-        return Error::Internal("cannot create cgroup " + parent + ": " + ErrnoText(err));
+      if ((err = posix::MakeDir(parent, 0755)) != 0) {
+        return Error::Internal("cannot create cgroup " + parent + ": " + posix::ErrnoText(err));
       }
-      err = MakeDir(dir);
+      err = posix::MakeDir(dir, 0755);
     }
-    if (err != 0) return Error::Internal("cannot create cgroup " + dir + ": " + ErrnoText(err));
+    if (err != 0) return Error::Internal("cannot create cgroup " + dir + ": " + posix::ErrnoText(err));
     return dir;
   };
   c.pool_ = options.pool;
@@ -331,7 +324,7 @@ Result<Containment> Containment::Create(const std::string& name, const Limits& l
   auto write = [](const std::string& dir, const char* file, const std::string& value) -> Status {
     const std::string path = dir + "/" + file;
     if (int err = WriteValue(path, value)) {
-      return Error::Internal("cannot write '" + value + "' to " + path + ": " + ErrnoText(err));
+      return Error::Internal("cannot write '" + value + "' to " + path + ": " + posix::ErrnoText(err));
     }
     return Status::Ok();
   };
@@ -512,7 +505,7 @@ Status Containment::SetLimits(const Limits& limits) {
   }
   auto write = [](const std::string& path, const std::string& value) -> Status {
     if (int err = WriteValue(path, value)) {
-      return Error::Internal("cannot write '" + value + "' to " + path + ": " + ErrnoText(err));
+      return Error::Internal("cannot write '" + value + "' to " + path + ": " + posix::ErrnoText(err));
     }
     return Status::Ok();
   };
@@ -642,7 +635,7 @@ Status Containment::Destroy() {
       if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     if (err != 0) {
-      failed += (failed.empty() ? "" : "; ") + *dir + ": " + ErrnoText(err);
+      failed += (failed.empty() ? "" : "; ") + *dir + ": " + posix::ErrnoText(err);
     } else {
       dir->clear();
     }

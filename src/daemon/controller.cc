@@ -553,25 +553,7 @@ void Controller::FinishPreemption(Batch& batch, Job& job, model::Attempt& attemp
 
 void Controller::AppendCharge(Batch& batch, const Job& job, int attempt, const ledger::Charge& charge, Timestamp from,
                               Timestamp to, bool final) {
-  store::LedgerEntry e;
-  // The key names the interval (or "final"): a replayed write adds nothing.
-  e.key = std::to_string(job.id) + "/" + std::to_string(attempt) + "/" + charge.metric + "/" + charge.detail + "/" +
-          charge.node + "/" + (final ? std::string("final") : std::to_string(ToUnixMillis(from)));
-  e.job = job.id;
-  e.attempt = attempt;
-  e.user = job.user;
-  e.project = job.project;
-  e.queue = job.queue;
-  e.pool = job.pool;
-  e.workload_kind = std::string(model::ToString(job.workload.kind));
-  e.node = charge.node;
-  e.metric = charge.metric;
-  e.detail = charge.detail;
-  e.quantity = charge.quantity;
-  e.start = from;
-  e.end = to;
-  e.final = final;
-  e.recorded_at = clock_.Now();
+  store::LedgerEntry e = ledger::MakeEntry(ledger::JobSubject(job, attempt), charge, from, to, final, clock_.Now());
   // Counted once the entry is committed (a replayed key adds nothing to the
   // ledger, but the daemon never replays its own keys).
   batch.after_commit.push_back(

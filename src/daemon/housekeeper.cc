@@ -138,15 +138,10 @@ int Housekeeper::SampleStorage(Timestamp now) {
   const std::string start_ms = std::to_string(ToUnixMillis(start));
   const double seconds = static_cast<double>(every_ms) / 1000.0;
   std::vector<store::LedgerEntry> entries;
-  auto entry = [&](std::string key, uint64_t bytes) -> store::LedgerEntry& {
-    store::LedgerEntry& e = entries.emplace_back();
-    e.key = std::move(key);
-    e.metric = ledger::kStorageGbHours;
-    e.quantity = GbHours(bytes, seconds);
-    e.start = start;
-    e.end = end;
-    e.recorded_at = now;
-    return e;
+  auto charge = [&](const ledger::Subject& subject, const std::string& detail, const std::string& node,
+                    uint64_t bytes) -> store::LedgerEntry& {
+    return entries.emplace_back(ledger::MakeEntry(
+        subject, {ledger::kStorageGbHours, detail, node, GbHours(bytes, seconds)}, start, end, false, now));
   };
   auto measure = [this](const std::string& dir) -> std::optional<uint64_t> {
     auto bytes = DiskUsageBytes(dir);
@@ -161,9 +156,12 @@ int Housekeeper::SampleStorage(Timestamp now) {
     for (const auto& dir : project.storage_paths) {
       auto bytes = measure(dir);
       if (!bytes) continue;
-      store::LedgerEntry& e = entry("storage/" + project.name + "/" + dir + "/" + start_ms, *bytes);
-      e.project = project.name;
-      e.detail = dir;
+      ledger::Subject subject;
+      subject.project = project.name;
+      store::LedgerEntry& e = charge(subject, dir, "", *bytes);
+      // The key of before MakeEntry, kept: a daemon upgraded within an
+      // interval must not charge that interval's sample twice.
+      e.key = "storage/" + project.name + "/" + dir + "/" + start_ms;
     }
   }
   // Running jobs' work directories: charged to the job's current attempt.
@@ -182,18 +180,7 @@ int Housekeeper::SampleStorage(Timestamp now) {
       auto bytes = measure(dir);
       if (!bytes) continue;
       const std::string node = attempt->allocation.empty() ? std::string() : attempt->allocation.front().node;
-      store::LedgerEntry& e = entry(std::to_string(job.id) + "/" + std::to_string(attempt->number) + "/" +
-                                        ledger::kStorageGbHours + "/workdir/" + node + "/" + start_ms,
-                                    *bytes);
-      e.job = job.id;
-      e.attempt = attempt->number;
-      e.user = job.user;
-      e.project = job.project;
-      e.queue = job.queue;
-      e.pool = job.pool;
-      e.workload_kind = std::string(model::ToString(job.workload.kind));
-      e.node = node;
-      e.detail = "workdir";
+      charge(ledger::JobSubject(job, attempt->number), "workdir", node, *bytes);
     }
     if (!page.next_cursor) break;
     filter.cursor = page.next_cursor;

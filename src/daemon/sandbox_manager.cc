@@ -298,16 +298,19 @@ Result<SandboxManager::Started> SandboxManager::StartInstance(const ImageVersion
   return started;
 }
 
-policy::QuotaTally SandboxManager::Held() const {
-  // Running jobs as the controller last published them; sandboxes from
-  // here, exact: those running and those admitted but not yet committed.
-  policy::QuotaTally held = service::RunningJobsUsage(*control_.View());
-  auto add = [&held](const Sandbox& s) {
-    held.Add({s.queue, s.project, s.user}, policy::AmountOf(service::SandboxResources(s.limits)));
+service::SandboxHolds SandboxManager::OwnHolds() const {
+  service::SandboxHolds holds;
+  auto add = [&holds](const Sandbox& s) {
+    holds[{s.queue, s.project, s.user}] += policy::AmountOf(service::SandboxResources(s.limits));
   };
   for (const auto& [id, s] : active_) add(*s);
   for (const auto& s : admitted_) add(*s);
-  return held;
+  return holds;
+}
+
+service::SandboxHolds SandboxManager::Holds() const {
+  std::lock_guard lock(mu_);
+  return OwnHolds();
 }
 
 void SandboxManager::Create(CreateRequest request, std::string actor, std::function<void(Result<json>)> done) {
@@ -369,7 +372,9 @@ void SandboxManager::Create(CreateRequest request, std::string actor, std::funct
           done(Error::Unavailable("the daemon is stopping"));
           return;
         }
-        auto limit = service::SandboxSlotLimit(config_.cluster, Held(), {s->queue, s->project, s->user}, s->limits);
+        const policy::JobScope scope{s->queue, s->project, s->user};
+        auto limit = service::SandboxSlotLimit(config_.cluster, service::HeldFor(*control_.View(), OwnHolds(), scope),
+                                               scope, s->limits);
         if (!limit) break;
         const auto now = std::chrono::steady_clock::now();
         if (now >= deadline) {
@@ -743,7 +748,7 @@ void SandboxManager::EndSandbox(std::shared_ptr<Sandbox> s, std::string state, s
   };
   auto finish = [this, s, quantity = entry.quantity, was_counted, done](Status st) {
     if (!st.ok()) spdlog::error("sandbox {} end not recorded: {}", SandboxName(s->id), st.error().message);
-    if (st.ok()) metrics_.CountLedgerEntry("final", "instance_seconds", quantity);
+    if (st.ok()) metrics_.CountLedgerEntry("final", ledger::kInstanceSeconds, quantity);
     if (was_counted) control_.CountSandbox(s->queue, s->project, s->user, s->limits.cpus, s->limits.memory_mb, -1);
     {
       std::lock_guard lock(mu_);
@@ -761,26 +766,19 @@ void SandboxManager::EndSandbox(std::shared_ptr<Sandbox> s, std::string state, s
 
 store::LedgerEntry SandboxManager::ChargeEntry(const Sandbox& s, Timestamp from, Timestamp to, bool final,
                                                Timestamp now) const {
-  store::LedgerEntry entry;
-  // The key names the interval (or "final"): a replayed write adds nothing.
-  entry.key =
-      "sandbox/" + std::to_string(s.id) + "/instance_seconds/" +
-      (final ? std::string("final") : std::to_string(ToUnixMillis(from)) + "-" + std::to_string(ToUnixMillis(to)));
-  entry.job = 0;  // belongs to no job; attempt holds the sandbox number
-  entry.attempt = static_cast<int>(s.id);
-  entry.user = s.user;
-  entry.project = s.project;
-  entry.queue = s.queue;
-  entry.pool = s.pool;
-  entry.workload_kind = "agent";
-  entry.node = s.node;
-  entry.metric = "instance_seconds";
-  entry.detail = s.image + ":" + s.image_version;
-  entry.quantity = std::chrono::duration<double>(to - from).count();
-  entry.start = from;
-  entry.end = to;
-  entry.final = final;
-  entry.recorded_at = now;
+  // Of no job: `attempt` holds the sandbox's number. Interim intervals
+  // begin where the last ended, so their start names them.
+  const ledger::Subject subject{"sandbox/" + std::to_string(s.id),
+                                0,
+                                static_cast<int>(s.id),
+                                s.user,
+                                s.project,
+                                s.queue,
+                                s.pool,
+                                std::string(model::ToString(model::WorkloadKind::kAgent))};
+  const ledger::Charge charge{ledger::kInstanceSeconds, s.image + ":" + s.image_version, s.node,
+                              std::chrono::duration<double>(to - from).count()};
+  store::LedgerEntry entry = ledger::MakeEntry(subject, charge, from, to, final, now);
   return entry;
 }
 

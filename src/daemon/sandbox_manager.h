@@ -43,6 +43,7 @@ class SandboxManager final : public service::SandboxPlane {
 
   // service::SandboxPlane
   void Create(CreateRequest request, std::string actor, std::function<void(Result<nlohmann::json>)> done) override;
+  service::SandboxHolds Holds() const override;
   Result<nlohmann::json> Get(int64_t id) const override;
   nlohmann::json List(bool active_only) const override;
   void Exec(int64_t id, ExecRequest request, std::string actor,
@@ -110,9 +111,8 @@ class SandboxManager final : public service::SandboxPlane {
   // A call found the instance broken: the sandbox ends as failed, unless it
   // is ending already.
   void EndBroken(const std::shared_ptr<Sandbox>& s, const std::string& reason);
-  // What running jobs and sandboxes (running or admitted) hold per quota
-  // scope.  REQUIRES: mu_
-  policy::QuotaTally Held() const;
+  // What running sandboxes and creates given a slot hold.  REQUIRES: mu_
+  service::SandboxHolds OwnHolds() const;
   // At start: work directories and cgroups of instances of a dead daemon.
   void RemoveLeftovers();
   // One ledger entry of its instance_seconds over [from, to).

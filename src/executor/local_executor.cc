@@ -39,6 +39,7 @@
 #include "executor/attempt_files.h"
 #include "unisched/containment/containment.h"
 #include "unisched/executor/executor.h"
+#include "unisched/posix/posix.h"
 
 namespace unisched::executor {
 
@@ -58,10 +59,6 @@ constexpr int kEventsPerWait = 64;
 // free lock and no state.json may be that instant, so it is looked at again
 // this much later before it counts as a dead supervisor.
 constexpr auto kClaimSettle = std::chrono::milliseconds(200);
-
-std::string Errno(int err) {
-  return std::strerror(err);
-}
 
 // What an NSS lookup that reports no error leaves in errno when one of its
 // modules could not open its file or socket.
@@ -229,7 +226,7 @@ Result<pid_t> SpawnSupervisorProcess(const std::string& supervisor_path, const s
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) {
-    std::string message = "cannot start the supervisor '" + path + "': " + Errno(rc);
+    std::string message = "cannot start the supervisor '" + path + "': " + posix::ErrnoText(rc);
     return IsTransientErrno(rc) ? TransientLaunchError(std::move(message)) : Error::Unavailable(std::move(message));
   }
   return pid;
@@ -297,7 +294,7 @@ class SupervisorHosts {
       }
       const int err = n < 0 ? errno : EIO;
       Retire(host);
-      return Error::Unavailable("cannot send to the supervisor host: " + Errno(err));
+      return Error::Unavailable("cannot send to the supervisor host: " + posix::ErrnoText(err));
     }
   }
 
@@ -377,7 +374,7 @@ class SupervisorHosts {
   Status Launch(Host& host) {  // REQUIRES mu_
     int pair[2];
     if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
-      return Error::Unavailable("cannot make the supervisor host's socket: " + Errno(errno));
+      return Error::Unavailable("cannot make the supervisor host's socket: " + posix::ErrnoText(errno));
     }
     // Its end goes to fd 3 of the host; a number above 3 makes the dup2 a
     // real one, which clears close-on-exec.
@@ -385,7 +382,7 @@ class SupervisorHosts {
     ::close(pair[1]);
     if (theirs < 0) {
       ::close(pair[0]);
-      return Error::Unavailable("cannot make the supervisor host's socket: " + Errno(errno));
+      return Error::Unavailable("cannot make the supervisor host's socket: " + posix::ErrnoText(errno));
     }
     auto pid = SpawnSupervisorProcess(supervisor_path_, "--host", -1, theirs);
     ::close(theirs);
@@ -613,7 +610,8 @@ Status LocalExecutor::Launch(const LaunchSpec& spec) {
 // it, as it always did for another user's account.
 Result<std::optional<files::ResolvedAccount>> LocalExecutor::Check(const LaunchSpec& spec) {
   if (::access(options_.supervisor_path.c_str(), X_OK) != 0) {
-    return Error::Unavailable("cannot run the supervisor '" + options_.supervisor_path + "': " + Errno(errno));
+    return Error::Unavailable("cannot run the supervisor '" + options_.supervisor_path +
+                              "': " + posix::ErrnoText(errno));
   }
   const uid_t me = ::geteuid();
   if (spec.unix_user.empty()) {
@@ -645,7 +643,7 @@ Result<std::optional<files::ResolvedAccount>> LocalExecutor::Check(const LaunchS
     // nothing about the account, and the launch is tried again later.
     if (rc != 0 || (found == nullptr && OutOfDescriptors(errno))) {
       const int err = rc != 0 ? rc : errno;
-      std::string message = "cannot look up user '" + spec.unix_user + "': " + Errno(err);
+      std::string message = "cannot look up user '" + spec.unix_user + "': " + posix::ErrnoText(err);
       if (IsTransientErrno(err)) return TransientLaunchError(std::move(message));
       return Error::Internal(std::move(message));
     }
@@ -664,7 +662,8 @@ Result<std::optional<files::ResolvedAccount>> LocalExecutor::Check(const LaunchS
       errno = 0;
     }
     if (OutOfDescriptors(errno)) {
-      return TransientLaunchError("cannot look up the groups of user '" + spec.unix_user + "': " + Errno(errno));
+      return TransientLaunchError("cannot look up the groups of user '" + spec.unix_user +
+                                  "': " + posix::ErrnoText(errno));
     }
     groups.resize(static_cast<size_t>(count));
     account = files::ResolvedAccount{pw.pw_uid, pw.pw_gid, std::vector<uint32_t>(groups.begin(), groups.end())};
@@ -686,7 +685,7 @@ Result<std::optional<files::ResolvedAccount>> LocalExecutor::Check(const LaunchS
 Status LocalExecutor::MakeRoots() {
   if (roots_made_.load()) return Status::Ok();
   auto failed = [](const std::string& dir, int err) {
-    std::string message = "cannot create " + dir + ": " + Errno(err);
+    std::string message = "cannot create " + dir + ": " + posix::ErrnoText(err);
     return IsTransientErrno(err) ? TransientLaunchError(std::move(message)) : Error::Internal(std::move(message));
   };
   if (int err = MakeDirs(options_.runs_dir, 0700)) return failed(options_.runs_dir, err);
@@ -705,7 +704,7 @@ Result<int> SpecMemfd(const files::AttemptSpec& spec) {
   const int fd = ::memfd_create("unisched-spec", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0) {
     const int err = errno;
-    std::string message = "cannot create the spec memfd: " + Errno(err);
+    std::string message = "cannot create the spec memfd: " + posix::ErrnoText(err);
     return IsTransientErrno(err) ? TransientLaunchError(std::move(message)) : Error::Unavailable(std::move(message));
   }
   size_t done = 0;
@@ -715,7 +714,7 @@ Result<int> SpecMemfd(const files::AttemptSpec& spec) {
     if (n <= 0) {
       const int err = n < 0 ? errno : EIO;
       ::close(fd);
-      std::string message = "cannot write the spec memfd: " + Errno(err);
+      std::string message = "cannot write the spec memfd: " + posix::ErrnoText(err);
       return IsTransientErrno(err) ? TransientLaunchError(std::move(message)) : Error::Unavailable(std::move(message));
     }
     done += static_cast<size_t>(n);
@@ -725,7 +724,7 @@ Result<int> SpecMemfd(const files::AttemptSpec& spec) {
   if (::lseek(fd, 0, SEEK_SET) != 0) {
     const int err = errno;
     ::close(fd);
-    return Error::Unavailable("cannot rewind the spec memfd: " + Errno(err));
+    return Error::Unavailable("cannot rewind the spec memfd: " + posix::ErrnoText(err));
   }
   return fd;
 }
@@ -1166,8 +1165,9 @@ std::optional<RunResult> LocalExecutor::CheckAdopted(const Key& key, Tracked& t)
   }
   // The host could not claim it (its notice said why): nothing ran.
   if (lock == LockState::kMissing && t.unclaimed_errno != 0) {
-    return Unclaimed(key, "the supervisor host could not create or claim " + dir + ": " + Errno(t.unclaimed_errno),
-                     IsTransientErrno(t.unclaimed_errno));
+    return Unclaimed(
+        key, "the supervisor host could not create or claim " + dir + ": " + posix::ErrnoText(t.unclaimed_errno),
+        IsTransientErrno(t.unclaimed_errno));
   }
   // Sent to a host that was retired but lives on: it may yet claim it.
   if (lock == LockState::kMissing && t.pid > 0 && hosts_.Alive(t.pid)) return std::nullopt;

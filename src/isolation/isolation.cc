@@ -23,6 +23,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "unisched/posix/posix.h"
+
 namespace unisched::isolation {
 namespace {
 
@@ -106,11 +108,6 @@ int RemountReadOnly(const std::string& root, const std::vector<std::string>& wri
   return 0;
 }
 
-int MakeDir(const std::string& path, mode_t mode) {
-  if (::mkdir(path.c_str(), mode) != 0 && errno != EEXIST) return errno;
-  return 0;
-}
-
 // An empty file to bind a device node onto.
 int MakeFile(const std::string& path) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
@@ -168,7 +165,7 @@ int EnterIsolation(const IsolationSpec& spec, const char** step) {
       const std::string source = std::string("/dev/") + node;
       if (::mount(source.c_str(), target.c_str(), nullptr, MS_BIND, nullptr) != 0) return Fail(step, "bind /dev node");
     }
-    if (int e = MakeDir(prefix + "/dev/shm", 01777)) {
+    if (int e = posix::MakeDir(prefix + "/dev/shm", 01777)) {
       errno = e;
       return Fail(step, "make /dev/shm");
     }
@@ -186,7 +183,7 @@ int EnterIsolation(const IsolationSpec& spec, const char** step) {
     return Fail(step, "mount /sys");
   }
   // /home: only the instance's own home, the work directory.
-  if (int e = MakeDir(prefix + "/home", 0755)) {
+  if (int e = posix::MakeDir(prefix + "/home", 0755)) {
     errno = e;
     return Fail(step, "make /home");
   }
@@ -194,7 +191,7 @@ int EnterIsolation(const IsolationSpec& spec, const char** step) {
     return Fail(step, "mount /home");
   }
   const std::string home = prefix + kSandboxHome;
-  if (int e = MakeDir(home, 0700)) {
+  if (int e = posix::MakeDir(home, 0700)) {
     errno = e;
     return Fail(step, "make the home directory");
   }

@@ -81,4 +81,38 @@ void ReconcileAttempt(model::JobId job, int attempt, const std::map<ChargeKey, d
   }
 }
 
+Subject JobSubject(const model::Job& job, int attempt) {
+  return {std::to_string(job.id) + "/" + std::to_string(attempt),
+          job.id,
+          attempt,
+          job.user,
+          job.project,
+          job.queue,
+          job.pool,
+          std::string(model::ToString(job.workload.kind))};
+}
+
+Entry MakeEntry(const Subject& subject, const Charge& charge, Timestamp from, Timestamp to, bool final,
+                Timestamp recorded_at) {
+  Entry e;
+  e.key = subject.id + "/" + charge.metric + "/" + charge.detail + "/" + charge.node + "/" +
+          (final ? std::string("final") : std::to_string(ToUnixMillis(from)));
+  e.job = subject.job;
+  e.attempt = subject.attempt;
+  e.user = subject.user;
+  e.project = subject.project;
+  e.queue = subject.queue;
+  e.pool = subject.pool;
+  e.workload_kind = subject.workload_kind;
+  e.node = charge.node;
+  e.metric = charge.metric;
+  e.detail = charge.detail;
+  e.quantity = charge.quantity;
+  e.start = from;
+  e.end = to;
+  e.final = final;
+  e.recorded_at = recorded_at;
+  return e;
+}
+
 }  // namespace unisched::ledger

@@ -133,6 +133,15 @@ int64_t QuotaTally::QueueJobs(std::string_view queue) const {
   return Find(queue_jobs_, queue, int64_t{0});
 }
 
+QuotaTally QuotaTally::Slice(const JobScope& scope) const {
+  QuotaTally slice;
+  Entry(slice.queue_project_, PairKey(scope.queue, scope.project).view()) = QueueProject(scope.queue, scope.project);
+  Entry(slice.queue_user_, PairKey(scope.queue, scope.user).view()) = QueueUser(scope.queue, scope.user);
+  Entry(slice.project_, scope.project) = Project(scope.project);
+  Entry(slice.queue_jobs_, scope.queue) = QueueJobs(scope.queue);
+  return slice;
+}
+
 std::optional<model::PendingReason> CheckLimits(const QuotaTally& tally, const JobScope& scope,
                                                 const model::ResourceRequest& request,
                                                 const model::QueuePolicy& queue_policy,

@@ -18,15 +18,12 @@
 #include <fstream>
 
 #include "unisched/isolation/protocol.h"
+#include "unisched/posix/posix.h"
 
 namespace unisched::sandbox {
 namespace {
 
 using nlohmann::json;
-
-std::string Errno(int err) {
-  return std::strerror(err);
-}
 
 // What the cloned child needs; prepared before the clone, because the child
 // shares the daemon's memory (CLONE_VM) until it execs.
@@ -74,12 +71,12 @@ Result<std::unique_ptr<Instance>> Instance::Start(InstanceSpec spec) {
   // The work directory: the instance's alone (0700), so no other instance's
   // uid can enter it.
   if (::mkdir(s.work_dir.c_str(), 0700) != 0 && errno != EEXIST) {
-    return Error::Internal("cannot make the work directory " + s.work_dir + ": " + Errno(errno));
+    return Error::Internal("cannot make the work directory " + s.work_dir + ": " + posix::ErrnoText(errno));
   }
   if (::chown(s.work_dir.c_str(), uid, uid) != 0 || ::chmod(s.work_dir.c_str(), 0700) != 0) {
     const int e = errno;
     RemoveTree(s.work_dir);
-    return Error::Internal("cannot hand the work directory to uid " + std::to_string(uid) + ": " + Errno(e));
+    return Error::Internal("cannot hand the work directory to uid " + std::to_string(uid) + ": " + posix::ErrnoText(e));
   }
   if (s.use_cgroups) {
     auto c = containment::Containment::Create(s.name, s.limits);
@@ -96,7 +93,7 @@ Result<std::unique_ptr<Instance>> Instance::Start(InstanceSpec spec) {
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
     const int e = errno;
     instance->DestroyLocked();
-    return Error::Internal("socketpair: " + Errno(e));
+    return Error::Internal("socketpair: " + posix::ErrnoText(e));
   }
   // exec_cgroup: where the init makes a group per exec, so that the exec's
   // time cap reaches the processes it detached (setsid, double fork).
@@ -120,7 +117,7 @@ Result<std::unique_ptr<Instance>> Instance::Start(InstanceSpec spec) {
     ::close(fds[0]);
     ::close(fds[1]);
     instance->DestroyLocked();
-    return Error::Internal("cannot map a stack: " + Errno(e));
+    return Error::Internal("cannot map a stack: " + posix::ErrnoText(e));
   }
   // Signals stay blocked in the child until the init sets its own mask: no
   // handler of the daemon may run on the shared memory.
@@ -136,7 +133,7 @@ Result<std::unique_ptr<Instance>> Instance::Start(InstanceSpec spec) {
   if (pid < 0) {
     ::close(fds[0]);
     instance->DestroyLocked();
-    return Error::Internal("cannot start the sandbox init (clone): " + Errno(clone_errno));
+    return Error::Internal("cannot start the sandbox init (clone): " + posix::ErrnoText(clone_errno));
   }
   instance->pid_ = pid;
   instance->pidfd_ = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
@@ -144,7 +141,8 @@ Result<std::unique_ptr<Instance>> Instance::Start(InstanceSpec spec) {
   json ready;
   const int rc = isolation::ReadFrame(fds[0], ready, 10'000);
   if (rc != 0 || !ready.value("ready", false)) {
-    std::string why = rc != 0 ? "the init did not answer: " + Errno(rc) : ready.value("error", "no ready message");
+    std::string why =
+        rc != 0 ? "the init did not answer: " + posix::ErrnoText(rc) : ready.value("error", "no ready message");
     instance->DestroyLocked();
     return Error::Internal("cannot start the sandbox: " + why);
   }
@@ -160,13 +158,13 @@ Result<json> Instance::Call(const json& request, int timeout_ms) {
   if (destroyed_) return Error::Unavailable("the sandbox instance is gone");
   if (int e = isolation::WriteFrame(control_fd_, request)) {
     DestroyLocked();
-    return Error::Unavailable("the sandbox instance is gone (" + Errno(e) + ")");
+    return Error::Unavailable("the sandbox instance is gone (" + posix::ErrnoText(e) + ")");
   }
   json answer;
   if (int e = isolation::ReadFrame(control_fd_, answer, timeout_ms)) {
     DestroyLocked();
     return Error::Unavailable(e == ETIMEDOUT ? "the sandbox instance stopped answering; it was destroyed"
-                                             : "the sandbox instance is gone (" + Errno(e) + ")");
+                                             : "the sandbox instance is gone (" + posix::ErrnoText(e) + ")");
   }
   return answer;
 }

@@ -32,6 +32,7 @@
 #include "unisched/isolation/isolation.h"
 #include "unisched/isolation/protocol.h"
 #include "unisched/isolation/syscall_filter.h"
+#include "unisched/posix/posix.h"
 
 namespace {
 
@@ -41,10 +42,6 @@ using unisched::isolation::BytesOf;
 
 constexpr int kControlFd = 3;
 int g_sigchld_fd = -1;
-
-std::string ErrnoText(int err) {
-  return std::strerror(err);
-}
 
 json ErrorAnswer(const std::string& code, const std::string& message) {
   return {{"error", message}, {"code", code}};
@@ -252,13 +249,13 @@ json Exec(const json& request) {
   if (g_exec_groups.dir_fd >= 0) {
     group = "exec-" + std::to_string(++g_exec_groups.made);
     if (::mkdirat(g_exec_groups.dir_fd, group.c_str(), 0755) != 0) {
-      return ErrorAnswer("io", "cannot make the command's cgroup: " + ErrnoText(errno));
+      return ErrorAnswer("io", "cannot make the command's cgroup: " + unisched::posix::ErrnoText(errno));
     }
     group_procs = ::openat(g_exec_groups.dir_fd, (group + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
     if (group_procs < 0) {
       const int e = errno;
       ::unlinkat(g_exec_groups.dir_fd, group.c_str(), AT_REMOVEDIR);
-      return ErrorAnswer("io", "cannot open the command's cgroup: " + ErrnoText(e));
+      return ErrorAnswer("io", "cannot open the command's cgroup: " + unisched::posix::ErrnoText(e));
     }
   }
   auto drop_group = [&] {
@@ -271,7 +268,7 @@ json Exec(const json& request) {
       ::pipe2(report, O_CLOEXEC) != 0) {
     const int e = errno;
     drop_group();
-    return ErrorAnswer("io", "cannot create pipes: " + ErrnoText(e));
+    return ErrorAnswer("io", "cannot create pipes: " + unisched::posix::ErrnoText(e));
   }
   // What the child reports when it cannot run the command.
   enum Stage : int { kExec = 1, kJoin = 2 };
@@ -285,7 +282,7 @@ json Exec(const json& request) {
     for (int fd : {in[0], in[1], out[0], out[1], err[0], err[1], report[0], report[1]}) ::close(fd);
     drop_group();
     // The pids cap: a fork bomb of an earlier call may still hold every slot.
-    return ErrorAnswer("io", "cannot start the command: " + ErrnoText(e));
+    return ErrorAnswer("io", "cannot start the command: " + unisched::posix::ErrnoText(e));
   }
   if (pid == 0) {
     // Into the exec's group before anything else runs: every process the
@@ -412,9 +409,9 @@ json Exec(const json& request) {
   if (WIFSIGNALED(status)) exit_code = 128 + WTERMSIG(status);
   std::string err_text = std::move(stderr_capture.data);
   if (failed && failure.stage == kJoin) {
-    err_text += "unisched: cannot put the command in its cgroup: " + ErrnoText(failure.err) + "\n";
+    err_text += "unisched: cannot put the command in its cgroup: " + unisched::posix::ErrnoText(failure.err) + "\n";
   } else if (failed) {
-    err_text += "unisched: cannot execute '" + args[0] + "': " + ErrnoText(failure.err) + "\n";
+    err_text += "unisched: cannot execute '" + args[0] + "': " + unisched::posix::ErrnoText(failure.err) + "\n";
   }
   const auto elapsed = std::chrono::steady_clock::now() - started;
   return {{"exit_code", exit_code},
@@ -432,12 +429,13 @@ json PutFile(const json& request) {
   // Parents first, as the instance's own uid: only what it may write.
   for (size_t i = path.find('/'); i != std::string::npos; i = path.find('/', i + 1)) {
     if (::mkdir(path.substr(0, i).c_str(), 0755) != 0 && errno != EEXIST) {
-      return ErrorAnswer("io", "cannot make directory '" + path.substr(0, i) + "': " + ErrnoText(errno));
+      return ErrorAnswer("io",
+                         "cannot make directory '" + path.substr(0, i) + "': " + unisched::posix::ErrnoText(errno));
     }
   }
   const std::string data = BytesOf(request.value("data", json()));
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (fd < 0) return ErrorAnswer("io", "cannot write '" + path + "': " + ErrnoText(errno));
+  if (fd < 0) return ErrorAnswer("io", "cannot write '" + path + "': " + unisched::posix::ErrnoText(errno));
   size_t done = 0;
   while (done < data.size()) {
     const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
@@ -445,7 +443,7 @@ json PutFile(const json& request) {
       if (errno == EINTR) continue;
       const int e = errno;
       ::close(fd);
-      return ErrorAnswer("io", "cannot write '" + path + "': " + ErrnoText(e));
+      return ErrorAnswer("io", "cannot write '" + path + "': " + unisched::posix::ErrnoText(e));
     }
     done += static_cast<size_t>(n);
   }
@@ -459,7 +457,8 @@ json GetFile(const json& request) {
   const size_t max = request.value("max", size_t{8} << 20);
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
-    return ErrorAnswer(errno == ENOENT ? "not_found" : "io", "cannot read '" + path + "': " + ErrnoText(errno));
+    return ErrorAnswer(errno == ENOENT ? "not_found" : "io",
+                       "cannot read '" + path + "': " + unisched::posix::ErrnoText(errno));
   }
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -521,7 +520,7 @@ int main(int argc, char** argv) {
   }
   auto isolation_failed = [](const char* step, int e) {
     (void)unisched::isolation::WriteFrame(
-        kControlFd, ErrorAnswer("isolation", std::string("cannot ") + step + ": " + ErrnoText(e)));
+        kControlFd, ErrorAnswer("isolation", std::string("cannot ") + step + ": " + unisched::posix::ErrnoText(e)));
     return 1;
   };
   const char* step = "";
@@ -546,7 +545,8 @@ int main(int argc, char** argv) {
   sigaddset(&chld, SIGCHLD);
   g_sigchld_fd = ::signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
   if (g_sigchld_fd < 0) {
-    (void)unisched::isolation::WriteFrame(kControlFd, ErrorAnswer("io", "signalfd: " + ErrnoText(errno)));
+    (void)unisched::isolation::WriteFrame(kControlFd,
+                                          ErrorAnswer("io", "signalfd: " + unisched::posix::ErrnoText(errno)));
     return 1;
   }
   if (unisched::isolation::WriteFrame(kControlFd, {{"ready", true}}) != 0) return 1;

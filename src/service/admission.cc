@@ -45,7 +45,7 @@ Error InSandboxTerms(Error error) {
 }  // namespace
 
 std::optional<Error> QuotaRefusal(const model::ClusterSpec& cluster, const ClusterView& view,
-                                  const policy::QuotaTally& running, const policy::JobScope& scope,
+                                  const std::function<policy::QuotaTally()>& held, const policy::JobScope& scope,
                                   const model::ResourceRequest& resources) {
   const model::QueueSpec* spec = cluster.FindQueue(scope.queue);
   if (!spec) return std::nullopt;
@@ -65,21 +65,23 @@ std::optional<Error> QuotaRefusal(const model::ClusterSpec& cluster, const Clust
   if (spec->policy.quota_action != model::QuotaAction::kReject) return std::nullopt;
   model::QueuePolicy quotas_only = spec->policy;
   quotas_only.max_concurrency.reset();  // concurrency makes work wait, never refuses it
-  if (auto over = policy::CheckLimits(running, scope, resources, quotas_only, project_policy)) {
+  if (auto over = policy::CheckLimits(held(), scope, resources, quotas_only, project_policy)) {
     return refused(over->message + "; queue " + spec->name +
                    " refuses work over quota (quota_action: reject): retry later");
   }
   return std::nullopt;
 }
 
-Result<JobAdmission> AdmitJob(const config::Config& config, const ClusterView& view, const auth::Principal& who,
+Result<JobAdmission> AdmitJob(const config::Config& config, const ClusterView& view,
+                              const SandboxHoldsSource& sandboxes, const auth::Principal& who,
                               const JobRequest& request) {
   auto project = ResolveProject(config, who, request.project);
   if (!project.ok()) return project.error();
   auto route = router::Route(config.cluster, {request.workload, request.resources, request.constraints, request.queue});
   if (!route.ok()) return route.error();
-  if (auto refused = QuotaRefusal(config.cluster, view, view.running_usage, {route->queue, *project, who.user},
-                                  route->resources)) {
+  const policy::JobScope scope{route->queue, *project, who.user};
+  if (auto refused = QuotaRefusal(
+          config.cluster, view, [&] { return HeldFor(view, sandboxes(), scope); }, scope, route->resources)) {
     return *refused;
   }
   if (request.priority > 0 && !auth::CanRaisePriority(who, route->queue)) {
@@ -111,7 +113,8 @@ model::ResourceRequest SandboxResources(const SandboxLimits& limits) {
   return resources;
 }
 
-Result<SandboxAdmission> AdmitSandbox(const config::Config& config, const ClusterView& view, const auth::Principal& who,
+Result<SandboxAdmission> AdmitSandbox(const config::Config& config, const ClusterView& view,
+                                      const SandboxHoldsSource& sandboxes, const auth::Principal& who,
                                       const SandboxRequest& request) {
   auto project = ResolveProject(config, who, request.project);
   if (!project.ok()) return project.error();
@@ -151,19 +154,27 @@ Result<SandboxAdmission> AdmitSandbox(const config::Config& config, const Cluste
                                     "', which is not a sandbox pool (pools[].sandbox: true)",
                                 "queue");
   }
-  if (auto refused = QuotaRefusal(config.cluster, view, view.running_usage, {route->queue, *project, who.user},
-                                  route->resources)) {
+  const policy::JobScope scope{route->queue, *project, who.user};
+  if (auto refused = QuotaRefusal(
+          config.cluster, view, [&] { return HeldFor(view, sandboxes(), scope); }, scope, route->resources)) {
     return *refused;
   }
   return SandboxAdmission{std::move(project).value(), route->queue, route->pool, limits};
 }
 
-policy::QuotaTally RunningJobsUsage(const ClusterView& view) {
-  policy::QuotaTally jobs = view.running_usage;
-  for (const auto& [scope, amount] : *view.sandbox_holds) {
-    jobs.Remove({std::get<0>(scope), std::get<1>(scope), std::get<2>(scope)}, amount);
+policy::QuotaTally HeldFor(const ClusterView& view, const SandboxHolds& sandboxes, const policy::JobScope& scope) {
+  policy::QuotaTally held = view.running_usage.Slice(scope);
+  // Only holds that share an entry with the scope change what its check reads.
+  auto touches = [&scope](const SandboxHolds::key_type& key) {
+    return std::get<0>(key) == scope.queue || std::get<1>(key) == scope.project;
+  };
+  for (const auto& [key, amount] : *view.sandbox_holds) {
+    if (touches(key)) held.Remove({std::get<0>(key), std::get<1>(key), std::get<2>(key)}, amount);
   }
-  return jobs;
+  for (const auto& [key, amount] : sandboxes) {
+    if (touches(key)) held.Add({std::get<0>(key), std::get<1>(key), std::get<2>(key)}, amount);
+  }
+  return held;
 }
 
 std::optional<model::PendingReason> SandboxSlotLimit(const model::ClusterSpec& cluster, const policy::QuotaTally& held,

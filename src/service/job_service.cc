@@ -14,7 +14,8 @@ JobService::JobService(const config::Config& config, store::Store& store, Contro
 
 void JobService::Submit(const auth::Principal& who, JobRequest request, std::string idempotency_key,
                         std::string audit_action, std::function<void(Result<Submitted>)> done) {
-  auto admitted = AdmitJob(config_, *control_.View(), who, request);
+  auto admitted = AdmitJob(
+      config_, *control_.View(), [this] { return SandboxHoldsNow(); }, who, request);
   if (!admitted.ok()) {
     done(admitted.error());
     return;
@@ -98,6 +99,10 @@ void JobService::Submit(const auth::Principal& who, JobRequest request, std::str
       });
 }
 
+SandboxHolds JobService::SandboxHoldsNow() const {
+  return sandboxes_ ? sandboxes_->Holds() : SandboxHolds{};
+}
+
 Result<model::Job> JobService::VisibleJob(const auth::Principal& who, const std::string& job_id) const {
   model::JobId id = 0;
   try {
@@ -133,7 +138,8 @@ void JobService::CreateSandbox(const auth::Principal& who, SandboxRequest reques
     done(Error::Unavailable("sandboxes are not served by this daemon"));
     return;
   }
-  auto admitted = AdmitSandbox(config_, *control_.View(), who, request);
+  auto admitted = AdmitSandbox(
+      config_, *control_.View(), [this] { return SandboxHoldsNow(); }, who, request);
   if (!admitted.ok()) {
     done(admitted.error());
     return;

@@ -24,6 +24,7 @@
 #include "unisched/executor/executor.h"
 #include "unisched/isolation/isolation.h"
 #include "unisched/isolation/syscall_filter.h"
+#include "unisched/posix/posix.h"
 
 namespace unisched::supervisor {
 namespace {
@@ -55,14 +56,10 @@ void ClosePair(int fds[2]) {
   if (fds[1] >= 0) ::close(fds[1]);
 }
 
-std::string Errno(int err) {
-  return std::strerror(err);
-}
-
 // Out of descriptors, processes or memory here is the machine's moment,
 // not the job's fault: the attempt is launched again later.
 Error StartError(const std::string& what, int err) {
-  std::string message = what + ": " + Errno(err);
+  std::string message = what + ": " + posix::ErrnoText(err);
   return executor::IsTransientErrno(err) ? executor::TransientLaunchError(std::move(message))
                                          : Error::Internal(std::move(message));
 }
@@ -276,7 +273,7 @@ Result<JobProcess> StartJob(const JobSpec& spec, const containment::Containment&
 }
 
 std::string DescribeLaunchError(const LaunchError& error, const JobSpec& spec) {
-  const std::string what = Errno(error.err);
+  const std::string what = posix::ErrnoText(error.err);
   const std::string user = spec.account.name;
   switch (error.step) {
     case kStepSignals:

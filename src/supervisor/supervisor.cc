@@ -37,6 +37,7 @@
 #include "supervisor/capped_log.h"
 #include "supervisor/job_launch.h"
 #include "unisched/isolation/isolation.h"
+#include "unisched/posix/posix.h"
 
 namespace unisched::supervisor {
 namespace {
@@ -63,12 +64,6 @@ int64_t NowMillis() {
       .count();
 }
 
-// mkdir that accepts an existing directory. Returns 0 or the errno.
-int MakeDir(const std::string& path, mode_t mode) {
-  if (::mkdir(path.c_str(), mode) == 0 || errno == EEXIST) return 0;
-  return errno;
-}
-
 // <root>/<job>/<attempt>, 0700 by the umask; the executor made <root>.
 // A retention pass may remove an empty <job> directory between our two
 // mkdirs: then make it again. Returns 0 or the errno.
@@ -78,9 +73,9 @@ int MakeJobAndAttemptDir(const std::string& dir) {
   int err = 0;
   for (int i = 0; i < 3; ++i) {
     if (!job_dir.empty()) {
-      if ((err = MakeDir(job_dir, 0700)) != 0) return err;
+      if ((err = posix::MakeDir(job_dir, 0700)) != 0) return err;
     }
-    if ((err = MakeDir(dir, 0700)) != ENOENT) return err;
+    if ((err = posix::MakeDir(dir, 0700)) != ENOENT) return err;
   }
   return err;
 }

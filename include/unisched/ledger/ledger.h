@@ -40,6 +40,38 @@ struct Charge {
 };
 using ChargeKey = std::tuple<std::string, std::string, std::string>;  // metric, detail, node
 
+// One row of the ledger: a quantity of one metric charged to someone over
+// [start, end). Stored as is (store::LedgerEntry) and summed by GET /v1/usage.
+struct Entry {
+  std::string key;  // unique: a write replayed with the same key adds nothing
+  model::JobId job = 0;
+  int attempt = 0;
+  std::string user, project, queue, pool, workload_kind, node;
+  std::string metric;  // cpu_core_seconds, memory_mb_seconds, gpu_seconds, instance_seconds, cpu_seconds_used
+  std::string detail;  // e.g. the GPU model of gpu_seconds
+  double quantity = 0;
+  Timestamp start{}, end{};
+  bool final = false;  // closes the attempt: quantity = its whole usage - its interim charges
+  Timestamp recorded_at{};
+};
+
+// Who an entry charges: a job's attempt (JobSubject), an API sandbox, a
+// project's storage. `id` begins every key of its entries.
+struct Subject {
+  std::string id;  // "<job>/<attempt>", "sandbox/<n>", ...
+  model::JobId job = 0;
+  int attempt = 0;  // of a sandbox: its number
+  std::string user, project, queue, pool, workload_kind;
+};
+Subject JobSubject(const model::Job& job, int attempt);
+
+// The one way entries are made: `charge` over [from, to) of `subject`
+// (final: the attempt's closing entry). The key is
+// "<subject id>/<metric>/<detail>/<node>/<from in Unix ms | final>": one
+// per subject, charge and interval, so a replayed write adds nothing.
+Entry MakeEntry(const Subject& subject, const Charge& charge, Timestamp from, Timestamp to, bool final,
+                Timestamp recorded_at);
+
 // What the allocation of `attempt` costs over [from, to): cpu core-seconds,
 // memory MB-seconds and GPU card-seconds per model on each node, and for a
 // job of an elastic pool one instance over the interval. Nothing for an

@@ -45,6 +45,9 @@ class QuotaTally {
   Amount QueueUser(std::string_view queue, std::string_view user) const;
   Amount Project(std::string_view project) const;
   int64_t QueueJobs(std::string_view queue) const;
+  // Only the entries a check of `scope` reads (CheckLimits), copied: a small
+  // tally to adjust for that check without copying every scope's.
+  QuotaTally Slice(const JobScope& scope) const;
 
  private:
   // Keyed by "a\x1fb" (names never hold control characters); looked up

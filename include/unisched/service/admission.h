@@ -6,6 +6,7 @@
 // as arguments; nothing here has effects.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -47,7 +48,11 @@ struct JobAdmission {
 // router finds a queue that can ever run it (422, router.h); no quota or
 // budget refuses it (403 quota_exceeded, see QuotaRefusal); a priority
 // above 0 comes from an admin of the queue (403 forbidden).
-Result<JobAdmission> AdmitJob(const config::Config& config, const ClusterView& view, const auth::Principal& who,
+// `sandboxes` gives what API sandboxes hold now (SandboxPlane::Holds), asked
+// only where a quota may refuse at once.
+using SandboxHoldsSource = std::function<SandboxHolds()>;
+Result<JobAdmission> AdmitJob(const config::Config& config, const ClusterView& view,
+                              const SandboxHoldsSource& sandboxes, const auth::Principal& who,
                               const JobRequest& request);
 
 // An API sandbox as its creator asked for it; absent values take the
@@ -71,7 +76,8 @@ struct SandboxAdmission {
 // Over a quota with what runs now is refused here only where the queue's
 // quota_action is reject; the manager checks the slot again, exactly, when
 // it starts the instance (SandboxSlotLimit).
-Result<SandboxAdmission> AdmitSandbox(const config::Config& config, const ClusterView& view, const auth::Principal& who,
+Result<SandboxAdmission> AdmitSandbox(const config::Config& config, const ClusterView& view,
+                                      const SandboxHoldsSource& sandboxes, const auth::Principal& who,
                                       const SandboxRequest& request);
 
 // The limits of a sandbox in `queue` that names none: sandboxes.default_cpus;
@@ -82,16 +88,19 @@ SandboxLimits SandboxDefaults(const config::Config& config, const model::QueueSp
 // Why a job or sandbox of `resources` in `scope` is refused at admission, or
 // nullopt: one that alone exceeds a limit could never run (refused whatever
 // quota_action says, never left waiting forever); a project whose budget is
-// spent and whose budget.action is reject; over a quota with what `running`
-// holds, where the queue's quota_action is reject (elsewhere a job waits
-// with QuotaExceeded). max_concurrency makes work wait, never refuses it.
+// spent and whose budget.action is reject; over a quota with what `held`
+// gives (asked only then), where the queue's quota_action is reject
+// (elsewhere a job waits with QuotaExceeded). max_concurrency makes work
+// wait, never refuses it.
 std::optional<Error> QuotaRefusal(const model::ClusterSpec& cluster, const ClusterView& view,
-                                  const policy::QuotaTally& running, const policy::JobScope& scope,
+                                  const std::function<policy::QuotaTally()>& held, const policy::JobScope& scope,
                                   const model::ResourceRequest& resources);
 
-// What running jobs hold per quota scope, without the API sandboxes (the
-// sandbox manager adds its own, exact and up to date, to check a slot).
-policy::QuotaTally RunningJobsUsage(const ClusterView& view);
+// What running jobs and API sandboxes hold, as a check of `scope` reads it:
+// the jobs from the controller's view, the sandboxes from `sandboxes` (the
+// sandbox manager's own count, exact and current; the view learns of a
+// sandbox a moment after its 201).
+policy::QuotaTally HeldFor(const ClusterView& view, const SandboxHolds& sandboxes, const policy::JobScope& scope);
 
 // The first limit (max_concurrency, a quota) one more sandbox of `limits` in
 // `scope` would exceed with what `held` holds (running jobs and every other

@@ -67,6 +67,8 @@ class JobService {
   std::shared_ptr<const ClusterView> View() const { return control_.View(); }
 
  private:
+  SandboxHolds SandboxHoldsNow() const;
+
   const config::Config& config_;
   store::Store& store_;
   ControlPlane& control_;

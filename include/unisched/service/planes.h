@@ -105,6 +105,9 @@ class SandboxPlane {
   // running jobs), starts the instance, commits the sandbox and the audit
   // record of `actor`, then done (201).
   virtual void Create(CreateRequest request, std::string actor, std::function<void(Result<nlohmann::json>)> done) = 0;
+  // What running sandboxes and creates given a slot hold now, per (queue,
+  // project, user): exact and current (admission counts them with the jobs).
+  virtual SandboxHolds Holds() const = 0;
   virtual Result<nlohmann::json> Get(int64_t id) const = 0;
   virtual nlohmann::json List(bool active_only) const = 0;
   virtual void Exec(int64_t id, ExecRequest request, std::string actor,

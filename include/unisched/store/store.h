@@ -25,6 +25,7 @@
 
 #include "unisched/common/status.h"
 #include "unisched/common/time.h"
+#include "unisched/ledger/ledger.h"
 #include "unisched/model/job.h"
 
 namespace unisched::store {
@@ -118,18 +119,7 @@ struct FairshareUsage {
 
 // One ledger entry (docs/ledger.md). `key` is unique: appending an entry
 // whose key exists adds nothing.
-struct LedgerEntry {
-  std::string key;
-  model::JobId job = 0;
-  int attempt = 0;
-  std::string user, project, queue, pool, workload_kind, node;
-  std::string metric;  // cpu_core_seconds, memory_mb_seconds, gpu_seconds, instance_seconds, cpu_seconds_used
-  std::string detail;  // e.g. the GPU model of gpu_seconds
-  double quantity = 0;
-  Timestamp start{}, end{};
-  bool final = false;  // closes the attempt: quantity = its whole usage - its interim charges
-  Timestamp recorded_at{};
-};
+using LedgerEntry = ledger::Entry;
 
 // What the ledger holds for one attempt: how far interim charging got and
 // the sums per (metric, detail, node).

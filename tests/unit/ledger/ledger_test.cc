@@ -98,3 +98,44 @@ TEST(LedgerTest, ReconcileSaysMissingDuplicatedMismatched) {
 
 }  // namespace
 }  // namespace unisched::ledger
+
+namespace unisched::ledger {
+namespace {
+
+// One builder of entries for every subject; a job's keys keep the shape the
+// ledger has always had ("<job>/<attempt>/<metric>/<detail>/<node>/<from|final>").
+TEST(LedgerEntryTest, OneBuilderNamesTheSubjectTheChargeAndTheInterval) {
+  model::Job job;
+  job.id = 7;
+  job.user = "alice";
+  job.project = "genomics";
+  job.queue = "ai-training";
+  job.pool = "gpu-train-pool";
+  job.workload.kind = model::WorkloadKind::kAiTraining;
+  const Charge charge{kGpuSeconds, "A100", "gpu-01", 360};
+  const Timestamp from = FromUnixMillis(1'000), to = FromUnixMillis(61'000), now = FromUnixMillis(62'000);
+  Entry interim = MakeEntry(JobSubject(job, 2), charge, from, to, false, now);
+  EXPECT_EQ(interim.key, "7/2/gpu_seconds/A100/gpu-01/1000");
+  EXPECT_EQ(interim.job, 7);
+  EXPECT_EQ(interim.attempt, 2);
+  EXPECT_EQ(interim.project, "genomics");
+  EXPECT_EQ(interim.workload_kind, "ai-training");
+  EXPECT_EQ(interim.detail, "A100");  // the GPU model chosen at fit time, as charged
+  EXPECT_EQ(interim.quantity, 360);
+  EXPECT_EQ(interim.start, from);
+  EXPECT_EQ(interim.end, to);
+  EXPECT_EQ(interim.recorded_at, now);
+  EXPECT_FALSE(interim.final);
+  Entry last = MakeEntry(JobSubject(job, 2), charge, from, to, true, now);
+  EXPECT_EQ(last.key, "7/2/gpu_seconds/A100/gpu-01/final");
+  EXPECT_TRUE(last.final);
+
+  const Subject sandbox{"sandbox/3", 0, 3, "bob", "default", "agent-sandbox", "elastic-light-pool", "agent"};
+  Entry instance = MakeEntry(sandbox, {kInstanceSeconds, "host:1", "node-a", 60}, from, to, false, now);
+  EXPECT_EQ(instance.key, "sandbox/3/instance_seconds/host:1/node-a/1000");
+  EXPECT_EQ(instance.job, 0);
+  EXPECT_EQ(instance.attempt, 3);
+}
+
+}  // namespace
+}  // namespace unisched::ledger

@@ -51,6 +51,11 @@ JobRequest AgentJob() {
   return r;
 }
 
+// No API sandbox anywhere.
+SandboxHolds NoSandboxes() {
+  return {};
+}
+
 TEST(AdmitJobTest, ChecksProjectRouteAndPriorityNamingTheField) {
   const config::Config config = Load(DefaultConfigText());
   const ClusterView view;
@@ -79,13 +84,13 @@ TEST(AdmitJobTest, ChecksProjectRouteAndPriorityNamingTheField) {
       {"queue of another kind", mismatch, Alice(), ErrorKind::kUnprocessable, "queue_mismatch", "queue"},
   };
   for (const Case& c : cases) {
-    auto admitted = AdmitJob(config, view, c.who, c.request);
+    auto admitted = AdmitJob(config, view, NoSandboxes, c.who, c.request);
     ASSERT_FALSE(admitted.ok()) << c.name;
     EXPECT_EQ(admitted.error().kind, c.kind) << c.name;
     EXPECT_EQ(admitted.error().code, c.code) << c.name;
     EXPECT_EQ(admitted.error().field, c.field) << c.name;
   }
-  auto admitted = AdmitJob(config, view, Alice(), AgentJob());
+  auto admitted = AdmitJob(config, view, NoSandboxes, Alice(), AgentJob());
   ASSERT_TRUE(admitted.ok()) << admitted.error().message;
   EXPECT_EQ(admitted->project, "default");
   EXPECT_EQ(admitted->route.queue, "agent-sandbox");
@@ -116,19 +121,19 @@ TEST(AdmitSandboxTest, TheRoutersRefusalsNameTheSandboxsFields) {
       {"unknown project", project, "unknown_project", "project"},
   };
   for (const Case& c : cases) {
-    auto admitted = AdmitSandbox(config, view, Alice(), c.request);
+    auto admitted = AdmitSandbox(config, view, NoSandboxes, Alice(), c.request);
     ASSERT_FALSE(admitted.ok()) << c.name;
     EXPECT_EQ(admitted.error().kind, ErrorKind::kUnprocessable) << c.name;
     EXPECT_EQ(admitted.error().code, c.code) << c.name << ": " << admitted.error().message;
     EXPECT_EQ(admitted.error().field, c.field) << c.name;
   }
-  EXPECT_NE(AdmitSandbox(config, view, Alice(), timeout).error().message.find("limits.timeout_seconds"),
+  EXPECT_NE(AdmitSandbox(config, view, NoSandboxes, Alice(), timeout).error().message.find("limits.timeout_seconds"),
             std::string::npos);
 }
 
 TEST(AdmitSandboxTest, DefaultsComeFromTheQueueAndTheSandboxSettings) {
   const config::Config config = Load(DefaultConfigText());
-  auto admitted = AdmitSandbox(config, ClusterView{}, Alice(), {});
+  auto admitted = AdmitSandbox(config, ClusterView{}, NoSandboxes, Alice(), {});
   ASSERT_TRUE(admitted.ok()) << admitted.error().message;
   EXPECT_EQ(admitted->queue, "agent-sandbox");
   EXPECT_EQ(admitted->pool, "elastic-light-pool");
@@ -136,7 +141,7 @@ TEST(AdmitSandboxTest, DefaultsComeFromTheQueueAndTheSandboxSettings) {
   EXPECT_EQ(admitted->limits, (SandboxLimits{1, 512, 900}));
   SandboxRequest two;
   two.cpus = 2;
-  admitted = AdmitSandbox(config, ClusterView{}, Alice(), two);
+  admitted = AdmitSandbox(config, ClusterView{}, NoSandboxes, Alice(), two);
   ASSERT_TRUE(admitted.ok());
   EXPECT_EQ(admitted->limits, (SandboxLimits{2, 1024, 900}));  // default_memory_mb_per_cpu: 512
 }
@@ -146,44 +151,52 @@ TEST(AdmitSandboxTest, DefaultsComeFromTheQueueAndTheSandboxSettings) {
 TEST(AdmissionTest, ASandboxAndAnAgentJobOfOneProjectShareOneQuota) {
   const config::Config config = OneSlotConfig();
   const policy::Amount one{1, 512, 0, 1};
+  SandboxHolds bobs_sandbox;
+  bobs_sandbox[{"agent-sandbox", "default", "bob"}] = one;
+  auto sandbox_source = [&] { return bobs_sandbox; };
 
-  ClusterView with_sandbox;
-  with_sandbox.running_usage.Add({"agent-sandbox", "default", "bob"}, one);
-  auto holds = std::make_shared<SandboxHolds>();
-  (*holds)[{"agent-sandbox", "default", "bob"}] = one;
-  with_sandbox.sandbox_holds = holds;
-  auto job = AdmitJob(config, with_sandbox, Alice(), AgentJob());
+  // The controller's view has not heard of the sandbox yet (it learns of it
+  // a moment after its 201): the manager's count decides.
+  auto job = AdmitJob(config, ClusterView{}, sandbox_source, Alice(), AgentJob());
   ASSERT_FALSE(job.ok());
   EXPECT_EQ(job.error().kind, ErrorKind::kForbidden);
   EXPECT_EQ(job.error().code, "quota_exceeded");
   EXPECT_NE(job.error().message.find("project default"), std::string::npos) << job.error().message;
 
+  // The view has it too: counted once, not twice (a quota of 2 is not full).
+  ClusterView caught_up;
+  caught_up.running_usage.Add({"agent-sandbox", "default", "bob"}, one);
+  caught_up.sandbox_holds = std::make_shared<SandboxHolds>(bobs_sandbox);
+  const policy::JobScope scope{"agent-sandbox", "default", "alice"};
+  EXPECT_EQ(HeldFor(caught_up, bobs_sandbox, scope).Project("default").jobs, 1);
+  // The view still has a sandbox that ended (the manager no longer does).
+  EXPECT_EQ(HeldFor(caught_up, {}, scope).Project("default").jobs, 0);
+  EXPECT_TRUE(AdmitJob(config, caught_up, NoSandboxes, Alice(), AgentJob()).ok());
+
   ClusterView with_job;
   with_job.running_usage.Add({"agent-sandbox", "default", "bob"}, one);
-  auto sandbox = AdmitSandbox(config, with_job, Alice(), {});
+  auto sandbox = AdmitSandbox(config, with_job, NoSandboxes, Alice(), {});
   ASSERT_FALSE(sandbox.ok());
   EXPECT_EQ(sandbox.error().code, "quota_exceeded");
 
-  // Another project is not held back.
-  EXPECT_TRUE(AdmitJob(config, ClusterView{}, Alice(), AgentJob()).ok());
+  EXPECT_TRUE(AdmitJob(config, ClusterView{}, NoSandboxes, Alice(), AgentJob()).ok());
 }
 
 TEST(AdmissionTest, TheSlotCountsJobsFromTheViewAndSandboxesFromTheManager) {
   const config::Config config = OneSlotConfig();
   const policy::Amount one{1, 512, 0, 1};
-  ClusterView view;
-  // The controller knows of one sandbox (ending now) and no job.
-  view.running_usage.Add({"agent-sandbox", "default", "bob"}, one);
-  auto holds = std::make_shared<SandboxHolds>();
-  (*holds)[{"agent-sandbox", "default", "bob"}] = one;
-  view.sandbox_holds = holds;
-  policy::QuotaTally held = RunningJobsUsage(view);
-  EXPECT_EQ(held.Project("default").jobs, 0);
+  const policy::JobScope scope{"agent-sandbox", "default", "alice"};
   const SandboxLimits limits{1, 512, 900};
-  EXPECT_FALSE(SandboxSlotLimit(config.cluster, held, {"agent-sandbox", "default", "alice"}, limits));
-  // The manager adds its own: one running sandbox fills the project's quota.
-  held.Add({"agent-sandbox", "default", "carol"}, one);
-  auto limit = SandboxSlotLimit(config.cluster, held, {"agent-sandbox", "default", "alice"}, limits);
+  EXPECT_FALSE(SandboxSlotLimit(config.cluster, HeldFor(ClusterView{}, {}, scope), scope, limits));
+  SandboxHolds carols;
+  carols[{"agent-sandbox", "default", "carol"}] = one;
+  auto limit = SandboxSlotLimit(config.cluster, HeldFor(ClusterView{}, carols, scope), scope, limits);
+  ASSERT_TRUE(limit);
+  EXPECT_EQ(limit->code, "QuotaExceeded");
+  // A job of the project running elsewhere fills the project's quota too.
+  ClusterView with_job;
+  with_job.running_usage.Add({"ai-inference", "default", "dave"}, one);
+  limit = SandboxSlotLimit(config.cluster, HeldFor(with_job, {}, scope), scope, limits);
   ASSERT_TRUE(limit);
   EXPECT_EQ(limit->code, "QuotaExceeded");
 }
@@ -195,8 +208,8 @@ TEST(QuotaRefusalTest, WorkThatAloneExceedsALimitIsRefusedEvenWhereWorkWaits) {
   const config::Config config = Load(text);  // agent-sandbox: quota_action wait
   model::ResourceRequest four;
   four.cpus = 4;
-  auto refused =
-      QuotaRefusal(config.cluster, ClusterView{}, policy::QuotaTally{}, {"agent-sandbox", "default", "a"}, four);
+  auto nothing = [] { return policy::QuotaTally{}; };
+  auto refused = QuotaRefusal(config.cluster, ClusterView{}, nothing, {"agent-sandbox", "default", "a"}, four);
   ASSERT_TRUE(refused);
   EXPECT_EQ(refused->code, "quota_exceeded");
   EXPECT_NE(refused->message.find("can never run"), std::string::npos) << refused->message;
@@ -205,7 +218,8 @@ TEST(QuotaRefusalTest, WorkThatAloneExceedsALimitIsRefusedEvenWhereWorkWaits) {
   policy::QuotaTally full;
   full.Add({"agent-sandbox", "default", "b"}, {2, 1024, 0, 1});
   // Over the quota with what runs: a waiting queue lets it wait.
-  EXPECT_FALSE(QuotaRefusal(config.cluster, ClusterView{}, full, {"agent-sandbox", "default", "a"}, two));
+  EXPECT_FALSE(QuotaRefusal(
+      config.cluster, ClusterView{}, [&] { return full; }, {"agent-sandbox", "default", "a"}, two));
 }
 
 }  // namespace
