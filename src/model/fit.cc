@@ -11,53 +11,19 @@
 #include <string_view>
 #include <utility>
 
+#include "unisched/model/words.h"
+
 namespace unisched::model {
 namespace {
 
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
-  }
-  return true;
-}
-
 bool ModelMatches(const GpuDevice& device, const std::string& model) {
-  return model.empty() || EqualsIgnoreCase(device.model, model);
+  return GpuModelMatches(device.model, model);
 }
 
 // gpu_busy may be shorter than spec.gpus in a hand-built snapshot; a missing
 // entry means free.
 bool GpuBusy(const NodeUsage& node, size_t position) {
   return position < node.gpu_busy.size() && node.gpu_busy[position];
-}
-
-std::string Count(int64_t n, std::string_view one, std::string_view many) {
-  return std::to_string(n) + " " + std::string(n == 1 ? one : many);
-}
-
-// "4 GPUs (h100)", "1 GPU".
-std::string GpuPhrase(int64_t n, const std::string& model) {
-  std::string text = Count(n, "GPU", "GPUs");
-  if (!model.empty()) text += " (" + model + ")";
-  return text;
-}
-
-std::string JoinLabels(const Labels& labels) {
-  std::string text;
-  for (const auto& [key, value] : labels) {
-    if (!text.empty()) text += ", ";
-    text += key + "=" + value;
-  }
-  return text;
-}
-
-int DevicesOfModel(const NodeSpec& spec, const std::string& model) {
-  int n = 0;
-  for (const auto& d : spec.gpus) {
-    if (ModelMatches(d, model)) ++n;
-  }
-  return n;
 }
 
 // The first constraint the node does not satisfy, as a message, or "".

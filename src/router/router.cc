@@ -17,11 +17,16 @@
 #include <vector>
 
 #include "unisched/model/fit.h"
+#include "unisched/model/words.h"
 
 namespace unisched::router {
 namespace {
 
 using model::ClusterSpec;
+using model::Count;
+using model::DevicesOfModel;
+using model::GpuPhrase;
+using model::JoinLabels;
 using model::NodeSpec;
 using model::QueueSpec;
 using model::ResourceRequest;
@@ -55,20 +60,6 @@ std::string FormatNumber(double value) {
   return std::string(buf, end);
 }
 
-std::string Count(int64_t n, std::string_view one, std::string_view many) {
-  return std::to_string(n) + " " + std::string(n == 1 ? one : many);
-}
-
-std::string GpuPhrase(int64_t n, const std::string& model) {
-  return Count(n, "GPU", "GPUs") + (model.empty() ? "" : " (" + model + ")");
-}
-
-std::string JoinLabels(const model::Labels& labels) {
-  std::string text;
-  for (const auto& [key, value] : labels) text += (text.empty() ? "" : ", ") + key + "=" + value;
-  return text;
-}
-
 // "hpc", "hpc and agent", "hpc, ai-training and agent".
 std::string JoinKinds(const std::vector<WorkloadKind>& kinds) {
   std::string text;
@@ -77,22 +68,6 @@ std::string JoinKinds(const std::vector<WorkloadKind>& kinds) {
     text += std::string(model::ToString(kinds[i]));
   }
   return text;
-}
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
-  }
-  return true;
-}
-
-int DevicesOfModel(const NodeSpec& node, const std::string& model) {
-  int n = 0;
-  for (const auto& d : node.gpus) {
-    if (model.empty() || EqualsIgnoreCase(d.model, model)) ++n;
-  }
-  return n;
 }
 
 bool LabelsMatch(const NodeSpec& node, const model::Labels& constraints) {
@@ -188,7 +163,7 @@ std::optional<Error> CheckFeasible(const ClusterSpec& cluster, const QueueSpec& 
       for (const auto& d : n->gpus) models.insert(d.model);
     }
     bool any = false;
-    for (const auto& m : models) any = any || EqualsIgnoreCase(m, res.gpu_model);
+    for (const auto& m : models) any = any || model::GpuModelMatches(m, res.gpu_model);
     if (!any) {
       std::string list;
       for (const auto& m : models) list += (list.empty() ? "" : ", ") + m;

@@ -482,7 +482,7 @@ std::string Attempt::Prepare(Result<files::AttemptSpec> parsed) {
   }
   if (std::string error = MakeWorkDir(job_spec.account); !error.empty()) return fail(std::move(error));
 
-  const containment::Limits limits{launch.limits.memory_bytes, launch.limits.cpu_millis, launch.limits.pids};
+  const containment::Limits& limits = launch.limits;
   if (spec_.use_cgroups) {
     auto c = containment::Containment::Create(files::CgroupName(launch.job_id, launch.attempt, ::getpid()), limits);
     if (c.ok()) {

@@ -21,15 +21,13 @@
 
 #include "unisched/common/status.h"
 #include "unisched/common/time.h"
+#include "unisched/containment/containment.h"
 #include "unisched/model/job.h"
 
 namespace unisched::executor {
 
-struct Limits {
-  int64_t memory_bytes = 0;  // 0: no limit
-  int cpu_millis = 0;        // 1000 per cpu; 0: no limit
-  int pids = 0;              // 0: no limit
-};
+// The caps of a job's cgroup: the very struct containment applies.
+using Limits = containment::Limits;
 
 struct LaunchSpec {
   model::JobId job_id = 0;

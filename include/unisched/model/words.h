@@ -1,0 +1,26 @@
+#pragma once
+// The phrases and GPU-model matching that the router's refusals and the
+// fitter's pending reasons share, so both say a thing the same way.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "unisched/model/cluster.h"
+
+namespace unisched::model {
+
+// "1 GPU", "3 nodes": n and the word for it.
+std::string Count(int64_t n, std::string_view one, std::string_view many);
+// "4 GPUs (h100)", "1 GPU".
+std::string GpuPhrase(int64_t n, const std::string& model);
+// "arch=x86, rack=r1".
+std::string JoinLabels(const Labels& labels);
+
+// GPU models compare without regard to case ("H100" is "h100"); an empty
+// model asked for matches any.
+bool GpuModelMatches(std::string_view device_model, std::string_view asked);
+// The node's GPUs of `model` (empty: all of them).
+int DevicesOfModel(const NodeSpec& node, const std::string& model);
+
+}  // namespace unisched::model

@@ -1,0 +1,48 @@
+// Shared phrases and GPU-model matching (model/words.h).
+
+#include "unisched/model/words.h"
+
+#include <cctype>
+
+namespace unisched::model {
+
+std::string Count(int64_t n, std::string_view one, std::string_view many) {
+  return std::to_string(n) + " " + std::string(n == 1 ? one : many);
+}
+
+std::string GpuPhrase(int64_t n, const std::string& model) {
+  std::string text = Count(n, "GPU", "GPUs");
+  if (!model.empty()) text += " (" + model + ")";
+  return text;
+}
+
+std::string JoinLabels(const Labels& labels) {
+  std::string text;
+  for (const auto& [key, value] : labels) {
+    if (!text.empty()) text += ", ";
+    text += key + "=" + value;
+  }
+  return text;
+}
+
+bool GpuModelMatches(std::string_view device_model, std::string_view asked) {
+  if (asked.empty()) return true;
+  if (device_model.size() != asked.size()) return false;
+  for (size_t i = 0; i < asked.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(device_model[i])) !=
+        std::tolower(static_cast<unsigned char>(asked[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+int DevicesOfModel(const NodeSpec& node, const std::string& model) {
+  int n = 0;
+  for (const auto& d : node.gpus) {
+    if (GpuModelMatches(d.model, model)) ++n;
+  }
+  return n;
+}
+
+}  // namespace unisched::model
