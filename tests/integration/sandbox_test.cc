@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "testing/config_text.h"
 #include "testing/daemon.h"
 #include "unisched/isolation/syscall_filter.h"
 
@@ -22,20 +23,6 @@ namespace unisched::testing {
 namespace {
 
 using nlohmann::json;
-
-std::string DefaultConfig() {
-  std::ifstream file(std::string(UNISCHED_SOURCE_DIR) + "/config/unisched.yaml");
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
-
-std::string Replace(std::string text, const std::string& from, const std::string& to) {
-  const size_t at = text.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  if (at != std::string::npos) text.replace(at, from.size(), to);
-  return text;
-}
 
 // Processes running as a uid, from the host's /proc.
 int ProcessesOf(int64_t uid) {
@@ -89,7 +76,7 @@ class SandboxTest : public ::testing::Test {
   void SetUp() override {
     if (::geteuid() != 0) GTEST_SKIP() << "sandboxes need root";
   }
-  void StartDaemon(const std::string& extra_config = "", const std::string& config = DefaultConfig()) {
+  void StartDaemon(const std::string& extra_config = "", const std::string& config = DefaultConfigText()) {
     d_.UseConfigText(config + extra_config);
     d_.Start();
   }
@@ -105,6 +92,19 @@ class SandboxTest : public ::testing::Test {
     return r.json;
   }
   json Get(const std::string& id) { return d_.Call("GET", "/v1/sandboxes/" + id).json; }
+  // A create over the CLI (a connection of its own) that waits for a slot:
+  // after a while it is still waiting (`running` sandboxes listed), then
+  // `free_a_slot` runs and the create gets its sandbox.
+  void ExpectCreateWaitsFor(size_t running, const std::function<void()>& free_a_slot) {
+    TestDaemon::CliResult waited;
+    std::thread create([&] { waited = d_.RunCli({"sandbox", "create"}); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    EXPECT_EQ(d_.Call("GET", "/v1/sandboxes").json["sandboxes"].size(), running);  // still waiting
+    free_a_slot();
+    create.join();
+    EXPECT_EQ(waited.exit_code, 0) << waited.err;
+    EXPECT_EQ(waited.out.rfind("sb-", 0), 0u) << waited.out;
+  }
   std::string Sh(const std::string& id, const std::string& script, int timeout_seconds = 30) {
     json r = Exec(id, {"/bin/sh", "-c", script}, timeout_seconds);
     return r.value("stdout", "") + r.value("stderr", "");
@@ -570,7 +570,8 @@ TEST_F(SandboxTest, DaemonCrashEndsItsSandboxesAndTheRestartChargesThem) {
 }
 
 TEST_F(SandboxTest, ALivingSandboxIsChargedEveryAccountingInterval) {
-  StartDaemon("", Replace(DefaultConfig(), "accounting_interval_seconds: 60", "accounting_interval_seconds: 1"));
+  StartDaemon("",
+              ReplaceOnce(DefaultConfigText(), "accounting_interval_seconds: 60", "accounting_interval_seconds: 1"));
   const std::string id = Create();
   double charged = 0;
   const auto charged_by = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -607,7 +608,8 @@ TEST_F(SandboxTest, IdleSandboxIsReclaimedAndCharged) {
 }
 
 TEST_F(SandboxTest, MaxConcurrencyRefusesWith429AndCountsAgentJobs) {
-  StartDaemon("", Replace(DefaultConfig(), "max_concurrency: 500", "max_concurrency: 2\n      quota_action: reject"));
+  StartDaemon(
+      "", ReplaceOnce(DefaultConfigText(), "max_concurrency: 500", "max_concurrency: 2\n      quota_action: reject"));
   const std::string first = Create();
   Create();
   Reply third = d_.Call("POST", "/v1/sandboxes", json::object());
@@ -626,9 +628,10 @@ TEST_F(SandboxTest, MaxConcurrencyRefusesWith429AndCountsAgentJobs) {
 // sandbox and an agent job of one project count against one quota, either
 // way round.
 TEST_F(SandboxTest, ASandboxAndAnAgentJobOfOneProjectCountAgainstOneQuota) {
-  std::string config = Replace(DefaultConfig(), "shares: 1                    # fair share relative to other projects",
-                               "shares: 1\n    quota: {running_jobs: 1}");
-  StartDaemon("", Replace(config, "max_concurrency: 500", "max_concurrency: 500\n      quota_action: reject"));
+  std::string config =
+      ReplaceOnce(DefaultConfigText(), "shares: 1                    # fair share relative to other projects",
+                  "shares: 1\n    quota: {running_jobs: 1}");
+  StartDaemon("", ReplaceOnce(config, "max_concurrency: 500", "max_concurrency: 500\n      quota_action: reject"));
   const json agent_job = {{"workload", {{"kind", "agent"}}}, {"command", {"sleep", "60"}}};
   const std::string sandbox = Create();
   Reply refused = d_.Call("POST", "/v1/jobs", agent_job);
@@ -654,34 +657,20 @@ TEST_F(SandboxTest, ASandboxAndAnAgentJobOfOneProjectCountAgainstOneQuota) {
 // running work to end (a job here), as it waits for max_concurrency.
 TEST_F(SandboxTest, OverQuotaAWaitingQueueHoldsTheCreateUntilAJobEnds) {
   StartDaemon("\nsandboxes:\n  create_wait_seconds: 30\n",
-              Replace(DefaultConfig(), "shares: 1                    # fair share relative to other projects",
-                      "shares: 1\n    quota: {running_jobs: 1}"));
+              ReplaceOnce(DefaultConfigText(), "shares: 1                    # fair share relative to other projects",
+                          "shares: 1\n    quota: {running_jobs: 1}"));
   const std::string job = d_.Submit({{"workload", {{"kind", "agent"}}}, {"command", {"sleep", "60"}}});
   ASSERT_TRUE(WaitFor([&] { return d_.Call("GET", "/v1/jobs/" + job).json["state"] == "RUNNING"; }));
-  TestDaemon::CliResult waited;  // a connection of its own
-  std::thread create([&] { waited = d_.RunCli({"sandbox", "create"}); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  EXPECT_EQ(d_.Call("GET", "/v1/sandboxes").json["sandboxes"].size(), 0u);  // still waiting
-  EXPECT_EQ(d_.Call("DELETE", "/v1/jobs/" + job).status, 200);
-  create.join();
-  EXPECT_EQ(waited.exit_code, 0) << waited.err;
-  EXPECT_EQ(waited.out.rfind("sb-", 0), 0u) << waited.out;
+  ExpectCreateWaitsFor(0, [&] { EXPECT_EQ(d_.Call("DELETE", "/v1/jobs/" + job).status, 200); });
 }
 
 TEST_F(SandboxTest, AtMaxConcurrencyAWaitingQueueHoldsTheCreateUntilASlotFrees) {
   // quota_action wait (the default): a create waits up to
   // sandboxes.create_wait_seconds for a slot, then gets 429.
   StartDaemon("\nsandboxes:\n  create_wait_seconds: 20\n",
-              Replace(DefaultConfig(), "max_concurrency: 500", "max_concurrency: 1"));
+              ReplaceOnce(DefaultConfigText(), "max_concurrency: 500", "max_concurrency: 1"));
   const std::string first = Create();
-  TestDaemon::CliResult waited;  // a connection of its own
-  std::thread second([&] { waited = d_.RunCli({"sandbox", "create"}); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
-  EXPECT_EQ(d_.Call("GET", "/v1/sandboxes").json["sandboxes"].size(), 1u);  // still waiting
-  ASSERT_EQ(d_.Call("DELETE", "/v1/sandboxes/" + first).status, 200);
-  second.join();
-  EXPECT_EQ(waited.exit_code, 0) << waited.err;
-  EXPECT_EQ(waited.out.rfind("sb-", 0), 0u) << waited.out;
+  ExpectCreateWaitsFor(1, [&] { EXPECT_EQ(d_.Call("DELETE", "/v1/sandboxes/" + first).status, 200); });
 }
 
 TEST_F(SandboxTest, WarmPoolServesCreatesAndIsRefilled) {

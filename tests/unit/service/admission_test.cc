@@ -5,24 +5,15 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
+#include "testing/config_text.h"
 
 namespace unisched::service {
 namespace {
 
-std::string DefaultConfigText() {
-  std::ifstream file(std::string(UNISCHED_SOURCE_DIR) + "/config/unisched.yaml");
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
+using unisched::testing::DefaultConfigText;
 
 std::string Replace(std::string text, const std::string& from, const std::string& to) {
-  const size_t at = text.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  if (at != std::string::npos) text.replace(at, from.size(), to);
-  return text;
+  return unisched::testing::ReplaceOnce(std::move(text), from, to);
 }
 
 config::Config Load(const std::string& text) {
