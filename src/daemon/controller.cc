@@ -1068,57 +1068,8 @@ void Controller::CountNodeFailure(Batch& batch, const model::Attempt& attempt, T
 }
 
 void Controller::EvaluateAlerts(Batch& batch, Timestamp now) {
-  // What holds now, per rule and object, with what to say about it.
-  std::map<std::pair<std::string, std::string>, std::pair<const config::AlertRule*, std::string>> holds;
-  for (const auto& rule : config_.alerts.rules) {
-    auto hold = [&](const std::string& object, std::string message) {
-      holds[{rule.name, object}] = {&rule, std::move(message)};
-    };
-    if (rule.kind == "node_down") {
-      for (const auto& n : nodes_) {
-        if (n.state == model::NodeState::kDown) {
-          hold("node/" + n.spec.name, Cat("node ", n.spec.name, " is down: ", node_reasons_[n.spec.name]));
-        }
-      }
-    } else if (rule.kind == "node_drained_automatically") {
-      // Drained by the daemon itself (health check, black hole, missing
-      // resources), not by a person.
-      for (const auto& n : nodes_) {
-        const std::string& reason = node_reasons_[n.spec.name];
-        const bool automatic = reason.rfind("health check failed", 0) == 0 || reason.rfind("black hole", 0) == 0 ||
-                               reason.rfind("agent reports less", 0) == 0;
-        if (automatic && (n.state == model::NodeState::kDrained || n.state == model::NodeState::kDraining)) {
-          hold("node/" + n.spec.name, Cat("node ", n.spec.name, " was drained automatically: ", reason));
-        }
-      }
-    } else if (rule.kind == "pending_age") {
-      std::map<std::string, std::pair<int, const Job*>> too_old;  // queue -> (count, oldest)
-      for (const auto& [id, job] : active_) {
-        if (job.state != JobState::kPending || (!rule.queue.empty() && job.queue != rule.queue)) continue;
-        if (now - job.submitted_at <= std::chrono::seconds(rule.threshold_seconds)) continue;
-        auto& [count, oldest] = too_old[job.queue];
-        ++count;
-        if (!oldest || job.submitted_at < oldest->submitted_at) oldest = &job;
-      }
-      for (const auto& [queue, entry] : too_old) {
-        const auto age = std::chrono::duration_cast<std::chrono::seconds>(now - entry.second->submitted_at).count();
-        hold("queue/" + queue, Cat(std::to_string(entry.first), " jobs pending longer than ",
-                                   std::to_string(rule.threshold_seconds), " s in queue ", queue, "; the oldest, job ",
-                                   std::to_string(entry.second->id), ", for ", std::to_string(age), " s"));
-      }
-    } else if (rule.kind == "ledger_discrepancy") {
-      if (const int64_t n = ledger_discrepancies_.load(); n > 0) {
-        hold("ledger", Cat("the last ledger reconciliation found ", std::to_string(n),
-                           " discrepancies; GET /v1/usage/reconcile lists them"));
-      }
-    } else if (rule.kind == "store_errors") {
-      // Fires on a failed commit; resolves after five minutes without one.
-      if (last_store_error_ && now - *last_store_error_ < std::chrono::minutes(5)) {
-        hold("store", Cat("a store commit failed at ", FormatRfc3339(*last_store_error_),
-                          "; the daemon acts on nothing it could not commit: check the disk and restart it"));
-      }
-    }
-  }
+  const AlertInputs inputs{&nodes_, &node_reasons_, &active_, ledger_discrepancies_.load(), last_store_error_};
+  const AlertChanges changes = DiffAlerts(EvaluateAlertRules(config_.alerts.rules, inputs, now), firing_, now);
   auto notify = [this](const store::AlertRecord& a, const char* state) {
     nlohmann::json payload = {
         {"alert", a.name},
@@ -1131,18 +1082,7 @@ void Controller::EvaluateAlerts(Batch& batch, Timestamp now) {
         {"resolved_at", a.resolved_at ? nlohmann::json(FormatRfc3339(*a.resolved_at)) : nlohmann::json(nullptr)}};
     if (notifier_) notifier_->Send(std::move(payload));
   };
-  bool changed = false;
-  for (const auto& [key, what] : holds) {
-    if (firing_.count(key)) continue;
-    store::AlertRecord a;
-    a.name = key.first;
-    a.kind = what.first->kind;
-    a.object = key.second;
-    a.severity = what.first->severity;
-    a.message = what.second;
-    a.fired_at = now;
-    firing_[key] = a;
-    changed = true;
+  for (const store::AlertRecord& a : changes.fired) {
     batch.writes.push_back([a, event = store::ClusterEvent{now, "alert_firing", Cat("alert/", a.name, "/", a.object),
                                                            a.severity, a.message}](store::Transaction& t) -> Status {
       if (Status s = t.InsertAlert(a); !s) return s;
@@ -1153,14 +1093,7 @@ void Controller::EvaluateAlerts(Batch& batch, Timestamp now) {
       notify(a, "firing");
     });
   }
-  for (auto it = firing_.begin(); it != firing_.end();) {
-    if (holds.count(it->first)) {
-      ++it;
-      continue;
-    }
-    store::AlertRecord a = it->second;
-    a.resolved_at = now;
-    changed = true;
+  for (const store::AlertRecord& a : changes.resolved) {
     batch.writes.push_back(
         [a, event = store::ClusterEvent{now, "alert_resolved", Cat("alert/", a.name, "/", a.object), "info",
                                         "resolved: " + a.message}](store::Transaction& t) -> Status {
@@ -1171,8 +1104,8 @@ void Controller::EvaluateAlerts(Batch& batch, Timestamp now) {
       spdlog::info("alert {} resolved: {}", a.name, a.message);
       notify(a, "resolved");
     });
-    it = firing_.erase(it);
   }
+  const bool changed = !changes.fired.empty() || !changes.resolved.empty();
   if (changed || !alerts_published_) {
     std::map<std::string, int> by_rule;
     for (const auto& rule : config_.alerts.rules) by_rule[rule.name] = 0;

@@ -19,6 +19,7 @@
 #include <unordered_map>
 
 #include "daemon/agent_hub.h"
+#include "daemon/alert_rules.h"
 #include "daemon/notifier.h"
 #include "unisched/common/time.h"
 #include "unisched/config/config.h"
@@ -184,7 +185,7 @@ class Controller final : public service::ControlPlane, public AgentSink {
   std::map<std::string, Timestamp> last_heartbeat_;
   std::map<std::string, std::deque<Timestamp>> recent_failures_;  // by node, within the black-hole window
   // Alerts firing now, by (rule name, object).
-  std::map<std::pair<std::string, std::string>, store::AlertRecord> firing_;
+  std::map<AlertKey, store::AlertRecord> firing_;
   WebhookNotifier* notifier_ = nullptr;
   std::atomic<int64_t> ledger_discrepancies_{0};
   std::optional<Timestamp> last_store_error_;
