@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cmath>
 
+#include "unisched/model/words.h"
+
 namespace unisched::daemon {
 namespace {
 
@@ -31,15 +33,6 @@ std::string Cat(const Parts&... parts) {
   return out;
 }
 
-std::string Join(const std::vector<std::string>& items, char sep) {
-  std::string out;
-  for (const auto& i : items) {
-    if (!out.empty()) out.push_back(sep);
-    out += i;
-  }
-  return out;
-}
-
 // How an attempt's outcome maps onto the job's state.
 JobState StateOf(executor::RunOutcome outcome) {
   switch (outcome) {
@@ -58,36 +51,6 @@ JobState StateOf(executor::RunOutcome outcome) {
 }
 
 }  // namespace
-
-std::map<std::string, std::string> JobEnvironment(const Job& job, const model::Attempt& attempt,
-                                                  const std::string& unix_user) {
-  std::map<std::string, std::string> env = {
-      {"PATH", "/usr/local/bin:/usr/bin:/bin"},
-      {"LANG", "C.UTF-8"},
-  };
-  if (!unix_user.empty()) {
-    env["USER"] = unix_user;
-    env["LOGNAME"] = unix_user;
-  }
-  for (const auto& [k, v] : job.env) env[k] = v;
-  std::vector<std::string> nodes;
-  for (const auto& a : attempt.allocation) nodes.push_back(a.node);
-  env["UNISCHED_JOB_ID"] = std::to_string(job.id);
-  env["UNISCHED_JOB_NAME"] = job.name;
-  env["UNISCHED_ATTEMPT"] = std::to_string(attempt.number);
-  env["UNISCHED_NODELIST"] = Join(nodes, ',');
-  env["UNISCHED_QUEUE"] = job.queue;
-  env["UNISCHED_POOL"] = job.pool;
-  env["UNISCHED_PROJECT"] = job.project;
-  env["UNISCHED_USER"] = job.user;
-  env["OMP_NUM_THREADS"] = std::to_string(job.resources.cpus);
-  if (job.resources.gpus > 0 && !attempt.allocation.empty()) {
-    std::vector<std::string> indices;
-    for (int i : attempt.allocation.front().gpu_indices) indices.push_back(std::to_string(i));
-    env["CUDA_VISIBLE_DEVICES"] = Join(indices, ',');
-  }
-  return env;
-}
 
 Controller::Controller(const config::Config& config, store::Store& store, metrics::Metrics& metrics, const Clock& clock)
     : config_(config),
@@ -464,7 +427,7 @@ void Controller::RunCycle(Batch& batch, Timestamp now) {
     charging_[{job.id, attempt.number}] = Charging{now, {}};
     std::vector<std::string> names = job.NodeNames();
     Transition(batch, job, JobState::kRunning, "", "started",
-               "attempt " + std::to_string(attempt.number) + " on " + Join(names, ','));
+               "attempt " + std::to_string(attempt.number) + " on " + model::Join(names, ','));
     metrics_.CountStart(job.pool);
     // Launch only after the RUNNING state is durable: a crash in between is
     // recovered by launching the attempt then (it never claimed its directory).
@@ -1116,44 +1079,16 @@ void Controller::EvaluateAlerts(Batch& batch, Timestamp now) {
 }
 
 executor::LaunchSpec Controller::MakeLaunchSpec(const Job& job) const {
-  const model::Attempt& attempt = *job.CurrentAttempt();
   // A daemon running as root runs each job as its user's mapped account (the
   // dedicated unisched-job by default). A daemon started by an ordinary user
   // (development) cannot switch accounts: jobs run as that user.
+  const bool as_root = ::geteuid() == 0;
   std::string unix_user;
-  if (::geteuid() == 0) {
+  if (as_root) {
     unix_user = config_.executor.default_unix_user;
     if (auto user = store_.GetUser(job.user); user && !user->unix_user.empty()) unix_user = user->unix_user;
   }
-  executor::LaunchSpec spec;
-  spec.job_id = job.id;
-  spec.attempt = attempt.number;
-  spec.argv = job.command;
-  spec.env = JobEnvironment(job, attempt, unix_user);
-  spec.unix_user = unix_user;
-  spec.walltime_seconds = job.resources.walltime_seconds;
-  spec.kill_grace_seconds = config_.executor.kill_grace_seconds;
-  if (const model::QueueSpec* queue = config_.cluster.FindQueue(job.queue)) {
-    spec.preempt_grace_seconds = queue->policy.preempt_grace_seconds;
-  }
-  if (!attempt.allocation.empty()) {
-    spec.limits.memory_bytes = attempt.allocation.front().memory_mb * (int64_t{1} << 20);
-    spec.limits.cpu_millis = attempt.allocation.front().cpus * 1000;
-  }
-  spec.limits.pids = config_.executor.pids_limit;
-  spec.log_cap_bytes = config_.store.max_log_bytes;
-  if (!attempt.allocation.empty()) spec.node = attempt.allocation.front().node;
-  // Namespaces and mounts need root; a daemon started by an ordinary user
-  // (development) runs sandboxed pools' jobs without them (warned at start).
-  if (const model::PoolSpec* pool = config_.cluster.FindPool(job.pool))
-    spec.isolate = pool->sandbox && ::geteuid() == 0;
-  if (spec.isolate) {
-    // A uid of its own per attempt, from the sandboxes' range (docs/sandboxes.md).
-    spec.sandbox_uid_base = config_.sandboxes.uid_base;
-    spec.sandbox_uid_count = config_.sandboxes.uid_count;
-    spec.sandbox_uid_lock_dir = config_.sandboxes.uid_lock_dir;
-  }
-  return spec;
+  return BuildLaunchSpec(config_, job, unix_user, as_root);
 }
 
 }  // namespace unisched::daemon

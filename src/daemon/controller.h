@@ -20,6 +20,7 @@
 
 #include "daemon/agent_hub.h"
 #include "daemon/alert_rules.h"
+#include "daemon/launch_spec.h"
 #include "daemon/notifier.h"
 #include "unisched/common/time.h"
 #include "unisched/config/config.h"
@@ -196,10 +197,5 @@ class Controller final : public service::ControlPlane, public AgentSink {
   std::atomic<bool> ready_{false};
   std::thread thread_;
 };
-
-// The environment of a job: nothing of the daemon's own. The job's env, then
-// what the scheduler sets (which the job cannot override).
-std::map<std::string, std::string> JobEnvironment(const model::Job& job, const model::Attempt& attempt,
-                                                  const std::string& unix_user);
 
 }  // namespace unisched::daemon

@@ -16,6 +16,15 @@ std::string GpuPhrase(int64_t n, const std::string& model) {
   return text;
 }
 
+std::string Join(const std::vector<std::string>& items, char separator) {
+  std::string out;
+  for (const auto& item : items) {
+    if (!out.empty()) out.push_back(separator);
+    out += item;
+  }
+  return out;
+}
+
 std::string JoinLabels(const Labels& labels) {
   std::string text;
   for (const auto& [key, value] : labels) {

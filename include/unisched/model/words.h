@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "unisched/model/cluster.h"
 
@@ -14,6 +15,8 @@ namespace unisched::model {
 std::string Count(int64_t n, std::string_view one, std::string_view many);
 // "4 GPUs (h100)", "1 GPU".
 std::string GpuPhrase(int64_t n, const std::string& model);
+// "a,b,c": the items with `separator` between them.
+std::string Join(const std::vector<std::string>& items, char separator);
 // "arch=x86, rack=r1".
 std::string JoinLabels(const Labels& labels);
 

@@ -1,0 +1,90 @@
+// The launch spec of an attempt (daemon/launch_spec.h), built from a job and
+// the default config: what reaches the supervisor and the cgroup.
+
+#include "daemon/launch_spec.h"
+
+#include <gtest/gtest.h>
+
+#include "testing/config_text.h"
+
+namespace unisched::daemon {
+namespace {
+
+config::Config DefaultConfig() {
+  auto loaded = config::LoadConfigText(unisched::testing::DefaultConfigText());
+  EXPECT_TRUE(std::holds_alternative<config::Config>(loaded));
+  return std::get<config::Config>(loaded);
+}
+
+model::Job TrainingJob() {
+  model::Job job;
+  job.id = 42;
+  job.name = "train";
+  job.user = "alice";
+  job.project = "genomics";
+  job.queue = "ai-training";
+  job.pool = "gpu-train-pool";
+  job.command = {"python3", "train.py"};
+  job.env = {{"EPOCHS", "3"}, {"UNISCHED_JOB_ID", "forged"}};
+  job.resources.cpus = 8;
+  job.resources.gpus = 2;
+  job.resources.walltime_seconds = 7200;
+  model::Attempt attempt;
+  attempt.number = 2;
+  attempt.allocation = {{"gpu-01", 8, 65536, {1, 3}}};
+  job.attempts = {model::Attempt{}, attempt};
+  return job;
+}
+
+TEST(LaunchSpecTest, TheAllocationBecomesTheCapsAndTheEnvironment) {
+  const config::Config config = DefaultConfig();
+  const executor::LaunchSpec spec = BuildLaunchSpec(config, TrainingJob(), "alice", /*as_root=*/true);
+  EXPECT_EQ(spec.job_id, 42);
+  EXPECT_EQ(spec.attempt, 2);  // the current attempt
+  EXPECT_EQ(spec.argv, (std::vector<std::string>{"python3", "train.py"}));
+  EXPECT_EQ(spec.node, "gpu-01");
+  EXPECT_EQ(spec.unix_user, "alice");
+  EXPECT_EQ(spec.walltime_seconds, 7200);
+  EXPECT_EQ(spec.limits.memory_bytes, int64_t{65536} << 20);
+  EXPECT_EQ(spec.limits.cpu_millis, 8000);
+  EXPECT_EQ(spec.limits.pids, config.executor.pids_limit);
+  EXPECT_EQ(spec.kill_grace_seconds, config.executor.kill_grace_seconds);
+  EXPECT_EQ(spec.preempt_grace_seconds, config.cluster.FindQueue("ai-training")->policy.preempt_grace_seconds);
+  EXPECT_FALSE(spec.isolate);  // gpu-train-pool is no sandbox pool
+
+  EXPECT_EQ(spec.env.at("UNISCHED_JOB_ID"), "42");  // the scheduler's value, not the job's
+  EXPECT_EQ(spec.env.at("EPOCHS"), "3");
+  EXPECT_EQ(spec.env.at("UNISCHED_ATTEMPT"), "2");
+  EXPECT_EQ(spec.env.at("UNISCHED_NODELIST"), "gpu-01");
+  EXPECT_EQ(spec.env.at("CUDA_VISIBLE_DEVICES"), "1,3");
+  EXPECT_EQ(spec.env.at("OMP_NUM_THREADS"), "8");
+  EXPECT_EQ(spec.env.at("USER"), "alice");
+  EXPECT_EQ(spec.env.at("PATH"), "/usr/local/bin:/usr/bin:/bin");
+  EXPECT_EQ(spec.env.count("HOME"), 0u);  // nothing of the daemon's own
+}
+
+TEST(LaunchSpecTest, ASandboxedPoolsJobIsIsolatedOnlyUnderARootDaemon) {
+  const config::Config config = DefaultConfig();
+  model::Job job;
+  job.id = 7;
+  job.queue = "agent-sandbox";
+  job.pool = "elastic-light-pool";
+  job.command = {"true"};
+  model::Attempt attempt;
+  attempt.allocation = {{"x86-c256m512-elastic-01", 1, 512, {}}};
+  job.attempts = {attempt};
+
+  const executor::LaunchSpec root = BuildLaunchSpec(config, job, "unisched-job", /*as_root=*/true);
+  EXPECT_TRUE(root.isolate);
+  EXPECT_EQ(root.sandbox_uid_base, config.sandboxes.uid_base);
+  EXPECT_EQ(root.sandbox_uid_count, config.sandboxes.uid_count);
+  EXPECT_EQ(root.env.count("CUDA_VISIBLE_DEVICES"), 0u);
+
+  const executor::LaunchSpec user = BuildLaunchSpec(config, job, "", /*as_root=*/false);
+  EXPECT_FALSE(user.isolate);
+  EXPECT_EQ(user.unix_user, "");
+  EXPECT_EQ(user.env.count("USER"), 0u);
+}
+
+}  // namespace
+}  // namespace unisched::daemon
