@@ -58,7 +58,8 @@ Controller::Controller(const config::Config& config, store::Store& store, metric
       metrics_(metrics),
       clock_(clock),
       scheduler_(scheduler::SchedulerConfig::From(config.cluster)),
-      fairshare_usage_(config.cluster.fairshare_half_life_hours * 3600.0) {
+      fairshare_usage_(config.cluster.fairshare_half_life_hours * 3600.0),
+      black_holes_(config.health.black_hole_failures, std::chrono::seconds(config.health.black_hole_window_seconds)) {
   for (const auto& spec : config_.cluster.nodes) {
     model::NodeUsage n;
     n.spec = spec;
@@ -1009,24 +1010,15 @@ void Controller::FailJobsOnNode(Batch& batch, const std::string& node, const std
 }
 
 void Controller::CountNodeFailure(Batch& batch, const model::Attempt& attempt, Timestamp now) {
-  const int limit = config_.health.black_hole_failures;
-  if (limit <= 0) return;
-  const auto window = std::chrono::seconds(config_.health.black_hole_window_seconds);
   for (const auto& alloc : attempt.allocation) {
-    auto& times = recent_failures_[alloc.node];
-    times.push_back(now);
-    while (!times.empty() && now - times.front() > window) times.pop_front();
+    const std::optional<std::string> why = black_holes_.RecordFailure(alloc.node, now);
     model::NodeUsage* node = FindNode(alloc.node);
-    if (!node || node->state != model::NodeState::kUp || static_cast<int>(times.size()) < limit) continue;
-    // A node that fails every job it gets (a broken library, a full disk)
-    // would otherwise eat the queue: drain it for a person to look at.
-    const std::string why = Cat("black hole: ", std::to_string(times.size()), " jobs failed on it within ",
-                                std::to_string(window.count()), " s");
-    spdlog::warn("node {} drained: {}", alloc.node, why);
+    if (!why || !node || node->state != model::NodeState::kUp) continue;
+    spdlog::warn("node {} drained: {}", alloc.node, *why);
     const bool busy = node->cpus_used > 0 || node->memory_used_mb > 0;
-    ChangeNodeState(batch, *node, busy ? model::NodeState::kDraining : model::NodeState::kDrained, why, "drain",
-                    "warning", "drained automatically: " + why);
-    times.clear();
+    ChangeNodeState(batch, *node, busy ? model::NodeState::kDraining : model::NodeState::kDrained, *why, "drain",
+                    "warning", "drained automatically: " + *why);
+    black_holes_.Forget(alloc.node);
   }
 }
 

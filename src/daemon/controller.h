@@ -21,6 +21,7 @@
 #include "daemon/agent_hub.h"
 #include "daemon/alert_rules.h"
 #include "daemon/launch_spec.h"
+#include "daemon/node_health.h"
 #include "daemon/notifier.h"
 #include "unisched/common/time.h"
 #include "unisched/config/config.h"
@@ -184,7 +185,7 @@ class Controller final : public service::ControlPlane, public AgentSink {
   // Agent nodes: when their agent was last heard from (the daemon's start
   // counts as a heartbeat, so agents have a timeout's grace to come back).
   std::map<std::string, Timestamp> last_heartbeat_;
-  std::map<std::string, std::deque<Timestamp>> recent_failures_;  // by node, within the black-hole window
+  BlackHoleDetector black_holes_;
   // Alerts firing now, by (rule name, object).
   std::map<AlertKey, store::AlertRecord> firing_;
   WebhookNotifier* notifier_ = nullptr;
