@@ -2,8 +2,6 @@
 
 #include "unisched/model/words.h"
 
-#include <cctype>
-
 namespace unisched::model {
 
 std::string Count(int64_t n, std::string_view one, std::string_view many) {
@@ -32,18 +30,6 @@ std::string JoinLabels(const Labels& labels) {
     text += key + "=" + value;
   }
   return text;
-}
-
-bool GpuModelMatches(std::string_view device_model, std::string_view asked) {
-  if (asked.empty()) return true;
-  if (device_model.size() != asked.size()) return false;
-  for (size_t i = 0; i < asked.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(device_model[i])) !=
-        std::tolower(static_cast<unsigned char>(asked[i]))) {
-      return false;
-    }
-  }
-  return true;
 }
 
 int DevicesOfModel(const NodeSpec& node, const std::string& model) {

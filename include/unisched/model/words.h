@@ -2,6 +2,7 @@
 // The phrases and GPU-model matching that the router's refusals and the
 // fitter's pending reasons share, so both say a thing the same way.
 
+#include <cctype>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -21,8 +22,19 @@ std::string Join(const std::vector<std::string>& items, char separator);
 std::string JoinLabels(const Labels& labels);
 
 // GPU models compare without regard to case ("H100" is "h100"); an empty
-// model asked for matches any.
-bool GpuModelMatches(std::string_view device_model, std::string_view asked);
+// model asked for matches any. Inline: the fitter asks it for every GPU of
+// every node it looks at in a scheduling cycle.
+inline bool GpuModelMatches(std::string_view device_model, std::string_view asked) {
+  if (asked.empty()) return true;
+  if (device_model.size() != asked.size()) return false;
+  for (size_t i = 0; i < asked.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(device_model[i])) !=
+        std::tolower(static_cast<unsigned char>(asked[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
 // The node's GPUs of `model` (empty: all of them).
 int DevicesOfModel(const NodeSpec& node, const std::string& model);
 
