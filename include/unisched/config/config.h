@@ -122,7 +122,7 @@ struct SandboxSettings {
   std::string uid_lock_dir = "/run/unisched/sandbox-uids";  // host-wide: leases shared by every daemon
   int64_t output_cap_bytes = 1 << 20;                       // per stream of an exec; the rest is cut (stdout_truncated)
   int64_t max_file_bytes = 8 << 20;                         // a file upload or download
-  int create_wait_seconds = 30;  // at max_concurrency with quota_action wait: how long a create waits
+  int create_wait_seconds = 30;  // at max_concurrency or a quota, with quota_action wait: how long a create waits
   int pids_max = 256;            // processes per instance (fork bombs)
   int default_cpus = 1;
   int default_timeout_seconds = 300;  // per exec, when the queue gives no default wall time
