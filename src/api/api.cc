@@ -136,11 +136,6 @@ json UserJson(const store::UserRecord& u) {
           {"queues", u.queues}, {"unix_user", u.unix_user}, {"from_config", u.from_config}};
 }
 
-bool ProjectExists(const config::Config& config, const std::string& name) {
-  return std::any_of(config.projects.begin(), config.projects.end(),
-                     [&name](const config::ProjectSpec& p) { return p.name == name; });
-}
-
 bool ValidUserName(const std::string& name) {
   if (name.empty() || name.size() > 64) return false;
   if (!(std::islower(static_cast<unsigned char>(name[0])) || name[0] == '_')) return false;
@@ -854,7 +849,7 @@ void Api::CreateUser(Call& call) {
     return;
   }
   for (const auto& p : user.projects) {
-    if (!ProjectExists(*ctx_.config, p)) {
+    if (!ctx_.config->cluster.FindProject(p)) {
       call.reply(ErrorResponse(422, "unknown_project", "project '" + p + "' does not exist", "projects"));
       return;
     }

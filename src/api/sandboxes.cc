@@ -100,12 +100,12 @@ void Api::CreateSandbox(Call& call) {
   service::SandboxRequest request;
   std::optional<Error> invalid =
       body::CheckKeys(body, "", {"project", "image", "queue", "limits", "idle_timeout_seconds"});
-  for (const char* key : {"project", "queue"}) {
-    std::string text;
-    if (!invalid) invalid = body::ReadString(body, key, key, 256, text, /*empty_ok=*/false);
-    if (!invalid && !text.empty()) (std::string(key) == "project" ? request.project : request.queue) = text;
-  }
+  std::string project, queue;  // absent: the service's defaults
+  if (!invalid) invalid = body::ReadString(body, "project", "project", 256, project, /*empty_ok=*/false);
+  if (!invalid) invalid = body::ReadString(body, "queue", "queue", 256, queue, /*empty_ok=*/false);
   if (!invalid) invalid = body::ReadString(body, "image", "image", 256, request.image, /*empty_ok=*/false);
+  if (!project.empty()) request.project = project;
+  if (!queue.empty()) request.queue = queue;
   if (!invalid) {
     if (auto it = body.find("limits"); it != body.end() && !it->is_null()) {
       if (!it->is_object()) {

@@ -99,6 +99,10 @@ LoadResult LoadConfigText(std::string_view yaml_text, std::string_view source_na
   return config;
 }
 
+LoadResult LoadConfigFileOrDefault(const std::string& path) {
+  return path.empty() ? LoadConfigText(EmbeddedDefaultConfig(), "<embedded>") : LoadConfigFile(path);
+}
+
 LoadResult LoadConfigFile(const std::string& path) {
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
   if (!file) {

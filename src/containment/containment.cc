@@ -76,7 +76,6 @@ int64_t ReadNumber(const std::string& path) {
   return std::strtoll(text.c_str(), nullptr, 10);
 }
 
-// mkdir that accepts an existing directory. Returns 0 or the errno.
 // Removes the groups below `dir` (not `dir` itself), deepest first; a group
 // that still has members stays. A group's directory holds only its control
 // files and its child groups.

@@ -592,12 +592,11 @@ void Controller::CloseCharging(Batch& batch, const Job& job, const model::Attemp
 }
 
 void Controller::CountSandbox(const std::string& queue, const std::string& project, const std::string& user,
-                              int64_t cpus, int64_t memory_mb, int sign) {
+                              const policy::Amount& amount, int sign) {
   // An API sandbox holds a slot of its queue like a running job: the
   // scheduler's max_concurrency and quota checks count it (docs/sandboxes.md).
-  Post([this, queue, project, user, cpus, memory_mb, sign](Batch&) {
+  Post([this, queue, project, user, amount, sign](Batch&) {
     const policy::JobScope scope{queue, project, user};
-    const policy::Amount amount{cpus, memory_mb, 0, 1};
     policy::Amount& held = sandbox_holds_[{queue, project, user}];
     if (sign > 0) {
       running_usage_.Add(scope, amount);

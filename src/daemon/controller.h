@@ -66,8 +66,8 @@ class Controller final : public service::ControlPlane, public AgentSink {
   void SetNodeState(std::string node, bool drain, std::string reason, std::string actor,
                     std::function<void(Result<service::ClusterView::Node>)> done) override;
   std::shared_ptr<const service::ClusterView> View() const override;
-  void CountSandbox(const std::string& queue, const std::string& project, const std::string& user, int64_t cpus,
-                    int64_t memory_mb, int sign) override;
+  void CountSandbox(const std::string& queue, const std::string& project, const std::string& user,
+                    const policy::Amount& amount, int sign) override;
 
  private:
   // What one loop iteration will commit, and what to do after the commit.

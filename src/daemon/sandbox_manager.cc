@@ -300,9 +300,7 @@ Result<SandboxManager::Started> SandboxManager::StartInstance(const ImageVersion
 
 service::SandboxHolds SandboxManager::OwnHolds() const {
   service::SandboxHolds holds;
-  auto add = [&holds](const Sandbox& s) {
-    holds[{s.queue, s.project, s.user}] += policy::AmountOf(service::SandboxResources(s.limits));
-  };
+  auto add = [&holds](const Sandbox& s) { holds[{s.queue, s.project, s.user}] += service::SandboxAmount(s.limits); };
   for (const auto& [id, s] : active_) add(*s);
   for (const auto& s : admitted_) add(*s);
   return holds;
@@ -477,7 +475,7 @@ void SandboxManager::Create(CreateRequest request, std::string actor, std::funct
             active_[s->id] = s;
             PublishMetrics();
           }
-          control_.CountSandbox(s->queue, s->project, s->user, s->limits.cpus, s->limits.memory_mb, +1);
+          control_.CountSandbox(s->queue, s->project, s->user, service::SandboxAmount(s->limits), +1);
           metrics_.ObserveSandboxCreate(s->warm_start ? "warm" : "cold", seconds);
           done(ViewOf(*s));
         });
@@ -749,7 +747,7 @@ void SandboxManager::EndSandbox(std::shared_ptr<Sandbox> s, std::string state, s
   auto finish = [this, s, quantity = entry.quantity, was_counted, done](Status st) {
     if (!st.ok()) spdlog::error("sandbox {} end not recorded: {}", SandboxName(s->id), st.error().message);
     if (st.ok()) metrics_.CountLedgerEntry("final", ledger::kInstanceSeconds, quantity);
-    if (was_counted) control_.CountSandbox(s->queue, s->project, s->user, s->limits.cpus, s->limits.memory_mb, -1);
+    if (was_counted) control_.CountSandbox(s->queue, s->project, s->user, service::SandboxAmount(s->limits), -1);
     {
       std::lock_guard lock(mu_);
       PublishMetrics();
@@ -778,8 +776,7 @@ store::LedgerEntry SandboxManager::ChargeEntry(const Sandbox& s, Timestamp from,
                                 std::string(model::ToString(model::WorkloadKind::kAgent))};
   const ledger::Charge charge{ledger::kInstanceSeconds, s.image + ":" + s.image_version, s.node,
                               std::chrono::duration<double>(to - from).count()};
-  store::LedgerEntry entry = ledger::MakeEntry(subject, charge, from, to, final, now);
-  return entry;
+  return ledger::MakeEntry(subject, charge, from, to, final, now);
 }
 
 void SandboxManager::ChargeRunning() {
@@ -850,9 +847,7 @@ void SandboxManager::ReaperLoop() {
 void SandboxManager::RefillWarm() {
   if (!isolation_available_) return;
   // Warm instances serve the default create: the default queue's defaults.
-  const model::QueueSpec* queue = config_.sandboxes.queue.empty()
-                                      ? config_.cluster.DefaultQueueFor(model::WorkloadKind::kAgent)
-                                      : config_.cluster.FindQueue(config_.sandboxes.queue);
+  const model::QueueSpec* queue = config_.cluster.FindQueue(service::DefaultSandboxQueue(config_));
   if (!queue) return;
   const Limits limits = service::SandboxDefaults(config_, *queue);
   std::vector<ImageVersion> to_start;

@@ -201,8 +201,7 @@ int RunValidateConfig(int argc, char** argv) {
 int RunServer(int argc, char** argv) {
   auto args = ParseServerArgs(argc, argv);
   if (!args) return 2;
-  auto loaded = args->config_path.empty() ? config::LoadConfigText(config::EmbeddedDefaultConfig(), "<embedded>")
-                                          : config::LoadConfigFile(args->config_path);
+  auto loaded = config::LoadConfigFileOrDefault(args->config_path);
   if (auto* errors = std::get_if<std::vector<config::ConfigError>>(&loaded)) {
     std::cerr << "invalid config " << (args->config_path.empty() ? "<embedded>" : args->config_path) << ":\n";
     PrintErrors(*errors, std::cerr);

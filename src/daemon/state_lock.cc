@@ -7,14 +7,15 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
+
+#include "unisched/posix/posix.h"
 
 namespace unisched::daemon {
 
 Result<StateLock> StateLock::Acquire(const std::string& state_dir) {
   const std::string path = state_dir + "/daemon.lock";
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0) return Error::Unavailable("cannot open " + path + ": " + std::strerror(errno));
+  if (fd < 0) return Error::Unavailable("cannot open " + path + ": " + posix::ErrnoText(errno));
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const int saved = errno;
     char holder[32] = {};
@@ -27,7 +28,7 @@ Result<StateLock> StateLock::Acquire(const std::string& state_dir) {
                                                      " uses the state directory " + state_dir +
                                                      "; stop it first, or use another --state-dir");
     }
-    return Error::Unavailable("cannot lock " + path + ": " + std::strerror(saved));
+    return Error::Unavailable("cannot lock " + path + ": " + posix::ErrnoText(saved));
   }
   // The holder's pid, for the message above (advisory: the flock decides).
   const std::string pid = std::to_string(::getpid()) + "\n";

@@ -39,8 +39,7 @@ int RunStoreCommand(int argc, char** argv) {
     *slot = argv[++i];
   }
   if (state_dir.empty()) {
-    auto loaded = config_path.empty() ? config::LoadConfigText(config::EmbeddedDefaultConfig(), "<embedded>")
-                                      : config::LoadConfigFile(config_path);
+    auto loaded = config::LoadConfigFileOrDefault(config_path);
     if (auto* errors = std::get_if<std::vector<config::ConfigError>>(&loaded)) {
       std::cerr << "error: invalid config " << (config_path.empty() ? "<embedded>" : config_path) << ":\n";
       for (const auto& e : *errors) std::cerr << e.ToString() << "\n";

@@ -2,7 +2,6 @@
 
 #include "unisched/service/admission.h"
 
-#include <algorithm>
 #include <cmath>
 
 namespace unisched::service {
@@ -13,9 +12,7 @@ namespace {
 Result<std::string> ResolveProject(const config::Config& config, const auth::Principal& who,
                                    const std::optional<std::string>& named) {
   std::string project = named.value_or(who.projects.size() == 1 ? who.projects.front() : "default");
-  const bool exists = std::any_of(config.projects.begin(), config.projects.end(),
-                                  [&project](const config::ProjectSpec& p) { return p.name == project; });
-  if (!exists) {
+  if (!config.cluster.FindProject(project)) {
     return Error::Unprocessable("unknown_project", "project '" + project + "' does not exist", "project");
   }
   if (!auth::CanSubmitTo(who, project)) {
@@ -27,6 +24,15 @@ Result<std::string> ResolveProject(const config::Config& config, const auth::Pri
 
 int64_t HoursToSeconds(double hours) {
   return static_cast<int64_t>(std::llround(hours * 3600));
+}
+
+// What the router is asked for a sandbox: an agent job of these resources.
+router::RouteRequest AgentRoute(model::ResourceRequest resources, std::optional<std::string> queue) {
+  router::RouteRequest request;
+  request.workload.kind = model::WorkloadKind::kAgent;
+  request.resources = resources;
+  request.queue = std::move(queue);
+  return request;
 }
 
 // The router speaks of a job's resources; a sandbox's creator wrote limits.
@@ -92,9 +98,10 @@ Result<JobAdmission> AdmitJob(const config::Config& config, const ClusterView& v
   return JobAdmission{std::move(project).value(), std::move(route).value()};
 }
 
-SandboxLimits SandboxDefaults(const config::Config& config, const model::QueueSpec& queue) {
+SandboxLimits SandboxDefaults(const config::Config& config, const model::QueueSpec& queue,
+                              std::optional<int64_t> cpus) {
   SandboxLimits limits;
-  limits.cpus = config.sandboxes.default_cpus;
+  limits.cpus = cpus.value_or(config.sandboxes.default_cpus);
   limits.memory_mb = queue.policy.default_memory_mb_per_cpu.value_or(512) * limits.cpus;
   limits.timeout_seconds = queue.policy.default_walltime_hours ? HoursToSeconds(*queue.policy.default_walltime_hours)
                                                                : config.sandboxes.default_timeout_seconds;
@@ -113,39 +120,37 @@ model::ResourceRequest SandboxResources(const SandboxLimits& limits) {
   return resources;
 }
 
+policy::Amount SandboxAmount(const SandboxLimits& limits) {
+  return policy::AmountOf(SandboxResources(limits));
+}
+
+std::string DefaultSandboxQueue(const config::Config& config) {
+  if (!config.sandboxes.queue.empty()) return config.sandboxes.queue;
+  auto routed = router::Route(config.cluster, AgentRoute(model::ResourceRequest{}, std::nullopt));
+  if (routed.ok()) return routed->queue;
+  const model::QueueSpec* fallback = config.cluster.DefaultQueueFor(model::WorkloadKind::kAgent);
+  return fallback ? fallback->name : std::string();
+}
+
 Result<SandboxAdmission> AdmitSandbox(const config::Config& config, const ClusterView& view,
                                       const SandboxHoldsSource& sandboxes, const auth::Principal& who,
                                       const SandboxRequest& request) {
   auto project = ResolveProject(config, who, request.project);
   if (!project.ok()) return project.error();
-  const model::Workload agent{model::WorkloadKind::kAgent, {}};
-  // The queue: the one named, else sandboxes.queue, else where the router
-  // sends an agent job of these limits.
-  std::optional<std::string> queue_name = request.queue;
-  if (!queue_name && !config.sandboxes.queue.empty()) queue_name = config.sandboxes.queue;
-  if (!queue_name) {
-    model::ResourceRequest asked;
-    asked.cpus = static_cast<int>(request.cpus.value_or(config.sandboxes.default_cpus));
-    asked.memory_mb = request.memory_mb.value_or(0);
-    asked.walltime_seconds = request.timeout_seconds.value_or(0);
-    auto routed = router::Route(config.cluster, {agent, asked, {}, std::nullopt});
-    if (!routed.ok()) return InSandboxTerms(routed.error());
-    queue_name = routed->queue;
+  const std::string queue_name = request.queue ? *request.queue : DefaultSandboxQueue(config);
+  if (queue_name.empty()) {
+    return Error::Unprocessable(
+        "no_route", "no queue serves agent work: name a queue, or set sandboxes.queue in the config", "queue");
   }
-  const model::QueueSpec* queue = config.cluster.FindQueue(*queue_name);
-  SandboxLimits limits;
-  if (queue) {
-    limits = SandboxDefaults(config, *queue);
-    if (request.cpus) {
-      limits.cpus = *request.cpus;
-      limits.memory_mb = queue->policy.default_memory_mb_per_cpu.value_or(512) * limits.cpus;
-    }
+  SandboxLimits limits;  // an unknown queue is refused by the router below
+  if (const model::QueueSpec* queue = config.cluster.FindQueue(queue_name)) {
+    limits = SandboxDefaults(config, *queue, request.cpus);
     if (request.memory_mb) limits.memory_mb = *request.memory_mb;
     if (request.timeout_seconds) limits.timeout_seconds = *request.timeout_seconds;
   }
   // Named or not, the queue is checked as a job's: it serves agent work, the
   // limits fit its maximum and a node of its pool.
-  auto route = router::Route(config.cluster, {agent, SandboxResources(limits), {}, *queue_name});
+  auto route = router::Route(config.cluster, AgentRoute(SandboxResources(limits), queue_name));
   if (!route.ok()) return InSandboxTerms(route.error());
   const model::PoolSpec* pool = config.cluster.FindPool(route->pool);
   if (!pool || !pool->sandbox) {

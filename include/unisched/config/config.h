@@ -116,7 +116,7 @@ struct ImageSpec {
 // Sandboxes (docs/sandboxes.md): the runtime of API sandboxes and agent jobs.
 struct SandboxSettings {
   std::string init_path;         // empty: unisched-sandbox beside the binary
-  std::string queue;             // of API sandboxes by default; empty: the queue of workload kind agent
+  std::string queue;             // of API sandboxes by default; empty: where the router sends an agent job
   int64_t uid_base = 3'000'000;  // each instance runs as a uid of its own from [uid_base, uid_base + uid_count)
   int64_t uid_count = 100'000;
   std::string uid_lock_dir = "/run/unisched/sandbox-uids";  // host-wide: leases shared by every daemon
@@ -171,5 +171,8 @@ std::vector<ConfigError> ValidateConfig(const Config& config);
 std::vector<ConfigError> ValidateImage(const ImageSpec& image);
 // The text of config/unisched.yaml, compiled into the binary.
 std::string_view EmbeddedDefaultConfig();
+// The config at `path`, or the embedded default when `path` is empty (what
+// `unisched server` and `unisched store` run on without --config).
+LoadResult LoadConfigFileOrDefault(const std::string& path);
 
 }  // namespace unisched::config

@@ -80,10 +80,12 @@ Result<SandboxAdmission> AdmitSandbox(const config::Config& config, const Cluste
                                       const SandboxHoldsSource& sandboxes, const auth::Principal& who,
                                       const SandboxRequest& request);
 
-// The limits of a sandbox in `queue` that names none: sandboxes.default_cpus;
-// the queue's memory per CPU (512 MB without one); the queue's default wall
-// time, else sandboxes.default_timeout_seconds, never above its maximum.
-SandboxLimits SandboxDefaults(const config::Config& config, const model::QueueSpec& queue);
+// The limits of a sandbox in `queue` that names none: `cpus` (by default
+// sandboxes.default_cpus) and the queue's memory per CPU (512 MB without
+// one) for each; the queue's default wall time, else
+// sandboxes.default_timeout_seconds, never above its maximum.
+SandboxLimits SandboxDefaults(const config::Config& config, const model::QueueSpec& queue,
+                              std::optional<int64_t> cpus = std::nullopt);
 
 // Why a job or sandbox of `resources` in `scope` is refused at admission, or
 // nullopt: one that alone exceeds a limit could never run (refused whatever
@@ -108,7 +110,14 @@ policy::QuotaTally HeldFor(const ClusterView& view, const SandboxHolds& sandboxe
 std::optional<model::PendingReason> SandboxSlotLimit(const model::ClusterSpec& cluster, const policy::QuotaTally& held,
                                                      const policy::JobScope& scope, const SandboxLimits& limits);
 
-// A sandbox's limits as the resources of a one-node job.
+// A sandbox's limits as the resources of a one-node job, and what it holds
+// of its quotas (one job's slot, its CPUs and memory).
 model::ResourceRequest SandboxResources(const SandboxLimits& limits);
+policy::Amount SandboxAmount(const SandboxLimits& limits);
+
+// The queue of a sandbox that names none: sandboxes.queue, else where the
+// router sends an agent job (its rules, then the first queue listing agent);
+// empty when no queue serves agent work. Warm instances are started for it.
+std::string DefaultSandboxQueue(const config::Config& config);
 
 }  // namespace unisched::service

@@ -75,11 +75,12 @@ class ControlPlane {
   virtual void SetNodeState(std::string node, bool drain, std::string reason, std::string actor,
                             std::function<void(Result<ClusterView::Node>)> done) = 0;
   virtual std::shared_ptr<const ClusterView> View() const = 0;
-  // An API sandbox began (sign +1) or ended (-1) in `queue`: it counts
-  // against max_concurrency and the quotas like a running job (docs/sandboxes.md).
-  virtual void CountSandbox(const std::string& queue, const std::string& project, const std::string& user, int64_t cpus,
-                            int64_t memory_mb, int sign) {
-    (void)queue, (void)project, (void)user, (void)cpus, (void)memory_mb, (void)sign;
+  // An API sandbox holding `amount` (service::SandboxAmount) began (sign
+  // +1) or ended (-1) in `queue`: it counts against max_concurrency and the
+  // quotas like a running job (docs/sandboxes.md).
+  virtual void CountSandbox(const std::string& queue, const std::string& project, const std::string& user,
+                            const policy::Amount& amount, int sign) {
+    (void)queue, (void)project, (void)user, (void)amount, (void)sign;
   }
 };
 

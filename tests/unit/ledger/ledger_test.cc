@@ -120,7 +120,7 @@ TEST(LedgerEntryTest, OneBuilderNamesTheSubjectTheChargeAndTheInterval) {
   EXPECT_EQ(interim.attempt, 2);
   EXPECT_EQ(interim.project, "genomics");
   EXPECT_EQ(interim.workload_kind, "ai-training");
-  EXPECT_EQ(interim.detail, "A100");  // the GPU model chosen at fit time, as charged
+  EXPECT_EQ(interim.detail, "A100");
   EXPECT_EQ(interim.quantity, 360);
   EXPECT_EQ(interim.start, from);
   EXPECT_EQ(interim.end, to);

@@ -127,6 +127,7 @@ TEST(AdmitSandboxTest, DefaultsComeFromTheQueueAndTheSandboxSettings) {
   auto admitted = AdmitSandbox(config, ClusterView{}, NoSandboxes, Alice(), {});
   ASSERT_TRUE(admitted.ok()) << admitted.error().message;
   EXPECT_EQ(admitted->queue, "agent-sandbox");
+  EXPECT_EQ(DefaultSandboxQueue(config), "agent-sandbox");  // where the router sends agent jobs
   EXPECT_EQ(admitted->pool, "elastic-light-pool");
   EXPECT_EQ(admitted->project, "default");
   EXPECT_EQ(admitted->limits, (SandboxLimits{1, 512, 900}));
