@@ -8,6 +8,15 @@
 
 namespace unisched::service {
 
+namespace {
+
+Error NotStored() {
+  return {
+      ErrorKind::kUnavailable, "store_unavailable", "the job was not stored; retry with the same Idempotency-Key", {}};
+}
+
+}  // namespace
+
 JobService::JobService(const config::Config& config, store::Store& store, ControlPlane& control,
                        SandboxPlane* sandboxes, metrics::Metrics& metrics, const Clock& clock)
     : config_(config), store_(store), control_(control), sandboxes_(sandboxes), metrics_(metrics), clock_(clock) {}
@@ -45,7 +54,13 @@ void JobService::Submit(const auth::Principal& who, JobRequest request, std::str
   // The id and the JSON are made here, on the caller's (HTTP) thread: the
   // single store writer then only writes, and the 201 body is the stored
   // document itself (a new job has no pending reasons yet).
-  job.id = store_.ReserveJobId();
+  auto id = store_.ReserveJobId();
+  if (!id.ok()) {
+    spdlog::error("no job id: {}", id.error().message);
+    done(NotStored());
+    return;
+  }
+  job.id = *id;
   auto document = std::make_shared<const std::string>(codec::JobDocument(job));
 
   struct Outcome {
@@ -77,10 +92,7 @@ void JobService::Submit(const auth::Principal& who, JobRequest request, std::str
       [this, job = std::move(job), document, outcome, done = std::move(done)](Status status) mutable {
         if (!status.ok()) {
           spdlog::error("submission not committed: {}", status.error().message);
-          done(Error{ErrorKind::kUnavailable,
-                     "store_unavailable",
-                     "the job was not stored; retry with the same Idempotency-Key",
-                     {}});
+          done(NotStored());
           return;
         }
         if (outcome->replayed) {

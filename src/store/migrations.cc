@@ -220,6 +220,20 @@ CREATE TABLE image_current (
 CREATE INDEX image_current_name ON image_current(name, seq);
 )sql";
 
+// Version 8: job ids come from the database in blocks (job_id_pool.h).
+// next_id is the first id no block has reserved: after the highest id ever
+// used (sqlite_sequence keeps it even when retention deleted that job; it
+// exists since version 7's AUTOINCREMENT table).
+constexpr std::string_view kMigration8 = R"sql(
+CREATE TABLE id_blocks (
+  name TEXT PRIMARY KEY,
+  next_id INTEGER NOT NULL
+);
+INSERT INTO id_blocks(name, next_id) SELECT 'jobs', max(
+  coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'jobs'), 0),
+  coalesce((SELECT max(id) FROM jobs), 0)) + 1;
+)sql";
+
 Status Rollback(sqlite3* db, Error error) {
   if (sqlite3_get_autocommit(db) == 0) sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
   return error;
@@ -238,7 +252,7 @@ Status Exec(sqlite3* db, const std::string& sql, const std::string& what) {
 
 const std::vector<std::string_view>& Migrations() {
   static const std::vector<std::string_view> migrations = {kMigration1, kMigration2, kMigration3, kMigration4,
-                                                           kMigration5, kMigration6, kMigration7};
+                                                           kMigration5, kMigration6, kMigration7, kMigration8};
   return migrations;
 }
 

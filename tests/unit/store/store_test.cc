@@ -84,8 +84,8 @@ TEST_F(StoreTest, InsertAssignsIdsAndGetReturnsTheJob) {
 }
 
 TEST_F(StoreTest, ReservedIdsAreUsedAndNeverCollide) {
-  const JobId r1 = store_->ReserveJobId();
-  const JobId r2 = store_->ReserveJobId();
+  const JobId r1 = *store_->ReserveJobId();
+  const JobId r2 = *store_->ReserveJobId();
   EXPECT_GT(r2, r1);
   Job reserved = MakeJob("reserved");
   reserved.id = r2;  // inserted before r1's job: commit order need not follow reservation order

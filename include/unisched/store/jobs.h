@@ -1,0 +1,87 @@
+#pragma once
+// The store's jobs concern: job records (a job's attempts live in its
+// record), their events and the submissions' idempotency keys.
+//
+// Idempotency: every write below says what a second call with the same
+// arguments does. A transaction's effects commit at most once (Store::Write),
+// so these lines are about repeated calls, e.g. a retried request.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "unisched/common/status.h"
+#include "unisched/common/time.h"
+#include "unisched/model/job.h"
+
+namespace unisched::store {
+
+struct JobEvent {
+  Timestamp time{};
+  std::string kind;  // submitted, started, completed, failed, cancel_requested, ...
+  std::string message;
+};
+
+struct JobFilter {
+  std::optional<model::JobState> state;
+  std::optional<std::string> queue, pool, project, user;
+  // Visibility: when set, only jobs whose project is in `projects` or whose
+  // queue is in `queues` match (an empty list matches nothing).
+  std::optional<std::vector<std::string>> visible_projects;
+  std::vector<std::string> visible_queues;
+  int limit = 100;                     // 0: count only
+  std::optional<model::JobId> cursor;  // return jobs with id < cursor (newest first)
+};
+
+struct JobPage {
+  std::vector<model::Job> jobs;  // newest first
+  int64_t total = 0;             // all matches, ignoring limit and cursor
+  std::optional<model::JobId> next_cursor;
+};
+
+class JobWrites {
+ public:
+  virtual ~JobWrites() = default;
+  // Inserts a job and returns its id: job.id when it is set (from
+  // Store::ReserveJobId), else a new one. `doc` is the job's JSON
+  // (codec::JobToJson) when the caller already has it, else empty. If
+  // idempotency_key is non-empty it is recorded for (job.user, key).
+  // Not idempotent by itself: a second insert of the same id fails
+  // (kConflict "job_exists") and a second use of (user, key) fails
+  // (kConflict "idempotency_key_used"), each changing nothing; a retried
+  // submission is recognised by its key (FindIdempotentJob).
+  virtual Result<model::JobId> InsertJob(const model::Job& job, const std::string& idempotency_key,
+                                         const std::string& doc = {}) = 0;
+  // The job id a (user, key) pair was first used for, if any. Keys go with
+  // their job (DeleteJobsEndedBefore).
+  virtual std::optional<model::JobId> FindIdempotentJob(const std::string& user, const std::string& key) = 0;
+  // Rewrites a job's mutable part (state, reasons, attempts, times, ...).
+  // Idempotent: the row becomes `job`. kNotFound when there is no such job.
+  virtual Status UpdateJob(const model::Job& job) = 0;
+  // Sees this transaction's own uncommitted writes.
+  virtual Result<model::Job> GetJob(model::JobId id) = 0;
+  // Appends an event. Not idempotent: each call adds one. kNotFound when
+  // there is no such job.
+  virtual Status AppendEvent(model::JobId id, const JobEvent& event) = 0;
+  // Deletes terminal jobs that ended before `cutoff`, with their events and
+  // idempotency keys; returns their ids, ascending. Idempotent: a second
+  // call finds nothing more to delete.
+  virtual Result<std::vector<model::JobId>> DeleteJobsEndedBefore(Timestamp cutoff) = 0;
+};
+
+class JobReads {
+ public:
+  virtual ~JobReads() = default;
+  virtual Result<model::Job> GetJob(model::JobId id) const = 0;
+  virtual JobPage ListJobs(const JobFilter& filter) const = 0;
+  // PENDING, HELD and RUNNING jobs, oldest first: what the controller loads at start.
+  virtual std::vector<model::Job> LoadActiveJobs() const = 0;
+  // Job counts by (state, queue, pool), for metrics at start-up.
+  virtual std::map<std::tuple<model::JobState, std::string, std::string>, int64_t> CountJobs() const = 0;
+  // A job's events, oldest first.
+  virtual std::vector<JobEvent> ListEvents(model::JobId id) const = 0;
+};
+
+}  // namespace unisched::store

@@ -1,0 +1,229 @@
+#include "store/sqlite_jobs.h"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "store/sqlite_common.h"
+#include "unisched/codec/job_json.h"
+
+namespace unisched::store::sqlite {
+namespace {
+
+using nlohmann::json;
+
+std::string JobDocText(const model::Job& job) {
+  // Replace rather than throw on invalid UTF-8: the API only lets valid text in.
+  return codec::JobDocument(job);
+}
+
+Result<model::Job> DecodeJob(model::JobId id, const std::string& doc_text) {
+  json doc = json::parse(doc_text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return Error::Internal("store: job " + std::to_string(id) + " has a corrupt document");
+  auto job = codec::JobFromJson(doc);
+  if (!job.ok()) {
+    return Error::Internal("store: job " + std::to_string(id) + " has a bad document: " + job.error().message);
+  }
+  job->id = id;  // the row id is the truth
+  return job;
+}
+
+// Runs a SELECT of (id, doc) rows into jobs.
+Result<std::vector<model::Job>> CollectJobs(Statement& stmt) {
+  std::vector<model::Job> jobs;
+  for (;;) {
+    auto row = stmt.Step();
+    if (!row.ok()) return row.error();
+    if (!*row) return jobs;
+    auto job = DecodeJob(stmt.Int(0), stmt.Text(1));
+    if (!job.ok()) return job.error();
+    jobs.push_back(std::move(*job));
+  }
+}
+
+// Binds parameters 1..8: the columns a job row keeps next to its document.
+void BindColumns(Statement& stmt, const model::Job& job) {
+  stmt.Bind(1, job.name)
+      .Bind(2, job.user)
+      .Bind(3, job.project)
+      .Bind(4, job.queue)
+      .Bind(5, job.pool)
+      .Bind(6, model::ToString(job.state))
+      .Bind(7, ToUnixMillis(job.submitted_at))
+      .Bind(8, job.ended_at ? std::optional<int64_t>(ToUnixMillis(*job.ended_at)) : std::nullopt);
+}
+
+}  // namespace
+
+Result<model::JobId> InsertJob(Connection& c, const model::Job& job, model::JobId id,
+                               const std::string& idempotency_key, const std::string& doc) {
+  if (!idempotency_key.empty()) {
+    if (auto first = FindIdempotentJob(c, job.user, idempotency_key)) {
+      return Error::Conflict("idempotency_key_used", "idempotency key already used for job " + std::to_string(*first));
+    }
+  }
+  auto insert = c.Prepare(
+      "INSERT INTO jobs(name, user, project, queue, pool, state, submitted_at, ended_at, doc, id) "
+      "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  if (!insert.ok()) return insert.error();
+  BindColumns(*insert, job);
+  if (job.id == id && !doc.empty()) {
+    insert->Bind(9, doc);
+  } else {
+    model::Job stored = job;
+    stored.id = id;
+    insert->Bind(9, JobDocText(stored));
+  }
+  insert->Bind(10, int64_t{id});
+  if (Status s = insert->Run(); !s) {
+    if (insert->last_error() == SQLITE_CONSTRAINT_PRIMARYKEY) {
+      return Error::Conflict("job_exists", "job " + std::to_string(id) + " exists already");
+    }
+    return s.error();
+  }
+  if (!idempotency_key.empty()) {
+    auto key = c.Prepare("INSERT INTO idempotency(user, key, job_id) VALUES(?, ?, ?)");
+    if (!key.ok()) return key.error();
+    key->Bind(1, job.user).Bind(2, idempotency_key).Bind(3, int64_t{id});
+    if (Status s = key->Run(); !s) return s.error();
+  }
+  return id;
+}
+
+std::optional<model::JobId> FindIdempotentJob(Connection& c, const std::string& user, const std::string& key) {
+  auto stmt = OrThrow(c.Prepare("SELECT job_id FROM idempotency WHERE user = ? AND key = ?"));
+  stmt.Bind(1, user).Bind(2, key);
+  if (!OrThrow(stmt.Step())) return std::nullopt;
+  return stmt.Int(0);
+}
+
+Status UpdateJob(Connection& c, const model::Job& job) {
+  auto update = c.Prepare(
+      "UPDATE jobs SET name = ?, user = ?, project = ?, queue = ?, pool = ?, state = ?, submitted_at = ?, "
+      "ended_at = ?, doc = ? WHERE id = ?");
+  if (!update.ok()) return update.error();
+  BindColumns(*update, job);
+  update->Bind(9, JobDocText(job)).Bind(10, int64_t{job.id});
+  if (Status s = update->Run(); !s) return s;
+  if (sqlite3_changes(c.db()) == 0) return Error::NotFound("job " + std::to_string(job.id) + " not found");
+  return Status::Ok();
+}
+
+Result<model::Job> GetJob(Connection& c, model::JobId id) {
+  auto stmt = c.Prepare("SELECT doc FROM jobs WHERE id = ?");
+  if (!stmt.ok()) return stmt.error();
+  stmt->Bind(1, int64_t{id});
+  auto row = stmt->Step();
+  if (!row.ok()) return row.error();
+  if (!*row) return Error::NotFound("job " + std::to_string(id) + " not found");
+  return DecodeJob(id, stmt->Text(0));
+}
+
+Status AppendEvent(Connection& c, model::JobId id, const JobEvent& event) {
+  auto stmt = c.Prepare("INSERT INTO job_events(job_id, time, kind, message) VALUES(?, ?, ?, ?)");
+  if (!stmt.ok()) return stmt.error();
+  stmt->Bind(1, int64_t{id}).Bind(2, ToUnixMillis(event.time)).Bind(3, event.kind).Bind(4, event.message);
+  Status s = stmt->Run();
+  if (!s && stmt->last_error() == SQLITE_CONSTRAINT_FOREIGNKEY) {
+    return Error::NotFound("job " + std::to_string(id) + " not found");
+  }
+  return s;
+}
+
+Result<std::vector<model::JobId>> DeleteJobsEndedBefore(Connection& c, Timestamp cutoff) {
+  // Events and idempotency keys go by ON DELETE CASCADE.
+  auto stmt = c.Prepare("DELETE FROM jobs WHERE ended_at < ? AND state IN (" + StatesSql(true) + ") RETURNING id");
+  if (!stmt.ok()) return stmt.error();
+  stmt->Bind(1, ToUnixMillis(cutoff));
+  std::vector<model::JobId> ids;
+  for (;;) {
+    auto row = stmt->Step();
+    if (!row.ok()) return row.error();
+    if (!*row) break;
+    ids.push_back(stmt->Int(0));
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+Result<JobPage> ListJobs(Connection& c, const JobFilter& filter) {
+  std::string where = " WHERE 1";
+  std::vector<Param> params;
+  auto equals = [&](const char* column, const std::optional<std::string>& value) {
+    if (!value) return;
+    where += std::string(" AND ") + column + " = ?";
+    params.emplace_back(*value);
+  };
+  if (filter.state) {
+    where += " AND state = ?";
+    params.emplace_back(std::string(model::ToString(*filter.state)));
+  }
+  equals("queue", filter.queue);
+  equals("pool", filter.pool);
+  equals("project", filter.project);
+  equals("user", filter.user);
+  if (filter.visible_projects) where += VisibleClause("", *filter.visible_projects, filter.visible_queues, params);
+
+  ReadSnapshot snapshot(c);
+  JobPage page;
+  {
+    auto count = c.Prepare("SELECT COUNT(*) FROM jobs" + where);
+    if (!count.ok()) return count.error();
+    BindAll(*count, params);
+    auto row = count->Step();
+    if (!row.ok()) return row.error();
+    page.total = *row ? count->Int(0) : 0;
+  }
+  const int limit = std::max(filter.limit, 0);
+  if (limit == 0) return page;
+
+  std::string sql = "SELECT id, doc FROM jobs" + where;
+  if (filter.cursor) {
+    sql += " AND id < ?";
+    params.emplace_back(int64_t{*filter.cursor});
+  }
+  sql += " ORDER BY id DESC LIMIT ?";
+  // One row more than asked tells whether another page follows.
+  params.emplace_back(int64_t{limit} + 1);
+  auto select = c.Prepare(sql);
+  if (!select.ok()) return select.error();
+  BindAll(*select, params);
+  auto jobs = CollectJobs(*select);
+  if (!jobs.ok()) return jobs.error();
+  page.jobs = std::move(*jobs);
+  if (page.jobs.size() > static_cast<size_t>(limit)) {
+    page.jobs.resize(static_cast<size_t>(limit));
+    page.next_cursor = page.jobs.back().id;
+  }
+  return page;
+}
+
+Result<std::vector<model::Job>> LoadActiveJobs(Connection& c) {
+  auto stmt = c.Prepare("SELECT id, doc FROM jobs WHERE state IN (" + StatesSql(false) + ") ORDER BY id ASC");
+  if (!stmt.ok()) return stmt.error();
+  return CollectJobs(*stmt);
+}
+
+std::map<std::tuple<model::JobState, std::string, std::string>, int64_t> CountJobs(Connection& c) {
+  auto stmt = OrThrow(c.Prepare("SELECT state, queue, pool, COUNT(*) FROM jobs GROUP BY state, queue, pool"));
+  std::map<std::tuple<model::JobState, std::string, std::string>, int64_t> counts;
+  while (OrThrow(stmt.Step())) {
+    if (auto state = model::ParseJobState(stmt.Text(0))) {
+      counts[{*state, stmt.Text(1), stmt.Text(2)}] = stmt.Int(3);
+    }
+  }
+  return counts;
+}
+
+std::vector<JobEvent> ListEvents(Connection& c, model::JobId id) {
+  auto stmt = OrThrow(c.Prepare("SELECT time, kind, message FROM job_events WHERE job_id = ? ORDER BY id"));
+  stmt.Bind(1, int64_t{id});
+  std::vector<JobEvent> events;
+  while (OrThrow(stmt.Step())) {
+    events.push_back({FromUnixMillis(stmt.Int(0)), stmt.Text(1), stmt.Text(2)});
+  }
+  return events;
+}
+
+}  // namespace unisched::store::sqlite
