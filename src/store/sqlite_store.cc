@@ -231,6 +231,9 @@ class SqliteStore final : public Store {
   Result<model::JobId> ReserveJobId() override {
     std::unique_lock lock(ids_mu_);
     for (;;) {
+      // Read before a reservation can end (even inline, when the store is
+      // closed), so the wait below sees that end.
+      const uint64_t generation = reservations_ended_;
       const std::optional<model::JobId> id = ids_.TryTake();
       if (ids_.StartReservation()) {
         lock.unlock();
@@ -244,7 +247,6 @@ class SqliteStore final : public Store {
         lock.unlock();
         return ReserveOneOnWriter();
       }
-      const uint64_t generation = reservations_ended_;
       ids_cv_.wait(lock, [&] { return reservations_ended_ != generation; });
       if (!last_reservation_.ok()) return last_reservation_.error();
     }

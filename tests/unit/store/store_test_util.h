@@ -1,11 +1,13 @@
 #pragma once
 // Helpers of the store tests: a temporary directory and job builders.
 
+#include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <filesystem>
 #include <string>
 
+#include "testing/memory_store.h"
 #include "unisched/model/job.h"
 #include "unisched/store/store.h"
 
@@ -38,6 +40,41 @@ inline StoreOptions Options(const std::string& path, const std::string& synchron
   options.path = path;
   options.synchronous = synchronous;
   return options;
+}
+
+// The base of the store contract suites: every test runs against each
+// implementation of Store (ADR 0005), named by the parameter.
+class StoreContract : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { Reopen(); }
+
+  // Opens the store, or closes it and opens it again over the same data,
+  // as a restart does.
+  void Reopen() {
+    if (GetParam() == "memory") {
+      std::unique_ptr<::unisched::testing::MemoryStore> next =
+          memory_ ? memory_->Reopen() : std::make_unique<::unisched::testing::MemoryStore>();
+      if (store_) store_->Close();
+      memory_ = next.get();
+      store_ = std::move(next);
+      return;
+    }
+    store_.reset();
+    auto store = Store::Open(Options(dir_.File("unisched.db")));
+    ASSERT_TRUE(store.ok()) << store.error().message;
+    store_ = std::move(*store);
+  }
+
+  TempDir dir_;
+  std::unique_ptr<Store> store_;
+
+ private:
+  ::unisched::testing::MemoryStore* memory_ = nullptr;
+};
+
+inline const std::vector<std::string>& StoreImplementations() {
+  static const std::vector<std::string> kinds = {"sqlite", "memory"};
+  return kinds;
 }
 
 // JobFilter by chained setters (GCC 12 warns on partial designated initializers).

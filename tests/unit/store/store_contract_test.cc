@@ -1,7 +1,7 @@
-// Tests of the SQLite store: jobs, lists, idempotency, group commit,
-// durability, retention, and the small record tables.
-
-#include "unisched/store/store.h"
+// The store contract: what every implementation of Store (SQLite, and the
+// in-memory one of tests/testing) must do. Jobs, lists, idempotency, group
+// commit with writes that fail alone, durability across a reopen,
+// retention, and the small record tables.
 
 #include <gtest/gtest.h>
 
@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "store_test_util.h"
+#include "unisched/store/store.h"
 
 namespace unisched::store {
 namespace {
@@ -22,20 +23,9 @@ using model::JobId;
 using model::JobState;
 using testing::Filter;
 using testing::MakeJob;
-using testing::Options;
-using testing::TempDir;
 
-class StoreTest : public ::testing::Test {
+class StoreTest : public testing::StoreContract {
  protected:
-  void SetUp() override { Reopen(); }
-
-  void Reopen() {
-    store_.reset();
-    auto store = Store::Open(Options(dir_.File("unisched.db")));
-    ASSERT_TRUE(store.ok()) << store.error().message;
-    store_ = std::move(*store);
-  }
-
   JobId Insert(const Job& job, const std::string& key = "") {
     JobId id = 0;
     Status s = store_->WriteSync([&](Transaction& txn) -> Status {
@@ -57,12 +47,12 @@ class StoreTest : public ::testing::Test {
     for (const auto& j : page.jobs) ids.push_back(j.id);
     return ids;
   }
-
-  TempDir dir_;
-  std::unique_ptr<Store> store_;
 };
 
-TEST_F(StoreTest, InsertAssignsIdsAndGetReturnsTheJob) {
+INSTANTIATE_TEST_SUITE_P(Implementations, StoreTest, ::testing::ValuesIn(testing::StoreImplementations()),
+                         [](const auto& info) { return info.param; });
+
+TEST_P(StoreTest, InsertAssignsIdsAndGetReturnsTheJob) {
   Job job = MakeJob("first");
   job.id = 0;  // no reservation: the store assigns one
   job.env = {{"A", "1"}};
@@ -83,7 +73,7 @@ TEST_F(StoreTest, InsertAssignsIdsAndGetReturnsTheJob) {
   EXPECT_EQ(missing.error().kind, ErrorKind::kNotFound);
 }
 
-TEST_F(StoreTest, ReservedIdsAreUsedAndNeverCollide) {
+TEST_P(StoreTest, ReservedIdsAreUsedAndNeverCollide) {
   const JobId r1 = *store_->ReserveJobId();
   const JobId r2 = *store_->ReserveJobId();
   EXPECT_GT(r2, r1);
@@ -97,7 +87,7 @@ TEST_F(StoreTest, ReservedIdsAreUsedAndNeverCollide) {
   EXPECT_EQ(store_->GetJob(r2)->name, "reserved");
 }
 
-TEST_F(StoreTest, UpdateRewritesColumnsAndDocument) {
+TEST_P(StoreTest, UpdateRewritesColumnsAndDocument) {
   const JobId id = Insert(MakeJob("job"));
   Job job = *store_->GetJob(id);
   job.state = JobState::kRunning;
@@ -118,7 +108,7 @@ TEST_F(StoreTest, UpdateRewritesColumnsAndDocument) {
   EXPECT_EQ(s.error().kind, ErrorKind::kNotFound);
 }
 
-TEST_F(StoreTest, TransactionReadsItsOwnUncommittedWrites) {
+TEST_P(StoreTest, TransactionReadsItsOwnUncommittedWrites) {
   Status s = store_->WriteSync([&](Transaction& txn) -> Status {
     auto id = txn.InsertJob(MakeJob("in-flight"), "");
     if (!id.ok()) return id.error();
@@ -134,7 +124,7 @@ TEST_F(StoreTest, TransactionReadsItsOwnUncommittedWrites) {
   EXPECT_TRUE(s.ok());
 }
 
-TEST_F(StoreTest, ListFilters) {
+TEST_P(StoreTest, ListFilters) {
   const JobId a = Insert(MakeJob("a", "alice", "genomics", "hpc-precision", "cpu-hpc-pool"));
   const JobId b = Insert(MakeJob("b", "bob", "vision", "ai-training", "gpu-train-pool", JobState::kRunning));
   const JobId c = Insert(MakeJob("c", "alice", "vision", "ai-inference", "inference-pool", JobState::kHeld));
@@ -168,7 +158,7 @@ TEST_F(StoreTest, ListFilters) {
   }
 }
 
-TEST_F(StoreTest, CursorPagingAndTotal) {
+TEST_P(StoreTest, CursorPagingAndTotal) {
   std::vector<JobId> ids;
   for (int i = 0; i < 25; ++i) ids.push_back(Insert(MakeJob("job-" + std::to_string(i))));
   Insert(MakeJob("other", "zed"));  // filtered out below
@@ -195,7 +185,7 @@ TEST_F(StoreTest, CursorPagingAndTotal) {
   EXPECT_FALSE(all.next_cursor.has_value());
 }
 
-TEST_F(StoreTest, LimitZeroCountsOnly) {
+TEST_P(StoreTest, LimitZeroCountsOnly) {
   for (int i = 0; i < 3; ++i) Insert(MakeJob("job"));
   const JobPage page = store_->ListJobs(Filter().Limit(0));
   EXPECT_TRUE(page.jobs.empty());
@@ -203,7 +193,7 @@ TEST_F(StoreTest, LimitZeroCountsOnly) {
   EXPECT_FALSE(page.next_cursor.has_value());
 }
 
-TEST_F(StoreTest, IdempotencyKeys) {
+TEST_P(StoreTest, IdempotencyKeys) {
   const JobId first = Insert(MakeJob("a", "alice"), "key-1");
   // The same key again for the same user: refused, and no second job.
   JobId second = 0;
@@ -241,7 +231,7 @@ TEST_F(StoreTest, IdempotencyKeys) {
                   .ok());
 }
 
-TEST_F(StoreTest, ConcurrentWritersAllLandWithUniqueIds) {
+TEST_P(StoreTest, ConcurrentWritersAllLandWithUniqueIds) {
   constexpr int kThreads = 8;
   constexpr int kPerThread = 200;
   std::vector<std::vector<JobId>> ids(kThreads);
@@ -272,7 +262,7 @@ TEST_F(StoreTest, ConcurrentWritersAllLandWithUniqueIds) {
   for (JobId id : {*unique.begin(), *unique.rbegin()}) EXPECT_TRUE(store_->GetJob(id).ok());
 }
 
-TEST_F(StoreTest, AFailingWriteRollsBackAloneInItsBatch) {
+TEST_P(StoreTest, AFailingWriteRollsBackAloneInItsBatch) {
   // Hold the writer inside one write so the next four queue up and are
   // committed together in the following batch.
   std::promise<void> release;
@@ -349,7 +339,7 @@ TEST_F(StoreTest, AFailingWriteRollsBackAloneInItsBatch) {
                   .ok());
 }
 
-TEST_F(StoreTest, DoneRunsAfterTheCommitIsVisible) {
+TEST_P(StoreTest, DoneRunsAfterTheCommitIsVisible) {
   std::promise<bool> visible;
   JobId id = 0;
   store_->Write(
@@ -361,7 +351,7 @@ TEST_F(StoreTest, DoneRunsAfterTheCommitIsVisible) {
   EXPECT_TRUE(visible.get_future().get());
 }
 
-TEST_F(StoreTest, DataSurvivesCloseAndReopen) {
+TEST_P(StoreTest, DataSurvivesCloseAndReopen) {
   Job job = MakeJob("durable");
   const JobId id = Insert(job, "k");
   ASSERT_TRUE(store_
@@ -386,7 +376,7 @@ TEST_F(StoreTest, DataSurvivesCloseAndReopen) {
   EXPECT_GT(Insert(MakeJob("next")), id);
 }
 
-TEST_F(StoreTest, CloseDrainsQueuedWritesAndLaterWritesAreRefused) {
+TEST_P(StoreTest, CloseDrainsQueuedWritesAndLaterWritesAreRefused) {
   std::atomic<int> ok{0};
   for (int i = 0; i < 50; ++i) {
     store_->Write(
@@ -405,7 +395,7 @@ TEST_F(StoreTest, CloseDrainsQueuedWritesAndLaterWritesAreRefused) {
   EXPECT_FALSE(store_->WriteSync([](Transaction&) { return Status::Ok(); }).ok());
 }
 
-TEST_F(StoreTest, WriteSyncFromTheWriterThreadFailsInsteadOfHanging) {
+TEST_P(StoreTest, WriteSyncFromTheWriterThreadFailsInsteadOfHanging) {
   std::promise<Status> nested;
   store_->Write([](Transaction&) { return Status::Ok(); },
                 [&](Status) { nested.set_value(store_->WriteSync([](Transaction&) { return Status::Ok(); })); });
@@ -414,7 +404,7 @@ TEST_F(StoreTest, WriteSyncFromTheWriterThreadFailsInsteadOfHanging) {
   EXPECT_EQ(s.error().kind, ErrorKind::kInternal);
 }
 
-TEST_F(StoreTest, DeleteJobsEndedBefore) {
+TEST_P(StoreTest, DeleteJobsEndedBefore) {
   const Timestamp cutoff = FromUnixMillis(1'700'000'100'000);
   auto ended = [](const std::string& name, JobState state, int64_t ended_ms) {
     Job job = MakeJob(name, "alice", "default", "hpc-precision", "cpu-hpc-pool", state);
@@ -462,7 +452,7 @@ TEST_F(StoreTest, DeleteJobsEndedBefore) {
   EXPECT_GT(Insert(MakeJob("new")), odd);
 }
 
-TEST_F(StoreTest, ActiveJobsAndCounts) {
+TEST_P(StoreTest, ActiveJobsAndCounts) {
   const JobId p = Insert(MakeJob("p", "alice", "default", "hpc-precision", "cpu-hpc-pool", JobState::kPending));
   const JobId r = Insert(MakeJob("r", "alice", "default", "ai-training", "gpu-train-pool", JobState::kRunning));
   Insert(MakeJob("c", "alice", "default", "ai-training", "gpu-train-pool", JobState::kCompleted));
@@ -483,7 +473,7 @@ TEST_F(StoreTest, ActiveJobsAndCounts) {
   EXPECT_EQ(store_->CountJobs(), want);
 }
 
-TEST_F(StoreTest, EventsInOrderAndOnlyForExistingJobs) {
+TEST_P(StoreTest, EventsInOrderAndOnlyForExistingJobs) {
   const JobId id = Insert(MakeJob("e"));
   const std::vector<JobEvent> events = {{FromUnixMillis(10), "submitted", "queued in hpc-precision"},
                                         {FromUnixMillis(20), "started", "on x86-c64m256-hpc-01"},
@@ -503,7 +493,7 @@ TEST_F(StoreTest, EventsInOrderAndOnlyForExistingJobs) {
   EXPECT_EQ(s.error().kind, ErrorKind::kNotFound);
 }
 
-TEST_F(StoreTest, AuditNewestFirstWithLimit) {
+TEST_P(StoreTest, AuditNewestFirstWithLimit) {
   for (int i = 0; i < 5; ++i) {
     AuditRecord r{FromUnixMillis(i), i == 0 ? "system" : "alice", "POST /v1/jobs", "job/" + std::to_string(i), "201"};
     ASSERT_TRUE(store_->WriteSync([&](Transaction& txn) { return txn.AppendAudit(r); }).ok());
@@ -522,7 +512,7 @@ TEST_F(StoreTest, AuditNewestFirstWithLimit) {
   EXPECT_TRUE(store_->ListAudit(0).empty());
 }
 
-TEST_F(StoreTest, UsersUpsertAndList) {
+TEST_P(StoreTest, UsersUpsertAndList) {
   UserRecord alice{"alice", "user", {"genomics", "vision"}, {}, "alice", false};
   UserRecord admin{"admin", "platform-admin", {}, {}, "root", true};
   UserRecord qa{"quinn", "queue-admin", {"default"}, {"ai-training"}, "", false};
@@ -552,7 +542,7 @@ TEST_F(StoreTest, UsersUpsertAndList) {
   expect_same(users[2], qa);
 }
 
-TEST_F(StoreTest, Tokens) {
+TEST_P(StoreTest, Tokens) {
   TokenRecord user_token{"ab12", "alice", "user", "", FromUnixMillis(1'700'000'000'123)};
   TokenRecord node_token{"cd34", "node:cpu-hpc-pool", "node", "cpu-hpc-pool", FromUnixMillis(1'700'000'000'456)};
   for (const auto& t : {user_token, node_token}) {
@@ -572,7 +562,7 @@ TEST_F(StoreTest, Tokens) {
   EXPECT_EQ(dup.error().kind, ErrorKind::kConflict);
 }
 
-TEST_F(StoreTest, NodeStates) {
+TEST_P(StoreTest, NodeStates) {
   const std::vector<NodeStateRecord> nodes = {{"x86-c64m256-hpc-02", model::NodeState::kDraining, "maintenance"},
                                               {"x86-c64m256-hpc-01", model::NodeState::kDown, "no heartbeat"}};
   for (const auto& n : nodes) {
@@ -593,7 +583,7 @@ TEST_F(StoreTest, NodeStates) {
   EXPECT_EQ(got[1].reason, "maintenance");
 }
 
-TEST_F(StoreTest, ReadersRunWhileWritesCommit) {
+TEST_P(StoreTest, ReadersRunWhileWritesCommit) {
   std::atomic<bool> stop{false};
   std::atomic<int> reads{0};
   std::vector<std::thread> readers;
@@ -619,7 +609,7 @@ TEST_F(StoreTest, ReadersRunWhileWritesCommit) {
 namespace unisched::store {
 namespace {
 
-TEST_F(StoreTest, SandboxRowsAreReplacedByIdAndListedActiveFirst) {
+TEST_P(StoreTest, SandboxRowsAreReplacedByIdAndListedActiveFirst) {
   const Timestamp t0 = FromUnixMillis(1'000'000);
   SandboxRow a{1, "running", R"({"user":"ann"})", t0, std::nullopt};
   SandboxRow b{2, "running", R"({"user":"bob"})", t0, std::nullopt};
@@ -643,7 +633,7 @@ TEST_F(StoreTest, SandboxRowsAreReplacedByIdAndListedActiveFirst) {
   EXPECT_FALSE(store_->GetSandbox(3).has_value());
 }
 
-TEST_F(StoreTest, ImageVersionsAreKeptAndTheCurrentStackPops) {
+TEST_P(StoreTest, ImageVersionsAreKeptAndTheCurrentStackPops) {
   const Timestamp t0 = FromUnixMillis(2'000'000);
   ASSERT_TRUE(store_->WriteSync([&](Transaction& t) -> Status {
     for (const char* v : {"v1", "v2"}) {
@@ -658,6 +648,220 @@ TEST_F(StoreTest, ImageVersionsAreKeptAndTheCurrentStackPops) {
   EXPECT_EQ(store_->ListImageVersions()[0].spec, "{}");
   ASSERT_TRUE(store_->WriteSync([&](Transaction& t) { return t.PopImageCurrent("py"); }));
   EXPECT_EQ(store_->ImageCurrentStacks().at("py"), std::vector<std::string>{"v1"});
+}
+
+}  // namespace
+}  // namespace unisched::store
+
+// ---- the idempotency each write states (unisched/store/*.h) ----
+
+namespace unisched::store {
+namespace {
+
+TEST_P(StoreTest, ASecondInsertOfAnIdFailsAndChangesNothing) {
+  Job first = MakeJob("first");
+  first.id = *store_->ReserveJobId();
+  ASSERT_EQ(Insert(first), first.id);
+  Job second = MakeJob("second");
+  second.id = first.id;
+  Status s = store_->WriteSync([&](Transaction& txn) -> Status {
+    auto id = txn.InsertJob(second, "");
+    return id.ok() ? Status::Ok() : Status(id.error());
+  });
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().kind, ErrorKind::kConflict);
+  EXPECT_EQ(s.error().code, "job_exists");
+  EXPECT_EQ(store_->GetJob(first.id)->name, "first");
+  EXPECT_EQ(store_->ListJobs(Filter().Limit(0)).total, 1);
+}
+
+TEST_P(StoreTest, UpdatingAJobTwiceLeavesTheSecondAndAMissingJobIsNotFound) {
+  Job job = MakeJob("u");
+  job.id = Insert(job);
+  job.state = JobState::kRunning;
+  ASSERT_TRUE(Update(job).ok());
+  ASSERT_TRUE(Update(job).ok());
+  EXPECT_EQ(store_->GetJob(job.id)->state, JobState::kRunning);
+  Job missing = job;
+  missing.id = job.id + 1000;
+  Status s = Update(missing);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().kind, ErrorKind::kNotFound);
+}
+
+TEST_P(StoreTest, ReservedIdsStayUniqueAcrossThreadsAndAboveEveryIdAfterAReopen) {
+  std::vector<std::vector<JobId>> ids(4);
+  std::vector<std::thread> threads;
+  for (auto& mine : ids) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 500; ++i) mine.push_back(*store_->ReserveJobId());
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::set<JobId> unique;
+  for (const auto& v : ids) {
+    EXPECT_TRUE(std::is_sorted(v.begin(), v.end()));  // increasing within one caller
+    unique.insert(v.begin(), v.end());
+  }
+  EXPECT_EQ(unique.size(), 2000u);
+  const JobId inserted = Insert(MakeJob("plain"));
+  EXPECT_EQ(unique.count(inserted), 0u);
+  Reopen();
+  const JobId after = *store_->ReserveJobId();
+  EXPECT_GT(after, *unique.rbegin());
+  EXPECT_GT(after, inserted);
+}
+
+TEST_P(StoreTest, AlertsFireAndResolveOnceAndResolvingNothingIsFine) {
+  AlertRecord down{0, "node-down", "node_down", "node/n1", "critical", "n1 is down", FromUnixMillis(10), {}};
+  AlertRecord full{0, "queue-backlog", "queue_backlog", "queue/q", "warning", "q is long", FromUnixMillis(20), {}};
+  ASSERT_TRUE(store_->WriteSync([&](Transaction& t) { return t.InsertAlert(down); }).ok());
+  ASSERT_TRUE(store_->WriteSync([&](Transaction& t) { return t.InsertAlert(full); }).ok());
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(
+        store_
+            ->WriteSync([&](Transaction& t) { return t.ResolveAlert("node-down", "node/n1", FromUnixMillis(30 + i)); })
+            .ok());
+  }
+  ASSERT_TRUE(
+      store_->WriteSync([&](Transaction& t) { return t.ResolveAlert("never-fired", "node/n9", FromUnixMillis(40)); })
+          .ok());
+  const auto all = store_->ListAlerts(std::nullopt, 10);
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].name, "queue-backlog");  // newest first
+  EXPECT_GT(all[0].id, all[1].id);
+  EXPECT_EQ(all[1].resolved_at, FromUnixMillis(30));  // the first resolution stands
+  const auto firing = store_->ListAlerts(true, 10);
+  ASSERT_EQ(firing.size(), 1u);
+  EXPECT_EQ(firing[0].object, "queue/q");
+  EXPECT_EQ(firing[0].severity, "warning");
+  EXPECT_EQ(firing[0].message, "q is long");
+  EXPECT_EQ(firing[0].fired_at, FromUnixMillis(20));
+  const auto resolved = store_->ListAlerts(false, 10);
+  ASSERT_EQ(resolved.size(), 1u);
+  EXPECT_EQ(resolved[0].kind, "node_down");
+  EXPECT_EQ(store_->ListAlerts(std::nullopt, 1).size(), 1u);
+}
+
+TEST_P(StoreTest, PruningTheAuditCutsByTimeAndSizeAndASecondPruneFindsNothing) {
+  for (int i = 0; i < 10; ++i) {
+    AuditRecord r{FromUnixMillis(i * 1000), "alice", "GET /v1/jobs", "job/" + std::to_string(i), "200"};
+    ASSERT_TRUE(store_->WriteSync([&](Transaction& t) { return t.AppendAudit(r); }).ok());
+  }
+  auto prune = [&](Timestamp cutoff, int64_t max_rows) {
+    int64_t removed = -1;
+    EXPECT_TRUE(store_
+                    ->WriteSync([&](Transaction& t) -> Status {
+                      auto n = t.PruneAudit(cutoff, max_rows);
+                      if (!n.ok()) return n.error();
+                      removed = *n;
+                      return Status::Ok();
+                    })
+                    .ok());
+    return removed;
+  };
+  EXPECT_EQ(prune(FromUnixMillis(3000), 100), 3);  // 0, 1 and 2 are older than the cutoff
+  EXPECT_EQ(prune(FromUnixMillis(3000), 5), 2);    // then only the newest five stay
+  EXPECT_EQ(prune(FromUnixMillis(3000), 5), 0);
+  const auto left = store_->ListAudit(100);
+  ASSERT_EQ(left.size(), 5u);
+  EXPECT_EQ(left.front().target, "job/9");
+  EXPECT_EQ(left.back().target, "job/5");
+}
+
+TEST_P(StoreTest, ClusterEventsMergeJobsEventsAndFilterByKindObjectTimeAndVisibility) {
+  Job genomics = MakeJob("g", "alice", "genomics", "q1");
+  genomics.id = Insert(genomics);
+  Job vision = MakeJob("v", "bob", "vision", "q2");
+  vision.id = Insert(vision);
+  auto job_event = [&](JobId id, int64_t ms, const std::string& kind) {
+    ASSERT_TRUE(store_->WriteSync([&](Transaction& t) {
+                        return t.AppendEvent(id, {FromUnixMillis(ms), kind, kind});
+                      })
+                    .ok());
+  };
+  auto cluster_event = [&](int64_t ms, const std::string& kind, const std::string& object) {
+    ClusterEvent e{FromUnixMillis(ms), kind, object, "warning", kind + " " + object};
+    ASSERT_TRUE(store_->WriteSync([&](Transaction& t) { return t.AppendClusterEvent(e); }).ok());
+  };
+  job_event(genomics.id, 100, "submitted");
+  cluster_event(100, "drain", "node/n1");  // same time: the cluster's comes after the job's
+  job_event(vision.id, 200, "submitted");
+  job_event(genomics.id, 300, "ledger_discrepancy");
+  cluster_event(400, "down", "node/n2");
+  cluster_event(500, "alert_firing", "alert/node-down/node/n2");
+
+  auto objects = [](const std::vector<ClusterEvent>& events) {
+    std::vector<std::string> out;
+    for (const auto& e : events) out.push_back(e.kind + "@" + e.object);
+    return out;
+  };
+  const std::string g = "job/" + std::to_string(genomics.id), v = "job/" + std::to_string(vision.id);
+  const auto all = store_->ListClusterEvents({});
+  EXPECT_EQ(objects(all),
+            (std::vector<std::string>{"submitted@" + g, "drain@node/n1", "submitted@" + v, "ledger_discrepancy@" + g,
+                                      "down@node/n2", "alert_firing@alert/node-down/node/n2"}));
+  ASSERT_EQ(all.size(), 6u);
+  EXPECT_EQ(all[0].severity, "info");
+  EXPECT_EQ(all[3].severity, "warning");  // a ledger discrepancy
+  EXPECT_EQ(all[1].message, "drain node/n1");
+
+  EventFilter f;
+  f.object = "node/";
+  EXPECT_EQ(objects(store_->ListClusterEvents(f)), (std::vector<std::string>{"drain@node/n1", "down@node/n2"}));
+  f.object = "job/";
+  EXPECT_EQ(store_->ListClusterEvents(f).size(), 3u);
+  f.object = g;
+  EXPECT_EQ(objects(store_->ListClusterEvents(f)),
+            (std::vector<std::string>{"submitted@" + g, "ledger_discrepancy@" + g}));
+  f = {};
+  f.kind = "submitted";
+  EXPECT_EQ(store_->ListClusterEvents(f).size(), 2u);
+  f = {};
+  f.since = FromUnixMillis(300);
+  EXPECT_EQ(store_->ListClusterEvents(f).size(), 3u);
+  f = {};
+  f.limit = 2;  // the newest two, oldest first
+  EXPECT_EQ(objects(store_->ListClusterEvents(f)),
+            (std::vector<std::string>{"down@node/n2", "alert_firing@alert/node-down/node/n2"}));
+  f = {};
+  f.visible_projects = std::vector<std::string>{"vision"};
+  EXPECT_EQ(objects(store_->ListClusterEvents(f)),
+            (std::vector<std::string>{"drain@node/n1", "submitted@" + v, "down@node/n2",
+                                      "alert_firing@alert/node-down/node/n2"}));
+  f.visible_projects = std::vector<std::string>{};
+  f.visible_queues = {"q1"};
+  EXPECT_EQ(store_->ListClusterEvents(f).size(), 5u);
+}
+
+TEST_P(StoreTest, PoppingAnEmptyImageStackChangesNothing) {
+  ASSERT_TRUE(store_->WriteSync([](Transaction& t) { return t.PopImageCurrent("none"); }).ok());
+  EXPECT_TRUE(store_->ImageCurrentStacks().empty());
+}
+
+TEST_P(StoreTest, RetentionTwiceDeletesOnce) {
+  Job done = MakeJob("done", "alice", "default", "hpc-precision", "cpu-hpc-pool", JobState::kCompleted);
+  done.ended_at = FromUnixMillis(1000);
+  done.id = Insert(done, "key");
+  for (size_t expected : {1u, 0u}) {
+    std::vector<JobId> deleted;
+    ASSERT_TRUE(store_
+                    ->WriteSync([&](Transaction& t) -> Status {
+                      auto ids = t.DeleteJobsEndedBefore(FromUnixMillis(2000));
+                      if (!ids.ok()) return ids.error();
+                      deleted = *ids;
+                      return Status::Ok();
+                    })
+                    .ok());
+    EXPECT_EQ(deleted.size(), expected);
+  }
+  // The key went with its job.
+  ASSERT_TRUE(store_
+                  ->WriteSync([&](Transaction& t) {
+                    EXPECT_EQ(t.FindIdempotentJob("alice", "key"), std::nullopt);
+                    return Status::Ok();
+                  })
+                  .ok());
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// The ledger table: idempotent appends, append-only, sums per attempt,
+// The store contract's ledger part (every implementation): idempotent appends, append-only, sums per attempt,
 // usage grouped and filtered by time and visibility.
 
 #include <gtest/gtest.h>
@@ -10,9 +10,6 @@
 
 namespace unisched::store {
 namespace {
-
-using testing::Options;
-using testing::TempDir;
 
 const Timestamp kT0 = FromUnixMillis(1'780'000'000'000);
 
@@ -39,22 +36,18 @@ LedgerEntry Entry(const std::string& key, model::JobId job, const std::string& p
   return e;
 }
 
-class LedgerStoreTest : public ::testing::Test {
+class LedgerStoreTest : public testing::StoreContract {
  protected:
-  void SetUp() override {
-    auto store = Store::Open(Options(dir_.File("unisched.db")));
-    ASSERT_TRUE(store.ok()) << store.error().message;
-    store_ = std::move(*store);
-  }
   void Append(const LedgerEntry& e) {
     Status s = store_->WriteSync([&](Transaction& t) { return t.AppendLedger(e); });
     ASSERT_TRUE(s.ok()) << s.error().message;
   }
-  TempDir dir_;
-  std::unique_ptr<Store> store_;
 };
 
-TEST_F(LedgerStoreTest, RepeatedKeysAddNothing) {
+INSTANTIATE_TEST_SUITE_P(Implementations, LedgerStoreTest, ::testing::ValuesIn(testing::StoreImplementations()),
+                         [](const auto& info) { return info.param; });
+
+TEST_P(LedgerStoreTest, RepeatedKeysAddNothing) {
   Append(Entry("1/1/cpu/a", 1, "genomics", "cpu_core_seconds", 60, 0, 60));
   Append(Entry("1/1/cpu/a", 1, "genomics", "cpu_core_seconds", 60, 0, 60));  // a replayed report
   Append(Entry("1/1/cpu/b", 1, "genomics", "cpu_core_seconds", 30, 60, 90));
@@ -69,7 +62,7 @@ TEST_F(LedgerStoreTest, RepeatedKeysAddNothing) {
   EXPECT_EQ(*store_->LoadLedgerCharged(1, 1).until, kT0 + std::chrono::seconds(90));  // interim reach only
 }
 
-TEST_F(LedgerStoreTest, UsageGroupsFiltersAndHidesOtherProjects) {
+TEST_P(LedgerStoreTest, UsageGroupsFiltersAndHidesOtherProjects) {
   Append(Entry("a", 1, "genomics", "cpu_core_seconds", 60, 0, 60));
   Append(Entry("b", 1, "genomics", "gpu_seconds", 15, 0, 60));
   Append(Entry("c", 2, "climate", "cpu_core_seconds", 10, 100, 200));
@@ -93,7 +86,7 @@ TEST_F(LedgerStoreTest, UsageGroupsFiltersAndHidesOtherProjects) {
   EXPECT_DOUBLE_EQ(visible[0].metrics.at("cpu_core_seconds"), 10);
 }
 
-TEST_F(LedgerStoreTest, DuplicatedRowsAreCounted) {
+TEST_P(LedgerStoreTest, DuplicatedRowsAreCounted) {
   Append(Entry("a", 1, "genomics", "cpu_core_seconds", 60, 0, 60));
   Append(Entry("a-copy", 1, "genomics", "cpu_core_seconds", 60, 0, 60));  // same interval, other key
   const auto all = store_->LoadAllLedgerCharged();
@@ -103,7 +96,7 @@ TEST_F(LedgerStoreTest, DuplicatedRowsAreCounted) {
 // Whole hours come from the hourly rollup, the window's edges from the
 // entries: for random windows (on and off hour boundaries, open at either
 // end) the sums equal a plain sum over the entries in (from, to].
-TEST_F(LedgerStoreTest, RollupAndEdgesSumExactlyTheWindow) {
+TEST_P(LedgerStoreTest, RollupAndEdgesSumExactlyTheWindow) {
   std::mt19937 rng(7);
   std::vector<LedgerEntry> entries;
   const std::vector<std::string> projects = {"genomics", "climate"};

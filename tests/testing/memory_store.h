@@ -1,0 +1,71 @@
+#pragma once
+// A second implementation of store::Store, in memory: what the controller's
+// unit tests run on, and the proof that the store contract
+// (tests/unit/store/store_contract_test.cc) can be met by something other
+// than SQLite (ADR 0005).
+//
+// Like the SQLite store it has one writer thread that runs queued writes
+// in batches, each write rolled back alone when it fails, and calls `done`
+// after the batch is visible; readers never see half a batch. Its data can
+// outlive one MemoryStore: Reopen() is a restart over the same data.
+
+#include <memory>
+
+#include "unisched/store/store.h"
+
+namespace unisched::testing {
+
+class MemoryStore final : public store::Store {
+ public:
+  struct Tables;  // everything stored
+  struct Data;    // the tables and their lock; shared with the stores reopened over it
+
+  MemoryStore();
+  ~MemoryStore() override;
+
+  // A new store over this one's data, as after a restart (close this one
+  // first: one writer at a time, as the daemon's state lock ensures).
+  std::unique_ptr<MemoryStore> Reopen() const;
+
+  void Write(std::function<Status(store::Transaction&)> work, std::function<void(Status)> done) override;
+  Status WriteSync(std::function<Status(store::Transaction&)> work) override;
+  Result<model::JobId> ReserveJobId() override;
+  int SchemaVersion() const override { return 1; }
+  void Close() override;
+
+  Result<model::Job> GetJob(model::JobId id) const override;
+  store::JobPage ListJobs(const store::JobFilter& filter) const override;
+  std::vector<model::Job> LoadActiveJobs() const override;
+  std::map<std::tuple<model::JobState, std::string, std::string>, int64_t> CountJobs() const override;
+  std::vector<store::JobEvent> ListEvents(model::JobId id) const override;
+
+  std::vector<store::ClusterEvent> ListClusterEvents(const store::EventFilter& filter) const override;
+  std::vector<store::AlertRecord> ListAlerts(std::optional<bool> firing, int limit) const override;
+  std::vector<store::AuditRecord> ListAudit(int limit) const override;
+
+  std::optional<store::TokenRecord> FindToken(const std::string& hash) const override;
+  std::optional<store::UserRecord> GetUser(const std::string& name) const override;
+  std::vector<store::UserRecord> ListUsers() const override;
+  std::vector<store::NodeStateRecord> LoadNodeStates() const override;
+
+  store::LedgerCharged LoadLedgerCharged(model::JobId job, int attempt) const override;
+  std::map<std::pair<model::JobId, int>, store::LedgerCharged> LoadAllLedgerCharged() const override;
+  std::vector<store::UsageRow> QueryUsage(const store::UsageQuery& query) const override;
+  store::FairshareUsage LoadFairshareUsage() const override;
+
+  std::optional<store::SandboxRow> GetSandbox(int64_t id) const override;
+  std::vector<store::SandboxRow> ListSandboxes(bool active_only, int limit) const override;
+  int64_t MaxSandboxId() const override;
+  std::vector<store::ImageVersionRow> ListImageVersions() const override;
+  std::map<std::string, std::vector<std::string>> ImageCurrentStacks() const override;
+
+ private:
+  explicit MemoryStore(std::shared_ptr<Data> data);
+  void WriterLoop();
+
+  struct Queue;
+  std::shared_ptr<Data> data_;
+  std::unique_ptr<Queue> queue_;
+};
+
+}  // namespace unisched::testing
