@@ -2,6 +2,7 @@
 // Time as the core sees it: millisecond timestamps, passed in as arguments.
 // The Clock seam lets tests and the trace simulator drive time by hand.
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -41,12 +42,14 @@ class SystemClock final : public Clock {
 class FakeClock final : public Clock {
  public:
   explicit FakeClock(Timestamp start = FromUnixMillis(1'700'000'000'000)) : now_(start) {}
-  Timestamp Now() const override { return now_; }
-  void Advance(std::chrono::milliseconds d) { now_ += d; }
+  Timestamp Now() const override { return now_.load(); }
+  void Advance(std::chrono::milliseconds d) { now_ = now_.load() + d; }
   void Set(Timestamp t) { now_ = t; }
 
  private:
-  Timestamp now_;
+  // Atomic: a test moves the time while a thread under test (the
+  // controller's loop) reads it.
+  std::atomic<Timestamp> now_;
 };
 
 }  // namespace unisched
