@@ -16,9 +16,6 @@ using model::Job;
 using model::JobState;
 
 constexpr std::chrono::hours kRetentionSweepEvery{1};
-// Fairshare usage is kept in memory and saved this often (and at stop): a
-// crash loses at most this much charged usage.
-constexpr std::chrono::seconds kUsageSaveEvery{60};
 // Reasons of agent nodes the daemon set down itself: a heartbeat brings such
 // a node up again (a node an admin drained stays drained).
 constexpr const char* kAwaitingAgent = "waiting for its agent to register";
@@ -58,7 +55,7 @@ Controller::Controller(const config::Config& config, store::Store& store, metric
       metrics_(metrics),
       clock_(clock),
       scheduler_(scheduler::SchedulerConfig::From(config.cluster)),
-      fairshare_usage_(config.cluster.fairshare_half_life_hours * 3600.0),
+      accounting_(config, store, metrics, clock),
       black_holes_(config.health.black_hole_failures, std::chrono::seconds(config.health.black_hole_window_seconds)) {
   for (const auto& spec : config_.cluster.nodes) {
     model::NodeUsage n;
@@ -95,14 +92,9 @@ void Controller::Start() {
   }
   job_counts_ = store_.CountJobs();
   for (auto& alert : store_.ListAlerts(true, 100000)) firing_[{alert.name, alert.object}] = std::move(alert);
-  const store::FairshareUsage saved_usage = store_.LoadFairshareUsage();
-  std::vector<policy::DecayedUsage::Entry> entries;
-  for (const auto& e : saved_usage.entries) entries.push_back({e.project, e.user, e.usage});
-  fairshare_usage_.Restore(entries, saved_usage.as_of);
   // Usage is charged from now on: the time the daemon was down is not
   // charged (running jobs' records come with the accounting ledger).
-  last_accrual_ = clock_.Now();
-  next_usage_save_ = last_accrual_ + kUsageSaveEvery;
+  accounting_.RestoreFairshare(store_.LoadFairshareUsage(), clock_.Now());
   std::vector<executor::LaunchSpec> to_recover;
   // Stops asked for before a restart, sent again once the attempts are adopted.
   std::vector<std::tuple<model::JobId, int, bool>> to_stop;
@@ -113,12 +105,7 @@ void Controller::Start() {
           if (auto* n = FindNode(alloc.node)) n->Apply(alloc, +1);
         }
         TallyRunning(job, +1);
-        // Interim charging resumes where the ledger says it got to: nothing
-        // charged twice, nothing lost.
-        const store::LedgerCharged charged = store_.LoadLedgerCharged(job.id, a->number);
-        Charging& c = charging_[{job.id, a->number}];
-        c.until = charged.until.value_or(job.started_at.value_or(clock_.Now()));
-        c.sums = charged.sums;
+        accounting_.ResumeCharging(job, *a, store_.LoadLedgerCharged(job.id, a->number), clock_.Now());
         to_recover.push_back(MakeLaunchSpec(job));
         if (job.cancel_requested || job.preempting_for) {
           to_stop.emplace_back(job.id, a->number, !job.cancel_requested && job.preempting_for.has_value());
@@ -162,8 +149,7 @@ void Controller::Stop() {
     thread_.join();
     // A clean stop keeps the fairshare usage charged since the last save.
     Batch batch;
-    next_usage_save_ = Timestamp{};
-    AccrueUsage(batch, clock_.Now());
+    accounting_.AccrueFairshare(active_, batch, clock_.Now(), /*force=*/true);
     Commit(batch);
   }
 }
@@ -246,10 +232,7 @@ void Controller::Loop() {
       CheckHeartbeats(batch, now);
       EvaluateAlerts(batch, now);
     }
-    if (now >= next_charge_) {
-      ChargeRunning(batch, now);
-      next_charge_ = now + std::chrono::seconds(config_.store.accounting_interval_seconds);
-    }
+    accounting_.ChargeRunningIfDue(active_, batch, now);
     if (need_cycle_ && SteadyClock::now() >= next_cycle_allowed) {
       const auto started = SteadyClock::now();
       RunCycle(batch, now);
@@ -284,21 +267,9 @@ void Controller::Transition(Batch& batch, Job& job, JobState to, std::string rea
 }
 
 scheduler::RunningJob Controller::SnapshotOfRunning(const Job& job, Timestamp now) const {
-  scheduler::RunningJob r;
-  r.id = job.id;
-  r.queue = job.queue;
-  r.pool = job.pool;
-  r.project = job.project;
-  r.user = job.user;
-  r.adjustment = job.priority;
-  r.submitted_at = job.submitted_at;
-  r.resources = job.resources;
   const model::Attempt* a = job.CurrentAttempt();
-  if (a) r.allocation = a->allocation;
-  r.started_at = job.started_at.value_or(now);
-  if (job.resources.walltime_seconds > 0) {
-    r.expected_end = r.started_at + std::chrono::seconds(job.resources.walltime_seconds);
-  }
+  scheduler::RunningJob r = scheduler::StartedJob(scheduler::FactsOf(job), a ? a->allocation : model::Allocation{},
+                                                  job.started_at.value_or(now));
   // A job being stopped frees its room within its grace at the latest.
   if (job.cancel_requested || job.preempting_for) {
     const model::QueueSpec* queue = config_.cluster.FindQueue(job.queue);
@@ -311,35 +282,12 @@ scheduler::RunningJob Controller::SnapshotOfRunning(const Job& job, Timestamp no
   return r;
 }
 
-void Controller::AccrueUsage(Batch& batch, Timestamp now) {
-  const double seconds = std::chrono::duration<double>(now - last_accrual_).count();
-  if (seconds > 0) {
-    // Each running job is charged for the time since the last accrual, at
-    // its rate in CPU-second equivalents (policy::ChargeRate).
-    for (const auto& [id, job] : active_) {
-      if (job.state != JobState::kRunning) continue;
-      fairshare_usage_.Charge(job.project, job.user,
-                              policy::ChargeRate(job.resources, config_.cluster.fairshare_gpu_weight) * seconds, now);
-    }
-    fairshare_usage_.DecayTo(now);
-    last_accrual_ = now;
-  }
-  if (now >= next_usage_save_) {
-    next_usage_save_ = now + kUsageSaveEvery;
-    store::FairshareUsage saved;
-    saved.as_of = fairshare_usage_.AsOf();
-    for (const auto& e : fairshare_usage_.Entries()) saved.entries.push_back({e.project, e.user, e.usage});
-    batch.writes.push_back(
-        [saved = std::move(saved)](store::Transaction& t) -> Status { return t.SaveFairshareUsage(saved); });
-  }
-}
-
 void Controller::RunCycle(Batch& batch, Timestamp now) {
   need_cycle_ = false;
-  AccrueUsage(batch, now);
-  RefreshBudgets(now);
+  accounting_.AccrueFairshare(active_, batch, now);
+  accounting_.RefreshBudgets(now);
   scheduler::Snapshot snapshot;
-  for (const auto& [project, track] : budgets_) snapshot.budget_use[project] = track.use;
+  snapshot.budget_use = accounting_.BudgetUse();
   snapshot.nodes = nodes_;
   auto add_fairshare = [&](const Job& job) {
     const model::QueueSpec* queue = config_.cluster.FindQueue(job.queue);
@@ -347,7 +295,7 @@ void Controller::RunCycle(Batch& batch, Timestamp now) {
     auto key = std::make_pair(job.project, job.user);
     if (snapshot.fairshare.count(key)) return;
     snapshot.fairshare.emplace(
-        key, policy::FairshareFactor(fairshare_usage_, config_.cluster.projects, job.project, job.user));
+        key, policy::FairshareFactor(accounting_.fairshare(), config_.cluster.projects, job.project, job.user));
   };
   // Jobs waiting out a retry backoff are not offered to the scheduler; their
   // pending reason says when they may start.
@@ -373,14 +321,7 @@ void Controller::RunCycle(Batch& batch, Timestamp now) {
     }
     if (job.state == JobState::kPending) {
       scheduler::PendingJob& p = snapshot.pending.emplace_back();
-      p.id = job.id;
-      p.queue = job.queue;
-      p.pool = job.pool;
-      p.project = job.project;
-      p.user = job.user;
-      p.adjustment = job.priority;
-      p.submitted_at = job.submitted_at;
-      p.resources = job.resources;
+      static_cast<scheduler::JobFacts&>(p) = scheduler::FactsOf(job);
       p.constraints = job.constraints;
       p.preempted_by = job.preempted_by;
       if (auto r = reservations_.find(job.id); r != reservations_.end()) {
@@ -425,7 +366,7 @@ void Controller::RunCycle(Batch& batch, Timestamp now) {
     job.started_at = now;
     job.eligible_at.reset();
     TallyRunning(job, +1);
-    charging_[{job.id, attempt.number}] = Charging{now, {}};
+    accounting_.BeginCharging(job.id, attempt.number, now);
     std::vector<std::string> names = job.NodeNames();
     Transition(batch, job, JobState::kRunning, "", "started",
                "attempt " + std::to_string(attempt.number) + " on " + model::Join(names, ','));
@@ -515,82 +456,6 @@ void Controller::FinishPreemption(Batch& batch, Job& job, model::Attempt& attemp
   active_.erase(job.id);
 }
 
-void Controller::AppendCharge(Batch& batch, const Job& job, int attempt, const ledger::Charge& charge, Timestamp from,
-                              Timestamp to, bool final) {
-  store::LedgerEntry e = ledger::MakeEntry(ledger::JobSubject(job, attempt), charge, from, to, final, clock_.Now());
-  // Counted once the entry is committed (a replayed key adds nothing to the
-  // ledger, but the daemon never replays its own keys).
-  batch.after_commit.push_back(
-      [this, final, metric = e.metric, quantity = e.quantity, project = e.project, end = e.end] {
-        metrics_.CountLedgerEntry(final ? "final" : "interim", metric, quantity);
-        auto budget = budgets_.find(project);
-        if (budget == budgets_.end() || end <= budget->second.period_start) return;
-        if (metric == ledger::kGpuSeconds) budget->second.use.gpu_hours += quantity / 3600.0;
-        if (metric == ledger::kCpuCoreSeconds) budget->second.use.cpu_hours += quantity / 3600.0;
-      });
-  batch.writes.push_back([e = std::move(e)](store::Transaction& t) { return t.AppendLedger(e); });
-}
-
-void Controller::RefreshBudgets(Timestamp now) {
-  for (const auto& project : config_.cluster.projects) {
-    if (project.budget.Empty()) continue;
-    const Timestamp start = policy::PeriodStart(project.budget.period, now);
-    BudgetTrack& track = budgets_[project.name];
-    if (track.period_start == start) continue;
-    // A new period (or the first look): what the ledger holds since it began.
-    store::UsageQuery query;
-    query.from = start;
-    query.group_by = {"project"};
-    query.visible_projects = std::vector<std::string>{project.name};
-    track = BudgetTrack{start, {}};
-    for (const auto& row : store_.QueryUsage(query)) {
-      auto metric = [&row](const char* name) {
-        auto it = row.metrics.find(name);
-        return it == row.metrics.end() ? 0.0 : it->second;
-      };
-      track.use.gpu_hours += metric(ledger::kGpuSeconds) / 3600.0;
-      track.use.cpu_hours += metric(ledger::kCpuCoreSeconds) / 3600.0;
-    }
-  }
-}
-
-void Controller::ChargeRunning(Batch& batch, Timestamp now) {
-  for (const auto& [id, job] : active_) {
-    if (job.state != JobState::kRunning) continue;
-    const model::Attempt* attempt = job.CurrentAttempt();
-    if (!attempt) continue;
-    auto it = charging_.find({id, attempt->number});
-    if (it == charging_.end()) it = charging_.emplace(std::make_pair(id, attempt->number), Charging{now, {}}).first;
-    Charging& c = it->second;
-    if (now <= c.until) continue;
-    for (const auto& charge : ledger::AllocatedCharges(config_.cluster, job, *attempt, c.until, now)) {
-      AppendCharge(batch, job, attempt->number, charge, c.until, now, /*final=*/false);
-      c.sums[{charge.metric, charge.detail, charge.node}] += charge.quantity;
-    }
-    c.until = now;
-  }
-}
-
-void Controller::CloseCharging(Batch& batch, const Job& job, const model::Attempt& attempt) {
-  // Final entries: the attempt's whole usage (its allocation from start to
-  // end as its supervisor recorded them, and the CPU time it used) minus
-  // what interim charging already recorded. Interim charges ran on the
-  // daemon's clock, so a final entry may be negative: a correction.
-  auto it = charging_.find({job.id, attempt.number});
-  const std::map<ledger::ChargeKey, double> charged =
-      it == charging_.end() ? std::map<ledger::ChargeKey, double>{} : it->second.sums;
-  std::map<ledger::ChargeKey, double> final_quantities = ledger::AttemptUsage(config_.cluster, job, attempt);
-  for (const auto& [key, quantity] : charged) final_quantities[key] -= quantity;
-  const Timestamp start = attempt.started_at.value_or(job.started_at.value_or(clock_.Now()));
-  const Timestamp end = attempt.ended_at.value_or(clock_.Now());
-  for (const auto& [key, quantity] : final_quantities) {
-    if (std::abs(quantity) < 1e-9) continue;
-    const auto& [metric, detail, node] = key;
-    AppendCharge(batch, job, attempt.number, {metric, detail, node, quantity}, start, end, /*final=*/true);
-  }
-  if (it != charging_.end()) charging_.erase(it);
-}
-
 void Controller::CountSandbox(const std::string& queue, const std::string& project, const std::string& user,
                               const policy::Amount& amount, int sign) {
   // An API sandbox holds a slot of its queue like a running job: the
@@ -665,7 +530,7 @@ void Controller::ApplyResult(Batch& batch, const executor::RunResult& result) {
     attempt->exit_code = result.exit_code;
     attempt->usage = result.usage;
     ReleaseAllocation(*attempt);
-    CloseCharging(batch, job, *attempt);
+    accounting_.CloseCharging(batch, job, *attempt);
     FinishPreemption(batch, job, *attempt);
     return;
   }
@@ -682,7 +547,7 @@ void Controller::ApplyResult(Batch& batch, const executor::RunResult& result) {
   job.ended_at = attempt->ended_at;
   if (result.started_at) job.started_at = result.started_at;
   ReleaseAllocation(*attempt);
-  CloseCharging(batch, job, *attempt);
+  accounting_.CloseCharging(batch, job, *attempt);
   if (to == JobState::kFailed && !job.cancel_requested) {
     // A node short of descriptors for a moment is no black hole: draining
     // it would turn a squeeze into an outage (its launches are retried).
@@ -869,7 +734,7 @@ void Controller::Publish() {
   // Reasons of jobs that ended since the cycle are never looked up: the API
   // shows reasons only for jobs whose stored state is PENDING.
   view->pending = pending_;
-  for (const auto& [project, track] : budgets_) view->budget_use[project] = track.use;
+  view->budget_use = accounting_.BudgetUse();
   view->running_usage = running_usage_;
   view->sandbox_holds = published_sandbox_holds_;
   // Gauges are set only when their value changed: this runs after every
@@ -995,7 +860,7 @@ void Controller::FailJobsOnNode(Batch& batch, const std::string& node, const std
     attempt.reason = why;
     job.preempting_for.reset();
     ReleaseAllocation(attempt);
-    CloseCharging(batch, job, attempt);
+    accounting_.CloseCharging(batch, job, attempt);
     // Stopped on the node if it still runs there (a partition, not a dead
     // machine); its late report is ignored (the attempt is not current).
     batch.after_commit.push_back([this, id, number = attempt.number] { executor_->Cancel(id, number); });

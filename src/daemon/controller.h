@@ -18,8 +18,10 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "daemon/accounting.h"
 #include "daemon/agent_hub.h"
 #include "daemon/alert_rules.h"
+#include "daemon/batch.h"
 #include "daemon/launch_spec.h"
 #include "daemon/node_health.h"
 #include "daemon/notifier.h"
@@ -70,11 +72,6 @@ class Controller final : public service::ControlPlane, public AgentSink {
                     const policy::Amount& amount, int sign) override;
 
  private:
-  // What one loop iteration will commit, and what to do after the commit.
-  struct Batch {
-    std::vector<std::function<Status(store::Transaction&)>> writes;
-    std::vector<std::function<void()>> after_commit;
-  };
   using Command = std::function<void(Batch&)>;
 
   void Post(Command command);
@@ -98,9 +95,6 @@ class Controller final : public service::ControlPlane, public AgentSink {
   void ReleaseAllocation(const model::Attempt& attempt);
   // Running jobs' shares of quota scopes, as the scheduler and the API count them.
   void TallyRunning(const model::Job& job, int sign);
-  // Charges running jobs' use since the last accrual to fairshare usage, and
-  // saves the usage now and then.
-  void AccrueUsage(Batch& batch, Timestamp now);
   void ApplyPreemption(Batch& batch, const scheduler::Preemption& preemption);
   // A preempted attempt has ended: requeue the job or cancel it, per its queue.
   void FinishPreemption(Batch& batch, model::Job& job, model::Attempt& attempt);
@@ -108,13 +102,6 @@ class Controller final : public service::ControlPlane, public AgentSink {
   // queue or the job allows a retry (policy::DecideRetry). False: it ends.
   bool RequeueForRetry(Batch& batch, model::Job& job, model::JobState ended, Timestamp now);
   scheduler::RunningJob SnapshotOfRunning(const model::Job& job, Timestamp now) const;
-  // Ledger (docs/ledger.md): interim charges of running attempts every
-  // accounting interval, and the final entries of an attempt that ended,
-  // in the same batch as its state change.
-  void ChargeRunning(Batch& batch, Timestamp now);
-  void CloseCharging(Batch& batch, const model::Job& job, const model::Attempt& attempt);
-  void AppendCharge(Batch& batch, const model::Job& job, int attempt, const ledger::Charge& charge, Timestamp from,
-                    Timestamp to, bool final);
   model::NodeUsage* FindNode(const std::string& name);
   // Agent nodes: registration, resources, health, stale attempts.
   void ApplyHeartbeat(Batch& batch, const executor::Heartbeat& heartbeat,
@@ -156,28 +143,12 @@ class Controller final : public service::ControlPlane, public AgentSink {
   service::SandboxHolds sandbox_holds_;
   // sandbox_holds_ as views share it, replaced when a sandbox begins or ends.
   std::shared_ptr<const service::SandboxHolds> published_sandbox_holds_ = std::make_shared<service::SandboxHolds>();
-  // Per running attempt: how far it has been charged, and what.
-  struct Charging {
-    Timestamp until{};
-    std::map<ledger::ChargeKey, double> sums;
-  };
-  std::map<std::pair<model::JobId, int>, Charging> charging_;
-  // Projects with a budget: their use in the current period, loaded from the
-  // ledger when a period begins, then kept up with each committed charge.
-  struct BudgetTrack {
-    Timestamp period_start{};
-    policy::BudgetUse use;
-  };
-  std::map<std::string, BudgetTrack> budgets_;
-  void RefreshBudgets(Timestamp now);
-  Timestamp next_charge_{};
+  // Ledger charges, budget use and fairshare usage.
+  Accounting accounting_;
   // The last cycle's reservations, handed back to the next (conservative
   // pools keep them and move them only earlier).
   std::unordered_map<model::JobId, scheduler::Reservation> reservations_;
   std::map<std::pair<std::string, std::string>, int> pending_by_reason_;  // (pool, code) -> jobs
-  policy::DecayedUsage fairshare_usage_;
-  Timestamp last_accrual_{};
-  Timestamp next_usage_save_{};
   // From the last cycle; shared with the published views.
   std::shared_ptr<const service::PendingInfoMap> pending_ = std::make_shared<service::PendingInfoMap>();
   bool need_cycle_ = true;

@@ -784,6 +784,30 @@ Scheduler::Scheduler(SchedulerConfig config) : config_(std::move(config)) {
   for (const auto& p : config_.projects) projects_.emplace(p.name, &p);
 }
 
+JobFacts FactsOf(const model::Job& job) {
+  JobFacts facts;
+  facts.id = job.id;
+  facts.queue = job.queue;
+  facts.pool = job.pool;
+  facts.project = job.project;
+  facts.user = job.user;
+  facts.adjustment = job.priority;
+  facts.submitted_at = job.submitted_at;
+  facts.resources = job.resources;
+  return facts;
+}
+
+RunningJob StartedJob(JobFacts facts, model::Allocation allocation, Timestamp started_at) {
+  RunningJob running;
+  static_cast<JobFacts&>(running) = std::move(facts);
+  running.allocation = std::move(allocation);
+  running.started_at = started_at;
+  if (running.resources.walltime_seconds > 0) {
+    running.expected_end = started_at + std::chrono::seconds(running.resources.walltime_seconds);
+  }
+  return running;
+}
+
 Plan Scheduler::Decide(const Snapshot& snapshot, Timestamp now) const {
   const auto cycle_start = SteadyClock::now();
   Plan plan;

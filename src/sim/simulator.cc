@@ -338,19 +338,11 @@ class Replay {
     RemoveAt(snapshot_.pending, pending_position_, position->second);
 
     for (const auto& share : start.allocation) ApplyShare(share, +1);
-    scheduler::RunningJob running;
-    running.id = job.id;
-    running.queue = std::move(pending.queue);
-    running.pool = std::move(pending.pool);
-    running.project = std::move(pending.project);
-    running.user = std::move(pending.user);
-    running.submitted_at = pending.submitted_at;
-    running.resources = std::move(pending.resources);
-    running.allocation = std::move(start.allocation);
-    running.started_at = FromUnixMillis(now);
-    running.expected_end = FromUnixMillis(now + WalltimeSeconds(job) * 1000);
+    // Its request's wall time is the trace's (RequestFor): the end the
+    // replay's scheduler expects, as the daemon's would.
     running_position_[job.id] = snapshot_.running.size();
-    snapshot_.running.push_back(std::move(running));
+    snapshot_.running.push_back(scheduler::StartedJob(std::move(static_cast<scheduler::JobFacts&>(pending)),
+                                                      std::move(start.allocation), FromUnixMillis(now)));
 
     start_ms_[i] = now;
     used_ += job.size;

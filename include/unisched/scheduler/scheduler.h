@@ -39,7 +39,8 @@
 
 namespace unisched::scheduler {
 
-struct PendingJob {
+// What a cycle knows of any job, pending or running: who, where, how big.
+struct JobFacts {
   model::JobId id = 0;
   std::string queue;
   std::string pool;
@@ -48,6 +49,11 @@ struct PendingJob {
   int adjustment = 0;  // the job's own `priority`
   Timestamp submitted_at{};
   model::ResourceRequest resources;  // walltime_seconds 0: no limit
+};
+// A job's facts as the cycle sees them (the daemon's one conversion).
+JobFacts FactsOf(const model::Job& job);
+
+struct PendingJob : JobFacts {
   model::Labels constraints;
   std::vector<model::JobId> preempted_by;  // it never preempts these
   // Its reservation from the previous cycle (conservative pools): held for it
@@ -56,15 +62,7 @@ struct PendingJob {
   std::vector<std::string> reserved_nodes;
 };
 
-struct RunningJob {
-  model::JobId id = 0;
-  std::string queue;
-  std::string pool;
-  std::string project;
-  std::string user;
-  int adjustment = 0;
-  Timestamp submitted_at{};
-  model::ResourceRequest resources;
+struct RunningJob : JobFacts {
   model::Allocation allocation;
   Timestamp started_at{};
   // When its resources are free at the latest: start + wall time, or, while
@@ -74,6 +72,10 @@ struct RunningJob {
   std::optional<model::JobId> preempting_for;  // being stopped for this job
   bool stopping = false;                       // being cancelled: never a victim
 };
+// A job started at `started_at` on `allocation`: its facts, and its end
+// expected at start + wall time (never, without a wall time). The daemon's
+// controller and the trace simulator both make running jobs this way.
+RunningJob StartedJob(JobFacts facts, model::Allocation allocation, Timestamp started_at);
 
 // What holds quota and concurrency without being a job: an API sandbox
 // (docs/sandboxes.md). It counts in max_concurrency and the quotas of its
