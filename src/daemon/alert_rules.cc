@@ -4,17 +4,12 @@
 
 #include <chrono>
 
+#include "unisched/model/words.h"
+
 namespace unisched::daemon {
 namespace {
 
-// The parts appended in order (no `"literal" + std::string(...)`, which
-// trips GCC 12's -Wrestrict false positive, PR 105329).
-template <class... Parts>
-std::string Cat(const Parts&... parts) {
-  std::string out;
-  ((out += parts), ...);
-  return out;
-}
+using model::Cat;
 
 const std::string& ReasonOf(const AlertInputs& in, const std::string& node) {
   static const std::string kNone;

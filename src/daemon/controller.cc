@@ -12,23 +12,12 @@
 namespace unisched::daemon {
 namespace {
 
+using model::Cat;
+
 using model::Job;
 using model::JobState;
 
 constexpr std::chrono::hours kRetentionSweepEvery{1};
-// Reasons of agent nodes the daemon set down itself: a heartbeat brings such
-// a node up again (a node an admin drained stays drained).
-constexpr const char* kAwaitingAgent = "waiting for its agent to register";
-constexpr const char* kNoHeartbeat = "no heartbeat from its agent for ";
-
-// The parts appended in order (no `"literal" + std::string(...)`, which
-// trips GCC 12's -Wrestrict false positive, PR 105329).
-template <class... Parts>
-std::string Cat(const Parts&... parts) {
-  std::string out;
-  ((out += parts), ...);
-  return out;
-}
 
 // How an attempt's outcome maps onto the job's state.
 JobState StateOf(executor::RunOutcome outcome) {
@@ -55,15 +44,9 @@ Controller::Controller(const config::Config& config, store::Store& store, metric
       metrics_(metrics),
       clock_(clock),
       scheduler_(scheduler::SchedulerConfig::From(config.cluster)),
+      node_book_(config, clock),
       accounting_(config, store, metrics, clock),
       black_holes_(config.health.black_hole_failures, std::chrono::seconds(config.health.black_hole_window_seconds)) {
-  for (const auto& spec : config_.cluster.nodes) {
-    model::NodeUsage n;
-    n.spec = spec;
-    n.gpu_busy.assign(spec.gpus.size(), false);
-    node_index_.emplace(spec.name, nodes_.size());
-    nodes_.push_back(std::move(n));
-  }
   view_ = std::make_shared<service::ClusterView>();
 }
 
@@ -71,25 +54,9 @@ Controller::~Controller() {
   Stop();
 }
 
-model::NodeUsage* Controller::FindNode(const std::string& name) {
-  auto it = node_index_.find(name);
-  return it == node_index_.end() ? nullptr : &nodes_[it->second];
-}
-
 void Controller::Start() {
   const Timestamp started = clock_.Now();
-  for (auto& n : nodes_) {
-    if (!n.spec.agent) continue;
-    n.state = model::NodeState::kDown;
-    node_reasons_[n.spec.name] = kAwaitingAgent;
-    last_heartbeat_[n.spec.name] = started;
-  }
-  for (const auto& record : store_.LoadNodeStates()) {
-    if (auto* n = FindNode(record.name)) {
-      n->state = record.state;
-      node_reasons_[record.name] = record.reason;
-    }
-  }
+  node_book_.Load(store_.LoadNodeStates(), started);
   job_counts_ = store_.CountJobs();
   for (auto& alert : store_.ListAlerts(true, 100000)) firing_[{alert.name, alert.object}] = std::move(alert);
   // Usage is charged from now on: the time the daemon was down is not
@@ -101,9 +68,7 @@ void Controller::Start() {
   for (auto& job : store_.LoadActiveJobs()) {
     if (job.state == JobState::kRunning) {
       if (const model::Attempt* a = job.CurrentAttempt()) {
-        for (const auto& alloc : a->allocation) {
-          if (auto* n = FindNode(alloc.node)) n->Apply(alloc, +1);
-        }
+        node_book_.Apply(a->allocation, +1);
         TallyRunning(job, +1);
         accounting_.ResumeCharging(job, *a, store_.LoadLedgerCharged(job.id, a->number), clock_.Now());
         to_recover.push_back(MakeLaunchSpec(job));
@@ -266,77 +231,20 @@ void Controller::Transition(Batch& batch, Job& job, JobState to, std::string rea
       });
 }
 
-scheduler::RunningJob Controller::SnapshotOfRunning(const Job& job, Timestamp now) const {
-  const model::Attempt* a = job.CurrentAttempt();
-  scheduler::RunningJob r = scheduler::StartedJob(scheduler::FactsOf(job), a ? a->allocation : model::Allocation{},
-                                                  job.started_at.value_or(now));
-  // A job being stopped frees its room within its grace at the latest.
-  if (job.cancel_requested || job.preempting_for) {
-    const model::QueueSpec* queue = config_.cluster.FindQueue(job.queue);
-    const int grace =
-        job.preempting_for && queue ? queue->policy.preempt_grace_seconds : config_.executor.kill_grace_seconds;
-    r.expected_end = std::min(r.expected_end, job.stop_requested_at.value_or(now) + std::chrono::seconds(grace));
-  }
-  r.preempting_for = job.preempting_for;
-  r.stopping = job.cancel_requested;
-  return r;
-}
-
 void Controller::RunCycle(Batch& batch, Timestamp now) {
   need_cycle_ = false;
   accounting_.AccrueFairshare(active_, batch, now);
   accounting_.RefreshBudgets(now);
-  scheduler::Snapshot snapshot;
-  snapshot.budget_use = accounting_.BudgetUse();
-  snapshot.nodes = nodes_;
-  auto add_fairshare = [&](const Job& job) {
-    const model::QueueSpec* queue = config_.cluster.FindQueue(job.queue);
-    if (!queue || queue->policy.Weights().fairshare <= 0) return;
-    auto key = std::make_pair(job.project, job.user);
-    if (snapshot.fairshare.count(key)) return;
-    snapshot.fairshare.emplace(
-        key, policy::FairshareFactor(accounting_.fairshare(), config_.cluster.projects, job.project, job.user));
-  };
-  // Jobs waiting out a retry backoff are not offered to the scheduler; their
-  // pending reason says when they may start.
-  std::vector<std::pair<model::JobId, model::PendingInfo>> backing_off;
-  // Sized once: with a deep backlog the vector holds 100,000 jobs and its
-  // regrowth (copies and fresh pages) cost more than filling it.
   size_t pending_jobs = 0;
   for (const auto& [key, count] : job_counts_) {
     if (std::get<0>(key) == JobState::kPending) pending_jobs += static_cast<size_t>(std::max<int64_t>(count, 0));
   }
-  snapshot.pending.reserve(pending_jobs);
-  for (const auto& [id, job] : active_) {
-    if (job.state == JobState::kPending && job.eligible_at && *job.eligible_at > now) {
-      model::PendingInfo info;
-      const bool launch = job.state_reason == "LaunchRetry";
-      info.own = std::make_shared<const std::vector<model::PendingReason>>(std::vector<model::PendingReason>{
-          {launch ? "LaunchRetry" : "Retry",
-           std::string(launch ? "waiting to retry the launch until " : "waiting to retry until ") +
-               FormatRfc3339(*job.eligible_at) + " (" + job.state_reason + ")"}});
-      info.pool = std::make_shared<const std::string>(job.pool);
-      backing_off.emplace_back(id, std::move(info));
-      continue;
-    }
-    if (job.state == JobState::kPending) {
-      scheduler::PendingJob& p = snapshot.pending.emplace_back();
-      static_cast<scheduler::JobFacts&>(p) = scheduler::FactsOf(job);
-      p.constraints = job.constraints;
-      p.preempted_by = job.preempted_by;
-      if (auto r = reservations_.find(job.id); r != reservations_.end()) {
-        p.reserved_start = r->second.start;
-        p.reserved_nodes = r->second.nodes;
-      }
-      add_fairshare(job);
-    } else if (job.state == JobState::kRunning) {
-      snapshot.running.push_back(SnapshotOfRunning(job, now));
-      add_fairshare(job);  // a running job's priority decides whether it may be preempted
-    }
-  }
-  for (const auto& [scope, amount] : sandbox_holds_) {
-    snapshot.quota_holders.push_back({std::get<0>(scope), std::get<1>(scope), std::get<2>(scope), amount});
-  }
+  CycleSnapshot built = BuildCycleSnapshot(config_,
+                                           {active_, node_book_.nodes(), accounting_.fairshare(),
+                                            accounting_.BudgetUse(), sandbox_holds_, reservations_, pending_jobs},
+                                           now);
+  scheduler::Snapshot& snapshot = built.snapshot;
+  auto& backing_off = built.backing_off;
   if (snapshot.pending.empty()) {
     if (!pending_->empty() || !backing_off.empty()) {
       auto infos = std::make_shared<service::PendingInfoMap>();
@@ -355,9 +263,7 @@ void Controller::RunCycle(Batch& batch, Timestamp now) {
     auto it = active_.find(start.job);
     if (it == active_.end() || it->second.state != JobState::kPending) continue;
     Job& job = it->second;
-    for (const auto& alloc : start.allocation) {
-      if (auto* n = FindNode(alloc.node)) n->Apply(alloc, +1);
-    }
+    node_book_.Apply(start.allocation, +1);
     model::Attempt attempt;
     attempt.number = static_cast<int>(job.attempts.size()) + 1;
     attempt.allocation = start.allocation;
@@ -486,15 +392,7 @@ void Controller::TallyRunning(const Job& job, int sign) {
 }
 
 void Controller::ReleaseAllocation(const model::Attempt& attempt) {
-  for (const auto& alloc : attempt.allocation) {
-    model::NodeUsage* n = FindNode(alloc.node);
-    if (!n) continue;
-    n->Apply(alloc, -1);
-    // A draining node becomes drained when its last job leaves.
-    if (n->state == model::NodeState::kDraining && n->cpus_used == 0 && n->memory_used_mb == 0) {
-      n->state = model::NodeState::kDrained;
-    }
-  }
+  node_book_.Apply(attempt.allocation, -1);
 }
 
 void Controller::ApplyResult(Batch& batch, const executor::RunResult& result) {
@@ -649,33 +547,20 @@ void Controller::ApplyControl(Batch& batch, model::JobId id, JobAction action, c
 void Controller::ApplyNodeState(Batch& batch, const std::string& name, bool drain, const std::string& reason,
                                 const std::string& actor,
                                 const std::function<void(Result<service::ClusterView::Node>)>& done) {
-  model::NodeUsage* node = FindNode(name);
+  model::NodeUsage* node = node_book_.Find(name);
   if (!node) {
     done(Error::NotFound("no node " + name));
     return;
   }
-  const bool busy = node->cpus_used > 0 || node->memory_used_mb > 0;
-  std::string message = drain ? "drained by " : "resumed by ";
-  message += actor;
-  if (drain && !reason.empty()) message += ": " + reason;
-  ChangeNodeState(batch, *node,
-                  drain ? (busy ? model::NodeState::kDraining : model::NodeState::kDrained) : model::NodeState::kUp,
-                  drain ? reason : "", drain ? "drain" : "resume", "info", message);
-  batch.after_commit.push_back([done, view = service::ClusterView::Node{*node, node_reasons_[name]}] { done(view); });
+  service::ClusterView::Node view = node_book_.DrainOrResume(batch, *node, drain, reason, actor);
+  need_cycle_ = true;
+  batch.after_commit.push_back([done, view = std::move(view)] { done(view); });
 }
 
 void Controller::ChangeNodeState(Batch& batch, model::NodeUsage& node, model::NodeState to, const std::string& reason,
                                  const std::string& event_kind, const std::string& severity,
                                  const std::string& message) {
-  const std::string& name = node.spec.name;
-  node.state = to;
-  node_reasons_[name] = reason;
-  batch.writes.push_back([record = store::NodeStateRecord{name, to, reason},
-                          event = store::ClusterEvent{clock_.Now(), event_kind, "node/" + name, severity, message}](
-                             store::Transaction& t) -> Status {
-    if (Status s = t.SetNodeState(record); !s) return s;
-    return t.AppendClusterEvent(event);
-  });
+  node_book_.Change(batch, node, to, reason, event_kind, severity, message);
   need_cycle_ = true;
 }
 
@@ -717,15 +602,7 @@ void Controller::Commit(Batch& batch) {
 
 void Controller::Publish() {
   auto view = std::make_shared<service::ClusterView>();
-  for (const auto& n : nodes_) {
-    auto it = node_reasons_.find(n.spec.name);
-    auto heard = last_heartbeat_.find(n.spec.name);
-    view->nodes.push_back({n, it == node_reasons_.end() ? "" : it->second, std::nullopt});
-    // The daemon's start counts for the timeout, not as a heartbeat seen.
-    if (heard != last_heartbeat_.end() && node_reasons_[n.spec.name] != kAwaitingAgent) {
-      view->nodes.back().last_heartbeat = heard->second;
-    }
-  }
+  view->nodes = node_book_.Views();
   for (const auto& [key, count] : job_counts_) {
     const auto& [state, queue, pool] = key;
     if (state == JobState::kPending || state == JobState::kHeld) view->pending_by_queue[queue] += count;
@@ -747,14 +624,7 @@ void Controller::Publish() {
     metrics_.SetJobs(std::string(model::ToString(std::get<0>(key))), std::get<1>(key), std::get<2>(key),
                      static_cast<double>(count));
   }
-  std::map<std::pair<std::string, std::string>, int> node_counts;
-  for (const auto& pool : config_.cluster.pools) {
-    for (auto s :
-         {model::NodeState::kUp, model::NodeState::kDraining, model::NodeState::kDrained, model::NodeState::kDown}) {
-      node_counts[{std::string(model::ToString(s)), pool.name}] = 0;
-    }
-  }
-  for (const auto& n : nodes_) ++node_counts[{std::string(model::ToString(n.state)), n.spec.pool}];
+  auto node_counts = node_book_.CountsByStateAndPool();
   if (node_counts != published_node_counts_) {
     for (const auto& [key, count] : node_counts) metrics_.SetNodes(key.first, key.second, count);
     published_node_counts_ = std::move(node_counts);
@@ -765,49 +635,9 @@ void Controller::Publish() {
 
 void Controller::ApplyHeartbeat(Batch& batch, const executor::Heartbeat& hb,
                                 const std::function<void(HeartbeatAnswer)>& done) {
-  model::NodeUsage* node = FindNode(hb.node);
+  model::NodeUsage* node = node_book_.Find(hb.node);
   if (!node) return;  // the hub checked it against the config
-  const Timestamp now = clock_.Now();
-  last_heartbeat_[hb.node] = now;
-  const std::string reason = node_reasons_[hb.node];
-  const model::NodeSpec& spec = node->spec;
-  // Registration: a node the daemon set down itself comes up. Like slurmd,
-  // an agent that finds less than the config declares gets its node drained
-  // (jobs sized by the config would not fit).
-  std::string short_of;
-  auto lacks = [&short_of](int64_t has, int64_t declared, const char* what) {
-    if (has >= declared) return;
-    short_of +=
-        Cat(short_of.empty() ? "" : ", ", std::to_string(has), what, " (config: ", std::to_string(declared), ")");
-  };
-  lacks(hb.cpus, spec.cpus, " cpus");
-  lacks(hb.memory_mb, spec.memory_mb, " MB memory");
-  lacks(static_cast<int64_t>(hb.gpus.size()), static_cast<int64_t>(spec.gpus.size()), " GPUs");
-  if (node->state == model::NodeState::kDown && (reason == kAwaitingAgent || reason.rfind(kNoHeartbeat, 0) == 0)) {
-    const bool first = reason == kAwaitingAgent;
-    ChangeNodeState(batch, *node, model::NodeState::kUp, "", first ? "registered" : "up", "info",
-                    first ? Cat("its agent registered: ", std::to_string(hb.cpus), " cpus, ",
-                                std::to_string(hb.memory_mb), " MB, ", std::to_string(hb.gpus.size()), " GPUs")
-                          : std::string("its agent is back"));
-  }
-  // Labels the agent reports (`--labels`) add to the node's; where both name
-  // a key the config's value wins (the config is what admins review).
-  model::Labels labels = hb.labels;
-  for (const auto& [key, value] : config_.cluster.nodes[node_index_.at(hb.node)].labels) labels[key] = value;
-  if (labels != node->spec.labels) {
-    node->spec.labels = std::move(labels);
-    need_cycle_ = true;
-  }
-  const bool up = node->state == model::NodeState::kUp;
-  if (up && !short_of.empty()) {
-    ChangeNodeState(batch, *node, model::NodeState::kDrained, "agent reports less than configured: " + short_of,
-                    "drain", "warning", "drained: its agent reports less than configured: " + short_of);
-  } else if (up && !hb.healthy) {
-    const bool busy = node->cpus_used > 0 || node->memory_used_mb > 0;
-    ChangeNodeState(batch, *node, busy ? model::NodeState::kDraining : model::NodeState::kDrained,
-                    "health check failed: " + hb.health_message, "drain", "warning",
-                    "drained: health check failed: " + hb.health_message);
-  }
+  if (node_book_.Heard(batch, hb, clock_.Now())) need_cycle_ = true;
   // What the agent runs that is not the current attempt of a running job on
   // this node is stale (requeued elsewhere after a node failure, cancelled,
   // ...): it is stopped there, and its late reports are ignored.
@@ -827,16 +657,9 @@ void Controller::ApplyHeartbeat(Batch& batch, const executor::Heartbeat& hb,
 }
 
 void Controller::CheckHeartbeats(Batch& batch, Timestamp now) {
-  const auto timeout = std::chrono::seconds(config_.health.heartbeat_timeout_seconds);
-  for (auto& node : nodes_) {
-    if (!node.spec.agent || node.state == model::NodeState::kDown) continue;
-    const Timestamp last = last_heartbeat_[node.spec.name];
-    if (now - last <= timeout) continue;
-    const auto silent = std::chrono::duration_cast<std::chrono::seconds>(now - last).count();
-    const std::string why = Cat(kNoHeartbeat, std::to_string(silent), " s");
-    spdlog::warn("node {} down: {}", node.spec.name, why);
-    ChangeNodeState(batch, node, model::NodeState::kDown, why, "down", "critical", "down: " + why);
-    FailJobsOnNode(batch, node.spec.name, "node " + node.spec.name + " down: " + why, now);
+  for (const auto& [node, why] : node_book_.DownSilent(batch, now)) {
+    need_cycle_ = true;
+    FailJobsOnNode(batch, node, "node " + node + " down: " + why, now);
   }
 }
 
@@ -876,7 +699,7 @@ void Controller::FailJobsOnNode(Batch& batch, const std::string& node, const std
 void Controller::CountNodeFailure(Batch& batch, const model::Attempt& attempt, Timestamp now) {
   for (const auto& alloc : attempt.allocation) {
     const std::optional<std::string> why = black_holes_.RecordFailure(alloc.node, now);
-    model::NodeUsage* node = FindNode(alloc.node);
+    model::NodeUsage* node = node_book_.Find(alloc.node);
     if (!why || !node || node->state != model::NodeState::kUp) continue;
     spdlog::warn("node {} drained: {}", alloc.node, *why);
     const bool busy = node->cpus_used > 0 || node->memory_used_mb > 0;
@@ -887,7 +710,8 @@ void Controller::CountNodeFailure(Batch& batch, const model::Attempt& attempt, T
 }
 
 void Controller::EvaluateAlerts(Batch& batch, Timestamp now) {
-  const AlertInputs inputs{&nodes_, &node_reasons_, &active_, ledger_discrepancies_.load(), last_store_error_};
+  const AlertInputs inputs{&node_book_.nodes(), &node_book_.reasons(), &active_, ledger_discrepancies_.load(),
+                           last_store_error_};
   const AlertChanges changes = DiffAlerts(EvaluateAlertRules(config_.alerts.rules, inputs, now), firing_, now);
   auto notify = [this](const store::AlertRecord& a, const char* state) {
     nlohmann::json payload = {

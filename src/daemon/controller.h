@@ -22,7 +22,9 @@
 #include "daemon/agent_hub.h"
 #include "daemon/alert_rules.h"
 #include "daemon/batch.h"
+#include "daemon/cycle_snapshot.h"
 #include "daemon/launch_spec.h"
+#include "daemon/node_book.h"
 #include "daemon/node_health.h"
 #include "daemon/notifier.h"
 #include "unisched/common/time.h"
@@ -101,8 +103,6 @@ class Controller final : public service::ControlPlane, public AgentSink {
   // Its attempt ended `ended` (FAILED or NODE_FAIL): back to PENDING when its
   // queue or the job allows a retry (policy::DecideRetry). False: it ends.
   bool RequeueForRetry(Batch& batch, model::Job& job, model::JobState ended, Timestamp now);
-  scheduler::RunningJob SnapshotOfRunning(const model::Job& job, Timestamp now) const;
-  model::NodeUsage* FindNode(const std::string& name);
   // Agent nodes: registration, resources, health, stale attempts.
   void ApplyHeartbeat(Batch& batch, const executor::Heartbeat& heartbeat,
                       const std::function<void(HeartbeatAnswer)>& done);
@@ -131,9 +131,8 @@ class Controller final : public service::ControlPlane, public AgentSink {
 
   // Owned by the control thread.
   std::map<model::JobId, model::Job> active_;
-  std::vector<model::NodeUsage> nodes_;                 // in config order; fixed after construction
-  std::unordered_map<std::string, size_t> node_index_;  // name -> position in nodes_ and config nodes
-  std::map<std::string, std::string> node_reasons_;
+  // Nodes: usage, state, reasons, agents' heartbeats.
+  NodeBook node_book_;
   std::map<std::tuple<model::JobState, std::string, std::string>, int64_t> job_counts_;
   // What Publish last set the job and node gauges to.
   std::map<std::tuple<model::JobState, std::string, std::string>, int64_t> published_job_counts_;
@@ -153,9 +152,6 @@ class Controller final : public service::ControlPlane, public AgentSink {
   std::shared_ptr<const service::PendingInfoMap> pending_ = std::make_shared<service::PendingInfoMap>();
   bool need_cycle_ = true;
   Timestamp next_retention_sweep_{};
-  // Agent nodes: when their agent was last heard from (the daemon's start
-  // counts as a heartbeat, so agents have a timeout's grace to come back).
-  std::map<std::string, Timestamp> last_heartbeat_;
   BlackHoleDetector black_holes_;
   // Alerts firing now, by (rule name, object).
   std::map<AlertKey, store::AlertRecord> firing_;

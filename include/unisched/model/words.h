@@ -12,6 +12,16 @@
 
 namespace unisched::model {
 
+// The parts appended in order. Messages are built with it rather than
+// `"literal" + std::string(...)`, which trips GCC 12's -Wrestrict false
+// positive (PR 105329).
+template <class... Parts>
+std::string Cat(const Parts&... parts) {
+  std::string out;
+  ((out += parts), ...);
+  return out;
+}
+
 // "1 GPU", "3 nodes": n and the word for it.
 std::string Count(int64_t n, std::string_view one, std::string_view many);
 // "4 GPUs (h100)", "1 GPU".

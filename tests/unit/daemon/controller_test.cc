@@ -8,9 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <future>
-#include <variant>
 
 #include "testing/fake_executor.h"
+#include "testing/load_config.h"
 #include "testing/memory_store.h"
 
 namespace unisched::daemon {
@@ -77,15 +77,6 @@ queues:
 projects:
   - name: default
 )yaml";
-
-config::Config LoadTestConfig() {
-  auto loaded = config::LoadConfigText(kConfig);
-  if (auto* errors = std::get_if<std::vector<config::ConfigError>>(&loaded)) {
-    for (const auto& e : *errors) ADD_FAILURE() << e.ToString();
-    return {};
-  }
-  return std::get<config::Config>(loaded);
-}
 
 class ControllerTest : public ::testing::Test {
  protected:
@@ -181,7 +172,7 @@ class ControllerTest : public ::testing::Test {
     return kinds;
   }
 
-  config::Config config_ = LoadTestConfig();
+  config::Config config_ = testing::LoadConfigOrFail(kConfig);
   std::unique_ptr<MemoryStore> store_ = std::make_unique<MemoryStore>();
   metrics::Metrics metrics_;
   FakeClock clock_;

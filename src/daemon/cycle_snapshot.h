@@ -1,0 +1,46 @@
+#pragma once
+// The first half of the controller's cycle driver: what the scheduler is
+// shown, built from the controller's live state as a pure function (the
+// second half, applying the plan, changes that state and stays in the
+// controller). Pure so the choice of what a cycle sees is tested with
+// tables of jobs and a fixed time.
+
+#include <map>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "unisched/common/time.h"
+#include "unisched/config/config.h"
+#include "unisched/model/job.h"
+#include "unisched/policy/fairshare.h"
+#include "unisched/scheduler/scheduler.h"
+#include "unisched/service/planes.h"
+
+namespace unisched::daemon {
+
+struct CycleState {
+  const std::map<model::JobId, model::Job>& active;  // PENDING, HELD and RUNNING jobs
+  const std::vector<model::NodeUsage>& nodes;
+  const policy::DecayedUsage& fairshare_usage;
+  std::map<std::string, policy::BudgetUse> budget_use;
+  const service::SandboxHolds& sandbox_holds;
+  // The last cycle's reservations, handed back (conservative pools keep them).
+  const std::unordered_map<model::JobId, scheduler::Reservation>& reservations;
+  size_t pending_hint = 0;  // about how many jobs are PENDING (sizes the vector once)
+};
+
+struct CycleSnapshot {
+  scheduler::Snapshot snapshot;
+  // PENDING jobs waiting out a retry backoff: not offered to the scheduler;
+  // their pending reason says until when they wait.
+  std::vector<std::pair<model::JobId, model::PendingInfo>> backing_off;
+};
+
+CycleSnapshot BuildCycleSnapshot(const config::Config& config, const CycleState& state, Timestamp now);
+
+// A RUNNING job as the scheduler sees it: while it is being stopped
+// (cancelled or preempted) its room is free by the end of its kill grace.
+scheduler::RunningJob SnapshotOfRunning(const config::Config& config, const model::Job& job, Timestamp now);
+
+}  // namespace unisched::daemon
