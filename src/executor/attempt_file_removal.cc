@@ -1,0 +1,138 @@
+// Removing attempts' files once nothing needs them: the control files as
+// soon as the caller has recorded the result (Release, and ReleaseAllExcept
+// after a restart), everything at retention (Forget). Files a live
+// supervisor still holds are never removed. See local_executor.h.
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <vector>
+
+#include "executor/attempt_claim.h"
+#include "executor/local_executor.h"
+
+namespace unisched::executor {
+
+void LocalExecutor::Forget(model::JobId job_id, int attempt) {
+  if (attempt <= 0) {  // every attempt of the job, wherever it left files
+    std::error_code ec;
+    std::set<int> attempts;
+    for (const std::string& dir : {JobRunsDir(job_id), JobLogsDir(job_id)}) {
+      for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+        const std::string name = entry.path().filename().string();
+        if (!name.empty() && name.find_first_not_of("0123456789") == std::string::npos) {
+          attempts.insert(std::stoi(name));
+        }
+      }
+    }
+    for (int a : attempts) Forget(job_id, a);
+    return;
+  }
+  const Key key{job_id, attempt};
+  const std::string dir = AttemptDir(job_id, attempt);
+  bool other_attempt_live = false;
+  {
+    std::lock_guard lock(mu_);
+    // Still running: its files are its state. Retention comes back later.
+    if (attempts_.count(key) != 0) return;
+    if (const LockState lock = ProbeLock(dir); lock == LockState::kHeld || lock == LockState::kUnknown) return;
+    finished_.erase(key);
+    // Another attempt of the job that is starting may not have made its
+    // directory yet: the job's directories stay until it is done too.
+    auto other = attempts_.lower_bound({job_id, 0});
+    other_attempt_live = other != attempts_.end() && other->first.first == job_id;
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);  // best effort: retention retries on its next pass
+  if (SeparateLogs()) std::filesystem::remove_all(LogsDir(job_id, attempt), ec);
+  if (other_attempt_live) return;
+  bool job_gone = true;
+  for (const std::string& job_dir : {JobRunsDir(job_id), JobLogsDir(job_id)}) {
+    if (!std::filesystem::exists(job_dir, ec)) continue;
+    if (std::filesystem::is_empty(job_dir, ec) && !ec) {
+      std::filesystem::remove(job_dir, ec);
+    } else {
+      job_gone = false;
+    }
+  }
+  if (job_gone) std::filesystem::remove_all(WorkDir(job_id), ec);
+}
+
+// Only the control files go (and the directories they leave empty):
+// where output shares the attempt directory, it stays until Forget. An
+// attempt still running, or not yet delivered, is left alone.
+void LocalExecutor::Release(model::JobId job_id, int attempt) {
+  const Key key{job_id, attempt};
+  {
+    std::lock_guard lock(mu_);
+    if (attempts_.count(key) != 0 || finished_.count(key) == 0) return;
+  }
+  RemoveControlFiles(job_id, attempt);
+}
+
+void LocalExecutor::RemoveControlFiles(model::JobId job_id, int attempt) {
+  const std::string dir = AttemptDir(job_id, attempt);
+  for (const char* name : {files::kResult, files::kState, files::kClaim, files::kCancel}) {
+    (void)::unlink((dir + "/" + name).c_str());  // absent (never written, or released before): fine
+  }
+  bool gone = ::rmdir(dir.c_str()) == 0 || errno == ENOENT;
+  if (!gone && errno == ENOTEMPTY && SeparateLogs()) {
+    // Only control files live here, so what is left is the temporary of an
+    // atomic write whose writer was killed before its rename (a daemon's
+    // cancel file, a supervisor's state): ".<name>.<pid>.<n>.tmp".
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name.size() > 5 && name.front() == '.' && name.ends_with(".tmp")) (void)::unlink(entry.path().c_str());
+    }
+    gone = ::rmdir(dir.c_str()) == 0;
+  }
+  // The job's directory goes with its last attempt (the rmdir fails while
+  // another is there); also when this attempt never made its own.
+  if (gone) (void)::rmdir(JobRunsDir(job_id).c_str());
+}
+
+// After a restart: whatever is in runs_dir that the store does not record
+// as running had its end committed (or its job is gone), as a Release of
+// it would have, had the daemon lived to call it.
+void LocalExecutor::ReleaseAllExcept(const std::set<Key>& running) {
+  auto number = [](const std::filesystem::path& path) -> std::optional<int64_t> {
+    const std::string name = path.filename().string();
+    if (name.empty() || name.size() > 18 || name.find_first_not_of("0123456789") != std::string::npos) {
+      return std::nullopt;
+    }
+    return std::stoll(name);
+  };
+  std::error_code ec;
+  for (const auto& job_entry : std::filesystem::directory_iterator(options_.runs_dir, ec)) {
+    const auto job_id = number(job_entry.path());
+    if (!job_id) continue;
+    std::vector<int> found;
+    std::error_code job_ec;
+    for (const auto& entry : std::filesystem::directory_iterator(job_entry.path(), job_ec)) {
+      const auto attempt = number(entry.path());
+      if (attempt && *attempt > 0 && *attempt <= INT32_MAX) found.push_back(static_cast<int>(*attempt));
+    }
+    for (int attempt : found) {
+      const Key key{*job_id, attempt};
+      if (running.count(key) != 0) continue;
+      {
+        std::lock_guard lock(mu_);
+        if (stopping_ || attempts_.count(key) != 0) continue;  // launched by us since: not a leftover
+      }
+      // A supervisor that still runs it owns the files (and only its end
+      // would make them safe to remove): nothing here expects that.
+      if (const LockState lock = ProbeLock(AttemptDir(*job_id, attempt));
+          lock == LockState::kHeld || lock == LockState::kUnknown) {
+        continue;
+      }
+      RemoveControlFiles(*job_id, attempt);
+    }
+    if (found.empty()) (void)::rmdir(job_entry.path().c_str());  // a job directory left empty
+  }
+}
+
+}  // namespace unisched::executor
