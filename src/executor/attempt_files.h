@@ -154,9 +154,9 @@ inline nlohmann::json SpecToJson(const AttemptSpec& spec) {
 
 // Every field is required except limits (defaults: none) and
 // preempt_grace_seconds (default: the kill grace).
-inline Result<AttemptSpec> SpecFromJson(std::string_view text) {
+// The parsed document (the agent's wire messages arrive parsed already).
+inline Result<AttemptSpec> SpecFromDocument(const nlohmann::json& j) {
   try {
-    const nlohmann::json j = nlohmann::json::parse(text);
     AttemptSpec spec;
     LaunchSpec& l = spec.launch;
     l.job_id = j.at("job_id").get<model::JobId>();
@@ -196,6 +196,11 @@ inline Result<AttemptSpec> SpecFromJson(std::string_view text) {
     return Error::BadRequest("bad_spec", std::string("malformed spec: ") + e.what());
   }
 }
+inline Result<AttemptSpec> SpecFromJson(std::string_view text) {
+  nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return Error::BadRequest("bad_spec", "malformed spec: not JSON");
+  return SpecFromDocument(doc);
+}
 
 inline nlohmann::json ResultToJson(const RunResult& r, std::string_view containment = {}) {
   nlohmann::json j{
@@ -222,9 +227,8 @@ inline nlohmann::json ResultToJson(const RunResult& r, std::string_view containm
   return j;
 }
 
-inline Result<RunResult> ResultFromJson(std::string_view text) {
+inline Result<RunResult> ResultFromDocument(const nlohmann::json& j) {
   try {
-    const nlohmann::json j = nlohmann::json::parse(text);
     RunResult r;
     r.job_id = j.at("job_id").get<model::JobId>();
     r.attempt = j.at("attempt").get<int>();
@@ -249,6 +253,11 @@ inline Result<RunResult> ResultFromJson(std::string_view text) {
   } catch (const nlohmann::json::exception& e) {
     return Error::BadRequest("bad_result", std::string("malformed result.json: ") + e.what());
   }
+}
+inline Result<RunResult> ResultFromJson(std::string_view text) {
+  nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return Error::BadRequest("bad_result", "malformed result.json: not JSON");
+  return ResultFromDocument(doc);
 }
 
 using containment::ReadWholeFile;

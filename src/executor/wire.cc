@@ -30,7 +30,7 @@ Result<LaunchSpec> LaunchSpecFromJson(const json& doc) {
   json full = doc;
   full["work_dir"] = "";
   full["use_cgroups"] = false;
-  auto spec = files::SpecFromJson(full.dump());
+  auto spec = files::SpecFromDocument(full);
   if (!spec.ok()) return spec.error();
   spec->launch.node = doc.value("node", std::string());
   return spec->launch;
@@ -41,7 +41,7 @@ json RunResultToJson(const RunResult& result) {
 }
 
 Result<RunResult> RunResultFromJson(const json& doc) {
-  return files::ResultFromJson(doc.dump());
+  return files::ResultFromDocument(doc);
 }
 
 json HeartbeatToJson(const Heartbeat& h) {
