@@ -1,0 +1,179 @@
+// The job endpoints (/v1/jobs...): submit, list, get, cancel, hold, release,
+// log, events, and JobView, the job as they answer it. Changes go through
+// the job service; reads go to the store and the published view.
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <utility>
+
+#include "api/body.h"
+#include "api/call.h"
+#include "api/responses.h"
+#include "api/submission.h"
+#include "unisched/api/api.h"
+#include "unisched/codec/job_json.h"
+
+namespace unisched::api {
+
+using nlohmann::json;
+
+namespace {
+
+using model::JobState;
+
+// The stored job plus what the last scheduling cycle said about it. While a
+// job is pending, `priority` is the multifactor priority it is ordered by and
+// `priority_factors` its named terms (docs/policy/priority.md); otherwise
+// `priority` is the job's own value (the adjustment term).
+json JobView(const model::Job& job, const ClusterView* view) {
+  json out = codec::JobToJson(job);
+  json reasons = json::array();
+  model::PriorityFactors factors;
+  factors.adjustment = job.priority;
+  std::optional<Timestamp> estimated_start;
+  if (job.state == JobState::kHeld) {
+    reasons.push_back({{"code", "Held"}, {"message", "held; release it to let it be scheduled"}});
+  } else if (job.state == JobState::kPending && view) {
+    if (auto it = view->pending->find(job.id); it != view->pending->end()) {
+      for (const auto& r : it->second.Reasons()) reasons.push_back({{"code", r.code}, {"message", r.message}});
+      factors = it->second.priority;
+      estimated_start = it->second.estimated_start;
+    }
+  }
+  out["pending_reasons"] = std::move(reasons);
+  out["priority"] = factors.Total();
+  out["priority_factors"] = {{"fairshare", factors.fairshare},
+                             {"age", factors.age},
+                             {"tier", factors.tier},
+                             {"size", factors.size},
+                             {"adjustment", factors.adjustment}};
+  out["estimated_start"] = estimated_start ? json(FormatRfc3339(*estimated_start)) : json(nullptr);
+  return out;
+}
+
+}  // namespace
+
+void Api::SubmitJob(Call& call) {
+  auto body = body::ParseObject(call.request.body, R"({"workload": {"kind": "hpc"}, "command": ["true"]})");
+  if (!body.ok()) {
+    call.reply(FromError(body.error()));
+    return;
+  }
+  auto parsed = ParseSubmission(*body);
+  if (!parsed.ok()) {
+    call.reply(FromError(parsed.error()));
+    return;
+  }
+  // Refusals are audited by the API as any other call; an accepted job's
+  // record is committed with it.
+  auto state = call.state;
+  auto reply = call.reply;
+  ctx_.jobs->Submit(*call.principal, std::move(parsed).value(), call.request.Header("idempotency-key"), "POST /v1/jobs",
+                    [this, state, reply](Result<service::JobService::Submitted> submitted) {
+                      if (!submitted.ok()) {
+                        reply(FromError(submitted.error()));
+                        return;
+                      }
+                      state->audited = true;
+                      if (submitted->replayed) {
+                        auto r = Json(201, JobView(*submitted->replayed, ctx_.jobs->View().get()));
+                        r.headers.emplace_back("Idempotent-Replayed", "true");
+                        reply(std::move(r));
+                        return;
+                      }
+                      HttpResponse r;
+                      r.status = 201;
+                      r.body = *submitted->document;
+                      r.headers.emplace_back("Location", "/v1/jobs/" + std::to_string(submitted->id));
+                      reply(std::move(r));
+                    });
+}
+
+void Api::ListJobs(Call& call) {
+  store::JobFilter filter;
+  if (auto state = call.Query("state")) filter.state = model::ParseJobState(*state);
+  for (auto [key, slot] : {std::pair{"queue", &filter.queue}, std::pair{"pool", &filter.pool},
+                           std::pair{"project", &filter.project}, std::pair{"user", &filter.user}}) {
+    if (auto value = call.Query(key)) *slot = *value;
+  }
+  filter.limit = static_cast<int>(call.QueryInt("limit", 100));
+  if (auto cursor = call.Query("cursor")) filter.cursor = call.QueryInt("cursor", 0);
+  const auth::Principal& who = *call.principal;
+  if (!auth::IsPlatformAdmin(who)) {
+    filter.visible_projects = who.projects;
+    if (who.role == auth::Role::kQueueAdmin) filter.visible_queues = who.queues;
+  }
+  auto page = ctx_.store->ListJobs(filter);
+  auto view = ctx_.control->View();
+  json jobs = json::array();
+  for (const auto& job : page.jobs) jobs.push_back(JobView(job, view.get()));
+  call.reply(Json(200, {{"jobs", std::move(jobs)},
+                        {"total", page.total},
+                        {"next_cursor", page.next_cursor ? json(std::to_string(*page.next_cursor)) : json(nullptr)}}));
+}
+
+void Api::GetJob(Call& call) {
+  auto job = ctx_.jobs->VisibleJob(*call.principal, call.Param("id"));
+  if (!job.ok()) {
+    call.reply(FromError(job.error()));
+    return;
+  }
+  call.reply(Json(200, JobView(*job, ctx_.control->View().get())));
+}
+
+void Api::ControlJobAction(Call& call, ControlPlane::JobAction action) {
+  auto reply = call.reply;
+  ctx_.jobs->Control(*call.principal, call.Param("id"), action, [reply, this](Result<model::Job> result) {
+    if (!result.ok()) {
+      reply(FromError(result.error()));
+      return;
+    }
+    reply(Json(200, JobView(*result, ctx_.control->View().get())));
+  });
+}
+
+void Api::CancelJob(Call& call) {
+  ControlJobAction(call, ControlPlane::JobAction::kCancel);
+}
+void Api::HoldJob(Call& call) {
+  ControlJobAction(call, ControlPlane::JobAction::kHold);
+}
+void Api::ReleaseJob(Call& call) {
+  ControlJobAction(call, ControlPlane::JobAction::kRelease);
+}
+
+void Api::JobLog(Call& call) {
+  auto job = ctx_.jobs->VisibleJob(*call.principal, call.Param("id"));
+  if (!job.ok()) {
+    call.reply(FromError(job.error()));
+    return;
+  }
+  const std::string stream = call.Query("stream").value_or("stdout");
+  HttpResponse r;
+  r.content_type = "text/plain; charset=utf-8";
+  if (const model::Attempt* attempt = job->CurrentAttempt()) {
+    std::ifstream in(ctx_.log_path(job->id, attempt->number, stream), std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    r.body = text.str();
+  }
+  call.reply(std::move(r));
+}
+
+void Api::JobEvents(Call& call) {
+  auto job = ctx_.jobs->VisibleJob(*call.principal, call.Param("id"));
+  if (!job.ok()) {
+    call.reply(FromError(job.error()));
+    return;
+  }
+  json events = json::array();
+  for (const auto& e : ctx_.store->ListEvents(job->id)) {
+    events.push_back({{"time", FormatRfc3339(e.time)}, {"kind", e.kind}, {"message", e.message}});
+  }
+  call.reply(Json(200, {{"events", std::move(events)}}));
+}
+
+}  // namespace unisched::api

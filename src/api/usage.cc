@@ -1,0 +1,147 @@
+// The accounting reads (docs/ledger.md): GET /v1/usage, usage grouped and
+// priced as JSON or CSV, and GET /v1/usage/reconcile, the ledger checked
+// against the job records.
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "api/call.h"
+#include "api/responses.h"
+#include "unisched/api/api.h"
+#include "unisched/api/reconcile.h"
+#include "unisched/ledger/ledger.h"
+
+namespace unisched::api {
+
+using nlohmann::json;
+
+void Api::Usage(Call& call) {
+  store::UsageQuery query;
+  query.from = call.QueryTime("from");
+  query.to = call.QueryTime("to");
+  if (auto groups = call.Query("group_by")) {
+    std::string rest = *groups;
+    while (!rest.empty()) {
+      const size_t comma = rest.find(',');
+      const std::string name = rest.substr(0, comma);
+      rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+      if (std::find(query.group_by.begin(), query.group_by.end(), name) == query.group_by.end()) {
+        query.group_by.push_back(name);
+      }
+    }
+  }
+  const std::string format = call.Query("format").value_or("json");
+  const auth::Principal& who = *call.principal;
+  if (!auth::IsPlatformAdmin(who)) {
+    query.visible_projects = who.projects;
+    if (who.role == auth::Role::kQueueAdmin) query.visible_queues = who.queues;
+  }
+  std::vector<store::UsageRow> rows;
+  const auto& pools = ctx_.config->cluster.pools;
+  const bool priced =
+      std::any_of(pools.begin(), pools.end(), [](const model::PoolSpec& p) { return !p.prices.empty(); });
+  if (!priced) {
+    rows = ctx_.store->QueryUsage(query);
+  } else {
+    // Cost = sum over pools of quantity / 3600 x the pool's price per hour of
+    // the metric: query per pool, price, then fold into the requested groups.
+    store::UsageQuery by_pool = query;
+    if (std::find(by_pool.group_by.begin(), by_pool.group_by.end(), "pool") == by_pool.group_by.end()) {
+      by_pool.group_by.push_back("pool");
+    }
+    std::map<std::map<std::string, std::string>, store::UsageRow> folded;
+    for (const auto& row : ctx_.store->QueryUsage(by_pool)) {
+      const model::PoolSpec* pool = ctx_.config->cluster.FindPool(row.group.at("pool"));
+      double cost = 0;
+      for (const auto& [metric, quantity] : row.metrics) {
+        if (!pool) continue;
+        auto price = pool->prices.find(metric);
+        if (price != pool->prices.end()) cost += quantity / 3600.0 * price->second;
+      }
+      std::map<std::string, std::string> key;
+      for (const auto& g : query.group_by) key[g] = row.group.at(g);
+      store::UsageRow& out = folded[key];
+      out.group = key;
+      for (const auto& [metric, quantity] : row.metrics) out.metrics[metric] += quantity;
+      out.metrics["cost"] += cost;
+    }
+    for (auto& [key, row] : folded) rows.push_back(std::move(row));
+  }
+  // Sandbox and elastic work is reported in instance-minutes as well: the
+  // row's instance-seconds / 60, rounded to the nearest hundredth of a minute
+  // (0.6 s; halves away from zero). Rounded once per row, from its exact
+  // total, so rounding never accumulates over entries.
+  for (auto& row : rows) {
+    if (auto it = row.metrics.find(ledger::kInstanceSeconds); it != row.metrics.end()) {
+      row.metrics["instance_minutes"] = std::round(it->second / 60.0 * 100.0) / 100.0;
+    }
+  }
+  if (format == "csv") {
+    // Columns: the groups, then every metric any row has (absent: empty).
+    std::set<std::string> metric_names;
+    for (const auto& row : rows) {
+      for (const auto& [metric, value] : row.metrics) metric_names.insert(metric);
+    }
+    std::string text;
+    auto add_cell = [&text](bool first, const std::string& cell) { text += (first ? "" : ",") + cell; };
+    bool first = true;
+    for (const auto& g : query.group_by) add_cell(std::exchange(first, false), g);
+    for (const auto& m : metric_names) add_cell(std::exchange(first, false), m);
+    text += "\n";
+    for (const auto& row : rows) {
+      first = true;
+      for (const auto& g : query.group_by) add_cell(std::exchange(first, false), row.group.at(g));
+      for (const auto& m : metric_names) {
+        auto it = row.metrics.find(m);
+        add_cell(std::exchange(first, false), it == row.metrics.end() ? "" : json(it->second).dump());
+      }
+      text += "\n";
+    }
+    HttpResponse r;
+    r.content_type = "text/csv; charset=utf-8";
+    r.body = std::move(text);
+    call.reply(std::move(r));
+    return;
+  }
+  json out = json::array();
+  for (const auto& row : rows) {
+    json o = json::object();
+    for (const auto& g : query.group_by) o[g] = row.group.at(g);
+    for (const auto& [metric, value] : row.metrics) o[metric] = value;
+    out.push_back(std::move(o));
+  }
+  call.reply(Json(200, {{"rows", std::move(out)}}));
+}
+
+void Api::Reconcile(Call& call) {
+  if (!auth::IsPlatformAdmin(*call.principal)) {
+    call.reply(ErrorResponse(403, "forbidden", "reconciliation is for platform-admins"));
+    return;
+  }
+  const ledger::Reconciliation report = ReconcileLedger(*ctx_.store, ctx_.config->cluster);
+  json details = json::array();
+  for (const auto& d : report.details) {
+    details.push_back({{"kind", d.kind},
+                       {"job", std::to_string(d.job)},
+                       {"attempt", d.attempt},
+                       {"metric", d.metric},
+                       {"detail", d.detail},
+                       {"node", d.node},
+                       {"expected", d.expected},
+                       {"recorded", d.recorded}});
+  }
+  call.reply(Json(200, {{"missing", report.missing},
+                        {"duplicated", report.duplicated},
+                        {"mismatched", report.mismatched},
+                        {"attempts_checked", report.attempts_checked},
+                        {"unverifiable_attempts", report.unverifiable_attempts},
+                        {"details", std::move(details)}}));
+}
+
+}  // namespace unisched::api
