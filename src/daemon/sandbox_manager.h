@@ -1,29 +1,33 @@
 #pragma once
 // The sandbox manager (docs/sandboxes.md): API sandboxes for agent tool calls.
-// It owns the instances (sandbox::Instance), the warm pool per image, the
-// images and their versions, admission against the queue's max_concurrency,
-// idle reclaim (scale_in_idle_seconds), and the records: each sandbox in the
-// store, each exec an event, each instance's life in the ledger as
-// instance_seconds.
+// It coordinates the parts that each hold one concern: the live sandboxes
+// (sandbox_registry.h), the images and their versions (sandbox_images.h), the
+// warm pool per image (sandbox_warm_pool.h), starting and sweeping instances
+// (sandbox_instances.h), the ledger entries (sandbox_metering.h) and the
+// JSON views (sandbox_views.h). Its own: admission against the queue's
+// max_concurrency (sandbox_admission.cc), the calls into a running sandbox
+// (sandbox_calls.cc), the reaper's idle reclaim, interim charges and warm
+// refill (sandbox_reaper.cc), and here the verbs and the records: each
+// sandbox in the store, each exec an event, each instance's life in the
+// ledger as instance_seconds.
 //
 // Blocking work (starting an instance, an exec) runs on threads of its own,
-// never on the caller's (HTTP) thread.
+// never on the caller's (HTTP) thread. One lock (mu_) guards the parts.
 
 #include <chrono>
 #include <condition_variable>
-#include <deque>
-#include <map>
+#include <functional>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string>
 #include <thread>
-#include <vector>
 
+#include "daemon/sandbox_images.h"
+#include "daemon/sandbox_instances.h"
+#include "daemon/sandbox_registry.h"
+#include "daemon/sandbox_warm_pool.h"
 #include "unisched/config/config.h"
 #include "unisched/metrics/metrics.h"
-#include "unisched/policy/quota.h"
-#include "unisched/sandbox/instance.h"
 #include "unisched/service/planes.h"
 #include "unisched/store/store.h"
 
@@ -57,51 +61,18 @@ class SandboxManager final : public service::SandboxPlane {
   void RollbackImage(std::string name, std::string actor, std::function<void(Result<nlohmann::json>)> done) override;
 
  private:
-  using Limits = service::SandboxLimits;
-  struct ImageVersion {
-    std::string name, version, rootfs, created_by;
-    std::vector<std::pair<std::string, std::string>> binds;
-    Timestamp created_at{};
-  };
-  // A started instance and what it was started as.
-  struct Started {
-    std::shared_ptr<sandbox::Instance> instance;
-    std::string queue;
-    Limits limits;
-  };
-  struct Sandbox {
-    int64_t id = 0;
-    std::string user, project, queue, pool, node, image, image_version, state = "running", end_reason;
-    Limits limits;
-    int64_t idle_timeout_seconds = 0;
-    Timestamp created_at{};
-    Timestamp charged_until{};  // the ledger holds its life up to here (interim entries)
-    std::optional<Timestamp> ended_at;
-    int64_t execs = 0;
-    int64_t uid = 0;
-    std::string instance_name;
-    bool warm_start = false;
-    std::shared_ptr<sandbox::Instance> instance;
-    std::chrono::steady_clock::time_point last_active{};
-    int busy = 0;
-    bool ending = false;
-  };
-
   // Runs fn on a thread of its own; Stop waits for all of them.
   void Spawn(std::function<void()> fn);
-  Result<Started> StartInstance(const ImageVersion& image, const std::string& queue, const Limits& limits);
-  Result<ImageVersion> ResolveImage(const std::string& reference) const;  // REQUIRES: mu_
-  nlohmann::json ViewOf(const Sandbox& s) const;
-  // The view of a sandbox from its stored record.
-  static Result<nlohmann::json> StoredView(const store::SandboxRow& row);
-  nlohmann::json ImageView(const std::string& name) const;  // REQUIRES: mu_
-  store::SandboxRow RowOf(const Sandbox& s) const;
+  // Waits for one more sandbox `s` to fit its queue's max_concurrency and
+  // quotas, then holds its slot (sandboxes_.Admit); the error a create gets
+  // when none frees in time (sandbox_admission.cc).
+  Status AwaitSlot(const std::shared_ptr<Sandbox>& s, bool may_wait, std::chrono::steady_clock::time_point since);
   // Destroys its instance and commits its end (state, ledger, event, audit);
-  // then done. `s` is already out of active_.
+  // then done. `s` is already out of sandboxes_.
   void EndSandbox(std::shared_ptr<Sandbox> s, std::string state, std::string reason, std::string actor,
                   std::function<void(Result<nlohmann::json>)> done);
-  // The running sandbox `id`, marked busy (a call in progress is never
-  // reclaimed); Conflict when it is not running.
+  // The running sandbox `id`, marked busy; Conflict when it is not running
+  // (sandbox_calls.cc).
   Result<std::shared_ptr<Sandbox>> Acquire(int64_t id);
   // One request to its instance, then the busy mark released and the idle
   // clock restarted: a broken instance ends the sandbox (EndBroken), an
@@ -111,44 +82,27 @@ class SandboxManager final : public service::SandboxPlane {
   // A call found the instance broken: the sandbox ends as failed, unless it
   // is ending already.
   void EndBroken(const std::shared_ptr<Sandbox>& s, const std::string& reason);
-  // What running sandboxes and creates given a slot hold.  REQUIRES: mu_
-  service::SandboxHolds OwnHolds() const;
-  // At start: work directories and cgroups of instances of a dead daemon.
-  void RemoveLeftovers();
-  // One ledger entry of its instance_seconds over [from, to).
-  store::LedgerEntry ChargeEntry(const Sandbox& s, Timestamp from, Timestamp to, bool final, Timestamp now) const;
-  // Interim entries of every active sandbox up to now (every
-  // store.accounting_interval_seconds, from the reaper).
-  void ChargeRunning();
+  // The reaper thread, every 250 ms: idle reclaim, interim charges (every
+  // store.accounting_interval_seconds), warm refill (sandbox_reaper.cc).
   void ReaperLoop();
+  void ChargeRunning();  // REQUIRES: mu_ not held
   void RefillWarm();
   void PublishMetrics();  // REQUIRES: mu_
-  // The cgroup caps of an instance with these limits.
-  containment::Limits ContainmentLimits(const Limits& limits) const;
 
   const config::Config& config_;
   store::Store& store_;
   metrics::Metrics& metrics_;
   const Clock& clock_;
   service::ControlPlane& control_;
-  std::string sandboxes_dir_;
-  std::string init_path_;
-  std::string name_prefix_;  // host-unique per daemon run: cgroup and directory names
-  bool isolation_available_ = false;
+  SandboxInstances instances_;
 
-  mutable std::mutex mu_;
+  mutable std::mutex mu_;             // guards what follows
   std::condition_variable slots_cv_;  // a sandbox ended: a waiting create may go on
   std::condition_variable stop_cv_;
   bool stopping_ = false;
-  int64_t next_id_ = 1;
-  int64_t next_instance_ = 1;
-  std::map<int64_t, std::shared_ptr<Sandbox>> active_;
-  std::set<std::shared_ptr<Sandbox>> admitted_;                        // creates given a slot, not yet committed
-  std::map<std::string, std::map<std::string, ImageVersion>> images_;  // name -> version -> image
-  std::map<std::string, std::vector<std::string>> image_stack_;        // name -> current versions, last current
-  std::map<std::string, int> warm_target_;                             // name -> instances kept warm
-  std::map<std::string, std::deque<Started>> warm_;                    // name:version -> idle instances
-  std::map<std::string, int> warm_starting_;                           // name:version -> starts under way
+  SandboxRegistry sandboxes_;
+  ImageCatalog images_;
+  WarmPool warm_;
 
   std::mutex threads_mu_;
   std::condition_variable threads_cv_;
