@@ -1,8 +1,8 @@
 #pragma once
-// Starting the job process: resolving the account it runs as, then fork and,
-// in the child, process group, containment, stdio, user switch, working
-// directory and exec with exactly the given environment. A close-on-exec
-// pipe carries a failure of any of those steps back to the supervisor.
+// Starting the job process: fork and, in the child, process group,
+// containment, stdio, user switch, working directory and exec with exactly
+// the given environment. A close-on-exec pipe carries a failure of any of
+// those steps back to the supervisor.
 
 #include <sys/resource.h>
 #include <sys/types.h>

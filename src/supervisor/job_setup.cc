@@ -1,0 +1,105 @@
+// JobSetup: see job_setup.h.
+
+#include "supervisor/job_setup.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+namespace unisched::supervisor {
+
+namespace files = executor::files;
+
+std::optional<JobSetup::Failure> JobSetup::Prepare(const files::AttemptSpec& spec, rlim_t open_files_limit,
+                                                   AttemptOutput& output) {
+  const executor::LaunchSpec& launch = spec.launch;
+  job_spec_.argv = launch.argv;
+  job_spec_.env = launch.env;
+  job_spec_.work_dir = spec.work_dir;
+  job_spec_.isolate = launch.isolate;
+  job_spec_.open_files_limit = open_files_limit;
+  if (auto failure = TakeAccount(spec)) return failure;
+  if (auto failure = MakeWorkDir(spec.work_dir, job_spec_.account)) return failure;
+
+  const containment::Limits& limits = launch.limits;
+  if (spec.use_cgroups) {
+    auto c = containment::Containment::Create(files::CgroupName(launch.job_id, launch.attempt, ::getpid()), limits);
+    if (c.ok()) {
+      containment_ = std::move(c).value();
+    } else {
+      output.Log("cgroups unavailable, falling back to rlimits: %s", c.error().message.c_str());
+      containment_ = containment::Containment::Disabled(limits);
+    }
+  } else {
+    containment_ = containment::Containment::Disabled(limits);
+  }
+  return std::nullopt;
+}
+
+// A leased sandbox uid, the account the executor resolved, or (a non-root
+// supervisor) ours.
+std::optional<JobSetup::Failure> JobSetup::TakeAccount(const files::AttemptSpec& spec) {
+  const executor::LaunchSpec& launch = spec.launch;
+  Account& account = job_spec_.account;
+  if (launch.isolate && ::geteuid() == 0) {
+    // A sandboxed job runs as a uid of its own, leased for as long as the
+    // attempt lasts (docs/sandboxes.md): never a tenant's shared account.
+    uid_lease_ = isolation::UidLease::Acquire(
+        launch.sandbox_uid_lock_dir.empty() ? "/run/unisched/sandbox-uids" : launch.sandbox_uid_lock_dir,
+        static_cast<uid_t>(launch.sandbox_uid_base > 0 ? launch.sandbox_uid_base : 3'000'000),
+        static_cast<uid_t>(launch.sandbox_uid_count > 0 ? launch.sandbox_uid_count : 100'000),
+        static_cast<uint64_t>(launch.job_id) * 31 + static_cast<uint64_t>(launch.attempt));
+    if (!uid_lease_.held()) {
+      const int err = errno;
+      // Its lock file could not be opened.
+      return Failure{std::string("no free sandbox uid: ") + std::strerror(err), executor::IsTransientErrno(err)};
+    }
+    account.switch_user = true;
+    account.name = "sandbox uid " + std::to_string(uid_lease_.uid());
+    account.uid = uid_lease_.uid();
+    account.gid = uid_lease_.uid();
+    job_spec_.env["HOME"] = isolation::kSandboxHome;
+  } else if (spec.account) {
+    // Resolved by the executor: no NSS module is loaded here (attempt_files.h).
+    if (spec.account->uid == 0) return Failure{"refusing to run a job as root ('" + launch.unix_user + "')"};
+    account.switch_user = true;
+    account.name = launch.unix_user;
+    account.uid = spec.account->uid;
+    account.gid = spec.account->gid;
+    account.groups.assign(spec.account->groups.begin(), spec.account->groups.end());
+  } else if (::geteuid() == 0) {
+    // The executor resolves every account it does not lease; without one a
+    // root supervisor would run the job as root.
+    return Failure{"refusing to run a job as root: the spec names no account for '" + launch.unix_user + "'"};
+  } else {
+    account.name = launch.unix_user;  // the executor found it is ours: no switch
+  }
+  return std::nullopt;
+}
+
+// <work_root>/<job>, shared by the job's attempts and private to its
+// account (0700 by the umask; chmod for one made by someone else). The
+// executor made work_root.
+std::optional<JobSetup::Failure> JobSetup::MakeWorkDir(const std::string& work, const Account& account) {
+  if (work.empty()) return std::nullopt;
+  bool created = true;
+  if (::mkdir(work.c_str(), 0700) != 0) {
+    if (errno != EEXIST) {
+      const int err = errno;
+      return Failure{"cannot create " + work + ": " + std::strerror(err), executor::IsTransientErrno(err)};
+    }
+    created = false;
+  }
+  if (account.switch_user && ::chown(work.c_str(), account.uid, account.gid) != 0) {
+    return Failure{"cannot give " + work + " to '" + account.name + "': " + std::strerror(errno)};
+  }
+  if (!created && ::chmod(work.c_str(), 0700) != 0) {
+    return Failure{"cannot chmod " + work + ": " + std::strerror(errno)};
+  }
+  return std::nullopt;
+}
+
+}  // namespace unisched::supervisor
