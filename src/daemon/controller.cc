@@ -5,14 +5,11 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cmath>
 
 #include "unisched/model/words.h"
 
 namespace unisched::daemon {
 namespace {
-
-using model::Cat;
 
 using model::Job;
 using model::JobState;
@@ -46,7 +43,7 @@ Controller::Controller(const config::Config& config, store::Store& store, metric
       scheduler_(scheduler::SchedulerConfig::From(config.cluster)),
       node_book_(config, clock),
       accounting_(config, store, metrics, clock),
-      black_holes_(config.health.black_hole_failures, std::chrono::seconds(config.health.black_hole_window_seconds)) {
+      alerts_(config, metrics) {
   view_ = std::make_shared<service::ClusterView>();
 }
 
@@ -58,7 +55,7 @@ void Controller::Start() {
   const Timestamp started = clock_.Now();
   node_book_.Load(store_.LoadNodeStates(), started);
   job_counts_ = store_.CountJobs();
-  for (auto& alert : store_.ListAlerts(true, 100000)) firing_[{alert.name, alert.object}] = std::move(alert);
+  alerts_.Load(store_.ListAlerts(true, 100000));
   // Usage is charged from now on: the time the daemon was down is not
   // charged (running jobs' records come with the accounting ledger).
   accounting_.RestoreFairshare(store_.LoadFairshareUsage(), clock_.Now());
@@ -195,7 +192,9 @@ void Controller::Loop() {
       need_cycle_ = true;  // refresh pending reasons even when nothing happened
       if (now >= next_retention_sweep_) SweepRetention(batch, now);
       CheckHeartbeats(batch, now);
-      EvaluateAlerts(batch, now);
+      alerts_.Evaluate(
+          batch,
+          {&node_book_.nodes(), &node_book_.reasons(), &active_, ledger_discrepancies_.load(), last_store_error_}, now);
     }
     accounting_.ChargeRunningIfDue(active_, batch, now);
     if (need_cycle_ && SteadyClock::now() >= next_cycle_allowed) {
@@ -449,7 +448,7 @@ void Controller::ApplyResult(Batch& batch, const executor::RunResult& result) {
   if (to == JobState::kFailed && !job.cancel_requested) {
     // A node short of descriptors for a moment is no black hole: draining
     // it would turn a squeeze into an outage (its launches are retried).
-    if (!attempt->transient) CountNodeFailure(batch, *attempt, now);
+    if (!attempt->transient && node_book_.CountFailure(batch, attempt->allocation, now)) need_cycle_ = true;
     if (RequeueForRetry(batch, job, to, now)) return;
   }
   std::string reason = result.reason;
@@ -557,13 +556,6 @@ void Controller::ApplyNodeState(Batch& batch, const std::string& name, bool drai
   batch.after_commit.push_back([done, view = std::move(view)] { done(view); });
 }
 
-void Controller::ChangeNodeState(Batch& batch, model::NodeUsage& node, model::NodeState to, const std::string& reason,
-                                 const std::string& event_kind, const std::string& severity,
-                                 const std::string& message) {
-  node_book_.Change(batch, node, to, reason, event_kind, severity, message);
-  need_cycle_ = true;
-}
-
 void Controller::SweepRetention(Batch& batch, Timestamp now) {
   next_retention_sweep_ = now + kRetentionSweepEvery;
   const Timestamp cutoff = now - std::chrono::hours(24) * config_.store.job_retention_days;
@@ -624,11 +616,7 @@ void Controller::Publish() {
     metrics_.SetJobs(std::string(model::ToString(std::get<0>(key))), std::get<1>(key), std::get<2>(key),
                      static_cast<double>(count));
   }
-  auto node_counts = node_book_.CountsByStateAndPool();
-  if (node_counts != published_node_counts_) {
-    for (const auto& [key, count] : node_counts) metrics_.SetNodes(key.first, key.second, count);
-    published_node_counts_ = std::move(node_counts);
-  }
+  node_book_.PublishGauges(metrics_);
   std::lock_guard lock(view_mu_);
   view_ = std::move(view);
 }
@@ -643,9 +631,7 @@ void Controller::ApplyHeartbeat(Batch& batch, const executor::Heartbeat& hb,
   // ...): it is stopped there, and its late reports are ignored.
   HeartbeatAnswer answer;
   answer.node_state = std::string(model::ToString(node->state));
-  std::set<std::pair<model::JobId, int>> reported;
   for (const auto& ref : hb.running) {
-    reported.insert({ref.job, ref.attempt});
     auto it = active_.find(ref.job);
     const model::Attempt* current = it == active_.end() ? nullptr : it->second.CurrentAttempt();
     const bool here = current && current->number == ref.attempt && it->second.state == JobState::kRunning &&
@@ -694,68 +680,6 @@ void Controller::FailJobsOnNode(Batch& batch, const std::string& node, const std
     active_.erase(id);
   }
   need_cycle_ = true;
-}
-
-void Controller::CountNodeFailure(Batch& batch, const model::Attempt& attempt, Timestamp now) {
-  for (const auto& alloc : attempt.allocation) {
-    const std::optional<std::string> why = black_holes_.RecordFailure(alloc.node, now);
-    model::NodeUsage* node = node_book_.Find(alloc.node);
-    if (!why || !node || node->state != model::NodeState::kUp) continue;
-    spdlog::warn("node {} drained: {}", alloc.node, *why);
-    const bool busy = node->cpus_used > 0 || node->memory_used_mb > 0;
-    ChangeNodeState(batch, *node, busy ? model::NodeState::kDraining : model::NodeState::kDrained, *why, "drain",
-                    "warning", "drained automatically: " + *why);
-    black_holes_.Forget(alloc.node);
-  }
-}
-
-void Controller::EvaluateAlerts(Batch& batch, Timestamp now) {
-  const AlertInputs inputs{&node_book_.nodes(), &node_book_.reasons(), &active_, ledger_discrepancies_.load(),
-                           last_store_error_};
-  const AlertChanges changes = DiffAlerts(EvaluateAlertRules(config_.alerts.rules, inputs, now), firing_, now);
-  auto notify = [this](const store::AlertRecord& a, const char* state) {
-    nlohmann::json payload = {
-        {"alert", a.name},
-        {"kind", a.kind},
-        {"state", state},
-        {"severity", a.severity},
-        {"object", a.object},
-        {"message", a.message},
-        {"fired_at", FormatRfc3339(a.fired_at)},
-        {"resolved_at", a.resolved_at ? nlohmann::json(FormatRfc3339(*a.resolved_at)) : nlohmann::json(nullptr)}};
-    if (notifier_) notifier_->Send(std::move(payload));
-  };
-  for (const store::AlertRecord& a : changes.fired) {
-    batch.writes.push_back([a, event = store::ClusterEvent{now, "alert_firing", Cat("alert/", a.name, "/", a.object),
-                                                           a.severity, a.message}](store::Transaction& t) -> Status {
-      if (Status s = t.InsertAlert(a); !s) return s;
-      return t.AppendClusterEvent(event);
-    });
-    batch.after_commit.push_back([a, notify] {
-      spdlog::warn("alert {} firing ({}): {}", a.name, a.severity, a.message);
-      notify(a, "firing");
-    });
-  }
-  for (const store::AlertRecord& a : changes.resolved) {
-    batch.writes.push_back(
-        [a, event = store::ClusterEvent{now, "alert_resolved", Cat("alert/", a.name, "/", a.object), "info",
-                                        "resolved: " + a.message}](store::Transaction& t) -> Status {
-          if (Status s = t.ResolveAlert(a.name, a.object, *a.resolved_at); !s) return s;
-          return t.AppendClusterEvent(event);
-        });
-    batch.after_commit.push_back([a, notify] {
-      spdlog::info("alert {} resolved: {}", a.name, a.message);
-      notify(a, "resolved");
-    });
-  }
-  const bool changed = !changes.fired.empty() || !changes.resolved.empty();
-  if (changed || !alerts_published_) {
-    std::map<std::string, int> by_rule;
-    for (const auto& rule : config_.alerts.rules) by_rule[rule.name] = 0;
-    for (const auto& [key, alert] : firing_) ++by_rule[key.first];
-    for (const auto& [name, count] : by_rule) metrics_.SetAlertsFiring(name, count);
-    alerts_published_ = true;
-  }
 }
 
 executor::LaunchSpec Controller::MakeLaunchSpec(const Job& job) const {

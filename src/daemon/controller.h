@@ -20,12 +20,11 @@
 
 #include "daemon/accounting.h"
 #include "daemon/agent_hub.h"
-#include "daemon/alert_rules.h"
+#include "daemon/alert_book.h"
 #include "daemon/batch.h"
 #include "daemon/cycle_snapshot.h"
 #include "daemon/launch_spec.h"
 #include "daemon/node_book.h"
-#include "daemon/node_health.h"
 #include "daemon/notifier.h"
 #include "unisched/common/time.h"
 #include "unisched/config/config.h"
@@ -49,7 +48,7 @@ class Controller final : public service::ControlPlane, public AgentSink {
   // REQUIRES: called once, before Start.
   void SetExecutor(executor::Executor* executor) { executor_ = executor; }
   // REQUIRES: before Start. Where alerts go besides the store, the log and metrics.
-  void SetNotifier(WebhookNotifier* notifier) { notifier_ = notifier; }
+  void SetNotifier(WebhookNotifier* notifier) { alerts_.SetNotifier(notifier); }
   // From the housekeeper: what the last ledger reconciliation found.
   void SetLedgerDiscrepancies(int64_t count) { ledger_discrepancies_ = count; }
   // Loads state from the store, recovers running attempts, starts the loop.
@@ -91,9 +90,6 @@ class Controller final : public service::ControlPlane, public AgentSink {
                     const std::function<void(Result<model::Job>)>& done);
   void ApplyNodeState(Batch& batch, const std::string& name, bool drain, const std::string& reason,
                       const std::string& actor, const std::function<void(Result<service::ClusterView::Node>)>& done);
-  // Sets a node's state and reason, stored with an event on node/NAME.
-  void ChangeNodeState(Batch& batch, model::NodeUsage& node, model::NodeState to, const std::string& reason,
-                       const std::string& event_kind, const std::string& severity, const std::string& message);
   void ReleaseAllocation(const model::Attempt& attempt);
   // Running jobs' shares of quota scopes, as the scheduler and the API count them.
   void TallyRunning(const model::Job& job, int sign);
@@ -110,10 +106,6 @@ class Controller final : public service::ControlPlane, public AgentSink {
   void CheckHeartbeats(Batch& batch, Timestamp now);
   // Every attempt running on `node` ends NODE_FAIL; its job is requeued or ends.
   void FailJobsOnNode(Batch& batch, const std::string& node, const std::string& why, Timestamp now);
-  // Black-hole detection: a node where too many jobs fail in a short time is drained.
-  void CountNodeFailure(Batch& batch, const model::Attempt& attempt, Timestamp now);
-  // Alerts (docs/alerts.md): each rule's condition now, against what fires.
-  void EvaluateAlerts(Batch& batch, Timestamp now);
   executor::LaunchSpec MakeLaunchSpec(const model::Job& job) const;
 
   const config::Config& config_;
@@ -136,7 +128,6 @@ class Controller final : public service::ControlPlane, public AgentSink {
   std::map<std::tuple<model::JobState, std::string, std::string>, int64_t> job_counts_;
   // What Publish last set the job and node gauges to.
   std::map<std::tuple<model::JobState, std::string, std::string>, int64_t> published_job_counts_;
-  std::map<std::pair<std::string, std::string>, int> published_node_counts_;
   policy::QuotaTally running_usage_;
   // API sandboxes by (queue, project, user): quota holders of every cycle.
   service::SandboxHolds sandbox_holds_;
@@ -144,6 +135,8 @@ class Controller final : public service::ControlPlane, public AgentSink {
   std::shared_ptr<const service::SandboxHolds> published_sandbox_holds_ = std::make_shared<service::SandboxHolds>();
   // Ledger charges, budget use and fairshare usage.
   Accounting accounting_;
+  // Firing alerts and where changes go.
+  AlertBook alerts_;
   // The last cycle's reservations, handed back to the next (conservative
   // pools keep them and move them only earlier).
   std::unordered_map<model::JobId, scheduler::Reservation> reservations_;
@@ -152,13 +145,8 @@ class Controller final : public service::ControlPlane, public AgentSink {
   std::shared_ptr<const service::PendingInfoMap> pending_ = std::make_shared<service::PendingInfoMap>();
   bool need_cycle_ = true;
   Timestamp next_retention_sweep_{};
-  BlackHoleDetector black_holes_;
-  // Alerts firing now, by (rule name, object).
-  std::map<AlertKey, store::AlertRecord> firing_;
-  WebhookNotifier* notifier_ = nullptr;
   std::atomic<int64_t> ledger_discrepancies_{0};
   std::optional<Timestamp> last_store_error_;
-  bool alerts_published_ = false;
 
   mutable std::mutex view_mu_;
   std::shared_ptr<const service::ClusterView> view_;

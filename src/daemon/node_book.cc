@@ -22,7 +22,10 @@ bool Busy(const model::NodeUsage& node) {
 
 }  // namespace
 
-NodeBook::NodeBook(const config::Config& config, const Clock& clock) : config_(config), clock_(clock) {
+NodeBook::NodeBook(const config::Config& config, const Clock& clock)
+    : config_(config),
+      clock_(clock),
+      black_holes_(config.health.black_hole_failures, std::chrono::seconds(config.health.black_hole_window_seconds)) {
   for (const auto& spec : config_.cluster.nodes) {
     model::NodeUsage n;
     n.spec = spec;
@@ -150,6 +153,21 @@ std::vector<std::pair<std::string, std::string>> NodeBook::DownSilent(Batch& bat
   return down;
 }
 
+bool NodeBook::CountFailure(Batch& batch, const model::Allocation& allocation, Timestamp now) {
+  bool drained = false;
+  for (const auto& share : allocation) {
+    const std::optional<std::string> why = black_holes_.RecordFailure(share.node, now);
+    model::NodeUsage* node = Find(share.node);
+    if (!why || !node || node->state != model::NodeState::kUp) continue;
+    spdlog::warn("node {} drained: {}", share.node, *why);
+    Change(batch, *node, Busy(*node) ? model::NodeState::kDraining : model::NodeState::kDrained, *why, "drain",
+           "warning", "drained automatically: " + *why);
+    black_holes_.Forget(share.node);
+    drained = true;
+  }
+  return drained;
+}
+
 std::vector<service::ClusterView::Node> NodeBook::Views() const {
   std::vector<service::ClusterView::Node> views;
   views.reserve(nodes_.size());
@@ -174,6 +192,13 @@ std::map<std::pair<std::string, std::string>, int> NodeBook::CountsByStateAndPoo
   }
   for (const auto& n : nodes_) ++counts[{std::string(model::ToString(n.state)), n.spec.pool}];
   return counts;
+}
+
+void NodeBook::PublishGauges(metrics::Metrics& metrics) {
+  auto counts = CountsByStateAndPool();
+  if (counts == published_counts_) return;
+  for (const auto& [key, count] : counts) metrics.SetNodes(key.first, key.second, count);
+  published_counts_ = std::move(counts);
 }
 
 }  // namespace unisched::daemon

@@ -14,9 +14,11 @@
 #include <vector>
 
 #include "daemon/batch.h"
+#include "daemon/node_health.h"
 #include "unisched/common/time.h"
 #include "unisched/config/config.h"
 #include "unisched/executor/wire.h"
+#include "unisched/metrics/metrics.h"
 #include "unisched/model/cluster.h"
 #include "unisched/service/planes.h"
 #include "unisched/store/nodes.h"
@@ -58,10 +60,16 @@ class NodeBook {
   // (node, why) for each, so the controller ends their attempts.
   std::vector<std::pair<std::string, std::string>> DownSilent(Batch& batch, Timestamp now);
 
+  // An attempt on `allocation` failed: a node where too many jobs failed
+  // within the window (health.black_hole_*) is drained. True when one was.
+  bool CountFailure(Batch& batch, const model::Allocation& allocation, Timestamp now);
+
   // The nodes as the API shows them: reason, and the last heartbeat seen.
   std::vector<service::ClusterView::Node> Views() const;
   // Nodes by (state, pool), every state of every pool present (0 too).
   std::map<std::pair<std::string, std::string>, int> CountsByStateAndPool() const;
+  // unisched_nodes{state,pool}, set only when a count changed.
+  void PublishGauges(metrics::Metrics& metrics);
 
  private:
   const config::Config& config_;
@@ -70,6 +78,8 @@ class NodeBook {
   std::unordered_map<std::string, size_t> node_index_;  // name -> position in nodes_ and config nodes
   std::map<std::string, std::string> reasons_;
   std::map<std::string, Timestamp> last_heartbeat_;  // agent nodes
+  BlackHoleDetector black_holes_;
+  std::map<std::pair<std::string, std::string>, int> published_counts_;  // what PublishGauges last set
 };
 
 }  // namespace unisched::daemon
