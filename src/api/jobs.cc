@@ -2,10 +2,8 @@
 // log, events, and JobView, the job as they answer it. Changes go through
 // the job service; reads go to the store and the published view.
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <utility>
 
@@ -155,10 +153,7 @@ void Api::JobLog(Call& call) {
   HttpResponse r;
   r.content_type = "text/plain; charset=utf-8";
   if (const model::Attempt* attempt = job->CurrentAttempt()) {
-    std::ifstream in(ctx_.log_path(job->id, attempt->number, stream), std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    r.body = text.str();
+    r.body = ctx_.read_log(*job, attempt->number, stream);
   }
   call.reply(std::move(r));
 }

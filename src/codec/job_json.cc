@@ -38,7 +38,7 @@ json AttemptToJson(const model::Attempt& attempt) {
              {"max_rss_kb", attempt.usage->max_rss_kb}};
   }
   json doc = {{"attempt", attempt.number},
-              {"nodes", NodeNamesOf(attempt.allocation)},
+              {"nodes", attempt.allocation.empty() ? json(attempt.placed_on) : NodeNamesOf(attempt.allocation)},
               {"started_at", TimestampOrNull(attempt.started_at)},
               {"ended_at", TimestampOrNull(attempt.ended_at)},
               {"state", std::string(model::ToString(attempt.state))},
@@ -49,6 +49,8 @@ json AttemptToJson(const model::Attempt& attempt) {
   // Only on the attempts it is true of: a stored attempt without it (every
   // one written before it existed) was no transient launch failure.
   if (attempt.transient) doc["transient"] = true;
+  // Pools whose backend places jobs: where it says it ran the attempt.
+  if (!attempt.placed_on.empty()) doc["placed_on"] = attempt.placed_on;
   return doc;
 }
 
@@ -208,6 +210,7 @@ void DecodeAttempt(Decoder& d, const json& doc, const std::string& path, model::
   d.OptionalInt(doc, "exit_code", path + ".exit_code", a.exit_code);
   d.String(doc, "reason", path + ".reason", a.reason);
   d.Bool(doc, "transient", path + ".transient", a.transient);
+  d.StringList(doc, "placed_on", path + ".placed_on", a.placed_on);
   if (const json* alloc = d.Array(doc, "allocation", path + ".allocation")) {
     for (size_t i = 0; i < alloc->size() && !d.failed(); ++i) {
       const json& item = (*alloc)[i];

@@ -3,6 +3,7 @@
 
 #include "config/parse.h"
 
+#include <algorithm>
 #include <limits>
 #include <optional>
 #include <string>
@@ -119,7 +120,8 @@ void ParseExecutor(const YAML::Node& node, Errors& errors, ExecutorSettings& out
 model::PoolSpec ParsePool(const YAML::Node& node, const std::string& path, Errors& errors) {
   model::PoolSpec pool;
   MapReader m(node, path,
-              {"name", "kind", "labels", "nodes", "backfill", "reservation_depth", "prices", "health_check", "sandbox"},
+              {"name", "kind", "labels", "nodes", "backfill", "reservation_depth", "prices", "health_check", "sandbox",
+               "backend"},
               errors);
   m.Require("name");
   m.Read("name", pool.name);
@@ -138,6 +140,8 @@ model::PoolSpec ParsePool(const YAML::Node& node, const std::string& path, Error
   m.Read("reservation_depth", pool.reservation_depth);
   m.Read("prices", pool.prices);
   m.Read("sandbox", pool.sandbox);
+  pool.backend.clear();  // unset: derived from the nodes (DeriveNodePools)
+  m.Read("backend", pool.backend);
   MapReader check(m.Get("health_check"), m.PathOf("health_check"), {"command", "interval_seconds", "timeout_seconds"},
                   errors);
   check.Read("command", pool.health_check_command);
@@ -389,6 +393,16 @@ std::vector<T> ParseList(const MapReader& root, std::string_view key, Errors& er
 }  // namespace
 
 void DeriveNodePools(model::ClusterSpec& cluster) {
+  for (auto& pool : cluster.pools) {
+    if (pool.backend.empty()) {
+      // A pool of agent nodes is served by the agents; any other by the daemon.
+      const bool agents = !pool.nodes.empty() && std::all_of(pool.nodes.begin(), pool.nodes.end(), [&](const auto& n) {
+        const model::NodeSpec* node = cluster.FindNode(n);
+        return node && node->agent;
+      });
+      pool.backend = agents ? model::kAgentBackend : model::kLocalBackend;
+    }
+  }
   for (const auto& pool : cluster.pools) {
     for (const auto& node_name : pool.nodes) {
       for (auto& node : cluster.nodes) {

@@ -474,6 +474,40 @@ void ValidateCluster(const model::ClusterSpec& cluster, NameRegistry& queues, Er
     }
   }
 
+  // One backend serves a pool (docs/adr/0006-pool-backend-port.md): its
+  // nodes are all the daemon's, all agents', or none (the backend places).
+  for (size_t i = 0; i < cluster.pools.size(); ++i) {
+    const auto& pool = cluster.pools[i];
+    const std::string path = JoinIndex("pools", i);
+    const std::string backend_path = JoinKey(path, "backend");
+    if (!IsPlainName(pool.backend, "")) {
+      errors.Add(backend_path, "invalid backend name '" + pool.backend + "'; " + std::string(kPlainNameRule) +
+                                   " (built in: local, agent)");
+      continue;
+    }
+    std::vector<std::string> agent_nodes, local_nodes;
+    for (const auto& name : pool.nodes) {
+      const model::NodeSpec* node = cluster.FindNode(name);
+      if (node) (node->agent ? agent_nodes : local_nodes).push_back(name);
+    }
+    if (pool.PlacedByBackend()) {
+      if (!pool.nodes.empty()) {
+        errors.Add(JoinKey(path, "nodes"), "pool '" + pool.name + "' is served by backend '" + pool.backend +
+                                               "', which places its jobs itself: it has no nodes here; use nodes: []");
+      }
+    } else if (pool.backend == model::kLocalBackend && !agent_nodes.empty()) {
+      errors.Add(JoinKey(path, "nodes"),
+                 "pool '" + pool.name + "' has local nodes (" + JoinNames(local_nodes) + ") and agent nodes (" +
+                     JoinNames(agent_nodes) +
+                     "); one backend serves a pool, so put the agent nodes in a pool of their own" +
+                     (local_nodes.empty() ? " or set backend: agent" : ""));
+    } else if (pool.backend == model::kAgentBackend && !local_nodes.empty()) {
+      errors.Add(JoinKey(path, "nodes"), "pool '" + pool.name + "' has backend: agent but nodes without agent: true (" +
+                                             JoinNames(local_nodes) +
+                                             "); mark them agent: true or move them to a local pool");
+    }
+  }
+
   if (cluster.queues.empty()) errors.Add("queues", "must list at least one queue");
   for (size_t i = 0; i < cluster.queues.size(); ++i) {
     const auto& queue = cluster.queues[i];

@@ -5,9 +5,7 @@
 // its node. To the controller it is the executor of agent nodes; the
 // controller is told of every heartbeat (node state, stale attempts) and of
 // every result, and stays the only authority on jobs and nodes.
-//
-// RoutingExecutor sends each attempt to the local executor or to the hub by
-// the node it runs on.
+// Pools of agent nodes reach it through a backend::ExecutorBackend.
 
 #include <condition_variable>
 #include <deque>
@@ -63,8 +61,6 @@ class AgentHub final : public api::AgentPlane, public executor::Executor {
   void Forget(model::JobId job_id, int attempt) override;
   void Shutdown() override;
 
-  bool Knows(model::JobId job_id, int attempt) const;
-
  private:
   struct Parked {
     std::function<void(Result<executor::Commands>)> done;
@@ -101,26 +97,6 @@ class AgentHub final : public api::AgentPlane, public executor::Executor {
   std::map<std::pair<model::JobId, int>, executor::LaunchSpec> attempts_;  // launched or recovered, by attempt
   std::vector<std::function<void()>> to_answer_;                           // answers to send outside the lock
   std::thread expirer_;
-};
-
-// Sends each attempt to `local` or `agents` by the node it runs on.
-class RoutingExecutor final : public executor::Executor {
- public:
-  RoutingExecutor(const config::Config& config, executor::Executor& local, AgentHub& agents);
-  Status Launch(const executor::LaunchSpec& spec) override;
-  void Cancel(model::JobId job_id, int attempt, bool preempt = false) override;
-  void Recover(const executor::LaunchSpec& spec) override;
-  std::string LogPath(model::JobId job_id, int attempt, std::string_view stream) const override;
-  void Forget(model::JobId job_id, int attempt) override;
-  void Release(model::JobId job_id, int attempt) override;
-  void ReleaseAllExcept(const std::set<std::pair<model::JobId, int>>& running) override;
-  void Shutdown() override;
-
- private:
-  bool OnAgent(const std::string& node) const { return agent_nodes_.count(node) > 0; }
-  executor::Executor& local_;
-  AgentHub& agents_;
-  std::set<std::string> agent_nodes_;
 };
 
 }  // namespace unisched::daemon

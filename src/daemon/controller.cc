@@ -59,18 +59,25 @@ void Controller::Start() {
   // Usage is charged from now on: the time the daemon was down is not
   // charged (running jobs' records come with the accounting ledger).
   accounting_.RestoreFairshare(store_.LoadFairshareUsage(), clock_.Now());
-  std::vector<executor::LaunchSpec> to_recover;
+  // Attempts to recover, with their backends (read before the loop owns active_).
+  struct Recovery {
+    backend::PoolBackend* backend;
+    executor::LaunchSpec spec;
+    model::Allocation allocation;
+  };
+  std::vector<Recovery> to_recover;
   // Stops asked for before a restart, sent again once the attempts are adopted.
-  std::vector<std::tuple<model::JobId, int, bool>> to_stop;
+  std::vector<std::tuple<backend::PoolBackend*, model::JobId, int, bool>> to_stop;
   for (auto& job : store_.LoadActiveJobs()) {
     if (job.state == JobState::kRunning) {
       if (const model::Attempt* a = job.CurrentAttempt()) {
         node_book_.Apply(a->allocation, +1);
         TallyRunning(job, +1);
         accounting_.ResumeCharging(job, *a, store_.LoadLedgerCharged(job.id, a->number), clock_.Now());
-        to_recover.push_back(MakeLaunchSpec(job));
+        to_recover.push_back({&BackendOf(job), MakeLaunchSpec(job), a->allocation});
         if (job.cancel_requested || job.preempting_for) {
-          to_stop.emplace_back(job.id, a->number, !job.cancel_requested && job.preempting_for.has_value());
+          to_stop.emplace_back(&BackendOf(job), job.id, a->number,
+                               !job.cancel_requested && job.preempting_for.has_value());
         }
       }
     }
@@ -87,16 +94,16 @@ void Controller::Start() {
   // before the loop may launch anything (a new attempt's files are not
   // leftovers) and before Recover, which collects the running ones.
   std::set<std::pair<model::JobId, int>> running_attempts;
-  for (const auto& spec : to_recover) running_attempts.emplace(spec.job_id, spec.attempt);
-  executor_->ReleaseAllExcept(running_attempts);
+  for (const auto& r : to_recover) running_attempts.emplace(r.spec.job_id, r.spec.attempt);
+  for (backend::PoolBackend* b : backends_.Distinct()) b->ReleaseAllExcept(running_attempts);
   Publish();
   thread_ = std::thread([this] {
     pthread_setname_np(pthread_self(), "us-control");
     Loop();
   });
   // Results of recovered attempts arrive through OnRunResult, after the loop runs.
-  for (const auto& spec : to_recover) executor_->Recover(spec);
-  for (const auto& [id, attempt, preempt] : to_stop) executor_->Cancel(id, attempt, preempt);
+  for (const auto& r : to_recover) r.backend->Recover(r.spec, r.allocation);
+  for (const auto& [backend, id, attempt, preempt] : to_stop) backend->Cancel(id, attempt, preempt);
   ready_ = true;
 }
 
@@ -272,19 +279,22 @@ void Controller::RunCycle(Batch& batch, Timestamp now) {
     job.eligible_at.reset();
     TallyRunning(job, +1);
     accounting_.BeginCharging(job.id, attempt.number, now);
-    std::vector<std::string> names = job.NodeNames();
+    const std::string where = attempt.allocation.empty()
+                                  ? "handed to backend " + BackendNameOf(job) + " of pool " + job.pool
+                                  : "on " + model::Join(job.NodeNames(), ',');
     Transition(batch, job, JobState::kRunning, "", "started",
-               "attempt " + std::to_string(attempt.number) + " on " + model::Join(names, ','));
+               "attempt " + std::to_string(attempt.number) + " " + where);
     metrics_.CountStart(job.pool);
     // Launch only after the RUNNING state is durable: a crash in between is
     // recovered by launching the attempt then (it never claimed its directory).
-    batch.after_commit.push_back([this, spec = MakeLaunchSpec(job)] {
-      if (Status s = executor_->Launch(spec); !s.ok()) {
-        executor::RunResult failed = executor::LaunchFailure(spec.job_id, spec.attempt, s.error());
-        failed.ended_at = clock_.Now();
-        OnRunResult(std::move(failed));
-      }
-    });
+    batch.after_commit.push_back(
+        [this, backend = &BackendOf(job), spec = MakeLaunchSpec(job), allocation = start.allocation] {
+          if (Status s = backend->Launch(spec, allocation); !s.ok()) {
+            executor::RunResult failed = executor::LaunchFailure(spec.job_id, spec.attempt, s.error());
+            failed.ended_at = clock_.Now();
+            OnRunResult(std::move(failed));
+          }
+        });
   }
   for (const auto& preemption : plan.preemptions) ApplyPreemption(batch, preemption);
   reservations_.clear();
@@ -331,8 +341,8 @@ void Controller::ApplyPreemption(Batch& batch, const scheduler::Preemption& p) {
         if (auto s = t.AppendEvent(copy.id, victim_event); !s.ok()) return s;
         return t.AppendEvent(preemptor, preemptor_event);
       });
-  batch.after_commit.push_back(
-      [this, id = victim.id, attempt = victim.CurrentAttempt()->number] { executor_->Cancel(id, attempt, true); });
+  batch.after_commit.push_back([backend = &BackendOf(victim), id = victim.id,
+                                attempt = victim.CurrentAttempt()->number] { backend->Cancel(id, attempt, true); });
   metrics_.CountPreemption(victim.pool, victim.queue);
   spdlog::info("job {} preempted by job {}", p.victim, p.preemptor);
 }
@@ -401,8 +411,10 @@ void Controller::ApplyResult(Batch& batch, const executor::RunResult& result) {
     spdlog::info("ignoring report of stale attempt {}.{}", result.job_id, result.attempt);
     // The store holds how this attempt ended (or its job is gone): its
     // control files have no more work to do once this batch is in too.
-    batch.after_commit.push_back(
-        [this, id = result.job_id, number = result.attempt] { executor_->Release(id, number); });
+    // Which backend held it is not known here: each ignores what it does not hold.
+    batch.after_commit.push_back([this, id = result.job_id, number = result.attempt] {
+      for (backend::PoolBackend* b : backends_.Distinct()) b->Release(id, number);
+    });
     return;
   }
   // An agent's report counts only for an attempt on its own node (the hub
@@ -419,8 +431,11 @@ void Controller::ApplyResult(Batch& batch, const executor::RunResult& result) {
   const JobState to = StateOf(result.outcome);
   // Once this batch is committed the store has the result, so the attempt's
   // control files (on a tmpfs, counted per attempt) have done their work.
-  batch.after_commit.push_back([this, id = result.job_id, number = result.attempt] { executor_->Release(id, number); });
+  batch.after_commit.push_back(
+      [backend = &BackendOf(job), id = result.job_id, number = result.attempt] { backend->Release(id, number); });
   TallyRunning(job, -1);
+  // A backend that places jobs says where it ran them; no other report may.
+  if (attempt->allocation.empty() && !result.placed_on.empty()) attempt->placed_on = result.placed_on;
   if (job.preempting_for && result.outcome == executor::RunOutcome::kCancelled && !job.cancel_requested) {
     attempt->started_at = result.started_at;
     attempt->ended_at = result.ended_at.value_or(now);
@@ -508,8 +523,9 @@ void Controller::ApplyControl(Batch& batch, model::JobId id, JobAction action, c
                 if (auto s = t.UpdateJob(copy); !s.ok()) return s;
                 return t.AppendEvent(copy.id, event);
               });
-          batch.after_commit.push_back(
-              [this, id, attempt = job.CurrentAttempt()->number] { executor_->Cancel(id, attempt); });
+          batch.after_commit.push_back([backend = &BackendOf(job), id, attempt = job.CurrentAttempt()->number] {
+            backend->Cancel(id, attempt, false);
+          });
         }
         reply_after_commit(job);
         return;
@@ -567,7 +583,9 @@ void Controller::SweepRetention(Batch& batch, Timestamp now) {
     return Status::Ok();
   });
   batch.after_commit.push_back([this, deleted] {
-    for (model::JobId id : *deleted) executor_->Forget(id, 0);
+    for (model::JobId id : *deleted) {
+      for (backend::PoolBackend* b : backends_.Distinct()) b->Forget(id, 0);
+    }
     if (!deleted->empty()) spdlog::info("retention: removed {} finished jobs", deleted->size());
   });
 }
@@ -672,7 +690,8 @@ void Controller::FailJobsOnNode(Batch& batch, const std::string& node, const std
     accounting_.CloseCharging(batch, job, attempt);
     // Stopped on the node if it still runs there (a partition, not a dead
     // machine); its late report is ignored (the attempt is not current).
-    batch.after_commit.push_back([this, id, number = attempt.number] { executor_->Cancel(id, number); });
+    batch.after_commit.push_back(
+        [backend = &BackendOf(job), id, number = attempt.number] { backend->Cancel(id, number, false); });
     if (!job.cancel_requested && RequeueForRetry(batch, job, JobState::kNodeFail, now)) continue;
     job.exit_code.reset();
     job.ended_at = now;
@@ -680,6 +699,31 @@ void Controller::FailJobsOnNode(Batch& batch, const std::string& node, const std
     active_.erase(id);
   }
   need_cycle_ = true;
+}
+
+Status Controller::SetBackends(backend::BackendSet backends) {
+  for (const auto& pool : config_.cluster.pools) {
+    const backend::PoolBackend* b = backends.For(pool.name);
+    if (!b) return Error::Internal("pool " + pool.name + ": no backend serves it (backend " + pool.backend + ")");
+    const auto wanted = pool.PlacedByBackend() ? backend::Placement::kBackend : backend::Placement::kDaemon;
+    if (b->placement() != wanted) {
+      return Error::Internal(
+          "pool " + pool.name + ": backend " + pool.backend +
+          (pool.PlacedByBackend() ? " must place jobs itself" : " must run jobs where the daemon places them"));
+    }
+  }
+  backends_ = std::move(backends);
+  return Status::Ok();
+}
+
+backend::PoolBackend& Controller::BackendOf(const Job& job) const {
+  // SetBackends checked that every pool of the config has one.
+  return *backends_.For(job.pool);
+}
+
+std::string Controller::BackendNameOf(const Job& job) const {
+  const model::PoolSpec* pool = config_.cluster.FindPool(job.pool);
+  return pool ? pool->backend : std::string("?");
 }
 
 executor::LaunchSpec Controller::MakeLaunchSpec(const Job& job) const {

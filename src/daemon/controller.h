@@ -26,6 +26,7 @@
 #include "daemon/launch_spec.h"
 #include "daemon/node_book.h"
 #include "daemon/notifier.h"
+#include "unisched/backend/pool_backend.h"
 #include "unisched/common/time.h"
 #include "unisched/config/config.h"
 #include "unisched/executor/executor.h"
@@ -45,8 +46,10 @@ class Controller final : public service::ControlPlane, public AgentSink {
   Controller(const config::Config& config, store::Store& store, metrics::Metrics& metrics, const Clock& clock);
   ~Controller() override;
 
-  // REQUIRES: called once, before Start.
-  void SetExecutor(executor::Executor* executor) { executor_ = executor; }
+  // REQUIRES: called once, before Start. The backend of every pool
+  // (docs/adr/0006-pool-backend-port.md); an error names a pool without
+  // one, or served by a backend of the wrong placement.
+  Status SetBackends(backend::BackendSet backends);
   // REQUIRES: before Start. Where alerts go besides the store, the log and metrics.
   void SetNotifier(WebhookNotifier* notifier) { alerts_.SetNotifier(notifier); }
   // From the housekeeper: what the last ledger reconciliation found.
@@ -57,7 +60,7 @@ class Controller final : public service::ControlPlane, public AgentSink {
   void Stop();
   bool Ready() const { return ready_.load(); }
 
-  // From the executor's threads and the agent hub.
+  // From the backends' threads (the executors, the agent hub).
   void OnRunResult(executor::RunResult result) override;
   // From the agent hub: a node agent's heartbeat (docs/agents.md).
   void OnAgentHeartbeat(executor::Heartbeat heartbeat, std::function<void(HeartbeatAnswer)> done) override;
@@ -107,12 +110,14 @@ class Controller final : public service::ControlPlane, public AgentSink {
   // Every attempt running on `node` ends NODE_FAIL; its job is requeued or ends.
   void FailJobsOnNode(Batch& batch, const std::string& node, const std::string& why, Timestamp now);
   executor::LaunchSpec MakeLaunchSpec(const model::Job& job) const;
+  backend::PoolBackend& BackendOf(const model::Job& job) const;
+  std::string BackendNameOf(const model::Job& job) const;
 
   const config::Config& config_;
   store::Store& store_;
   metrics::Metrics& metrics_;
   const Clock& clock_;
-  executor::Executor* executor_ = nullptr;
+  backend::BackendSet backends_;
   scheduler::Scheduler scheduler_;
 
   // Inbox: guarded by mu_.

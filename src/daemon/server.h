@@ -1,5 +1,5 @@
 #pragma once
-// `unisched server` and `unisched validate-config`: the composition root.
+// `unisched server` and `unisched validate-config` (the composition root is daemon.h).
 
 namespace unisched::daemon {
 

@@ -12,6 +12,20 @@ std::vector<Charge> AllocatedCharges(const model::ClusterSpec& cluster, const mo
   std::vector<Charge> out;
   if (to <= from) return out;
   const double seconds = std::chrono::duration<double>(to - from).count();
+  const model::PoolSpec* pool = cluster.FindPool(job.pool);
+  if (pool && pool->PlacedByBackend()) {
+    // Placed by the pool's backend: no node shares here, so the request is
+    // what the job holds (per node times nodes), charged to the backend.
+    const double nodes = std::max(job.resources.nodes, 1);
+    out.push_back({kCpuCoreSeconds, "", pool->backend, nodes * job.resources.cpus * seconds});
+    out.push_back(
+        {kMemoryMbSeconds, "", pool->backend, nodes * static_cast<double>(job.resources.memory_mb) * seconds});
+    if (job.resources.gpus > 0) {
+      const std::string model_name = job.resources.gpu_model.empty() ? "any" : job.resources.gpu_model;
+      out.push_back({kGpuSeconds, model_name, pool->backend, nodes * job.resources.gpus * seconds});
+    }
+    return out;
+  }
   for (const auto& share : attempt.allocation) {
     out.push_back({kCpuCoreSeconds, "", share.node, share.cpus * seconds});
     out.push_back({kMemoryMbSeconds, "", share.node, static_cast<double>(share.memory_mb) * seconds});
@@ -29,7 +43,6 @@ std::vector<Charge> AllocatedCharges(const model::ClusterSpec& cluster, const mo
     }
     for (const auto& [model_name, count] : cards) out.push_back({kGpuSeconds, model_name, share.node, count * seconds});
   }
-  const model::PoolSpec* pool = cluster.FindPool(job.pool);
   if (pool && pool->kind == model::PoolKind::kElastic && !attempt.allocation.empty()) {
     out.push_back({kInstanceSeconds, "", attempt.allocation.front().node, seconds});
   }
@@ -43,9 +56,12 @@ std::map<ChargeKey, double> AttemptUsage(const model::ClusterSpec& cluster, cons
   for (const auto& c : AllocatedCharges(cluster, job, attempt, *attempt.started_at, *attempt.ended_at)) {
     out[{c.metric, c.detail, c.node}] += c.quantity;
   }
-  if (attempt.usage && !attempt.allocation.empty()) {
-    out[{kCpuSecondsUsed, "", attempt.allocation.front().node}] +=
-        attempt.usage->user_cpu_seconds + attempt.usage->system_cpu_seconds;
+  const model::PoolSpec* pool = cluster.FindPool(job.pool);
+  const std::string where = !attempt.allocation.empty()       ? attempt.allocation.front().node
+                            : pool && pool->PlacedByBackend() ? pool->backend
+                                                              : std::string();
+  if (attempt.usage && !where.empty()) {
+    out[{kCpuSecondsUsed, "", where}] += attempt.usage->user_cpu_seconds + attempt.usage->system_cpu_seconds;
   }
   return out;
 }

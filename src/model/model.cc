@@ -200,6 +200,7 @@ const PendingInfo& PendingInfos::at(JobId id) const {
 std::vector<std::string> Job::NodeNames() const {
   std::vector<std::string> names;
   if (const Attempt* a = CurrentAttempt()) {
+    if (a->allocation.empty()) return a->placed_on;  // placed by the pool's backend
     for (const auto& n : a->allocation) names.push_back(n.node);
   }
   return names;

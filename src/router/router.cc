@@ -105,6 +105,8 @@ Error Unsatisfiable(std::string message, std::string field) {
 std::optional<Error> CheckFeasible(const ClusterSpec& cluster, const QueueSpec& queue, const ResourceRequest& res,
                                    const model::Labels& constraints, bool memory_defaulted, bool* no_gpus) {
   const std::string& pool = queue.pool;
+  // Its backend places jobs on nodes it alone knows: it decides what fits.
+  if (const model::PoolSpec* spec = cluster.FindPool(pool); spec && spec->PlacedByBackend()) return std::nullopt;
   const std::vector<const NodeSpec*> nodes = PoolNodes(cluster, pool);
   const int64_t need_nodes = std::max(res.nodes, 1);
   if (nodes.empty()) {

@@ -599,6 +599,10 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
 
   const auto pool_name_shared = std::make_shared<const std::string>(pool_name_);
   if (explain) plan_.pending.reserve(plan_.pending.size() + ranked.size());
+  // The pool's backend places jobs itself (another cluster's scheduler): an
+  // admitted job starts with no allocation here; where it runs is the
+  // backend's choice, so there is nothing to fit, reserve or preempt.
+  const bool backend_places = pool_ && pool_->PlacedByBackend();
   int waiting_ahead = 0;      // jobs of this pool ordered before the current one that stay pending
   bool pool_blocked = false;  // fcfs: a job ahead could not start
   int reservations = 0;
@@ -673,6 +677,12 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
     }
     if (pool_blocked) {
       keep_pending(info);  // strict FCFS: nothing passes a blocked job
+      continue;
+    }
+    if (backend_places) {
+      tally_.Add({job.queue, job.project, job.user}, policy::AmountOf(job.resources));
+      plan_.starts.push_back({job.id, {}});
+      ++plan_.report.started;
       continue;
     }
 

@@ -73,8 +73,8 @@ struct ApiContext {
   SandboxPlane* sandboxes = nullptr;  // null: 503 for /v1/sandboxes and /v1/images
   metrics::Metrics* metrics = nullptr;
   const Clock* clock = nullptr;
-  // Path of an attempt's output file ("stdout"/"stderr").
-  std::function<std::string(model::JobId, int, std::string_view)> log_path;
+  // An attempt's output stream as its pool's backend keeps it ("" when none).
+  std::function<std::string(const model::Job&, int, std::string_view)> read_log;
   // Whether the daemon is ready (store open, recovery done) for /readyz.
   std::function<bool()> ready;
 };

@@ -82,6 +82,9 @@ struct RunResult {
   // backoff without counting it against max_retries (docs/policy/retries.md).
   // Absent from a result written before it existed: permanent.
   bool transient = false;
+  // From a backend that places jobs itself (backend::Placement::kBackend):
+  // the nodes it ran the attempt on, in its own names.
+  std::vector<std::string> placed_on{};
 };
 
 // Errors a launch may hit while the machine is short of descriptors

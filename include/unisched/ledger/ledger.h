@@ -74,8 +74,9 @@ Entry MakeEntry(const Subject& subject, const Charge& charge, Timestamp from, Ti
 
 // What the allocation of `attempt` costs over [from, to): cpu core-seconds,
 // memory MB-seconds and GPU card-seconds per model on each node, and for a
-// job of an elastic pool one instance over the interval. Nothing for an
-// empty or inverted interval.
+// job of an elastic pool one instance over the interval. A job of a pool
+// whose backend places jobs has no shares: its request is charged, to the
+// backend's name. Nothing for an empty or inverted interval.
 std::vector<Charge> AllocatedCharges(const model::ClusterSpec& cluster, const model::Job& job,
                                      const model::Attempt& attempt, Timestamp from, Timestamp to);
 

@@ -55,6 +55,11 @@ enum class BackfillMode { kFcfs, kEasy, kConservative };
 std::string_view ToString(BackfillMode mode);  // "fcfs", "easy", "conservative"
 std::optional<BackfillMode> ParseBackfillMode(std::string_view text);
 
+// The backends every daemon has (docs/adr/0006-pool-backend-port.md): pools
+// whose nodes the daemon runs itself, and pools whose nodes run node agents.
+inline constexpr std::string_view kLocalBackend = "local";
+inline constexpr std::string_view kAgentBackend = "agent";
+
 struct PoolSpec {
   std::string name;
   PoolKind kind = PoolKind::kCpu;
@@ -73,6 +78,15 @@ struct PoolSpec {
   std::vector<std::string> health_check_command{};
   int health_check_interval_seconds = 60;
   int health_check_timeout_seconds = 10;
+  // Who runs the pool's jobs (pools[].backend): "local", "agent", or the
+  // name of a backend that places jobs itself (another cluster's
+  // scheduler) and so has no nodes here. Empty in the YAML: "agent" when
+  // the pool's nodes are agent nodes, else "local" (set by the config
+  // loader).
+  std::string backend{kLocalBackend};
+  // The backend chooses where each job runs (the daemon's scheduler only
+  // admits it by order, quotas and budgets): any backend but the two built in.
+  bool PlacedByBackend() const { return backend != kLocalBackend && backend != kAgentBackend; }
 };
 
 // Upper bounds on what one scope (a project, a user) may hold at once in

@@ -117,6 +117,9 @@ struct Attempt {
   // out of descriptors, processes or memory; executor::RunResult::transient):
   // requeued with state_reason LaunchRetry, never counted as a retry.
   bool transient = false;
+  // In a pool whose backend places jobs (no allocation here): the nodes the
+  // backend reports it ran the attempt on, in its own names.
+  std::vector<std::string> placed_on{};
   bool operator==(const Attempt&) const = default;
 };
 
@@ -166,7 +169,8 @@ struct Job {
   // The latest attempt, or nullptr before the first start.
   const Attempt* CurrentAttempt() const { return attempts.empty() ? nullptr : &attempts.back(); }
   Attempt* CurrentAttempt() { return attempts.empty() ? nullptr : &attempts.back(); }
-  // Names of the nodes of the current attempt.
+  // Names of the nodes of the current attempt (those its backend reported,
+  // in a pool whose backend places jobs).
   std::vector<std::string> NodeNames() const;
   bool operator==(const Job&) const = default;
 };

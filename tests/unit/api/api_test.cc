@@ -61,7 +61,7 @@ class ApiTest : public ::testing::Test {
     ctx.jobs = jobs_.get();
     ctx.metrics = &metrics_;
     ctx.clock = &clock_;
-    ctx.log_path = [](model::JobId, int, std::string_view) { return std::string("/nonexistent"); };
+    ctx.read_log = [](const model::Job&, int, std::string_view) { return std::string(); };
     api_ = std::make_unique<Api>(ctx);
   }
   void TearDown() override {

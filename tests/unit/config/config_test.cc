@@ -231,6 +231,36 @@ TEST(LoadConfigText, ReportsEveryErrorWithItsPath) {
            .Queues("queues: [{name: batch, pool: cpu-pool}]\n"),
        {"nodes[0].cpus"},
        "must be an integer"},
+      // One backend serves a pool (docs/adr/0006-pool-backend-port.md).
+      {"a pool of local and agent nodes",
+       Doc()
+           .Pools("pools: [{name: cpu-pool, kind: cpu, nodes: [x86-c8m16-hpc-01, x86-c8m16-hpc-02]}]\n")
+           .Nodes("nodes: [{name: x86-c8m16-hpc-01, cpus: 8, memory_mb: 16384},\n"
+                  "        {name: x86-c8m16-hpc-02, cpus: 8, memory_mb: 16384, agent: true}]\n")
+           .Queues("queues: [{name: batch, pool: cpu-pool}]\n"),
+       {"pools[0].nodes"},
+       "has local nodes (x86-c8m16-hpc-01) and agent nodes (x86-c8m16-hpc-02); one backend serves a pool"},
+      {"backend: agent over a local node",
+       Doc()
+           .Pools("pools: [{name: cpu-pool, kind: cpu, backend: agent, nodes: [x86-c8m16-hpc-01]}]\n")
+           .Nodes("nodes: [{name: x86-c8m16-hpc-01, cpus: 8, memory_mb: 16384}]\n")
+           .Queues("queues: [{name: batch, pool: cpu-pool}]\n"),
+       {"pools[0].nodes"},
+       "has backend: agent but nodes without agent: true (x86-c8m16-hpc-01)"},
+      {"a placing backend with nodes of its own here",
+       Doc()
+           .Pools("pools: [{name: cpu-pool, kind: cpu, backend: slurm-west, nodes: [x86-c8m16-hpc-01]}]\n")
+           .Nodes("nodes: [{name: x86-c8m16-hpc-01, cpus: 8, memory_mb: 16384}]\n")
+           .Queues("queues: [{name: batch, pool: cpu-pool}]\n"),
+       {"pools[0].nodes"},
+       "is served by backend 'slurm-west', which places its jobs itself: it has no nodes here; use nodes: []"},
+      {"a backend name that is not a plain name",
+       Doc()
+           .Pools("pools: [{name: cpu-pool, kind: cpu, backend: \"Slurm West\", nodes: []}]\n")
+           .Nodes("nodes: []\n")
+           .Queues("queues: [{name: batch, pool: cpu-pool}]\n"),
+       {"pools[0].backend"},
+       "invalid backend name 'Slurm West'"},
       {"an integer beyond int",
        Doc().Extra("executor: {pids_limit: 99999999999}\n"),
        {"executor.pids_limit"},
@@ -520,6 +550,28 @@ TEST(LoadConfigText, DerivesNodePoolsLabelsAndGpuIndices) {
   EXPECT_EQ(config.server.listen, "127.0.0.1:8642");
   EXPECT_EQ(config.store.synchronous, "full");
   EXPECT_EQ(config.executor.default_unix_user, "unisched-job");
+}
+
+TEST(LoadConfigText, APoolsBackendIsDerivedFromItsNodesOrNamed) {
+  const Config config =
+      MustLoad(LoadConfigText(Doc()
+                                  .Pools("pools:\n"
+                                         "  - {name: here, kind: cpu, nodes: [x86-c8m16-hpc-01]}\n"
+                                         "  - {name: agents, kind: cpu, nodes: [x86-c8m16-hpc-02]}\n"
+                                         "  - {name: empty, kind: cpu, nodes: []}\n"
+                                         "  - {name: far, kind: cpu, backend: slurm-west, nodes: []}\n")
+                                  .Nodes("nodes:\n"
+                                         "  - {name: x86-c8m16-hpc-01, cpus: 8, memory_mb: 16384}\n"
+                                         "  - {name: x86-c8m16-hpc-02, cpus: 8, memory_mb: 16384, "
+                                         "agent: true}\n")
+                                  .Queues("queues: [{name: batch, pool: here}]\n")
+                                  .Text()));
+  EXPECT_EQ(config.cluster.FindPool("here")->backend, "local");
+  EXPECT_EQ(config.cluster.FindPool("agents")->backend, "agent");
+  EXPECT_EQ(config.cluster.FindPool("empty")->backend, "local");
+  EXPECT_EQ(config.cluster.FindPool("far")->backend, "slurm-west");
+  EXPECT_FALSE(config.cluster.FindPool("agents")->PlacedByBackend());
+  EXPECT_TRUE(config.cluster.FindPool("far")->PlacedByBackend());
 }
 
 TEST(LoadConfigText, GpuMapFormGivesIdenticalDevicesInOrder) {

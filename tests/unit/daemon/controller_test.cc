@@ -87,7 +87,10 @@ class ControllerTest : public ::testing::Test {
 
   void StartController() {
     controller_ = std::make_unique<Controller>(config_, *store_, metrics_, clock_);
-    controller_->SetExecutor(&executor_);
+    backend::BackendSet backends;
+    backends.Serve("p", &backend_);
+    backends.Serve("a", &backend_);
+    ASSERT_TRUE(controller_->SetBackends(backends).ok());
     controller_->Start();
   }
 
@@ -177,6 +180,9 @@ class ControllerTest : public ::testing::Test {
   metrics::Metrics metrics_;
   FakeClock clock_;
   FakeExecutor executor_;
+  // Both pools' backend: the fake executor behind the port, as the daemon
+  // puts its local executor and its agent hub.
+  backend::ExecutorBackend backend_{executor_};
   std::unique_ptr<Controller> controller_;
 };
 

@@ -65,6 +65,33 @@ TEST(LedgerTest, AttemptUsageIsItsRunPlusCpuUsed) {
   EXPECT_DOUBLE_EQ(usage.at({kCpuSecondsUsed, "", "x86-c8m16-agent-01"}), 1.5);
 }
 
+TEST(LedgerTest, AJobOfABackendPlacedPoolIsChargedItsRequestToTheBackend) {
+  model::ClusterSpec cluster = Cluster();
+  model::PoolSpec far;
+  far.name = "far";
+  far.backend = "slurm-west";
+  cluster.pools.push_back(far);
+  model::Job job = JobIn("far");
+  job.resources.nodes = 2;
+  job.resources.cpus = 4;
+  job.resources.memory_mb = 1000;
+  job.resources.gpus = 1;
+  job.resources.gpu_model = "h100";
+  model::Attempt a;  // no allocation: the backend chose its nodes
+  a.placed_on = {"far-01", "far-02"};
+  a.started_at = kT0;
+  a.ended_at = kT0 + std::chrono::seconds(10);
+  a.usage = model::RunUsage{10, 3, 1, 1000};
+  const auto usage = AttemptUsage(cluster, job, a);
+  // Per node times nodes, over 10 s.
+  EXPECT_DOUBLE_EQ(usage.at({kCpuCoreSeconds, "", "slurm-west"}), 2 * 4 * 10);
+  EXPECT_DOUBLE_EQ(usage.at({kMemoryMbSeconds, "", "slurm-west"}), 2 * 1000 * 10);
+  EXPECT_DOUBLE_EQ(usage.at({kGpuSeconds, "h100", "slurm-west"}), 2 * 1 * 10);
+  EXPECT_DOUBLE_EQ(usage.at({kCpuSecondsUsed, "", "slurm-west"}), 4);
+  job.resources.gpu_model.clear();
+  EXPECT_DOUBLE_EQ(Sum(AllocatedCharges(cluster, job, a, kT0, kT0 + std::chrono::seconds(1)), kGpuSeconds, "any"), 2);
+}
+
 TEST(LedgerTest, ReconcileSaysMissingDuplicatedMismatched) {
   const std::map<ChargeKey, double> expected = {{{kCpuCoreSeconds, "", "n"}, 60}, {{kGpuSeconds, "h100", "n"}, 15}};
   struct Case {

@@ -407,6 +407,26 @@ TEST(SchedulerQuotaTest, MaxConcurrencyCapsTheQueueOnly) {
   EXPECT_EQ(EstimatedStart(plan, 2), std::nullopt);
 }
 
+// ---- pools whose backend places jobs (docs/adr/0006-pool-backend-port.md) ----
+
+TEST(SchedulerBackendPlacementTest, AdmittedJobsStartWithNoAllocationAndLimitsStillHold) {
+  auto b = MakeCluster();
+  b.Pool("far");
+  b.Queue(MakeQueue("q").Pool("far").MaxConcurrency(2));
+  model::ClusterSpec cluster = b.Build();
+  cluster.pools.at(0).backend = "slurm-west";  // no nodes here: the backend places
+  auto job = [](model::JobId id) { return MakePending(id).Pool("far").Queue("q").Cpus(512); };
+  const Snapshot snapshot = MakeSnapshot(EmptyUsage(cluster), {job(1), job(2), job(3)}, {});
+  const Plan plan = SchedulerFor(cluster).Decide(snapshot, kNow);
+  // Far more CPUs than any node here has: what fits is the backend's call.
+  EXPECT_THAT(StartedIds(plan), ElementsAre(1, 2));
+  ASSERT_NE(StartOf(plan, 1), nullptr);
+  EXPECT_TRUE(StartOf(plan, 1)->allocation.empty());
+  EXPECT_EQ(Reasons(plan, 3), (std::vector<PendingReason>{{"ConcurrencyLimit", "q runs 2/2 jobs (max_concurrency)"}}));
+  EXPECT_EQ(EstimatedStart(plan, 3), std::nullopt);
+  EXPECT_TRUE(plan.reservations.empty());
+}
+
 // ---- backfill ----
 
 TEST(SchedulerBackfillTest, EasyShortJobsBackfillLongOnesWait) {

@@ -1,0 +1,106 @@
+#pragma once
+// The pool-backend port (docs/adr/0006-pool-backend-port.md): every pool is
+// served by one backend, behind this interface, and the controller talks to
+// backends only. Two kinds of placement:
+//   kDaemon:  the daemon's scheduler chooses the nodes; the backend runs the
+//             attempt on them (the local nodes, the node agents).
+//   kBackend: the backend chooses (another cluster's own scheduler); the
+//             daemon only admits the job by queue order, quotas and budgets,
+//             and the backend's result says where it ran (placed_on).
+// A backend never changes a job: it runs attempts and reports how each
+// ended, once, through the result sink it was made with.
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "unisched/common/status.h"
+#include "unisched/executor/executor.h"
+#include "unisched/model/job.h"
+
+namespace unisched::backend {
+
+enum class Placement { kDaemon, kBackend };
+
+class PoolBackend {
+ public:
+  // Called once per attempt that ends, from a backend thread, with no
+  // backend lock held.
+  using ResultSink = executor::Executor::ResultSink;
+  virtual ~PoolBackend() = default;
+
+  virtual Placement placement() const = 0;
+  // Starts the attempt on its allocation (empty for kBackend placement).
+  // Idempotent per (job, attempt). An error means nothing was started; its
+  // code is executor::kTransientLaunchCode when trying again later may work.
+  virtual Status Launch(const executor::LaunchSpec& spec, const model::Allocation& allocation) = 0;
+  // Stops the attempt (preempt: with its preempt grace); its result follows
+  // with outcome kCancelled. Unknown or ended attempts: no-op.
+  virtual void Cancel(model::JobId job, int attempt, bool preempt) = 0;
+  // After a daemon restart, for an attempt the store records as running:
+  // collect, adopt or launch it, as executor::Executor::Recover.
+  virtual void Recover(const executor::LaunchSpec& spec, const model::Allocation& allocation) = 0;
+  // An attempt's output stream ("stdout" or "stderr") as far as this backend
+  // keeps it; empty when it keeps none.
+  virtual std::string ReadLog(model::JobId job, int attempt, std::string_view stream) const = 0;
+  // The attempt's end is durably recorded: what was kept only to recover it may go.
+  virtual void Release(model::JobId job, int attempt) {
+    (void)job;
+    (void)attempt;
+  }
+  // After a restart, before any Recover or Launch: Release for every
+  // attempt this backend still holds except those in `running`.
+  virtual void ReleaseAllExcept(const std::set<std::pair<model::JobId, int>>& running) { (void)running; }
+  // Retention: the attempt's output goes; attempt 0: every attempt of the job.
+  virtual void Forget(model::JobId job, int attempt) = 0;
+  // Stops watching; what runs keeps running where the backend allows it.
+  virtual void Shutdown() = 0;
+};
+
+// Which backend serves which pool. The controller asks it by the job's pool;
+// work not tied to a pool (releases of jobs it no longer holds, retention)
+// goes to every distinct backend, each ignoring attempts it does not know.
+class BackendSet {
+ public:
+  void Serve(const std::string& pool, PoolBackend* backend) {
+    by_pool_[pool] = backend;
+    distinct_.insert(backend);
+  }
+  // The backend of `pool`; null when none serves it.
+  PoolBackend* For(const std::string& pool) const {
+    auto it = by_pool_.find(pool);
+    return it == by_pool_.end() ? nullptr : it->second;
+  }
+  const std::set<PoolBackend*>& Distinct() const { return distinct_; }
+
+ private:
+  std::map<std::string, PoolBackend*, std::less<>> by_pool_;
+  std::set<PoolBackend*> distinct_;
+};
+
+// A backend of kDaemon placement over an executor (the local executor, the
+// agent hub): each attempt runs on its allocation's first node, the one
+// LaunchSpec::node names, and its output is the executor's log file. The
+// executor stays its owner's to shut down.
+class ExecutorBackend final : public PoolBackend {
+ public:
+  explicit ExecutorBackend(executor::Executor& executor) : executor_(executor) {}
+  Placement placement() const override { return Placement::kDaemon; }
+  Status Launch(const executor::LaunchSpec& spec, const model::Allocation& allocation) override;
+  void Cancel(model::JobId job, int attempt, bool preempt) override;
+  void Recover(const executor::LaunchSpec& spec, const model::Allocation& allocation) override;
+  std::string ReadLog(model::JobId job, int attempt, std::string_view stream) const override;
+  void Release(model::JobId job, int attempt) override;
+  void ReleaseAllExcept(const std::set<std::pair<model::JobId, int>>& running) override;
+  void Forget(model::JobId job, int attempt) override;
+  void Shutdown() override;
+
+ private:
+  executor::Executor& executor_;
+};
+
+}  // namespace unisched::backend
