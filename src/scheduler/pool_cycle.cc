@@ -1,0 +1,343 @@
+// One pool's part of a scheduling cycle: the walk over its pending jobs in
+// priority order (scheduler.h lists the steps; docs/scheduling-cycle.md).
+
+#include "scheduler/pool_cycle.h"
+
+#include <algorithm>
+
+namespace unisched::scheduler::internal {
+
+const model::QueuePolicy& DefaultQueuePolicy() {
+  static const model::QueuePolicy kPolicy;
+  return kPolicy;
+}
+
+std::string JoinIds(const std::vector<model::JobId>& ids) {
+  std::string text;
+  for (model::JobId id : ids) text += (text.empty() ? "" : ", ") + std::to_string(id);
+  return text;
+}
+
+const PoolCycle::ScopeInfo& PoolCycle::Scope(const std::string& queue, const std::string& project,
+                                             const std::string& user) {
+  auto [it, inserted] = scopes_.try_emplace(ScopeKey{queue, project, user});
+  if (inserted) {
+    ScopeInfo& info = it->second;
+    info.queue_spec = state_.Queue(queue);
+    info.policy = &state_.PolicyOf(queue);
+    info.weights = info.policy->Weights();
+    info.project = state_.Project(project);
+    info.fairshare = info.weights.fairshare > 0 ? state_.Fairshare(project, user) : 1.0;
+    info.has_limits = info.policy->max_concurrency || !info.policy->project_quota.Empty() ||
+                      !info.policy->user_quota.Empty() ||
+                      (info.project && (!info.project->quota.Empty() || !info.project->budget.Empty()));
+  }
+  return it->second;
+}
+
+model::PriorityFactors PoolCycle::PriorityOf(const ScopeInfo& scope, Timestamp submitted_at,
+                                             const model::ResourceRequest& r, int adjustment) const {
+  const model::PriorityWeights& weights = scope.weights;
+  policy::PriorityInputs in;
+  in.fairshare_factor = scope.fairshare;
+  in.submitted_at = submitted_at;
+  in.tier = scope.queue_spec ? scope.queue_spec->priority_tier : 0;
+  in.max_tier_in_pool = max_tier_;
+  in.job_cpus = int64_t{r.nodes} * r.cpus;
+  in.pool_cpus = pool_cpus_;
+  in.adjustment = adjustment;
+  return policy::ComputePriority(weights, in, now_);
+}
+
+std::vector<const model::NodeUsage*> PoolCycle::StartableNodes(const model::ResourceRequest& r, Timestamp end) const {
+  const auto& nodes = *pool_nodes_;
+  // Only nodes that had room when the cycle began can have room now
+  // (a cycle only takes room); on a busy cluster that is a few percent.
+  const bool needs_nothing = r.cpus <= 0 && r.memory_mb <= 0 && r.gpus <= 0;
+  const Capacity need = policy::PerNode(r);
+  std::vector<const model::NodeUsage*> out;
+  out.reserve(needs_nothing ? nodes.size() : roomy_.size());
+  auto consider = [&](size_t i) {
+    // A node held for a reservation must keep the room over the whole window.
+    if (any_future_hold_ && has_future_hold_[i] && !timelines_[i].MinFree(now_, end).Covers(need)) return;
+    out.push_back(nodes[i]);
+  };
+  if (needs_nothing) {
+    for (size_t i = 0; i < nodes.size(); ++i) consider(i);
+  } else {
+    for (size_t i : roomy_) consider(i);
+  }
+  return out;
+}
+
+void PoolCycle::Hold(const model::Allocation& allocation, Timestamp from, Timestamp to, bool is_reservation) {
+  for (const auto& share : allocation) {
+    auto it = node_index_.find(share.node);
+    if (it == node_index_.end()) continue;
+    timelines_[it->second].Reserve(from, to, ShareCapacity(share));
+    ++node_version_[it->second];
+    if (is_reservation && from > now_) {
+      has_future_hold_[it->second] = true;
+      any_future_hold_ = true;
+    }
+  }
+}
+
+void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>& jobs,
+                    const std::vector<const RunningJob*>& running) {
+  const bool explain = state_.snapshot.explain;
+  pool_name_ = pool_name;
+  auto pool_it = state_.pools.find(pool_name);
+  pool_ = pool_it == state_.pools.end() ? nullptr : pool_it->second;
+  const model::BackfillMode mode = pool_ ? pool_->backfill : model::BackfillMode::kEasy;
+  const int depth = !pool_                                       ? 1
+                    : mode == model::BackfillMode::kConservative ? pool_->reservation_depth
+                    : mode == model::BackfillMode::kEasy         ? 1
+                                                                 : 0;
+  pool_nodes_ = &nodes_.Pool(pool_name);
+  for (const auto* n : *pool_nodes_) pool_cpus_ += int64_t{n->spec.cpus};
+  for (const auto& [name, queue] : state_.queues) {
+    if (queue->pool == pool_name) max_tier_ = std::max(max_tier_, queue->priority_tier);
+  }
+
+  // 1. Priorities and order.
+  auto t = SteadyClock::now();
+  std::vector<Ranked> ranked;
+  ranked.reserve(jobs.size());
+  std::vector<model::PriorityFactors> factors;
+  factors.reserve(jobs.size());
+  // Distinct request shapes (resources and constraints), found while the
+  // jobs are visited in memory order.
+  std::vector<const PendingJob*> shapes;
+  constexpr size_t kMaxShapes = 256;
+  for (const PendingJob* job : jobs) {
+    const ScopeInfo& scope = Scope(job->queue, job->project, job->user);
+    factors.push_back(PriorityOf(scope, job->submitted_at, job->resources, job->adjustment));
+    uint32_t shape = kNoShape;
+    for (size_t k = 0; k < shapes.size(); ++k) {
+      if (shapes[k]->resources == job->resources && shapes[k]->constraints == job->constraints) {
+        shape = static_cast<uint32_t>(k);
+        break;
+      }
+    }
+    if (shape == kNoShape && shapes.size() < kMaxShapes) {
+      shape = static_cast<uint32_t>(shapes.size());
+      shapes.push_back(job);
+    }
+    ranked.push_back({job, &scope, factors.back().Total(), job->submitted_at, job->id, shape,
+                      static_cast<uint32_t>(factors.size() - 1)});
+  }
+  std::sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
+    if (a.priority != b.priority) return a.priority > b.priority;
+    if (a.submitted_at != b.submitted_at) return a.submitted_at < b.submitted_at;
+    return a.id < b.id;
+  });
+  plan_.report.order += SteadyClock::now() - t;
+
+  // 2. Profile.
+  t = SteadyClock::now();
+  BuildProfile(running);
+  std::map<model::JobId, std::vector<model::JobId>> victims_in_flight;
+  for (const RunningJob* r : running) {
+    if (r->preempting_for) victims_in_flight[*r->preempting_for].push_back(r->id);
+  }
+  // Conservative: previous reservations hold their room while the jobs
+  // before them are placed, so each job only ever moves earlier.
+  std::unordered_map<model::JobId, std::vector<size_t>> previous_holds;
+  if (mode == model::BackfillMode::kConservative) previous_holds = HoldPreviousReservations(ranked);
+  plan_.report.reserve += SteadyClock::now() - t;
+
+  // Requests known not to start now: capacity only shrinks during a cycle,
+  // so an identical request cannot start later in it either. Its reasons
+  // are reused as first found in the cycle (free amounts they quote may have
+  // shrunk since; the next cycle refreshes them). With thousands of
+  // identical jobs waiting, this keeps a saturated pool's cycle cheap.
+  std::vector<char> shape_failed(shapes.size(), 0);
+  std::vector<ReasonList> shape_reasons(shapes.size());
+
+  const auto pool_name_shared = std::make_shared<const std::string>(pool_name_);
+  if (explain) plan_.pending.reserve(plan_.pending.size() + ranked.size());
+  // The pool's backend places jobs itself (another cluster's scheduler): an
+  // admitted job starts with no allocation here; where it runs is the
+  // backend's choice, so there is nothing to fit, reserve or preempt.
+  const bool backend_places = pool_ && pool_->PlacedByBackend();
+  int waiting_ahead = 0;      // jobs of this pool ordered before the current one that stay pending
+  bool pool_blocked = false;  // fcfs: a job ahead could not start
+  int reservations = 0;
+
+  for (const Ranked& entry : ranked) {
+    const PendingJob& job = *entry.job;  // a reference: not read unless needed
+    ++plan_.report.considered;
+    model::PendingInfo info;
+    if (explain) info.priority = factors[entry.index];
+    auto keep_pending = [&](model::PendingInfo& pending) {
+      if (explain) {
+        pending.jobs_ahead = waiting_ahead;
+        pending.pool = pool_name_shared;
+        plan_.pending.emplace(entry.id, std::move(pending));
+      }
+      ++waiting_ahead;
+    };
+    // Puts a reason before the job's own (shared) ones.
+    auto prepend = [&](model::PendingReason reason) {
+      auto list = std::make_shared<std::vector<model::PendingReason>>();
+      list->push_back(std::move(reason));
+      if (info.own) list->insert(list->end(), info.own->begin(), info.own->end());
+      info.own = std::move(list);
+    };
+
+    // Its previous reservation, if held: given back now, then either kept
+    // as it was (not moving this cycle, start still ahead) or replaced by
+    // one at least as early (or a start).
+    if (!previous_holds.empty()) {
+      if (auto held = previous_holds.find(entry.id); held != previous_holds.end()) {
+        const Timestamp from = std::max(*job.reserved_start, now_);
+        const Timestamp to = policy::WindowEnd(from, Walltime(job.resources));
+        for (size_t i : held->second) {
+          timelines_[i].Release(from, to, policy::PerNode(job.resources));
+          ++node_version_[i];
+        }
+        if (!state_.snapshot.move_reservations && from > now_) {
+          for (size_t i : held->second) {
+            timelines_[i].Reserve(from, to, policy::PerNode(job.resources));
+            ++node_version_[i];
+          }
+          RecordReservation(job.id, from, held->second);
+          ++reservations;
+          if (explain) {
+            info.own = std::make_shared<const std::vector<model::PendingReason>>(
+                std::vector<model::PendingReason>{{"Resources", "waits for its reservation (conservative backfill)"}});
+            info.estimated_start = from;
+          }
+          keep_pending(info);
+          continue;
+        }
+      }
+    }
+
+    // Admission: quotas and concurrency. An over-limit job waits without
+    // holding anything up (it gets no reservation).
+    const model::QueuePolicy& queue_policy = *entry.scope->policy;
+    std::optional<model::PendingReason> limit;
+    if (entry.scope->has_limits) {
+      limit = policy::CheckLimits(tally_, {job.queue, job.project, job.user}, job.resources, queue_policy,
+                                  entry.scope->project);
+      if (!limit && entry.scope->project && !entry.scope->project->budget.Empty()) {
+        auto use = state_.snapshot.budget_use.find(job.project);
+        limit = policy::CheckBudget(job.project, entry.scope->project->budget,
+                                    use == state_.snapshot.budget_use.end() ? policy::BudgetUse{} : use->second);
+      }
+    }
+    if (limit) {
+      if (explain) prepend(std::move(*limit));
+      keep_pending(info);
+      continue;
+    }
+    if (pool_blocked) {
+      keep_pending(info);  // strict FCFS: nothing passes a blocked job
+      continue;
+    }
+    if (backend_places) {
+      tally_.Add({job.queue, job.project, job.user}, policy::AmountOf(job.resources));
+      plan_.starts.push_back({job.id, {}});
+      ++plan_.report.started;
+      continue;
+    }
+
+    // Start now, if it fits for its whole wall time without touching a reservation.
+    const bool known_failure = entry.shape != kNoShape && shape_failed[entry.shape];
+    if (!known_failure) {
+      const Timestamp end = policy::WindowEnd(now_, Walltime(job.resources));
+      t = SteadyClock::now();
+      model::FitResult fit =
+          model::Fit(StartableNodes(job.resources, end), job.resources, job.constraints, pool_name_, explain);
+      plan_.report.fit += SteadyClock::now() - t;
+      if (fit.allocation) {
+        nodes_.Apply(*fit.allocation, +1);
+        Hold(*fit.allocation, now_, end, /*is_reservation=*/false);
+        tally_.Add({job.queue, job.project, job.user}, policy::AmountOf(job.resources));
+        plan_.starts.push_back({job.id, std::move(*fit.allocation)});
+        ++plan_.report.started;
+        continue;
+      }
+      ReasonList reasons;
+      if (explain) {
+        std::vector<model::PendingReason> list = std::move(fit.reasons);
+        {
+          // Full nodes and nodes held for a reservation were left out of the
+          // fit above, so its reasons describe only the rest ("p has no
+          // nodes" when that is none). Explain against the whole pool: if
+          // the job fits there now, a reservation holds it back; else the
+          // pool-wide shortfall says why. (Once per request shape and cycle.)
+          model::FitResult whole = model::Fit(*pool_nodes_, job.resources, job.constraints, pool_name_);
+          if (!whole.allocation) {
+            list = std::move(whole.reasons);
+          } else if (std::optional<model::JobId> holder = HolderOf(*whole.allocation)) {
+            list = {{"ReservedForJob", "the room it fits in now is reserved from its start for job " +
+                                           std::to_string(*holder) +
+                                           " (a higher-priority job); it would not end before that start"}};
+          }
+        }
+        reasons = std::make_shared<const std::vector<model::PendingReason>>(std::move(list));
+      }
+      if (entry.shape != kNoShape) {
+        shape_failed[entry.shape] = 1;
+        shape_reasons[entry.shape] = reasons;
+      }
+      info.own = std::move(reasons);
+    } else if (explain) {
+      info.own = shape_reasons[entry.shape];
+    }
+
+    // Preemption: its queue may preempt, and no victims are already stopping for it.
+    if (queue_policy.can_preempt) {
+      auto in_flight = victims_in_flight.find(job.id);
+      if (in_flight != victims_in_flight.end()) {
+        if (explain) prepend({"Preempting", "waiting for preempted job(s) " + JoinIds(in_flight->second) + " to stop"});
+      } else {
+        std::vector<const RunningJob*> victims = ChooseVictims(job, entry.priority, running);
+        if (!victims.empty()) {
+          std::vector<model::JobId> ids;
+          for (const RunningJob* v : victims) {
+            const model::QueuePolicy& vp = state_.PolicyOf(v->queue);
+            plan_.preemptions.push_back(
+                {v->id, job.id, vp.preempt_grace_seconds, vp.preempt_action == model::PreemptAction::kRequeue});
+            being_preempted_.insert(v->id);
+            ids.push_back(v->id);
+            ++plan_.report.preempted;
+          }
+          if (explain) prepend({"Preempting", "preempting job(s) " + JoinIds(ids) + " to make room"});
+        }
+      }
+    }
+
+    // Reservation, per the pool's backfill mode.
+    if (mode == model::BackfillMode::kFcfs) {
+      pool_blocked = true;
+    } else if (depth == 0 || reservations < depth) {
+      t = SteadyClock::now();
+      if (auto earliest = EarliestStart(job)) {
+        const auto& [start, chosen] = *earliest;
+        const Timestamp reserved_end = policy::WindowEnd(start, Walltime(job.resources));
+        for (size_t i : chosen) {
+          timelines_[i].Reserve(start, reserved_end, policy::PerNode(job.resources));
+          ++node_version_[i];
+          // Even a reservation from now holds room a later job must not take:
+          // the job did not fit now, yet the profile has it fit (a job past
+          // its end still holds the room it frees "now"; GPUs are counted,
+          // not matched by model).
+          has_future_hold_[i] = true;
+          any_future_hold_ = true;
+          hold_owner_[i] = job.id;
+        }
+        RecordReservation(job.id, start, chosen);
+        ++reservations;
+        if (explain) info.estimated_start = start;
+      }
+      plan_.report.reserve += SteadyClock::now() - t;
+    }
+    keep_pending(info);
+  }
+}
+
+}  // namespace unisched::scheduler::internal

@@ -1,0 +1,244 @@
+#pragma once
+// Inside a scheduling cycle (scheduler.h): the cycle's working copy of the
+// nodes, the lookups shared by its pools, and PoolCycle, one pool's part of
+// the cycle. Its parts live by concern:
+//   pool_cycle.cc    the walk: order, admission, start, then preempt or reserve
+//   reservations.cc  the availability profile, earliest starts, reservations
+//   preemption.cc    choosing victims
+// Internal to the scheduler module.
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "unisched/policy/priority.h"
+#include "unisched/policy/profile.h"
+#include "unisched/policy/quota.h"
+#include "unisched/scheduler/scheduler.h"
+
+namespace unisched::scheduler::internal {
+
+using SteadyClock = std::chrono::steady_clock;
+using policy::Capacity;
+using policy::NodeTimeline;
+
+const model::QueuePolicy& DefaultQueuePolicy();
+
+// The cycle's view of the nodes: a copy of the snapshot's, updated with each
+// start as it is decided.
+class WorkingNodes {
+ public:
+  explicit WorkingNodes(const std::vector<model::NodeUsage>& nodes) : nodes_(nodes) {
+    for (auto& node : nodes_) {
+      // A snapshot built by hand may leave gpu_busy short; missing means free.
+      node.gpu_busy.resize(node.spec.gpus.size(), false);
+    }
+    // Name order, so the candidate list (and so the plan) does not depend on
+    // the order the snapshot happened to list nodes in. (Usually it is in
+    // that order already: checking is one comparison per node.)
+    auto by_name = [](const model::NodeUsage& a, const model::NodeUsage& b) { return a.spec.name < b.spec.name; };
+    if (!std::is_sorted(nodes_.begin(), nodes_.end(), by_name)) {
+      std::stable_sort(nodes_.begin(), nodes_.end(), by_name);
+    }
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      by_pool_[nodes_[i].spec.pool].push_back(&nodes_[i]);
+      index_.emplace(nodes_[i].spec.name, i);  // first wins, as in Fit
+    }
+  }
+  // by_pool_ points into nodes_.
+  WorkingNodes(const WorkingNodes&) = delete;
+  WorkingNodes& operator=(const WorkingNodes&) = delete;
+
+  const std::vector<const model::NodeUsage*>& Pool(const std::string& pool) const {
+    static const std::vector<const model::NodeUsage*> kNone;
+    auto it = by_pool_.find(pool);
+    return it == by_pool_.end() ? kNone : it->second;
+  }
+
+  void Apply(const model::Allocation& allocation, int sign) {
+    for (const auto& share : allocation) {
+      auto it = index_.find(share.node);
+      if (it != index_.end()) nodes_[it->second].Apply(share, sign);
+    }
+  }
+
+ private:
+  std::vector<model::NodeUsage> nodes_;
+  std::map<std::string, std::vector<const model::NodeUsage*>> by_pool_;
+  std::unordered_map<std::string_view, size_t> index_;  // views of nodes_' names
+};
+
+inline Capacity ShareCapacity(const model::NodeAllocation& share) {
+  return {share.cpus, share.memory_mb, static_cast<int64_t>(share.gpu_indices.size())};
+}
+
+inline std::chrono::milliseconds Walltime(const model::ResourceRequest& r) {
+  return std::chrono::seconds(r.walltime_seconds);
+}
+
+// Whether an empty node could ever hold one node's share of the request: the
+// cheap test first, labels and GPU model only when asked for.
+inline bool CouldEverHold(const model::NodeUsage& node, const model::ResourceRequest& r,
+                          const model::Labels& constraints) {
+  if (node.state != model::NodeState::kUp) return false;
+  if (node.spec.cpus < r.cpus || node.spec.memory_mb < r.memory_mb ||
+      static_cast<int>(node.spec.gpus.size()) < r.gpus) {
+    return false;
+  }
+  if (constraints.empty() && r.gpu_model.empty()) return true;
+  return !model::CheckNode(node, r, constraints, /*ignore_usage=*/true).has_value();
+}
+
+using ReasonList = std::shared_ptr<const std::vector<model::PendingReason>>;
+
+std::string JoinIds(const std::vector<model::JobId>& ids);
+
+// Lookups shared by every pool of a cycle.
+struct SchedulerState {
+  const Snapshot& snapshot;
+  const std::map<std::string, const model::QueueSpec*, std::less<>>& queues;
+  const std::map<std::string, const model::PoolSpec*, std::less<>>& pools;
+  const std::map<std::string, const model::ProjectPolicy*, std::less<>>& projects;
+
+  const model::QueueSpec* Queue(const std::string& name) const {
+    auto it = queues.find(name);
+    return it == queues.end() ? nullptr : it->second;
+  }
+  const model::QueuePolicy& PolicyOf(const std::string& queue) const {
+    const model::QueueSpec* q = Queue(queue);
+    return q ? q->policy : DefaultQueuePolicy();
+  }
+  const model::ProjectPolicy* Project(const std::string& name) const {
+    auto it = projects.find(name);
+    return it == projects.end() ? nullptr : it->second;
+  }
+  double Fairshare(const std::string& project, const std::string& user) const {
+    if (snapshot.fairshare.empty()) return 1.0;
+    auto it = snapshot.fairshare.find({project, user});
+    return it == snapshot.fairshare.end() ? 1.0 : it->second;
+  }
+};
+
+// One pool's part of a cycle.
+class PoolCycle {
+ public:
+  PoolCycle(const SchedulerState& state, WorkingNodes& nodes, policy::QuotaTally& tally, Plan& plan, Timestamp now)
+      : state_(state), nodes_(nodes), tally_(tally), plan_(plan), now_(now) {}
+
+  void Run(const std::string& pool_name, std::vector<const PendingJob*>& jobs,
+           const std::vector<const RunningJob*>& running);
+
+ private:
+  struct ScopeInfo;
+  // A pending job in priority order. Carries what the walk needs for most
+  // jobs so that it rarely touches the job itself (100,000 jobs visited in
+  // priority order are scattered in memory: each touch is a cache miss).
+  struct Ranked {
+    const PendingJob* job;
+    const ScopeInfo* scope;
+    int64_t priority;
+    Timestamp submitted_at;
+    model::JobId id;
+    uint32_t shape;  // index into shapes, or kNoShape
+    uint32_t index;  // into factors
+  };
+  static constexpr uint32_t kNoShape = UINT32_MAX;
+
+  // What a cycle needs to know about a (queue, project, user): looked up once
+  // per cycle, not once per job (100,000 jobs come from a few hundred scopes).
+  struct ScopeInfo {
+    const model::QueueSpec* queue_spec;
+    const model::QueuePolicy* policy;
+    model::PriorityWeights weights;
+    const model::ProjectPolicy* project;
+    double fairshare;
+    bool has_limits;  // a quota or concurrency cap applies
+  };
+  struct ScopeKey {
+    std::string_view queue, project, user;
+    bool operator==(const ScopeKey&) const = default;
+  };
+  struct ScopeKeyHash {
+    // Looked up for every pending job: a cheap hash of the length and the
+    // first and last eight bytes is enough for a few hundred short names
+    // (equal keys are still compared in full).
+    static uint64_t Cheap(std::string_view s) {
+      uint64_t head = 0, tail = 0;
+      std::memcpy(&head, s.data(), std::min<size_t>(8, s.size()));
+      if (s.size() > 8)
+        std::memcpy(&tail, s.data() + s.size() - std::min<size_t>(8, s.size() - 8), std::min<size_t>(8, s.size() - 8));
+      return (head * 0x9E3779B97F4A7C15ULL) ^ (tail * 0xC2B2AE3D27D4EB4FULL) ^ s.size();
+    }
+    size_t operator()(const ScopeKey& k) const {
+      return static_cast<size_t>(Cheap(k.queue) * 31 + Cheap(k.project) * 1000003 + Cheap(k.user) * 998244353);
+    }
+  };
+  const ScopeInfo& Scope(const std::string& queue, const std::string& project, const std::string& user);
+  model::PriorityFactors PriorityOf(const ScopeInfo& scope, Timestamp submitted_at, const model::ResourceRequest& r,
+                                    int adjustment) const;
+  void BuildProfile(const std::vector<const RunningJob*>& running);
+  // Pool nodes where a job may start now for its whole wall time without
+  // touching a reservation.
+  std::vector<const model::NodeUsage*> StartableNodes(const model::ResourceRequest& r, Timestamp end) const;
+  void Hold(const model::Allocation& allocation, Timestamp from, Timestamp to, bool is_reservation);
+  // Earliest start and nodes for a job that cannot start now, if any.
+  std::optional<std::pair<Timestamp, std::vector<size_t>>> EarliestStart(const PendingJob& job);
+  std::optional<std::pair<Timestamp, std::vector<size_t>>> EarliestSingleNodeStart(const PendingJob& job);
+  // Pool nodes (indices) that could ever hold one node's share of the job.
+  std::vector<size_t> Eligible(const PendingJob& job) const;
+  void RecordReservation(model::JobId job, Timestamp start, const std::vector<size_t>& node_indices);
+  // The job whose reservation holds one of these nodes, if any.
+  std::optional<model::JobId> HolderOf(const model::Allocation& allocation) const;
+  // Conservative pools: the reservations pending jobs held last cycle, held
+  // again (before anything is placed) where they still fit; by job.
+  std::unordered_map<model::JobId, std::vector<size_t>> HoldPreviousReservations(const std::vector<Ranked>& ranked);
+  // Victims whose removal lets `job` start, fewest and lowest first, or empty.
+  std::vector<const RunningJob*> ChooseVictims(const PendingJob& job, int64_t priority,
+                                               const std::vector<const RunningJob*>& running);
+
+  const SchedulerState& state_;
+  WorkingNodes& nodes_;
+  policy::QuotaTally& tally_;
+  Plan& plan_;
+  Timestamp now_;
+
+  std::string pool_name_;
+  const model::PoolSpec* pool_ = nullptr;
+  const std::vector<const model::NodeUsage*>* pool_nodes_ = nullptr;
+  std::unordered_map<std::string_view, size_t> node_index_;  // views of the pool nodes' names
+  std::vector<NodeTimeline> timelines_;
+  std::vector<bool> has_future_hold_;     // a reservation holds room on this node (from now or later)
+  std::vector<uint64_t> node_version_;    // bumped whenever a node's timeline changes
+  std::vector<size_t> roomy_;             // up nodes with something free when the cycle began
+  std::vector<model::JobId> hold_owner_;  // the last job reserved on each node (0: none)
+  // Per request shape, each eligible node's earliest window, valid while the
+  // node's version is unchanged. Within a cycle profiles only fill up, so a
+  // node untouched since keeps its answer: with conservative backfill and
+  // many jobs of few shapes, each reservation re-examines only the nodes the
+  // previous ones changed.
+  struct ShapeEarliest {
+    const PendingJob* job;  // the representative: its resources and constraints
+    std::vector<size_t> eligible;
+    std::vector<std::optional<Timestamp>> earliest;
+    std::vector<uint64_t> computed_at;
+  };
+  std::vector<ShapeEarliest> earliest_cache_;
+  bool any_future_hold_ = false;
+  int64_t pool_cpus_ = 0;
+  int max_tier_ = 0;
+  std::unordered_set<model::JobId> being_preempted_;
+  // Keys view the snapshot's strings, which outlive the cycle.
+  std::unordered_map<ScopeKey, ScopeInfo, ScopeKeyHash> scopes_;
+};
+
+}  // namespace unisched::scheduler::internal
