@@ -5,16 +5,16 @@
 
 namespace unisched::backend {
 
-Status ExecutorBackend::Launch(const executor::LaunchSpec& spec, const model::Allocation&) {
-  return executor_.Launch(spec);
+Status ExecutorBackend::Launch(const AttemptLaunch& launch) {
+  return executor_.Launch(launch.spec);
 }
 
 void ExecutorBackend::Cancel(model::JobId job, int attempt, bool preempt) {
   executor_.Cancel(job, attempt, preempt);
 }
 
-void ExecutorBackend::Recover(const executor::LaunchSpec& spec, const model::Allocation&) {
-  executor_.Recover(spec);
+void ExecutorBackend::Recover(const AttemptLaunch& launch) {
+  executor_.Recover(launch.spec);
 }
 
 std::string ExecutorBackend::ReadLog(model::JobId job, int attempt, std::string_view stream) const {

@@ -62,8 +62,7 @@ void Controller::Start() {
   // Attempts to recover, with their backends (read before the loop owns active_).
   struct Recovery {
     backend::PoolBackend* backend;
-    executor::LaunchSpec spec;
-    model::Allocation allocation;
+    backend::AttemptLaunch launch;
   };
   std::vector<Recovery> to_recover;
   // Stops asked for before a restart, sent again once the attempts are adopted.
@@ -74,7 +73,7 @@ void Controller::Start() {
         node_book_.Apply(a->allocation, +1);
         TallyRunning(job, +1);
         accounting_.ResumeCharging(job, *a, store_.LoadLedgerCharged(job.id, a->number), clock_.Now());
-        to_recover.push_back({&BackendOf(job), MakeLaunchSpec(job), a->allocation});
+        to_recover.push_back({&BackendOf(job), AttemptLaunchOf(job)});
         if (job.cancel_requested || job.preempting_for) {
           to_stop.emplace_back(&BackendOf(job), job.id, a->number,
                                !job.cancel_requested && job.preempting_for.has_value());
@@ -94,7 +93,7 @@ void Controller::Start() {
   // before the loop may launch anything (a new attempt's files are not
   // leftovers) and before Recover, which collects the running ones.
   std::set<std::pair<model::JobId, int>> running_attempts;
-  for (const auto& r : to_recover) running_attempts.emplace(r.spec.job_id, r.spec.attempt);
+  for (const auto& r : to_recover) running_attempts.emplace(r.launch.spec.job_id, r.launch.spec.attempt);
   for (backend::PoolBackend* b : backends_.Distinct()) b->ReleaseAllExcept(running_attempts);
   Publish();
   thread_ = std::thread([this] {
@@ -102,7 +101,7 @@ void Controller::Start() {
     Loop();
   });
   // Results of recovered attempts arrive through OnRunResult, after the loop runs.
-  for (const auto& r : to_recover) r.backend->Recover(r.spec, r.allocation);
+  for (const auto& r : to_recover) r.backend->Recover(r.launch);
   for (const auto& [backend, id, attempt, preempt] : to_stop) backend->Cancel(id, attempt, preempt);
   ready_ = true;
 }
@@ -287,14 +286,13 @@ void Controller::RunCycle(Batch& batch, Timestamp now) {
     metrics_.CountStart(job.pool);
     // Launch only after the RUNNING state is durable: a crash in between is
     // recovered by launching the attempt then (it never claimed its directory).
-    batch.after_commit.push_back(
-        [this, backend = &BackendOf(job), spec = MakeLaunchSpec(job), allocation = start.allocation] {
-          if (Status s = backend->Launch(spec, allocation); !s.ok()) {
-            executor::RunResult failed = executor::LaunchFailure(spec.job_id, spec.attempt, s.error());
-            failed.ended_at = clock_.Now();
-            OnRunResult(std::move(failed));
-          }
-        });
+    batch.after_commit.push_back([this, backend = &BackendOf(job), launch = AttemptLaunchOf(job)] {
+      if (Status s = backend->Launch(launch); !s.ok()) {
+        executor::RunResult failed = executor::LaunchFailure(launch.spec.job_id, launch.spec.attempt, s.error());
+        failed.ended_at = clock_.Now();
+        OnRunResult(std::move(failed));
+      }
+    });
   }
   for (const auto& preemption : plan.preemptions) ApplyPreemption(batch, preemption);
   reservations_.clear();
@@ -724,6 +722,10 @@ backend::PoolBackend& Controller::BackendOf(const Job& job) const {
 std::string Controller::BackendNameOf(const Job& job) const {
   const model::PoolSpec* pool = config_.cluster.FindPool(job.pool);
   return pool ? pool->backend : std::string("?");
+}
+
+backend::AttemptLaunch Controller::AttemptLaunchOf(const Job& job) const {
+  return {MakeLaunchSpec(job), job.CurrentAttempt()->allocation, job.resources, job.constraints};
 }
 
 executor::LaunchSpec Controller::MakeLaunchSpec(const Job& job) const {

@@ -110,6 +110,8 @@ class Controller final : public service::ControlPlane, public AgentSink {
   // Every attempt running on `node` ends NODE_FAIL; its job is requeued or ends.
   void FailJobsOnNode(Batch& batch, const std::string& node, const std::string& why, Timestamp now);
   executor::LaunchSpec MakeLaunchSpec(const model::Job& job) const;
+  // The current attempt as its backend gets it.
+  backend::AttemptLaunch AttemptLaunchOf(const model::Job& job) const;
   backend::PoolBackend& BackendOf(const model::Job& job) const;
   std::string BackendNameOf(const model::Job& job) const;
 

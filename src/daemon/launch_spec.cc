@@ -57,6 +57,10 @@ executor::LaunchSpec BuildLaunchSpec(const config::Config& config, const model::
     spec.limits.memory_bytes = attempt.allocation.front().memory_mb * (int64_t{1} << 20);
     spec.limits.cpu_millis = attempt.allocation.front().cpus * 1000;
     spec.node = attempt.allocation.front().node;
+  } else {
+    // Placed by its pool's backend: the caps of one node's share as asked.
+    spec.limits.memory_bytes = job.resources.memory_mb * (int64_t{1} << 20);
+    spec.limits.cpu_millis = int64_t{job.resources.cpus} * 1000;
   }
   spec.limits.pids = config.executor.pids_limit;
   spec.log_cap_bytes = config.store.max_log_bytes;

@@ -21,9 +21,11 @@ PlacingBackend::~PlacingBackend() {
   Shutdown();
 }
 
-Status PlacingBackend::Launch(const executor::LaunchSpec& spec, const model::Allocation& allocation) {
+Status PlacingBackend::Launch(const backend::AttemptLaunch& launch) {
   std::lock_guard lock(mu_);
-  if (!allocation.empty()) saw_allocation_ = true;
+  const executor::LaunchSpec& spec = launch.spec;
+  if (!launch.allocation.empty()) saw_allocation_ = true;
+  last_launch_ = launch;
   const Key key{spec.job_id, spec.attempt};
   if (runs_.count(key)) return Status::Ok();  // idempotent per attempt
   // Its own placement: the node running the fewest attempts now.
@@ -37,7 +39,10 @@ Status PlacingBackend::Launch(const executor::LaunchSpec& spec, const model::All
                            })->first;
   runs_[key].node = node;
   ++launches_;
-  threads_.emplace_back([this, spec, node] { Execute(spec, node); });
+  // Where it runs is this backend's to say, as a cluster's own launcher would.
+  executor::LaunchSpec placed = spec;
+  placed.env["UNISCHED_NODELIST"] = node;
+  threads_.emplace_back([this, placed, node] { Execute(placed, node); });
   return Status::Ok();
 }
 
@@ -132,7 +137,8 @@ void PlacingBackend::Cancel(model::JobId job, int attempt, bool) {
   if (it->second.pid > 0) ::kill(-it->second.pid, SIGTERM);
 }
 
-void PlacingBackend::Recover(const executor::LaunchSpec& spec, const model::Allocation&) {
+void PlacingBackend::Recover(const backend::AttemptLaunch& launch) {
+  const executor::LaunchSpec& spec = launch.spec;
   executor::RunResult lost;
   lost.job_id = spec.job_id;
   lost.attempt = spec.attempt;
@@ -173,6 +179,11 @@ void PlacingBackend::Shutdown() {
 int PlacingBackend::launches() const {
   std::lock_guard lock(mu_);
   return launches_;
+}
+
+backend::AttemptLaunch PlacingBackend::last_launch() const {
+  std::lock_guard lock(mu_);
+  return last_launch_;
 }
 
 bool PlacingBackend::saw_allocation() const {

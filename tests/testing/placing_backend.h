@@ -26,9 +26,9 @@ class PlacingBackend final : public backend::PoolBackend {
   ~PlacingBackend() override;
 
   backend::Placement placement() const override { return backend::Placement::kBackend; }
-  Status Launch(const executor::LaunchSpec& spec, const model::Allocation& allocation) override;
+  Status Launch(const backend::AttemptLaunch& launch) override;
   void Cancel(model::JobId job, int attempt, bool preempt) override;
-  void Recover(const executor::LaunchSpec& spec, const model::Allocation& allocation) override;
+  void Recover(const backend::AttemptLaunch& launch) override;
   std::string ReadLog(model::JobId job, int attempt, std::string_view stream) const override;
   void Forget(model::JobId job, int attempt) override;
   void Shutdown() override;
@@ -37,6 +37,8 @@ class PlacingBackend final : public backend::PoolBackend {
   int launches() const;
   // Whether an allocation was ever handed over with a launch (it must not be).
   bool saw_allocation() const;
+  // The last launch handed over.
+  backend::AttemptLaunch last_launch() const;
 
  private:
   struct Run {
@@ -56,6 +58,7 @@ class PlacingBackend final : public backend::PoolBackend {
   std::map<Key, Run> runs_;
   std::vector<std::thread> threads_;
   int launches_ = 0;
+  backend::AttemptLaunch last_launch_;
   bool saw_allocation_ = false;
 };
 

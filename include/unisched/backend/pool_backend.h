@@ -26,6 +26,16 @@ namespace unisched::backend {
 
 enum class Placement { kDaemon, kBackend };
 
+// One attempt as a backend gets it: what to run, where the daemon placed it
+// (empty for kBackend placement), and what the job asked for, per node as
+// the job states it, for a backend that places it itself.
+struct AttemptLaunch {
+  executor::LaunchSpec spec;
+  model::Allocation allocation;
+  model::ResourceRequest resources;
+  model::Labels constraints;
+};
+
 class PoolBackend {
  public:
   // Called once per attempt that ends, from a backend thread, with no
@@ -34,16 +44,16 @@ class PoolBackend {
   virtual ~PoolBackend() = default;
 
   virtual Placement placement() const = 0;
-  // Starts the attempt on its allocation (empty for kBackend placement).
+  // Starts the attempt on its allocation (kBackend: where it chooses).
   // Idempotent per (job, attempt). An error means nothing was started; its
   // code is executor::kTransientLaunchCode when trying again later may work.
-  virtual Status Launch(const executor::LaunchSpec& spec, const model::Allocation& allocation) = 0;
+  virtual Status Launch(const AttemptLaunch& launch) = 0;
   // Stops the attempt (preempt: with its preempt grace); its result follows
   // with outcome kCancelled. Unknown or ended attempts: no-op.
   virtual void Cancel(model::JobId job, int attempt, bool preempt) = 0;
   // After a daemon restart, for an attempt the store records as running:
   // collect, adopt or launch it, as executor::Executor::Recover.
-  virtual void Recover(const executor::LaunchSpec& spec, const model::Allocation& allocation) = 0;
+  virtual void Recover(const AttemptLaunch& launch) = 0;
   // An attempt's output stream ("stdout" or "stderr") as far as this backend
   // keeps it; empty when it keeps none.
   virtual std::string ReadLog(model::JobId job, int attempt, std::string_view stream) const = 0;
@@ -90,9 +100,9 @@ class ExecutorBackend final : public PoolBackend {
  public:
   explicit ExecutorBackend(executor::Executor& executor) : executor_(executor) {}
   Placement placement() const override { return Placement::kDaemon; }
-  Status Launch(const executor::LaunchSpec& spec, const model::Allocation& allocation) override;
+  Status Launch(const AttemptLaunch& launch) override;
   void Cancel(model::JobId job, int attempt, bool preempt) override;
-  void Recover(const executor::LaunchSpec& spec, const model::Allocation& allocation) override;
+  void Recover(const AttemptLaunch& launch) override;
   std::string ReadLog(model::JobId job, int attempt, std::string_view stream) const override;
   void Release(model::JobId job, int attempt) override;
   void ReleaseAllExcept(const std::set<std::pair<model::JobId, int>>& running) override;

@@ -121,7 +121,7 @@ class PoolBackendTest : public ::testing::Test {
 };
 
 TEST_F(PoolBackendTest, AJobOfABackendPlacedPoolRunsWhereTheBackendChoseAndIsCharged) {
-  const std::string id = Submit("sleep 0.2; echo ran as job $UNISCHED_JOB_ID");
+  const std::string id = Submit("sleep 0.2; echo ran as job $UNISCHED_JOB_ID on $UNISCHED_NODELIST");
   const json done = WaitForState(id, "COMPLETED");
   EXPECT_EQ(done["exit_code"], 0);
   EXPECT_EQ(done["pool"], "remote");
@@ -133,11 +133,18 @@ TEST_F(PoolBackendTest, AJobOfABackendPlacedPoolRunsWhereTheBackendChoseAndIsCha
   EXPECT_EQ(done["attempts"][0]["placed_on"], done["attempts"][0]["nodes"]);
   EXPECT_EQ(done["nodes"], done["attempts"][0]["nodes"]);
   EXPECT_FALSE(backend_->saw_allocation());
+  // What the job asked for reached the backend, for it to place by.
+  const backend::AttemptLaunch launch = backend_->last_launch();
+  EXPECT_EQ(launch.resources.cpus, 2);
+  EXPECT_EQ(launch.resources.memory_mb, 512);
+  EXPECT_EQ(launch.resources.walltime_seconds, 600);
+  EXPECT_EQ(launch.spec.limits.cpu_millis, 2000);
+  EXPECT_EQ(launch.spec.limits.memory_bytes, 512LL << 20);
 
   // Its output, read through the backend.
   auto log = client_->Request("GET", "/v1/jobs/" + id + "/log");
   ASSERT_TRUE(log.ok());
-  EXPECT_EQ(log->body, "ran as job " + id + "\n");
+  EXPECT_EQ(log->body, "ran as job " + id + " on " + node + "\n");
 
   // Charged for what it asked for (2 CPUs, 512 MB) over its run, to the
   // backend, and the ledger reconciles with the job record.
