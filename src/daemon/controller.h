@@ -6,6 +6,15 @@
 // something changed (or on the periodic tick), commits every resulting store
 // write in ONE transaction, and only then acts: launches, signals, replies.
 // Readers never enter the loop: they read the store and the published view.
+//
+// Its parts, each owned by the control thread:
+//   JobLifecycle  the active jobs and every change of their state (job_lifecycle.h)
+//   NodeBook      nodes: usage, state, drains, agents' heartbeats (node_book.h)
+//   Accounting    ledger charges, budgets, fair-share usage (accounting.h)
+//   AlertBook     alert rules and firing alerts (alert_book.h)
+//   the cycle     BuildCycleSnapshot (cycle_snapshot.h), scheduler::Decide, and
+//                 the plan applied through JobLifecycle (RunCycle below)
+// The controller itself is the loop: inbox, cycles, the one commit, the view.
 
 #include <condition_variable>
 #include <deque>
@@ -23,6 +32,7 @@
 #include "daemon/alert_book.h"
 #include "daemon/batch.h"
 #include "daemon/cycle_snapshot.h"
+#include "daemon/job_lifecycle.h"
 #include "daemon/launch_spec.h"
 #include "daemon/node_book.h"
 #include "daemon/notifier.h"
@@ -85,41 +95,18 @@ class Controller final : public service::ControlPlane, public AgentSink {
   void Publish();
   void SweepRetention(Batch& batch, Timestamp now);
 
-  // Changes a job's state: counts, the stored row and an event.
-  void Transition(Batch& batch, model::Job& job, model::JobState to, std::string reason, const std::string& event_kind,
-                  const std::string& message);
-  void ApplyResult(Batch& batch, const executor::RunResult& result);
-  void ApplyControl(Batch& batch, model::JobId id, JobAction action, const std::string& actor,
-                    const std::function<void(Result<model::Job>)>& done);
   void ApplyNodeState(Batch& batch, const std::string& name, bool drain, const std::string& reason,
                       const std::string& actor, const std::function<void(Result<service::ClusterView::Node>)>& done);
-  void ReleaseAllocation(const model::Attempt& attempt);
-  // Running jobs' shares of quota scopes, as the scheduler and the API count them.
-  void TallyRunning(const model::Job& job, int sign);
-  void ApplyPreemption(Batch& batch, const scheduler::Preemption& preemption);
-  // A preempted attempt has ended: requeue the job or cancel it, per its queue.
-  void FinishPreemption(Batch& batch, model::Job& job, model::Attempt& attempt);
-  // Its attempt ended `ended` (FAILED or NODE_FAIL): back to PENDING when its
-  // queue or the job allows a retry (policy::DecideRetry). False: it ends.
-  bool RequeueForRetry(Batch& batch, model::Job& job, model::JobState ended, Timestamp now);
   // Agent nodes: registration, resources, health, stale attempts.
   void ApplyHeartbeat(Batch& batch, const executor::Heartbeat& heartbeat,
                       const std::function<void(HeartbeatAnswer)>& done);
   // Agent nodes silent for longer than the heartbeat timeout go down.
   void CheckHeartbeats(Batch& batch, Timestamp now);
-  // Every attempt running on `node` ends NODE_FAIL; its job is requeued or ends.
-  void FailJobsOnNode(Batch& batch, const std::string& node, const std::string& why, Timestamp now);
-  executor::LaunchSpec MakeLaunchSpec(const model::Job& job) const;
-  // The current attempt as its backend gets it.
-  backend::AttemptLaunch AttemptLaunchOf(const model::Job& job) const;
-  backend::PoolBackend& BackendOf(const model::Job& job) const;
-  std::string BackendNameOf(const model::Job& job) const;
 
   const config::Config& config_;
   store::Store& store_;
   metrics::Metrics& metrics_;
   const Clock& clock_;
-  backend::BackendSet backends_;
   scheduler::Scheduler scheduler_;
 
   // Inbox: guarded by mu_.
@@ -129,19 +116,18 @@ class Controller final : public service::ControlPlane, public AgentSink {
   bool stopping_ = false;
 
   // Owned by the control thread.
-  std::map<model::JobId, model::Job> active_;
   // Nodes: usage, state, reasons, agents' heartbeats.
   NodeBook node_book_;
-  std::map<std::tuple<model::JobState, std::string, std::string>, int64_t> job_counts_;
   // What Publish last set the job and node gauges to.
   std::map<std::tuple<model::JobState, std::string, std::string>, int64_t> published_job_counts_;
-  policy::QuotaTally running_usage_;
   // API sandboxes by (queue, project, user): quota holders of every cycle.
   service::SandboxHolds sandbox_holds_;
   // sandbox_holds_ as views share it, replaced when a sandbox begins or ends.
   std::shared_ptr<const service::SandboxHolds> published_sandbox_holds_ = std::make_shared<service::SandboxHolds>();
   // Ledger charges, budget use and fairshare usage.
   Accounting accounting_;
+  // The active jobs and every change of their state.
+  JobLifecycle jobs_;
   // Firing alerts and where changes go.
   AlertBook alerts_;
   // The last cycle's reservations, handed back to the next (conservative

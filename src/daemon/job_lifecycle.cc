@@ -1,0 +1,427 @@
+// The controller's jobs part (job_lifecycle.h).
+
+#include "daemon/job_lifecycle.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "daemon/launch_spec.h"
+#include "unisched/model/words.h"
+#include "unisched/policy/retry.h"
+
+namespace unisched::daemon {
+namespace {
+
+using model::Job;
+using model::JobState;
+
+// How an attempt's outcome maps onto the job's state.
+JobState StateOf(executor::RunOutcome outcome) {
+  switch (outcome) {
+    case executor::RunOutcome::kCompleted:
+      return JobState::kCompleted;
+    case executor::RunOutcome::kTimeout:
+      return JobState::kTimeout;
+    case executor::RunOutcome::kCancelled:
+      return JobState::kCancelled;
+    case executor::RunOutcome::kFailed:
+    case executor::RunOutcome::kLaunchFailed:
+    case executor::RunOutcome::kLost:
+      break;
+  }
+  return JobState::kFailed;
+}
+
+}  // namespace
+
+JobLifecycle::JobLifecycle(const config::Config& config, store::Store& store, metrics::Metrics& metrics,
+                           const Clock& clock, NodeBook& nodes, Accounting& accounting,
+                           std::function<void(executor::RunResult)> on_result)
+    : config_(config),
+      store_(store),
+      metrics_(metrics),
+      clock_(clock),
+      node_book_(nodes),
+      accounting_(accounting),
+      on_result_(std::move(on_result)) {}
+
+JobLifecycle::Restart JobLifecycle::Load(std::vector<Job> active, JobCounts counts, Timestamp now) {
+  job_counts_ = std::move(counts);
+  Restart restart;
+  for (auto& job : active) {
+    if (job.state == JobState::kRunning) {
+      if (const model::Attempt* a = job.CurrentAttempt()) {
+        node_book_.Apply(a->allocation, +1);
+        TallyRunning(job, +1);
+        accounting_.ResumeCharging(job, *a, store_.LoadLedgerCharged(job.id, a->number), now);
+        restart.recover.push_back({&BackendOf(job), AttemptLaunchOf(job)});
+        if (job.cancel_requested || job.preempting_for) {
+          restart.stop.emplace_back(&BackendOf(job), job.id, a->number,
+                                    !job.cancel_requested && job.preempting_for.has_value());
+        }
+      }
+    }
+    active_.emplace(job.id, std::move(job));
+  }
+  return restart;
+}
+
+void JobLifecycle::Admit(Job job) {
+  ++job_counts_[{job.state, job.queue, job.pool}];
+  const model::JobId id = job.id;
+  active_.emplace(id, std::move(job));
+  wants_cycle_ = true;
+}
+
+void JobLifecycle::StartAttempt(Batch& batch, model::JobId id, const model::Allocation& allocation, Timestamp now) {
+  auto it = active_.find(id);
+  if (it == active_.end() || it->second.state != JobState::kPending) return;
+  Job& job = it->second;
+  node_book_.Apply(allocation, +1);
+  model::Attempt attempt;
+  attempt.number = static_cast<int>(job.attempts.size()) + 1;
+  attempt.allocation = allocation;
+  attempt.state = JobState::kRunning;
+  job.attempts.push_back(attempt);
+  job.started_at = now;
+  job.eligible_at.reset();
+  TallyRunning(job, +1);
+  accounting_.BeginCharging(job.id, attempt.number, now);
+  const std::string where = attempt.allocation.empty()
+                                ? "handed to backend " + BackendNameOf(job) + " of pool " + job.pool
+                                : "on " + model::Join(job.NodeNames(), ',');
+  Transition(batch, job, JobState::kRunning, "", "started", "attempt " + std::to_string(attempt.number) + " " + where);
+  metrics_.CountStart(job.pool);
+  // Launch only after the RUNNING state is durable: a crash in between is
+  // recovered by launching the attempt then (it never claimed its directory).
+  batch.after_commit.push_back([this, backend = &BackendOf(job), launch = AttemptLaunchOf(job)] {
+    if (Status s = backend->Launch(launch); !s.ok()) {
+      executor::RunResult failed = executor::LaunchFailure(launch.spec.job_id, launch.spec.attempt, s.error());
+      failed.ended_at = clock_.Now();
+      on_result_(std::move(failed));
+    }
+  });
+}
+
+std::vector<executor::CancelCommand> JobLifecycle::StaleOn(const std::string& node,
+                                                           const std::vector<executor::AttemptRef>& running) const {
+  std::vector<executor::CancelCommand> stale;
+  for (const auto& ref : running) {
+    auto it = active_.find(ref.job);
+    const model::Attempt* current = it == active_.end() ? nullptr : it->second.CurrentAttempt();
+    const bool here = current && current->number == ref.attempt && it->second.state == JobState::kRunning &&
+                      std::any_of(current->allocation.begin(), current->allocation.end(),
+                                  [&](const model::NodeAllocation& a) { return a.node == node; });
+    if (!here) stale.push_back({ref.job, ref.attempt, false, true});
+  }
+  return stale;
+}
+
+void JobLifecycle::TallyHolder(const policy::JobScope& scope, const policy::Amount& amount, int sign) {
+  if (sign > 0) {
+    running_usage_.Add(scope, amount);
+  } else {
+    running_usage_.Remove(scope, amount);
+  }
+}
+
+void JobLifecycle::Transition(Batch& batch, Job& job, JobState to, std::string reason, const std::string& event_kind,
+                              const std::string& message) {
+  if (job.state != to) {
+    --job_counts_[{job.state, job.queue, job.pool}];
+    ++job_counts_[{to, job.queue, job.pool}];
+    if (model::IsTerminal(to)) metrics_.CountFinish(std::string(model::ToString(to)), job.pool);
+  }
+  job.state = to;
+  job.state_reason = std::move(reason);
+  batch.writes.push_back(
+      [copy = job, event = store::JobEvent{clock_.Now(), event_kind, message}](store::Transaction& t) -> Status {
+        if (auto s = t.UpdateJob(copy); !s.ok()) return s;
+        return t.AppendEvent(copy.id, event);
+      });
+}
+
+void JobLifecycle::Preempt(Batch& batch, const scheduler::Preemption& p) {
+  auto it = active_.find(p.victim);
+  if (it == active_.end() || it->second.state != JobState::kRunning || it->second.preempting_for ||
+      it->second.cancel_requested) {
+    return;
+  }
+  Job& victim = it->second;
+  victim.preempting_for = p.preemptor;
+  victim.stop_requested_at = clock_.Now();
+  const std::string then = p.requeue ? "then back to PENDING" : "then CANCELLED";
+  const std::string message = "preempted by job " + std::to_string(p.preemptor) + ": SIGTERM, SIGKILL after " +
+                              std::to_string(p.grace_seconds) + " s, " + then;
+  batch.writes.push_back(
+      [copy = victim, victim_event = store::JobEvent{clock_.Now(), "preempted", message}, preemptor = p.preemptor,
+       preemptor_event =
+           store::JobEvent{clock_.Now(), "preempting", "preempting job " + std::to_string(p.victim) + " to make room"}](
+          store::Transaction& t) -> Status {
+        if (auto s = t.UpdateJob(copy); !s.ok()) return s;
+        if (auto s = t.AppendEvent(copy.id, victim_event); !s.ok()) return s;
+        return t.AppendEvent(preemptor, preemptor_event);
+      });
+  batch.after_commit.push_back([backend = &BackendOf(victim), id = victim.id,
+                                attempt = victim.CurrentAttempt()->number] { backend->Cancel(id, attempt, true); });
+  metrics_.CountPreemption(victim.pool, victim.queue);
+  spdlog::info("job {} preempted by job {}", p.victim, p.preemptor);
+}
+
+void JobLifecycle::FinishPreemption(Batch& batch, Job& job, model::Attempt& attempt) {
+  const model::JobId preemptor = *job.preempting_for;
+  const model::QueueSpec* queue = config_.cluster.FindQueue(job.queue);
+  const bool requeue = !queue || queue->policy.preempt_action == model::PreemptAction::kRequeue;
+  attempt.state = JobState::kCancelled;
+  attempt.reason = "preempted by job " + std::to_string(preemptor);
+  job.preempting_for.reset();
+  job.stop_requested_at.reset();
+  job.preempted_by.push_back(preemptor);
+  wants_cycle_ = true;
+  if (requeue) {
+    job.exit_code.reset();
+    job.started_at.reset();
+    job.ended_at.reset();
+    Transition(batch, job, JobState::kPending, "Preempted", "requeued",
+               "preempted by job " + std::to_string(preemptor) + "; back to PENDING for attempt " +
+                   std::to_string(attempt.number + 1));
+    return;
+  }
+  Transition(batch, job, JobState::kCancelled, "Preempted", "cancelled",
+             "preempted by job " + std::to_string(preemptor) + "; its queue cancels preempted jobs");
+  active_.erase(job.id);
+}
+
+void JobLifecycle::TallyRunning(const Job& job, int sign) {
+  const policy::JobScope scope{job.queue, job.project, job.user};
+  const policy::Amount amount = policy::AmountOf(job.resources);
+  if (sign > 0) {
+    running_usage_.Add(scope, amount);
+  } else {
+    running_usage_.Remove(scope, amount);
+  }
+}
+
+void JobLifecycle::ReleaseAllocation(const model::Attempt& attempt) {
+  node_book_.Apply(attempt.allocation, -1);
+}
+
+void JobLifecycle::ApplyResult(Batch& batch, const executor::RunResult& result) {
+  auto it = active_.find(result.job_id);
+  model::Attempt* attempt = it == active_.end() ? nullptr : it->second.CurrentAttempt();
+  if (!attempt || attempt->number != result.attempt || it->second.state != JobState::kRunning) {
+    spdlog::info("ignoring report of stale attempt {}.{}", result.job_id, result.attempt);
+    // The store holds how this attempt ended (or its job is gone): its
+    // control files have no more work to do once this batch is in too.
+    // Which backend held it is not known here: each ignores what it does not hold.
+    batch.after_commit.push_back([this, id = result.job_id, number = result.attempt] {
+      for (backend::PoolBackend* b : backends_.Distinct()) b->Release(id, number);
+    });
+    return;
+  }
+  // An agent's report counts only for an attempt on its own node (the hub
+  // checks this too; this is the authority's own check).
+  if (!result.reported_by.empty() &&
+      std::none_of(attempt->allocation.begin(), attempt->allocation.end(),
+                   [&](const model::NodeAllocation& a) { return a.node == result.reported_by; })) {
+    spdlog::warn("ignoring report of attempt {}.{} from node {}: the attempt does not run there", result.job_id,
+                 result.attempt, result.reported_by);
+    return;
+  }
+  Job& job = it->second;
+  const Timestamp now = clock_.Now();
+  const JobState to = StateOf(result.outcome);
+  // Once this batch is committed the store has the result, so the attempt's
+  // control files (on a tmpfs, counted per attempt) have done their work.
+  batch.after_commit.push_back(
+      [backend = &BackendOf(job), id = result.job_id, number = result.attempt] { backend->Release(id, number); });
+  TallyRunning(job, -1);
+  // A backend that places jobs says where it ran them; no other report may.
+  if (attempt->allocation.empty() && !result.placed_on.empty()) attempt->placed_on = result.placed_on;
+  if (job.preempting_for && result.outcome == executor::RunOutcome::kCancelled && !job.cancel_requested) {
+    attempt->started_at = result.started_at;
+    attempt->ended_at = result.ended_at.value_or(now);
+    attempt->exit_code = result.exit_code;
+    attempt->usage = result.usage;
+    ReleaseAllocation(*attempt);
+    accounting_.CloseCharging(batch, job, *attempt);
+    FinishPreemption(batch, job, *attempt);
+    return;
+  }
+  // It ended on its own (or was cancelled by a person) while being preempted.
+  job.preempting_for.reset();
+  attempt->state = to;
+  attempt->started_at = result.started_at;
+  attempt->ended_at = result.ended_at.value_or(now);
+  attempt->exit_code = result.exit_code;
+  attempt->reason = result.reason;
+  attempt->usage = result.usage;
+  attempt->transient = result.outcome == executor::RunOutcome::kLaunchFailed && result.transient;
+  job.exit_code = result.exit_code;
+  job.ended_at = attempt->ended_at;
+  if (result.started_at) job.started_at = result.started_at;
+  ReleaseAllocation(*attempt);
+  accounting_.CloseCharging(batch, job, *attempt);
+  if (to == JobState::kFailed && !job.cancel_requested) {
+    // A node short of descriptors for a moment is no black hole: draining
+    // it would turn a squeeze into an outage (its launches are retried).
+    if (!attempt->transient && node_book_.CountFailure(batch, attempt->allocation, now)) wants_cycle_ = true;
+    if (RequeueForRetry(batch, job, to, now)) return;
+  }
+  std::string reason = result.reason;
+  if (to == JobState::kCancelled && reason.empty()) reason = "cancelled";
+  std::string message = std::string(executor::ToString(result.outcome));
+  if (result.exit_code) message += ", exit code " + std::to_string(*result.exit_code);
+  if (!result.reason.empty()) message += ": " + result.reason;
+  Transition(batch, job, to, reason, std::string(executor::ToString(result.outcome)), message);
+  active_.erase(it);
+  wants_cycle_ = true;
+}
+
+bool JobLifecycle::RequeueForRetry(Batch& batch, Job& job, JobState ended, Timestamp now) {
+  const model::QueueSpec* queue = config_.cluster.FindQueue(job.queue);
+  if (!queue) return false;
+  const policy::RetryDecision retry = policy::DecideRetry(queue->policy, job, ended, now);
+  if (!retry.requeue) return false;
+  job.exit_code.reset();
+  job.started_at.reset();
+  job.ended_at.reset();
+  job.cancel_requested = false;
+  job.stop_requested_at.reset();
+  job.eligible_at.reset();
+  if (retry.eligible_at > now) job.eligible_at = retry.eligible_at;
+  Transition(batch, job, JobState::kPending, retry.state_reason, "requeued", retry.message);
+  spdlog::info("job {}: {}", job.id, retry.message);
+  wants_cycle_ = true;
+  return true;
+}
+
+void JobLifecycle::ApplyControl(Batch& batch, model::JobId id, JobAction action, const std::string& actor,
+                                const std::function<void(Result<Job>)>& done) {
+  auto it = active_.find(id);
+  if (it == active_.end()) {
+    auto stored = store_.GetJob(id);
+    if (!stored.ok()) {
+      done(stored.error());
+      return;
+    }
+    done(Error::Conflict(
+        "job_finished", "job " + std::to_string(id) + " already ended " + std::string(model::ToString(stored->state))));
+    return;
+  }
+  Job& job = it->second;
+  auto reply_after_commit = [&batch, &done](const Job& copy) {
+    batch.after_commit.push_back([done, copy] { done(copy); });
+  };
+  switch (action) {
+    case JobAction::kCancel:
+      if (job.state == JobState::kRunning) {
+        if (!job.cancel_requested) {
+          job.cancel_requested = true;
+          job.stop_requested_at = clock_.Now();
+          batch.writes.push_back(
+              [copy = job, event = store::JobEvent{clock_.Now(), "cancel_requested", "cancel requested by " + actor}](
+                  store::Transaction& t) -> Status {
+                if (auto s = t.UpdateJob(copy); !s.ok()) return s;
+                return t.AppendEvent(copy.id, event);
+              });
+          batch.after_commit.push_back([backend = &BackendOf(job), id, attempt = job.CurrentAttempt()->number] {
+            backend->Cancel(id, attempt, false);
+          });
+        }
+        reply_after_commit(job);
+        return;
+      }
+      job.ended_at = clock_.Now();
+      Transition(batch, job, JobState::kCancelled, "cancelled by " + actor, "cancelled", "cancelled by " + actor);
+      reply_after_commit(job);
+      active_.erase(it);
+      wants_cycle_ = true;
+      return;
+    case JobAction::kHold:
+      if (job.state != JobState::kPending) {
+        done(Error::Conflict("invalid_state", "only PENDING jobs can be held; job " + std::to_string(id) + " is " +
+                                                  std::string(model::ToString(job.state))));
+        return;
+      }
+      Transition(batch, job, JobState::kHeld, "held by " + actor, "held", "held by " + actor);
+      reply_after_commit(job);
+      wants_cycle_ = true;
+      return;
+    case JobAction::kRelease:
+      if (job.state != JobState::kHeld) {
+        done(Error::Conflict("invalid_state", "only HELD jobs can be released; job " + std::to_string(id) + " is " +
+                                                  std::string(model::ToString(job.state))));
+        return;
+      }
+      Transition(batch, job, JobState::kPending, "", "released", "released by " + actor);
+      reply_after_commit(job);
+      wants_cycle_ = true;
+      return;
+  }
+}
+
+void JobLifecycle::FailJobsOnNode(Batch& batch, const std::string& node, const std::string& why, Timestamp now) {
+  std::vector<model::JobId> on_node;
+  for (const auto& [id, job] : active_) {
+    const model::Attempt* a = job.CurrentAttempt();
+    if (job.state != JobState::kRunning || !a) continue;
+    for (const auto& alloc : a->allocation) {
+      if (alloc.node == node) on_node.push_back(id);
+    }
+  }
+  for (model::JobId id : on_node) {
+    Job& job = active_.at(id);
+    model::Attempt& attempt = *job.CurrentAttempt();
+    TallyRunning(job, -1);
+    // The run as the daemon saw it: from its start until the node was lost.
+    if (!attempt.started_at) attempt.started_at = job.started_at.value_or(now);
+    attempt.ended_at = now;
+    attempt.state = JobState::kNodeFail;
+    attempt.reason = why;
+    job.preempting_for.reset();
+    ReleaseAllocation(attempt);
+    accounting_.CloseCharging(batch, job, attempt);
+    // Stopped on the node if it still runs there (a partition, not a dead
+    // machine); its late report is ignored (the attempt is not current).
+    batch.after_commit.push_back(
+        [backend = &BackendOf(job), id, number = attempt.number] { backend->Cancel(id, number, false); });
+    if (!job.cancel_requested && RequeueForRetry(batch, job, JobState::kNodeFail, now)) continue;
+    job.exit_code.reset();
+    job.ended_at = now;
+    Transition(batch, job, JobState::kNodeFail, "NodeFail", "node_fail", why);
+    active_.erase(id);
+  }
+  wants_cycle_ = true;
+}
+
+backend::PoolBackend& JobLifecycle::BackendOf(const Job& job) const {
+  // SetBackends checked that every pool of the config has one.
+  return *backends_.For(job.pool);
+}
+
+std::string JobLifecycle::BackendNameOf(const Job& job) const {
+  const model::PoolSpec* pool = config_.cluster.FindPool(job.pool);
+  return pool ? pool->backend : std::string("?");
+}
+
+backend::AttemptLaunch JobLifecycle::AttemptLaunchOf(const Job& job) const {
+  return {MakeLaunchSpec(job), job.CurrentAttempt()->allocation, job.resources, job.constraints};
+}
+
+executor::LaunchSpec JobLifecycle::MakeLaunchSpec(const Job& job) const {
+  // A daemon running as root runs each job as its user's mapped account (the
+  // dedicated unisched-job by default). A daemon started by an ordinary user
+  // (development) cannot switch accounts: jobs run as that user.
+  const bool as_root = ::geteuid() == 0;
+  std::string unix_user;
+  if (as_root) {
+    unix_user = config_.executor.default_unix_user;
+    if (auto user = store_.GetUser(job.user); user && !user->unix_user.empty()) unix_user = user->unix_user;
+  }
+  return BuildLaunchSpec(config_, job, unix_user, as_root);
+}
+
+}  // namespace unisched::daemon

@@ -1,0 +1,124 @@
+#pragma once
+// The controller's jobs part: the active jobs (pending, held, running) and
+// every change of their state. Each change updates the job in memory, adds
+// its stored row and event to the batch, moves the counts and quota tallies,
+// opens or closes its charges, and leaves what its pool's backend must do
+// (launch, stop, release) for after the batch is committed. Runs on the
+// control thread only. It never runs a cycle: a change that may let another
+// job start says so (TakeWantsCycle).
+//
+//   PENDING --start--> RUNNING --result--> COMPLETED | FAILED | TIMEOUT | CANCELLED
+//      ^  \--hold--> HELD --release--/        |  (retry, preemption, node failure:
+//      |                                      |   back to PENDING with a new attempt)
+//      +--------------------------------------+
+
+#include <functional>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "daemon/accounting.h"
+#include "daemon/batch.h"
+#include "daemon/node_book.h"
+#include "unisched/backend/pool_backend.h"
+#include "unisched/common/status.h"
+#include "unisched/common/time.h"
+#include "unisched/config/config.h"
+#include "unisched/executor/executor.h"
+#include "unisched/executor/wire.h"
+#include "unisched/metrics/metrics.h"
+#include "unisched/model/job.h"
+#include "unisched/policy/quota.h"
+#include "unisched/scheduler/scheduler.h"
+#include "unisched/service/planes.h"
+#include "unisched/store/store.h"
+
+namespace unisched::daemon {
+
+class JobLifecycle {
+ public:
+  using JobCounts = std::map<std::tuple<model::JobState, std::string, std::string>, int64_t>;  // (state, queue, pool)
+  using JobAction = service::ControlPlane::JobAction;
+
+  // `on_result`: where a launch that fails is reported, as a result.
+  JobLifecycle(const config::Config& config, store::Store& store, metrics::Metrics& metrics, const Clock& clock,
+               NodeBook& nodes, Accounting& accounting, std::function<void(executor::RunResult)> on_result);
+
+  // REQUIRES: before Load. Checked by the controller.
+  void SetBackends(backend::BackendSet backends) { backends_ = std::move(backends); }
+  const backend::BackendSet& backends() const { return backends_; }
+
+  // What a restart hands back to the backends once the loop runs.
+  struct Recovery {
+    backend::PoolBackend* backend;
+    backend::AttemptLaunch launch;
+  };
+  struct Restart {
+    std::vector<Recovery> recover;
+    // Stops asked for before the restart, sent again once adopted: (backend, job, attempt, preempt).
+    std::vector<std::tuple<backend::PoolBackend*, model::JobId, int, bool>> stop;
+  };
+  // The store's active jobs and counts; running attempts hold their nodes,
+  // quotas and charges again.
+  Restart Load(std::vector<model::Job> active, JobCounts counts, Timestamp now);
+
+  // A committed submission.
+  void Admit(model::Job job);
+  // The plan started it on `allocation` (empty: its pool's backend places it).
+  void StartAttempt(Batch& batch, model::JobId id, const model::Allocation& allocation, Timestamp now);
+  void Preempt(Batch& batch, const scheduler::Preemption& preemption);
+  void ApplyResult(Batch& batch, const executor::RunResult& result);
+  void ApplyControl(Batch& batch, model::JobId id, JobAction action, const std::string& actor,
+                    const std::function<void(Result<model::Job>)>& done);
+  // Every attempt running on `node` ends NODE_FAIL; its job is requeued or ends.
+  void FailJobsOnNode(Batch& batch, const std::string& node, const std::string& why, Timestamp now);
+  // Attempts an agent on `node` says it runs that are not the current
+  // attempt of a job running there: to stop and forget.
+  std::vector<executor::CancelCommand> StaleOn(const std::string& node,
+                                               const std::vector<executor::AttemptRef>& running) const;
+  // An API sandbox begins (+1) or ends (-1): it holds its scope's quota
+  // like a running job (docs/sandboxes.md).
+  void TallyHolder(const policy::JobScope& scope, const policy::Amount& amount, int sign);
+
+  const std::map<model::JobId, model::Job>& active() const { return active_; }
+  const JobCounts& counts() const { return job_counts_; }
+  // What running jobs and sandboxes hold, per quota scope.
+  const policy::QuotaTally& running_usage() const { return running_usage_; }
+  // Whether a change since the last call may let a pending job start.
+  bool TakeWantsCycle() { return std::exchange(wants_cycle_, false); }
+
+ private:
+  // Changes a job's state: counts, the stored row and an event.
+  void Transition(Batch& batch, model::Job& job, model::JobState to, std::string reason, const std::string& event_kind,
+                  const std::string& message);
+  void ReleaseAllocation(const model::Attempt& attempt);
+  // Running jobs' shares of quota scopes, as the scheduler and the API count them.
+  void TallyRunning(const model::Job& job, int sign);
+  // A preempted attempt has ended: requeue the job or cancel it, per its queue.
+  void FinishPreemption(Batch& batch, model::Job& job, model::Attempt& attempt);
+  // Its attempt ended `ended` (FAILED or NODE_FAIL): back to PENDING when its
+  // queue or the job allows a retry (policy::DecideRetry). False: it ends.
+  bool RequeueForRetry(Batch& batch, model::Job& job, model::JobState ended, Timestamp now);
+  executor::LaunchSpec MakeLaunchSpec(const model::Job& job) const;
+  // The current attempt as its backend gets it.
+  backend::AttemptLaunch AttemptLaunchOf(const model::Job& job) const;
+  backend::PoolBackend& BackendOf(const model::Job& job) const;
+  std::string BackendNameOf(const model::Job& job) const;
+
+  const config::Config& config_;
+  store::Store& store_;
+  metrics::Metrics& metrics_;
+  const Clock& clock_;
+  NodeBook& node_book_;
+  Accounting& accounting_;
+  std::function<void(executor::RunResult)> on_result_;
+  backend::BackendSet backends_;
+
+  std::map<model::JobId, model::Job> active_;
+  JobCounts job_counts_;
+  policy::QuotaTally running_usage_;
+  bool wants_cycle_ = false;
+};
+
+}  // namespace unisched::daemon
