@@ -212,12 +212,23 @@ void SandboxManager::Create(CreateRequest request, std::string actor, std::funct
             done(st.error());
             return;
           }
+          bool stopped = false;
           {
             std::lock_guard lock(mu_);
-            sandboxes_.Activate(s);
-            PublishMetrics();
+            stopped = stopping_;
+            if (!stopped) {
+              sandboxes_.Activate(s);
+              PublishMetrics();
+            }
           }
           control_.CountSandbox(s->queue, s->project, s->user, service::SandboxAmount(s->limits), +1);
+          if (stopped) {
+            // Stop took the running sandboxes before this one's record was
+            // committed: it ends as they did, and its caller learns so.
+            unreserve();
+            EndSandbox(s, "stopped", "the daemon stopped", "system", done);
+            return;
+          }
           metrics_.ObserveSandboxCreate(s->warm_start ? "warm" : "cold", seconds);
           done(SandboxView(*s));
         });
