@@ -9,7 +9,6 @@
 // listener and every session, because a Respond callback (and the session it
 // holds) may outlive Stop() and even the server object; the socket must never
 // outlive its io_context.
-
 //
 // Files: core.h (shared state, caps), session.h (one connection), this file
 // (the listener, the server object, StartHttpServer).
