@@ -30,6 +30,7 @@
 #include <string_view>
 #include <vector>
 
+#include "unisched/codec/json_reader.h"
 #include "unisched/containment/file_io.h"
 #include "unisched/executor/executor.h"
 
@@ -152,49 +153,60 @@ inline nlohmann::json SpecToJson(const AttemptSpec& spec) {
   return j;
 }
 
-// Every field is required except limits (defaults: none) and
-// preempt_grace_seconds (default: the kill grace).
+// Required: what every writer of a spec sets. Optional: limits (none),
+// preempt_grace_seconds (the kill grace), and what specs written before a
+// field existed lack (isolate, sandbox_uids, log_dir), and account.
 // The parsed document (the agent's wire messages arrive parsed already).
 inline Result<AttemptSpec> SpecFromDocument(const nlohmann::json& j) {
-  try {
-    AttemptSpec spec;
-    LaunchSpec& l = spec.launch;
-    l.job_id = j.at("job_id").get<model::JobId>();
-    l.attempt = j.at("attempt").get<int>();
-    l.argv = j.at("argv").get<std::vector<std::string>>();
-    l.env = j.at("env").get<std::map<std::string, std::string>>();
-    l.unix_user = j.at("unix_user").get<std::string>();
-    spec.work_dir = j.at("work_dir").get<std::string>();
-    l.walltime_seconds = j.at("walltime_seconds").get<int64_t>();
-    l.kill_grace_seconds = j.at("kill_grace_seconds").get<int>();
-    // Absent in specs written before preemption existed.
-    l.preempt_grace_seconds = j.value("preempt_grace_seconds", l.kill_grace_seconds);
-    if (j.contains("limits")) {
-      const nlohmann::json& lim = j.at("limits");
-      l.limits.memory_bytes = lim.value("memory_bytes", int64_t{0});
-      l.limits.cpu_millis = lim.value("cpu_millis", 0);
-      l.limits.pids = lim.value("pids", 0);
-    }
-    l.log_cap_bytes = j.at("log_cap_bytes").get<int64_t>();
-    l.isolate = j.value("isolate", false);  // absent in specs written before isolation existed
-    if (j.contains("sandbox_uids")) {
-      const nlohmann::json& u = j.at("sandbox_uids");
-      l.sandbox_uid_base = u.value("base", int64_t{0});
-      l.sandbox_uid_count = u.value("count", int64_t{0});
-      l.sandbox_uid_lock_dir = u.value("lock_dir", "");
-    }
-    spec.use_cgroups = j.at("use_cgroups").get<bool>();
-    spec.log_dir = j.value("log_dir", "");  // absent: output beside the control files
-    if (j.contains("account")) {
-      const nlohmann::json& a = j.at("account");
-      spec.account = ResolvedAccount{a.at("uid").get<uint32_t>(), a.at("gid").get<uint32_t>(),
-                                     a.at("groups").get<std::vector<uint32_t>>()};
-    }
-    if (l.argv.empty()) return Error::BadRequest("bad_spec", "argv is empty");
-    return spec;
-  } catch (const nlohmann::json::exception& e) {
-    return Error::BadRequest("bad_spec", std::string("malformed spec: ") + e.what());
+  codec::JsonReader r("bad_spec");
+  AttemptSpec spec;
+  LaunchSpec& l = spec.launch;
+  if (!j.is_object()) return Error::BadRequest("bad_spec", "malformed spec: not a JSON object");
+  for (const char* key : {"job_id", "attempt", "argv", "env", "unix_user", "work_dir", "walltime_seconds",
+                          "kill_grace_seconds", "log_cap_bytes", "use_cgroups"}) {
+    r.Require(j, key, key);
   }
+  r.Integer(j, "job_id", "job_id", l.job_id);
+  r.Integer(j, "attempt", "attempt", l.attempt);
+  r.StringList(j, "argv", "argv", l.argv);
+  r.StringMap(j, "env", "env", l.env);
+  r.String(j, "unix_user", "unix_user", l.unix_user);
+  r.String(j, "work_dir", "work_dir", spec.work_dir);
+  r.Integer(j, "walltime_seconds", "walltime_seconds", l.walltime_seconds);
+  r.Integer(j, "kill_grace_seconds", "kill_grace_seconds", l.kill_grace_seconds);
+  l.preempt_grace_seconds = l.kill_grace_seconds;
+  r.Integer(j, "preempt_grace_seconds", "preempt_grace_seconds", l.preempt_grace_seconds);
+  if (const nlohmann::json* lim = r.Object(j, "limits", "limits")) {
+    r.Integer(*lim, "memory_bytes", "limits.memory_bytes", l.limits.memory_bytes);
+    r.Integer(*lim, "cpu_millis", "limits.cpu_millis", l.limits.cpu_millis);
+    r.Integer(*lim, "pids", "limits.pids", l.limits.pids);
+  }
+  r.Integer(j, "log_cap_bytes", "log_cap_bytes", l.log_cap_bytes);
+  r.Bool(j, "isolate", "isolate", l.isolate);
+  if (const nlohmann::json* u = r.Object(j, "sandbox_uids", "sandbox_uids")) {
+    r.Integer(*u, "base", "sandbox_uids.base", l.sandbox_uid_base);
+    r.Integer(*u, "count", "sandbox_uids.count", l.sandbox_uid_count);
+    r.String(*u, "lock_dir", "sandbox_uids.lock_dir", l.sandbox_uid_lock_dir);
+  }
+  r.Bool(j, "use_cgroups", "use_cgroups", spec.use_cgroups);
+  r.String(j, "log_dir", "log_dir", spec.log_dir);  // absent: output beside the control files
+  if (const nlohmann::json* a = r.Object(j, "account", "account")) {
+    ResolvedAccount account;
+    for (const char* key : {"uid", "gid", "groups"}) r.Require(*a, key, std::string("account.") + key);
+    r.Integer(*a, "uid", "account.uid", account.uid);
+    r.Integer(*a, "gid", "account.gid", account.gid);
+    if (const nlohmann::json* groups = r.Array(*a, "groups", "account.groups")) {
+      for (size_t i = 0; i < groups->size() && !r.failed(); ++i) {
+        uint32_t gid = 0;
+        r.IntegerValue((*groups)[i], "account.groups[" + std::to_string(i) + "]", gid);
+        account.groups.push_back(gid);
+      }
+    }
+    spec.account = std::move(account);
+  }
+  if (r.failed()) return Error::BadRequest("bad_spec", "malformed spec: " + r.TakeError().message);
+  if (l.argv.empty()) return Error::BadRequest("bad_spec", "argv is empty");
+  return spec;
 }
 inline Result<AttemptSpec> SpecFromJson(std::string_view text) {
   nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -228,31 +240,36 @@ inline nlohmann::json ResultToJson(const RunResult& r, std::string_view containm
 }
 
 inline Result<RunResult> ResultFromDocument(const nlohmann::json& j) {
-  try {
-    RunResult r;
-    r.job_id = j.at("job_id").get<model::JobId>();
-    r.attempt = j.at("attempt").get<int>();
-    const auto outcome = ParseOutcome(j.at("outcome").get<std::string>());
-    if (!outcome) return Error::BadRequest("bad_result", "unknown outcome " + j.at("outcome").dump());
-    r.outcome = *outcome;
-    if (j.contains("exit_code") && !j["exit_code"].is_null()) r.exit_code = j["exit_code"].get<int>();
-    r.reason = j.value("reason", std::string());
-    r.transient = r.outcome == RunOutcome::kLaunchFailed && j.value("transient", false);
-    if (j.contains("started_at") && !j["started_at"].is_null()) {
-      r.started_at = FromUnixMillis(j["started_at"].get<int64_t>());
-    }
-    if (j.contains("ended_at") && !j["ended_at"].is_null()) r.ended_at = FromUnixMillis(j["ended_at"].get<int64_t>());
-    if (j.contains("usage")) {
-      const nlohmann::json& u = j["usage"];
-      r.usage.wall_seconds = u.value("wall_seconds", 0.0);
-      r.usage.user_cpu_seconds = u.value("user_cpu_seconds", 0.0);
-      r.usage.system_cpu_seconds = u.value("system_cpu_seconds", 0.0);
-      r.usage.max_rss_kb = u.value("max_rss_kb", int64_t{0});
-    }
-    return r;
-  } catch (const nlohmann::json::exception& e) {
-    return Error::BadRequest("bad_result", std::string("malformed result.json: ") + e.what());
+  codec::JsonReader r("bad_result");
+  RunResult result;
+  if (!j.is_object()) return Error::BadRequest("bad_result", "malformed result.json: not a JSON object");
+  for (const char* key : {"job_id", "attempt", "outcome"}) r.Require(j, key, key);
+  r.Integer(j, "job_id", "job_id", result.job_id);
+  r.Integer(j, "attempt", "attempt", result.attempt);
+  r.Enum(j, "outcome", "outcome", &ParseOutcome, result.outcome);
+  r.OptionalInt(j, "exit_code", "exit_code", result.exit_code);
+  r.String(j, "reason", "reason", result.reason);
+  r.Bool(j, "transient", "transient", result.transient);
+  result.transient = result.transient && result.outcome == RunOutcome::kLaunchFailed;
+  std::optional<int64_t> started_ms, ended_ms;
+  if (const nlohmann::json* t = r.Field(j, "started_at")) {
+    started_ms.emplace();
+    r.IntegerValue(*t, "started_at", *started_ms);
   }
+  if (const nlohmann::json* t = r.Field(j, "ended_at")) {
+    ended_ms.emplace();
+    r.IntegerValue(*t, "ended_at", *ended_ms);
+  }
+  if (const nlohmann::json* u = r.Object(j, "usage", "usage")) {
+    r.Double(*u, "wall_seconds", "usage.wall_seconds", result.usage.wall_seconds);
+    r.Double(*u, "user_cpu_seconds", "usage.user_cpu_seconds", result.usage.user_cpu_seconds);
+    r.Double(*u, "system_cpu_seconds", "usage.system_cpu_seconds", result.usage.system_cpu_seconds);
+    r.Integer(*u, "max_rss_kb", "usage.max_rss_kb", result.usage.max_rss_kb);
+  }
+  if (r.failed()) return Error::BadRequest("bad_result", "malformed result.json: " + r.TakeError().message);
+  if (started_ms) result.started_at = FromUnixMillis(*started_ms);
+  if (ended_ms) result.ended_at = FromUnixMillis(*ended_ms);
+  return result;
 }
 inline Result<RunResult> ResultFromJson(std::string_view text) {
   nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
