@@ -30,7 +30,9 @@ json NodeNamesOf(const model::Allocation& allocation) {
 json AttemptToJson(const model::Attempt& attempt) {
   json allocation = json::array();
   for (const auto& a : attempt.allocation) {
-    allocation.push_back({{"node", a.node}, {"cpus", a.cpus}, {"memory_mb", a.memory_mb}, {"gpus", a.gpu_indices}});
+    json share = {{"node", a.node}, {"cpus", a.cpus}, {"memory_mb", a.memory_mb}, {"gpus", a.gpu_indices}};
+    if (!a.gpu_models.empty()) share["gpu_models"] = a.gpu_models;
+    allocation.push_back(std::move(share));
   }
   json usage = nullptr;
   if (attempt.usage) {
@@ -84,6 +86,7 @@ void DecodeAttempt(Decoder& d, const json& doc, const std::string& path, model::
           n.gpu_indices.push_back(index);
         }
       }
+      d.StringList(item, "gpu_models", p + ".gpu_models", n.gpu_models);
       a.allocation.push_back(std::move(n));
     }
   }

@@ -29,14 +29,16 @@ std::vector<Charge> AllocatedCharges(const model::ClusterSpec& cluster, const mo
   for (const auto& share : attempt.allocation) {
     out.push_back({kCpuCoreSeconds, "", share.node, share.cpus * seconds});
     out.push_back({kMemoryMbSeconds, "", share.node, static_cast<double>(share.memory_mb) * seconds});
-    // GPU card-seconds per model: the model of each device index on its node.
+    // GPU card-seconds per model: as the fit chose each device; for an
+    // attempt stored before that was kept, the model of its index on the node.
     std::map<std::string, int> cards;
-    const model::NodeSpec* node = cluster.FindNode(share.node);
-    for (int index : share.gpu_indices) {
-      std::string model_name = "unknown";
+    const bool models_kept = share.gpu_models.size() == share.gpu_indices.size();
+    const model::NodeSpec* node = models_kept ? nullptr : cluster.FindNode(share.node);
+    for (size_t k = 0; k < share.gpu_indices.size(); ++k) {
+      std::string model_name = models_kept ? share.gpu_models[k] : "unknown";
       if (node) {
         for (const auto& gpu : node->gpus) {
-          if (gpu.index == index) model_name = gpu.model;
+          if (gpu.index == share.gpu_indices[k]) model_name = gpu.model;
         }
       }
       ++cards[model_name];

@@ -71,16 +71,19 @@ NodeEval Evaluate(const NodeUsage& node, const ResourceRequest& request, const L
   return e;
 }
 
-// The lowest free device indices of the requested model.
-std::vector<int> PickGpus(const NodeUsage& node, int count, const std::string& model) {
-  std::vector<int> free;
+// The lowest free device indices of the requested model, with each one's model.
+void PickGpus(const NodeUsage& node, int count, const std::string& model, NodeAllocation& share) {
+  std::vector<const GpuDevice*> free;
   for (size_t i = 0; i < node.spec.gpus.size(); ++i) {
-    if (!GpuBusy(node, i) && ModelMatches(node.spec.gpus[i], model)) free.push_back(node.spec.gpus[i].index);
+    if (!GpuBusy(node, i) && ModelMatches(node.spec.gpus[i], model)) free.push_back(&node.spec.gpus[i]);
   }
-  std::sort(free.begin(), free.end());
+  std::sort(free.begin(), free.end(), [](const GpuDevice* a, const GpuDevice* b) { return a->index < b->index; });
   if (count < 0) count = 0;
   free.resize(std::min(free.size(), static_cast<size_t>(count)));
-  return free;
+  for (const GpuDevice* device : free) {
+    share.gpu_indices.push_back(device->index);
+    share.gpu_models.push_back(device->model);
+  }
 }
 
 std::string NamesWithState(const std::vector<const NodeEval*>& evals) {
@@ -344,8 +347,9 @@ FitResult Fit(const std::vector<const NodeUsage*>& nodes, const ResourceRequest&
 
   Allocation allocation;
   for (const NodeUsage* node : chosen) {
-    allocation.push_back({node->spec.name, request.cpus, request.memory_mb,
-                          request.gpus > 0 ? PickGpus(*node, request.gpus, request.gpu_model) : std::vector<int>{}});
+    NodeAllocation& share =
+        allocation.emplace_back(NodeAllocation{node->spec.name, request.cpus, request.memory_mb, {}});
+    if (request.gpus > 0) PickGpus(*node, request.gpus, request.gpu_model, share);
   }
   result.allocation = std::move(allocation);
   return result;

@@ -27,6 +27,10 @@ struct NodeAllocation {
   int cpus = 0;
   int64_t memory_mb = 0;
   std::vector<int> gpu_indices;  // device indices on that node (CUDA_VISIBLE_DEVICES)
+  // The model of each of those devices, in the same order, as the fit chose
+  // them: what the ledger charges GPU-seconds per (docs/ledger.md). Empty in
+  // attempts stored before it existed (the ledger then looks the model up).
+  std::vector<std::string> gpu_models{};
   bool operator==(const NodeAllocation&) const = default;
 };
 

@@ -42,7 +42,11 @@ model::Job FullJob() {
 
   model::Attempt second;
   second.number = 2;
-  second.allocation = {{.node = "x86-c32m512g4-train-01", .cpus = 8, .memory_mb = 32768, .gpu_indices = {2, 3}},
+  second.allocation = {{.node = "x86-c32m512g4-train-01",
+                        .cpus = 8,
+                        .memory_mb = 32768,
+                        .gpu_indices = {2, 3},
+                        .gpu_models = {"h100", "h100"}},
                        {.node = "x86-c32m512g4-train-02", .cpus = 8, .memory_mb = 32768, .gpu_indices = {0, 1}}};
   second.state = model::JobState::kFailed;
   second.started_at = FromUnixMillis(1'700'000'003'000);
@@ -167,8 +171,11 @@ TEST(JobJsonTest, ContractShape) {
   EXPECT_EQ(a["exit_code"], 3);
   EXPECT_EQ(a["reason"], "exit 3");
   EXPECT_EQ(a["started_at"], "2023-11-14T22:13:23.000Z");
-  EXPECT_EQ(a["allocation"][0],
-            json({{"node", "x86-c32m512g4-train-01"}, {"cpus", 8}, {"memory_mb", 32768}, {"gpus", {2, 3}}}));
+  EXPECT_EQ(a["allocation"][0], json({{"node", "x86-c32m512g4-train-01"},
+                                      {"cpus", 8},
+                                      {"memory_mb", 32768},
+                                      {"gpus", {2, 3}},
+                                      {"gpu_models", {"h100", "h100"}}}));
   EXPECT_EQ(
       a["usage"],
       json(

@@ -46,6 +46,20 @@ TEST(LedgerTest, AllocatedChargesPerMetricAndGpuModel) {
   EXPECT_TRUE(AllocatedCharges(Cluster(), JobIn("gpus"), a, kT0, kT0).empty());
 }
 
+TEST(LedgerTest, GpuSecondsGoToTheModelsTheFitChoseEvenIfTheNodeChangedSince) {
+  model::Attempt a;
+  // Both chosen as a100s; the node's config now says device 0 is an h100.
+  a.allocation = {{"x86-c8m16g2-train-01", 4, 1024, {0, 1}, {"a100", "a100"}}};
+  const auto charges = AllocatedCharges(Cluster(), JobIn("gpus"), a, kT0, kT0 + std::chrono::seconds(10));
+  EXPECT_DOUBLE_EQ(Sum(charges, kGpuSeconds, "a100"), 20);
+  EXPECT_DOUBLE_EQ(Sum(charges, kGpuSeconds, "h100"), 0);
+  // Stored before the models were kept: looked up by index on the node (0 is its h100).
+  a.allocation[0].gpu_models.clear();
+  a.allocation[0].gpu_indices = {0};
+  EXPECT_DOUBLE_EQ(
+      Sum(AllocatedCharges(Cluster(), JobIn("gpus"), a, kT0, kT0 + std::chrono::seconds(10)), kGpuSeconds, "h100"), 10);
+}
+
 TEST(LedgerTest, ElasticJobsAreChargedInstanceSeconds) {
   model::Attempt a;
   a.allocation = {{"x86-c8m16-agent-01", 1, 256, {}}};
