@@ -99,6 +99,22 @@ int RunValidateConfig(int argc, char** argv) {
     PrintErrors(*errors, std::cout);
     return 1;
   }
+  // Valid YAML can still name a backend this binary does not have: the
+  // server would refuse to start on it, so this says so now.
+  const auto& cfg = std::get<config::Config>(loaded);
+  std::vector<config::ConfigError> missing;
+  for (size_t i = 0; i < cfg.cluster.pools.size(); ++i) {
+    const model::PoolSpec& pool = cfg.cluster.pools[i];
+    if (!pool.PlacedByBackend()) continue;
+    missing.push_back({"pools[" + std::to_string(i) + "].backend",
+                       "'" + pool.backend +
+                           "' is not a backend of this daemon (built in: local, agent), so "
+                           "`unisched server` would refuse to start; see docs/adr/0006-pool-backend-port.md"});
+  }
+  if (!missing.empty()) {
+    PrintErrors(missing, std::cout);
+    return 1;
+  }
   std::cout << "OK\n";
   return 0;
 }

@@ -23,6 +23,15 @@ TEST(CliTest, ValidateConfig) {
   EXPECT_NE(errors.out.find("queues[0].policy.max_concurrency"), std::string::npos) << errors.out;
   EXPECT_NE(errors.out.find("queues[0].pool"), std::string::npos) << errors.out;
   EXPECT_NE(errors.out.find("nodes[0].cpus"), std::string::npos) << errors.out;
+  // Valid, but naming a backend this binary does not have: the server would
+  // not start on it, so validation says so.
+  const std::string placed = d.state_dir() + "/placed.yaml";
+  std::ofstream(placed) << "pools:\n  - {name: far, kind: cpu, backend: slurm-west, nodes: []}\n"
+                           "nodes: []\nqueues:\n  - {name: q, pool: far}\nprojects:\n  - name: default\n";
+  auto unknown = d.RunCli({"validate-config", placed});
+  EXPECT_EQ(unknown.exit_code, 1) << unknown.out;
+  EXPECT_NE(unknown.out.find("pools[0].backend: 'slurm-west' is not a backend of this daemon"), std::string::npos)
+      << unknown.out;
 }
 
 TEST(CliTest, SubmitWaitAndList) {
