@@ -2,6 +2,8 @@
 //   submit   C keep-alive connections submit trivial jobs for S seconds
 //   e2e      N trivial jobs from submission until every one has ended
 //   latency  one job at a time, submit to COMPLETED as a client sees it
+//   flood    one token floods at a fixed rate; another user's latency, idle
+//            and under the flood (the rate limits of docs/access.md)
 // Human lines go to stdout; with --json they go to stderr and stdout holds
 // exactly one JSON object.
 
@@ -40,6 +42,8 @@ const char* const kUsage =
     "usage: unisched-bench submit  --url URL --token T --connections C --duration S [--threads N] [--kind K] [--json]\n"
     "       unisched-bench e2e     --url URL --token T --jobs N --connections C [--kind K] [--timeout S] [--json]\n"
     "       unisched-bench latency --url URL --token T --runs N [--kind K] [--json]\n"
+    "       unisched-bench flood   --url URL --token T --flood-token F --rate R --duration S [--probe-rate P]\n"
+    "                              [--threads N] [--json]\n"
     "  --url defaults to $UNISCHED_URL, else http://127.0.0.1:8642; --token to $UNISCHED_TOKEN\n"
     "  (or --token-file FILE). Jobs are [\"true\"] with cpus 1 and memory_mb 64; --kind defaults to agent.\n";
 
@@ -55,6 +59,9 @@ struct Options {
   int runs = 100;
   double timeout_seconds = 600;
   bool json_output = false;
+  std::string flood_token;  // flood: the token that floods
+  double rate = 1000;       // flood: its requests a second
+  double probe_rate = 50;   // flood: the other user's requests a second
 };
 
 struct Endpoint {
@@ -559,13 +566,126 @@ int RunLatency(const Endpoint& endpoint, const Options& o) {
   return latencies.empty() ? 1 : 0;
 }
 
+// ---- flood: one token floods, another user's latency ----
+
+struct PacedResult {
+  std::vector<double> latencies_ms;  // of 200 answers
+  std::map<int, int64_t> statuses;   // answers by status
+  int64_t failures = 0;              // no answer (connection errors)
+};
+
+// GET `target` `rate` times a second over `threads` keep-alive connections
+// until `deadline`, each connection on its own schedule (open loop: a slow
+// answer does not lower the rate asked for; a late send goes at once).
+PacedResult RunPaced(const Endpoint& endpoint, const std::string& target, double rate, int threads,
+                     SteadyClock::time_point deadline) {
+  std::vector<PacedResult> parts(static_cast<size_t>(threads));
+  std::vector<std::thread> workers;
+  const auto interval = std::chrono::duration_cast<SteadyClock::duration>(
+      std::chrono::duration<double>(static_cast<double>(threads) / rate));
+  const auto start = SteadyClock::now();
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      HttpClient client = MakeClient(endpoint);
+      PacedResult& out = parts[static_cast<size_t>(t)];
+      auto next = start + interval * t / threads;
+      while (next < deadline) {
+        std::this_thread::sleep_until(next);
+        const auto sent = SteadyClock::now();
+        auto r = client.Request("GET", target);
+        const auto answered = SteadyClock::now();
+        if (!r.ok()) {
+          ++out.failures;
+        } else {
+          ++out.statuses[r->status];
+          if (r->status == 200) out.latencies_ms.push_back(MillisSince(sent, answered));
+        }
+        next += interval;
+      }
+    });
+  }
+  for (auto& w : workers) w.join();
+  PacedResult all;
+  for (auto& part : parts) {
+    all.latencies_ms.insert(all.latencies_ms.end(), part.latencies_ms.begin(), part.latencies_ms.end());
+    for (const auto& [status, count] : part.statuses) all.statuses[status] += count;
+    all.failures += part.failures;
+  }
+  std::sort(all.latencies_ms.begin(), all.latencies_ms.end());
+  return all;
+}
+
+json StatusesJson(const PacedResult& r) {
+  json out = json::object();
+  for (const auto& [status, count] : r.statuses) out[std::to_string(status)] = count;
+  if (r.failures > 0) out["no_answer"] = r.failures;
+  return out;
+}
+
+int RunFlood(const Endpoint& endpoint, const Options& o) {
+  if (o.flood_token.empty()) {
+    std::cerr << "unisched-bench: flood needs --flood-token (the token that floods)\n";
+    return 2;
+  }
+  {
+    HttpClient probe = MakeClient(endpoint);
+    if (!CheckDaemon(probe, o)) return 1;
+  }
+  // A read every portal makes, small and answered from the store.
+  const std::string target = "/v1/jobs?limit=20";
+  const auto seconds =
+      std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(o.duration_seconds));
+  Human(o) << "flood: the other user's GET " << target << " at " << o.probe_rate << "/s for " << o.duration_seconds
+           << " s idle, then again while one token sends " << o.rate << " requests/s\n";
+  const PacedResult idle = RunPaced(endpoint, target, o.probe_rate, 1, SteadyClock::now() + seconds);
+
+  Endpoint flooder = endpoint;
+  flooder.token = o.flood_token;
+  const HostCpu cpu_before = HostCpu::Now();
+  const auto deadline = SteadyClock::now() + seconds;
+  PacedResult flood;
+  std::thread flood_thread([&] { flood = RunPaced(flooder, target, o.rate, o.threads, deadline); });
+  const PacedResult busy = RunPaced(endpoint, target, o.probe_rate, 1, deadline);
+  flood_thread.join();
+  const HostCpu cpu_after = HostCpu::Now();
+
+  const double idle_p99 = Percentile(idle.latencies_ms, 99);
+  const double busy_p99 = Percentile(busy.latencies_ms, 99);
+  const double ratio = idle_p99 > 0 ? busy_p99 / idle_p99 : 0;
+  int64_t flood_sent = flood.failures;
+  for (const auto& [status, count] : flood.statuses) flood_sent += count;
+  Human(o) << "  idle:  " << idle.latencies_ms.size() << " answers, p50 " << Fixed(Percentile(idle.latencies_ms, 50), 3)
+           << " ms, p99 " << Fixed(idle_p99, 3) << " ms\n"
+           << "  flood: " << busy.latencies_ms.size() << " answers, p50 " << Fixed(Percentile(busy.latencies_ms, 50), 3)
+           << " ms, p99 " << Fixed(busy_p99, 3) << " ms (" << Fixed(ratio, 2) << "x idle)\n"
+           << "  the flood: " << Fixed(static_cast<double>(flood_sent) / o.duration_seconds, 0)
+           << " requests/s answered " << StatusesJson(flood).dump() << "\n"
+           << HostCpuLine(cpu_before, cpu_after);
+  if (o.json_output) {
+    std::cout << json({{"mode", "flood"},
+                       {"rate", o.rate},
+                       {"probe_rate", o.probe_rate},
+                       {"duration_seconds", o.duration_seconds},
+                       {"idle_ms", LatencyJson(idle.latencies_ms)},
+                       {"flood_ms", LatencyJson(busy.latencies_ms)},
+                       {"p99_ratio", Round3(ratio)},
+                       {"probe_statuses_idle", StatusesJson(idle)},
+                       {"probe_statuses_flood", StatusesJson(busy)},
+                       {"flood_statuses", StatusesJson(flood)},
+                       {"flood_requests_per_second", Round3(static_cast<double>(flood_sent) / o.duration_seconds)},
+                       {"host_cpu", HostCpuJson(cpu_before, cpu_after)}})
+              << "\n";
+  }
+  return busy.statuses.size() == 1 && busy.statuses.count(200) ? 0 : 1;
+}
+
 // ---- arguments ----
 
 std::optional<Options> ParseOptions(int argc, char** argv) {
   if (argc < 2) return std::nullopt;
   Options o;
   o.mode = argv[1];
-  if (o.mode != "submit" && o.mode != "e2e" && o.mode != "latency") return std::nullopt;
+  if (o.mode != "submit" && o.mode != "e2e" && o.mode != "latency" && o.mode != "flood") return std::nullopt;
   std::optional<std::string> token_file;
   for (int i = 2; i < argc; ++i) {
     const std::string flag = argv[i];
@@ -596,6 +716,12 @@ std::optional<Options> ParseOptions(int argc, char** argv) {
       token_file = value;
     } else if (flag == "--kind") {
       o.kind = value;
+    } else if (flag == "--flood-token") {
+      o.flood_token = value;
+    } else if (flag == "--rate" && (n = number(0.1))) {
+      o.rate = *n;
+    } else if (flag == "--probe-rate" && (n = number(0.1))) {
+      o.probe_rate = *n;
     } else if (flag == "--connections" && (n = number(1))) {
       o.connections = static_cast<int>(*n);
     } else if (flag == "--threads" && (n = number(1))) {
@@ -610,7 +736,7 @@ std::optional<Options> ParseOptions(int argc, char** argv) {
       o.timeout_seconds = *n;
     } else {
       if (flag != "--connections" && flag != "--threads" && flag != "--duration" && flag != "--jobs" &&
-          flag != "--runs" && flag != "--timeout") {
+          flag != "--runs" && flag != "--timeout" && flag != "--rate" && flag != "--probe-rate") {
         std::cerr << "unisched-bench: unknown option " << flag << "\n";
       }
       return std::nullopt;
@@ -655,5 +781,6 @@ int main(int argc, char** argv) {
   const Endpoint endpoint{base->first, base->second, options->token};
   if (options->mode == "submit") return RunSubmit(endpoint, *options);
   if (options->mode == "e2e") return RunEndToEnd(endpoint, *options);
+  if (options->mode == "flood") return RunFlood(endpoint, *options);
   return RunLatency(endpoint, *options);
 }

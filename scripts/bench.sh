@@ -132,7 +132,7 @@ echo "  binary:  $BUILD/unisched"
 echo "  note:    the load generator and the daemon share this machine's CPUs"
 echo
 
-SECTIONS=${SECTIONS:-http cycle agents sandboxes ledger replay}
+SECTIONS=${SECTIONS:-http access cycle agents sandboxes ledger replay}
 section() { [[ " $SECTIONS " == *" $1 "* ]]; }
 
 status=0
@@ -155,6 +155,43 @@ run_mode latency latency --runs "$LATENCY_RUNS" || status=1
 echo "== spawn floor: /bin/true started and reaped, no daemon"
 "$BUILD/unisched-spawn-floor" --seconds 3 || status=1
 echo
+fi
+
+if section access; then
+# Rate limits (docs/access.md): one user's token floods at FLOOD_RATE
+# requests/s; another user's GET /v1/jobs latency, first with the daemon
+# idle, then under the flood. Once with the config as it is (no limits), once
+# with the user role limited to 100 requests/s (burst 200), so the flood is
+# answered 429 at the door.
+FLOOD_RATE=${FLOOD_RATE:-8000}
+FLOOD_SECONDS=${FLOOD_SECONDS:-20}
+flood_run() {
+  local label=$1
+  start_daemon "$label"
+  local admin
+  admin=$(cat "$STATE/admin.token")
+  for user in flooder victim; do
+    curl -fsS -o /dev/null -H "Authorization: Bearer $admin" -X POST "$URL/v1/users" \
+      -d "{\"name\": \"$user\", \"role\": \"user\", \"projects\": [\"default\"]}"
+    curl -fsS -H "Authorization: Bearer $admin" -X POST "$URL/v1/users/$user/tokens" | jq -r .token >"$WORK/$user.token"
+  done
+  echo "== flood ($label): one token at $FLOOD_RATE requests/s, another user's latency"
+  if ! "$BUILD/unisched-bench" flood --url "$URL" --token-file "$WORK/victim.token" \
+      --flood-token "$(cat "$WORK/flooder.token")" --rate "$FLOOD_RATE" --threads 8 --probe-rate 50 \
+      --duration "$FLOOD_SECONDS" --json 2>&1 >"$WORK/$label.json"; then
+    echo "bench: $label failed" >&2
+    status=1
+  fi
+  [[ -z ${BENCH_JSON:-} ]] || cat "$WORK/$label.json" >>"$BENCH_JSON"
+  stop_daemon
+  echo
+}
+flood_run flood-unlimited
+SAVED_CONFIG=$CONFIG
+CONFIG=$WORK/limited.yaml
+{ cat "$SAVED_CONFIG"; printf '\naccess:\n  roles:\n    user: {requests_per_second: 100, burst: 200}\n'; } >"$CONFIG"
+flood_run flood-limited
+CONFIG=$SAVED_CONFIG
 fi
 
 if section cycle; then

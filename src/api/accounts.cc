@@ -1,5 +1,5 @@
-// The callers' accounts: users, their tokens and node tokens, whoami, and
-// the audit log of what they changed.
+// The callers' accounts: users, whoami, and the audit log of what they
+// changed. Their tokens are in tokens.cc.
 
 #include <cctype>
 #include <nlohmann/json.hpp>
@@ -111,53 +111,6 @@ void Api::ListUsers(Call& call) {
   json users = json::array();
   for (const auto& u : ctx_.store->ListUsers()) users.push_back(UserJson(u));
   call.reply(Json(200, {{"users", std::move(users)}}));
-}
-
-void Api::CreateToken(Call& call) {
-  const std::string& name = call.Param("name");
-  if (!auth::IsPlatformAdmin(*call.principal) && call.principal->user != name) {
-    call.reply(ErrorResponse(403, "forbidden", "only platform-admins may create tokens for other users"));
-    return;
-  }
-  if (!ctx_.store->GetUser(name)) {
-    call.reply(ErrorResponse(404, "not_found", "no user " + name));
-    return;
-  }
-  const std::string token = auth::GenerateToken();
-  store::TokenRecord record{auth::HashToken(token), name, "user", "", ctx_.clock->Now()};
-  auto reply = call.reply;
-  ctx_.store->Write([record](store::Transaction& t) { return t.InsertToken(record); },
-                    [reply, token, name](Status s) {
-                      reply(s.ok() ? Json(201, {{"token", token}, {"user", name}}) : FromError(s.error()));
-                    });
-}
-
-void Api::CreateNodeToken(Call& call) {
-  if (!auth::IsPlatformAdmin(*call.principal)) {
-    call.reply(ErrorResponse(403, "forbidden", "only platform-admins may create node tokens"));
-    return;
-  }
-  auto body = body::ParseObject(call.request.body, R"({"pool": "cpu-hpc-pool"})");
-  std::string name;
-  std::optional<Error> invalid = body.ok() ? body::CheckKeys(*body, "", {"pool"}) : body.error();
-  if (!invalid) invalid = body::ReadString(*body, "pool", "pool", 256, name);
-  if (invalid) {
-    call.reply(FromError(*invalid));
-    return;
-  }
-  if (!ctx_.config->cluster.FindPool(name)) {
-    std::string pools;
-    for (const auto& p : ctx_.config->cluster.pools) pools += (pools.empty() ? "" : ", ") + p.name;
-    call.reply(ErrorResponse(422, "invalid_value", "pool must name a pool of the config (" + pools + ")", "pool"));
-    return;
-  }
-  const std::string token = auth::GenerateToken();
-  store::TokenRecord record{auth::HashToken(token), "node:" + name, "node", name, ctx_.clock->Now()};
-  auto reply = call.reply;
-  ctx_.store->Write([record](store::Transaction& t) { return t.InsertToken(record); },
-                    [reply, token, name](Status s) {
-                      reply(s.ok() ? Json(201, {{"token", token}, {"pool", name}}) : FromError(s.error()));
-                    });
 }
 
 void Api::ListAudit(Call& call) {

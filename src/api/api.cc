@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <future>
 #include <map>
@@ -18,8 +19,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
+#include "api/access_gate.h"
 #include "api/audit_trail.h"
 #include "api/call.h"
 #include "api/responses.h"
@@ -41,25 +44,6 @@ std::vector<std::string> SplitPath(std::string_view path) {
   return out;
 }
 
-// The token of an "Authorization: Bearer <token>" header. The scheme is
-// case-insensitive and may be followed by several spaces (RFC 9110 11.1 and
-// 11.4), so "bearer <token>" from some clients works too.
-std::optional<std::string_view> BearerCredentials(std::string_view header) {
-  static constexpr std::string_view kScheme = "bearer";
-  if (header.size() <= kScheme.size() ||
-      !std::equal(kScheme.begin(), kScheme.end(), header.begin(),
-                  [](char a, char b) { return a == std::tolower(static_cast<unsigned char>(b)); })) {
-    return std::nullopt;
-  }
-  std::string_view rest = header.substr(kScheme.size());
-  if (rest.front() != ' ' && rest.front() != '\t') return std::nullopt;
-  const size_t start = rest.find_first_not_of(" \t");
-  if (start == std::string_view::npos) return std::nullopt;
-  rest = rest.substr(start);
-  const size_t end = rest.find_last_not_of(" \t");
-  return rest.substr(0, end + 1);
-}
-
 bool IsMutating(const std::string& method) {
   return method == "POST" || method == "DELETE" || method == "PUT";
 }
@@ -69,7 +53,9 @@ bool IsMutating(const std::string& method) {
 Api::~Api() = default;
 
 Api::Api(ApiContext context)
-    : ctx_(std::move(context)), audit_(std::make_unique<AuditTrail>(*ctx_.store, *ctx_.metrics, *ctx_.clock)) {
+    : ctx_(std::move(context)),
+      audit_(std::make_unique<AuditTrail>(*ctx_.store, *ctx_.metrics, *ctx_.clock)),
+      gate_(std::make_unique<AccessGate>(ctx_.config->access, *ctx_.store, *ctx_.clock)) {
   auto add = [this](std::string method, std::string templ, Endpoint endpoint, bool needs_auth = true) {
     Route route;
     route.method = std::move(method);
@@ -107,6 +93,8 @@ Api::Api(ApiContext context)
   add("POST", "/v1/users", &Api::CreateUser);
   add("GET", "/v1/users", &Api::ListUsers);
   add("POST", "/v1/users/{name}/tokens", &Api::CreateToken);
+  add("GET", "/v1/users/{name}/tokens", &Api::ListTokens);
+  add("DELETE", "/v1/users/{name}/tokens/{id}", &Api::RevokeToken);
   add("GET", "/v1/audit", &Api::ListAudit);
   routes_.back().query = {QueryParam::Integer("limit", 1, 10000)};
   add("GET", "/v1/whoami", &Api::WhoAmI);
@@ -119,6 +107,8 @@ Api::Api(ApiContext context)
   routes_.back().query = {QueryParam::Text("kind"), QueryParam::Text("object", 512), QueryParam::Time("since"),
                           QueryParam::Integer("limit", 1, 10000)};
   add("POST", "/v1/node-tokens", &Api::CreateNodeToken);
+  add("GET", "/v1/node-tokens", &Api::ListNodeTokens);
+  add("DELETE", "/v1/node-tokens/{id}", &Api::RevokeNodeToken);
   add("GET", "/v1/alerts", &Api::ListAlerts);
   routes_.back().query = {QueryParam::Choice("state", {"firing", "resolved"})};
   add("POST", "/v1/sandboxes", &Api::CreateSandbox);
@@ -147,45 +137,16 @@ std::vector<Api::RouteInfo> Api::Routes() const {
 }
 
 void Api::InvalidateCredentials() {
-  std::lock_guard lock(credentials_mu_);
-  credentials_.clear();
-}
-
-Result<auth::Principal> Api::Authenticate(const HttpRequest& request) {
-  const std::string header = request.Header("authorization");
-  auto credentials = BearerCredentials(header);
-  if (!credentials) return Error::Unauthenticated("missing bearer token: send 'Authorization: Bearer <token>'");
-  const std::string hash = auth::HashToken(*credentials);
-  {
-    std::lock_guard lock(credentials_mu_);
-    if (auto it = credentials_.find(hash); it != credentials_.end()) return it->second;
-  }
-  auto token = ctx_.store->FindToken(hash);
-  if (token && token->kind == "node") {
-    // A node agent's token: it acts for the nodes of one pool, nothing else.
-    auth::Principal p;
-    p.user = "node:" + token->pool;
-    p.node_pool = token->pool;
-    std::lock_guard lock(credentials_mu_);
-    credentials_[hash] = p;
-    return p;
-  }
-  if (!token || token->kind != "user") return Error::Unauthenticated("invalid or revoked token");
-  auto user = ctx_.store->GetUser(token->user);
-  if (!user) return Error::Unauthenticated("the token's user no longer exists");
-  auth::Principal p;
-  p.user = user->name;
-  p.role = auth::ParseRole(user->role).value_or(auth::Role::kUser);
-  p.projects = user->projects;
-  p.queues = user->queues;
-  p.unix_user = user->unix_user;
-  std::lock_guard lock(credentials_mu_);
-  credentials_[hash] = p;
-  return p;
+  gate_->Invalidate();
 }
 
 void Api::FlushAudit(Timestamp now, bool all) {
   audit_->Flush(now, all);
+  if (auto last_use = gate_->TakeLastUse(); !last_use.empty()) {
+    // Best effort: a lost write only makes a last_used_at a minute older.
+    ctx_.store->Write([last_use = std::move(last_use)](store::Transaction& t) { return t.TouchTokens(last_use); },
+                      [](Status) {});
+  }
 }
 
 void Api::Handle(HttpRequest request, Respond respond) {
@@ -247,15 +208,20 @@ void Api::Handle(HttpRequest request, Respond respond) {
   // a path or method that does not exist (which stays hidden from it).
   const bool under_v1 = call.request.path == "/v1" || call.request.path.rfind("/v1/", 0) == 0;
   if ((match && match->needs_auth) || (!match && under_v1)) {
-    auto principal = Authenticate(call.request);
-    if (!principal.ok()) {
-      const std::string header = call.request.Header("authorization");
-      const bool presented = BearerCredentials(header).has_value();
-      audit_->CountUnauthenticated(call.request.remote, presented ? "invalid" : "missing");
-      call.reply(FromError(principal.error()));
+    auto admitted = gate_->Admit(call.request);
+    if (auto* refusal = std::get_if<Refusal>(&admitted)) {
+      if (!refusal->reason.empty()) audit_->CountUnauthenticated(call.request.remote, refusal->reason);
+      HttpResponse response = FromError(refusal->error);
+      if (refusal->retry_after_seconds > 0) {
+        // Whole seconds (RFC 9110 10.2.3), rounded up so a client that waits
+        // that long finds a token.
+        response.headers.emplace_back("Retry-After",
+                                      std::to_string(static_cast<int64_t>(std::ceil(refusal->retry_after_seconds))));
+      }
+      call.reply(std::move(response));
       return;
     }
-    call.principal = std::move(principal.value());
+    call.principal = std::move(std::get<auth::Principal>(admitted));
     state.actor = call.principal->user;
     state.authenticated = true;
   }

@@ -79,6 +79,29 @@ void ParseServer(const YAML::Node& node, Errors& errors, ServerSettings& out) {
   m.Read("reserved_descriptors", out.reserved_descriptors);
 }
 
+void ParseAccess(const YAML::Node& node, Errors& errors, AccessSettings& out) {
+  MapReader m(node, "access", {"roles"}, errors);
+  const YAML::Node roles = m.Get("roles");
+  if (!IsSet(roles)) return;
+  if (!roles.IsMap()) {
+    errors.Add(m.PathOf("roles"), "must be a map from role (user, queue-admin, platform-admin, node) to its rule");
+    return;
+  }
+  for (const auto& entry : roles) {
+    if (!entry.first.IsScalar() || entry.first.Scalar().empty()) {
+      errors.Add(m.PathOf("roles"), "keys must be role names (user, queue-admin, platform-admin, node)");
+      continue;
+    }
+    const std::string& role = entry.first.Scalar();
+    MapReader r(entry.second, JoinKey(m.PathOf("roles"), role), {"allow_from", "requests_per_second", "burst"}, errors);
+    AccessRule rule;
+    r.Read("allow_from", rule.allow_from);
+    r.Read("requests_per_second", rule.requests_per_second);
+    r.Read("burst", rule.burst);
+    out.roles[role] = std::move(rule);
+  }
+}
+
 void ParseStore(const YAML::Node& node, Errors& errors, StoreSettings& out) {
   MapReader m(
       node, "store",
@@ -509,9 +532,10 @@ Config ParseConfig(const YAML::Node& root, Errors& errors) {
   Config config;
   MapReader m(root, "",
               {"server", "store", "executor", "scheduler", "health", "alerts", "pools", "nodes", "queues", "routing",
-               "projects", "users", "sandboxes", "images"},
+               "projects", "users", "sandboxes", "images", "access"},
               errors);
   if (!m.is_map()) return config;
+  ParseAccess(m.Get("access"), errors, config.access);
   ParseSandboxes(m.Get("sandboxes"), errors, config.sandboxes);
   config.images = ParseList<ImageSpec>(m, "images", errors, ParseImage);
   ParseServer(m.Get("server"), errors, config.server);

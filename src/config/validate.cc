@@ -11,6 +11,7 @@
 
 #include "config/errors.h"
 #include "config/validate_rules.h"
+#include "unisched/auth/access.h"
 #include "unisched/config/config.h"
 
 namespace unisched::config {
@@ -50,6 +51,22 @@ void ValidateServer(const ServerSettings& s, Errors& errors) {
   Positive(errors, "server.max_connections", s.max_connections);
   NonNegative(errors, "server.max_connections_per_client", s.max_connections_per_client, "0 sets no per-client cap");
   NonNegative(errors, "server.reserved_descriptors", s.reserved_descriptors);
+}
+
+void ValidateAccess(const AccessSettings& access, Errors& errors) {
+  static const std::vector<std::string> kRoles = {"user", "queue-admin", "platform-admin", "node"};
+  for (const auto& [role, rule] : access.roles) {
+    const std::string path = "access.roles." + role;
+    if (std::find(kRoles.begin(), kRoles.end(), role) == kRoles.end()) {
+      errors.Add(path, "unknown role '" + role + "'; expected one of: " + JoinNames(kRoles) + DidYouMean(role, kRoles));
+    }
+    for (size_t i = 0; i < rule.allow_from.size(); ++i) {
+      auto parsed = auth::ParseCidr(rule.allow_from[i]);
+      if (!parsed.cidr) errors.Add(path + ".allow_from[" + std::to_string(i) + "]", parsed.error);
+    }
+    NonNegative(errors, path + ".requests_per_second", rule.requests_per_second, "0 sets no limit");
+    NonNegative(errors, path + ".burst", rule.burst, "0 makes the burst the rate");
+  }
 }
 
 void ValidateHealth(const HealthSettings& h, Errors& errors) {
@@ -555,6 +572,7 @@ void ValidatePeople(const Config& config, const NameRegistry& queues, Errors& er
 std::vector<ConfigError> ValidateConfig(const Config& config) {
   Errors errors;
   ValidateServer(config.server, errors);
+  ValidateAccess(config.access, errors);
   ValidateStore(config.store, errors);
   ValidateHealth(config.health, errors);
   ValidateExecutor(config.executor, errors);

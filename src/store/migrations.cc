@@ -234,6 +234,22 @@ INSERT INTO id_blocks(name, next_id) SELECT 'jobs', max(
   coalesce((SELECT max(id) FROM jobs), 0)) + 1;
 )sql";
 
+// Version 9: tokens that expire, are revoked, carry their own address
+// ranges and rate, and remember their last use (docs/access.md). `id` names
+// a token in lists without revealing it: "tok_" and 16 hex digits of its hash.
+constexpr std::string_view kMigration9 = R"sql(
+ALTER TABLE tokens ADD COLUMN id TEXT;
+UPDATE tokens SET id = 'tok_' || substr(hash, 1, 16);
+CREATE UNIQUE INDEX tokens_id ON tokens(id);
+ALTER TABLE tokens ADD COLUMN name TEXT NOT NULL DEFAULT '';
+ALTER TABLE tokens ADD COLUMN expires_at INTEGER;
+ALTER TABLE tokens ADD COLUMN revoked_at INTEGER;
+ALTER TABLE tokens ADD COLUMN last_used_at INTEGER;
+ALTER TABLE tokens ADD COLUMN allow_from TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE tokens ADD COLUMN requests_per_second REAL NOT NULL DEFAULT 0;
+ALTER TABLE tokens ADD COLUMN burst REAL NOT NULL DEFAULT 0;
+)sql";
+
 Status Rollback(sqlite3* db, Error error) {
   if (sqlite3_get_autocommit(db) == 0) sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
   return error;
@@ -252,7 +268,8 @@ Status Exec(sqlite3* db, const std::string& sql, const std::string& what) {
 
 const std::vector<std::string_view>& Migrations() {
   static const std::vector<std::string_view> migrations = {kMigration1, kMigration2, kMigration3, kMigration4,
-                                                           kMigration5, kMigration6, kMigration7, kMigration8};
+                                                           kMigration5, kMigration6, kMigration7, kMigration8,
+                                                           kMigration9};
   return migrations;
 }
 

@@ -9,6 +9,38 @@ namespace {
 
 constexpr const char* kUserColumns = "SELECT name, role, projects, queues, unix_user, from_config FROM users";
 
+constexpr const char* kTokenColumns =
+    "SELECT hash, user, kind, pool, created_at, id, name, expires_at, revoked_at, last_used_at, allow_from, "
+    "requests_per_second, burst FROM tokens";
+
+std::optional<Timestamp> OptionalTime(const Statement& stmt, int column) {
+  if (stmt.IsNull(column)) return std::nullopt;
+  return FromUnixMillis(stmt.Int(column));
+}
+
+std::optional<int64_t> OptionalMillis(const std::optional<Timestamp>& t) {
+  if (!t) return std::nullopt;
+  return ToUnixMillis(*t);
+}
+
+TokenRecord TokenFromRow(const Statement& stmt) {
+  TokenRecord t;
+  t.hash = stmt.Text(0);
+  t.user = stmt.Text(1);
+  t.kind = stmt.Text(2);
+  t.pool = stmt.Text(3);
+  t.created_at = FromUnixMillis(stmt.Int(4));
+  t.id = stmt.Text(5);
+  t.name = stmt.Text(6);
+  t.expires_at = OptionalTime(stmt, 7);
+  t.revoked_at = OptionalTime(stmt, 8);
+  t.last_used_at = OptionalTime(stmt, 9);
+  t.allow_from = ParseJsonList(stmt.Text(10));
+  t.requests_per_second = stmt.Double(11);
+  t.burst = stmt.Double(12);
+  return t;
+}
+
 UserRecord UserFromRow(const Statement& stmt) {
   UserRecord user;
   user.name = stmt.Text(0);
@@ -38,18 +70,48 @@ Status UpsertUser(Connection& c, const UserRecord& user) {
 }
 
 Status InsertToken(Connection& c, const TokenRecord& token) {
-  auto stmt = c.Prepare("INSERT INTO tokens(hash, user, kind, pool, created_at) VALUES(?, ?, ?, ?, ?)");
+  auto stmt = c.Prepare(
+      "INSERT INTO tokens(hash, user, kind, pool, created_at, id, name, expires_at, revoked_at, last_used_at, "
+      "allow_from, requests_per_second, burst) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   if (!stmt.ok()) return stmt.error();
   stmt->Bind(1, token.hash)
       .Bind(2, token.user)
       .Bind(3, token.kind)
       .Bind(4, token.pool)
-      .Bind(5, ToUnixMillis(token.created_at));
+      .Bind(5, ToUnixMillis(token.created_at))
+      .Bind(6, token.id.empty() ? TokenId(token.hash) : token.id)
+      .Bind(7, token.name)
+      .Bind(8, OptionalMillis(token.expires_at))
+      .Bind(9, OptionalMillis(token.revoked_at))
+      .Bind(10, OptionalMillis(token.last_used_at))
+      .Bind(11, JsonList(token.allow_from))
+      .BindReal(12, token.requests_per_second)
+      .BindReal(13, token.burst);
   Status s = stmt->Run();
   if (!s && (stmt->last_error() & 0xff) == SQLITE_CONSTRAINT) {
     return Error::Conflict("token_exists", "a token with this hash already exists");
   }
   return s;
+}
+
+Status RevokeToken(Connection& c, const std::string& id, Timestamp at) {
+  auto stmt = c.Prepare("UPDATE tokens SET revoked_at = coalesce(revoked_at, ?) WHERE id = ?");
+  if (!stmt.ok()) return stmt.error();
+  stmt->Bind(1, ToUnixMillis(at)).Bind(2, id);
+  if (Status s = stmt->Run(); !s) return s;
+  if (sqlite3_changes(c.db()) == 0) return Error::NotFound("no token " + id);
+  return Status::Ok();
+}
+
+Status TouchTokens(Connection& c, const std::map<std::string, Timestamp>& last_used) {
+  for (const auto& [hash, at] : last_used) {
+    auto stmt = c.Prepare(
+        "UPDATE tokens SET last_used_at = ?1 WHERE hash = ?2 AND (last_used_at IS NULL OR last_used_at < ?1)");
+    if (!stmt.ok()) return stmt.error();
+    stmt->Bind(1, ToUnixMillis(at)).Bind(2, hash);
+    if (Status s = stmt->Run(); !s) return s;
+  }
+  return Status::Ok();
 }
 
 Status SetNodeState(Connection& c, const NodeStateRecord& node) {
@@ -62,10 +124,26 @@ Status SetNodeState(Connection& c, const NodeStateRecord& node) {
 }
 
 std::optional<TokenRecord> FindToken(Connection& c, const std::string& hash) {
-  auto stmt = OrThrow(c.Prepare("SELECT hash, user, kind, pool, created_at FROM tokens WHERE hash = ?"));
+  auto stmt = OrThrow(c.Prepare(std::string(kTokenColumns) + " WHERE hash = ?"));
   stmt.Bind(1, hash);
   if (!OrThrow(stmt.Step())) return std::nullopt;
-  return TokenRecord{stmt.Text(0), stmt.Text(1), stmt.Text(2), stmt.Text(3), FromUnixMillis(stmt.Int(4))};
+  return TokenFromRow(stmt);
+}
+
+std::optional<TokenRecord> FindTokenById(Connection& c, const std::string& id) {
+  auto stmt = OrThrow(c.Prepare(std::string(kTokenColumns) + " WHERE id = ?"));
+  stmt.Bind(1, id);
+  if (!OrThrow(stmt.Step())) return std::nullopt;
+  return TokenFromRow(stmt);
+}
+
+std::vector<TokenRecord> ListTokens(Connection& c, const TokenFilter& filter) {
+  auto stmt = OrThrow(c.Prepare(std::string(kTokenColumns) +
+                                " WHERE (?1 = '' OR user = ?1) AND (?2 = '' OR kind = ?2) ORDER BY created_at, id"));
+  stmt.Bind(1, filter.user).Bind(2, filter.kind);
+  std::vector<TokenRecord> tokens;
+  while (OrThrow(stmt.Step())) tokens.push_back(TokenFromRow(stmt));
+  return tokens;
 }
 
 std::optional<UserRecord> GetUser(Connection& c, const std::string& name) {

@@ -2,6 +2,7 @@
 // Users, token hashes and node states in SQLite (unisched/store/identity.h,
 // unisched/store/nodes.h). Internal to src/store.
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,9 +15,13 @@ namespace unisched::store::sqlite {
 
 Status UpsertUser(Connection& c, const UserRecord& user);
 Status InsertToken(Connection& c, const TokenRecord& token);
+Status RevokeToken(Connection& c, const std::string& id, Timestamp at);
+Status TouchTokens(Connection& c, const std::map<std::string, Timestamp>& last_used);
 Status SetNodeState(Connection& c, const NodeStateRecord& node);
 
 std::optional<TokenRecord> FindToken(Connection& c, const std::string& hash);
+std::optional<TokenRecord> FindTokenById(Connection& c, const std::string& id);
+std::vector<TokenRecord> ListTokens(Connection& c, const TokenFilter& filter);
 std::optional<UserRecord> GetUser(Connection& c, const std::string& name);
 std::vector<UserRecord> ListUsers(Connection& c);
 std::vector<NodeStateRecord> LoadNodeStates(Connection& c);

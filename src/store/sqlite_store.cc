@@ -96,6 +96,10 @@ class SqliteTransaction final : public Transaction {
 
   Status UpsertUser(const UserRecord& user) override { return sqlite::UpsertUser(c_, user); }
   Status InsertToken(const TokenRecord& token) override { return sqlite::InsertToken(c_, token); }
+  Status RevokeToken(const std::string& id, Timestamp at) override { return sqlite::RevokeToken(c_, id, at); }
+  Status TouchTokens(const std::map<std::string, Timestamp>& last_used) override {
+    return sqlite::TouchTokens(c_, last_used);
+  }
   Status SetNodeState(const NodeStateRecord& node) override { return sqlite::SetNodeState(c_, node); }
 
   Status AppendLedger(const LedgerEntry& entry) override { return sqlite::AppendLedger(c_, entry); }
@@ -283,6 +287,12 @@ class SqliteStore final : public Store {
 
   std::optional<TokenRecord> FindToken(const std::string& hash) const override {
     return sqlite::FindToken(*OrThrow(readers_.Acquire()), hash);
+  }
+  std::optional<TokenRecord> FindTokenById(const std::string& id) const override {
+    return sqlite::FindTokenById(*OrThrow(readers_.Acquire()), id);
+  }
+  std::vector<TokenRecord> ListTokens(const TokenFilter& filter) const override {
+    return sqlite::ListTokens(*OrThrow(readers_.Acquire()), filter);
   }
   std::optional<UserRecord> GetUser(const std::string& name) const override {
     return sqlite::GetUser(*OrThrow(readers_.Acquire()), name);

@@ -9,6 +9,7 @@
 #include <set>
 #include <stdexcept>
 #include <thread>
+#include <tuple>
 
 namespace unisched::testing {
 
@@ -179,6 +180,24 @@ class MemoryTransaction final : public Transaction {
   Status InsertToken(const TokenRecord& token) override {
     if (t_.tokens.count(token.hash)) return Error::Conflict("token_exists", "a token with this hash already exists");
     t_.tokens[token.hash] = token;
+    if (token.id.empty()) t_.tokens[token.hash].id = TokenId(token.hash);
+    return Status::Ok();
+  }
+  Status RevokeToken(const std::string& id, Timestamp at) override {
+    for (auto& [hash, token] : t_.tokens) {
+      if (token.id != id) continue;
+      if (!token.revoked_at) token.revoked_at = at;
+      return Status::Ok();
+    }
+    return Error::NotFound("no token " + id);
+  }
+  Status TouchTokens(const std::map<std::string, Timestamp>& last_used) override {
+    for (const auto& [hash, at] : last_used) {
+      auto it = t_.tokens.find(hash);
+      if (it != t_.tokens.end() && (!it->second.last_used_at || *it->second.last_used_at < at)) {
+        it->second.last_used_at = at;
+      }
+    }
     return Status::Ok();
   }
   Status SetNodeState(const NodeStateRecord& node) override {
@@ -443,6 +462,28 @@ std::optional<TokenRecord> MemoryStore::FindToken(const std::string& hash) const
   auto it = snapshot->tokens.find(hash);
   if (it == snapshot->tokens.end()) return std::nullopt;
   return it->second;
+}
+
+std::optional<TokenRecord> MemoryStore::FindTokenById(const std::string& id) const {
+  const auto snapshot = data_->Snapshot();
+  for (const auto& [hash, token] : snapshot->tokens) {
+    if (token.id == id) return token;
+  }
+  return std::nullopt;
+}
+
+std::vector<TokenRecord> MemoryStore::ListTokens(const TokenFilter& filter) const {
+  const auto snapshot = data_->Snapshot();
+  std::vector<TokenRecord> out;
+  for (const auto& [hash, token] : snapshot->tokens) {
+    if ((filter.user.empty() || token.user == filter.user) && (filter.kind.empty() || token.kind == filter.kind)) {
+      out.push_back(token);
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const TokenRecord& a, const TokenRecord& b) {
+    return std::tie(a.created_at, a.id) < std::tie(b.created_at, b.id);
+  });
+  return out;
 }
 
 std::optional<UserRecord> MemoryStore::GetUser(const std::string& name) const {

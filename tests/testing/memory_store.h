@@ -44,6 +44,8 @@ class MemoryStore final : public store::Store {
   std::vector<store::AuditRecord> ListAudit(int limit) const override;
 
   std::optional<store::TokenRecord> FindToken(const std::string& hash) const override;
+  std::optional<store::TokenRecord> FindTokenById(const std::string& id) const override;
+  std::vector<store::TokenRecord> ListTokens(const store::TokenFilter& filter) const override;
   std::optional<store::UserRecord> GetUser(const std::string& name) const override;
   std::vector<store::UserRecord> ListUsers() const override;
   std::vector<store::NodeStateRecord> LoadNodeStates() const override;

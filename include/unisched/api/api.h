@@ -80,6 +80,7 @@ struct ApiContext {
 };
 
 class AuditTrail;
+class AccessGate;
 
 // A query parameter an endpoint reads. Api::Handle checks every one against
 // its route before the endpoint runs, by the contract's rule: a value that
@@ -153,7 +154,8 @@ class Api {
   // Forget cached token -> principal resolutions (after user changes).
   void InvalidateCredentials();
   // Writes the audit tallies of refused requests of minutes ended before
-  // `now` (every minute); `all`: the current minute's too (at shutdown).
+  // `now` (every minute), and when tokens were last used; `all`: the current
+  // minute's tallies too (at shutdown).
   void FlushAudit(Timestamp now, bool all = false);
 
  private:
@@ -169,8 +171,6 @@ class Api {
     bool tail_param = false;        // the last capture takes the rest of the path (file paths)
     std::vector<QueryParam> query;  // checked before the endpoint runs
   };
-
-  Result<auth::Principal> Authenticate(const HttpRequest& request);
 
   void Healthz(Call& call);
   void Readyz(Call& call);
@@ -191,6 +191,14 @@ class Api {
   void CreateUser(Call& call);
   void ListUsers(Call& call);
   void CreateToken(Call& call);
+  void ListTokens(Call& call);
+  void RevokeToken(Call& call);
+  void ListNodeTokens(Call& call);
+  void RevokeNodeToken(Call& call);
+  // Writes `record` (a new token) and answers 201 with the token, once.
+  void StoreNewToken(Call& call, store::TokenRecord record, const std::string& token);
+  // Revokes `token`, forgets it from the cache, answers 200 with it.
+  void RevokeTokenRecord(Call& call, store::TokenRecord token);
   void ListAudit(Call& call);
   void WhoAmI(Call& call);
   void Usage(Call& call);
@@ -217,9 +225,8 @@ class Api {
 
   ApiContext ctx_;
   std::unique_ptr<AuditTrail> audit_;
+  std::unique_ptr<AccessGate> gate_;
   std::vector<Route> routes_;
-  std::mutex credentials_mu_;
-  std::unordered_map<std::string, auth::Principal> credentials_;  // token hash -> principal
 };
 
 }  // namespace unisched::api

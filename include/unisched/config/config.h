@@ -130,8 +130,23 @@ struct SandboxSettings {
   std::string default_image = "host";
 };
 
+// Where a role's credentials may be used from and how often (docs/access.md).
+// A token's own limits (POST /v1/users/{name}/tokens) apply on top: a
+// request must pass both.
+struct AccessRule {
+  std::vector<std::string> allow_from;  // CIDR ranges ("10.0.0.0/8", "::1/128"); empty: any address
+  double requests_per_second = 0;       // per token; 0: no limit
+  double burst = 0;                     // requests at once; 0: the rate (at least 1)
+};
+
+struct AccessSettings {
+  // By role: "user", "queue-admin", "platform-admin", and "node" (agents' tokens).
+  std::map<std::string, AccessRule> roles;
+};
+
 struct Config {
   ServerSettings server;
+  AccessSettings access;
   SandboxSettings sandboxes;
   std::vector<ImageSpec> images;
   AlertSettings alerts;

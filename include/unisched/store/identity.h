@@ -2,6 +2,7 @@
 // The store's identities: users (from the config or the admin API) and the
 // hashes of their API tokens and of node tokens.
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +27,27 @@ struct TokenRecord {
   std::string kind = "user";  // user | node
   std::string pool;           // for node tokens
   Timestamp created_at{};
+  // Names the token in lists and revocation: TokenId(hash). Derived from the
+  // hash, so it says nothing of the token itself.
+  std::string id{};
+  std::string name{};  // a label its owner chose ("ci", "portal"); may be empty
+  std::optional<Timestamp> expires_at{};
+  std::optional<Timestamp> revoked_at{};
+  std::optional<Timestamp> last_used_at{};  // kept to the minute (TouchTokens)
+  std::vector<std::string> allow_from{};    // CIDR ranges; empty: any address
+  double requests_per_second = 0;           // 0: the role's limit only
+  double burst = 0;
+};
+
+// "tok_" and the first 16 hex digits of the token's hash.
+inline std::string TokenId(const std::string& hash) {
+  return "tok_" + hash.substr(0, 16);
+}
+
+// Which tokens ListTokens returns.
+struct TokenFilter {
+  std::string user;  // empty: every user
+  std::string kind;  // "user" | "node"; empty: both
 };
 
 class IdentityWrites {
@@ -36,12 +58,21 @@ class IdentityWrites {
   // Not idempotent: a second token of the same hash fails (kConflict
   // "token_exists") and changes nothing.
   virtual Status InsertToken(const TokenRecord& token) = 0;
+  // Revokes the token of this id at `at`: kNotFound when there is none;
+  // revoking a revoked token keeps the first time. Idempotent.
+  virtual Status RevokeToken(const std::string& id, Timestamp at) = 0;
+  // Records when tokens were last used (hash -> time); a time older than
+  // the stored one is ignored. Tokens that no longer exist are skipped.
+  virtual Status TouchTokens(const std::map<std::string, Timestamp>& last_used) = 0;
 };
 
 class IdentityReads {
  public:
   virtual ~IdentityReads() = default;
   virtual std::optional<TokenRecord> FindToken(const std::string& hash) const = 0;
+  virtual std::optional<TokenRecord> FindTokenById(const std::string& id) const = 0;
+  // By creation time, oldest first.
+  virtual std::vector<TokenRecord> ListTokens(const TokenFilter& filter) const = 0;
   virtual std::optional<UserRecord> GetUser(const std::string& name) const = 0;
   // By name.
   virtual std::vector<UserRecord> ListUsers() const = 0;

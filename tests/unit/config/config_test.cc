@@ -157,6 +157,11 @@ server:
   idle_timeout_seconds: 3
   scheduler_tick_seconds: 0.5
   metrics_require_token: true
+access:
+  roles:
+    platform-admin: {allow_from: [127.0.0.1, "::1/128", 10.0.0.0/24]}
+    user: {requests_per_second: 2.5, burst: 10}
+    node: {allow_from: ["2001:db8::/32"]}
 store: {synchronous: normal, group_commit_max_batch: 8, job_retention_days: 1, max_log_bytes: 0}
 executor:
   default_unix_user: nobody
@@ -231,6 +236,23 @@ TEST(LoadConfigText, ReportsEveryErrorWithItsPath) {
            .Queues("queues: [{name: batch, pool: cpu-pool}]\n"),
        {"nodes[0].cpus"},
        "must be an integer"},
+      // Access rules by role (docs/access.md).
+      {"an unknown role in access",
+       Doc().Extra("access: {roles: {admin: {requests_per_second: 5}}}\n"),
+       {"access.roles.admin"},
+       "unknown role 'admin'; expected one of: user, queue-admin, platform-admin, node"},
+      {"a range with host bits",
+       Doc().Extra("access: {roles: {user: {allow_from: [10.0.0.0/8, 10.0.0.1/8]}}}\n"),
+       {"access.roles.user.allow_from[1]"},
+       "did you mean 10.0.0.0/8?"},
+      {"a negative rate",
+       Doc().Extra("access: {roles: {node: {requests_per_second: -1, burst: -2}}}\n"),
+       {"access.roles.node.requests_per_second", "access.roles.node.burst"},
+       "must be >= 0"},
+      {"an unknown key of a role's rule",
+       Doc().Extra("access: {roles: {user: {rate: 5}}}\n"),
+       {"access.roles.user.rate"},
+       "unknown key 'rate'"},
       // One backend serves a pool (docs/adr/0006-pool-backend-port.md).
       {"a pool of local and agent nodes",
        Doc()
