@@ -10,6 +10,7 @@
 #include "api/call.h"
 #include "api/responses.h"
 #include "unisched/api/api.h"
+#include "unisched/service/unix_accounts.h"
 
 namespace unisched::api {
 
@@ -17,9 +18,16 @@ using nlohmann::json;
 
 namespace {
 
-json UserJson(const store::UserRecord& u) {
-  return {{"name", u.name},     {"role", u.role},           {"projects", u.projects},
-          {"queues", u.queues}, {"unix_user", u.unix_user}, {"from_config", u.from_config}};
+// `uid`: the Unix uid allocated to the user (docs/accounts.md), or null.
+json UserJson(const store::UserRecord& u, const store::Store& store) {
+  auto uid = store.FindUnixId("user", u.name);
+  return {{"name", u.name},
+          {"role", u.role},
+          {"projects", u.projects},
+          {"queues", u.queues},
+          {"unix_user", u.unix_user},
+          {"uid", uid ? json(*uid) : json(nullptr)},
+          {"from_config", u.from_config}};
 }
 
 bool ValidUserName(const std::string& name) {
@@ -92,15 +100,21 @@ void Api::CreateUser(Call& call) {
     return;
   }
   auto reply = call.reply;
-  ctx_.store->Write([user](store::Transaction& t) { return t.UpsertUser(user); },
-                    [this, reply, user](Status s) {
-                      if (!s.ok()) {
-                        reply(FromError(s.error()));
-                        return;
-                      }
-                      InvalidateCredentials();
-                      reply(Json(201, UserJson(user)));
-                    });
+  // The user's Unix account and its projects' groups are allocated with it,
+  // in the same transaction (docs/accounts.md).
+  ctx_.store->Write(
+      [user, accounts = ctx_.config->executor.user_accounts](store::Transaction& t) -> Status {
+        if (auto s = t.UpsertUser(user); !s.ok()) return s;
+        return service::AllocateUnixIds(t, accounts, user);
+      },
+      [this, reply, user](Status s) {
+        if (!s.ok()) {
+          reply(FromError(s.error()));
+          return;
+        }
+        InvalidateCredentials();
+        reply(Json(201, UserJson(user, *ctx_.store)));
+      });
 }
 
 void Api::ListUsers(Call& call) {
@@ -109,8 +123,20 @@ void Api::ListUsers(Call& call) {
     return;
   }
   json users = json::array();
-  for (const auto& u : ctx_.store->ListUsers()) users.push_back(UserJson(u));
+  for (const auto& u : ctx_.store->ListUsers()) users.push_back(UserJson(u, *ctx_.store));
   call.reply(Json(200, {{"users", std::move(users)}}));
+}
+
+void Api::ListUnixIds(Call& call) {
+  if (!auth::IsPlatformAdmin(*call.principal)) {
+    call.reply(ErrorResponse(403, "forbidden", "only platform-admins may list the Unix ids"));
+    return;
+  }
+  json users = json::array(), projects = json::array();
+  for (const auto& r : ctx_.store->ListUnixIds()) {
+    (r.kind == "user" ? users : projects).push_back({{"name", r.name}, {r.kind == "user" ? "uid" : "gid", r.id}});
+  }
+  call.reply(Json(200, {{"users", std::move(users)}, {"projects", std::move(projects)}}));
 }
 
 void Api::ListAudit(Call& call) {

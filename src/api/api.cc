@@ -92,6 +92,7 @@ Api::Api(ApiContext context)
   add("POST", "/v1/nodes/{name}/resume", &Api::ResumeNode);
   add("POST", "/v1/users", &Api::CreateUser);
   add("GET", "/v1/users", &Api::ListUsers);
+  add("GET", "/v1/unix-ids", &Api::ListUnixIds);
   add("POST", "/v1/users/{name}/tokens", &Api::CreateToken);
   add("GET", "/v1/users/{name}/tokens", &Api::ListTokens);
   add("DELETE", "/v1/users/{name}/tokens/{id}", &Api::RevokeToken);

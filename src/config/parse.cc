@@ -128,10 +128,16 @@ void ParseScheduler(const YAML::Node& node, Errors& errors, model::ClusterSpec& 
 }
 
 void ParseExecutor(const YAML::Node& node, Errors& errors, ExecutorSettings& out) {
-  MapReader m(
-      node, "executor",
-      {"default_unix_user", "kill_grace_seconds", "use_cgroups", "pids_limit", "supervisor_path", "runtime_dir"},
-      errors);
+  MapReader m(node, "executor",
+              {"default_unix_user", "user_accounts", "kill_grace_seconds", "use_cgroups", "pids_limit",
+               "supervisor_path", "runtime_dir"},
+              errors);
+  MapReader accounts(m.Get("user_accounts"), m.PathOf("user_accounts"), {"uid_min", "uid_max", "gid_min", "gid_max"},
+                     errors);
+  accounts.Read("uid_min", out.user_accounts.uid_min);
+  accounts.Read("uid_max", out.user_accounts.uid_max);
+  accounts.Read("gid_min", out.user_accounts.gid_min);
+  accounts.Read("gid_max", out.user_accounts.gid_max);
   m.Read("default_unix_user", out.default_unix_user);
   m.Read("kill_grace_seconds", out.kill_grace_seconds);
   m.Read("use_cgroups", out.use_cgroups);

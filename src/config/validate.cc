@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "config/errors.h"
@@ -191,6 +192,33 @@ void ValidateStore(const StoreSettings& s, Errors& errors) {
               "0 samples no storage");
   NonNegative(errors, "store.reconcile_interval_seconds", s.reconcile_interval_seconds, "0 reconciles only on request");
   NonNegative(errors, "store.max_log_bytes", s.max_log_bytes, "0 keeps no output");
+}
+
+// The uid and gid ranges of executor.user_accounts: above the host's
+// accounts (1000 is where Debian's adduser starts regular users, and every
+// allocated id must stay clear of those), below 2^31 (some file systems and
+// tools take ids as signed 32-bit), and clear of the sandboxes' uids, which
+// are leased per attempt: a user's files must never belong to a sandbox.
+void ValidateUserAccounts(const Config& config, Errors& errors) {
+  const UserAccountSettings& a = config.executor.user_accounts;
+  if (!a.enabled() && a.uid_min == 0 && a.gid_min == 0 && a.gid_max == 0) return;
+  constexpr int64_t kLowest = 1000, kHighest = (int64_t{1} << 31) - 1;
+  const std::string path = "executor.user_accounts";
+  for (const auto& [key, lo, hi] : {std::tuple{"uid", a.uid_min, a.uid_max}, std::tuple{"gid", a.gid_min, a.gid_max}}) {
+    const std::string name = key;
+    if (lo < kLowest || hi > kHighest || lo > hi) {
+      errors.Add(path + "." + name + "_min", name + "_min.." + name + "_max must be a range within 1000.." +
+                                                 std::to_string(kHighest) + ", e.g. 2000000..2099999; got " +
+                                                 std::to_string(lo) + ".." + std::to_string(hi));
+    }
+  }
+  const int64_t sandbox_first = config.sandboxes.uid_base;
+  const int64_t sandbox_last = config.sandboxes.uid_base + config.sandboxes.uid_count - 1;
+  if (a.uid_min <= sandbox_last && sandbox_first <= a.uid_max) {
+    errors.Add(path + ".uid_min", "uid_min..uid_max (" + std::to_string(a.uid_min) + ".." + std::to_string(a.uid_max) +
+                                      ") overlaps the sandboxes' uids (" + std::to_string(sandbox_first) + ".." +
+                                      std::to_string(sandbox_last) + "); give users a range of their own");
+  }
 }
 
 void ValidateExecutor(const ExecutorSettings& s, Errors& errors) {
@@ -576,6 +604,7 @@ std::vector<ConfigError> ValidateConfig(const Config& config) {
   ValidateStore(config.store, errors);
   ValidateHealth(config.health, errors);
   ValidateExecutor(config.executor, errors);
+  ValidateUserAccounts(config, errors);
   ValidateScheduler(config.cluster, errors);
   NameRegistry queues("queue", "queues");
   ValidateCluster(config.cluster, queues, errors);

@@ -15,13 +15,14 @@
 #include <set>
 
 #include "unisched/auth/auth.h"
+#include "unisched/service/unix_accounts.h"
 
 namespace unisched::daemon {
 namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kAdminUser = "admin";
+constexpr const char* kAdminUser = service::kBootstrapAdmin;
 
 // Creates `path` with `mode` (and parents), and sets the mode if it exists.
 Status MakeStateDir(const fs::path& path, mode_t mode) {
@@ -72,9 +73,19 @@ Status SyncUsersAndBootstrap(const config::Config& cfg, store::Store& store, con
   ::unsetenv("UNISCHED_ADMIN_TOKEN");
   const std::string hash = auth::HashToken(token);
   const bool known = store.FindToken(hash).has_value();
+  // Users made through the API before user_accounts was switched on get
+  // their accounts now, as do the config's users and projects.
+  for (const auto& u : store.ListUsers()) {
+    if (!u.from_config) users.push_back(u);
+  }
+  const config::UserAccountSettings& accounts = cfg.executor.user_accounts;
   return store.WriteSync([&](store::Transaction& t) -> Status {
     for (const auto& u : users) {
       if (auto s = t.UpsertUser(u); !s.ok()) return s;
+      if (auto s = service::AllocateUnixIds(t, accounts, u); !s.ok()) return s;
+    }
+    for (const auto& project : all_projects) {
+      if (auto s = service::AllocateProjectGroup(t, accounts, project); !s.ok()) return s;
     }
     if (!known) return t.InsertToken({hash, kAdminUser, "user", "", clock.Now()});
     return Status::Ok();

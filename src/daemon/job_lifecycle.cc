@@ -10,6 +10,7 @@
 #include "daemon/launch_spec.h"
 #include "unisched/model/words.h"
 #include "unisched/policy/retry.h"
+#include "unisched/service/unix_accounts.h"
 
 namespace unisched::daemon {
 namespace {
@@ -417,11 +418,46 @@ executor::LaunchSpec JobLifecycle::MakeLaunchSpec(const Job& job) const {
   // (development) cannot switch accounts: jobs run as that user.
   const bool as_root = ::geteuid() == 0;
   std::string unix_user;
+  std::optional<executor::UnixIds> ids;
   if (as_root) {
     unix_user = config_.executor.default_unix_user;
-    if (auto user = store_.GetUser(job.user); user && !user->unix_user.empty()) unix_user = user->unix_user;
+    if (auto user = store_.GetUser(job.user)) {
+      if (!user->unix_user.empty()) {
+        unix_user = user->unix_user;
+      } else if (service::UsesAllocatedAccount(config_.executor.user_accounts, *user)) {
+        // Its own uid: no job of another user may read its files or signal it.
+        unix_user = user->name;
+        ids = AllocatedIds(*user, job.project);
+      }
+    }
   }
-  return BuildLaunchSpec(config_, job, unix_user, as_root);
+  executor::LaunchSpec spec = BuildLaunchSpec(config_, job, unix_user, as_root);
+  spec.ids = std::move(ids);
+  return spec;
+}
+
+executor::UnixIds JobLifecycle::AllocatedIds(const store::UserRecord& user, const std::string& project) const {
+  executor::UnixIds ids;
+  auto uid = UnixId("user", user.name);
+  auto gid = UnixId("project", project);
+  if (!uid || !gid) return ids;  // uid 0: refused at launch, with the reason
+  ids.uid = static_cast<uint32_t>(*uid);
+  ids.gid = static_cast<uint32_t>(*gid);
+  // Every project's group, so a shared project directory (group-owned,
+  // setgid) is open to its members' jobs whichever project they run under.
+  for (const auto& p : user.projects) {
+    if (auto g = UnixId("project", p)) ids.groups.push_back(static_cast<uint32_t>(*g));
+  }
+  if (std::find(ids.groups.begin(), ids.groups.end(), ids.gid) == ids.groups.end()) ids.groups.push_back(ids.gid);
+  return ids;
+}
+
+std::optional<int64_t> JobLifecycle::UnixId(const std::string& kind, const std::string& name) const {
+  const auto key = std::make_pair(kind, name);
+  if (auto it = unix_ids_.find(key); it != unix_ids_.end()) return it->second;
+  auto id = store_.FindUnixId(kind, name);
+  if (id) unix_ids_.emplace(key, *id);
+  return id;
 }
 
 }  // namespace unisched::daemon

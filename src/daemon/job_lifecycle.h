@@ -101,6 +101,12 @@ class JobLifecycle {
   // queue or the job allows a retry (policy::DecideRetry). False: it ends.
   bool RequeueForRetry(Batch& batch, model::Job& job, model::JobState ended, Timestamp now);
   executor::LaunchSpec MakeLaunchSpec(const model::Job& job) const;
+  // The ids a job of `user` in `project` runs as (executor.user_accounts):
+  // uid 0 when the user has none (the launch is then refused).
+  executor::UnixIds AllocatedIds(const store::UserRecord& user, const std::string& project) const;
+  // An allocated id, from the store once, then from memory: an allocation
+  // never changes.
+  std::optional<int64_t> UnixId(const std::string& kind, const std::string& name) const;
   // The current attempt as its backend gets it.
   backend::AttemptLaunch AttemptLaunchOf(const model::Job& job) const;
   backend::PoolBackend& BackendOf(const model::Job& job) const;
@@ -119,6 +125,7 @@ class JobLifecycle {
   JobCounts job_counts_;
   policy::QuotaTally running_usage_;
   bool wants_cycle_ = false;
+  mutable std::map<std::pair<std::string, std::string>, int64_t> unix_ids_;  // (kind, name) -> id
 };
 
 }  // namespace unisched::daemon

@@ -147,6 +147,7 @@ inline nlohmann::json SpecToJson(const AttemptSpec& spec) {
        {{"base", l.sandbox_uid_base}, {"count", l.sandbox_uid_count}, {"lock_dir", l.sandbox_uid_lock_dir}}},
   };
   if (!spec.log_dir.empty()) j["log_dir"] = spec.log_dir;
+  if (l.ids) j["ids"] = {{"uid", l.ids->uid}, {"gid", l.ids->gid}, {"groups", l.ids->groups}};
   if (spec.account) {
     j["account"] = {{"uid", spec.account->uid}, {"gid", spec.account->gid}, {"groups", spec.account->groups}};
   }
@@ -155,7 +156,7 @@ inline nlohmann::json SpecToJson(const AttemptSpec& spec) {
 
 // Required: what every writer of a spec sets. Optional: limits (none),
 // preempt_grace_seconds (the kill grace), and what specs written before a
-// field existed lack (isolate, sandbox_uids, log_dir), and account.
+// field existed lack (isolate, sandbox_uids, log_dir), account and ids.
 // The parsed document (the agent's wire messages arrive parsed already).
 inline Result<AttemptSpec> SpecFromDocument(const nlohmann::json& j) {
   codec::JsonReader r("bad_spec");
@@ -190,20 +191,27 @@ inline Result<AttemptSpec> SpecFromDocument(const nlohmann::json& j) {
   }
   r.Bool(j, "use_cgroups", "use_cgroups", spec.use_cgroups);
   r.String(j, "log_dir", "log_dir", spec.log_dir);  // absent: output beside the control files
-  if (const nlohmann::json* a = r.Object(j, "account", "account")) {
-    ResolvedAccount account;
-    for (const char* key : {"uid", "gid", "groups"}) r.Require(*a, key, std::string("account.") + key);
-    r.Integer(*a, "uid", "account.uid", account.uid);
-    r.Integer(*a, "gid", "account.gid", account.gid);
-    if (const nlohmann::json* groups = r.Array(*a, "groups", "account.groups")) {
-      for (size_t i = 0; i < groups->size() && !r.failed(); ++i) {
-        uint32_t gid = 0;
-        r.IntegerValue((*groups)[i], "account.groups[" + std::to_string(i) + "]", gid);
-        account.groups.push_back(gid);
+  // {"uid", "gid", "groups"} under `key`: an account as numbers.
+  auto read_ids = [&r, &j](const char* key, uint32_t& uid, uint32_t& gid, std::vector<uint32_t>& groups) {
+    const nlohmann::json* a = r.Object(j, key, key);
+    if (a == nullptr) return false;
+    const std::string prefix = std::string(key) + ".";
+    for (const char* field : {"uid", "gid", "groups"}) r.Require(*a, field, prefix + field);
+    r.Integer(*a, "uid", prefix + "uid", uid);
+    r.Integer(*a, "gid", prefix + "gid", gid);
+    if (const nlohmann::json* list = r.Array(*a, "groups", prefix + "groups")) {
+      for (size_t i = 0; i < list->size() && !r.failed(); ++i) {
+        uint32_t group = 0;
+        r.IntegerValue((*list)[i], prefix + "groups[" + std::to_string(i) + "]", group);
+        groups.push_back(group);
       }
     }
+    return true;
+  };
+  if (ResolvedAccount account; read_ids("account", account.uid, account.gid, account.groups)) {
     spec.account = std::move(account);
   }
+  if (UnixIds ids; read_ids("ids", ids.uid, ids.gid, ids.groups)) l.ids = std::move(ids);
   if (r.failed()) return Error::BadRequest("bad_spec", "malformed spec: " + r.TakeError().message);
   if (l.argv.empty()) return Error::BadRequest("bad_spec", "argv is empty");
   return spec;

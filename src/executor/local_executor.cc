@@ -135,6 +135,19 @@ Result<std::optional<files::ResolvedAccount>> LocalExecutor::Check(const LaunchS
                               "': " + posix::ErrnoText(errno));
   }
   const uid_t me = ::geteuid();
+  if (spec.ids) {
+    // The account the daemon allocated to the job's user: numbers, no lookup.
+    if (me == 0 && spec.isolate) return std::optional<files::ResolvedAccount>();  // a leased sandbox uid
+    if (spec.ids->uid == 0) {
+      return Error::Unprocessable(
+          "no_account",
+          "user '" + spec.unix_user + "' has no Unix account allocated (executor.user_accounts, docs/accounts.md)",
+          "unix_user");
+    }
+    if (me != 0) return std::optional<files::ResolvedAccount>();  // cannot switch; as for a named account
+    return std::optional<files::ResolvedAccount>(
+        files::ResolvedAccount{spec.ids->uid, spec.ids->gid, spec.ids->groups});
+  }
   if (spec.unix_user.empty()) {
     if (me != 0) return std::optional<files::ResolvedAccount>();  // runs as we do
     return Error::Unprocessable("no_user", "jobs never run as root: the launch names no unix_user", "unix_user");

@@ -250,6 +250,18 @@ ALTER TABLE tokens ADD COLUMN requests_per_second REAL NOT NULL DEFAULT 0;
 ALTER TABLE tokens ADD COLUMN burst REAL NOT NULL DEFAULT 0;
 )sql";
 
+// Version 10: the Unix ids allocated to users and projects
+// (executor.user_accounts, docs/accounts.md): once each, never reused.
+constexpr std::string_view kMigration10 = R"sql(
+CREATE TABLE unix_ids (
+  kind TEXT NOT NULL,
+  name TEXT NOT NULL,
+  id INTEGER NOT NULL,
+  PRIMARY KEY (kind, name),
+  UNIQUE (kind, id)
+);
+)sql";
+
 Status Rollback(sqlite3* db, Error error) {
   if (sqlite3_get_autocommit(db) == 0) sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
   return error;
@@ -269,7 +281,7 @@ Status Exec(sqlite3* db, const std::string& sql, const std::string& what) {
 const std::vector<std::string_view>& Migrations() {
   static const std::vector<std::string_view> migrations = {kMigration1, kMigration2, kMigration3, kMigration4,
                                                            kMigration5, kMigration6, kMigration7, kMigration8,
-                                                           kMigration9};
+                                                           kMigration9, kMigration10};
   return migrations;
 }
 

@@ -114,6 +114,27 @@ Status TouchTokens(Connection& c, const std::map<std::string, Timestamp>& last_u
   return Status::Ok();
 }
 
+Status AllocateUnixId(Connection& c, const std::string& kind, const std::string& name, int64_t min, int64_t max) {
+  auto next = c.Prepare(
+      "SELECT (SELECT id FROM unix_ids WHERE kind = ?1 AND name = ?2), "
+      "coalesce((SELECT max(id) + 1 FROM unix_ids WHERE kind = ?1 AND id BETWEEN ?3 AND ?4), ?3)");
+  if (!next.ok()) return next.error();
+  next->Bind(1, kind).Bind(2, name).Bind(3, min).Bind(4, max);
+  auto row = next->Step();
+  if (!row.ok()) return row.error();
+  if (!next->IsNull(0)) return Status::Ok();  // allocated before
+  const int64_t id = next->Int(1);
+  if (id > max) {
+    return Error::Conflict("id_range_exhausted", "no " + kind + " id is left in " + std::to_string(min) + ".." +
+                                                     std::to_string(max) + " for '" + name +
+                                                     "': widen executor.user_accounts");
+  }
+  auto insert = c.Prepare("INSERT INTO unix_ids(kind, name, id) VALUES(?, ?, ?)");
+  if (!insert.ok()) return insert.error();
+  insert->Bind(1, kind).Bind(2, name).Bind(3, id);
+  return insert->Run();
+}
+
 Status SetNodeState(Connection& c, const NodeStateRecord& node) {
   auto stmt = c.Prepare(
       "INSERT INTO node_states(name, state, reason) VALUES(?, ?, ?) "
@@ -144,6 +165,20 @@ std::vector<TokenRecord> ListTokens(Connection& c, const TokenFilter& filter) {
   std::vector<TokenRecord> tokens;
   while (OrThrow(stmt.Step())) tokens.push_back(TokenFromRow(stmt));
   return tokens;
+}
+
+std::optional<int64_t> FindUnixId(Connection& c, const std::string& kind, const std::string& name) {
+  auto stmt = OrThrow(c.Prepare("SELECT id FROM unix_ids WHERE kind = ? AND name = ?"));
+  stmt.Bind(1, kind).Bind(2, name);
+  if (!OrThrow(stmt.Step())) return std::nullopt;
+  return stmt.Int(0);
+}
+
+std::vector<UnixIdRecord> ListUnixIds(Connection& c) {
+  auto stmt = OrThrow(c.Prepare("SELECT kind, name, id FROM unix_ids ORDER BY kind, id"));
+  std::vector<UnixIdRecord> out;
+  while (OrThrow(stmt.Step())) out.push_back({stmt.Text(0), stmt.Text(1), stmt.Int(2)});
+  return out;
 }
 
 std::optional<UserRecord> GetUser(Connection& c, const std::string& name) {

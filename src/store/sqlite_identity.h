@@ -17,6 +17,9 @@ Status UpsertUser(Connection& c, const UserRecord& user);
 Status InsertToken(Connection& c, const TokenRecord& token);
 Status RevokeToken(Connection& c, const std::string& id, Timestamp at);
 Status TouchTokens(Connection& c, const std::map<std::string, Timestamp>& last_used);
+Status AllocateUnixId(Connection& c, const std::string& kind, const std::string& name, int64_t min, int64_t max);
+std::optional<int64_t> FindUnixId(Connection& c, const std::string& kind, const std::string& name);
+std::vector<UnixIdRecord> ListUnixIds(Connection& c);
 Status SetNodeState(Connection& c, const NodeStateRecord& node);
 
 std::optional<TokenRecord> FindToken(Connection& c, const std::string& hash);

@@ -100,6 +100,9 @@ class SqliteTransaction final : public Transaction {
   Status TouchTokens(const std::map<std::string, Timestamp>& last_used) override {
     return sqlite::TouchTokens(c_, last_used);
   }
+  Status AllocateUnixId(const std::string& kind, const std::string& name, int64_t min, int64_t max) override {
+    return sqlite::AllocateUnixId(c_, kind, name, min, max);
+  }
   Status SetNodeState(const NodeStateRecord& node) override { return sqlite::SetNodeState(c_, node); }
 
   Status AppendLedger(const LedgerEntry& entry) override { return sqlite::AppendLedger(c_, entry); }
@@ -294,6 +297,10 @@ class SqliteStore final : public Store {
   std::vector<TokenRecord> ListTokens(const TokenFilter& filter) const override {
     return sqlite::ListTokens(*OrThrow(readers_.Acquire()), filter);
   }
+  std::optional<int64_t> FindUnixId(const std::string& kind, const std::string& name) const override {
+    return sqlite::FindUnixId(*OrThrow(readers_.Acquire()), kind, name);
+  }
+  std::vector<UnixIdRecord> ListUnixIds() const override { return sqlite::ListUnixIds(*OrThrow(readers_.Acquire())); }
   std::optional<UserRecord> GetUser(const std::string& name) const override {
     return sqlite::GetUser(*OrThrow(readers_.Acquire()), name);
   }

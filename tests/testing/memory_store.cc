@@ -37,6 +37,7 @@ struct MemoryStore::Tables {
   std::vector<std::pair<int64_t, AuditRecord>> audit;  // (id, record)
   std::map<std::string, UserRecord> users;
   std::map<std::string, TokenRecord> tokens;
+  std::map<std::pair<std::string, std::string>, int64_t> unix_ids;  // (kind, name) -> id
   std::map<std::string, NodeStateRecord> node_states;
   std::map<std::string, LedgerEntry> ledger;  // by key
   FairshareUsage fairshare;
@@ -190,6 +191,16 @@ class MemoryTransaction final : public Transaction {
       return Status::Ok();
     }
     return Error::NotFound("no token " + id);
+  }
+  Status AllocateUnixId(const std::string& kind, const std::string& name, int64_t min, int64_t max) override {
+    int64_t next = min;
+    for (const auto& [key, id] : t_.unix_ids) {
+      if (key.first == kind && key.second == name) return Status::Ok();
+      if (key.first == kind && id >= min && id <= max) next = std::max(next, id + 1);
+    }
+    if (next > max) return Error::Conflict("id_range_exhausted", "no " + kind + " id is left");
+    t_.unix_ids[{kind, name}] = next;
+    return Status::Ok();
   }
   Status TouchTokens(const std::map<std::string, Timestamp>& last_used) override {
     for (const auto& [hash, at] : last_used) {
@@ -482,6 +493,23 @@ std::vector<TokenRecord> MemoryStore::ListTokens(const TokenFilter& filter) cons
   }
   std::sort(out.begin(), out.end(), [](const TokenRecord& a, const TokenRecord& b) {
     return std::tie(a.created_at, a.id) < std::tie(b.created_at, b.id);
+  });
+  return out;
+}
+
+std::optional<int64_t> MemoryStore::FindUnixId(const std::string& kind, const std::string& name) const {
+  const auto snapshot = data_->Snapshot();
+  auto it = snapshot->unix_ids.find({kind, name});
+  if (it == snapshot->unix_ids.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<UnixIdRecord> MemoryStore::ListUnixIds() const {
+  const auto snapshot = data_->Snapshot();
+  std::vector<UnixIdRecord> out;
+  for (const auto& [key, id] : snapshot->unix_ids) out.push_back({key.first, key.second, id});
+  std::sort(out.begin(), out.end(), [](const UnixIdRecord& a, const UnixIdRecord& b) {
+    return std::tie(a.kind, a.id) < std::tie(b.kind, b.id);
   });
   return out;
 }

@@ -45,6 +45,8 @@ class MemoryStore final : public store::Store {
 
   std::optional<store::TokenRecord> FindToken(const std::string& hash) const override;
   std::optional<store::TokenRecord> FindTokenById(const std::string& id) const override;
+  std::optional<int64_t> FindUnixId(const std::string& kind, const std::string& name) const override;
+  std::vector<store::UnixIdRecord> ListUnixIds() const override;
   std::vector<store::TokenRecord> ListTokens(const store::TokenFilter& filter) const override;
   std::optional<store::UserRecord> GetUser(const std::string& name) const override;
   std::vector<store::UserRecord> ListUsers() const override;

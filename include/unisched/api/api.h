@@ -190,6 +190,7 @@ class Api {
   void ResumeNode(Call& call);
   void CreateUser(Call& call);
   void ListUsers(Call& call);
+  void ListUnixIds(Call& call);
   void CreateToken(Call& call);
   void ListTokens(Call& call);
   void RevokeToken(Call& call);

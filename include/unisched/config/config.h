@@ -46,13 +46,28 @@ struct StoreSettings {
   int reconcile_interval_seconds = 3600;      // the ledger reconciled this often; 0: only on request
 };
 
+// One Unix account per unisched user (docs/accounts.md): a user without a
+// configured unix_user gets a uid of its own from [uid_min, uid_max], and
+// each project a group from [gid_min, gid_max], allocated once in the store.
+// Off while uid_max is 0: such users' jobs then share default_unix_user.
+struct UserAccountSettings {
+  int64_t uid_min = 0;
+  int64_t uid_max = 0;
+  int64_t gid_min = 0;
+  int64_t gid_max = 0;
+  bool enabled() const { return uid_max > 0; }
+};
+
 struct ExecutorSettings {
-  std::string default_unix_user = "unisched-job";  // jobs of users without unix_user run as this
-  int kill_grace_seconds = 10;                     // SIGTERM .. SIGKILL on cancel and timeout
-  bool use_cgroups = true;                         // cgroup v1 groups where the machine has them
-  int pids_limit = 4096;                           // per job
-  std::string supervisor_path;                     // empty: unisched-supervisor beside the binary
-  std::string runtime_dir;                         // attempts' control files; empty: a tmpfs, else <state_dir>/runs
+  // The bootstrap admin's jobs, and (user_accounts off) every user's
+  // without a unix_user, run as this.
+  std::string default_unix_user = "unisched-job";
+  UserAccountSettings user_accounts;
+  int kill_grace_seconds = 10;  // SIGTERM .. SIGKILL on cancel and timeout
+  bool use_cgroups = true;      // cgroup v1 groups where the machine has them
+  int pids_limit = 4096;        // per job
+  std::string supervisor_path;  // empty: unisched-supervisor beside the binary
+  std::string runtime_dir;      // attempts' control files; empty: a tmpfs, else <state_dir>/runs
 };
 
 // A project of the file. Its policy keys become a model::ProjectPolicy in

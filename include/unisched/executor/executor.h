@@ -29,13 +29,25 @@ namespace unisched::executor {
 // The caps of a job's cgroup: the very struct containment applies.
 using Limits = containment::Limits;
 
+// A Unix account as numbers: what a job runs as when the daemon allocated
+// its user's account (executor.user_accounts, docs/accounts.md), with no
+// lookup by name on any node.
+struct UnixIds {
+  uint32_t uid = 0;              // 0: the user has no allocated account; the launch is refused
+  uint32_t gid = 0;              // primary group: the job's project's
+  std::vector<uint32_t> groups;  // supplementary: every project of the user
+};
+
 struct LaunchSpec {
   model::JobId job_id = 0;
   int attempt = 1;
   std::vector<std::string> argv;
   // The complete environment of the job; nothing else is passed on.
   std::map<std::string, std::string> env;
-  std::string unix_user;           // account to run as; empty: the daemon's own (only allowed when not root)
+  std::string unix_user;  // account to run as; empty: the daemon's own (only allowed when not root)
+  // Set: run as these ids (unix_user is then the unisched user's name, for
+  // messages and $USER); no lookup by name.
+  std::optional<UnixIds> ids;
   int64_t walltime_seconds = 0;    // 0: unlimited
   int kill_grace_seconds = 10;     // cancel and timeout: SIGTERM .. SIGKILL
   int preempt_grace_seconds = 30;  // preemption: SIGTERM .. SIGKILL (the queue's preempt_grace_seconds)

@@ -50,6 +50,14 @@ struct TokenFilter {
   std::string kind;  // "user" | "node"; empty: both
 };
 
+// A Unix id allocated to a unisched user (its uid) or project (its group's
+// gid), once and for good (executor.user_accounts, docs/accounts.md).
+struct UnixIdRecord {
+  std::string kind;  // "user" | "project"
+  std::string name;
+  int64_t id = 0;
+};
+
 class IdentityWrites {
  public:
   virtual ~IdentityWrites() = default;
@@ -64,6 +72,11 @@ class IdentityWrites {
   // Records when tokens were last used (hash -> time); a time older than
   // the stored one is ignored. Tokens that no longer exist are skipped.
   virtual Status TouchTokens(const std::map<std::string, Timestamp>& last_used) = 0;
+  // Gives `name` of `kind` an id from [min, max] unless it has one: the one
+  // after the highest of that kind in the range (ids are never reused, so a
+  // file a deleted user left is never another's). kConflict
+  // "id_range_exhausted" when none is left. Idempotent.
+  virtual Status AllocateUnixId(const std::string& kind, const std::string& name, int64_t min, int64_t max) = 0;
 };
 
 class IdentityReads {
@@ -71,6 +84,9 @@ class IdentityReads {
   virtual ~IdentityReads() = default;
   virtual std::optional<TokenRecord> FindToken(const std::string& hash) const = 0;
   virtual std::optional<TokenRecord> FindTokenById(const std::string& id) const = 0;
+  virtual std::optional<int64_t> FindUnixId(const std::string& kind, const std::string& name) const = 0;
+  // By kind, then id.
+  virtual std::vector<UnixIdRecord> ListUnixIds() const = 0;
   // By creation time, oldest first.
   virtual std::vector<TokenRecord> ListTokens(const TokenFilter& filter) const = 0;
   virtual std::optional<UserRecord> GetUser(const std::string& name) const = 0;

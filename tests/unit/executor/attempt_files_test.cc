@@ -37,6 +37,7 @@ AttemptSpec FullSpec() {
   spec.use_cgroups = false;
   spec.log_dir = "/var/lib/unisched/runs/123456789012/3";
   spec.account = ResolvedAccount{1001, 1001, {27, 1001}};
+  l.ids = UnixIds{2000003, 2000001, {2000001, 2000002}};
   return spec;
 }
 
@@ -67,11 +68,15 @@ TEST(AttemptFilesTest, ASpecSurvivesARoundTripWithEveryField) {
   ASSERT_TRUE(back->account.has_value());
   EXPECT_EQ(back->account->uid, 1001u);
   EXPECT_EQ(back->account->groups, (std::vector<uint32_t>{27, 1001}));
+  ASSERT_TRUE(l.ids.has_value());
+  EXPECT_EQ(l.ids->uid, 2000003u);
+  EXPECT_EQ(l.ids->gid, 2000001u);
+  EXPECT_EQ(l.ids->groups, (std::vector<uint32_t>{2000001, 2000002}));
 }
 
 TEST(AttemptFilesTest, FieldsOlderSpecsLackKeepTheirDefaults) {
   json doc = SpecToJson(FullSpec());
-  for (const char* key : {"preempt_grace_seconds", "limits", "isolate", "sandbox_uids", "log_dir", "account"}) {
+  for (const char* key : {"preempt_grace_seconds", "limits", "isolate", "sandbox_uids", "log_dir", "account", "ids"}) {
     doc.erase(key);
   }
   auto back = SpecFromDocument(doc);

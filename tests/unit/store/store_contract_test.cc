@@ -562,6 +562,31 @@ TEST_P(StoreTest, Tokens) {
   EXPECT_EQ(dup.error().kind, ErrorKind::kConflict);
 }
 
+TEST_P(StoreTest, UnixIdsAreAllocatedOnceInTheirRangeAndNeverReused) {
+  auto allocate = [&](const std::string& kind, const std::string& name) {
+    return store_->WriteSync([&](Transaction& t) { return t.AllocateUnixId(kind, name, 5000, 5002); });
+  };
+  ASSERT_TRUE(allocate("user", "alice").ok());
+  ASSERT_TRUE(allocate("user", "bob").ok());
+  ASSERT_TRUE(allocate("user", "alice").ok());        // again: the same id
+  ASSERT_TRUE(allocate("project", "genomics").ok());  // groups count apart
+  EXPECT_EQ(store_->FindUnixId("user", "alice"), 5000);
+  EXPECT_EQ(store_->FindUnixId("user", "bob"), 5001);
+  EXPECT_EQ(store_->FindUnixId("project", "genomics"), 5000);
+  EXPECT_FALSE(store_->FindUnixId("user", "genomics").has_value());
+  ASSERT_TRUE(allocate("user", "carol").ok());
+  Status full = allocate("user", "dave");
+  ASSERT_FALSE(full.ok());
+  EXPECT_EQ(full.error().code, "id_range_exhausted");
+  EXPECT_FALSE(store_->FindUnixId("user", "dave").has_value());
+  const auto all = store_->ListUnixIds();
+  ASSERT_EQ(all.size(), 4u);  // by kind, then id
+  EXPECT_EQ(all[0].kind, "project");
+  EXPECT_EQ(all[1].name, "alice");
+  EXPECT_EQ(all[3].name, "carol");
+  EXPECT_EQ(all[3].id, 5002);
+}
+
 TEST_P(StoreTest, NodeStates) {
   const std::vector<NodeStateRecord> nodes = {{"x86-c64m256-hpc-02", model::NodeState::kDraining, "maintenance"},
                                               {"x86-c64m256-hpc-01", model::NodeState::kDown, "no heartbeat"}};
