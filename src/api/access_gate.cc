@@ -58,6 +58,13 @@ AccessGate::AccessGate(const config::AccessSettings& settings, const store::Stor
   for (const auto& [role, rule] : settings.roles) {
     roles_[role] = RoleRule{Ranges(rule.allow_from), {rule.requests_per_second, rule.burst}};
   }
+  if (settings.jwt.enabled()) {
+    jwt_ = std::make_unique<auth::JwtVerifier>(settings.jwt);
+    jwt_leeway_ = std::chrono::seconds(settings.jwt.leeway_seconds);
+    // The daemon checked the file at start (Daemon::Start); a file broken
+    // since leaves every JWT refused, with the reason in the answer.
+    (void)jwt_->Load();
+  }
 }
 
 void AccessGate::Invalidate() {
@@ -71,7 +78,40 @@ std::map<std::string, Timestamp> AccessGate::TakeLastUse() {
   return std::exchange(last_use_, {});
 }
 
-std::variant<AccessGate::Credential, Refusal> AccessGate::Resolve(const std::string& hash) const {
+std::variant<AccessGate::Credential, Refusal> AccessGate::UserCredential(const std::string& name) const {
+  auto user = store_.GetUser(name);
+  if (!user) return Refusal{Error::Unauthenticated("the token's user no longer exists"), 0, "invalid"};
+  Credential c;
+  c.principal.user = user->name;
+  c.principal.role = auth::ParseRole(user->role).value_or(auth::Role::kUser);
+  c.principal.projects = user->projects;
+  c.principal.queues = user->queues;
+  c.principal.unix_user = user->unix_user;
+  c.role = std::string(auth::ToString(c.principal.role));
+  if (auto it = roles_.find(c.role); it != roles_.end()) c.limit = it->second.limit;
+  return c;
+}
+
+std::variant<AccessGate::Credential, Refusal> AccessGate::ResolveJwt(std::string_view bearer, Timestamp now) const {
+  auto claims = jwt_->Verify(bearer, now);
+  if (!claims.ok()) return Refusal{claims.error(), 0, "invalid"};
+  auto resolved = UserCredential(claims->user);
+  if (auto* refusal = std::get_if<Refusal>(&resolved)) {
+    refusal->error.message = "the identity provider's user '" + claims->user +
+                             "' is not a unisched user: a platform-admin creates it (POST /v1/users)";
+    return resolved;
+  }
+  Credential& c = std::get<Credential>(resolved);
+  // One bucket per user: a portal's JWTs for one user are many.
+  c.token_id = "jwt:" + claims->user;
+  c.expires_at = claims->expires_at + jwt_leeway_;  // as Verify counts it
+  c.jwt = true;
+  return resolved;
+}
+
+std::variant<AccessGate::Credential, Refusal> AccessGate::Resolve(const std::string& hash, std::string_view bearer,
+                                                                  Timestamp now) const {
+  if (jwt_ && auth::LooksLikeJwt(bearer)) return ResolveJwt(bearer, now);
   auto token = store_.FindToken(hash);
   if (!token || (token->kind != "user" && token->kind != "node")) {
     return Refusal{Error::Unauthenticated("invalid token: ask an admin for one (POST /v1/users/{name}/tokens)"), 0,
@@ -87,26 +127,21 @@ std::variant<AccessGate::Credential, Refusal> AccessGate::Resolve(const std::str
                    "revoked"};
   }
   Credential c;
-  c.token_id = token->id;
-  c.expires_at = token->expires_at;
-  c.token_ranges = Ranges(token->allow_from);
   if (token->kind == "node") {
     // A node agent's token: it acts for the nodes of one pool, nothing else.
     c.principal.user = "node:" + token->pool;
     c.principal.node_pool = token->pool;
     c.role = "node";
+    if (auto it = roles_.find(c.role); it != roles_.end()) c.limit = it->second.limit;
   } else {
-    auto user = store_.GetUser(token->user);
-    if (!user) return Refusal{Error::Unauthenticated("the token's user no longer exists"), 0, "invalid"};
-    c.principal.user = user->name;
-    c.principal.role = auth::ParseRole(user->role).value_or(auth::Role::kUser);
-    c.principal.projects = user->projects;
-    c.principal.queues = user->queues;
-    c.principal.unix_user = user->unix_user;
-    c.role = std::string(auth::ToString(c.principal.role));
+    auto user = UserCredential(token->user);
+    if (std::holds_alternative<Refusal>(user)) return user;
+    c = std::move(std::get<Credential>(user));
   }
-  c.limit = {token->requests_per_second, token->burst};
-  if (auto it = roles_.find(c.role); it != roles_.end()) c.limit = Tighter(c.limit, it->second.limit);
+  c.token_id = token->id;
+  c.expires_at = token->expires_at;
+  c.token_ranges = Ranges(token->allow_from);
+  c.limit = Tighter({token->requests_per_second, token->burst}, c.limit);
   return c;
 }
 
@@ -127,7 +162,7 @@ std::variant<auth::Principal, Refusal> AccessGate::Admit(const HttpRequest& requ
     if (it == cache_.end()) {
       const uint64_t generation = generation_;
       lock.unlock();  // the store read is not done under the lock
-      auto resolved = Resolve(hash);
+      auto resolved = Resolve(hash, *bearer, now);
       if (auto* refusal = std::get_if<Refusal>(&resolved)) return std::move(*refusal);
       lock.lock();
       if (generation != generation_) {
@@ -136,10 +171,11 @@ std::variant<auth::Principal, Refusal> AccessGate::Admit(const HttpRequest& requ
         credential = std::move(std::get<Credential>(resolved));
         break;
       }
+      if (cache_.size() >= kMaxCached) cache_.clear();
       it = cache_.insert_or_assign(hash, std::move(std::get<Credential>(resolved))).first;
     }
     Credential& cached = it->second;
-    if (!cached.last_use_noted || now - *cached.last_use_noted >= kLastUseGranularity) {
+    if (!cached.jwt && (!cached.last_use_noted || now - *cached.last_use_noted >= kLastUseGranularity)) {
       cached.last_use_noted = now;
       last_use_[hash] = now;
     }

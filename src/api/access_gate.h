@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -19,6 +20,7 @@
 #include "unisched/api/http.h"
 #include "unisched/auth/access.h"
 #include "unisched/auth/auth.h"
+#include "unisched/auth/jwt.h"
 #include "unisched/common/status.h"
 #include "unisched/common/time.h"
 #include "unisched/config/config.h"
@@ -57,18 +59,28 @@ class AccessGate {
     std::vector<auth::Cidr> token_ranges;
     auth::RateLimit limit;  // the tighter of the role's and the token's
     std::optional<Timestamp> last_use_noted;
+    bool jwt = false;  // from the IdP: no stored token to note the use of
   };
   struct RoleRule {
     std::vector<auth::Cidr> ranges;
     auth::RateLimit limit;
   };
 
-  std::variant<Credential, Refusal> Resolve(const std::string& hash) const;
+  // A unisched token by its hash, or a JWT (its text) from the IdP.
+  std::variant<Credential, Refusal> Resolve(const std::string& hash, std::string_view bearer, Timestamp now) const;
+  std::variant<Credential, Refusal> ResolveJwt(std::string_view bearer, Timestamp now) const;
+  // The principal of a stored user, with its role's limits.
+  std::variant<Credential, Refusal> UserCredential(const std::string& name) const;
 
   const store::Store& store_;
   const Clock& clock_;
   std::map<std::string, RoleRule> roles_;
   auth::RateLimiter limiter_;
+  std::unique_ptr<auth::JwtVerifier> jwt_;  // null: JWTs are not accepted
+  std::chrono::seconds jwt_leeway_{0};
+  // Distinct credentials cached at most; beyond, the cache starts afresh (a
+  // portal's JWTs are many and short-lived).
+  static constexpr size_t kMaxCached = 100'000;
 
   std::mutex mu_;
   std::unordered_map<std::string, Credential> cache_;  // GUARDED_BY(mu_): token hash -> credential

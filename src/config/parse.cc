@@ -80,7 +80,17 @@ void ParseServer(const YAML::Node& node, Errors& errors, ServerSettings& out) {
 }
 
 void ParseAccess(const YAML::Node& node, Errors& errors, AccessSettings& out) {
-  MapReader m(node, "access", {"roles"}, errors);
+  MapReader m(node, "access", {"roles", "jwt"}, errors);
+  MapReader jwt(m.Get("jwt"), m.PathOf("jwt"), {"jwks_file", "issuer", "audience", "user_claim", "leeway_seconds"},
+                errors);
+  if (m.Has("jwt")) {
+    for (const char* key : {"jwks_file", "issuer", "audience"}) jwt.Require(key);
+  }
+  jwt.Read("jwks_file", out.jwt.jwks_file);
+  jwt.Read("issuer", out.jwt.issuer);
+  jwt.Read("audience", out.jwt.audience);
+  jwt.Read("user_claim", out.jwt.user_claim);
+  jwt.Read("leeway_seconds", out.jwt.leeway_seconds);
   const YAML::Node roles = m.Get("roles");
   if (!IsSet(roles)) return;
   if (!roles.IsMap()) {

@@ -55,6 +55,13 @@ void ValidateServer(const ServerSettings& s, Errors& errors) {
 }
 
 void ValidateAccess(const AccessSettings& access, Errors& errors) {
+  if (access.jwt.enabled()) {
+    if (access.jwt.jwks_file.front() != '/') {
+      errors.Add("access.jwt.jwks_file", "must be an absolute path to the IdP's JWKS file");
+    }
+    if (access.jwt.user_claim.empty()) errors.Add("access.jwt.user_claim", "must name a claim, e.g. sub");
+    NonNegative(errors, "access.jwt.leeway_seconds", access.jwt.leeway_seconds);
+  }
   static const std::vector<std::string> kRoles = {"user", "queue-admin", "platform-admin", "node"};
   for (const auto& [role, rule] : access.roles) {
     const std::string path = "access.roles." + role;

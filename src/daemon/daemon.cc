@@ -15,6 +15,7 @@
 #include <set>
 
 #include "unisched/auth/auth.h"
+#include "unisched/auth/jwt.h"
 #include "unisched/service/unix_accounts.h"
 
 namespace unisched::daemon {
@@ -151,6 +152,13 @@ Status Daemon::MakeBackends(DaemonOptions& options, backend::BackendSet& set) {
 }
 
 Status Daemon::StartParts(DaemonOptions& options) {
+  // An IdP's keys that cannot be read refuse to start, rather than every
+  // portal user's call later (docs/access.md).
+  if (config_.access.jwt.enabled()) {
+    if (Status s = auth::JwtVerifier(config_.access.jwt).Load(); !s.ok()) {
+      return Error::Unprocessable("invalid_config", "access.jwt.jwks_file: " + s.error().message);
+    }
+  }
   // State directory: traversable but not listable by others (jobs reach their
   // work directories through it); the database, tokens and run files are root's.
   const fs::path state_dir = fs::absolute(config_.server.state_dir);

@@ -11,6 +11,7 @@
 #include <variant>
 #include <vector>
 
+#include "unisched/auth/jwt.h"
 #include "unisched/model/cluster.h"
 
 namespace unisched::config {
@@ -157,6 +158,8 @@ struct AccessRule {
 struct AccessSettings {
   // By role: "user", "queue-admin", "platform-admin", and "node" (agents' tokens).
   std::map<std::string, AccessRule> roles;
+  // Bearer JWTs from the centre's identity provider; off without jwks_file.
+  auth::JwtSettings jwt;
 };
 
 struct Config {

@@ -4,9 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "api_fixture.h"
+#include "testing/jwt_maker.h"
 
 namespace unisched::api {
 namespace {
@@ -177,6 +179,70 @@ TEST_F(AccessTest, NodeTokensAreListedAndRevokedByAdminsOnly) {
   auto refused = Do("POST", "/v1/agents/heartbeat", "{}", token["token"]);
   EXPECT_EQ(refused.status, 401);
   EXPECT_EQ(Do("DELETE", "/v1/node-tokens/tok_0000000000000000").status, 404);
+}
+
+}  // namespace
+}  // namespace unisched::api
+
+namespace unisched::api {
+namespace {
+
+// A portal calls the API with its logged-in user's JWT from the IdP.
+class JwtAccessTest : public ApiFixture {
+ protected:
+  void AdjustConfig(config::Config& config) override {
+    std::ofstream(dir_ + "/jwks.json") << nlohmann::json{{"keys", {idp_.PublicJwk()}}}.dump();
+    config.access.jwt.jwks_file = dir_ + "/jwks.json";
+    config.access.jwt.issuer = "https://idp.example.org";
+    config.access.jwt.audience = "unisched";
+    config.access.jwt.user_claim = "preferred_username";
+    config.access.roles["user"] = {{"10.0.0.0/8"}, 1, 2};
+  }
+  std::string TokenFor(const std::string& user, int64_t lifetime_seconds = 300) {
+    const int64_t now = ToUnixMillis(clock_.Now()) / 1000;
+    return idp_.Sign({{"iss", "https://idp.example.org"},
+                      {"aud", "unisched"},
+                      {"preferred_username", user},
+                      {"exp", now + lifetime_seconds}});
+  }
+  testing::JwtMaker idp_{testing::JwtMaker::Alg::kEs256, "idp-key"};
+};
+
+TEST_F(JwtAccessTest, AJwtActsAsItsUserWithItsRolesLimits) {
+  const std::string token = TokenFor("alice");
+  auto who = Do("GET", "/v1/whoami", "", token, "10.1.1.1:4000");
+  ASSERT_EQ(who.status, 200) << who.body;
+  EXPECT_EQ(nlohmann::json::parse(who.body)["user"], "alice");
+  EXPECT_EQ(nlohmann::json::parse(who.body)["role"], "user");
+  // Her role's ranges and rate apply: burst 2, then 429; elsewhere 403.
+  EXPECT_EQ(Do("GET", "/v1/whoami", "", token, "10.1.1.1:4000").status, 200);
+  EXPECT_EQ(Do("GET", "/v1/whoami", "", token, "10.1.1.1:4000").status, 429);
+  EXPECT_EQ(Do("GET", "/v1/whoami", "", token, "192.168.1.1:4000").status, 403);
+  // A second JWT of hers shares her bucket: the limit is per user.
+  EXPECT_EQ(Do("GET", "/v1/whoami", "", TokenFor("alice", 600), "10.1.1.1:4000").status, 429);
+}
+
+TEST_F(JwtAccessTest, UnknownUsersForeignKeysAndExpiredTokensAre401) {
+  auto unknown = Do("GET", "/v1/whoami", "", TokenFor("mallory"));
+  EXPECT_EQ(unknown.status, 401);
+  EXPECT_NE(unknown.body.find("not a unisched user"), std::string::npos) << unknown.body;
+  testing::JwtMaker stranger(testing::JwtMaker::Alg::kEs256, "idp-key");
+  const int64_t now = ToUnixMillis(clock_.Now()) / 1000;
+  auto forged = Do("GET", "/v1/whoami", "",
+                   stranger.Sign({{"iss", "https://idp.example.org"},
+                                  {"aud", "unisched"},
+                                  {"preferred_username", "admin"},
+                                  {"exp", now + 300}}));
+  EXPECT_EQ(forged.status, 401);
+  EXPECT_EQ(nlohmann::json::parse(forged.body)["error"]["code"], "invalid_jwt");
+  const std::string short_lived = TokenFor("admin", 10);
+  EXPECT_EQ(Do("GET", "/v1/whoami", "", short_lived).status, 200);
+  clock_.Advance(std::chrono::seconds(10 + 60));  // its exp and the default leeway
+  auto expired = Do("GET", "/v1/whoami", "", short_lived);
+  EXPECT_EQ(expired.status, 401);
+  EXPECT_EQ(nlohmann::json::parse(expired.body)["error"]["code"], "token_expired");
+  // Plain unisched tokens work beside JWTs.
+  EXPECT_EQ(Do("GET", "/v1/whoami").status, 200);
 }
 
 }  // namespace

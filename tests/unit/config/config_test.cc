@@ -162,6 +162,8 @@ access:
     platform-admin: {allow_from: [127.0.0.1, "::1/128", 10.0.0.0/24]}
     user: {requests_per_second: 2.5, burst: 10}
     node: {allow_from: ["2001:db8::/32"]}
+  jwt: {jwks_file: /etc/unisched/jwks.json, issuer: "https://idp", audience: unisched, user_claim: email,
+        leeway_seconds: 5}
 store: {synchronous: normal, group_commit_max_batch: 8, job_retention_days: 1, max_log_bytes: 0}
 executor:
   default_unix_user: nobody
@@ -262,6 +264,10 @@ TEST(LoadConfigText, ReportsEveryErrorWithItsPath) {
        Doc().Extra("access: {roles: {node: {requests_per_second: -1, burst: -2}}}\n"),
        {"access.roles.node.requests_per_second", "access.roles.node.burst"},
        "must be >= 0"},
+      {"a JWT section without its issuer and audience",
+       Doc().Extra("access: {jwt: {jwks_file: jwks.json}}\n"),
+       {"access.jwt.issuer", "access.jwt.audience", "access.jwt.jwks_file"},
+       "missing required key 'issuer'"},
       {"an unknown key of a role's rule",
        Doc().Extra("access: {roles: {user: {rate: 5}}}\n"),
        {"access.roles.user.rate"},
