@@ -82,12 +82,16 @@ struct Options {
   std::string gpu_model = "unknown";
   int gpu_memory_gb = 0;
   bool use_cgroups = true;
+  client::TlsOptions tls;  // --ca-file, --client-cert, --client-key (https:// servers)
 };
 
 constexpr const char* kUsage =
     "usage: unisched agent --server URL --token-file FILE --node NAME --pool POOL\n"
     "         [--state-dir DIR] [--labels k=v,...] [--cpus N] [--memory-mb N]\n"
     "         [--gpus N [--gpu-model M] [--gpu-memory-gb G]] [--no-cgroups]\n"
+    "         [--ca-file PEM] [--client-cert PEM --client-key PEM]\n"
+    "An https:// server's certificate is checked against --ca-file (else the system's CAs);\n"
+    "--client-cert/--client-key present the node's certificate (mTLS, docs/access.md).\n"
     "Without --cpus/--memory-mb/--gpus the node's are detected (GPUs with nvidia-smi).\n";
 
 std::optional<Options> ParseArgs(int argc, char** argv) {
@@ -118,6 +122,12 @@ std::optional<Options> ParseArgs(int argc, char** argv) {
         o.pool = *v;
       } else if (flag == "--state-dir") {
         o.state_dir = *v;
+      } else if (flag == "--ca-file") {
+        o.tls.ca_file = *v;
+      } else if (flag == "--client-cert") {
+        o.tls.cert_file = *v;
+      } else if (flag == "--client-key") {
+        o.tls.key_file = *v;
       } else if (flag == "--cpus") {
         o.cpus = std::stoi(*v);
       } else if (flag == "--memory-mb") {
@@ -154,6 +164,10 @@ std::optional<Options> ParseArgs(int argc, char** argv) {
       std::cerr << "unisched agent: " << name << " is required\n" << kUsage;
       return std::nullopt;
     }
+  }
+  if (o.tls.cert_file.empty() != o.tls.key_file.empty()) {
+    std::cerr << "unisched agent: give --client-cert and --client-key together\n" << kUsage;
+    return std::nullopt;
   }
   if (o.state_dir.empty()) o.state_dir = "/var/lib/unisched-agent/" + o.node;
   return o;
@@ -349,7 +363,7 @@ class Agent {
   // The heartbeat loop: a long poll, answered at once when the daemon has
   // launches or cancels for this node.
   void Poll() {
-    client::HttpClient http(host_, port_);
+    client::HttpClient http(host_, port_, o_.tls);
     http.SetBearerToken(token_);
     int interval = 5;
     bool registered = false;
@@ -395,7 +409,7 @@ class Agent {
   // Results go on their own connection, as soon as they exist, until the
   // daemon has them; then their spec is kept as .done with the result.
   void SendResults() {
-    client::HttpClient http(host_, port_);
+    client::HttpClient http(host_, port_, o_.tls);
     http.SetBearerToken(token_);
     http.SetTimeout(std::chrono::seconds(15));
     while (true) {
@@ -485,18 +499,19 @@ int RunAgent(int argc, char** argv) {
               << " (create one with POST /v1/node-tokens {\"pool\": \"" << options->pool << "\"})\n";
     return 2;
   }
-  auto base = client::ParseBaseUrl(options->server);
+  auto base = client::ParseUrl(options->server);
   if (!base.ok()) {
     std::cerr << "unisched agent: --server: " << base.error().message << "\n";
     return 2;
   }
+  options->tls.enabled = base->tls;
   // SIGTERM/SIGINT end the heartbeat loop within one poll; jobs keep running.
   struct sigaction sa {};
   sa.sa_handler = [](int) { g_stop = true; };
   ::sigaction(SIGTERM, &sa, nullptr);
   ::sigaction(SIGINT, &sa, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
-  Agent agent(std::move(*options), token, base->first, base->second);
+  Agent agent(std::move(*options), token, base->host, base->port);
   return agent.Run();
 }
 

@@ -53,8 +53,9 @@ std::optional<std::string_view> BearerCredentials(std::string_view header) {
   return rest.substr(0, end + 1);
 }
 
-AccessGate::AccessGate(const config::AccessSettings& settings, const store::Store& store, const Clock& clock)
-    : store_(store), clock_(clock) {
+AccessGate::AccessGate(const config::AccessSettings& settings, bool agents_need_client_cert, const store::Store& store,
+                       const Clock& clock)
+    : store_(store), clock_(clock), agents_need_client_cert_(agents_need_client_cert) {
   for (const auto& [role, rule] : settings.roles) {
     roles_[role] = RoleRule{Ranges(rule.allow_from), {rule.requests_per_second, rule.burst}};
   }
@@ -205,6 +206,12 @@ std::variant<auth::Principal, Refusal> AccessGate::Admit(const HttpRequest& requ
                                       "address_not_allowed"),
                      0, ""};
     }
+  }
+  if (agents_need_client_cert_ && credential.role == "node" && request.client_subject.empty()) {
+    return Refusal{Error::Forbidden("a node token works only over a connection with a client certificate signed by "
+                                    "server.tls.client_ca_file (unisched agent --client-cert/--client-key)",
+                                    "client_certificate_required"),
+                   0, ""};
   }
   if (credential.limit.limited()) {
     const double wait = limiter_.Take(credential.token_id, credential.limit, now);

@@ -41,7 +41,10 @@ class AccessGate {
   // at most, so a busy token costs the store nothing per request.
   static constexpr auto kLastUseGranularity = std::chrono::minutes(1);
 
-  AccessGate(const config::AccessSettings& settings, const store::Store& store, const Clock& clock);
+  // `agents_need_client_cert`: node tokens only with a verified client
+  // certificate (server.tls.agents_need_client_cert).
+  AccessGate(const config::AccessSettings& settings, bool agents_need_client_cert, const store::Store& store,
+             const Clock& clock);
 
   // The caller, or why not.
   std::variant<auth::Principal, Refusal> Admit(const HttpRequest& request);
@@ -78,6 +81,7 @@ class AccessGate {
   auth::RateLimiter limiter_;
   std::unique_ptr<auth::JwtVerifier> jwt_;  // null: JWTs are not accepted
   std::chrono::seconds jwt_leeway_{0};
+  bool agents_need_client_cert_ = false;
   // Distinct credentials cached at most; beyond, the cache starts afresh (a
   // portal's JWTs are many and short-lived).
   static constexpr size_t kMaxCached = 100'000;

@@ -55,7 +55,8 @@ Api::~Api() = default;
 Api::Api(ApiContext context)
     : ctx_(std::move(context)),
       audit_(std::make_unique<AuditTrail>(*ctx_.store, *ctx_.metrics, *ctx_.clock)),
-      gate_(std::make_unique<AccessGate>(ctx_.config->access, *ctx_.store, *ctx_.clock)) {
+      gate_(std::make_unique<AccessGate>(ctx_.config->access, ctx_.config->server.tls.agents_need_client_cert,
+                                         *ctx_.store, *ctx_.clock)) {
   auto add = [this](std::string method, std::string templ, Endpoint endpoint, bool needs_auth = true) {
     Route route;
     route.method = std::move(method);

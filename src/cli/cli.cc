@@ -135,8 +135,8 @@ Result<std::string> ReadWholeFile(const std::string& path) {
 // stderr) and returns nullopt, so commands only handle the good path.
 class Session {
  public:
-  Session(ConnectionSettings settings, std::string host, uint16_t port)
-      : settings_(std::move(settings)), client_(std::move(host), port) {
+  Session(ConnectionSettings settings, std::string host, uint16_t port, client::TlsOptions tls)
+      : settings_(std::move(settings)), client_(std::move(host), port, std::move(tls)) {
     if (!settings_.token.empty()) client_.SetBearerToken(settings_.token);
   }
 
@@ -564,7 +564,7 @@ int Dispatch(const CommandInfo& info, const std::vector<std::string>& words) {
     std::cerr << "error: " << settings.error().message << "\n";
     return 2;
   }
-  auto endpoint = client::ParseBaseUrl(settings->url);
+  auto endpoint = client::ParseUrl(settings->url);
   if (!endpoint.ok()) {
     std::cerr << "error: daemon URL '" << settings->url << "': " << endpoint.error().message
               << "\n  set UNISCHED_URL or --url to e.g. " << kDefaultUrl << "\n";
@@ -575,7 +575,12 @@ int Dispatch(const CommandInfo& info, const std::vector<std::string>& words) {
                  "  (a daemon without UNISCHED_ADMIN_TOKEN writes its admin token to <state-dir>/admin.token)\n";
     return 2;
   }
-  Session session(*settings, endpoint->first, endpoint->second);
+  // An https:// daemon's certificate is checked against UNISCHED_CA_FILE, or
+  // the system's CAs without it (docs/access.md, "TLS").
+  client::TlsOptions tls;
+  tls.enabled = endpoint->tls;
+  if (const char* ca = std::getenv("UNISCHED_CA_FILE"); ca != nullptr) tls.ca_file = ca;
+  Session session(*settings, endpoint->host, endpoint->port, std::move(tls));
 
   if (command == "submit") return RunSubmit(session, args, info);
   if (command == "jobs") return RunJobs(session, args, info);

@@ -8,8 +8,10 @@
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <cctype>
 #include <chrono>
 #include <cstdint>
@@ -24,6 +26,7 @@ namespace {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
+namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
@@ -50,18 +53,28 @@ bool LooksLikeStaleConnection(const beast::error_code& ec) {
 }  // namespace
 
 struct HttpClient::Impl {
-  Impl(std::string h, uint16_t p) : host(std::move(h)), port(p) {}
+  Impl(std::string h, uint16_t p, TlsOptions t) : host(std::move(h)), port(p), tls(std::move(t)) {}
 
   std::string host;
   uint16_t port;
+  TlsOptions tls;
   std::string bearer;
   std::chrono::milliseconds timeout{30000};
 
   asio::io_context ioc;
-  std::optional<beast::tcp_stream> stream;  // engaged while connected
+  std::shared_ptr<ssl::context> tls_context;                   // made at the first connection
+  std::optional<beast::tcp_stream> plain;                      // engaged while connected (plain HTTP)
+  std::optional<beast::ssl_stream<beast::tcp_stream>> secure;  // engaged while connected (HTTPS)
   beast::flat_buffer buffer;
 
   std::string Where() const { return host + ":" + std::to_string(port); }
+  bool Connected() const { return plain.has_value() || secure.has_value(); }
+  beast::tcp_stream& Lowest() { return secure ? beast::get_lowest_layer(*secure) : *plain; }
+  // Calls f with the connection's stream, whichever it is.
+  template <class F>
+  auto WithStream(F&& f) {
+    return secure ? f(*secure) : f(*plain);
+  }
 
   // Runs the io_context until every started operation has completed.
   void Run() {
@@ -70,31 +83,72 @@ struct HttpClient::Impl {
   }
 
   void Disconnect() {
-    if (stream) {
+    if (Connected()) {
       beast::error_code ignored;
-      stream->socket().shutdown(tcp::socket::shutdown_both, ignored);
-      stream->close();
+      Lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
+      Lowest().close();
     }
-    stream.reset();
+    plain.reset();
+    secure.reset();
     buffer.clear();
+  }
+
+  beast::error_code MakeTlsContext() {
+    beast::error_code ec;
+    auto ctx = std::make_shared<ssl::context>(ssl::context::tls_client);
+    ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
+                         ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1,
+                     ec);
+    ctx->set_verify_mode(ssl::verify_peer, ec);
+    if (tls.ca_file.empty()) {
+      ctx->set_default_verify_paths(ec);
+    } else {
+      ctx->load_verify_file(tls.ca_file, ec);
+    }
+    if (ec) return ec;
+    if (!tls.cert_file.empty()) {
+      ctx->use_certificate_chain_file(tls.cert_file, ec);
+      if (!ec) ctx->use_private_key_file(tls.key_file, ssl::context::pem, ec);
+      if (ec) return ec;
+    }
+    tls_context = std::move(ctx);
+    return {};
   }
 
   beast::error_code Connect(Clock::time_point deadline) {
     Disconnect();
     beast::error_code ec;
+    if (tls.enabled && !tls_context) {
+      if ((ec = MakeTlsContext())) return ec;
+    }
     tcp::resolver resolver(ioc);
     auto results = resolver.resolve(host, std::to_string(port), ec);
     if (ec) return ec;
-    stream.emplace(ioc);
-    stream->expires_at(deadline);
-    stream->async_connect(results, [&ec](beast::error_code e, const tcp::endpoint&) { ec = e; });
+    if (tls.enabled) {
+      secure.emplace(ioc, *tls_context);
+    } else {
+      plain.emplace(ioc);
+    }
+    Lowest().expires_at(deadline);
+    Lowest().async_connect(results, [&ec](beast::error_code e, const tcp::endpoint&) { ec = e; });
     Run();
+    if (!ec && secure) {
+      // The certificate must name the host we asked for (RFC 2818), and the
+      // server learns that name (SNI) to pick its certificate.
+      beast::error_code not_an_address;
+      asio::ip::make_address(host, not_an_address);
+      if (not_an_address) SSL_set_tlsext_host_name(secure->native_handle(), host.c_str());  // SNI takes names only
+      secure->set_verify_callback(ssl::host_name_verification(host));
+      secure->async_handshake(ssl::stream_base::client, [&ec](beast::error_code e) { ec = e; });
+      Run();
+    }
     if (ec) {
-      stream.reset();
+      plain.reset();
+      secure.reset();
       return ec;
     }
     beast::error_code ignored;
-    stream->socket().set_option(tcp::no_delay(true), ignored);
+    Lowest().socket().set_option(tcp::no_delay(true), ignored);
     return {};
   }
 
@@ -104,12 +158,18 @@ struct HttpClient::Impl {
                              http::response_parser<http::string_body>& parser, bool* got_some) {
     beast::error_code ec;
     *got_some = false;
-    stream->expires_at(deadline);
-    http::async_write(*stream, req, [&ec](beast::error_code e, std::size_t) { ec = e; });
+    Lowest().expires_at(deadline);
+    WithStream([&](auto& stream) {
+      http::async_write(stream, req, [&ec](beast::error_code e, std::size_t) { ec = e; });
+      return 0;
+    });
     Run();
     if (ec) return ec;
-    stream->expires_at(deadline);
-    http::async_read(*stream, buffer, parser, [&ec](beast::error_code e, std::size_t) { ec = e; });
+    Lowest().expires_at(deadline);
+    WithStream([&](auto& stream) {
+      http::async_read(stream, buffer, parser, [&ec](beast::error_code e, std::size_t) { ec = e; });
+      return 0;
+    });
     Run();
     *got_some = parser.got_some();
     return ec;
@@ -121,6 +181,11 @@ struct HttpClient::Impl {
                                            " ms (" + stage + ")");
     }
     if (std::string(stage) == "connect") {
+      if (ec.category() == asio::error::get_ssl_category()) {
+        return TransportError("tls_failed", "TLS with " + Where() + " failed: " + ec.message() +
+                                                " (is the server's certificate signed by the CA file given, "
+                                                "UNISCHED_CA_FILE or --ca-file, and does it name this host?)");
+      }
       return TransportError("connection_failed", "cannot connect to " + Where() + ": " + ec.message() +
                                                      " (is the daemon running? check UNISCHED_URL)");
     }
@@ -128,7 +193,8 @@ struct HttpClient::Impl {
   }
 };
 
-HttpClient::HttpClient(std::string host, uint16_t port) : impl_(std::make_unique<Impl>(std::move(host), port)) {}
+HttpClient::HttpClient(std::string host, uint16_t port, TlsOptions tls)
+    : impl_(std::make_unique<Impl>(std::move(host), port, std::move(tls))) {}
 HttpClient::~HttpClient() = default;
 HttpClient::HttpClient(HttpClient&&) noexcept = default;
 HttpClient& HttpClient::operator=(HttpClient&&) noexcept = default;
@@ -173,7 +239,7 @@ Result<ClientResponse> HttpClient::Request(const std::string& method, const std:
   std::optional<http::response_parser<http::string_body>> parser;
   beast::error_code ec;
   for (int attempt = 0;; ++attempt) {
-    const bool reused = d.stream.has_value();
+    const bool reused = d.Connected();
     if (!reused) {
       ec = d.Connect(deadline);
       if (ec) return d.ErrorFor(ec, "connect");
@@ -201,17 +267,29 @@ Result<ClientResponse> HttpClient::Request(const std::string& method, const std:
 }
 
 Result<std::pair<std::string, uint16_t>> ParseBaseUrl(const std::string& url) {
+  auto parsed = ParseUrl(url);
+  if (!parsed.ok()) return parsed.error();
+  if (parsed->tls) {
+    return Error::BadRequest("bad_url", "invalid server URL \"" + url +
+                                            "\": https is not supported here; use http:// (expected e.g. "
+                                            "http://127.0.0.1:8642)");
+  }
+  return std::make_pair(parsed->host, parsed->port);
+}
+
+Result<BaseUrl> ParseUrl(const std::string& url) {
   auto bad = [&url](const std::string& why) {
     return Error::BadRequest("bad_url",
                              "invalid server URL \"" + url + "\": " + why + " (expected e.g. http://127.0.0.1:8642)");
   };
   std::string rest = url;
+  bool tls = false;
   const std::string lower = Lower(url);
   const size_t scheme_end = lower.find("://");
   if (scheme_end != std::string::npos) {
     const std::string scheme = lower.substr(0, scheme_end);
-    if (scheme == "https") return bad("https is not supported yet; use http://");
-    if (scheme != "http") return bad("unsupported scheme \"" + scheme + "\"");
+    if (scheme != "http" && scheme != "https") return bad("unsupported scheme \"" + scheme + "\"");
+    tls = scheme == "https";
     rest = url.substr(scheme_end + 3);
   }
   while (!rest.empty() && rest.back() == '/') rest.pop_back();
@@ -240,7 +318,7 @@ Result<std::pair<std::string, uint16_t>> ParseBaseUrl(const std::string& url) {
     if (host.find(':') != std::string::npos) return bad("put IPv6 addresses in brackets, e.g. http://[::1]:8642");
   }
   if (host.empty()) return bad("no host");
-  uint16_t port = 80;
+  uint16_t port = tls ? 443 : 80;
   if (!port_text.empty()) {
     if (port_text.size() > 5 ||
         !std::all_of(port_text.begin(), port_text.end(), [](unsigned char c) { return std::isdigit(c) != 0; })) {
@@ -250,7 +328,7 @@ Result<std::pair<std::string, uint16_t>> ParseBaseUrl(const std::string& url) {
     if (value < 1 || value > 65535) return bad("port must be between 1 and 65535");
     port = static_cast<uint16_t>(value);
   }
-  return std::make_pair(host, port);
+  return BaseUrl{host, port, tls};
 }
 
 }  // namespace unisched::client

@@ -63,8 +63,14 @@ void ParseServer(const YAML::Node& node, Errors& errors, ServerSettings& out) {
   MapReader m(node, "server",
               {"listen", "state_dir", "http_threads", "max_body_bytes", "header_timeout_seconds",
                "body_timeout_seconds", "idle_timeout_seconds", "scheduler_tick_seconds", "metrics_require_token",
-               "max_connections", "max_connections_per_client", "reserved_descriptors"},
+               "max_connections", "max_connections_per_client", "reserved_descriptors", "tls"},
               errors);
+  MapReader tls(m.Get("tls"), m.PathOf("tls"), {"cert_file", "key_file", "client_ca_file", "agents_need_client_cert"},
+                errors);
+  tls.Read("cert_file", out.tls.cert_file);
+  tls.Read("key_file", out.tls.key_file);
+  tls.Read("client_ca_file", out.tls.client_ca_file);
+  tls.Read("agents_need_client_cert", out.tls.agents_need_client_cert);
   m.Read("listen", out.listen);
   m.Read("state_dir", out.state_dir);
   m.Read("http_threads", out.http_threads);
@@ -504,7 +510,8 @@ AlertRule ParseAlertRule(const YAML::Node& node, const std::string& path, Errors
 
 void ParseAlerts(const YAML::Node& node, Errors& errors, AlertSettings& out) {
   MapReader m(node, "alerts", {"webhook", "rules"}, errors);
-  MapReader hook(m.Get("webhook"), m.PathOf("webhook"), {"url", "timeout_seconds", "retries"}, errors);
+  MapReader hook(m.Get("webhook"), m.PathOf("webhook"), {"url", "timeout_seconds", "retries", "ca_file"}, errors);
+  hook.Read("ca_file", out.webhook.ca_file);
   hook.Read("url", out.webhook.url);
   hook.Read("timeout_seconds", out.webhook.timeout_seconds);
   hook.Read("retries", out.webhook.retries);

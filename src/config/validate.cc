@@ -52,6 +52,22 @@ void ValidateServer(const ServerSettings& s, Errors& errors) {
   Positive(errors, "server.max_connections", s.max_connections);
   NonNegative(errors, "server.max_connections_per_client", s.max_connections_per_client, "0 sets no per-client cap");
   NonNegative(errors, "server.reserved_descriptors", s.reserved_descriptors);
+  const auto& tls = s.tls;
+  if (tls.cert_file.empty() != tls.key_file.empty()) {
+    errors.Add(tls.cert_file.empty() ? "server.tls.cert_file" : "server.tls.key_file",
+               "give both cert_file and key_file for HTTPS, or neither");
+  }
+  for (const auto& [key, file] :
+       {std::pair{"cert_file", tls.cert_file}, {"key_file", tls.key_file}, {"client_ca_file", tls.client_ca_file}}) {
+    if (!file.empty() && file.front() != '/') errors.Add(std::string("server.tls.") + key, "must be an absolute path");
+  }
+  if (!tls.client_ca_file.empty() && tls.cert_file.empty()) {
+    errors.Add("server.tls.client_ca_file", "client certificates need HTTPS: set cert_file and key_file too");
+  }
+  if (tls.agents_need_client_cert && tls.client_ca_file.empty()) {
+    errors.Add("server.tls.agents_need_client_cert",
+               "needs client_ca_file, the CA that signs the agents' certificates");
+  }
 }
 
 void ValidateAccess(const AccessSettings& access, Errors& errors) {
@@ -158,9 +174,8 @@ void ValidateAlerts(const AlertSettings& a, const NameRegistry& queues, Errors& 
   static const std::vector<std::string> kKinds = {"node_down", "node_drained_automatically", "pending_age",
                                                   "ledger_discrepancy", "store_errors"};
   static const std::vector<std::string> kSeverities = {"info", "warning", "critical"};
-  if (!a.webhook.url.empty() && a.webhook.url.rfind("http://", 0) != 0) {
-    errors.Add("alerts.webhook.url",
-               "must be an http:// URL, e.g. http://127.0.0.1:9093/hook (https is not supported)");
+  if (!a.webhook.url.empty() && a.webhook.url.rfind("http://", 0) != 0 && a.webhook.url.rfind("https://", 0) != 0) {
+    errors.Add("alerts.webhook.url", "must be an http:// or https:// URL, e.g. http://127.0.0.1:9093/hook");
   }
   Positive(errors, "alerts.webhook.timeout_seconds", a.webhook.timeout_seconds);
   NonNegative(errors, "alerts.webhook.retries", a.webhook.retries, "0 tries once");

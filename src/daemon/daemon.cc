@@ -247,7 +247,7 @@ Status Daemon::StartParts(DaemonOptions& options) {
                               server.error().message);
   }
   server_ = std::move(*server);
-  url_ = "http://" + http.host + ":" + std::to_string(server_->port());
+  url_ = std::string(http.tls.enabled() ? "https://" : "http://") + http.host + ":" + std::to_string(server_->port());
   {
     std::ofstream endpoint(state_dir / "endpoint.tmp");
     endpoint << url_ << "\n";
@@ -256,6 +256,11 @@ Status Daemon::StartParts(DaemonOptions& options) {
   spdlog::info("unisched listening on {} (state {}, config version {}, store synchronous={})", url_, state_dir_,
                config_.version, config_.store.synchronous);
   return Status::Ok();
+}
+
+Status Daemon::ReloadTls() {
+  if (!server_) return Status::Ok();
+  return server_->ReloadTls();
 }
 
 void Daemon::Stop() {

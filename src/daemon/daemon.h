@@ -58,6 +58,9 @@ class Daemon {
   // Stops listening and every part; running jobs keep running and are
   // collected at the next start. Idempotent.
   void Stop();
+  // SIGHUP: reads the TLS certificate and key again (no connection or job
+  // is dropped; new connections use them). An error keeps the old ones.
+  Status ReloadTls();
 
  private:
   explicit Daemon(config::Config config) : config_(std::move(config)) {}

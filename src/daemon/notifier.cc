@@ -7,14 +7,17 @@
 namespace unisched::daemon {
 
 Result<WebhookTarget> ParseWebhookUrl(const std::string& url) {
-  const std::string scheme = "http://";
-  if (url.rfind(scheme, 0) != 0) return Error::BadRequest("bad_url", "webhook URL must start with http://: " + url);
-  const size_t slash = url.find('/', scheme.size());
-  auto base = client::ParseBaseUrl(url.substr(0, slash));
+  const bool https = url.rfind("https://", 0) == 0;
+  if (!https && url.rfind("http://", 0) != 0) {
+    return Error::BadRequest("bad_url", "webhook URL must start with http:// or https://: " + url);
+  }
+  const size_t slash = url.find('/', https ? 8 : 7);
+  auto base = client::ParseUrl(url.substr(0, slash));
   if (!base.ok()) return base.error();
   WebhookTarget t;
-  t.host = base->first;
-  t.port = base->second;
+  t.host = base->host;
+  t.port = base->port;
+  t.tls = base->tls;
   t.path = slash == std::string::npos ? "/" : url.substr(slash);
   return t;
 }
@@ -54,7 +57,7 @@ void WebhookNotifier::Loop() {
     spdlog::error("alerts: webhook disabled: {}", target.error().message);
     return;
   }
-  client::HttpClient http(target->host, target->port);
+  client::HttpClient http(target->host, target->port, {target->tls, settings_.ca_file, "", ""});
   http.SetTimeout(std::chrono::seconds(settings_.timeout_seconds));
   std::unique_lock lock(mu_);
   while (true) {

@@ -21,8 +21,9 @@ struct WebhookTarget {
   std::string host;
   uint16_t port = 80;
   std::string path = "/";
+  bool tls = false;  // https://
 };
-// "http://host:port/path" -> its parts.
+// "http://host:port/path" or "https://..." -> its parts.
 Result<WebhookTarget> ParseWebhookUrl(const std::string& url);
 
 class WebhookNotifier {

@@ -149,12 +149,16 @@ int RunServer(int argc, char** argv) {
   http.idle_timeout_seconds = cfg.server.idle_timeout_seconds;
   http.max_connections = ConnectionCap(cfg.server);
   http.max_connections_per_client = cfg.server.max_connections_per_client;
+  http.tls.cert_file = cfg.server.tls.cert_file;
+  http.tls.key_file = cfg.server.tls.key_file;
+  http.tls.client_ca_file = cfg.server.tls.client_ca_file;
 
   // SIGTERM/SIGINT are taken by sigwait below; every thread inherits the mask.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);  // reloads the TLS files
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
 
@@ -166,7 +170,13 @@ int RunServer(int argc, char** argv) {
     return 1;
   }
   int received = 0;
-  sigwait(&signals, &received);
+  while (sigwait(&signals, &received) == 0 && received == SIGHUP) {
+    if (Status s = (*daemon)->ReloadTls(); s.ok()) {
+      spdlog::info("SIGHUP: TLS certificate and key reloaded (new connections use them)");
+    } else {
+      spdlog::error("SIGHUP: {}; the previous certificate stays in use", s.error().message);
+    }
+  }
   spdlog::info("signal {}: shutting down", received);
   (*daemon)->Stop();
   spdlog::info("stopped; running jobs keep running and are collected at the next start");

@@ -18,6 +18,7 @@
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <cctype>
 #include <chrono>
 #include <cstdint>
@@ -84,12 +85,76 @@ class SessionBase {
 };
 
 // State shared by the server, the listener and the sessions.
+namespace ssl = asio::ssl;
+
+// A server TLS context from the options' files: TLS 1.2 and later, and the
+// client CA's certificates verified when one is given.
+inline Result<std::shared_ptr<ssl::context>> MakeTlsContext(const ServerOptions::Tls& tls) {
+  auto ctx = std::make_shared<ssl::context>(ssl::context::tls_server);
+  beast::error_code ec;
+  ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
+                       ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 | ssl::context::single_dh_use,
+                   ec);
+  auto fail = [&](const std::string& what, const std::string& file) -> Result<std::shared_ptr<ssl::context>> {
+    return Error{ErrorKind::kUnprocessable,
+                 "tls_files",
+                 "TLS: cannot use " + what + " " + file + ": " + ec.message() + " (server.tls, docs/access.md)",
+                 {}};
+  };
+  if (ctx->use_certificate_chain_file(tls.cert_file, ec); ec) return fail("the certificate", tls.cert_file);
+  if (ctx->use_private_key_file(tls.key_file, ssl::context::pem, ec); ec) return fail("the key", tls.key_file);
+  if (SSL_CTX_check_private_key(ctx->native_handle()) != 1) {
+    return Error{ErrorKind::kUnprocessable,
+                 "tls_files",
+                 "TLS: the key " + tls.key_file + " does not match the certificate " + tls.cert_file,
+                 {}};
+  }
+  if (!tls.client_ca_file.empty()) {
+    if (ctx->load_verify_file(tls.client_ca_file, ec); ec) return fail("the client CA", tls.client_ca_file);
+    // Verify a certificate the client sends; one without is let in (its
+    // token decides), a bad one fails the handshake.
+    ctx->set_verify_mode(ssl::verify_peer, ec);
+  }
+  return ctx;
+}
+
+// The subject (RFC 2253) of the certificate the client presented, if the
+// handshake verified it against the client CA; "" otherwise.
+inline std::string VerifiedClientSubject(SSL* ssl) {
+  X509* cert = SSL_get1_peer_certificate(ssl);
+  if (cert == nullptr) return {};
+  std::string subject;
+  if (SSL_get_verify_result(ssl) == X509_V_OK) {
+    BIO* bio = BIO_new(BIO_s_mem());
+    X509_NAME_print_ex(bio, X509_get_subject_name(cert), 0, XN_FLAG_RFC2253);
+    char* data = nullptr;
+    const long len = BIO_get_mem_data(bio, &data);
+    if (len > 0) subject.assign(data, static_cast<size_t>(len));
+    BIO_free(bio);
+  }
+  X509_free(cert);
+  return subject;
+}
+
 struct Core {
   Core(const ServerOptions& opts, Handler h) : options(opts), handler(std::move(h)) {}
 
   asio::io_context ioc;
   const ServerOptions options;
   const Handler handler;
+
+  // The TLS context new connections use (null: plain HTTP); replaced whole
+  // by a reload, so a connection keeps the one it started with.
+  std::shared_ptr<ssl::context> TlsContext() {
+    std::lock_guard<std::mutex> lock(tls_mu);
+    return tls;
+  }
+  void SetTlsContext(std::shared_ptr<ssl::context> ctx) {
+    std::lock_guard<std::mutex> lock(tls_mu);
+    tls = std::move(ctx);
+  }
+  std::mutex tls_mu;
+  std::shared_ptr<ssl::context> tls;  // GUARDED_BY(tls_mu)
 
   struct Open {
     std::weak_ptr<SessionBase> session;

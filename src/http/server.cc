@@ -79,15 +79,24 @@ class Listener : public std::enable_shared_from_this<Listener> {
     beast::error_code ep_ec;
     const auto endpoint = socket.remote_endpoint(ep_ec);
     const std::string address = ep_ec ? std::string() : endpoint.address().to_string();
-    auto session = std::make_shared<Session<beast::tcp_stream>>(core_, std::move(socket),
-                                                                ep_ec ? std::string() : FormatEndpoint(endpoint));
+    std::string remote = ep_ec ? std::string() : FormatEndpoint(endpoint);
+    if (auto tls = core_->TlsContext()) {
+      StartSession(std::make_shared<Session<TlsStream>>(core_, std::move(socket), std::move(remote), std::move(tls)),
+                   address);
+    } else {
+      StartSession(std::make_shared<Session<beast::tcp_stream>>(core_, std::move(socket), std::move(remote)), address);
+    }
+    Accept();
+  }
+
+  template <class S>
+  void StartSession(std::shared_ptr<S> session, const std::string& address) {
     std::string refusal;
     if (uint64_t id = core_->Register(session, address, refusal)) {
       session->Start(id);
     } else if (!refusal.empty() && core_->StartRefusal()) {
       session->Refuse(std::move(refusal));
     }  // else the session, and with it the socket, goes now
-    Accept();
   }
 
   std::shared_ptr<Core> core_;
@@ -116,6 +125,14 @@ class BeastHttpServer final : public HttpServer {
   }
 
   uint16_t port() const override { return port_; }
+
+  Status ReloadTls() override {
+    if (!core_->options.tls.enabled()) return Status::Ok();
+    auto ctx = MakeTlsContext(core_->options.tls);
+    if (!ctx.ok()) return ctx.error();
+    core_->SetTlsContext(std::move(ctx).value());
+    return Status::Ok();
+  }
 
   // REQUIRES: not called from a handler running on the server's I/O threads
   // (it joins them). Idempotent.
@@ -174,6 +191,11 @@ Result<std::unique_ptr<HttpServer>> StartHttpServer(const ServerOptions& options
     endpoint = results.begin()->endpoint();
   }
 
+  if (options.tls.enabled()) {
+    auto ctx = MakeTlsContext(options.tls);
+    if (!ctx.ok()) return ctx.error();
+    core->SetTlsContext(std::move(ctx).value());
+  }
   auto listener = std::make_shared<Listener>(core);
   if (Status st = listener->Open(endpoint, shown); !st) return st.error();
   auto server = std::make_unique<BeastHttpServer>(core, std::move(listener));

@@ -9,17 +9,34 @@
 
 namespace unisched::api::http_server {
 
-// One connection. Stream is beast::tcp_stream today; a TLS listener would
-// instantiate Session<beast::ssl_stream<beast::tcp_stream>> and add the
-// handshake in Start() and the TLS shutdown in ShutdownSend()/CloseNow().
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+
+// One connection, over beast::tcp_stream or, on an HTTPS listener, over
+// TlsStream: then the handshake comes first (within the header timeout) and
+// the verified client certificate's subject goes with each request.
 // Everything else only uses stream_ generically and the lowest layer for
-// timeouts and the socket.
+// timeouts and the socket. A TLS connection is closed without the TLS
+// close_notify: every response carries its length, so a truncation shows.
 template <class Stream>
 class Session : public SessionBase, public std::enable_shared_from_this<Session<Stream>> {
  public:
-  Session(std::shared_ptr<Core> core, tcp::socket&& socket, std::string remote)
+  static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
+
+  Session(std::shared_ptr<Core> core, tcp::socket&& socket, std::string remote) requires(!kTls)
       : core_(std::move(core)),
         stream_(std::move(socket)),
+        strand_(stream_.get_executor()),
+        request_timer_(strand_),
+        remote_(std::move(remote)) {
+    beast::error_code ec;
+    beast::get_lowest_layer(stream_).socket().set_option(tcp::no_delay(true), ec);  // best effort
+  }
+
+  Session(std::shared_ptr<Core> core, tcp::socket&& socket, std::string remote,
+          std::shared_ptr<ssl::context> tls) requires(kTls)
+      : core_(std::move(core)),
+        tls_(std::move(tls)),
+        stream_(std::move(socket), *tls_),
         strand_(stream_.get_executor()),
         request_timer_(strand_),
         remote_(std::move(remote)) {
@@ -34,7 +51,11 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
 
   void Start(uint64_t id) {
     id_ = id;
-    asio::dispatch(strand_, beast::bind_front_handler(&Session::ReadRequest, this->shared_from_this()));
+    if constexpr (kTls) {
+      asio::dispatch(strand_, beast::bind_front_handler(&Session::Handshake, this->shared_from_this()));
+    } else {
+      asio::dispatch(strand_, beast::bind_front_handler(&Session::ReadRequest, this->shared_from_this()));
+    }
   }
 
   void Close() override {
@@ -46,6 +67,11 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   // descriptor lives at most the write plus the drain of LingeringClose.
   void Refuse(std::string why) {
     refusing_ = true;
+    if constexpr (kTls) {
+      // No 503 before a handshake; a refused TLS client is closed at once.
+      asio::dispatch(strand_, [self = this->shared_from_this()] { self->CloseNow(); });
+      return;
+    }
     asio::dispatch(strand_, [self = this->shared_from_this(), why = std::move(why)]() mutable {
       HttpResponse response = ErrorResponse(503, "too_many_connections", why);
       response.headers.emplace_back("Retry-After", "1");
@@ -56,6 +82,21 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
 
  private:
   auto& Lowest() { return beast::get_lowest_layer(stream_); }
+
+  // ---- TLS -----------------------------------------------------------------
+
+  void Handshake() {
+    Lowest().expires_after(std::chrono::seconds(core_->options.header_timeout_seconds));
+    stream_.async_handshake(ssl::stream_base::server,
+                            beast::bind_front_handler(&Session::OnHandshake, this->shared_from_this()));
+  }
+
+  void OnHandshake(beast::error_code ec) {
+    if (ec) return CloseNow();  // not TLS, a bad client certificate, or too slow
+    Lowest().expires_never();
+    client_subject_ = VerifiedClientSubject(stream_.native_handle());
+    ReadRequest();
+  }
 
   // ---- reading -----------------------------------------------------------
 
@@ -234,6 +275,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     }
     request.body = std::move(req.body());
     request.remote = remote_;
+    request.client_subject = client_subject_;
     keep_alive_ = req.keep_alive();
     version_ = req.version();
     head_ = req.method() == http::verb::head;
@@ -336,7 +378,8 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     Lowest().close();  // also cancels the pending operation and its timer
   }
 
-  std::shared_ptr<Core> core_;  // first: destroyed last, after the stream
+  std::shared_ptr<Core> core_;         // first: destroyed last, after the stream
+  std::shared_ptr<ssl::context> tls_;  // what stream_ was made with (kTls)
   Stream stream_;
   const typename Stream::executor_type strand_;
   static constexpr std::chrono::steady_clock::time_point kNoDeadline = std::chrono::steady_clock::time_point::max();
@@ -351,6 +394,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::string remote_;
+  std::string client_subject_;
   uint64_t id_ = 0;
   uint64_t requests_ = 0;
   unsigned version_ = 11;

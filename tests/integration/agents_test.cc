@@ -16,15 +16,19 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <thread>
 #include <vector>
 
 #include "testing/daemon.h"
+#include "unisched/client/http_client.h"
 #include "unisched/containment/containment.h"
 
 namespace unisched::testing {
@@ -588,6 +592,170 @@ projects:
   const json events = daemon.Call("GET", "/v1/events?kind=registered").json;
   ASSERT_FALSE(events["events"].empty());
   EXPECT_NE(events["events"][0]["message"].get<std::string>().find("2 GPUs"), std::string::npos) << events.dump();
+}
+
+// ---- over TLS (docs/access.md, "TLS") ----------------------------------
+
+// Makes, with Debian's openssl, a CA and certificates it signs in `dir`:
+// <name>.pem and <name>.key for each of `leaves` ({name, subject, extension}).
+bool MakeCertificates(const std::string& dir, const std::string& ca,
+                      const std::vector<std::array<std::string, 3>>& leaves) {
+  std::string script = "set -e; cd '" + dir + "'; " +
+                       "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 "
+                       "-keyout " +
+                       ca + ".key -out " + ca + ".pem -subj '/CN=" + ca + "' 2>/dev/null; ";
+  for (const auto& [name, subject, extension] : leaves) {
+    script += "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout " + name + ".key -out " +
+              name + ".csr -subj '" + subject + "' 2>/dev/null; " + "printf '" + extension + "' > " + name + ".ext; " +
+              "openssl x509 -req -in " + name + ".csr -CA " + ca + ".pem -CAkey " + ca +
+              ".key -CAcreateserial -days 2 -out " + name + ".pem -extfile " + name + ".ext 2>/dev/null; ";
+  }
+  return std::system(script.c_str()) == 0;
+}
+
+TEST(AgentsOverTlsTest, TheLaunchCheckRunsOverHttpsWithClientCertificates) {
+  TestDaemon daemon;
+  const std::string pki = daemon.state_dir() + "/pki";
+  fs::create_directories(pki);
+  const std::string server_ext = "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n";
+  const std::string client_ext = "extendedKeyUsage=clientAuth\n";
+  ASSERT_TRUE(MakeCertificates(pki, "ca",
+                               {{"server", "/CN=127.0.0.1", server_ext},
+                                {"node1", std::string("/CN=") + kNode1, client_ext},
+                                {"node2", std::string("/CN=") + kNode2, client_ext}}));
+  // A second CA for the certificate the daemon reloads on SIGHUP.
+  ASSERT_TRUE(MakeCertificates(pki, "ca2", {{"server2", "/CN=127.0.0.1", server_ext}}));
+  // The clients trust both CAs, as before a CA rollover; the daemon's
+  // clients-CA is the first alone.
+  ASSERT_EQ(std::system(("cat " + pki + "/ca.pem " + pki + "/ca2.pem > " + pki + "/trusted.pem").c_str()), 0);
+  daemon.SetCaFile(pki + "/trusted.pem");
+  daemon.UseConfigText(R"yaml(
+server:
+  scheduler_tick_seconds: 0.2
+  tls: {cert_file: )yaml" +
+                       pki + "/server.pem, key_file: " + pki + "/server.key, client_ca_file: " + pki +
+                       R"yaml(/ca.pem, agents_need_client_cert: true}
+health:
+  heartbeat_interval_seconds: 1
+  heartbeat_timeout_seconds: )yaml" +
+                       std::to_string(kHeartbeatTimeoutSeconds) + R"yaml(
+alerts:
+  rules:
+    - {name: NodeDown, kind: node_down, severity: critical}
+pools:
+  - {name: cpu, kind: cpu, nodes: [x86-c2m2-hpc-01, x86-c2m2-hpc-02]}
+nodes:
+  - {name: x86-c2m2-hpc-01, cpus: 2, memory_mb: 1024, agent: true}
+  - {name: x86-c2m2-hpc-02, cpus: 2, memory_mb: 1024, agent: true}
+queues:
+  - {name: batch, pool: cpu}
+projects:
+  - name: default
+)yaml");
+  daemon.Start();
+  ASSERT_EQ(daemon.url().rfind("https://127.0.0.1:", 0), 0u) << daemon.url();
+
+  // Plain HTTP to the HTTPS port gets no answer; a client that does not
+  // trust the daemon's CA refuses the connection.
+  client::HttpClient plain("127.0.0.1", daemon.port());
+  EXPECT_FALSE(plain.Request("GET", "/healthz").ok());
+  client::HttpClient untrusting("127.0.0.1", daemon.port(), {true, pki + "/ca2.pem", "", ""});
+  auto refused = untrusting.Request("GET", "/healthz");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, "tls_failed") << refused.error().message;
+
+  const Reply token = daemon.Call("POST", "/v1/node-tokens", json{{"pool", "cpu"}});
+  ASSERT_EQ(token.status, 201) << token.body;
+  const std::string token_file = daemon.state_dir() + "/node.token";
+  std::ofstream(token_file) << token.json["token"].get<std::string>() << "\n";
+  // The node token alone is not enough: agents need their certificate too.
+  client::HttpClient no_cert("127.0.0.1", daemon.port(), {true, pki + "/ca.pem", "", ""});
+  no_cert.SetBearerToken(token.json["token"]);
+  auto heartbeat = no_cert.Request("POST", "/v1/agents/heartbeat", "{}");
+  ASSERT_TRUE(heartbeat.ok()) << heartbeat.error().message;
+  EXPECT_EQ(heartbeat->status, 403) << heartbeat->body;
+  EXPECT_NE(heartbeat->body.find("client_certificate_required"), std::string::npos) << heartbeat->body;
+
+  std::map<std::string, pid_t> agents;
+  auto start_agent = [&](const std::string& node, const std::string& cert) {
+    agents[node] = SpawnAgent(daemon, token_file, node, "cpu", daemon.state_dir() + "/agent-" + node,
+                              {"--ca-file", pki + "/trusted.pem", "--client-cert", pki + "/" + cert + ".pem",
+                               "--client-key", pki + "/" + cert + ".key"});
+  };
+  start_agent(kNode1, "node1");
+  start_agent(kNode2, "node2");
+  auto node_state = [&](const std::string& name) {
+    const json nodes = daemon.Call("GET", "/v1/nodes").json;
+    for (const auto& n : nodes["nodes"]) {
+      if (n["name"] == name) return n.value("state", "");
+    }
+    return std::string();
+  };
+  auto wait_node = [&](const std::string& name, const std::string& state) {
+    for (int i = 0; i < 600 && node_state(name) != state; ++i) std::this_thread::sleep_for(100ms);
+    return node_state(name) == state;
+  };
+  ASSERT_TRUE(wait_node(kNode1, "up") && wait_node(kNode2, "up"))
+      << daemon.Call("GET", "/v1/nodes").body << "\nagent log:\n"
+      << [&] {
+           std::ifstream in(daemon.state_dir() + "/agent-" + kNode1 + ".log");
+           std::stringstream text;
+           text << in.rdbuf();
+           return text.str();
+         }();
+
+  // The launch check: a node dies under its job; the node goes down, the
+  // job is requeued and completes on the other node, the alert fires.
+  const std::string id = daemon.Submit({{"queue", "batch"},
+                                        {"workload", {{"kind", "hpc"}}},
+                                        {"resources", {{"cpus", 2}, {"memory_mb", 64}}},
+                                        {"command", {"sleep", "3"}}});
+  json job;
+  for (int i = 0; i < 300; ++i) {
+    job = daemon.Call("GET", "/v1/jobs/" + id).json;
+    if (job["state"] == "RUNNING") break;
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_EQ(job["state"], "RUNNING") << job.dump();
+  const std::string dead = job["nodes"][0];
+  const std::string other = dead == kNode1 ? kNode2 : kNode1;
+
+  // SIGHUP while the job runs: the daemon takes a certificate of the new CA
+  // for new connections and drops nothing (a client trusting only the new
+  // CA connects now).
+  ::rename((pki + "/server2.pem").c_str(), (pki + "/server.pem").c_str());
+  ::rename((pki + "/server2.key").c_str(), (pki + "/server.key").c_str());
+  ASSERT_EQ(::kill(daemon.pid(), SIGHUP), 0);
+  client::HttpClient after_reload("127.0.0.1", daemon.port(), {true, pki + "/ca2.pem", "", ""});
+  bool reloaded = false;
+  for (int i = 0; i < 100 && !reloaded; ++i) {
+    auto r = after_reload.Request("GET", "/healthz");
+    reloaded = r.ok() && r->status == 200;
+    if (!reloaded) std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_TRUE(reloaded) << "new connections use the reloaded certificate";
+  EXPECT_EQ(daemon.Call("GET", "/v1/jobs/" + id).json["state"], "RUNNING");  // the old connection and the job go on
+
+  ::kill(agents[dead], SIGKILL);
+  ::waitpid(agents[dead], nullptr, 0);
+  agents.erase(dead);
+  KillEverythingUnder(daemon.state_dir() + "/agent-" + dead);
+  ASSERT_TRUE(wait_node(dead, "down")) << daemon.Call("GET", "/v1/nodes").body;
+  job = daemon.WaitTerminal(id);
+  EXPECT_EQ(job["state"], "COMPLETED") << job.dump();
+  ASSERT_EQ(job["attempts"].size(), 2u) << job.dump();
+  EXPECT_EQ(job["attempts"][0]["state"], "NODE_FAIL");
+  EXPECT_EQ(job["attempts"][1]["nodes"][0], other);
+  const json firing = daemon.Call("GET", "/v1/alerts?state=firing").json;
+  bool node_down = false;
+  for (const auto& a : firing["alerts"]) node_down |= a["name"] == "NodeDown" && a["object"] == "node/" + dead;
+  EXPECT_TRUE(node_down) << firing.dump();
+
+  for (auto& [node, pid] : agents) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    KillEverythingUnder(daemon.state_dir() + "/agent-" + node);
+  }
 }
 
 }  // namespace

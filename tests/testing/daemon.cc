@@ -102,7 +102,8 @@ void TestDaemon::Start() {
   port_ = static_cast<uint16_t>(std::stoi(url_.substr(url_.rfind(':') + 1)));
   auto env_token = env_.find("UNISCHED_ADMIN_TOKEN");
   admin_token_ = env_token != env_.end() ? env_token->second : Trim(ReadFile(state_dir_ + "/admin.token"));
-  client_ = std::make_unique<client::HttpClient>("127.0.0.1", port_);
+  client_ = std::make_unique<client::HttpClient>("127.0.0.1", port_,
+                                                 client::TlsOptions{url_.rfind("https://", 0) == 0, ca_file_, "", ""});
   while (Call("GET", "/readyz").status != 200) {
     if (std::chrono::steady_clock::now() > deadline) FAIL() << "daemon never became ready";
     std::this_thread::sleep_for(std::chrono::milliseconds(10));

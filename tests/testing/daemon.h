@@ -37,6 +37,8 @@ class TestDaemon {
   void SetEnv(const std::string& name, const std::string& value) { env_[name] = value; }
   // Starts the daemon with this open-file limit, soft and hard (before Start).
   void SetOpenFileLimit(uint64_t limit) { open_file_limit_ = limit; }
+  // The CA that signed an https:// daemon's certificate (before Start).
+  void SetCaFile(std::string file) { ca_file_ = std::move(file); }
   // Starts the daemon and waits until /readyz answers 200. Keeps the state dir.
   void Start();
   // SIGTERM and wait.
@@ -80,6 +82,7 @@ class TestDaemon {
   uint16_t port_ = 0;
   pid_t pid_ = -1;
   uint64_t open_file_limit_ = 0;  // 0: inherited
+  std::string ca_file_;
   std::unique_ptr<client::HttpClient> client_;
 };
 

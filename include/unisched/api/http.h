@@ -19,6 +19,9 @@ struct HttpRequest {
   std::map<std::string, std::string> headers;  // names lower-cased
   std::string body;
   std::string remote;  // peer address, for logs
+  // The subject of the client's certificate, verified against the
+  // listener's client CA ("" without TLS, without one, or without a CA).
+  std::string client_subject;
 
   std::string Header(const std::string& lower_name) const {
     auto it = headers.find(lower_name);

@@ -31,6 +31,16 @@ struct ServerOptions {
   int max_connections_per_client = 256;
   // Told of each refused connection: "total" or "per_client" (any thread).
   std::function<void(const std::string& limit)> on_connection_refused;
+  // HTTPS (TLS 1.2 and later) when cert_file is set (docs/access.md, "TLS").
+  // client_ca_file: client certificates signed by it are verified and their
+  // subject handed to the handler (HttpRequest::client_subject); a client
+  // without one still connects (tokens decide), one with a bad one does not.
+  struct Tls {
+    std::string cert_file;  // PEM chain, the server's certificate first
+    std::string key_file;   // PEM private key
+    std::string client_ca_file;
+    bool enabled() const { return !cert_file.empty(); }
+  } tls;
 };
 
 class HttpServer {
@@ -40,6 +50,9 @@ class HttpServer {
   virtual uint16_t port() const = 0;
   // Stops accepting, closes connections, joins the I/O threads.
   virtual void Stop() = 0;
+  // Reads the TLS files again (SIGHUP): new connections use them, open ones
+  // keep theirs. An error (a file missing or not matching) keeps the old.
+  virtual Status ReloadTls() = 0;
 };
 
 // Binds, listens and starts the I/O threads. Errors: address in use, bad host.

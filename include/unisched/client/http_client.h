@@ -26,10 +26,21 @@ struct ClientResponse {
   }
 };
 
+// HTTPS: the server's certificate is verified against ca_file (or the
+// system's CAs when empty) and must name the host; cert_file/key_file give
+// a client certificate (agents' mTLS, docs/access.md).
+struct TlsOptions {
+  bool enabled = false;
+  std::string ca_file;
+  std::string cert_file;
+  std::string key_file;
+};
+
 class HttpClient {
  public:
-  // Connects lazily on the first Request.
-  HttpClient(std::string host, uint16_t port);
+  // Connects lazily on the first Request. A TLS error (a CA file that cannot
+  // be read) surfaces at the first Request.
+  HttpClient(std::string host, uint16_t port, TlsOptions tls = {});
   ~HttpClient();
   HttpClient(const HttpClient&) = delete;
   HttpClient& operator=(const HttpClient&) = delete;
@@ -62,5 +73,13 @@ class HttpClient {
 // "[::1]:8642" for IPv6, port 80 when absent) -> host and port. https and
 // paths are rejected with a message.
 Result<std::pair<std::string, uint16_t>> ParseBaseUrl(const std::string& url);
+
+// The same, and "https://..." too (port 443 when absent).
+struct BaseUrl {
+  std::string host;
+  uint16_t port = 80;
+  bool tls = false;
+};
+Result<BaseUrl> ParseUrl(const std::string& url);
 
 }  // namespace unisched::client

@@ -33,6 +33,15 @@ struct ServerSettings {
   int max_connections = 4096;
   int max_connections_per_client = 256;
   int reserved_descriptors = 512;
+  // HTTPS when cert_file is set (docs/access.md, "TLS"); reloaded on SIGHUP.
+  struct Tls {
+    std::string cert_file;       // PEM chain, the server's certificate first
+    std::string key_file;        // PEM private key
+    std::string client_ca_file;  // verifies client certificates (agents' mTLS)
+    // Node tokens work only over a connection with a client certificate
+    // verified by client_ca_file: an agent needs both.
+    bool agents_need_client_cert = false;
+  } tls;
 };
 
 struct StoreSettings {
@@ -112,6 +121,7 @@ struct WebhookSettings {
   std::string url;          // http://host:port/path; empty: no webhook
   int timeout_seconds = 5;  // per delivery attempt
   int retries = 3;          // further attempts after a failure, 1 s, 2 s, 4 s ... apart
+  std::string ca_file;      // an https:// receiver's certificate is checked against it (empty: the system's CAs)
 };
 struct AlertSettings {
   WebhookSettings webhook;

@@ -105,3 +105,24 @@ TEST(HttpClientTest, SilentServerTimesOut) {
 
 }  // namespace
 }  // namespace unisched::client
+
+namespace unisched::client {
+namespace {
+
+TEST(ParseUrlTest, HttpsIsTlsOnPort443UnlessGiven) {
+  auto secure = ParseUrl("https://scheduler.example.org");
+  ASSERT_TRUE(secure.ok()) << secure.error().message;
+  EXPECT_TRUE(secure->tls);
+  EXPECT_EQ(secure->port, 443);
+  auto with_port = ParseUrl("HTTPS://[::1]:8642/");
+  ASSERT_TRUE(with_port.ok());
+  EXPECT_EQ(with_port->host, "::1");
+  EXPECT_EQ(with_port->port, 8642);
+  auto plain = ParseUrl("127.0.0.1:8642");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->tls);
+  EXPECT_FALSE(ParseUrl("ftp://x").ok());
+}
+
+}  // namespace
+}  // namespace unisched::client
