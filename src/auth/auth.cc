@@ -54,9 +54,14 @@ std::string GenerateToken() {
     if (n < 0) throw std::runtime_error("getrandom failed");
     got += static_cast<size_t>(n);
   }
+  return "usk_" + Base64UrlEncode(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+}
+
+std::string Base64UrlEncode(std::string_view bytes) {
   static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  std::string out = "usk_";
-  // base64url without padding: 6 bits per character.
+  std::string out;
+  out.reserve((bytes.size() * 4 + 2) / 3);
+  // 6 bits per character.
   uint32_t acc = 0;
   int bits = 0;
   for (unsigned char b : bytes) {

@@ -7,6 +7,8 @@
 
 #include <stdexcept>
 
+#include "unisched/auth/auth.h"
+
 namespace unisched::testing {
 
 struct JwtMaker::Key {
@@ -23,20 +25,7 @@ JwtMaker::JwtMaker(Alg alg, std::string kid) : alg_(alg), kid_(std::move(kid)), 
 JwtMaker::~JwtMaker() = default;
 
 std::string JwtMaker::Base64Url(const std::string& bytes) {
-  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (unsigned char b : bytes) {
-    acc = (acc << 8) | b;
-    bits += 8;
-    while (bits >= 6) {
-      bits -= 6;
-      out.push_back(kAlphabet[(acc >> bits) & 0x3f]);
-    }
-  }
-  if (bits > 0) out.push_back(kAlphabet[(acc << (6 - bits)) & 0x3f]);
-  return out;
+  return auth::Base64UrlEncode(bytes);
 }
 
 namespace {

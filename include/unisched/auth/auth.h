@@ -29,6 +29,8 @@ struct Principal {
 std::string HashToken(std::string_view token);
 // A new random token ("usk_" + 43 base64url characters, 256 bits from getrandom).
 std::string GenerateToken();
+// Base64url without padding (RFC 4648 section 5), as tokens and JWS use it.
+std::string Base64UrlEncode(std::string_view bytes);
 
 bool IsPlatformAdmin(const Principal& p);
 bool BelongsTo(const Principal& p, std::string_view project);
