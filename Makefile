@@ -9,7 +9,7 @@ JOBS       ?= $(shell nproc)
 # ccache hits across clones in different folders (CI clones afresh).
 export CCACHE_BASEDIR := $(CURDIR)
 
-.PHONY: all deps configure build run test unit bench asan format format-check clean
+.PHONY: all deps configure build run test unit bench asan fuzz fuzz-smoke format format-check clean
 
 all: build
 
@@ -39,6 +39,21 @@ asan:
 	$(MAKE) build BUILD=build-asan BUILD_TYPE=Debug CMAKE_ARGS=-DUNISCHED_SANITIZE=ON
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j $(JOBS) --timeout 900 -L 'unit|integration'
+
+# libFuzzer targets (tests/fuzz, docs/fuzzing.md), built with clang in their
+# own dir and run one after another, each for FUZZ_SECONDS (FUZZ_SECONDS_<name>
+# for one target); any crash, leak or sanitizer report fails. fuzz-smoke: the
+# same for CI, under 60 s of fuzzing in all.
+FUZZ_BUILD         ?= build-fuzz
+FUZZ_TARGETS       ?= http job_json config swf philly agent
+FUZZ_SECONDS       ?= 300
+FUZZ_SMOKE_SECONDS ?= 8
+
+fuzz: deps
+	JOBS=$(JOBS) bash tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+fuzz-smoke: deps
+	JOBS=$(JOBS) bash tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SMOKE_SECONDS) $(FUZZ_TARGETS)
 
 bench: build
 	bash scripts/bench.sh $(BUILD)

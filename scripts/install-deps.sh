@@ -21,6 +21,8 @@ packages=(
   jq bc
   # promtool checks the /metrics exposition in the tests
   prometheus
+  # make fuzz / make fuzz-smoke: clang and its libFuzzer runtime (tests/fuzz)
+  clang libfuzzer-14-dev
 )
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }

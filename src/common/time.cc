@@ -84,7 +84,15 @@ std::optional<Timestamp> ParseRfc3339(std::string_view s) {
   tm.tm_min = min;
   tm.tm_sec = sec;
   const int64_t secs = static_cast<int64_t>(timegm(&tm)) - offset_minutes * 60;
-  return FromUnixMillis(secs * 1000 + millis);
+  const int64_t ms = secs * 1000 + millis;
+  // Only instants FormatRfc3339 prints back in this form, with a four-digit
+  // year: an offset can carry 0000-01-01 or 9999-12-31 over into year -1 or
+  // 10000, and a job document holding that could not be read again (found
+  // by tests/fuzz/job_json_fuzz.cc).
+  constexpr int64_t kFirstMs = -62'167'219'200'000;  // 0000-01-01T00:00:00.000Z
+  constexpr int64_t kLastMs = 253'402'300'799'999;   // 9999-12-31T23:59:59.999Z
+  if (ms < kFirstMs || ms > kLastMs) return std::nullopt;
+  return FromUnixMillis(ms);
 }
 
 }  // namespace unisched

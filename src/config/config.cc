@@ -3,6 +3,7 @@
 
 #include "unisched/config/config.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <cstring>
 #include <iterator>
 #include <memory>
+#include <sstream>
 #include <utility>
 
 #include "config/errors.h"
@@ -35,6 +37,35 @@ std::string Located(std::string_view source_name, const YAML::Mark& mark) {
   if (mark.line >= 0) where += ":" + std::to_string(mark.line + 1);
   if (mark.line >= 0 && mark.column >= 0) where += ":" + std::to_string(mark.column + 1);
   return where;
+}
+
+// A handler of the parser's events that builds nothing: CountDocuments
+// needs only where the documents start.
+class DocumentCounter final : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+// The number of YAML documents in `text`, counting no further than `limit`.
+// Not YAML::LoadAll: yaml-cpp 0.7 finds an endless run of documents in some
+// malformed texts (one that starts with ","), and LoadAll then builds them
+// until memory runs out (found by tests/fuzz/config_fuzz.cc). Throws what
+// the parser throws on invalid YAML.
+size_t CountDocuments(const std::string& text, size_t limit) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentCounter counter;
+  size_t count = 0;
+  while (count < limit && parser.HandleNextDocument(counter)) ++count;
+  return count;
 }
 
 // Parsing and validation each report in file order, but one after the
@@ -62,22 +93,31 @@ void SortBySection(std::vector<ConfigError>& errors) {
 }  // namespace
 
 LoadResult LoadConfigText(std::string_view yaml_text, std::string_view source_name) {
-  std::vector<YAML::Node> documents;
+  const std::string text(yaml_text);
+  YAML::Node document;
   try {
-    documents = YAML::LoadAll(std::string(yaml_text));
+    // Every document after the first takes at least its "---" line, so a
+    // text holds at most size + 1 of them; a parser that finds more is
+    // looping on malformed input.
+    const size_t documents = CountDocuments(text, text.size() + 2);
+    if (documents > text.size() + 1) {
+      return std::vector<ConfigError>{
+          {"", std::string(source_name) + ": invalid YAML: the parser finds no end to its documents"}};
+    }
+    if (documents > 1) {
+      return std::vector<ConfigError>{
+          {"", std::string(source_name) + ": holds " + std::to_string(documents) +
+                   " YAML documents (separated by '---'); put the whole configuration in one"}};
+    }
+    if (documents == 1) document = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     return std::vector<ConfigError>{{"", Located(source_name, e.mark) + ": invalid YAML: " + e.msg}};
-  }
-  if (documents.size() > 1) {
-    return std::vector<ConfigError>{
-        {"", std::string(source_name) + ": holds " + std::to_string(documents.size()) +
-                 " YAML documents (separated by '---'); put the whole configuration in one"}};
   }
 
   internal::Errors errors;
   Config config;
   try {
-    config = internal::ParseConfig(documents.empty() ? YAML::Node() : documents.front(), errors);
+    config = internal::ParseConfig(document, errors);
   } catch (const YAML::Exception& e) {
     // The readers avoid every throwing yaml-cpp call; this keeps a missed one
     // a reported error rather than a crash of validate-config.

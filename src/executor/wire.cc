@@ -1,5 +1,8 @@
 #include "unisched/executor/wire.h"
 
+#include <stdexcept>
+#include <string>
+
 #include "executor/attempt_files.h"
 
 namespace unisched::executor {
@@ -11,6 +14,32 @@ namespace {
 // A malformed message is a 400 naming the field, like any other request.
 Error Malformed(const std::string& what, const std::exception& e) {
   return Error::BadRequest("malformed_message", what + ": " + e.what());
+}
+
+// Thrown by the integer reads below; caught with nlohmann's exceptions.
+struct MalformedField : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// An integer member of a message: a JSON integer that fits Int. Not
+// nlohmann's get<int>(), which converts any number unchecked: 2.5 or
+// 4294967297 would silently become another int, and a float beyond the type
+// (1e300) is undefined behaviour (found by tests/fuzz/agent_fuzz.cc).
+template <class Int>
+Int IntegerOf(const json& value, const std::string& field) {
+  codec::JsonReader reader("malformed_message");
+  Int out{};
+  reader.IntegerValue(value, field, out);
+  if (reader.failed()) throw MalformedField(reader.TakeError().message);
+  return out;
+}
+
+// The same for an optional member, as obj.value(key, fallback) reads one.
+template <class Int>
+Int IntegerOr(const json& obj, const char* key, Int fallback, const std::string& field) {
+  if (!obj.is_object()) throw MalformedField(field + ": the message part holding it must be an object");
+  auto it = obj.find(key);
+  return it == obj.end() ? fallback : IntegerOf<Int>(*it, field);
 }
 
 }  // namespace
@@ -65,20 +94,24 @@ Result<Heartbeat> HeartbeatFromJson(const json& doc) {
     h.node = doc.at("node").get<std::string>();
     h.pool = doc.at("pool").get<std::string>();
     const json& r = doc.at("resources");
-    h.cpus = r.at("cpus").get<int>();
-    h.memory_mb = r.at("memory_mb").get<int64_t>();
+    h.cpus = IntegerOf<int>(r.at("cpus"), "resources.cpus");
+    h.memory_mb = IntegerOf<int64_t>(r.at("memory_mb"), "resources.memory_mb");
     for (const auto& g : r.value("gpus", json::array())) {
-      h.gpus.push_back({g.at("index").get<int>(), g.value("model", std::string()), g.value("memory_gb", 0)});
+      h.gpus.push_back({IntegerOf<int>(g.at("index"), "resources.gpus[].index"), g.value("model", std::string()),
+                        IntegerOr<int>(g, "memory_gb", 0, "resources.gpus[].memory_gb")});
     }
     h.labels = doc.value("labels", model::Labels{});
     for (const auto& a : doc.value("running", json::array())) {
-      h.running.push_back({a.at("job").get<model::JobId>(), a.at("attempt").get<int>()});
+      h.running.push_back({IntegerOf<model::JobId>(a.at("job"), "running[].job"),
+                           IntegerOf<int>(a.at("attempt"), "running[].attempt")});
     }
     h.healthy = doc.value("healthy", true);
     h.health_message = doc.value("health_message", std::string());
-    h.wait_ms = doc.value("wait_ms", 0);
+    h.wait_ms = IntegerOr<int>(doc, "wait_ms", 0, "wait_ms");
     return h;
   } catch (const json::exception& e) {
+    return Malformed("malformed heartbeat", e);
+  } catch (const MalformedField& e) {
     return Malformed("malformed heartbeat", e);
   }
 }
@@ -104,24 +137,27 @@ Result<Commands> CommandsFromJson(const json& doc) {
   try {
     Commands c;
     c.node_state = doc.value("node_state", std::string());
-    c.heartbeat_interval_seconds = doc.value("heartbeat_interval_seconds", 5);
+    c.heartbeat_interval_seconds = IntegerOr<int>(doc, "heartbeat_interval_seconds", 5, "heartbeat_interval_seconds");
     for (const auto& spec : doc.value("launch", json::array())) {
       auto parsed = LaunchSpecFromJson(spec);
       if (!parsed.ok()) return parsed.error();
       c.launch.push_back(std::move(*parsed));
     }
     for (const auto& x : doc.value("cancel", json::array())) {
-      c.cancel.push_back({x.at("job").get<model::JobId>(), x.at("attempt").get<int>(), x.value("preempt", false),
+      c.cancel.push_back({IntegerOf<model::JobId>(x.at("job"), "cancel[].job"),
+                          IntegerOf<int>(x.at("attempt"), "cancel[].attempt"), x.value("preempt", false),
                           x.value("stale", false)});
     }
     if (doc.contains("health_check")) {
       const json& hc = doc["health_check"];
       c.health_check.command = hc.value("command", std::vector<std::string>{});
-      c.health_check.interval_seconds = hc.value("interval_seconds", 60);
-      c.health_check.timeout_seconds = hc.value("timeout_seconds", 10);
+      c.health_check.interval_seconds = IntegerOr<int>(hc, "interval_seconds", 60, "health_check.interval_seconds");
+      c.health_check.timeout_seconds = IntegerOr<int>(hc, "timeout_seconds", 10, "health_check.timeout_seconds");
     }
     return c;
   } catch (const json::exception& e) {
+    return Malformed("malformed commands", e);
+  } catch (const MalformedField& e) {
     return Malformed("malformed commands", e);
   }
 }

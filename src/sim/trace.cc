@@ -45,6 +45,9 @@ std::optional<double> ParseNumber(std::string_view text) {
   return value;
 }
 
+// The largest magnitude of an SWF field: 2^53 (see ParseSwf).
+constexpr double kMaxSwfField = 9007199254740992.0;
+
 int64_t SecondsToMs(double seconds) {
   return std::llround(seconds * 1000.0);
 }
@@ -157,7 +160,10 @@ Trace ParseSwf(std::string_view text, int max_processors) {
       size_t end = pos;
       while (end < line.size() && line[end] != ' ' && line[end] != '\t') ++end;
       auto value = ParseNumber(line.substr(pos, end - pos));
-      if (!value) {
+      // Beyond 2^53 a double holds no exact integer and seconds no longer
+      // fit int64 milliseconds: no trace has such a field, and converting
+      // one below would be undefined behaviour.
+      if (!value || std::fabs(*value) > kMaxSwfField) {
         count = -1;
         break;
       }
@@ -169,25 +175,33 @@ Trace ParseSwf(std::string_view text, int max_processors) {
       return;
     }
     const double allocated = field[4], requested = field[7];
-    int size = 0;
+    double processors = 0;
     if (requested > 0) {
-      size = static_cast<int>(requested);
+      processors = requested;
     } else if (allocated > 0) {
-      size = static_cast<int>(allocated);
+      processors = allocated;
       ++report.filled_size;
     } else {
       ++report.dropped_no_size;
       return;
     }
-    if (size > max_processors) {
+    // A fraction of a processor still takes a whole one. Compared before the
+    // conversion, which is undefined for a value beyond int.
+    processors = std::ceil(processors);
+    if (processors > max_processors) {
       ++report.dropped_too_large;
       return;
     }
-    if (field[3] <= 0) {
+    const int size = static_cast<int>(processors);
+    // The times are judged in whole milliseconds, as they are replayed: a
+    // run time that rounds to 0 ms is no run time.
+    const int64_t run_ms = SecondsToMs(field[3]);
+    const int64_t requested_ms = SecondsToMs(field[8]);
+    if (run_ms <= 0) {
       ++report.dropped_run_time;
       return;
     }
-    if (field[8] <= 0) {
+    if (requested_ms <= 0) {
       ++report.dropped_requested_time;
       return;
     }
@@ -198,8 +212,8 @@ Trace ParseSwf(std::string_view text, int max_processors) {
     TraceJob job;
     job.source_id = static_cast<int64_t>(field[0]);
     job.submit_ms = SecondsToMs(field[1]);
-    job.estimate_ms = SecondsToMs(field[8]);
-    job.run_ms = SecondsToMs(field[3]);
+    job.estimate_ms = requested_ms;
+    job.run_ms = run_ms;
     if (job.run_ms > job.estimate_ms) {
       job.run_ms = job.estimate_ms;
       ++report.capped_run_time;

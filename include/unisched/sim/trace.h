@@ -34,7 +34,7 @@ struct TraceJob {
 // first rule it breaks (in the order of the fields below).
 struct CleaningReport {
   int64_t records = 0;                 // job lines read
-  int64_t malformed = 0;               // too few fields, or not numbers
+  int64_t malformed = 0;               // too few fields, or not numbers (SWF: or beyond 2^53)
   int64_t dropped_no_size = 0;         // neither requested nor allocated size
   int64_t dropped_too_large = 0;       // larger than the cluster
   int64_t dropped_run_time = 0;        // run time <= 0
@@ -65,10 +65,11 @@ TraceFormat DetectFormat(std::string_view text);
 // SWF, cleaned as shared/traces/hpc-kth-sp2/README.md describes (the
 // "strong filter" of the published EASY figures): a job's size is its
 // requested processors (field 8), or its allocated ones (field 5) when field 8
-// is missing (<= 0), and is dropped when both are missing or it is above
-// max_processors; run time (field 4) <= 0, requested time (field 9) <= 0 and
-// submit time (field 2) < 0 are dropped; a run time above the requested time
-// is cut to it. Lines starting with ';' are the header.
+// is missing (<= 0), rounded up to whole processors, and is dropped when both
+// are missing or it is above max_processors; run time (field 4) <= 0,
+// requested time (field 9) <= 0 (both in whole milliseconds) and submit time
+// (field 2) < 0 are dropped; a run time above the requested time is cut to
+// it. Lines starting with ';' are the header.
 Trace ParseSwf(std::string_view text, int max_processors);
 
 // The Philly CSV (timestamp,duration,num_gpus,gpu_time,cluster). Timestamps
