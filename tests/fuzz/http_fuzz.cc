@@ -107,14 +107,14 @@ Daemon* daemon_ = nullptr;
 
 void StartDaemon() {
   auto d = std::make_unique<Daemon>();
-  std::string tmpl = (std::filesystem::temp_directory_path() / "unisched-http-fuzz-XXXXXX").string();
-  if (!::mkdtemp(tmpl.data())) Fail("mkdtemp failed");
-  d->dir = tmpl;
   auto loaded = config::LoadConfigText(config::EmbeddedDefaultConfig(), "<embedded>");
   if (const auto* errors = std::get_if<std::vector<config::ConfigError>>(&loaded)) {
     Fail("the embedded config does not load: " + errors->front().ToString());
   }
   d->config = std::get<config::Config>(loaded);
+  std::string tmpl = (std::filesystem::temp_directory_path() / "unisched-http-fuzz-XXXXXX").string();
+  if (!::mkdtemp(tmpl.data())) Fail("mkdtemp failed");
+  d->dir = tmpl;
   // synchronous=off: the target tests parsing, not durability.
   auto store = store::Store::Open({d->dir + "/db", "off", 64});
   if (!store.ok()) Fail("cannot open the store: " + store.error().message);
