@@ -10,7 +10,7 @@ packages=(
   g++ make cmake ninja-build ccache pkg-config clang-format
   # libraries (see shared/design/toolchain.md for the versions verified)
   libboost-dev nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
-  libsqlite3-dev sqlite3 prometheus-cpp-dev libgtest-dev libgmock-dev libssl-dev zlib1g-dev
+  libsqlite3-dev sqlite3 libpq-dev prometheus-cpp-dev libgtest-dev libgmock-dev libssl-dev zlib1g-dev
   # the daemon's allocator (CMakeLists.txt says why)
   libjemalloc-dev
   # the sandboxes' system call filter (linked statically into unisched-sandbox and the supervisor)
@@ -43,6 +43,22 @@ if [ ${#missing[@]} -gt 0 ]; then
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 else
   echo "install-deps: all packages present"
+fi
+
+# PostgreSQL 15's server for the store's tests (docs/store.md#testing), which
+# start throw-away clusters of their own. Debian's packages would create and
+# start a cluster "main" on port 5432 as they install; createcluster.conf of
+# postgresql-common, installed first, tells them not to.
+if ! dpkg-query -W -f='${Status}' postgresql-15 2>/dev/null | grep -q "install ok installed"; then
+  if ! dpkg-query -W -f='${Status}' postgresql-common 2>/dev/null | grep -q "install ok installed"; then
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql-common
+  fi
+  as_root sed -i 's/^#\?\s*create_main_cluster\s*=.*/create_main_cluster = false/' /etc/postgresql-common/createcluster.conf
+  grep -q '^create_main_cluster = false' /etc/postgresql-common/createcluster.conf ||
+    echo 'create_main_cluster = false' | as_root tee -a /etc/postgresql-common/createcluster.conf >/dev/null
+  echo "install-deps: installing postgresql-15 (no default cluster)"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql-15
 fi
 
 # Jobs never run as root: by default they run as this dedicated account.

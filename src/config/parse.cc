@@ -119,11 +119,16 @@ void ParseAccess(const YAML::Node& node, Errors& errors, AccessSettings& out) {
 }
 
 void ParseStore(const YAML::Node& node, Errors& errors, StoreSettings& out) {
-  MapReader m(
-      node, "store",
-      {"synchronous", "group_commit_max_batch", "job_retention_days", "audit_retention_days", "audit_max_rows",
-       "max_log_bytes", "accounting_interval_seconds", "storage_sample_interval_seconds", "reconcile_interval_seconds"},
-      errors);
+  MapReader m(node, "store",
+              {"backend", "postgresql", "synchronous", "group_commit_max_batch", "job_retention_days",
+               "audit_retention_days", "audit_max_rows", "max_log_bytes", "accounting_interval_seconds",
+               "storage_sample_interval_seconds", "reconcile_interval_seconds"},
+              errors);
+  m.Read("backend", out.backend);
+  MapReader pg(m.Get("postgresql"), m.PathOf("postgresql"), {"conninfo", "password_file", "password_env"}, errors);
+  pg.Read("conninfo", out.postgresql.conninfo);
+  pg.Read("password_file", out.postgresql.password_file);
+  pg.Read("password_env", out.postgresql.password_env);
   m.Read("accounting_interval_seconds", out.accounting_interval_seconds);
   m.Read("storage_sample_interval_seconds", out.storage_sample_interval_seconds);
   m.Read("reconcile_interval_seconds", out.reconcile_interval_seconds);

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cstdio>
 #include <map>
+#include <regex>
 #include <set>
 #include <string>
 #include <tuple>
@@ -200,7 +201,36 @@ void ValidateAlerts(const AlertSettings& a, const NameRegistry& queues, Errors& 
   }
 }
 
+// A conninfo that carries its own password (keyword form "password=..." or
+// a URI's "user:password@").
+bool HasInlinePassword(const std::string& conninfo) {
+  static const std::regex keyword(R"((^|\s)password\s*=)");
+  static const std::regex uri(R"(^postgres(ql)?://[^/@]*:[^/@]*@)");
+  return std::regex_search(conninfo, keyword) || std::regex_search(conninfo, uri);
+}
+
 void ValidateStore(const StoreSettings& s, Errors& errors) {
+  if (s.backend != "sqlite" && s.backend != "postgresql") {
+    errors.Add("store.backend", "unknown value '" + s.backend + "'; expected one of: sqlite, postgresql" +
+                                    DidYouMean(s.backend, {"sqlite", "postgresql"}));
+  }
+  const PostgresSettings& pg = s.postgresql;
+  if (s.backend == "postgresql" && pg.conninfo.empty()) {
+    errors.Add("store.postgresql.conninfo",
+               "required with backend: postgresql: a libpq connection string, e.g. \"host=db1,db2 dbname=unisched "
+               "user=unisched target_session_attrs=read-write\"");
+  }
+  if (s.backend != "postgresql" && (!pg.conninfo.empty() || !pg.password_file.empty() || !pg.password_env.empty())) {
+    errors.Add("store.postgresql", "set, but store.backend is " + s.backend + ": set backend: postgresql to use it");
+  }
+  if (HasInlinePassword(pg.conninfo)) {
+    errors.Add("store.postgresql.conninfo",
+               "holds a password: the config is no place for it; put it in a file named by password_file (mode 0600) "
+               "or an environment variable named by password_env");
+  }
+  if (!pg.password_file.empty() && !pg.password_env.empty()) {
+    errors.Add("store.postgresql.password_env", "set together with password_file: choose one");
+  }
   if (s.synchronous != "full" && s.synchronous != "normal" && s.synchronous != "off") {
     errors.Add("store.synchronous", "unknown value '" + s.synchronous + "'; expected one of: full, normal, off" +
                                         DidYouMean(s.synchronous, {"full", "normal", "off"}));

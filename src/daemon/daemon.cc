@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -93,6 +95,38 @@ Status SyncUsersAndBootstrap(const config::Config& cfg, store::Store& store, con
   });
 }
 
+// The store's options from the config; the PostgreSQL password is read
+// here, from its file or environment variable, never from the YAML.
+Result<store::StoreOptions> StoreOptionsFor(const config::StoreSettings& cfg, const fs::path& state_dir) {
+  store::StoreOptions options;
+  options.path = (state_dir / "unisched.db").string();
+  options.synchronous = cfg.synchronous;
+  options.max_batch = cfg.group_commit_max_batch;
+  if (cfg.backend != "postgresql") return options;
+  options.backend = store::StoreBackend::kPostgresql;
+  options.conninfo = cfg.postgresql.conninfo;
+  if (!cfg.postgresql.password_file.empty()) {
+    std::ifstream in(cfg.postgresql.password_file);
+    if (!in) {
+      return Error::BadRequest(
+          "invalid_config",
+          "store.postgresql.password_file: cannot read " + cfg.postgresql.password_file + ": " + std::strerror(errno),
+          "store.postgresql.password_file");
+    }
+    std::getline(in, options.password);
+  } else if (!cfg.postgresql.password_env.empty()) {
+    const char* value = std::getenv(cfg.postgresql.password_env.c_str());
+    if (value == nullptr) {
+      return Error::BadRequest("invalid_config",
+                               "store.postgresql.password_env: the environment has no " + cfg.postgresql.password_env +
+                                   "; set it, or use password_file",
+                               "store.postgresql.password_env");
+    }
+    options.password = value;
+  }
+  return options;
+}
+
 std::string SupervisorPath(const config::Config& cfg) {
   if (!cfg.executor.supervisor_path.empty()) return cfg.executor.supervisor_path;
   std::error_code ec;
@@ -171,9 +205,9 @@ Status Daemon::StartParts(DaemonOptions& options) {
   if (!lock.ok()) return lock.error();
   state_lock_.emplace(std::move(*lock));
 
-  store::StoreOptions store_options{(state_dir / "unisched.db").string(), config_.store.synchronous,
-                                    config_.store.group_commit_max_batch};
-  auto store = store::Store::Open(store_options);
+  auto store_options = StoreOptionsFor(config_.store, state_dir);
+  if (!store_options.ok()) return store_options.error();
+  auto store = store::Store::Open(*store_options);
   if (!store.ok()) return Error::Internal("cannot open the store: " + store.error().message);
   store_ = std::move(*store);
   if (Status s = SyncUsersAndBootstrap(config_, *store_, state_dir, clock_); !s.ok()) {

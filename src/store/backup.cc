@@ -44,7 +44,7 @@ Status SyncPath(const std::string& path, bool directory) {
 // The schema version of the database at `path`, read without changing it;
 // and whether SQLite's quick_check finds it sound (`check`).
 Result<int> ReadSchemaVersion(const std::string& path, bool check) {
-  auto c = Connection::Open(path, Connection::Mode::kReadOnly, kBusyTimeoutMs);
+  auto c = SqliteConnection::Open(path, SqliteConnection::Mode::kReadOnly, kBusyTimeoutMs);
   if (!c.ok()) return c.error();
   if (check) {
     auto verdict = (*c)->QueryText("PRAGMA quick_check");
@@ -77,7 +77,7 @@ std::string SchemaBackupPath(const std::string& db_path, int version) {
   return db_path + ".schema-" + std::to_string(version) + ".backup";
 }
 
-Status BackupBeforeMigration(Connection& db, const std::string& db_path, int version) {
+Status BackupBeforeMigration(SqliteConnection& db, const std::string& db_path, int version) {
   // VACUUM INTO writes a consistent snapshot (the WAL's committed pages
   // included) to a new file; it must not exist, and it is not synced.
   const std::string target = SchemaBackupPath(db_path, version);
@@ -145,7 +145,7 @@ Result<RestoreReport> RestoreBackup(const std::string& db_path, const std::strin
   // left of its WAL and shared memory moves with it, under the same new
   // name: it can be put back by hand.
   {
-    auto writer = Connection::Open(db.string(), Connection::Mode::kReadWrite, kBusyTimeoutMs);
+    auto writer = SqliteConnection::Open(db.string(), SqliteConnection::Mode::kReadWrite, kBusyTimeoutMs);
     if (!writer.ok()) return writer.error();
     auto checkpoint = (*writer)->QueryText("PRAGMA wal_checkpoint(TRUNCATE)");
     if (!checkpoint.ok()) return checkpoint.error();

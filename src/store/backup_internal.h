@@ -11,6 +11,6 @@ namespace unisched::store {
 // Writes a consistent copy of the database that `db` has open at
 // `db_path` to SchemaBackupPath(db_path, version): to a partial file, synced,
 // then renamed, so a backup that exists is whole.
-Status BackupBeforeMigration(Connection& db, const std::string& db_path, int version);
+Status BackupBeforeMigration(SqliteConnection& db, const std::string& db_path, int version);
 
 }  // namespace unisched::store

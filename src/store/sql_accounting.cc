@@ -1,15 +1,15 @@
-#include "store/sqlite_accounting.h"
+#include "store/sql_accounting.h"
 
 #include <set>
 #include <stdexcept>
 
-#include "store/sqlite_common.h"
+#include "store/sql_common.h"
 
-namespace unisched::store::sqlite {
+namespace unisched::store::sql {
 
 Status AppendLedger(Connection& c, const LedgerEntry& e) {
   auto stmt = c.Prepare(
-      "INSERT INTO ledger(key, job_id, attempt, user, project, queue, pool, workload_kind, node, metric, detail, "
+      "INSERT INTO ledger(key, job_id, attempt, \"user\", project, queue, pool, workload_kind, node, metric, detail, "
       "quantity, interval_start, interval_end, final, recorded_at) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
       "?, ?) "
       "ON CONFLICT(key) DO NOTHING");
@@ -36,7 +36,7 @@ Status AppendLedger(Connection& c, const LedgerEntry& e) {
 Status SaveFairshareUsage(Connection& c, const FairshareUsage& usage) {
   if (Status s = c.Exec("DELETE FROM fairshare_usage"); !s) return s;
   for (const auto& e : usage.entries) {
-    auto stmt = c.Prepare("INSERT INTO fairshare_usage(project, user, usage, as_of) VALUES(?, ?, ?, ?)");
+    auto stmt = c.Prepare("INSERT INTO fairshare_usage(project, \"user\", usage, as_of) VALUES(?, ?, ?, ?)");
     if (!stmt.ok()) return stmt.error();
     stmt->Bind(1, e.project).Bind(2, e.user).BindReal(3, e.usage).Bind(4, ToUnixMillis(usage.as_of));
     if (Status s = stmt->Run(); !s) return s;
@@ -73,7 +73,7 @@ std::vector<UsageRow> QueryUsage(Connection& c, const UsageQuery& q) {
   std::string columns;
   for (const auto& g : q.group_by) {
     if (!kGroupColumns.count(g)) throw std::invalid_argument("unknown group_by column " + g);
-    columns += g + ", ";
+    columns += "\"" + g + "\", ";  // quoted: user is a keyword of PostgreSQL
   }
   // The window (from, to] on interval_end, split into the whole hours it
   // covers, summed from the hourly rollup (migration 4), and the partial
@@ -82,13 +82,13 @@ std::vector<UsageRow> QueryUsage(Connection& c, const UsageQuery& q) {
   // h*H > from and (h+1)*H - 1 <= to, i.e. from the first hour
   // ceil((from+1)/H) up to, not including, floor((to+1)/H).
   constexpr int64_t kHour = 3'600'000;
-  std::string rollup_where = "WHERE 1", raw_where;
+  std::string rollup_where = "WHERE TRUE", raw_where;
   std::optional<int64_t> first_hour, end_hour;
   if (q.from) first_hour = FloorDiv(ToUnixMillis(*q.from) + kHour, kHour);  // ceil((from+1)/H)
   if (q.to) end_hour = FloorDiv(ToUnixMillis(*q.to) + 1, kHour);
   if (first_hour && end_hour && *first_hour >= *end_hour) {
     // No whole hour inside: every entry of the window from the table.
-    rollup_where = "WHERE 0";
+    rollup_where = "WHERE FALSE";
     raw_where = "interval_end > " + std::to_string(ToUnixMillis(*q.from)) +
                 " AND interval_end <= " + std::to_string(ToUnixMillis(*q.to));
   } else {
@@ -103,20 +103,20 @@ std::vector<UsageRow> QueryUsage(Connection& c, const UsageQuery& q) {
       edges.push_back("(interval_end >= " + std::to_string(*end_hour * kHour) +
                       " AND interval_end <= " + std::to_string(ToUnixMillis(*q.to)) + ")");
     }
-    raw_where = edges.empty() ? "0" : edges.size() == 1 ? edges[0] : edges[0] + " OR " + edges[1];
+    raw_where = edges.empty() ? "FALSE" : edges.size() == 1 ? edges[0] : edges[0] + " OR " + edges[1];
   }
   std::string visible;
   std::vector<std::string> params;
   if (q.visible_projects) {
-    visible = VisibleClause("", *q.visible_projects, q.visible_queues, params);
+    visible = VisibleClause(c, "", *q.visible_projects, q.visible_queues, params);
   }
   const std::vector<std::string> visible_params = params;
   params.insert(params.end(), visible_params.begin(), visible_params.end());  // once per branch
   const std::string group = columns + "metric";
   const std::string sql = "SELECT " + group + ", SUM(quantity) FROM (SELECT " + group +
                           ", quantity FROM ledger_hourly " + rollup_where + visible + " UNION ALL SELECT " + group +
-                          ", quantity FROM ledger WHERE (" + raw_where + ")" + visible + ") GROUP BY " + group +
-                          " ORDER BY " + group;
+                          ", quantity FROM ledger WHERE (" + raw_where + ")" + visible + ") AS window_rows GROUP BY " +
+                          group + " ORDER BY " + group;
   auto stmt = OrThrow(c.Prepare(sql));
   for (size_t i = 0; i < params.size(); ++i) stmt.Bind(static_cast<int>(i + 1), params[i]);
   std::vector<UsageRow> rows;
@@ -131,7 +131,7 @@ std::vector<UsageRow> QueryUsage(Connection& c, const UsageQuery& q) {
 }
 
 FairshareUsage LoadFairshareUsage(Connection& c) {
-  auto stmt = OrThrow(c.Prepare("SELECT project, user, usage, as_of FROM fairshare_usage"));
+  auto stmt = OrThrow(c.Prepare("SELECT project, \"user\", usage, as_of FROM fairshare_usage"));
   FairshareUsage usage;
   while (OrThrow(stmt.Step())) {
     usage.entries.push_back({stmt.Text(0), stmt.Text(1), stmt.Double(2)});
@@ -140,4 +140,4 @@ FairshareUsage LoadFairshareUsage(Connection& c) {
   return usage;
 }
 
-}  // namespace unisched::store::sqlite
+}  // namespace unisched::store::sql

@@ -6,10 +6,10 @@
 #include <utility>
 #include <vector>
 
-#include "store/sqlite_db.h"
+#include "store/sql.h"
 #include "unisched/store/accounting.h"
 
-namespace unisched::store::sqlite {
+namespace unisched::store::sql {
 
 Status AppendLedger(Connection& c, const LedgerEntry& entry);
 Status SaveFairshareUsage(Connection& c, const FairshareUsage& usage);
@@ -20,4 +20,4 @@ std::map<std::pair<model::JobId, int>, LedgerCharged> LedgerSums(Connection& c,
 std::vector<UsageRow> QueryUsage(Connection& c, const UsageQuery& query);
 FairshareUsage LoadFairshareUsage(Connection& c);
 
-}  // namespace unisched::store::sqlite
+}  // namespace unisched::store::sql

@@ -1,4 +1,4 @@
-#include "store/sqlite_common.h"
+#include "store/sql_common.h"
 
 #include <nlohmann/json.hpp>
 

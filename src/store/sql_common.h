@@ -1,10 +1,10 @@
 #pragma once
-// What the SQLite store's concerns share: turning a failed read into an
+// What the store's concerns share: turning a failed read into an
 // exception, JSON lists as one bound parameter, the visibility clause, and
 // read snapshots. Internal to src/store.
 //
 // Reads whose signature has no error channel (ListJobs, ListEvents, ...)
-// throw StoreFailure when SQLite fails under them: on a healthy disk that
+// throw StoreFailure when the database fails under them: on a healthy disk that
 // does not happen, so it is exceptional, not an expected failure. Inside a
 // Write() callback such a throw fails just that write.
 
@@ -15,7 +15,7 @@
 #include <variant>
 #include <vector>
 
-#include "store/sqlite_db.h"
+#include "store/sql.h"
 #include "unisched/common/status.h"
 #include "unisched/model/job.h"
 
@@ -53,19 +53,19 @@ void BindAll(Statement& stmt, const std::vector<Param>& params);
 // these queues (columns `<table>project`, `<table>queue`); binds two JSON
 // lists, appended to `params` (of strings, or of a variant holding them).
 template <class Params>
-std::string VisibleClause(const std::string& table, const std::vector<std::string>& projects,
+std::string VisibleClause(const Connection& c, const std::string& table, const std::vector<std::string>& projects,
                           const std::vector<std::string>& queues, Params& params) {
   params.emplace_back(JsonList(projects));
   params.emplace_back(JsonList(queues));
-  return " AND (" + table + "project IN (SELECT value FROM json_each(?)) OR " + table +
-         "queue IN (SELECT value FROM json_each(?)))";
+  return " AND (" + table + "project IN (" + c.JsonListRows() + ") OR " + table + "queue IN (" + c.JsonListRows() +
+         "))";
 }
 
 // Ends a read transaction however the read leaves; declare it before the
 // statements so they are reset first.
 class ReadSnapshot {
  public:
-  explicit ReadSnapshot(Connection& c) : c_(c) { ok_ = c_.Run("BEGIN").ok(); }
+  explicit ReadSnapshot(Connection& c) : c_(c) { ok_ = c_.BeginRead().ok(); }
   ~ReadSnapshot() {
     if (ok_) c_.Run("COMMIT");
   }

@@ -1,12 +1,10 @@
-#include "store/sqlite_events.h"
-
-#include <sqlite3.h>
+#include "store/sql_events.h"
 
 #include <algorithm>
 
-#include "store/sqlite_common.h"
+#include "store/sql_common.h"
 
-namespace unisched::store::sqlite {
+namespace unisched::store::sql {
 
 Status AppendAudit(Connection& c, const AuditRecord& record) {
   auto stmt = c.Prepare("INSERT INTO audit(time, actor, action, target, result) VALUES(?, ?, ?, ?, ?)");
@@ -29,7 +27,7 @@ Result<int64_t> PruneAudit(Connection& c, Timestamp cutoff, int64_t max_rows) {
   if (!stmt.ok()) return stmt.error();
   stmt->Bind(1, ToUnixMillis(cutoff)).Bind(2, max_rows);
   if (Status s = stmt->Run(); !s.ok()) return s.error();
-  return static_cast<int64_t>(sqlite3_changes(c.db()));
+  return c.ChangedRows();
 }
 
 Status AppendClusterEvent(Connection& c, const ClusterEvent& e) {
@@ -63,7 +61,7 @@ Status ResolveAlert(Connection& c, const std::string& name, const std::string& o
 std::vector<ClusterEvent> ListClusterEvents(Connection& c, const EventFilter& f) {
   // Jobs' events (object "job/ID", severity info; warning for a ledger
   // discrepancy) and the cluster's, each side filtered, merged by time.
-  std::string job_where = "WHERE 1", cluster_where = "WHERE 1";
+  std::string job_where = "WHERE TRUE", cluster_where = "WHERE TRUE";
   if (f.since) {
     const std::string since = std::to_string(ToUnixMillis(*f.since));
     job_where += " AND e.time >= " + since;
@@ -81,7 +79,7 @@ std::vector<ClusterEvent> ListClusterEvents(Connection& c, const EventFilter& f)
     if (prefix) {
       cluster_where += " AND substr(object, 1, " + std::to_string(f.object->size()) + ") = ?";
       cluster_params.push_back(*f.object);
-      if (*f.object != "job/") job_where += " AND 0";
+      if (*f.object != "job/") job_where += " AND FALSE";
     } else {
       cluster_where += " AND object = ?";
       cluster_params.push_back(*f.object);
@@ -99,7 +97,7 @@ std::vector<ClusterEvent> ListClusterEvents(Connection& c, const EventFilter& f)
   std::string job_from = "job_events e";
   if (f.visible_projects) {
     job_from += " JOIN jobs j ON j.id = e.job_id";
-    job_where += VisibleClause("j.", *f.visible_projects, f.visible_queues, job_params);
+    job_where += VisibleClause(c, "j.", *f.visible_projects, f.visible_queues, job_params);
   }
   std::vector<std::string> params = job_params;
   params.insert(params.end(), cluster_params.begin(), cluster_params.end());
@@ -109,7 +107,8 @@ std::vector<ClusterEvent> ListClusterEvents(Connection& c, const EventFilter& f)
       "CASE WHEN e.kind = 'ledger_discrepancy' THEN 'warning' ELSE 'info' END AS severity, e.message AS message "
       "FROM " +
       job_from + " " + job_where + " UNION ALL SELECT time, id, 1, kind, object, severity, message FROM events " +
-      cluster_where + ") ORDER BY time DESC, src DESC, seq DESC LIMIT " + std::to_string(std::max(f.limit, 0));
+      cluster_where + ") AS merged ORDER BY time DESC, src DESC, seq DESC LIMIT " +
+      std::to_string(std::max(f.limit, 0));
   auto stmt = OrThrow(c.Prepare(sql));
   for (size_t i = 0; i < params.size(); ++i) stmt.Bind(static_cast<int>(i + 1), params[i]);
   std::vector<ClusterEvent> events;
@@ -151,4 +150,4 @@ std::vector<AuditRecord> ListAudit(Connection& c, int limit) {
   return records;
 }
 
-}  // namespace unisched::store::sqlite
+}  // namespace unisched::store::sql

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "store/sqlite_db.h"
+#include "store/sql.h"
 #include "unisched/store/events.h"
 
-namespace unisched::store::sqlite {
+namespace unisched::store::sql {
 
 Status AppendAudit(Connection& c, const AuditRecord& record);
 Result<int64_t> PruneAudit(Connection& c, Timestamp cutoff, int64_t max_rows);
@@ -21,4 +21,4 @@ std::vector<ClusterEvent> ListClusterEvents(Connection& c, const EventFilter& fi
 std::vector<AlertRecord> ListAlerts(Connection& c, std::optional<bool> firing, int limit);
 std::vector<AuditRecord> ListAudit(Connection& c, int limit);
 
-}  // namespace unisched::store::sqlite
+}  // namespace unisched::store::sql

@@ -1,16 +1,14 @@
-#include "store/sqlite_identity.h"
+#include "store/sql_identity.h"
 
-#include <sqlite3.h>
+#include "store/sql_common.h"
 
-#include "store/sqlite_common.h"
-
-namespace unisched::store::sqlite {
+namespace unisched::store::sql {
 namespace {
 
 constexpr const char* kUserColumns = "SELECT name, role, projects, queues, unix_user, from_config FROM users";
 
 constexpr const char* kTokenColumns =
-    "SELECT hash, user, kind, pool, created_at, id, name, expires_at, revoked_at, last_used_at, allow_from, "
+    "SELECT hash, \"user\", kind, pool, created_at, id, name, expires_at, revoked_at, last_used_at, allow_from, "
     "requests_per_second, burst FROM tokens";
 
 std::optional<Timestamp> OptionalTime(const Statement& stmt, int column) {
@@ -71,7 +69,7 @@ Status UpsertUser(Connection& c, const UserRecord& user) {
 
 Status InsertToken(Connection& c, const TokenRecord& token) {
   auto stmt = c.Prepare(
-      "INSERT INTO tokens(hash, user, kind, pool, created_at, id, name, expires_at, revoked_at, last_used_at, "
+      "INSERT INTO tokens(hash, \"user\", kind, pool, created_at, id, name, expires_at, revoked_at, last_used_at, "
       "allow_from, requests_per_second, burst) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   if (!stmt.ok()) return stmt.error();
   stmt->Bind(1, token.hash)
@@ -88,7 +86,7 @@ Status InsertToken(Connection& c, const TokenRecord& token) {
       .BindReal(12, token.requests_per_second)
       .BindReal(13, token.burst);
   Status s = stmt->Run();
-  if (!s && (stmt->last_error() & 0xff) == SQLITE_CONSTRAINT) {
+  if (!s && stmt->violation() != Violation::kNone) {
     return Error::Conflict("token_exists", "a token with this hash already exists");
   }
   return s;
@@ -99,7 +97,7 @@ Status RevokeToken(Connection& c, const std::string& id, Timestamp at) {
   if (!stmt.ok()) return stmt.error();
   stmt->Bind(1, ToUnixMillis(at)).Bind(2, id);
   if (Status s = stmt->Run(); !s) return s;
-  if (sqlite3_changes(c.db()) == 0) return Error::NotFound("no token " + id);
+  if (c.ChangedRows() == 0) return Error::NotFound("no token " + id);
   return Status::Ok();
 }
 
@@ -159,8 +157,9 @@ std::optional<TokenRecord> FindTokenById(Connection& c, const std::string& id) {
 }
 
 std::vector<TokenRecord> ListTokens(Connection& c, const TokenFilter& filter) {
-  auto stmt = OrThrow(c.Prepare(std::string(kTokenColumns) +
-                                " WHERE (?1 = '' OR user = ?1) AND (?2 = '' OR kind = ?2) ORDER BY created_at, id"));
+  auto stmt =
+      OrThrow(c.Prepare(std::string(kTokenColumns) +
+                        " WHERE (?1 = '' OR \"user\" = ?1) AND (?2 = '' OR kind = ?2) ORDER BY created_at, id"));
   stmt.Bind(1, filter.user).Bind(2, filter.kind);
   std::vector<TokenRecord> tokens;
   while (OrThrow(stmt.Step())) tokens.push_back(TokenFromRow(stmt));
@@ -205,4 +204,4 @@ std::vector<NodeStateRecord> LoadNodeStates(Connection& c) {
   return nodes;
 }
 
-}  // namespace unisched::store::sqlite
+}  // namespace unisched::store::sql

@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "store/sqlite_db.h"
+#include "store/sql.h"
 #include "unisched/store/identity.h"
 #include "unisched/store/nodes.h"
 
-namespace unisched::store::sqlite {
+namespace unisched::store::sql {
 
 Status UpsertUser(Connection& c, const UserRecord& user);
 Status InsertToken(Connection& c, const TokenRecord& token);
@@ -29,4 +29,4 @@ std::optional<UserRecord> GetUser(Connection& c, const std::string& name);
 std::vector<UserRecord> ListUsers(Connection& c);
 std::vector<NodeStateRecord> LoadNodeStates(Connection& c);
 
-}  // namespace unisched::store::sqlite
+}  // namespace unisched::store::sql

@@ -1,14 +1,12 @@
-#include "store/sqlite_jobs.h"
-
-#include <sqlite3.h>
+#include "store/sql_jobs.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "store/sqlite_common.h"
+#include "store/sql_common.h"
 #include "unisched/codec/job_json.h"
 
-namespace unisched::store::sqlite {
+namespace unisched::store::sql {
 namespace {
 
 using nlohmann::json;
@@ -64,7 +62,7 @@ Result<model::JobId> InsertJob(Connection& c, const model::Job& job, model::JobI
     }
   }
   auto insert = c.Prepare(
-      "INSERT INTO jobs(name, user, project, queue, pool, state, submitted_at, ended_at, doc, id) "
+      "INSERT INTO jobs(name, \"user\", project, queue, pool, state, submitted_at, ended_at, doc, id) "
       "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   if (!insert.ok()) return insert.error();
   BindColumns(*insert, job);
@@ -77,13 +75,13 @@ Result<model::JobId> InsertJob(Connection& c, const model::Job& job, model::JobI
   }
   insert->Bind(10, int64_t{id});
   if (Status s = insert->Run(); !s) {
-    if (insert->last_error() == SQLITE_CONSTRAINT_PRIMARYKEY) {
+    if (insert->violation() == Violation::kPrimaryKey) {
       return Error::Conflict("job_exists", "job " + std::to_string(id) + " exists already");
     }
     return s.error();
   }
   if (!idempotency_key.empty()) {
-    auto key = c.Prepare("INSERT INTO idempotency(user, key, job_id) VALUES(?, ?, ?)");
+    auto key = c.Prepare("INSERT INTO idempotency(\"user\", key, job_id) VALUES(?, ?, ?)");
     if (!key.ok()) return key.error();
     key->Bind(1, job.user).Bind(2, idempotency_key).Bind(3, int64_t{id});
     if (Status s = key->Run(); !s) return s.error();
@@ -92,7 +90,7 @@ Result<model::JobId> InsertJob(Connection& c, const model::Job& job, model::JobI
 }
 
 std::optional<model::JobId> FindIdempotentJob(Connection& c, const std::string& user, const std::string& key) {
-  auto stmt = OrThrow(c.Prepare("SELECT job_id FROM idempotency WHERE user = ? AND key = ?"));
+  auto stmt = OrThrow(c.Prepare("SELECT job_id FROM idempotency WHERE \"user\" = ? AND key = ?"));
   stmt.Bind(1, user).Bind(2, key);
   if (!OrThrow(stmt.Step())) return std::nullopt;
   return stmt.Int(0);
@@ -100,13 +98,13 @@ std::optional<model::JobId> FindIdempotentJob(Connection& c, const std::string& 
 
 Status UpdateJob(Connection& c, const model::Job& job) {
   auto update = c.Prepare(
-      "UPDATE jobs SET name = ?, user = ?, project = ?, queue = ?, pool = ?, state = ?, submitted_at = ?, "
+      "UPDATE jobs SET name = ?, \"user\" = ?, project = ?, queue = ?, pool = ?, state = ?, submitted_at = ?, "
       "ended_at = ?, doc = ? WHERE id = ?");
   if (!update.ok()) return update.error();
   BindColumns(*update, job);
   update->Bind(9, JobDocText(job)).Bind(10, int64_t{job.id});
   if (Status s = update->Run(); !s) return s;
-  if (sqlite3_changes(c.db()) == 0) return Error::NotFound("job " + std::to_string(job.id) + " not found");
+  if (c.ChangedRows() == 0) return Error::NotFound("job " + std::to_string(job.id) + " not found");
   return Status::Ok();
 }
 
@@ -125,7 +123,7 @@ Status AppendEvent(Connection& c, model::JobId id, const JobEvent& event) {
   if (!stmt.ok()) return stmt.error();
   stmt->Bind(1, int64_t{id}).Bind(2, ToUnixMillis(event.time)).Bind(3, event.kind).Bind(4, event.message);
   Status s = stmt->Run();
-  if (!s && stmt->last_error() == SQLITE_CONSTRAINT_FOREIGNKEY) {
+  if (!s && stmt->violation() == Violation::kForeignKey) {
     return Error::NotFound("job " + std::to_string(id) + " not found");
   }
   return s;
@@ -148,7 +146,7 @@ Result<std::vector<model::JobId>> DeleteJobsEndedBefore(Connection& c, Timestamp
 }
 
 Result<JobPage> ListJobs(Connection& c, const JobFilter& filter) {
-  std::string where = " WHERE 1";
+  std::string where = " WHERE TRUE";
   std::vector<Param> params;
   auto equals = [&](const char* column, const std::optional<std::string>& value) {
     if (!value) return;
@@ -162,8 +160,8 @@ Result<JobPage> ListJobs(Connection& c, const JobFilter& filter) {
   equals("queue", filter.queue);
   equals("pool", filter.pool);
   equals("project", filter.project);
-  equals("user", filter.user);
-  if (filter.visible_projects) where += VisibleClause("", *filter.visible_projects, filter.visible_queues, params);
+  equals("\"user\"", filter.user);
+  if (filter.visible_projects) where += VisibleClause(c, "", *filter.visible_projects, filter.visible_queues, params);
 
   ReadSnapshot snapshot(c);
   JobPage page;
@@ -226,4 +224,4 @@ std::vector<JobEvent> ListEvents(Connection& c, model::JobId id) {
   return events;
 }
 
-}  // namespace unisched::store::sqlite
+}  // namespace unisched::store::sql

@@ -9,10 +9,10 @@
 #include <tuple>
 #include <vector>
 
-#include "store/sqlite_db.h"
+#include "store/sql.h"
 #include "unisched/store/jobs.h"
 
-namespace unisched::store::sqlite {
+namespace unisched::store::sql {
 
 // Inserts `job` as job `id` (the store chose it).
 Result<model::JobId> InsertJob(Connection& c, const model::Job& job, model::JobId id,
@@ -28,4 +28,4 @@ Result<std::vector<model::Job>> LoadActiveJobs(Connection& c);
 std::map<std::tuple<model::JobState, std::string, std::string>, int64_t> CountJobs(Connection& c);
 std::vector<JobEvent> ListEvents(Connection& c, model::JobId id);
 
-}  // namespace unisched::store::sqlite
+}  // namespace unisched::store::sql

@@ -1,10 +1,10 @@
-#include "store/sqlite_sandboxes.h"
+#include "store/sql_sandboxes.h"
 
 #include <algorithm>
 
-#include "store/sqlite_common.h"
+#include "store/sql_common.h"
 
-namespace unisched::store::sqlite {
+namespace unisched::store::sql {
 namespace {
 
 constexpr const char* kSandboxColumns = "SELECT id, state, record, created_at, ended_at FROM sandboxes";
@@ -22,8 +22,10 @@ SandboxRow SandboxFrom(const Statement& stmt) {
 }  // namespace
 
 Status PutSandbox(Connection& c, const SandboxRow& b) {
-  auto stmt =
-      c.Prepare("INSERT OR REPLACE INTO sandboxes(id, state, record, created_at, ended_at) VALUES(?, ?, ?, ?, ?)");
+  auto stmt = c.Prepare(
+      "INSERT INTO sandboxes(id, state, record, created_at, ended_at) VALUES(?, ?, ?, ?, ?) ON CONFLICT(id) DO "
+      "UPDATE SET state = excluded.state, record = excluded.record, created_at = excluded.created_at, "
+      "ended_at = excluded.ended_at");
   if (!stmt.ok()) return stmt.error();
   std::optional<int64_t> ended;
   if (b.ended_at) ended = ToUnixMillis(*b.ended_at);
@@ -32,8 +34,9 @@ Status PutSandbox(Connection& c, const SandboxRow& b) {
 }
 
 Status PutImageVersion(Connection& c, const ImageVersionRow& i) {
-  auto stmt =
-      c.Prepare("INSERT OR IGNORE INTO images(name, version, spec, created_at, created_by) VALUES(?, ?, ?, ?, ?)");
+  auto stmt = c.Prepare(
+      "INSERT INTO images(name, version, spec, created_at, created_by) VALUES(?, ?, ?, ?, ?) ON CONFLICT DO "
+      "NOTHING");
   if (!stmt.ok()) return stmt.error();
   stmt->Bind(1, i.name).Bind(2, i.version).Bind(3, i.spec).Bind(4, ToUnixMillis(i.created_at)).Bind(5, i.created_by);
   return stmt->Run();
@@ -96,4 +99,4 @@ std::map<std::string, std::vector<std::string>> ImageCurrentStacks(Connection& c
   return out;
 }
 
-}  // namespace unisched::store::sqlite
+}  // namespace unisched::store::sql

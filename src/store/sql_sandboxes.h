@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "store/sqlite_db.h"
+#include "store/sql.h"
 #include "unisched/store/sandboxes.h"
 
-namespace unisched::store::sqlite {
+namespace unisched::store::sql {
 
 Status PutSandbox(Connection& c, const SandboxRow& sandbox);
 Status PutImageVersion(Connection& c, const ImageVersionRow& image);
@@ -23,4 +23,4 @@ int64_t MaxSandboxId(Connection& c);
 std::vector<ImageVersionRow> ListImageVersions(Connection& c);
 std::map<std::string, std::vector<std::string>> ImageCurrentStacks(Connection& c);
 
-}  // namespace unisched::store::sqlite
+}  // namespace unisched::store::sql

@@ -1,52 +1,37 @@
-// The SQLite implementation of Store (unisched/store/store.h): one writer
-// thread that commits queued writes in groups, a small pool of read-only
+// The engine of both SQL stores (unisched/store/store.h): one writer
+// thread that commits queued writes in groups, a small pool of read
 // connections for readers, and job ids reserved from the database in
-// blocks. The SQL of each concern lives in its own file (sqlite_jobs.cc,
-// sqlite_events.cc, sqlite_identity.cc, sqlite_accounting.cc,
-// sqlite_sandboxes.cc); this file only routes calls to it.
+// blocks. The SQL of each concern lives in its own file (sql_jobs.cc,
+// sql_events.cc, sql_identity.cc, sql_accounting.cc, sql_sandboxes.cc);
+// this file only routes calls to it. What differs between SQLite and
+// PostgreSQL is below store/sql.h; opening each is sqlite_store.cc and
+// pg_store.cc.
 
-#include <fcntl.h>
+#include "store/sql_store.h"
+
 #include <pthread.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
-#include <cerrno>
 #include <condition_variable>
-#include <cstring>
 #include <deque>
 #include <future>
 #include <mutex>
 #include <thread>
 #include <utility>
 
-#include "store/backup_internal.h"
 #include "store/job_id_pool.h"
-#include "store/migrations.h"
-#include "store/sqlite_accounting.h"
-#include "store/sqlite_common.h"
-#include "store/sqlite_db.h"
-#include "store/sqlite_events.h"
-#include "store/sqlite_identity.h"
-#include "store/sqlite_jobs.h"
-#include "store/sqlite_sandboxes.h"
+#include "store/sql_accounting.h"
+#include "store/sql_common.h"
+#include "store/sql_events.h"
+#include "store/sql_identity.h"
+#include "store/sql_jobs.h"
+#include "store/sql_sandboxes.h"
 #include "unisched/store/store.h"
 
 namespace unisched::store {
-namespace {
 
-constexpr int kBusyTimeoutMs = 5000;
-// The writer thread's nice value (see Start).
-constexpr int kWriterNice = -10;
-constexpr int kMaxReaders = 4;
-
-// ---- the write side ----
-
-// Moves the database's first unreserved job id up by `count` on `c` (inside
-// the caller's transaction, or committing at once outside one); returns the
-// first id of the block reserved.
 Result<model::JobId> ReserveIdBlock(Connection& c, int64_t count) {
   auto stmt = c.Prepare("UPDATE id_blocks SET next_id = next_id + ? WHERE name = 'jobs' RETURNING next_id");
   if (!stmt.ok()) return stmt.error();
@@ -59,10 +44,18 @@ Result<model::JobId> ReserveIdBlock(Connection& c, int64_t count) {
   return end - count;
 }
 
-class SqliteTransaction final : public Transaction {
+namespace {
+
+// The writer thread's nice value (see Start).
+constexpr int kWriterNice = -10;
+constexpr int kMaxReaders = 4;
+
+// ---- the write side ----
+
+class SqlTransaction final : public Transaction {
  public:
   // new_id: a job id for an insert without one (the store's id pool).
-  SqliteTransaction(Connection& c, std::function<Result<model::JobId>()> new_id) : c_(c), new_id_(std::move(new_id)) {}
+  SqlTransaction(Connection& c, std::function<Result<model::JobId>()> new_id) : c_(c), new_id_(std::move(new_id)) {}
 
   Result<model::JobId> InsertJob(const model::Job& job, const std::string& idempotency_key,
                                  const std::string& doc) override {
@@ -72,50 +65,50 @@ class SqliteTransaction final : public Transaction {
       if (!fresh.ok()) return fresh.error();
       id = *fresh;
     }
-    return sqlite::InsertJob(c_, job, id, idempotency_key, doc);
+    return sql::InsertJob(c_, job, id, idempotency_key, doc);
   }
   std::optional<model::JobId> FindIdempotentJob(const std::string& user, const std::string& key) override {
-    return sqlite::FindIdempotentJob(c_, user, key);
+    return sql::FindIdempotentJob(c_, user, key);
   }
-  Status UpdateJob(const model::Job& job) override { return sqlite::UpdateJob(c_, job); }
-  Result<model::Job> GetJob(model::JobId id) override { return sqlite::GetJob(c_, id); }
-  Status AppendEvent(model::JobId id, const JobEvent& event) override { return sqlite::AppendEvent(c_, id, event); }
+  Status UpdateJob(const model::Job& job) override { return sql::UpdateJob(c_, job); }
+  Result<model::Job> GetJob(model::JobId id) override { return sql::GetJob(c_, id); }
+  Status AppendEvent(model::JobId id, const JobEvent& event) override { return sql::AppendEvent(c_, id, event); }
   Result<std::vector<model::JobId>> DeleteJobsEndedBefore(Timestamp cutoff) override {
-    return sqlite::DeleteJobsEndedBefore(c_, cutoff);
+    return sql::DeleteJobsEndedBefore(c_, cutoff);
   }
 
-  Status AppendAudit(const AuditRecord& record) override { return sqlite::AppendAudit(c_, record); }
+  Status AppendAudit(const AuditRecord& record) override { return sql::AppendAudit(c_, record); }
   Result<int64_t> PruneAudit(Timestamp cutoff, int64_t max_rows) override {
-    return sqlite::PruneAudit(c_, cutoff, max_rows);
+    return sql::PruneAudit(c_, cutoff, max_rows);
   }
-  Status AppendClusterEvent(const ClusterEvent& event) override { return sqlite::AppendClusterEvent(c_, event); }
-  Status InsertAlert(const AlertRecord& alert) override { return sqlite::InsertAlert(c_, alert); }
+  Status AppendClusterEvent(const ClusterEvent& event) override { return sql::AppendClusterEvent(c_, event); }
+  Status InsertAlert(const AlertRecord& alert) override { return sql::InsertAlert(c_, alert); }
   Status ResolveAlert(const std::string& name, const std::string& object, Timestamp at) override {
-    return sqlite::ResolveAlert(c_, name, object, at);
+    return sql::ResolveAlert(c_, name, object, at);
   }
 
-  Status UpsertUser(const UserRecord& user) override { return sqlite::UpsertUser(c_, user); }
-  Status InsertToken(const TokenRecord& token) override { return sqlite::InsertToken(c_, token); }
-  Status RevokeToken(const std::string& id, Timestamp at) override { return sqlite::RevokeToken(c_, id, at); }
+  Status UpsertUser(const UserRecord& user) override { return sql::UpsertUser(c_, user); }
+  Status InsertToken(const TokenRecord& token) override { return sql::InsertToken(c_, token); }
+  Status RevokeToken(const std::string& id, Timestamp at) override { return sql::RevokeToken(c_, id, at); }
   Status TouchTokens(const std::map<std::string, Timestamp>& last_used) override {
-    return sqlite::TouchTokens(c_, last_used);
+    return sql::TouchTokens(c_, last_used);
   }
   Status AllocateUnixId(const std::string& kind, const std::string& name, int64_t min, int64_t max) override {
-    return sqlite::AllocateUnixId(c_, kind, name, min, max);
+    return sql::AllocateUnixId(c_, kind, name, min, max);
   }
-  Status SetNodeState(const NodeStateRecord& node) override { return sqlite::SetNodeState(c_, node); }
+  Status SetNodeState(const NodeStateRecord& node) override { return sql::SetNodeState(c_, node); }
 
-  Status AppendLedger(const LedgerEntry& entry) override { return sqlite::AppendLedger(c_, entry); }
-  Status SaveFairshareUsage(const FairshareUsage& usage) override { return sqlite::SaveFairshareUsage(c_, usage); }
+  Status AppendLedger(const LedgerEntry& entry) override { return sql::AppendLedger(c_, entry); }
+  Status SaveFairshareUsage(const FairshareUsage& usage) override { return sql::SaveFairshareUsage(c_, usage); }
 
-  Status PutSandbox(const SandboxRow& sandbox) override { return sqlite::PutSandbox(c_, sandbox); }
-  Status PutImageVersion(const ImageVersionRow& image) override { return sqlite::PutImageVersion(c_, image); }
+  Status PutSandbox(const SandboxRow& sandbox) override { return sql::PutSandbox(c_, sandbox); }
+  Status PutImageVersion(const ImageVersionRow& image) override { return sql::PutImageVersion(c_, image); }
   Status PushImageCurrent(const std::string& name, const std::string& version, Timestamp at) override {
-    return sqlite::PushImageCurrent(c_, name, version, at);
+    return sql::PushImageCurrent(c_, name, version, at);
   }
-  Status PopImageCurrent(const std::string& name) override { return sqlite::PopImageCurrent(c_, name); }
+  Status PopImageCurrent(const std::string& name) override { return sql::PopImageCurrent(c_, name); }
 
-  // Reserves `count` job ids in this transaction (SqliteStore::ReserveBlockAhead).
+  // Reserves `count` job ids in this transaction (SqlStore::ReserveBlockAhead).
   Result<model::JobId> ReserveBlock(int64_t count) { return ReserveIdBlock(c_, count); }
 
  private:
@@ -127,7 +120,7 @@ class SqliteTransaction final : public Transaction {
 
 class ReaderPool {
  public:
-  explicit ReaderPool(std::string path) : path_(std::move(path)) {}
+  explicit ReaderPool(ConnectionFactory open) : open_connection_(std::move(open)) {}
 
   // A read connection held for one read; returned to the pool on destruction.
   class Lease {
@@ -151,11 +144,16 @@ class ReaderPool {
     if (!idle_.empty()) {
       auto conn = std::move(idle_.back());
       idle_.pop_back();
-      return Lease(this, std::move(conn));
+      lock.unlock();
+      Lease lease(this, std::move(conn));
+      // A server's connection may have been dropped since its last use; the
+      // lease gives it back to the pool if it cannot be revived now.
+      if (Status s = (*lease).Revive(); !s) return s.error();
+      return lease;
     }
     ++open_;
     lock.unlock();
-    auto conn = Connection::Open(path_, Connection::Mode::kReadOnly, kBusyTimeoutMs);
+    auto conn = open_connection_();
     if (!conn.ok()) {
       lock.lock();
       --open_;
@@ -174,7 +172,7 @@ class ReaderPool {
     cv_.notify_one();
   }
 
-  const std::string path_;
+  const ConnectionFactory open_connection_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<std::unique_ptr<Connection>> idle_;
@@ -207,11 +205,20 @@ void CallDone(const std::function<void(Status)>& done, Status status) {
   }
 }
 
-class SqliteStore final : public Store {
+class SqlStore final : public Store {
  public:
-  static Result<std::unique_ptr<Store>> Open(const StoreOptions& options);
+  SqlStore(const StoreOptions& options, std::unique_ptr<Connection> writer, ConnectionFactory readers,
+           int schema_version, model::JobId first_id)
+      : options_(options),
+        writer_(std::move(writer)),
+        schema_version_(schema_version),
+        readers_(std::move(readers)),
+        ids_(options.job_id_block) {
+    ids_.Grant(first_id, first_id + ids_.block_size());
+    Start();
+  }
 
-  ~SqliteStore() override { Close(); }
+  ~SqlStore() override { Close(); }
 
   void Write(std::function<Status(Transaction&)> work, std::function<void(Status)> done) override {
     {
@@ -263,79 +270,77 @@ class SqliteStore final : public Store {
   Result<model::Job> GetJob(model::JobId id) const override {
     auto lease = readers_.Acquire();
     if (!lease.ok()) return lease.error();
-    return sqlite::GetJob(**lease, id);
+    return sql::GetJob(**lease, id);
   }
   JobPage ListJobs(const JobFilter& filter) const override {
-    return OrThrow(sqlite::ListJobs(*OrThrow(readers_.Acquire()), filter));
+    return OrThrow(sql::ListJobs(*OrThrow(readers_.Acquire()), filter));
   }
   std::vector<model::Job> LoadActiveJobs() const override {
-    return OrThrow(sqlite::LoadActiveJobs(*OrThrow(readers_.Acquire())));
+    return OrThrow(sql::LoadActiveJobs(*OrThrow(readers_.Acquire())));
   }
   std::map<std::tuple<model::JobState, std::string, std::string>, int64_t> CountJobs() const override {
-    return sqlite::CountJobs(*OrThrow(readers_.Acquire()));
+    return sql::CountJobs(*OrThrow(readers_.Acquire()));
   }
   std::vector<JobEvent> ListEvents(model::JobId id) const override {
-    return sqlite::ListEvents(*OrThrow(readers_.Acquire()), id);
+    return sql::ListEvents(*OrThrow(readers_.Acquire()), id);
   }
 
   std::vector<ClusterEvent> ListClusterEvents(const EventFilter& filter) const override {
-    return sqlite::ListClusterEvents(*OrThrow(readers_.Acquire()), filter);
+    return sql::ListClusterEvents(*OrThrow(readers_.Acquire()), filter);
   }
   std::vector<AlertRecord> ListAlerts(std::optional<bool> firing, int limit) const override {
-    return sqlite::ListAlerts(*OrThrow(readers_.Acquire()), firing, limit);
+    return sql::ListAlerts(*OrThrow(readers_.Acquire()), firing, limit);
   }
   std::vector<AuditRecord> ListAudit(int limit) const override {
-    return sqlite::ListAudit(*OrThrow(readers_.Acquire()), limit);
+    return sql::ListAudit(*OrThrow(readers_.Acquire()), limit);
   }
 
   std::optional<TokenRecord> FindToken(const std::string& hash) const override {
-    return sqlite::FindToken(*OrThrow(readers_.Acquire()), hash);
+    return sql::FindToken(*OrThrow(readers_.Acquire()), hash);
   }
   std::optional<TokenRecord> FindTokenById(const std::string& id) const override {
-    return sqlite::FindTokenById(*OrThrow(readers_.Acquire()), id);
+    return sql::FindTokenById(*OrThrow(readers_.Acquire()), id);
   }
   std::vector<TokenRecord> ListTokens(const TokenFilter& filter) const override {
-    return sqlite::ListTokens(*OrThrow(readers_.Acquire()), filter);
+    return sql::ListTokens(*OrThrow(readers_.Acquire()), filter);
   }
   std::optional<int64_t> FindUnixId(const std::string& kind, const std::string& name) const override {
-    return sqlite::FindUnixId(*OrThrow(readers_.Acquire()), kind, name);
+    return sql::FindUnixId(*OrThrow(readers_.Acquire()), kind, name);
   }
-  std::vector<UnixIdRecord> ListUnixIds() const override { return sqlite::ListUnixIds(*OrThrow(readers_.Acquire())); }
+  std::vector<UnixIdRecord> ListUnixIds() const override { return sql::ListUnixIds(*OrThrow(readers_.Acquire())); }
   std::optional<UserRecord> GetUser(const std::string& name) const override {
-    return sqlite::GetUser(*OrThrow(readers_.Acquire()), name);
+    return sql::GetUser(*OrThrow(readers_.Acquire()), name);
   }
-  std::vector<UserRecord> ListUsers() const override { return sqlite::ListUsers(*OrThrow(readers_.Acquire())); }
+  std::vector<UserRecord> ListUsers() const override { return sql::ListUsers(*OrThrow(readers_.Acquire())); }
   std::vector<NodeStateRecord> LoadNodeStates() const override {
-    return sqlite::LoadNodeStates(*OrThrow(readers_.Acquire()));
+    return sql::LoadNodeStates(*OrThrow(readers_.Acquire()));
   }
 
   LedgerCharged LoadLedgerCharged(model::JobId job, int attempt) const override {
-    auto all = sqlite::LedgerSums(*OrThrow(readers_.Acquire()), std::pair{job, attempt});
+    auto all = sql::LedgerSums(*OrThrow(readers_.Acquire()), std::pair{job, attempt});
     auto it = all.find({job, attempt});
     return it == all.end() ? LedgerCharged{} : it->second;
   }
   std::map<std::pair<model::JobId, int>, LedgerCharged> LoadAllLedgerCharged() const override {
-    return sqlite::LedgerSums(*OrThrow(readers_.Acquire()), std::nullopt);
+    return sql::LedgerSums(*OrThrow(readers_.Acquire()), std::nullopt);
   }
   std::vector<UsageRow> QueryUsage(const UsageQuery& query) const override {
-    return sqlite::QueryUsage(*OrThrow(readers_.Acquire()), query);
+    return sql::QueryUsage(*OrThrow(readers_.Acquire()), query);
   }
-  FairshareUsage LoadFairshareUsage() const override {
-    return sqlite::LoadFairshareUsage(*OrThrow(readers_.Acquire()));
-  }
+  FairshareUsage LoadFairshareUsage() const override { return sql::LoadFairshareUsage(*OrThrow(readers_.Acquire())); }
 
   std::optional<SandboxRow> GetSandbox(int64_t id) const override {
-    return sqlite::GetSandbox(*OrThrow(readers_.Acquire()), id);
+    return sql::GetSandbox(*OrThrow(readers_.Acquire()), id);
   }
   std::vector<SandboxRow> ListSandboxes(bool active_only, int limit) const override {
-    return sqlite::ListSandboxes(*OrThrow(readers_.Acquire()), active_only, limit);
+    return sql::ListSandboxes(*OrThrow(readers_.Acquire()), active_only, limit);
   }
-  int64_t MaxSandboxId() const override { return sqlite::MaxSandboxId(*OrThrow(readers_.Acquire())); }
+  int64_t MaxSandboxId() const override { return sql::MaxSandboxId(*OrThrow(readers_.Acquire())); }
   std::vector<ImageVersionRow> ListImageVersions() const override {
-    return sqlite::ListImageVersions(*OrThrow(readers_.Acquire()));
+    return sql::ListImageVersions(*OrThrow(readers_.Acquire()));
   }
   std::map<std::string, std::vector<std::string>> ImageCurrentStacks() const override {
-    return sqlite::ImageCurrentStacks(*OrThrow(readers_.Acquire()));
+    return sql::ImageCurrentStacks(*OrThrow(readers_.Acquire()));
   }
 
   int SchemaVersion() const override { return schema_version_; }
@@ -354,18 +359,6 @@ class SqliteStore final : public Store {
   }
 
  private:
-  SqliteStore(const StoreOptions& options, std::unique_ptr<Connection> writer, int schema_version)
-      : options_(options),
-        writer_(std::move(writer)),
-        schema_version_(schema_version),
-        readers_(options.path),
-        ids_(options.job_id_block) {}
-
-  void GrantFirstBlock(model::JobId first) {
-    std::lock_guard lock(ids_mu_);
-    ids_.Grant(first, first + ids_.block_size());
-  }
-
   // Queues the reservation of the next block of job ids; its ids join the
   // pool once committed. Called with a reservation marked in flight.
   void ReserveBlockAhead() {
@@ -373,7 +366,7 @@ class SqliteStore final : public Store {
     const int64_t count = ids_.block_size();
     Write(
         [first, count](Transaction& t) -> Status {
-          auto reserved = static_cast<SqliteTransaction&>(t).ReserveBlock(count);
+          auto reserved = static_cast<SqlTransaction&>(t).ReserveBlock(count);
           if (!reserved.ok()) return reserved.error();
           *first = *reserved;
           return Status::Ok();
@@ -452,17 +445,29 @@ class SqliteStore final : public Store {
   // again with savepoints, so each write gets its own outcome.
   bool RunBatchAtOnce(std::vector<WriteItem>& batch) {
     Connection& c = *writer_;
-    if (!c.Run("BEGIN IMMEDIATE")) return false;
-    SqliteTransaction txn(c, [this] { return ReserveOneOnWriter(); });
+    if (!c.BeginWrite()) return false;
+    SqlTransaction txn(c, [this] { return ReserveOneOnWriter(); });
     for (auto& item : batch) {
-      if (!RunWork(item.work, txn) || sqlite3_get_autocommit(c.db()) != 0) {
-        if (sqlite3_get_autocommit(c.db()) == 0) c.Run("ROLLBACK");
+      if (!RunWork(item.work, txn) || !c.InTransaction()) {
+        if (c.InTransaction()) c.Run("ROLLBACK");
         return false;
       }
     }
-    if (!c.Run("COMMIT")) {
-      if (sqlite3_get_autocommit(c.db()) == 0) c.Run("ROLLBACK");
-      return false;
+    if (Status commit = c.Run("COMMIT"); !commit) {
+      if (!c.Lost()) {
+        if (c.InTransaction()) c.Run("ROLLBACK");
+        return false;
+      }
+      // The connection went away during COMMIT (a database server that
+      // stopped or failed over): the batch may or may not have committed,
+      // so running it again could apply it twice. Each write learns that
+      // its outcome is unknown; a client retries with its Idempotency-Key.
+      for (auto& item : batch) {
+        CallDone(item.done, Error::Unavailable("store: the database connection was lost during the commit, which "
+                                               "may or may not have happened; retry with the same Idempotency-Key (" +
+                                               commit.error().message + ")"));
+      }
+      return true;
     }
     for (auto& item : batch) CallDone(item.done, Status::Ok());
     return true;
@@ -472,9 +477,9 @@ class SqliteStore final : public Store {
   void RunBatchWithSavepoints(std::vector<WriteItem>& batch) {
     Connection& c = *writer_;
     std::vector<Status> results(batch.size());
-    Status whole = c.Run("BEGIN IMMEDIATE");
+    Status whole = c.BeginWrite();
     if (whole) {
-      SqliteTransaction txn(c, [this] { return ReserveOneOnWriter(); });
+      SqlTransaction txn(c, [this] { return ReserveOneOnWriter(); });
       for (size_t i = 0; i < batch.size() && whole; ++i) {
         if (Status s = c.Run("SAVEPOINT w"); !s) {
           whole = s;
@@ -485,15 +490,15 @@ class SqliteStore final : public Store {
           if (Status s = c.Run("ROLLBACK TO w"); !s) whole = s;
         }
         if (Status s = c.Run("RELEASE w"); !s && whole) whole = s;
-        // Some errors (a full disk, I/O) make SQLite roll the whole
-        // transaction back on its own; then nothing of the batch is left.
-        if (whole && sqlite3_get_autocommit(c.db()) != 0) {
-          whole = Error::Unavailable("store: the transaction was rolled back by SQLite after: " +
+        // Some errors (a full disk, I/O, a lost connection) roll the
+        // whole transaction back; then nothing of the batch is left.
+        if (whole && !c.InTransaction()) {
+          whole = Error::Unavailable("store: the transaction was rolled back by the database after: " +
                                      (results[i] ? std::string("a write") : results[i].error().message));
         }
       }
       if (whole) whole = c.Run("COMMIT");
-      if (!whole && sqlite3_get_autocommit(c.db()) == 0) c.Run("ROLLBACK");
+      if (!whole && c.InTransaction()) c.Run("ROLLBACK");
     }
     for (size_t i = 0; i < batch.size(); ++i) {
       // A write that failed on its own reports its own error; the others
@@ -524,82 +529,16 @@ class SqliteStore final : public Store {
   Status last_reservation_ = Status::Ok();
 };
 
-Status CreateFileWithMode(const std::string& path) {
-  // The file holds token hashes and job environments: owner only. SQLite
-  // gives its -wal and -shm files the mode of the database file.
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    return Error::Unavailable("store: cannot open " + path + ": " + std::strerror(errno));
-  }
-  const int rc = ::fchmod(fd, 0600);
-  const int saved = errno;
-  ::close(fd);
-  if (rc != 0) return Error::Unavailable("store: cannot chmod 0600 " + path + ": " + std::strerror(saved));
-  return Status::Ok();
-}
-
-Result<std::unique_ptr<Store>> SqliteStore::Open(const StoreOptions& options) {
-  if (options.path.empty()) return Error::BadRequest("invalid_store_path", "store: no database path", "path");
-  std::string synchronous = options.synchronous;
-  std::transform(synchronous.begin(), synchronous.end(), synchronous.begin(),
-                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-  if (synchronous != "full" && synchronous != "normal" && synchronous != "off") {
-    return Error::BadRequest("invalid_store_synchronous",
-                             "store: synchronous must be full, normal or off, not \"" + options.synchronous + "\"",
-                             "synchronous");
-  }
-  if (Status s = CreateFileWithMode(options.path); !s) return s.error();
-
-  auto writer = Connection::Open(options.path, Connection::Mode::kReadWrite, kBusyTimeoutMs);
-  if (!writer.ok()) return writer.error();
-  Connection& c = **writer;
-  auto mode = c.QueryText("PRAGMA journal_mode=WAL");
-  if (!mode.ok()) return mode.error();
-  if (*mode != "wal") {
-    return Error::Internal("store: " + options.path + " cannot use WAL mode (journal_mode is " + *mode + ")");
-  }
-  // A 64 MiB page cache for the one writer (SQLite's default is 2 MiB): the
-  // ledger's indexes and rollup stay in memory, where with the default
-  // cache every batch re-reads their pages from the OS.
-  // Temporary files in memory: every write of a group commit runs in its own
-  // savepoint, and SQLite keeps a savepoint's undo pages in a sub-journal.
-  // On disk (the default) that was a file created, unlinked and written
-  // page by page in /var/tmp for each batch: 85% of the writer's pwrite
-  // calls under a submission load. The sub-journal only lives until its
-  // batch commits, so memory holds at most one batch's changed pages.
-  if (Status s = c.Exec("PRAGMA synchronous=" + synchronous +
-                        "; PRAGMA foreign_keys=ON; PRAGMA cache_size=-65536; PRAGMA temp_store=MEMORY;");
-      !s) {
-    return s.error();
-  }
-  auto fk = c.QueryText("PRAGMA foreign_keys");
-  if (!fk.ok()) return fk.error();
-  if (*fk != "1") return Error::Internal("store: this SQLite cannot enforce foreign keys");
-
-  // An existing database about to be migrated is copied first, at its old
-  // schema: `unisched store restore` can put it back for the previous
-  // unisched, which refuses a schema newer than it knows (docs/store.md).
-  auto before = SchemaVersionOf(c.db());
-  if (!before.ok()) return before.error();
-  if (*before > 0 && *before < static_cast<int>(Migrations().size())) {
-    if (Status s = BackupBeforeMigration(c, options.path, *before); !s) return s.error();
-  }
-  auto version = ApplyMigrations(c.db(), Migrations(), SystemClock().Now());
-  if (!version.ok()) return version.error();
-
-  // The first block of job ids, before any caller asks (job_id_pool.h).
-  auto first_id = ReserveIdBlock(c, std::max(options.job_id_block, 1));
-  if (!first_id.ok()) return first_id.error();
-  std::unique_ptr<SqliteStore> store(new SqliteStore(options, std::move(*writer), *version));
-  store->GrantFirstBlock(*first_id);
-  store->Start();
-  return std::unique_ptr<Store>(std::move(store));
-}
-
 }  // namespace
 
+std::unique_ptr<Store> MakeSqlStore(const StoreOptions& options, std::unique_ptr<Connection> writer,
+                                    ConnectionFactory readers, int schema_version, model::JobId first_id) {
+  return std::make_unique<SqlStore>(options, std::move(writer), std::move(readers), schema_version, first_id);
+}
+
 Result<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) {
-  return SqliteStore::Open(options);
+  if (options.backend == StoreBackend::kPostgresql) return OpenPostgresStore(options);
+  return OpenSqliteStore(options);
 }
 
 }  // namespace unisched::store

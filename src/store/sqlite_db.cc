@@ -22,44 +22,7 @@ Error SqliteError(sqlite3* db, int rc, std::string_view what) {
   }
 }
 
-Statement::Statement(Statement&& other) noexcept
-    : db_(other.db_),
-      stmt_(std::exchange(other.stmt_, nullptr)),
-      bind_error_(other.bind_error_),
-      last_error_(other.last_error_) {}
-
-Statement::~Statement() {
-  if (stmt_ != nullptr) {
-    sqlite3_reset(stmt_);
-    sqlite3_clear_bindings(stmt_);
-  }
-}
-
-Statement& Statement::Bind(int index, int64_t value) {
-  const int rc = sqlite3_bind_int64(stmt_, index, value);
-  if (rc != SQLITE_OK && bind_error_ == SQLITE_OK) bind_error_ = rc;
-  return *this;
-}
-
-Statement& Statement::BindReal(int index, double value) {
-  const int rc = sqlite3_bind_double(stmt_, index, value);
-  if (rc != SQLITE_OK && bind_error_ == SQLITE_OK) bind_error_ = rc;
-  return *this;
-}
-
-Statement& Statement::Bind(int index, std::string_view value) {
-  const int rc = sqlite3_bind_text64(stmt_, index, value.data(), value.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
-  if (rc != SQLITE_OK && bind_error_ == SQLITE_OK) bind_error_ = rc;
-  return *this;
-}
-
-Statement& Statement::BindNull(int index) {
-  const int rc = sqlite3_bind_null(stmt_, index);
-  if (rc != SQLITE_OK && bind_error_ == SQLITE_OK) bind_error_ = rc;
-  return *this;
-}
-
-Result<bool> Statement::Step() {
+Result<bool> SqliteStatement::Step() {
   if (bind_error_ != SQLITE_OK) {
     last_error_ = bind_error_;
     return SqliteError(nullptr, bind_error_, std::string("binding ") + sqlite3_sql(stmt_));
@@ -71,30 +34,36 @@ Result<bool> Statement::Step() {
   return SqliteError(db_, rc, sqlite3_sql(stmt_));
 }
 
-Status Statement::Run() {
-  for (;;) {
-    auto row = Step();
-    if (!row.ok()) return row.error();
-    if (!*row) return Status::Ok();
+Violation SqliteStatement::violation() const {
+  switch (last_error_) {
+    case SQLITE_OK:
+      return Violation::kNone;
+    case SQLITE_CONSTRAINT_PRIMARYKEY:
+      return Violation::kPrimaryKey;
+    case SQLITE_CONSTRAINT_UNIQUE:
+      return Violation::kUnique;
+    case SQLITE_CONSTRAINT_FOREIGNKEY:
+      return Violation::kForeignKey;
+    default:
+      return (last_error_ & 0xff) == SQLITE_CONSTRAINT ? Violation::kOther : Violation::kNone;
   }
 }
 
-bool Statement::IsNull(int column) const {
-  return sqlite3_column_type(stmt_, column) == SQLITE_NULL;
-}
-int64_t Statement::Int(int column) const {
-  return sqlite3_column_int64(stmt_, column);
-}
-double Statement::Double(int column) const {
-  return sqlite3_column_double(stmt_, column);
-}
-std::string Statement::Text(int column) const {
+std::string SqliteStatement::Text(int column) const {
   const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, column));
   if (text == nullptr) return {};
   return std::string(text, static_cast<size_t>(sqlite3_column_bytes(stmt_, column)));
 }
 
-Result<std::unique_ptr<Connection>> Connection::Open(const std::string& path, Mode mode, int busy_timeout_ms) {
+void SqliteStatement::Reset() {
+  sqlite3_reset(stmt_);
+  sqlite3_clear_bindings(stmt_);
+  bind_error_ = SQLITE_OK;
+  last_error_ = SQLITE_OK;
+}
+
+Result<std::unique_ptr<SqliteConnection>> SqliteConnection::Open(const std::string& path, Mode mode,
+                                                                 int busy_timeout_ms) {
   // No memory statistics: with them (SQLite's default) every allocation
   // SQLite makes takes one process-wide mutex, which the writer and the
   // readers then contend on; nothing here reads those statistics. Must come
@@ -114,15 +83,15 @@ Result<std::unique_ptr<Connection>> Connection::Open(const std::string& path, Mo
   }
   sqlite3_extended_result_codes(db, 1);
   sqlite3_busy_timeout(db, busy_timeout_ms);
-  return std::unique_ptr<Connection>(new Connection(db));
+  return std::unique_ptr<SqliteConnection>(new SqliteConnection(db));
 }
 
-Connection::~Connection() {
-  for (auto& [sql, stmt] : cache_) sqlite3_finalize(stmt);
+SqliteConnection::~SqliteConnection() {
+  cache_.clear();  // finalizes every statement before the connection closes
   sqlite3_close_v2(db_);
 }
 
-Status Connection::Exec(const std::string& sql) {
+Status SqliteConnection::Exec(const std::string& sql) {
   char* message = nullptr;
   const int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &message);
   if (rc == SQLITE_OK) return Status::Ok();
@@ -131,31 +100,16 @@ Status Connection::Exec(const std::string& sql) {
   return SqliteError(nullptr, rc, text);
 }
 
-Result<Statement> Connection::Prepare(const std::string& sql) {
+Result<Statement> SqliteConnection::Prepare(const std::string& sql) {
   auto it = cache_.find(sql);
   if (it == cache_.end()) {
     sqlite3_stmt* stmt = nullptr;
     const int rc = sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size() + 1), SQLITE_PREPARE_PERSISTENT,
                                       &stmt, nullptr);
     if (rc != SQLITE_OK) return SqliteError(db_, rc, "preparing " + sql);
-    it = cache_.emplace(sql, stmt).first;
+    it = cache_.emplace(sql, std::make_unique<SqliteStatement>(db_, stmt)).first;
   }
-  return Statement(db_, it->second);
-}
-
-Status Connection::Run(const std::string& sql) {
-  auto stmt = Prepare(sql);
-  if (!stmt.ok()) return stmt.error();
-  return stmt->Run();
-}
-
-Result<std::string> Connection::QueryText(const std::string& sql) {
-  auto stmt = Prepare(sql);
-  if (!stmt.ok()) return stmt.error();
-  auto row = stmt->Step();
-  if (!row.ok()) return row.error();
-  if (!*row) return std::string();
-  return stmt->Text(0);
+  return Statement(it->second.get());
 }
 
 }  // namespace unisched::store

@@ -1,17 +1,18 @@
 #pragma once
-// A thin layer over one sqlite3 connection: opening with the store's pragmas,
-// a cache of prepared statements, and statements that reset themselves.
-// Private to the store: the only place besides src/store/*.cc that sees sqlite3.h.
+// The SQLite side of the store's SQL layer (store/sql.h): one sqlite3
+// connection with its cache of prepared statements. Private to the store:
+// the only place besides src/store/sqlite_*.cc, migrations.cc and backup.cc
+// that sees sqlite3.h.
 
 #include <sqlite3.h>
 
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 
+#include "store/sql.h"
 #include "unisched/common/status.h"
 
 namespace unisched::store {
@@ -20,72 +21,62 @@ namespace unisched::store {
 // kUnavailable (worth retrying), constraint failures kConflict, the rest kInternal.
 Error SqliteError(sqlite3* db, int rc, std::string_view what);
 
-// A statement borrowed from a Connection's cache. Binding is by 1-based
-// index; the destructor resets it and clears its bindings so the cached
-// statement is ready for the next user (also when a write throws).
-class Statement {
+class SqliteStatement final : public StatementImpl {
  public:
-  Statement(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
-  Statement(Statement&& other) noexcept;
-  Statement& operator=(Statement&&) = delete;
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-  ~Statement();
+  SqliteStatement(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
+  ~SqliteStatement() override { sqlite3_finalize(stmt_); }
 
-  Statement& Bind(int index, int64_t value);
-  Statement& Bind(int index, std::string_view value);
-  Statement& Bind(int index, const char* value) { return Bind(index, std::string_view(value)); }
-  Statement& Bind(int index, const std::string& value) { return Bind(index, std::string_view(value)); }
-  Statement& BindNull(int index);
-  // Not an overload of Bind: Bind(i, 3) would be ambiguous between int64_t and double.
-  Statement& BindReal(int index, double value);
-  Statement& Bind(int index, std::optional<int64_t> value) { return value ? Bind(index, *value) : BindNull(index); }
-
-  // One step: true with a row, false when done.
-  Result<bool> Step();
-  // Steps to the end, for statements that return no rows.
-  Status Run();
-  // The extended result code of the last failed step (e.g. SQLITE_CONSTRAINT_FOREIGNKEY).
-  int last_error() const { return last_error_; }
-
-  bool IsNull(int column) const;
-  int64_t Int(int column) const;
-  double Double(int column) const;
-  std::string Text(int column) const;
+  void Bind(int index, int64_t value) override { Check(sqlite3_bind_int64(stmt_, index, value)); }
+  void Bind(int index, std::string_view value) override {
+    Check(sqlite3_bind_text64(stmt_, index, value.data(), value.size(), SQLITE_TRANSIENT, SQLITE_UTF8));
+  }
+  void BindReal(int index, double value) override { Check(sqlite3_bind_double(stmt_, index, value)); }
+  void BindNull(int index) override { Check(sqlite3_bind_null(stmt_, index)); }
+  Result<bool> Step() override;
+  Violation violation() const override;
+  bool IsNull(int column) const override { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
+  int64_t Int(int column) const override { return sqlite3_column_int64(stmt_, column); }
+  double Double(int column) const override { return sqlite3_column_double(stmt_, column); }
+  std::string Text(int column) const override;
+  void Reset() override;
 
  private:
+  void Check(int rc) {
+    if (rc != SQLITE_OK && bind_error_ == SQLITE_OK) bind_error_ = rc;
+  }
+
   sqlite3* db_;
   sqlite3_stmt* stmt_;
   int bind_error_ = SQLITE_OK;
-  int last_error_ = SQLITE_OK;
+  int last_error_ = SQLITE_OK;  // the extended result code of the last failed step
 };
 
-class Connection {
+class SqliteConnection final : public Connection {
  public:
   enum class Mode { kReadWrite, kReadOnly };
 
   // Opens `path` (which must exist for kReadOnly) with extended result codes
   // and a busy timeout.
-  static Result<std::unique_ptr<Connection>> Open(const std::string& path, Mode mode, int busy_timeout_ms);
-  ~Connection();
-  Connection(const Connection&) = delete;
-  Connection& operator=(const Connection&) = delete;
+  static Result<std::unique_ptr<SqliteConnection>> Open(const std::string& path, Mode mode, int busy_timeout_ms);
+  ~SqliteConnection() override;
+  SqliteConnection(const SqliteConnection&) = delete;
+  SqliteConnection& operator=(const SqliteConnection&) = delete;
 
   sqlite3* db() const { return db_; }
-  // Runs SQL text that may hold several statements (scripts, pragmas).
-  Status Exec(const std::string& sql);
-  // A cached prepared statement for `sql` (one statement).
-  Result<Statement> Prepare(const std::string& sql);
-  // Runs one cached statement that returns no rows.
-  Status Run(const std::string& sql);
-  // The first column of the first row of `sql`, as text (for pragmas).
-  Result<std::string> QueryText(const std::string& sql);
+
+  Status Exec(const std::string& sql) override;
+  Result<Statement> Prepare(const std::string& sql) override;
+  bool InTransaction() const override { return sqlite3_get_autocommit(db_) == 0; }
+  int64_t ChangedRows() const override { return sqlite3_changes64(db_); }
+  Status BeginWrite() override { return Run("BEGIN IMMEDIATE"); }
+  Status BeginRead() override { return Run("BEGIN"); }
+  std::string JsonListRows() const override { return "SELECT value FROM json_each(?)"; }
 
  private:
-  explicit Connection(sqlite3* db) : db_(db) {}
+  explicit SqliteConnection(sqlite3* db) : db_(db) {}
 
   sqlite3* db_;
-  std::unordered_map<std::string, sqlite3_stmt*> cache_;
+  std::unordered_map<std::string, std::unique_ptr<SqliteStatement>> cache_;
 };
 
 }  // namespace unisched::store

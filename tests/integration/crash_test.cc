@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "testing/daemon.h"
+#include "testing/submission_stream.h"
 
 namespace unisched::testing {
 namespace {
@@ -50,41 +51,13 @@ TEST(CrashTest, Kill9UnderSubmissionsLosesNothingAndRunsOnce) {
   ASSERT_EQ(CountLines(marker), 1);
 
   // A stream of submissions; remember every id that got its 201.
-  std::mutex mu;
-  std::vector<std::string> acknowledged;
-  std::atomic<bool> stop{false};
-  std::atomic<bool> submitter_ended{false};
-  std::thread submitter([&] {
-    client::HttpClient c("127.0.0.1", d.port());
-    c.SetBearerToken(d.admin_token());
-    // Generous: a slow answer must not end the stream early (the kill
-    // ends a request in flight at once: the kernel closes the socket).
-    c.SetTimeout(std::chrono::seconds(30));
-    const std::string body = json{{"workload", {{"kind", "agent"}}}, {"command", {"true"}}}.dump();
-    while (!stop) {
-      auto r = c.Request("POST", "/v1/jobs", body);
-      if (!r.ok()) break;  // the daemon is gone
-      if (r->status == 201) {
-        std::lock_guard lock(mu);
-        acknowledged.push_back(json::parse(r->body)["id"].get<std::string>());
-      }
-    }
-    submitter_ended = true;
-  });
+  SubmissionStream stream(d.port(), d.admin_token(), {{"workload", {{"kind", "agent"}}}, {"command", {"true"}}});
   // At least 300 ms of the stream, and until some submissions are
   // acknowledged (a slow host may need longer for its first 201s).
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  const auto acked_by = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (!submitter_ended && std::chrono::steady_clock::now() < acked_by) {
-    {
-      std::lock_guard lock(mu);
-      if (acknowledged.size() >= 5) break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  stream.WaitForAcknowledged(5);
   d.Kill9();
-  stop = true;
-  submitter.join();
+  const std::vector<std::string> acknowledged = stream.Stop();
   ASSERT_FALSE(acknowledged.empty());
 
   d.Start();

@@ -188,7 +188,8 @@ std::string TestDaemon::CreateUser(const std::string& name, const std::string& r
 }
 
 TestDaemon::CliResult TestDaemon::RunCli(const std::vector<std::string>& args,
-                                         const std::map<std::string, std::string>& env) const {
+                                         const std::map<std::string, std::string>& env,
+                                         std::chrono::seconds limit) const {
   int out_pipe[2], err_pipe[2];
   if (::pipe(out_pipe) != 0 || ::pipe(err_pipe) != 0) return {};
   pid_t pid = ::fork();
@@ -200,6 +201,7 @@ TestDaemon::CliResult TestDaemon::RunCli(const std::vector<std::string>& args,
     ::setenv("UNISCHED_URL", url_.c_str(), 1);
     ::setenv("UNISCHED_TOKEN", admin_token_.c_str(), 1);
     for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
+    if (limit.count() > 0) ::alarm(static_cast<unsigned>(limit.count()));  // kept across execv
     std::vector<char*> argv;
     argv.push_back(const_cast<char*>(UNISCHED_BINARY));
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));

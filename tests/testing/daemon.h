@@ -71,7 +71,10 @@ class TestDaemon {
     std::string out;
     std::string err;
   };
-  CliResult RunCli(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {}) const;
+  // A run longer than `limit` (when not zero) is killed by SIGALRM
+  // (exit_code 128 + 14): for commands that should stop on their own.
+  CliResult RunCli(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {},
+                   std::chrono::seconds limit = std::chrono::seconds(0)) const;
 
  private:
   std::string config_path_;

@@ -44,7 +44,18 @@ struct ServerSettings {
   } tls;
 };
 
+// The PostgreSQL store (docs/store.md#postgresql). The password never sits
+// in the config: it is read from password_file or the environment variable
+// password_env when the daemon starts.
+struct PostgresSettings {
+  std::string conninfo;       // a libpq connection string or postgresql:// URI
+  std::string password_file;  // a file holding the password (trailing newline ignored)
+  std::string password_env;   // or an environment variable holding it
+};
+
 struct StoreSettings {
+  std::string backend = "sqlite";             // sqlite | postgresql
+  PostgresSettings postgresql;                // with backend: postgresql
   std::string synchronous = "full";           // full | normal | off (SQLite PRAGMA synchronous)
   int group_commit_max_batch = 1024;          // writes per transaction at most
   int job_retention_days = 30;                // finished job records older than this are deleted

@@ -11,9 +11,12 @@
 // reads; code that needs one concern takes that part (e.g. JobReads&).
 // Config versions are files, not store rows (ADR 0003).
 //
-// The implementation is SQLite (sqlite_store.cc): one file in WAL mode under
-// the state directory, numbered schema migrations, one writer thread; no
-// SQLite type or SQL appears outside src/store. tests/testing/memory_store.h
+// Two implementations share one engine (sql_store.cc: one writer thread,
+// numbered schema migrations, a pool of readers) and one SQL (store/sql.h):
+// SQLite (sqlite_store.cc), one file in WAL mode under the state directory,
+// the default; and PostgreSQL (pg_store.cc), for replicas of the daemon on
+// several machines (docs/store.md). No database type or SQL appears outside
+// src/store. tests/testing/memory_store.h
 // is a second implementation, and tests/unit/store/store_contract_test.cc is
 // what every implementation must pass (ADR 0005).
 //
@@ -41,13 +44,21 @@
 
 namespace unisched::store {
 
+enum class StoreBackend { kSqlite, kPostgresql };
+
 struct StoreOptions {
-  std::string path;                  // the database file
-  std::string synchronous = "full";  // full | normal | off
+  std::string path;                  // SQLite: the database file
+  std::string synchronous = "full";  // SQLite: full | normal | off
   int max_batch = 1024;              // writes per transaction at most
   // Job ids are reserved from the database this many at a time
   // (ReserveJobId); the ids of a block not used before a restart are skipped.
   int job_id_block = 4096;
+  StoreBackend backend = StoreBackend::kSqlite;
+  // PostgreSQL: a libpq connection string or URI (several hosts with
+  // target_session_attrs=read-write follow a failover), and the password,
+  // which the config reads from a file or the environment.
+  std::string conninfo{};
+  std::string password{};
 };
 
 // The write-side view handed to Write() callbacks. Valid only inside the callback.
@@ -65,7 +76,7 @@ class Store : public JobReads,
               public AccountingReads,
               public SandboxReads {
  public:
-  // Opens (creating if needed) and migrates the SQLite database.
+  // Opens (creating if needed) and migrates the database of options.backend.
   static Result<std::unique_ptr<Store>> Open(const StoreOptions& options);
   ~Store() override = default;
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "testing/memory_store.h"
+#include "testing/pg_cluster.h"
 #include "unisched/model/job.h"
 #include "unisched/store/store.h"
 
@@ -60,20 +61,32 @@ class StoreContract : public ::testing::TestWithParam<std::string> {
       return;
     }
     store_.reset();
-    auto store = Store::Open(Options(dir_.File("unisched.db")));
+    StoreOptions options = Options(dir_.File("unisched.db"));
+    if (GetParam() == "postgresql") {
+      if (conninfo_.empty()) conninfo_ = ::unisched::testing::CreatePgSchema();
+      options.backend = StoreBackend::kPostgresql;
+      options.conninfo = conninfo_;
+    }
+    auto store = Store::Open(options);
     ASSERT_TRUE(store.ok()) << store.error().message;
     store_ = std::move(*store);
   }
 
+  void TearDown() override {
+    store_.reset();
+    if (!conninfo_.empty()) ::unisched::testing::DropPgSchema(conninfo_);
+  }
+
   TempDir dir_;
   std::unique_ptr<Store> store_;
+  std::string conninfo_;  // postgresql: this test's schema
 
  private:
   ::unisched::testing::MemoryStore* memory_ = nullptr;
 };
 
 inline const std::vector<std::string>& StoreImplementations() {
-  static const std::vector<std::string> kinds = {"sqlite", "memory"};
+  static const std::vector<std::string> kinds = {"sqlite", "postgresql", "memory"};
   return kinds;
 }
 

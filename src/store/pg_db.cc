@@ -1,0 +1,270 @@
+// The libpq connection of the PostgreSQL store (store/pg_db.h).
+
+#include "store/pg_db.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <utility>
+
+namespace unisched::store {
+namespace {
+
+// Libpq's messages end with a newline; ours do not.
+std::string Trimmed(const char* text) {
+  std::string s = text != nullptr ? text : "";
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+// SQLSTATE classes and codes a retry may get past: a connection lost or
+// refused (08), the server shutting down or in recovery (57P01..57P03), a
+// serialization failure or deadlock (40001, 40P01), resources (53), a
+// standby that takes no writes (25006: a failover not yet followed), a
+// cancelled statement (57014).
+bool Retryable(const std::string& sqlstate) {
+  const std::string cls = sqlstate.substr(0, 2);
+  return cls == "08" || cls == "53" || sqlstate == "57P01" || sqlstate == "57P02" || sqlstate == "57P03" ||
+         sqlstate == "40001" || sqlstate == "40P01" || sqlstate == "25006" || sqlstate == "57014";
+}
+
+}  // namespace
+
+std::string PostgresPlaceholders(std::string_view sql) {
+  std::string out;
+  out.reserve(sql.size() + 16);
+  int next = 0;  // the number of the last placeholder, as SQLite numbers a bare `?`
+  char quote = 0;
+  for (size_t i = 0; i < sql.size(); ++i) {
+    const char ch = sql[i];
+    if (quote != 0) {
+      out += ch;
+      if (ch == quote) quote = 0;  // a doubled quote reopens at once: same result
+      continue;
+    }
+    if (ch == '\'' || ch == '"') {
+      quote = ch;
+      out += ch;
+      continue;
+    }
+    if (ch != '?') {
+      out += ch;
+      continue;
+    }
+    size_t end = i + 1;
+    while (end < sql.size() && sql[end] >= '0' && sql[end] <= '9') ++end;
+    int number = 0;
+    if (end > i + 1) {
+      number = std::atoi(std::string(sql.substr(i + 1, end - i - 1)).c_str());
+      i = end - 1;
+    } else {
+      number = next + 1;
+    }
+    if (number > next) next = number;
+    out += '$';
+    out += std::to_string(number);
+  }
+  return out;
+}
+
+// ---- statements ----
+
+PgStatement::~PgStatement() {
+  if (result_ != nullptr) PQclear(result_);
+}
+
+void PgStatement::Set(int index, std::optional<std::string> value) {
+  if (index < 1) return;
+  if (params_.size() < static_cast<size_t>(index)) params_.resize(static_cast<size_t>(index));
+  params_[static_cast<size_t>(index) - 1] = std::move(value);
+}
+
+void PgStatement::BindReal(int index, double value) {
+  if (std::isnan(value)) return Set(index, "NaN");
+  if (std::isinf(value)) return Set(index, value > 0 ? "Infinity" : "-Infinity");
+  char text[32];
+  std::snprintf(text, sizeof text, "%.17g", value);
+  Set(index, text);
+}
+
+void PgStatement::BindNull(int index) {
+  Set(index, std::nullopt);
+}
+
+Result<bool> PgStatement::Execute() {
+  PGconn* conn = c_.conn();
+  if (prepared_in_ != c_.generation()) {
+    std::string name = c_.NextStatementName();
+    PGresult* prepared = PQprepare(conn, name.c_str(), sql_.c_str(), 0, nullptr);
+    const bool ok = PQresultStatus(prepared) == PGRES_COMMAND_OK;
+    if (!ok) {
+      Error error = c_.ResultError(prepared, "preparing " + sql_, &violation_);
+      PQclear(prepared);
+      return error;
+    }
+    PQclear(prepared);
+    name_ = std::move(name);
+    prepared_in_ = c_.generation();
+  }
+  std::vector<const char*> values;
+  values.reserve(params_.size());
+  for (const auto& p : params_) values.push_back(p ? p->c_str() : nullptr);
+  result_ = PQexecPrepared(conn, name_.c_str(), static_cast<int>(values.size()), values.data(), nullptr, nullptr, 0);
+  const ExecStatusType status = PQresultStatus(result_);
+  if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
+    Error error = c_.ResultError(result_, sql_, &violation_);
+    PQclear(result_);
+    result_ = nullptr;
+    return error;
+  }
+  const char* changed = PQcmdTuples(result_);
+  c_.set_changed_rows(changed != nullptr && *changed != '\0' ? std::atoll(changed) : 0);
+  return true;
+}
+
+Result<bool> PgStatement::Step() {
+  if (row_ < 0) {
+    auto executed = Execute();
+    if (!executed.ok()) return executed.error();
+    row_ = 0;
+  } else if (row_ < PQntuples(result_)) {
+    ++row_;
+  }
+  return row_ < PQntuples(result_);
+}
+
+bool PgStatement::IsNull(int column) const {
+  return PQgetisnull(result_, row_, column) != 0;
+}
+
+int64_t PgStatement::Int(int column) const {
+  const char* text = PQgetvalue(result_, row_, column);
+  if (text[0] == 't' && text[1] == '\0') return 1;  // a boolean
+  if (text[0] == 'f' && text[1] == '\0') return 0;
+  return std::strtoll(text, nullptr, 10);
+}
+
+double PgStatement::Double(int column) const {
+  return std::strtod(PQgetvalue(result_, row_, column), nullptr);
+}
+
+std::string PgStatement::Text(int column) const {
+  return std::string(PQgetvalue(result_, row_, column), static_cast<size_t>(PQgetlength(result_, row_, column)));
+}
+
+void PgStatement::Reset() {
+  if (result_ != nullptr) PQclear(result_);
+  result_ = nullptr;
+  row_ = -1;
+  params_.clear();
+  violation_ = Violation::kNone;
+}
+
+// ---- the connection ----
+
+Result<std::unique_ptr<PgConnection>> PgConnection::Open(const std::string& conninfo, const std::string& password) {
+  // Defaults first: what the connection string says overrides them (libpq
+  // processes the expanded dbname in its place, and later keywords
+  // override earlier ones). A server that does not answer within 5 s is
+  // tried no longer (the next host, or an error); keepalives notice a
+  // machine that died without closing its connections in about 10 s.
+  std::vector<const char*> keys = {
+      "connect_timeout", "keepalives_idle", "keepalives_interval", "keepalives_count", "application_name",
+      "client_encoding", "dbname"};
+  std::vector<const char*> values = {"5", "5", "2", "3", "unisched", "UTF8", conninfo.c_str()};
+  if (!password.empty()) {
+    keys.push_back("password");
+    values.push_back(password.c_str());
+  }
+  keys.push_back(nullptr);
+  values.push_back(nullptr);
+  PGconn* conn = PQconnectdbParams(keys.data(), values.data(), /*expand_dbname=*/1);
+  if (conn == nullptr) return Error::Unavailable("store: cannot allocate a PostgreSQL connection");
+  if (PQstatus(conn) != CONNECTION_OK) {
+    Error error = Error::Unavailable("store: cannot connect to PostgreSQL: " + Trimmed(PQerrorMessage(conn)));
+    PQfinish(conn);
+    return error;
+  }
+  // The server's notices ("relation already exists, skipping") are not
+  // errors; libpq would print each on stderr.
+  PQsetNoticeProcessor(
+      conn, [](void*, const char*) {}, nullptr);
+  return std::unique_ptr<PgConnection>(new PgConnection(conn, conninfo, password));
+}
+
+PgConnection::~PgConnection() {
+  cache_.clear();
+  PQfinish(conn_);
+}
+
+Error PgConnection::ResultError(const PGresult* result, std::string_view what, Violation* violation) const {
+  const char* code = result != nullptr ? PQresultErrorField(result, PG_DIAG_SQLSTATE) : nullptr;
+  const std::string sqlstate = code != nullptr ? code : "";
+  std::string message = Trimmed(result != nullptr ? PQresultErrorMessage(result) : nullptr);
+  if (message.empty()) message = Trimmed(PQerrorMessage(conn_));
+  message = "store: " + std::string(what) + ": " + message;
+  if (sqlstate.rfind("23", 0) == 0) {
+    if (violation != nullptr) {
+      const char* constraint = PQresultErrorField(result, PG_DIAG_CONSTRAINT_NAME);
+      const std::string name = constraint != nullptr ? constraint : "";
+      if (sqlstate == "23505") {
+        const bool primary = name.size() >= 5 && name.compare(name.size() - 5, 5, "_pkey") == 0;
+        *violation = primary ? Violation::kPrimaryKey : Violation::kUnique;
+      } else {
+        *violation = sqlstate == "23503" ? Violation::kForeignKey : Violation::kOther;
+      }
+    }
+    return Error::Conflict("store_constraint", message);
+  }
+  if (Retryable(sqlstate) || Lost()) return Error::Unavailable(message);
+  return Error::Internal(message);
+}
+
+Status PgConnection::Exec(const std::string& sql) {
+  PGresult* result = PQexec(conn_, sql.c_str());
+  const ExecStatusType status = PQresultStatus(result);
+  Status out = Status::Ok();
+  if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
+    out = ResultError(result, sql.size() > 80 ? sql.substr(0, 80) + "..." : sql, nullptr);
+  } else {
+    const char* changed = PQcmdTuples(result);
+    changed_rows_ = changed != nullptr && *changed != '\0' ? std::atoll(changed) : 0;
+  }
+  PQclear(result);
+  return out;
+}
+
+Result<Statement> PgConnection::Prepare(const std::string& sql) {
+  auto it = cache_.find(sql);
+  if (it == cache_.end()) {
+    it = cache_.emplace(sql, std::make_unique<PgStatement>(*this, PostgresPlaceholders(sql))).first;
+  }
+  return Statement(it->second.get());
+}
+
+bool PgConnection::InTransaction() const {
+  const PGTransactionStatusType status = PQtransactionStatus(conn_);
+  return status == PQTRANS_INTRANS || status == PQTRANS_INERROR || status == PQTRANS_ACTIVE;
+}
+
+Status PgConnection::Revive() {
+  if (PQstatus(conn_) == CONNECTION_OK) return Status::Ok();
+  PQreset(conn_);
+  if (PQstatus(conn_) != CONNECTION_OK) {
+    return Error::Unavailable("store: cannot reconnect to PostgreSQL: " + Trimmed(PQerrorMessage(conn_)));
+  }
+  ++generation_;  // the server forgot the prepared statements
+  return Status::Ok();
+}
+
+Status PgConnection::BeginWrite() {
+  if (Status s = Revive(); !s) return s;
+  return Exec("BEGIN");
+}
+
+Status PgConnection::BeginRead() {
+  if (Status s = Revive(); !s) return s;
+  return Exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+}
+
+}  // namespace unisched::store

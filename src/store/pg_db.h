@@ -1,0 +1,106 @@
+#pragma once
+// The PostgreSQL side of the store's SQL layer (store/sql.h), over libpq:
+// one connection with its server-side prepared statements. The store's `?`
+// placeholders become `$N`; values go and come as text, and the server
+// infers each parameter's type from where it stands. A connection that the
+// server dropped (a restart, a failover) fails its statements until it is
+// revived (Revive: the next transaction, or the next lease from the
+// readers' pool), with the same connection string, so a multi-host string
+// with target_session_attrs=read-write finds the new primary. Private to the store: the only place besides pg_*.cc that
+// sees libpq-fe.h.
+
+#include <libpq-fe.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "store/sql.h"
+#include "unisched/common/status.h"
+
+namespace unisched::store {
+
+// `sql` with SQLite's placeholders (`?` numbered in order, `?N`) as
+// PostgreSQL's `$N`; text in quotes is left alone.
+std::string PostgresPlaceholders(std::string_view sql);
+
+class PgConnection;
+
+class PgStatement final : public StatementImpl {
+ public:
+  PgStatement(PgConnection& connection, std::string sql) : c_(connection), sql_(std::move(sql)) {}
+  ~PgStatement() override;
+
+  void Bind(int index, int64_t value) override { Set(index, std::to_string(value)); }
+  void Bind(int index, std::string_view value) override { Set(index, std::string(value)); }
+  void BindReal(int index, double value) override;
+  void BindNull(int index) override;
+  Result<bool> Step() override;
+  Violation violation() const override { return violation_; }
+  bool IsNull(int column) const override;
+  int64_t Int(int column) const override;
+  double Double(int column) const override;
+  std::string Text(int column) const override;
+  void Reset() override;
+
+ private:
+  void Set(int index, std::optional<std::string> value);
+  Result<bool> Execute();
+
+  PgConnection& c_;
+  const std::string sql_;     // in PostgreSQL's placeholders
+  std::string name_;          // of the server's prepared statement; empty until prepared
+  uint64_t prepared_in_ = 0;  // the connection's generation it was prepared in
+  std::vector<std::optional<std::string>> params_;
+  PGresult* result_ = nullptr;
+  int row_ = -1;  // the current row of result_; -1 before the first Step
+  Violation violation_ = Violation::kNone;
+};
+
+class PgConnection final : public Connection {
+ public:
+  // Connects with `conninfo` (a libpq connection string or URI) and, if not
+  // empty, `password`.
+  static Result<std::unique_ptr<PgConnection>> Open(const std::string& conninfo, const std::string& password);
+  ~PgConnection() override;
+  PgConnection(const PgConnection&) = delete;
+  PgConnection& operator=(const PgConnection&) = delete;
+
+  Status Exec(const std::string& sql) override;
+  Result<Statement> Prepare(const std::string& sql) override;
+  bool InTransaction() const override;
+  bool Lost() const override { return PQstatus(conn_) != CONNECTION_OK; }
+  int64_t ChangedRows() const override { return changed_rows_; }
+  Status BeginWrite() override;
+  Status BeginRead() override;
+  Status Revive() override;
+  std::string JsonListRows() const override { return "SELECT jsonb_array_elements_text(CAST(? AS jsonb))"; }
+
+  // For the statements of this connection.
+  PGconn* conn() const { return conn_; }
+  // Increases each time the connection is opened again: statements
+  // prepared in an earlier generation are gone from the server.
+  uint64_t generation() const { return generation_; }
+  std::string NextStatementName() { return "s" + std::to_string(++statements_named_); }
+  void set_changed_rows(int64_t n) { changed_rows_ = n; }
+  // The error of a failed libpq result (or of the connection, when there is
+  // no result), with what the statement violated.
+  Error ResultError(const PGresult* result, std::string_view what, Violation* violation) const;
+
+ private:
+  PgConnection(PGconn* conn, std::string conninfo, std::string password)
+      : conn_(conn), conninfo_(std::move(conninfo)), password_(std::move(password)) {}
+  PGconn* conn_;
+  const std::string conninfo_;
+  const std::string password_;
+  uint64_t generation_ = 1;
+  uint64_t statements_named_ = 0;
+  int64_t changed_rows_ = 0;
+  std::unordered_map<std::string, std::unique_ptr<PgStatement>> cache_;
+};
+
+}  // namespace unisched::store
