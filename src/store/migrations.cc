@@ -262,6 +262,18 @@ CREATE TABLE unix_ids (
 );
 )sql";
 
+// Version 11: the leader lease of daemon replicas sharing one database
+// (unisched/store/lease.h, docs/replicas.md): one row, never held yet.
+constexpr std::string_view kMigration11 = R"sql(
+CREATE TABLE leader_lease (
+  name TEXT PRIMARY KEY,
+  epoch INTEGER NOT NULL,
+  holder TEXT NOT NULL,
+  expires_at INTEGER NOT NULL
+);
+INSERT INTO leader_lease(name, epoch, holder, expires_at) VALUES('leader', 0, '', 0);
+)sql";
+
 Status Rollback(sqlite3* db, Error error) {
   if (sqlite3_get_autocommit(db) == 0) sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
   return error;
@@ -279,9 +291,9 @@ Status Exec(sqlite3* db, const std::string& sql, const std::string& what) {
 }  // namespace
 
 const std::vector<std::string_view>& Migrations() {
-  static const std::vector<std::string_view> migrations = {kMigration1, kMigration2, kMigration3, kMigration4,
-                                                           kMigration5, kMigration6, kMigration7, kMigration8,
-                                                           kMigration9, kMigration10};
+  static const std::vector<std::string_view> migrations = {kMigration1, kMigration2,  kMigration3, kMigration4,
+                                                           kMigration5, kMigration6,  kMigration7, kMigration8,
+                                                           kMigration9, kMigration10, kMigration11};
   return migrations;
 }
 

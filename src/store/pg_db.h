@@ -79,6 +79,9 @@ class PgConnection final : public Connection {
   Status BeginRead() override;
   Status Revive() override;
   std::string JsonListRows() const override { return "SELECT jsonb_array_elements_text(CAST(? AS jsonb))"; }
+  // clock_timestamp(), not now(): now() is the start of the transaction.
+  std::string NowMillis() const override { return "CAST(extract(epoch FROM clock_timestamp()) * 1000 AS BIGINT)"; }
+  std::string LockReadRows() const override { return " FOR SHARE"; }
 
   // For the statements of this connection.
   PGconn* conn() const { return conn_; }

@@ -242,10 +242,20 @@ CREATE TABLE unix_ids (
 );
 )sql";
 
+constexpr std::string_view kPgMigration11 = R"sql(
+CREATE TABLE leader_lease (
+  name TEXT PRIMARY KEY,
+  epoch BIGINT NOT NULL,
+  holder TEXT NOT NULL,
+  expires_at BIGINT NOT NULL
+);
+INSERT INTO leader_lease(name, epoch, holder, expires_at) VALUES('leader', 0, '', 0);
+)sql";
+
 const std::vector<std::string_view>& PgMigrations() {
-  static const std::vector<std::string_view> migrations = {kPgMigration1, kPgMigration2, kPgMigration3, kPgMigration4,
-                                                           kPgMigration5, kPgMigration6, kPgMigration7, kPgMigration8,
-                                                           kPgMigration9, kPgMigration10};
+  static const std::vector<std::string_view> migrations = {kPgMigration1, kPgMigration2,  kPgMigration3, kPgMigration4,
+                                                           kPgMigration5, kPgMigration6,  kPgMigration7, kPgMigration8,
+                                                           kPgMigration9, kPgMigration10, kPgMigration11};
   return migrations;
 }
 
@@ -318,7 +328,8 @@ Result<std::unique_ptr<Store>> OpenPostgresStore(const StoreOptions& options) {
     if (!reader.ok()) return reader.error();
     return std::unique_ptr<Connection>(std::move(*reader));
   };
-  return MakeSqlStore(options, std::move(*writer), std::move(readers), *version, *first_id);
+  ConnectionFactory lease = readers;  // any connection of the database; PostgreSQL's all write
+  return MakeSqlStore(options, std::move(*writer), std::move(readers), std::move(lease), *version, *first_id);
 }
 
 }  // namespace unisched::store

@@ -124,6 +124,12 @@ class Connection {
   // An SQL expression for the rows of the strings of a JSON array bound as
   // one parameter, each in a column named `value`.
   virtual std::string JsonListRows() const = 0;
+  // An SQL expression for the database's clock, in Unix milliseconds.
+  virtual std::string NowMillis() const = 0;
+  // What a SELECT inside a write transaction appends to keep the rows it
+  // read from changing until the commit (SQLite's write transaction holds
+  // the whole database already).
+  virtual std::string LockReadRows() const { return ""; }
 
   // Runs one cached statement that returns no rows.
   Status Run(const std::string& sql) {

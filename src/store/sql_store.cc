@@ -18,6 +18,7 @@
 #include <deque>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -208,11 +209,12 @@ void CallDone(const std::function<void(Status)>& done, Status status) {
 class SqlStore final : public Store {
  public:
   SqlStore(const StoreOptions& options, std::unique_ptr<Connection> writer, ConnectionFactory readers,
-           int schema_version, model::JobId first_id)
+           ConnectionFactory lease_connection, int schema_version, model::JobId first_id)
       : options_(options),
         writer_(std::move(writer)),
         schema_version_(schema_version),
         readers_(std::move(readers)),
+        open_lease_connection_(std::move(lease_connection)),
         ids_(options.job_id_block) {
     ids_.Grant(first_id, first_id + ids_.block_size());
     Start();
@@ -345,6 +347,54 @@ class SqlStore final : public Store {
 
   int SchemaVersion() const override { return schema_version_; }
 
+  // ---- the leader lease (lease.h) ----
+  Result<LeaseState> AcquireOrRenewLease(const std::string& replica, std::chrono::milliseconds ttl) override {
+    std::lock_guard lock(lease_mu_);
+    auto c = LeaseConnection();
+    if (!c.ok()) return c.error();
+    Connection& conn = **c;
+    if (Status s = conn.Revive(); !s) return s.error();
+    const std::string now = conn.NowMillis();
+    // Renewed by its holder (the same epoch), or taken when lapsed (the
+    // next epoch); one statement, so two replicas racing for a lapsed lease
+    // cannot both take it: the database serializes the updates of the row,
+    // and the second sees it no longer lapsed.
+    auto take = conn.Prepare(
+        "UPDATE leader_lease SET epoch = CASE WHEN holder = ?1 THEN epoch ELSE epoch + 1 END, "
+        "holder = ?1, expires_at = " +
+        now + " + ?2 WHERE name = 'leader' AND (holder = ?1 OR expires_at <= " + now + ")");
+    if (!take.ok()) return take.error();
+    take->Bind(1, replica).Bind(2, static_cast<int64_t>(ttl.count()));
+    if (Status s = take->Run(); !s) return s.error();
+    auto read = conn.Prepare("SELECT epoch, holder, expires_at - " + now + " FROM leader_lease WHERE name = 'leader'");
+    if (!read.ok()) return read.error();
+    auto row = read->Step();
+    if (!row.ok()) return row.error();
+    if (!*row) return Error::Internal("store: leader_lease has no row");
+    LeaseState state;
+    state.epoch = read->Int(0);
+    state.holder = read->Text(1);
+    state.expires_in_ms = read->Int(2);
+    state.ours = state.holder == replica && state.expires_in_ms > 0;
+    return state;
+  }
+
+  Status ReleaseLease(const std::string& replica) override {
+    std::lock_guard lock(lease_mu_);
+    auto c = LeaseConnection();
+    if (!c.ok()) return c.error();
+    if (Status s = (*c)->Revive(); !s) return s;
+    auto release = (*c)->Prepare("UPDATE leader_lease SET expires_at = 0 WHERE name = 'leader' AND holder = ?");
+    if (!release.ok()) return release.error();
+    release->Bind(1, replica);
+    return release->Run();
+  }
+
+  void FenceWrites(int64_t epoch, const std::string& replica, std::function<void()> on_fenced) override {
+    std::lock_guard lock(fence_mu_);
+    fence_ = Fence{epoch, replica, std::move(on_fenced), false};
+  }
+
   void Close() override {
     {
       std::lock_guard lock(mu_);
@@ -359,6 +409,56 @@ class SqlStore final : public Store {
   }
 
  private:
+  struct Fence {
+    int64_t epoch = 0;
+    std::string replica;
+    std::function<void()> on_fenced;
+    bool reported = false;
+  };
+
+  Result<Connection*> LeaseConnection() {
+    if (!lease_connection_) {
+      auto opened = open_lease_connection_();
+      if (!opened.ok()) return opened.error();
+      lease_connection_ = std::move(*opened);
+    }
+    return lease_connection_.get();
+  }
+
+  // Inside the batch's transaction: whether this replica still holds the
+  // lease at its fenced epoch (lease.h). The row stays locked until the
+  // batch commits, so no takeover lands in between.
+  Status CheckFence(Connection& c) {
+    std::unique_lock lock(fence_mu_);
+    if (!fence_) return Status::Ok();
+    const Fence fence = *fence_;
+    lock.unlock();
+    auto read = c.Prepare("SELECT epoch, holder FROM leader_lease WHERE name = 'leader'" + c.LockReadRows());
+    if (!read.ok()) return read.error();
+    auto row = read->Step();
+    if (!row.ok()) return row.error();
+    if (*row && read->Int(0) == fence.epoch && read->Text(1) == fence.replica) return Status::Ok();
+    const std::string now = *row ? "epoch " + std::to_string(read->Int(0)) + " of " + read->Text(1) : "no lease";
+    lock.lock();
+    std::function<void()> report;
+    if (fence_ && !fence_->reported) {
+      fence_->reported = true;
+      report = fence_->on_fenced;
+    }
+    lock.unlock();
+    if (report) report();
+    return Error{ErrorKind::kUnavailable,
+                 "not_leader",
+                 "store: this replica led at epoch " + std::to_string(fence.epoch) +
+                     " and no longer leads (the lease is at " + now + "): nothing was written; send it to the leader",
+                 {}};
+  }
+
+  // Every write of a batch refused by the fence gets its error.
+  void FailBatch(std::vector<WriteItem>& batch, const Status& why) {
+    for (auto& item : batch) CallDone(item.done, why);
+  }
+
   // Queues the reservation of the next block of job ids; its ids join the
   // pool once committed. Called with a reservation marked in flight.
   void ReserveBlockAhead() {
@@ -446,6 +546,11 @@ class SqlStore final : public Store {
   bool RunBatchAtOnce(std::vector<WriteItem>& batch) {
     Connection& c = *writer_;
     if (!c.BeginWrite()) return false;
+    if (Status fenced = CheckFence(c); !fenced) {
+      if (c.InTransaction()) c.Run("ROLLBACK");
+      FailBatch(batch, fenced);
+      return true;
+    }
     SqlTransaction txn(c, [this] { return ReserveOneOnWriter(); });
     for (auto& item : batch) {
       if (!RunWork(item.work, txn) || !c.InTransaction()) {
@@ -478,6 +583,7 @@ class SqlStore final : public Store {
     Connection& c = *writer_;
     std::vector<Status> results(batch.size());
     Status whole = c.BeginWrite();
+    if (whole) whole = CheckFence(c);
     if (whole) {
       SqlTransaction txn(c, [this] { return ReserveOneOnWriter(); });
       for (size_t i = 0; i < batch.size() && whole; ++i) {
@@ -511,6 +617,11 @@ class SqlStore final : public Store {
   std::unique_ptr<Connection> writer_;  // used only by the writer thread once started
   const int schema_version_;
   mutable ReaderPool readers_;
+  const ConnectionFactory open_lease_connection_;
+  std::mutex lease_mu_;  // guards lease_connection_, used by one call at a time
+  std::unique_ptr<Connection> lease_connection_;
+  std::mutex fence_mu_;
+  std::optional<Fence> fence_;
 
   std::mutex mu_;
   std::condition_variable cv_;
@@ -532,8 +643,10 @@ class SqlStore final : public Store {
 }  // namespace
 
 std::unique_ptr<Store> MakeSqlStore(const StoreOptions& options, std::unique_ptr<Connection> writer,
-                                    ConnectionFactory readers, int schema_version, model::JobId first_id) {
-  return std::make_unique<SqlStore>(options, std::move(writer), std::move(readers), schema_version, first_id);
+                                    ConnectionFactory readers, ConnectionFactory lease_connection, int schema_version,
+                                    model::JobId first_id) {
+  return std::make_unique<SqlStore>(options, std::move(writer), std::move(readers), std::move(lease_connection),
+                                    schema_version, first_id);
 }
 
 Result<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) {

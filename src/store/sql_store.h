@@ -21,8 +21,12 @@ Result<model::JobId> ReserveIdBlock(Connection& c, int64_t count);
 // A Store over an opened and migrated database: `writer` becomes the writer
 // thread's connection, readers come from `readers`; `first_id` starts the
 // first block of job ids (reserved with ReserveIdBlock by the opener).
+// `lease_connection` opens the writable connection the leader lease uses
+// (lease.h), apart from the writer so a backlog of writes cannot delay a
+// renewal; opened at the first lease call.
 std::unique_ptr<Store> MakeSqlStore(const StoreOptions& options, std::unique_ptr<Connection> writer,
-                                    ConnectionFactory readers, int schema_version, model::JobId first_id);
+                                    ConnectionFactory readers, ConnectionFactory lease_connection, int schema_version,
+                                    model::JobId first_id);
 
 // The two openers (sqlite_store.cc, pg_store.cc).
 Result<std::unique_ptr<Store>> OpenSqliteStore(const StoreOptions& options);

@@ -71,6 +71,8 @@ class SqliteConnection final : public Connection {
   Status BeginWrite() override { return Run("BEGIN IMMEDIATE"); }
   Status BeginRead() override { return Run("BEGIN"); }
   std::string JsonListRows() const override { return "SELECT value FROM json_each(?)"; }
+  // julianday counts days from noon, 24 November 4714 BC; the Unix epoch is day 2440587.5.
+  std::string NowMillis() const override { return "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)"; }
 
  private:
   explicit SqliteConnection(sqlite3* db) : db_(db) {}

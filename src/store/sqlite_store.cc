@@ -93,7 +93,12 @@ Result<std::unique_ptr<Store>> OpenSqliteStore(const StoreOptions& options) {
     if (!reader.ok()) return reader.error();
     return std::unique_ptr<Connection>(std::move(*reader));
   };
-  return MakeSqlStore(options, std::move(*writer), std::move(readers), *version, *first_id);
+  ConnectionFactory lease = [path = options.path]() -> Result<std::unique_ptr<Connection>> {
+    auto conn = SqliteConnection::Open(path, SqliteConnection::Mode::kReadWrite, kBusyTimeoutMs);
+    if (!conn.ok()) return conn.error();
+    return std::unique_ptr<Connection>(std::move(*conn));
+  };
+  return MakeSqlStore(options, std::move(*writer), std::move(readers), std::move(lease), *version, *first_id);
 }
 
 }  // namespace unisched::store

@@ -30,6 +30,11 @@ class MemoryStore final : public store::Store {
   void Write(std::function<Status(store::Transaction&)> work, std::function<void(Status)> done) override;
   Status WriteSync(std::function<Status(store::Transaction&)> work) override;
   Result<model::JobId> ReserveJobId() override;
+  // The lease lapses by this process's steady clock (one process: the
+  // stores reopened over the same data share it).
+  Result<store::LeaseState> AcquireOrRenewLease(const std::string& replica, std::chrono::milliseconds ttl) override;
+  Status ReleaseLease(const std::string& replica) override;
+  void FenceWrites(int64_t epoch, const std::string& replica, std::function<void()> on_fenced) override;
   int SchemaVersion() const override { return 1; }
   void Close() override;
 

@@ -39,6 +39,7 @@
 #include "unisched/store/events.h"
 #include "unisched/store/identity.h"
 #include "unisched/store/jobs.h"
+#include "unisched/store/lease.h"
 #include "unisched/store/nodes.h"
 #include "unisched/store/sandboxes.h"
 
@@ -69,7 +70,8 @@ class Transaction : public JobWrites,
                     public AccountingWrites,
                     public SandboxWrites {};
 
-class Store : public JobReads,
+class Store : public LeaderLease,
+              public JobReads,
               public EventReads,
               public IdentityReads,
               public NodeReads,
