@@ -8,8 +8,9 @@
 # trusts local connections for the role `unisched` (the role unisched_pw
 # must give a password), and runs as an
 # unprivileged account: as `nobody` when called by root (PostgreSQL refuses
-# to run as root). fsync is off: the tests crash the daemon and the server,
-# never the machine, and a crashed server recovers from its WAL without it.
+# to run as root). fsync is off (PG_FSYNC=on in the environment turns it on,
+# as the benchmark does): the tests crash the daemon and the server, never
+# the machine, and a crashed server recovers from its WAL without it.
 # Debian's default cluster is never created or started (scripts/install-deps.sh).
 set -euo pipefail
 cmd=${1:?usage: $0 start|stop DIR [PORT]}
@@ -47,7 +48,7 @@ case "$cmd" in
     # Already running (a run that was interrupted before its stop): keep it.
     if unprivileged "$bindir/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then exit 0; fi
     unprivileged "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-      -o "-k $dir -p $port -c listen_addresses='' -c fsync=off -c max_connections=300" start >/dev/null ||
+      -o "-k $dir -p $port -c listen_addresses='' -c fsync=${PG_FSYNC:-off} -c max_connections=300" start >/dev/null ||
       { cat "$dir/server.log" >&2; exit 1; }
     ;;
   stop)
