@@ -210,7 +210,16 @@ void Api::Handle(HttpRequest request, Respond respond) {
   // a path or method that does not exist (which stays hidden from it).
   const bool under_v1 = call.request.path == "/v1" || call.request.path.rfind("/v1/", 0) == 0;
   if ((match && match->needs_auth) || (!match && under_v1)) {
-    auto admitted = gate_->Admit(call.request);
+    std::optional<std::variant<auth::Principal, Refusal>> admission;
+    try {
+      admission.emplace(gate_->Admit(call.request));
+    } catch (const store::StoreFailure& e) {
+      // The token could not be looked up: the database is unreachable.
+      spdlog::warn("{} {}: {}", call.request.method, call.request.path, e.what());
+      call.reply(ErrorResponse(503, "store_unavailable", "the store cannot be read now; retry shortly"));
+      return;
+    }
+    auto& admitted = *admission;
     if (auto* refusal = std::get_if<Refusal>(&admitted)) {
       if (!refusal->reason.empty()) audit_->CountUnauthenticated(call.request.remote, refusal->reason);
       HttpResponse response = FromError(refusal->error);
@@ -251,6 +260,11 @@ void Api::Handle(HttpRequest request, Respond respond) {
   }
   try {
     (this->*(match->endpoint))(call);
+  } catch (const store::StoreFailure& e) {
+    // The database is unreachable (a PostgreSQL server down or failing
+    // over): worth retrying, not a bug.
+    spdlog::warn("{} {}: {}", call.request.method, call.request.path, e.what());
+    call.reply(ErrorResponse(503, "store_unavailable", "the store cannot be read now; retry shortly"));
   } catch (const std::exception& e) {
     spdlog::error("{} {}: {}", call.request.method, call.request.path, e.what());
     call.reply(ErrorResponse(500, "internal", "internal error; see the daemon log"));

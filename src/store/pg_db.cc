@@ -92,6 +92,20 @@ void PgStatement::BindNull(int index) {
 }
 
 Result<bool> PgStatement::Execute() {
+  // A connection idle since its last use may have been dropped by a server
+  // that restarted or failed over meanwhile; libpq learns it only when a
+  // statement fails. Outside a transaction the statement is then run once
+  // more on a revived connection: nothing of it can have happened on the
+  // dead one but, for an UPDATE outside a transaction (the lease's), its
+  // own effect, which running it again repeats harmlessly (lease.h).
+  const bool idle = !c_.InTransaction();
+  auto first = ExecuteOnce();
+  if (first.ok() || !idle || !c_.Lost() || !c_.Revive()) return first;
+  violation_ = Violation::kNone;
+  return ExecuteOnce();
+}
+
+Result<bool> PgStatement::ExecuteOnce() {
   PGconn* conn = c_.conn();
   if (prepared_in_ != c_.generation()) {
     std::string name = c_.NextStatementName();

@@ -50,6 +50,7 @@ class PgStatement final : public StatementImpl {
  private:
   void Set(int index, std::optional<std::string> value);
   Result<bool> Execute();
+  Result<bool> ExecuteOnce();
 
   PgConnection& c_;
   const std::string sql_;     // in PostgreSQL's placeholders

@@ -18,13 +18,9 @@
 #include "store/sql.h"
 #include "unisched/common/status.h"
 #include "unisched/model/job.h"
+#include "unisched/store/store.h"
 
 namespace unisched::store {
-
-class StoreFailure : public std::runtime_error {
- public:
-  explicit StoreFailure(const Error& error) : std::runtime_error(error.message) {}
-};
 
 template <class T>
 T OrThrow(Result<T> result) {

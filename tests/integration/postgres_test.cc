@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <thread>
 
 #include "testing/config_text.h"
 #include "testing/daemon.h"
@@ -102,6 +103,46 @@ TEST_F(PostgresStoreTest, ThePasswordComesFromAFileOrTheEnvironmentAndAWrongOneS
     EXPECT_NE((missing.out + missing.err).find("the environment has no UNISCHED_TEST_PG_WRONG"), std::string::npos)
         << missing.out << missing.err;
   }
+}
+
+// PostgreSQL stopped for a while (a cluster of this test's own: the shared
+// one serves other tests): the daemon answers 503 meanwhile, keeps running,
+// and connects again by itself; every 201 is in the database afterwards and
+// every job runs. The jobs end before the outage: a result that arrives
+// during one is not yet committed again afterwards (docs/replicas.md, what
+// is not built), which issue 18's outage test asks for.
+TEST(PostgresOutageTest, SubmissionsGet503WhileTheServerIsDownAndEverythingResumesByItself) {
+  char tmpl[] = "/tmp/unisched-pg-outage-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  PgCluster cluster(tmpl);
+  TestDaemon d;
+  d.UseConfigText(PostgresConfig(cluster.Conninfo()));
+  d.Start();
+
+  SubmissionStream before(d.port(), d.admin_token(), {{"workload", {{"kind", "agent"}}}, {"command", {"true"}}});
+  ASSERT_GE(before.WaitForAcknowledged(10), 10u);
+  std::vector<std::string> acknowledged = before.Stop();
+  for (const auto& id : acknowledged) ASSERT_EQ(d.WaitTerminal(id)["state"], "COMPLETED") << id;
+
+  cluster.Stop();
+  Reply refused = d.Call("POST", "/v1/jobs", json{{"workload", {{"kind", "agent"}}}, {"command", {"true"}}});
+  EXPECT_EQ(refused.status, 503) << refused.body;
+  EXPECT_EQ(d.Call("GET", "/healthz").status, 200) << "the daemon itself is alive";
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  cluster.Start();
+
+  // Resumes by itself: the next writes and reads connect again.
+  const auto resumed_by = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  Reply accepted;
+  do {
+    accepted = d.Call("POST", "/v1/jobs", json{{"workload", {{"kind", "agent"}}}, {"command", {"true"}}});
+    if (accepted.status == 201) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  } while (std::chrono::steady_clock::now() < resumed_by);
+  ASSERT_EQ(accepted.status, 201) << accepted.body;
+  EXPECT_EQ(d.WaitTerminal(accepted.json["id"].get<std::string>())["state"], "COMPLETED");
+  for (const auto& id : acknowledged) EXPECT_EQ(d.Call("GET", "/v1/jobs/" + id).status, 200) << id;
+  d.Stop();
 }
 
 TEST(PostgresConfigTest, APasswordInTheConfigOrAMissingConnectionStringIsRefused) {

@@ -31,6 +31,7 @@
 
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "unisched/common/status.h"
@@ -44,6 +45,19 @@
 #include "unisched/store/sandboxes.h"
 
 namespace unisched::store {
+
+// What a read without an error channel (ListJobs, GetUser, ...) throws
+// when the database fails under it: rare on SQLite's local disk, expected
+// while a PostgreSQL server is down or failing over. The API answers it 503
+// with its error; a write inside Write() that throws fails just that write.
+class StoreFailure : public std::runtime_error {
+ public:
+  explicit StoreFailure(Error error) : std::runtime_error(error.message), error_(std::move(error)) {}
+  const Error& error() const { return error_; }
+
+ private:
+  Error error_;
+};
 
 enum class StoreBackend { kSqlite, kPostgresql };
 
