@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <utility>
 
 #include "unisched/model/words.h"
 
@@ -284,21 +285,41 @@ void Controller::SweepRetention(Batch& batch, Timestamp now) {
 }
 
 void Controller::Commit(Batch& batch) {
+  // Writes the store refused while unreachable go first: the store must
+  // take the batches in the order the live state did.
+  const bool retrying = !unwritten_.writes.empty() || !unwritten_.after_commit.empty();
+  if (retrying) {
+    for (auto& w : batch.writes) unwritten_.writes.push_back(std::move(w));
+    for (auto& a : batch.after_commit) unwritten_.after_commit.push_back(std::move(a));
+    batch = std::exchange(unwritten_, Batch{});
+  }
   if (!batch.writes.empty()) {
-    auto writes = std::move(batch.writes);
+    const auto& writes = batch.writes;
     Status s = store_.WriteSync([&writes](store::Transaction& t) -> Status {
-      for (auto& w : writes) {
+      for (const auto& w : writes) {
         if (Status ws = w(t); !ws.ok()) return ws;
       }
       return Status::Ok();
     });
     if (!s.ok()) {
+      last_store_error_ = clock_.Now();
+      if (s.error().kind == ErrorKind::kUnavailable) {
+        // The database is unreachable (a PostgreSQL server stopped or
+        // failing over): keep the writes and what waits for them, and try
+        // again with the next batch (every loop, at least every tick).
+        // Nothing is launched or answered before its state is stored.
+        if (!retrying)
+          spdlog::error("store unreachable, {} writes kept until it is back: {}", batch.writes.size(),
+                        s.error().message);
+        unwritten_ = std::move(batch);
+        return;
+      }
       // The live state is ahead of the store; nothing is launched or answered
       // for it. A restart reloads the store's (consistent) view.
       spdlog::critical("store commit failed: {}; restart the daemon once the store is writable", s.error().message);
-      last_store_error_ = clock_.Now();
       return;
     }
+    if (retrying) spdlog::info("store reachable again: {} writes kept meanwhile committed", batch.writes.size());
   }
   for (auto& action : batch.after_commit) action();
 }

@@ -136,6 +136,9 @@ class Controller final : public service::ControlPlane, public AgentSink {
   Timestamp next_retention_sweep_{};
   std::atomic<int64_t> ledger_discrepancies_{0};
   std::optional<Timestamp> last_store_error_;
+  // Writes the store refused as unreachable (kUnavailable), in order, with
+  // the actions that wait for them: committed before any later batch.
+  Batch unwritten_;
 
   mutable std::mutex view_mu_;
   std::shared_ptr<const service::ClusterView> view_;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "daemon/launch_spec.h"
 #include "unisched/model/words.h"
@@ -97,13 +98,26 @@ void JobLifecycle::StartAttempt(Batch& batch, model::JobId id, const model::Allo
   metrics_.CountStart(job.pool);
   // Launch only after the RUNNING state is durable: a crash in between is
   // recovered by launching the attempt then (it never claimed its directory).
-  batch.after_commit.push_back([this, backend = &BackendOf(job), launch = AttemptLaunchOf(job)] {
-    if (Status s = backend->Launch(launch); !s.ok()) {
-      executor::RunResult failed = executor::LaunchFailure(launch.spec.job_id, launch.spec.attempt, s.error());
-      failed.ended_at = clock_.Now();
-      on_result_(std::move(failed));
-    }
-  });
+  // The launch reads the user's account from the store; a store that cannot
+  // be read now (a PostgreSQL server down) makes it a launch failure, which
+  // ends the attempt as one once the store is back, instead of ending the
+  // daemon.
+  std::optional<backend::AttemptLaunch> built;
+  Error unreadable = Error::Unavailable("");
+  try {
+    built = AttemptLaunchOf(job);
+  } catch (const store::StoreFailure& e) {
+    unreadable = e.error();
+  }
+  batch.after_commit.push_back(
+      [this, backend = &BackendOf(job), launch = std::move(built), unreadable, id = job.id, number = attempt.number] {
+        Status s = launch ? backend->Launch(*launch) : Status(unreadable);
+        if (!s.ok()) {
+          executor::RunResult failed = executor::LaunchFailure(id, number, s.error());
+          failed.ended_at = clock_.Now();
+          on_result_(std::move(failed));
+        }
+      });
 }
 
 std::vector<executor::CancelCommand> JobLifecycle::StaleOn(const std::string& node,
