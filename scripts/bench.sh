@@ -4,8 +4,9 @@
 # with a throw-away state directory, so no mode inherits another's backlog.
 # Prints the machine, the store's synchronous mode and the figures.
 #
-# Knobs (environment): SECTIONS (all; or a list of: http cycle agents
-# sandboxes ledger replay) SUBMIT_CONNECTIONS (64) SUBMIT_SECONDS (10)
+# Knobs (environment): SECTIONS (all; or a list of: http stores access
+# cycle agents sandboxes ledger replay) BASELINE_BUILD (stores: another
+# revision's build directory, benchmarked first) SUBMIT_CONNECTIONS (64) SUBMIT_SECONDS (10)
 # E2E_JOBS (5000) E2E_CONNECTIONS (16) LATENCY_RUNS (200) CONFIG
 # (config/unisched.yaml) CYCLE_RUNS (7) LEDGER_ENTRIES (10000000; the ledger
 # bench writes them all through the store, about 6 minutes here) BENCH_JSON
@@ -132,7 +133,7 @@ echo "  binary:  $BUILD/unisched"
 echo "  note:    the load generator and the daemon share this machine's CPUs"
 echo
 
-SECTIONS=${SECTIONS:-http access cycle agents sandboxes ledger replay}
+SECTIONS=${SECTIONS:-http stores access cycle agents sandboxes ledger replay}
 section() { [[ " $SECTIONS " == *" $1 "* ]]; }
 
 status=0
@@ -155,6 +156,55 @@ run_mode latency latency --runs "$LATENCY_RUNS" || status=1
 echo "== spawn floor: /bin/true started and reaped, no daemon"
 "$BUILD/unisched-spawn-floor" --seconds 3 || status=1
 echo
+fi
+
+if section stores; then
+# The store's two backends side by side (docs/store.md#postgresql): durable
+# submissions/s (the admission path alone, elastic nodes drained) and
+# end-to-end jobs/s, on SQLite (synchronous: full) and on PostgreSQL 15 on
+# this same machine (a throw-away cluster, tests/pg/cluster.sh, with fsync
+# and synchronous_commit on: a 201 is on disk either way). Each run gets a
+# fresh state directory and, on PostgreSQL, a fresh database.
+# BASELINE_BUILD=<the build directory of another revision> adds its SQLite
+# figures first: a before/after of a change in the same run.
+PG_DIR=$WORK/pg
+if PG_FSYNC=on "$ROOT/tests/pg/cluster.sh" start "$PG_DIR" >/dev/null; then
+  SAVED_CONFIG=$CONFIG
+  SAVED_BUILD=$BUILD
+  store_runs() {  # LABEL: the admission and end-to-end runs on $CONFIG with $BUILD
+    DRAIN="x86-c256m512-elastic-01 x86-c256m512-elastic-02" \
+      run_mode "$1-admission" submit --connections "$SUBMIT_CONNECTIONS" --duration "$SUBMIT_SECONDS" || status=1
+    run_mode "$1-e2e" e2e --jobs "$E2E_JOBS" --connections "$E2E_CONNECTIONS" || status=1
+  }
+  if [[ -n ${BASELINE_BUILD:-} ]]; then
+    BUILD=$(cd "$BASELINE_BUILD" && pwd)
+    echo "== stores: SQLite, baseline build $BUILD"
+    store_runs sqlite-baseline
+    BUILD=$SAVED_BUILD
+  fi
+  echo "== stores: SQLite"
+  store_runs sqlite
+  for run in admission e2e; do
+    psql -h "$PG_DIR" -U unisched -d postgres -qAtc "CREATE DATABASE bench_$run" >/dev/null
+  done
+  echo "== stores: PostgreSQL $(psql -h "$PG_DIR" -U unisched -d postgres -qAtc 'SHOW server_version'), fsync on"
+  for run in admission e2e; do
+    CONFIG=$WORK/postgresql-$run.yaml
+    sed "s|^store:\$|store:\n  backend: postgresql\n  postgresql:\n    conninfo: \"host=$PG_DIR user=unisched dbname=bench_$run\"|" \
+      "$SAVED_CONFIG" >"$CONFIG"
+    if [[ $run == admission ]]; then
+      DRAIN="x86-c256m512-elastic-01 x86-c256m512-elastic-02" \
+        run_mode postgresql-admission submit --connections "$SUBMIT_CONNECTIONS" --duration "$SUBMIT_SECONDS" || status=1
+    else
+      run_mode postgresql-e2e e2e --jobs "$E2E_JOBS" --connections "$E2E_CONNECTIONS" || status=1
+    fi
+  done
+  CONFIG=$SAVED_CONFIG
+  "$ROOT/tests/pg/cluster.sh" stop "$PG_DIR"
+else
+  echo "bench: cannot start PostgreSQL (scripts/install-deps.sh installs it)" >&2
+  status=1
+fi
 fi
 
 if section access; then
