@@ -235,6 +235,15 @@ Error PgConnection::ResultError(const PGresult* result, std::string_view what, V
 }
 
 Status PgConnection::Exec(const std::string& sql) {
+  // As PgStatement::Execute: a dead idle connection is revived and the
+  // text sent once more.
+  const bool idle = !InTransaction();
+  Status first = ExecOnce(sql);
+  if (first || !idle || !Lost() || !Revive()) return first;
+  return ExecOnce(sql);
+}
+
+Status PgConnection::ExecOnce(const std::string& sql) {
   PGresult* result = PQexec(conn_, sql.c_str());
   const ExecStatusType status = PQresultStatus(result);
   Status out = Status::Ok();
@@ -272,12 +281,10 @@ Status PgConnection::Revive() {
 }
 
 Status PgConnection::BeginWrite() {
-  if (Status s = Revive(); !s) return s;
   return Exec("BEGIN");
 }
 
 Status PgConnection::BeginRead() {
-  if (Status s = Revive(); !s) return s;
   return Exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
 }
 

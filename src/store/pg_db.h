@@ -3,10 +3,11 @@
 // one connection with its server-side prepared statements. The store's `?`
 // placeholders become `$N`; values go and come as text, and the server
 // infers each parameter's type from where it stands. A connection that the
-// server dropped (a restart, a failover) fails its statements until it is
-// revived (Revive: the next transaction, or the next lease from the
-// readers' pool), with the same connection string, so a multi-host string
-// with target_session_attrs=read-write finds the new primary. Private to the store: the only place besides pg_*.cc that
+// server dropped (a restart, a failover) is found dead by the next command
+// sent on it; outside a transaction it is then opened again with the same
+// connection string (a multi-host string with target_session_attrs=
+// read-write finds the new primary) and the command runs once more. Inside
+// a transaction the command fails: the transaction is gone. Private to the store: the only place besides pg_*.cc that
 // sees libpq-fe.h.
 
 #include <libpq-fe.h>
@@ -78,7 +79,6 @@ class PgConnection final : public Connection {
   int64_t ChangedRows() const override { return changed_rows_; }
   Status BeginWrite() override;
   Status BeginRead() override;
-  Status Revive() override;
   std::string JsonListRows() const override { return "SELECT jsonb_array_elements_text(CAST(? AS jsonb))"; }
   // clock_timestamp(), not now(): now() is the start of the transaction.
   std::string NowMillis() const override { return "CAST(extract(epoch FROM clock_timestamp()) * 1000 AS BIGINT)"; }
@@ -98,6 +98,10 @@ class PgConnection final : public Connection {
  private:
   PgConnection(PGconn* conn, std::string conninfo, std::string password)
       : conn_(conn), conninfo_(std::move(conninfo)), password_(std::move(password)) {}
+  friend class PgStatement;  // Revive
+  // Opens the connection again if the server dropped it.
+  Status Revive();
+  Status ExecOnce(const std::string& sql);
   PGconn* conn_;
   const std::string conninfo_;
   const std::string password_;

@@ -107,10 +107,6 @@ class Connection {
   virtual Result<Statement> Prepare(const std::string& sql) = 0;
   // Whether a transaction is open (also one a failed statement aborted).
   virtual bool InTransaction() const = 0;
-  // Opens the connection again if the database server dropped it; not
-  // inside a transaction. BeginWrite and BeginRead do it first, and the
-  // readers' pool before it lends a connection.
-  virtual Status Revive() { return Status::Ok(); }
   // Whether the connection to the database is gone (a server's can be,
   // SQLite's cannot): the outcome of a COMMIT that failed then is unknown.
   virtual bool Lost() const { return false; }

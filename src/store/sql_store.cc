@@ -145,12 +145,7 @@ class ReaderPool {
     if (!idle_.empty()) {
       auto conn = std::move(idle_.back());
       idle_.pop_back();
-      lock.unlock();
-      Lease lease(this, std::move(conn));
-      // A server's connection may have been dropped since its last use; the
-      // lease gives it back to the pool if it cannot be revived now.
-      if (Status s = (*lease).Revive(); !s) return s.error();
-      return lease;
+      return Lease(this, std::move(conn));
     }
     ++open_;
     lock.unlock();
@@ -353,7 +348,6 @@ class SqlStore final : public Store {
     auto c = LeaseConnection();
     if (!c.ok()) return c.error();
     Connection& conn = **c;
-    if (Status s = conn.Revive(); !s) return s.error();
     const std::string now = conn.NowMillis();
     // Renewed by its holder (the same epoch), or taken when lapsed (the
     // next epoch); one statement, so two replicas racing for a lapsed lease
@@ -383,7 +377,6 @@ class SqlStore final : public Store {
     std::lock_guard lock(lease_mu_);
     auto c = LeaseConnection();
     if (!c.ok()) return c.error();
-    if (Status s = (*c)->Revive(); !s) return s;
     auto release = (*c)->Prepare("UPDATE leader_lease SET expires_at = 0 WHERE name = 'leader' AND holder = ?");
     if (!release.ok()) return release.error();
     release->Bind(1, replica);
