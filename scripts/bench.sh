@@ -4,8 +4,8 @@
 # with a throw-away state directory, so no mode inherits another's backlog.
 # Prints the machine, the store's synchronous mode and the figures.
 #
-# Knobs (environment): SECTIONS (all; or a list of: http stores access
-# cycle agents sandboxes ledger replay) BASELINE_BUILD (stores: another
+# Knobs (environment): SECTIONS (all; or a list of: http stores failover
+# access cycle agents sandboxes ledger replay) FAILOVERS (50) BASELINE_BUILD (stores: another
 # revision's build directory, benchmarked first) SUBMIT_CONNECTIONS (64) SUBMIT_SECONDS (10)
 # E2E_JOBS (5000) E2E_CONNECTIONS (16) LATENCY_RUNS (200) CONFIG
 # (config/unisched.yaml) CYCLE_RUNS (7) LEDGER_ENTRIES (10000000; the ledger
@@ -133,7 +133,7 @@ echo "  binary:  $BUILD/unisched"
 echo "  note:    the load generator and the daemon share this machine's CPUs"
 echo
 
-SECTIONS=${SECTIONS:-http stores access cycle agents sandboxes ledger replay}
+SECTIONS=${SECTIONS:-http stores failover access cycle agents sandboxes ledger replay}
 section() { [[ " $SECTIONS " == *" $1 "* ]]; }
 
 status=0
@@ -205,6 +205,18 @@ else
   echo "bench: cannot start PostgreSQL (scripts/install-deps.sh installs it)" >&2
   status=1
 fi
+fi
+
+if section failover; then
+# Daemon replicas (docs/replicas.md): the leader killed with -9, FAILOVERS
+# (50) times; the time from the kill to the new leader's first 201.
+echo "== failover: two replicas on PostgreSQL"
+if "$ROOT/scripts/bench-failover.sh" "$BUILD" "$WORK"; then
+  [[ -z ${BENCH_JSON:-} ]] || cat "$WORK/failover.json" >>"$BENCH_JSON"
+else
+  status=1
+fi
+echo
 fi
 
 if section access; then

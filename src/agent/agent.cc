@@ -86,10 +86,11 @@ struct Options {
 };
 
 constexpr const char* kUsage =
-    "usage: unisched agent --server URL --token-file FILE --node NAME --pool POOL\n"
+    "usage: unisched agent --server URL[,URL...] --token-file FILE --node NAME --pool POOL\n"
     "         [--state-dir DIR] [--labels k=v,...] [--cpus N] [--memory-mb N]\n"
     "         [--gpus N [--gpu-model M] [--gpu-memory-gb G]] [--no-cgroups]\n"
     "         [--ca-file PEM] [--client-cert PEM --client-key PEM]\n"
+    "Several URLs name the daemon's replicas (docs/replicas.md): any live one forwards to the leader.\n"
     "An https:// server's certificate is checked against --ca-file (else the system's CAs);\n"
     "--client-cert/--client-key present the node's certificate (mTLS, docs/access.md).\n"
     "Without --cpus/--memory-mb/--gpus the node's are detected (GPUs with nvidia-smi).\n";
@@ -231,10 +232,48 @@ std::pair<bool, std::string> RunHealthCheck(const executor::HealthCheck& check) 
 
 std::atomic<bool> g_stop{false};
 
+// The daemon's replicas, as --server lists them (docs/replicas.md): every
+// replica forwards to the leader, so any live one will do. A connection
+// that fails, or a 503 (no leader at this moment), moves both loops to the
+// next one.
+class Servers {
+ public:
+  explicit Servers(std::vector<client::BaseUrl> urls) : urls_(std::move(urls)) {}
+
+  // The index of the server to use now, and a client for it.
+  size_t Current() const { return current_.load(); }
+  client::HttpClient Connect(size_t index, const client::TlsOptions& tls, const std::string& token) const {
+    const client::BaseUrl& url = urls_[index % urls_.size()];
+    client::TlsOptions with_scheme = tls;
+    with_scheme.enabled = url.tls;
+    client::HttpClient http(url.host, url.port, with_scheme);
+    http.SetBearerToken(token);
+    return http;
+  }
+  // After `index` failed: the next server, unless the other loop moved on already.
+  void Failed(size_t index) {
+    if (urls_.size() < 2) return;
+    size_t expected = index;
+    if (current_.compare_exchange_strong(expected, (index + 1) % urls_.size())) {
+      const client::BaseUrl& next = urls_[(index + 1) % urls_.size()];
+      spdlog::warn("trying the next server, {}:{}", next.host, next.port);
+    }
+  }
+  std::string Describe() const {
+    std::string out;
+    for (const auto& url : urls_) out += (out.empty() ? "" : ",") + url.host + ":" + std::to_string(url.port);
+    return out;
+  }
+
+ private:
+  const std::vector<client::BaseUrl> urls_;
+  std::atomic<size_t> current_{0};
+};
+
 class Agent {
  public:
-  Agent(Options options, std::string token, std::string host, uint16_t port)
-      : o_(std::move(options)), token_(std::move(token)), host_(std::move(host)), port_(port) {}
+  Agent(Options options, std::string token, std::vector<client::BaseUrl> servers)
+      : o_(std::move(options)), token_(std::move(token)), servers_(std::move(servers)) {}
 
   int Run() {
     if (!PrepareDirs()) return 1;
@@ -247,8 +286,8 @@ class Agent {
     RecoverAttempts();
     std::thread results([this] { SendResults(); });
     std::thread health([this] { CheckHealth(); });
-    spdlog::info("agent for node {} (pool {}): {} cpus, {} MB, {} GPUs; daemon {}:{}", o_.node, o_.pool, cpus_,
-                 memory_mb_, gpus_.size(), host_, port_);
+    spdlog::info("agent for node {} (pool {}): {} cpus, {} MB, {} GPUs; daemon {}", o_.node, o_.pool, cpus_, memory_mb_,
+                 gpus_.size(), servers_.Describe());
     Poll();
     {
       std::lock_guard lock(mu_);
@@ -363,15 +402,20 @@ class Agent {
   // The heartbeat loop: a long poll, answered at once when the daemon has
   // launches or cancels for this node.
   void Poll() {
-    client::HttpClient http(host_, port_, o_.tls);
-    http.SetBearerToken(token_);
+    size_t server = servers_.Current();
+    client::HttpClient http = servers_.Connect(server, o_.tls, token_);
     int interval = 5;
     bool registered = false;
     while (!g_stop) {
+      if (server != servers_.Current()) {
+        server = servers_.Current();
+        http = servers_.Connect(server, o_.tls, token_);
+      }
       const int wait_ms = registered ? interval * 1000 : 0;
       http.SetTimeout(std::chrono::milliseconds(wait_ms + 15'000));
       auto response =
           http.Request("POST", "/v1/agents/heartbeat", executor::HeartbeatToJson(MakeHeartbeat(wait_ms)).dump());
+      if (!response.ok() || response->status == 503) servers_.Failed(server);
       if (!response.ok() || response->status != 200) {
         const std::string why =
             response.ok() ? std::to_string(response->status) + " " + response->body : response.error().message;
@@ -409,8 +453,8 @@ class Agent {
   // Results go on their own connection, as soon as they exist, until the
   // daemon has them; then their spec is kept as .done with the result.
   void SendResults() {
-    client::HttpClient http(host_, port_, o_.tls);
-    http.SetBearerToken(token_);
+    size_t server = servers_.Current();
+    client::HttpClient http = servers_.Connect(server, o_.tls, token_);
     http.SetTimeout(std::chrono::seconds(15));
     while (true) {
       std::vector<executor::RunResult> batch;
@@ -425,8 +469,14 @@ class Agent {
       for (const auto& r : batch) list.push_back(executor::RunResultToJson(r));
       const std::string body = json{{"node", o_.node}, {"results", list}}.dump();
       while (true) {
+        if (server != servers_.Current()) {
+          server = servers_.Current();
+          http = servers_.Connect(server, o_.tls, token_);
+          http.SetTimeout(std::chrono::seconds(15));
+        }
         auto response = http.Request("POST", "/v1/agents/results", body);
         if (response.ok() && response->status == 200) break;
+        if (!response.ok() || response->status == 503) servers_.Failed(server);
         spdlog::warn("cannot report {} results: {}; retrying", batch.size(),
                      response.ok() ? response->body : response.error().message);
         {
@@ -469,8 +519,7 @@ class Agent {
 
   Options o_;
   std::string token_;
-  std::string host_;
-  uint16_t port_;
+  Servers servers_;
   int cpus_ = 0;
   int64_t memory_mb_ = 0;
   std::vector<model::GpuDevice> gpus_;
@@ -499,19 +548,29 @@ int RunAgent(int argc, char** argv) {
               << " (create one with POST /v1/node-tokens {\"pool\": \"" << options->pool << "\"})\n";
     return 2;
   }
-  auto base = client::ParseUrl(options->server);
-  if (!base.ok()) {
-    std::cerr << "unisched agent: --server: " << base.error().message << "\n";
+  // --server URL[,URL...]: one per daemon replica.
+  std::vector<client::BaseUrl> servers;
+  std::stringstream list(options->server);
+  for (std::string url; std::getline(list, url, ',');) {
+    if (url.empty()) continue;
+    auto base = client::ParseUrl(url);
+    if (!base.ok()) {
+      std::cerr << "unisched agent: --server: " << base.error().message << "\n";
+      return 2;
+    }
+    servers.push_back(*base);
+  }
+  if (servers.empty()) {
+    std::cerr << "unisched agent: --server names no URL\n" << kUsage;
     return 2;
   }
-  options->tls.enabled = base->tls;
   // SIGTERM/SIGINT end the heartbeat loop within one poll; jobs keep running.
   struct sigaction sa {};
   sa.sa_handler = [](int) { g_stop = true; };
   ::sigaction(SIGTERM, &sa, nullptr);
   ::sigaction(SIGINT, &sa, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
-  Agent agent(std::move(*options), token, base->host, base->port);
+  Agent agent(std::move(*options), token, std::move(servers));
   return agent.Run();
 }
 

@@ -63,11 +63,22 @@ std::optional<std::string> FilePath(Call& call) {
   return path;
 }
 
+// The daemon serves no API sandboxes when it runs as one of several
+// replicas: a sandbox lives in the daemon's own machine, and a dead
+// leader's cannot be adopted by another (docs/replicas.md).
+HttpResponse NoSandboxes() {
+  return ErrorResponse(501, "sandboxes_not_served",
+                       "API sandboxes are not served by this daemon: it runs as one of several replicas "
+                       "(server.replica), and sandboxes run in the daemon's own machine, which a replica taking over "
+                       "could not adopt; run sandbox work as jobs of a sandbox pool on agent nodes, or use a single "
+                       "daemon (docs/replicas.md#what-replicas-require)");
+}
+
 }  // namespace
 
 std::optional<int64_t> Api::VisibleSandbox(Call& call) {
   if (!ctx_.sandboxes) {
-    call.reply(ErrorResponse(503, "unavailable", "sandboxes are not served by this daemon"));
+    call.reply(NoSandboxes());
     return std::nullopt;
   }
   const auto id = ParseSandboxId(call.Param("id"));
@@ -87,7 +98,7 @@ std::optional<int64_t> Api::VisibleSandbox(Call& call) {
 
 void Api::CreateSandbox(Call& call) {
   if (!ctx_.sandboxes) {
-    call.reply(ErrorResponse(503, "unavailable", "sandboxes are not served by this daemon"));
+    call.reply(NoSandboxes());
     return;
   }
   auto parsed =
@@ -143,7 +154,7 @@ void Api::CreateSandbox(Call& call) {
 
 void Api::ListSandboxes(Call& call) {
   if (!ctx_.sandboxes) {
-    call.reply(ErrorResponse(503, "unavailable", "sandboxes are not served by this daemon"));
+    call.reply(NoSandboxes());
     return;
   }
   const bool all = call.Query("all") == std::optional<std::string>("true");
@@ -250,7 +261,7 @@ void Api::GetSandboxFile(Call& call) {
 
 void Api::ListImages(Call& call) {
   if (!ctx_.sandboxes) {
-    call.reply(ErrorResponse(503, "unavailable", "sandboxes are not served by this daemon"));
+    call.reply(NoSandboxes());
     return;
   }
   call.reply(Json(200, {{"images", ctx_.sandboxes->ListImages()}}));
@@ -258,7 +269,7 @@ void Api::ListImages(Call& call) {
 
 void Api::CreateImage(Call& call) {
   if (!ctx_.sandboxes) {
-    call.reply(ErrorResponse(503, "unavailable", "sandboxes are not served by this daemon"));
+    call.reply(NoSandboxes());
     return;
   }
   if (!auth::IsPlatformAdmin(*call.principal)) {
@@ -298,7 +309,7 @@ void Api::CreateImage(Call& call) {
 
 void Api::RollbackImage(Call& call) {
   if (!ctx_.sandboxes) {
-    call.reply(ErrorResponse(503, "unavailable", "sandboxes are not served by this daemon"));
+    call.reply(NoSandboxes());
     return;
   }
   if (!auth::IsPlatformAdmin(*call.principal)) {

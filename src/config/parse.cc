@@ -63,8 +63,15 @@ void ParseServer(const YAML::Node& node, Errors& errors, ServerSettings& out) {
   MapReader m(node, "server",
               {"listen", "state_dir", "http_threads", "max_body_bytes", "header_timeout_seconds",
                "body_timeout_seconds", "idle_timeout_seconds", "scheduler_tick_seconds", "metrics_require_token",
-               "max_connections", "max_connections_per_client", "reserved_descriptors", "tls"},
+               "max_connections", "max_connections_per_client", "reserved_descriptors", "tls", "replica"},
               errors);
+  MapReader replica(m.Get("replica"), m.PathOf("replica"), {"name", "advertise_url", "lease_seconds", "ca_file"},
+                    errors);
+  out.replica.enabled = m.Has("replica");
+  replica.Read("name", out.replica.name);
+  replica.Read("advertise_url", out.replica.advertise_url);
+  replica.Read("lease_seconds", out.replica.lease_seconds);
+  replica.Read("ca_file", out.replica.ca_file);
   MapReader tls(m.Get("tls"), m.PathOf("tls"), {"cert_file", "key_file", "client_ca_file", "agents_need_client_cert"},
                 errors);
   tls.Read("cert_file", out.tls.cert_file);

@@ -647,6 +647,41 @@ void ValidatePeople(const Config& config, const NameRegistry& queues, Errors& er
   }
 }
 
+// Replicas (docs/replicas.md) share one PostgreSQL database, and a dead
+// leader's local processes cannot be adopted by another machine: jobs run
+// on agent nodes only.
+void ValidateReplica(const Config& config, Errors& errors) {
+  const ServerSettings::Replica& r = config.server.replica;
+  if (!r.enabled) return;
+  if (config.store.backend != "postgresql") {
+    errors.Add("server.replica",
+               "replicas share one database: set store.backend: postgresql (SQLite is one machine's)");
+  }
+  if (!r.name.empty() && !IsPlainName(r.name, ".")) {
+    errors.Add("server.replica.name",
+               "invalid name '" + r.name + "'; " + std::string(kPlainNameRule) + " (dots allowed, e.g. a host name)");
+  }
+  if (!r.advertise_url.empty() && r.advertise_url.rfind("http://", 0) != 0 &&
+      r.advertise_url.rfind("https://", 0) != 0) {
+    errors.Add("server.replica.advertise_url",
+               "must be an http:// or https:// URL the other replicas reach this one at, e.g. http://10.0.0.11:8642");
+  }
+  if (r.lease_seconds < 3 || r.lease_seconds > 300) {
+    errors.Add("server.replica.lease_seconds",
+               "must be from 3 to 300 (renewed every third of it); got " + std::to_string(r.lease_seconds));
+  }
+  if (!r.ca_file.empty() && r.ca_file.front() != '/') errors.Add("server.replica.ca_file", "must be an absolute path");
+  const auto& nodes = config.cluster.nodes;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i].agent) continue;
+    errors.Add(JoinKey(JoinIndex("nodes", i), "agent"),
+               "node '" + nodes[i].name +
+                   "' runs its jobs in the daemon's machine, but with server.replica jobs run on agent nodes only "
+                   "(another replica cannot adopt a dead leader's processes): set agent: true and run `unisched "
+                   "agent` on it");
+  }
+}
+
 }  // namespace
 
 std::vector<ConfigError> ValidateConfig(const Config& config) {
@@ -654,6 +689,7 @@ std::vector<ConfigError> ValidateConfig(const Config& config) {
   ValidateServer(config.server, errors);
   ValidateAccess(config.access, errors);
   ValidateStore(config.store, errors);
+  ValidateReplica(config, errors);
   ValidateHealth(config.health, errors);
   ValidateExecutor(config.executor, errors);
   ValidateUserAccounts(config, errors);

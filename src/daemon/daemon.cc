@@ -9,11 +9,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "unisched/auth/auth.h"
@@ -48,24 +50,26 @@ bool WriteSecretFile(const fs::path& path, const std::string& content) {
   return ok && ::rename(tmp.c_str(), path.c_str()) == 0;
 }
 
-// Users named in the config are created or updated from it at every start,
-// plus the bootstrap platform-admin "admin" and its token.
-Status SyncUsersAndBootstrap(const config::Config& cfg, store::Store& store, const fs::path& state_dir,
-                             const Clock& clock) {
-  std::vector<store::UserRecord> users;
-  std::vector<std::string> all_projects;
-  for (const auto& p : cfg.projects) all_projects.push_back(p.name);
-  users.push_back({kAdminUser, "platform-admin", all_projects, {}, "", true});
-  for (const auto& u : cfg.users) users.push_back({u.name, u.role, u.projects, u.queues, u.unix_user, true});
-
+// The bootstrap admin's token: UNISCHED_ADMIN_TOKEN, else the state
+// directory's admin.token, made on first start. Replicas share one, kept in
+// the database so it outlives any one replica's machine (docs/replicas.md);
+// each writes it to its admin.token for the operator on its machine.
+Result<std::string> BootstrapAdminToken(const config::Config& cfg, store::Store& store, const fs::path& state_dir) {
   std::string token;
   if (const char* env = std::getenv("UNISCHED_ADMIN_TOKEN"); env && *env) {
     token = env;
   } else {
     const fs::path file = state_dir / "admin.token";
     std::ifstream in(file);
-    if (!(in >> token) || token.empty()) {
-      token = auth::GenerateToken();
+    std::string local;
+    const bool have_local = (in >> local) && !local.empty();
+    token = have_local ? local : auth::GenerateToken();
+    if (cfg.server.replica.enabled) {
+      auto shared = store.ClusterSecret("admin_token", token);
+      if (!shared.ok()) return shared.error();
+      token = *shared;
+    }
+    if (token != local) {
       if (!WriteSecretFile(file, token + "\n")) {
         return Error::Internal("cannot write " + file.string());
       }
@@ -74,6 +78,19 @@ Status SyncUsersAndBootstrap(const config::Config& cfg, store::Store& store, con
   }
   // Nothing started from here on may see the token (jobs get a clean environment anyway).
   ::unsetenv("UNISCHED_ADMIN_TOKEN");
+  return token;
+}
+
+// Users named in the config are created or updated from it at every start,
+// plus the bootstrap platform-admin "admin" and its token.
+Status SyncUsersAndBootstrap(const config::Config& cfg, store::Store& store, const std::string& token,
+                             const Clock& clock) {
+  std::vector<store::UserRecord> users;
+  std::vector<std::string> all_projects;
+  for (const auto& p : cfg.projects) all_projects.push_back(p.name);
+  users.push_back({kAdminUser, "platform-admin", all_projects, {}, "", true});
+  for (const auto& u : cfg.users) users.push_back({u.name, u.role, u.projects, u.queues, u.unix_user, true});
+
   const std::string hash = auth::HashToken(token);
   const bool known = store.FindToken(hash).has_value();
   // Users made through the API before user_accounts was switched on get
@@ -127,6 +144,18 @@ Result<store::StoreOptions> StoreOptionsFor(const config::StoreSettings& cfg, co
   return options;
 }
 
+// Calls a standby forwards at once; beyond, they wait in its queue. An
+// agent's heartbeat holds one for its long poll.
+constexpr int kForwarderThreads = 64;
+
+std::string HostName() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "replica";
+  std::string lower = name;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower;
+}
+
 std::string SupervisorPath(const config::Config& cfg) {
   if (!cfg.executor.supervisor_path.empty()) return cfg.executor.supervisor_path;
   std::error_code ec;
@@ -145,7 +174,8 @@ std::string SandboxInitPath(const config::Config& cfg) {
 
 Result<std::unique_ptr<Daemon>> Daemon::Start(config::Config config, DaemonOptions options) {
   std::unique_ptr<Daemon> daemon(new Daemon(std::move(config)));
-  if (Status s = daemon->StartParts(options); !s.ok()) {
+  daemon->options_ = std::move(options);
+  if (Status s = daemon->StartParts(); !s.ok()) {
     daemon->Stop();
     return s.error();
   }
@@ -156,7 +186,7 @@ Daemon::~Daemon() {
   Stop();
 }
 
-Status Daemon::MakeBackends(DaemonOptions& options, backend::BackendSet& set) {
+Status Daemon::MakeBackends(backend::BackendSet& set) {
   std::map<std::string, backend::PoolBackend*> by_name;
   auto sink = [controller = controller_.get()](executor::RunResult result) {
     controller->OnRunResult(std::move(result));
@@ -169,7 +199,7 @@ Status Daemon::MakeBackends(DaemonOptions& options, backend::BackendSet& set) {
         b = std::make_unique<backend::ExecutorBackend>(*local_executor_);
       } else if (pool.backend == model::kAgentBackend) {
         b = std::make_unique<backend::ExecutorBackend>(*agents_);
-      } else if (auto factory = options.backends.find(pool.backend); factory != options.backends.end()) {
+      } else if (auto factory = options_.backends.find(pool.backend); factory != options_.backends.end()) {
         b = factory->second(sink);
       }
       if (!b) {
@@ -185,7 +215,7 @@ Status Daemon::MakeBackends(DaemonOptions& options, backend::BackendSet& set) {
   return Status::Ok();
 }
 
-Status Daemon::StartParts(DaemonOptions& options) {
+Status Daemon::StartParts() {
   // An IdP's keys that cannot be read refuse to start, rather than every
   // portal user's call later (docs/access.md).
   if (config_.access.jwt.enabled()) {
@@ -210,7 +240,21 @@ Status Daemon::StartParts(DaemonOptions& options) {
   auto store = store::Store::Open(*store_options);
   if (!store.ok()) return Error::Internal("cannot open the store: " + store.error().message);
   store_ = std::move(*store);
-  if (Status s = SyncUsersAndBootstrap(config_, *store_, state_dir, clock_); !s.ok()) {
+  if (config_.server.replica.enabled) return StartReplica();
+  if (Status s = StartLeaderParts(); !s.ok()) return s;
+  return Listen([api = api_.get()](api::HttpRequest req, api::Respond respond) {
+    api->Handle(std::move(req), std::move(respond));
+  });
+}
+
+Status Daemon::StartLeaderParts() {
+  const fs::path state_dir = state_dir_;
+  if (admin_token_.empty()) {
+    auto token = BootstrapAdminToken(config_, *store_, state_dir);
+    if (!token.ok()) return Error::Internal("cannot set up the bootstrap admin token: " + token.error().message);
+    admin_token_ = *token;
+  }
+  if (Status s = SyncUsersAndBootstrap(config_, *store_, admin_token_, clock_); !s.ok()) {
     return Error::Internal("cannot set up users: " + s.error().message);
   }
 
@@ -234,14 +278,18 @@ Status Daemon::StartParts(DaemonOptions& options) {
   agents_->SetSink(controller_.get());
   agents_->Start();
   backend::BackendSet backends;
-  if (Status s = MakeBackends(options, backends); !s.ok()) return s;
+  if (Status s = MakeBackends(backends); !s.ok()) return s;
   if (Status s = controller_->SetBackends(backends); !s.ok()) return s;
   notifier_ = std::make_unique<WebhookNotifier>(config_.alerts.webhook);
   notifier_->Start();
   controller_->SetNotifier(notifier_.get());
 
-  sandboxes_ = std::make_unique<SandboxManager>(config_, *store_, metrics_, clock_, *controller_, state_dir_,
-                                                SandboxInitPath(config_));
+  // API sandboxes live in this machine: replicas serve none (the API says
+  // why, docs/replicas.md#what-replicas-require).
+  if (!config_.server.replica.enabled) {
+    sandboxes_ = std::make_unique<SandboxManager>(config_, *store_, metrics_, clock_, *controller_, state_dir_,
+                                                  SandboxInitPath(config_));
+  }
   jobs_ = std::make_unique<service::JobService>(config_, *store_, *controller_, sandboxes_.get(), metrics_, clock_);
   api::ApiContext context;
   context.config = &config_;
@@ -261,21 +309,26 @@ Status Daemon::StartParts(DaemonOptions& options) {
   api_ = std::make_unique<api::Api>(context);
 
   controller_->Start();
-  if (Status started = sandboxes_->Start(); !started) {
-    return Error::Internal("cannot start the sandbox manager: " + started.error().message);
+  if (sandboxes_) {
+    if (Status started = sandboxes_->Start(); !started) {
+      return Error::Internal("cannot start the sandbox manager: " + started.error().message);
+    }
   }
   housekeeper_ = std::make_unique<Housekeeper>(config_, *store_, metrics_, clock_, exec_options.work_root);
   housekeeper_->OnReconciled(
       [controller = controller_.get()](int64_t discrepancies) { controller->SetLedgerDiscrepancies(discrepancies); });
   housekeeper_->OnMinute([api = api_.get()](Timestamp now) { api->FlushAudit(now); });
   housekeeper_->Start();
-  api::ServerOptions http = options.http;
+  return Status::Ok();
+}
+
+Status Daemon::Listen(api::Handler handler) {
+  const fs::path state_dir = state_dir_;
+  api::ServerOptions http = options_.http;
   http.on_connection_refused = [metrics = &metrics_](const std::string& limit) {
     metrics->CountConnectionRefused(limit);
   };
-  auto server = api::StartHttpServer(http, [api = api_.get()](api::HttpRequest req, api::Respond respond) {
-    api->Handle(std::move(req), std::move(respond));
-  });
+  auto server = api::StartHttpServer(http, std::move(handler));
   if (!server.ok()) {
     return Error::Unavailable("cannot listen on " + http.host + ":" + std::to_string(http.port) + ": " +
                               server.error().message);
@@ -292,6 +345,147 @@ Status Daemon::StartParts(DaemonOptions& options) {
   return Status::Ok();
 }
 
+Status Daemon::StartReplica() {
+  const auto& replica = config_.server.replica;
+  replica_name_ = replica.name.empty() ? HostName() : replica.name;
+  // Before listening: whoever finds the endpoint file finds the token too.
+  auto token = BootstrapAdminToken(config_, *store_, state_dir_);
+  if (!token.ok()) return Error::Internal("cannot set up the bootstrap admin token: " + token.error().message);
+  admin_token_ = *token;
+  auto secret = store_->ClusterSecret("replica_forward_secret", auth::GenerateToken());
+  if (!secret.ok()) return Error::Internal("cannot read the cluster's secrets: " + secret.error().message);
+  forward_secret_ = *secret;
+  forwarder_ = std::make_unique<Forwarder>(forward_secret_, replica.ca_file, config_.server.tls.cert_file,
+                                           config_.server.tls.key_file, kForwarderThreads);
+  keeper_ = std::make_unique<LeaseKeeper>(*store_, replica_name_, std::chrono::seconds(replica.lease_seconds), metrics_,
+                                          LeaseKeeper::Callbacks{[this](int64_t epoch) { return Lead(epoch); },
+                                                                 [this](const std::string& why) { StepDown(why); }});
+  if (Status s =
+          Listen([this](api::HttpRequest req, api::Respond respond) { Dispatch(std::move(req), std::move(respond)); });
+      !s.ok()) {
+    return s;
+  }
+  const std::string advertise = replica.advertise_url.empty() ? url_ : replica.advertise_url;
+  if (Status s = store_->AnnounceReplica(replica_name_, advertise); !s.ok()) {
+    return Error::Internal("cannot announce this replica in the store: " + s.error().message);
+  }
+  spdlog::info("replica {} ({}): standing by for the lease ({} s)", replica_name_, advertise, replica.lease_seconds);
+  keeper_->Start();
+  return Status::Ok();
+}
+
+// On the keeper's thread. Writes are fenced before anything is read, so
+// nothing this replica does as leader lands once another took the lease.
+Status Daemon::Lead(int64_t epoch) {
+  store_->FenceWrites(epoch, replica_name_, [this] { StepDown("a write found the lease taken by another replica"); });
+  const auto began = std::chrono::steady_clock::now();
+  if (Status s = StartLeaderParts(); !s.ok()) return s;
+  leader_api_.store(api_.get());
+  spdlog::info("replica {}: leading at epoch {} (state rebuilt from the database in {} ms)", replica_name_, epoch,
+               std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began).count());
+  return Status::Ok();
+}
+
+void Daemon::StepDown(const std::string& why) {
+  if (stepping_down_.exchange(true)) return;
+  leader_api_.store(nullptr);
+  spdlog::critical("replica {}: stops leading: {}", replica_name_, why);
+  if (options_.on_step_down) {
+    options_.on_step_down(why);
+    return;
+  }
+  spdlog::default_logger()->flush();
+  std::_Exit(kStepDownExitCode);
+}
+
+void Daemon::Dispatch(api::HttpRequest request, api::Respond respond) {
+  if (api::Api* api = leader_api_.load()) {
+    AcceptForwarded(request, forward_secret_);
+    api->Handle(std::move(request), std::move(respond));
+    return;
+  }
+  Standby(std::move(request), std::move(respond));
+}
+
+bool Daemon::KnownUserToken(const api::HttpRequest& request) const {
+  const std::string header = request.Header("authorization");
+  constexpr std::string_view kBearer = "Bearer ";
+  if (header.size() <= kBearer.size() || header.compare(0, kBearer.size(), kBearer) != 0) return false;
+  std::optional<store::TokenRecord> token;
+  try {
+    token = store_->FindToken(auth::HashToken(header.substr(kBearer.size())));
+  } catch (const store::StoreFailure&) {
+    return false;
+  }
+  const Timestamp now = clock_.Now();
+  return token && token->kind == "user" && !token->revoked_at && (!token->expires_at || *token->expires_at > now);
+}
+
+void Daemon::Standby(api::HttpRequest request, api::Respond respond) {
+  const LeaseKeeper::Leader leader = keeper_->leader();
+  const bool starting = keeper_->leading() || leader.name == replica_name_;
+  const std::string role = starting ? "starting" : "standby";
+  if (request.path == "/healthz" && !keeper_->started()) {
+    // Listening, but the lease not read yet: it cannot say who leads.
+    respond(api::ErrorResponse(503, "starting", "replica " + replica_name_ + " is starting: reading the lease"));
+    return;
+  }
+  if (request.path == "/healthz") {
+    respond(api::HttpResponse{200,
+                              "application/json",
+                              nlohmann::json{{"status", "ok"},
+                                             {"role", role},
+                                             {"replica", replica_name_},
+                                             {"leader", leader.name},
+                                             {"epoch", leader.epoch}}
+                                  .dump(),
+                              {}});
+    return;
+  }
+  if (request.path == "/metrics") {
+    // This replica's own series (unisched_replica_leader 0 here), not the leader's.
+    if (config_.server.metrics_require_token && !KnownUserToken(request)) {
+      respond(api::ErrorResponse(401, "unauthenticated",
+                                 "this replica's /metrics needs a user token (server.metrics_require_token): send "
+                                 "Authorization: Bearer TOKEN"));
+      return;
+    }
+    respond(api::HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics_.Serialize(), {}});
+    return;
+  }
+  auto unavailable = [&](const std::string& code, const std::string& message) {
+    api::HttpResponse r = api::ErrorResponse(503, code, message);
+    r.headers.emplace_back("Retry-After", "1");
+    respond(std::move(r));
+  };
+  if (request.path == "/readyz") {
+    unavailable("not_leader", "replica " + replica_name_ + " " +
+                                  (starting ? "has taken the lease and is starting" : "stands by") +
+                                  (leader.name.empty() || starting ? "" : "; replica " + leader.name + " leads") +
+                                  ": send traffic to any replica, which forwards it (docs/replicas.md)");
+    return;
+  }
+  if (starting) {
+    unavailable("not_ready", "replica " + replica_name_ +
+                                 " has just taken the lease and is rebuilding its state from the database; retry in a "
+                                 "second");
+    return;
+  }
+  // A call another replica forwarded here believing this one leads: not
+  // passed on again, so two standbys with stale views never loop.
+  if (request.headers.count(kForwardedSecret) != 0) {
+    unavailable("not_leader", "replica " + replica_name_ + " does not lead (any more); retry");
+    return;
+  }
+  if (leader.url.empty()) {
+    unavailable("no_leader",
+                "no replica leads at this moment (the lease is being taken over, or the database cannot be reached); "
+                "retry in a few seconds (a submission with the same Idempotency-Key is safe to retry)");
+    return;
+  }
+  forwarder_->Forward(std::move(request), leader.url, std::move(respond));
+}
+
 Status Daemon::ReloadTls() {
   if (!server_) return Status::Ok();
   return server_->ReloadTls();
@@ -300,6 +494,8 @@ Status Daemon::ReloadTls() {
 void Daemon::Stop() {
   if (stopped_) return;
   stopped_ = true;
+  // No takeover starts the leader parts while they stop.
+  if (keeper_) keeper_->Stop();
   if (agents_) agents_->Stop();  // parked heartbeats are answered while the listener still runs
   if (server_) server_->Stop();
   if (housekeeper_) housekeeper_->Stop();
@@ -310,6 +506,9 @@ void Daemon::Stop() {
   for (auto& b : backends_) b->Shutdown();
   if (agents_) agents_->Shutdown();
   if (local_executor_) local_executor_->Shutdown();
+  if (forwarder_) forwarder_->Stop();
+  // After the last write: a standby may take over at once.
+  if (keeper_) keeper_->ReleaseIfLeading();
   // Attempts not collected yet keep it (and so are found at the next start).
   if (runtime_.chosen) RemoveRuntimeDirIfEmpty(runtime_.runs_dir);
   if (store_) store_->Close();

@@ -5,6 +5,7 @@
 // its listener, wired to each other. `unisched server` runs one until
 // SIGTERM; tests run one in-process with backends of their own.
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -16,6 +17,7 @@
 #include "daemon/controller.h"
 #include "daemon/housekeeper.h"
 #include "daemon/notifier.h"
+#include "daemon/replica.h"
 #include "daemon/runtime_dir.h"
 #include "daemon/sandbox_manager.h"
 #include "daemon/state_lock.h"
@@ -42,7 +44,16 @@ struct DaemonOptions {
   // (docs/adr/0006-pool-backend-port.md). A pool naming a backend that is
   // neither built in nor here stops the start with an error.
   std::map<std::string, BackendFactory> backends;
+  // With server.replica: called once when this replica must stop leading
+  // at once (it lost the lease, or its writes were fenced), from whichever
+  // thread found out. `unisched server` re-executes itself to come back as
+  // a standby; without one the process ends (exit code 75) for its
+  // supervisor to restart.
+  std::function<void(const std::string& why)> on_step_down;
 };
+
+// The exit code of a replica that stops leading with no on_step_down.
+inline constexpr int kStepDownExitCode = 75;
 
 class Daemon {
  public:
@@ -64,13 +75,28 @@ class Daemon {
 
  private:
   explicit Daemon(config::Config config) : config_(std::move(config)) {}
-  Status StartParts(DaemonOptions& options);
-  Status MakeBackends(DaemonOptions& options, backend::BackendSet& set);
+  Status StartParts();
+  // Everything that acts on the cluster: one daemon starts them at once, a
+  // replica when it takes the lease (rebuilt from the database).
+  Status StartLeaderParts();
+  Status MakeBackends(backend::BackendSet& set);
+  Status Listen(api::Handler handler);
+  // With server.replica: standby until the lease is ours (docs/replicas.md).
+  Status StartReplica();
+  Status Lead(int64_t epoch);
+  void StepDown(const std::string& why);
+  // A replica's front door: the leader's API once it leads, otherwise the
+  // probes, this replica's metrics, and forwarding to the leader.
+  void Dispatch(api::HttpRequest request, api::Respond respond);
+  void Standby(api::HttpRequest request, api::Respond respond);
+  bool KnownUserToken(const api::HttpRequest& request) const;
 
   const config::Config config_;
+  DaemonOptions options_;
   SystemClock clock_;
   metrics::Metrics metrics_;
   std::string state_dir_;
+  std::string admin_token_;  // the bootstrap admin's
   std::optional<StateLock> state_lock_;
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<Controller> controller_;
@@ -86,6 +112,13 @@ class Daemon {
   std::unique_ptr<api::HttpServer> server_;
   std::string url_;
   bool stopped_ = false;
+  // Replicas only.
+  std::string replica_name_;
+  std::string forward_secret_;
+  std::unique_ptr<LeaseKeeper> keeper_;
+  std::unique_ptr<Forwarder> forwarder_;
+  std::atomic<api::Api*> leader_api_{nullptr};  // set once the leader parts run
+  std::atomic<bool> stepping_down_{false};
 };
 
 }  // namespace unisched::daemon

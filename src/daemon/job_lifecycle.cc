@@ -99,15 +99,17 @@ void JobLifecycle::StartAttempt(Batch& batch, model::JobId id, const model::Allo
   // Launch only after the RUNNING state is durable: a crash in between is
   // recovered by launching the attempt then (it never claimed its directory).
   // The launch reads the user's account from the store; a store that cannot
-  // be read now (a PostgreSQL server down) makes it a launch failure, which
-  // ends the attempt as one once the store is back, instead of ending the
-  // daemon.
+  // be read now (a PostgreSQL server down) makes it a transient launch
+  // failure: nothing started, so the job gets a new attempt once the store
+  // is back, without a failure counted against it or its node (and the
+  // daemon does not end).
   std::optional<backend::AttemptLaunch> built;
   Error unreadable = Error::Unavailable("");
   try {
     built = AttemptLaunchOf(job);
   } catch (const store::StoreFailure& e) {
-    unreadable = e.error();
+    unreadable =
+        executor::TransientLaunchError("not launched: the store could not be read (" + e.error().message + ")");
   }
   batch.after_commit.push_back(
       [this, backend = &BackendOf(job), launch = std::move(built), unreadable, id = job.id, number = attempt.number] {

@@ -7,9 +7,14 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <string>
 
@@ -85,6 +90,20 @@ int ConnectionCap(const config::ServerSettings& server) {
       "reserved (server.reserved_descriptors); raise the hard limit (LimitNOFILE=, ulimit -Hn) for more",
       cap, server.max_connections, open_files, server.reserved_descriptors);
   return cap;
+}
+
+// A replica that stops leading comes back as a standby by executing itself
+// again, as a supervisor would restart it, but at once: its threads, its
+// connections (the database's: its session ends) and its listener
+// end with the old image, and nothing of the deposed leader's state stays.
+// Agents' attempts keep running; the new leader collects them.
+[[noreturn]] void ReexecAsStandby(char** argv, const std::string& why) {
+  spdlog::warn("replica: executing again as a standby ({})", why);
+  spdlog::default_logger()->flush();
+  ::close_range(3, ~0U, 0);
+  ::execv("/proc/self/exe", argv);
+  std::fprintf(stderr, "unisched: cannot execute /proc/self/exe again (%s); exiting\n", std::strerror(errno));
+  std::_Exit(75);
 }
 
 }  // namespace
@@ -164,6 +183,7 @@ int RunServer(int argc, char** argv) {
 
   DaemonOptions options;
   options.http = http;
+  options.on_step_down = [argv](const std::string& why) { ReexecAsStandby(argv, why); };
   auto daemon = Daemon::Start(std::move(cfg), std::move(options));
   if (!daemon.ok()) {
     spdlog::critical("{}", daemon.error().message);

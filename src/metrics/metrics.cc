@@ -126,6 +126,21 @@ struct Metrics::Impl {
           .Name("unisched_http_connections_refused_total")
           .Help("Connections answered 503 at a cap, by limit: total or per_client.")
           .Register(*registry);
+  prometheus::Family<prometheus::Gauge>& replica_leader =
+      prometheus::BuildGauge()
+          .Name("unisched_replica_leader")
+          .Help("1 while this replica leads (holds the store's lease), 0 while it stands by (docs/replicas.md).")
+          .Register(*registry);
+  prometheus::Family<prometheus::Gauge>& leader_epoch =
+      prometheus::BuildGauge()
+          .Name("unisched_leader_epoch")
+          .Help("The lease's epoch as this replica last read it: raised by one at every change of leader.")
+          .Register(*registry);
+  prometheus::Family<prometheus::Counter>& takeovers =
+      prometheus::BuildCounter()
+          .Name("unisched_leader_takeovers_total")
+          .Help("Times this replica took the lease and started leading.")
+          .Register(*registry);
   prometheus::Family<prometheus::Histogram>& sandbox_create =
       prometheus::BuildHistogram()
           .Name("unisched_sandbox_create_seconds")
@@ -251,6 +266,18 @@ void Metrics::CountUnauthenticated(const std::string& reason) {
 
 void Metrics::CountConnectionRefused(const std::string& limit) {
   impl_->connections_refused.Add({{"limit", limit}}).Increment();
+}
+
+void Metrics::SetLeadership(bool leading, int64_t epoch) {
+  impl_->replica_leader.Add({}).Set(leading ? 1 : 0);
+  impl_->leader_epoch.Add({}).Set(static_cast<double>(epoch));
+  // The counter exists at 0 from the first report, so a takeover is an
+  // increase Prometheus sees (docs/prometheus/alerts.yml).
+  impl_->takeovers.Add({});
+}
+
+void Metrics::CountTakeover() {
+  impl_->takeovers.Add({}).Increment();
 }
 
 void Metrics::ObserveSandboxCreate(const std::string& start, double seconds) {

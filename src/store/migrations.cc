@@ -274,6 +274,22 @@ CREATE TABLE leader_lease (
 INSERT INTO leader_lease(name, epoch, holder, expires_at) VALUES('leader', 0, '', 0);
 )sql";
 
+// Version 12: the replicas' directory, the cluster-wide secrets, and the
+// database session the lease's holder renewed it from (lease.h:
+// AnnounceReplica, ClusterSecret; docs/replicas.md).
+constexpr std::string_view kMigration12 = R"sql(
+CREATE TABLE replicas (
+  name TEXT PRIMARY KEY,
+  url TEXT NOT NULL,
+  announced_at INTEGER NOT NULL
+);
+CREATE TABLE cluster_secrets (
+  name TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+ALTER TABLE leader_lease ADD COLUMN holder_session TEXT NOT NULL DEFAULT '';
+)sql";
+
 Status Rollback(sqlite3* db, Error error) {
   if (sqlite3_get_autocommit(db) == 0) sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
   return error;
@@ -291,9 +307,9 @@ Status Exec(sqlite3* db, const std::string& sql, const std::string& what) {
 }  // namespace
 
 const std::vector<std::string_view>& Migrations() {
-  static const std::vector<std::string_view> migrations = {kMigration1, kMigration2,  kMigration3, kMigration4,
-                                                           kMigration5, kMigration6,  kMigration7, kMigration8,
-                                                           kMigration9, kMigration10, kMigration11};
+  static const std::vector<std::string_view> migrations = {kMigration1, kMigration2,  kMigration3,  kMigration4,
+                                                           kMigration5, kMigration6,  kMigration7,  kMigration8,
+                                                           kMigration9, kMigration10, kMigration11, kMigration12};
   return migrations;
 }
 

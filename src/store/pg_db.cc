@@ -182,10 +182,27 @@ Result<std::unique_ptr<PgConnection>> PgConnection::Open(const std::string& conn
   // override earlier ones). A server that does not answer within 5 s is
   // tried no longer (the next host, or an error); keepalives notice a
   // machine that died without closing its connections in about 10 s.
-  std::vector<const char*> keys = {
-      "connect_timeout", "keepalives_idle", "keepalives_interval", "keepalives_count", "application_name",
-      "client_encoding", "dbname"};
-  std::vector<const char*> values = {"5", "5", "2", "3", "unisched", "UTF8", conninfo.c_str()};
+  // The server ends a session left idle inside a transaction for 5 s: the
+  // writer of a daemon replica paused mid-batch (SIGSTOP, a frozen VM)
+  // holds the lease's row, which a takeover must change (lease.h), so the
+  // takeover waits at most that long; and no statement waits longer than
+  // that for a lock. No transaction of the store is idle that long in use.
+  std::vector<const char*> keys = {"connect_timeout",
+                                   "keepalives_idle",
+                                   "keepalives_interval",
+                                   "keepalives_count",
+                                   "application_name",
+                                   "client_encoding",
+                                   "options",
+                                   "dbname"};
+  std::vector<const char*> values = {"5",
+                                     "5",
+                                     "2",
+                                     "3",
+                                     "unisched",
+                                     "UTF8",
+                                     "-c idle_in_transaction_session_timeout=5s -c lock_timeout=5s",
+                                     conninfo.c_str()};
   if (!password.empty()) {
     keys.push_back("password");
     values.push_back(password.c_str());

@@ -76,6 +76,17 @@ class PgConnection final : public Connection {
   Result<Statement> Prepare(const std::string& sql) override;
   bool InTransaction() const override;
   bool Lost() const override { return PQstatus(conn_) != CONNECTION_OK; }
+  // A backend's process id and start time (a pid alone can be reused), the
+  // time as seconds since the epoch so that no session's time zone or date
+  // style changes the text.
+  std::string ThisSessionSql() const override {
+    return "(SELECT " + std::string(kSessionName) + " FROM pg_stat_activity WHERE pid = pg_backend_pid())";
+  }
+  std::string SessionEndedSql(const std::string& column) const override {
+    return "(" + column + " <> '' AND NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE " + kSessionName + " = " +
+           column + "))";
+  }
+  static constexpr const char* kSessionName = "pid || '@' || extract(epoch FROM backend_start)";
   int64_t ChangedRows() const override { return changed_rows_; }
   Status BeginWrite() override;
   Status BeginRead() override;

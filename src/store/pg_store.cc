@@ -252,10 +252,23 @@ CREATE TABLE leader_lease (
 INSERT INTO leader_lease(name, epoch, holder, expires_at) VALUES('leader', 0, '', 0);
 )sql";
 
+constexpr std::string_view kPgMigration12 = R"sql(
+CREATE TABLE replicas (
+  name TEXT PRIMARY KEY,
+  url TEXT NOT NULL,
+  announced_at BIGINT NOT NULL
+);
+CREATE TABLE cluster_secrets (
+  name TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+ALTER TABLE leader_lease ADD COLUMN holder_session TEXT NOT NULL DEFAULT '';
+)sql";
+
 const std::vector<std::string_view>& PgMigrations() {
-  static const std::vector<std::string_view> migrations = {kPgMigration1, kPgMigration2,  kPgMigration3, kPgMigration4,
-                                                           kPgMigration5, kPgMigration6,  kPgMigration7, kPgMigration8,
-                                                           kPgMigration9, kPgMigration10, kPgMigration11};
+  static const std::vector<std::string_view> migrations = {
+      kPgMigration1, kPgMigration2, kPgMigration3, kPgMigration4,  kPgMigration5,  kPgMigration6,
+      kPgMigration7, kPgMigration8, kPgMigration9, kPgMigration10, kPgMigration11, kPgMigration12};
   return migrations;
 }
 

@@ -126,6 +126,16 @@ class Connection {
   // read from changing until the commit (SQLite's write transaction holds
   // the whole database already).
   virtual std::string LockReadRows() const { return ""; }
+  // Where the database is a server, SQL expressions for this connection's
+  // session (text that names it uniquely while the server runs) and for
+  // "the session named in `column` has ended": the leader lease records its
+  // holder's session, so a holder that died is replaced at once
+  // (sql_store.cc). SQLite has no sessions: '' and false.
+  virtual std::string ThisSessionSql() const { return "''"; }
+  virtual std::string SessionEndedSql(const std::string& column) const {
+    (void)column;
+    return "0 = 1";
+  }
 
   // Runs one cached statement that returns no rows.
   Status Run(const std::string& sql) {

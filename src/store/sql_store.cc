@@ -349,14 +349,21 @@ class SqlStore final : public Store {
     if (!c.ok()) return c.error();
     Connection& conn = **c;
     const std::string now = conn.NowMillis();
-    // Renewed by its holder (the same epoch), or taken when lapsed (the
-    // next epoch); one statement, so two replicas racing for a lapsed lease
-    // cannot both take it: the database serializes the updates of the row,
-    // and the second sees it no longer lapsed.
+    // Renewed by its holder (the same epoch), or taken (the next epoch)
+    // when it lapsed or when the database session its holder renewed it
+    // from has ended: a holder killed with -9, or whose machine died, is
+    // replaced at once instead of after the lease (PostgreSQL notices the
+    // closed socket at once, a vanished machine through TCP keepalive). A
+    // holder that is alive but paused keeps its session: the lease then
+    // lapses. One statement, so two replicas racing for it cannot both
+    // take it: the database serializes the updates of the row, and the
+    // second finds it held again.
     auto take = conn.Prepare(
         "UPDATE leader_lease SET epoch = CASE WHEN holder = ?1 THEN epoch ELSE epoch + 1 END, "
         "holder = ?1, expires_at = " +
-        now + " + ?2 WHERE name = 'leader' AND (holder = ?1 OR expires_at <= " + now + ")");
+        now + " + ?2, holder_session = " + conn.ThisSessionSql() +
+        " WHERE name = 'leader' AND (holder = ?1 OR expires_at <= " + now + " OR " +
+        conn.SessionEndedSql("holder_session") + ")");
     if (!take.ok()) return take.error();
     take->Bind(1, replica).Bind(2, static_cast<int64_t>(ttl.count()));
     if (Status s = take->Run(); !s) return s.error();
@@ -386,6 +393,49 @@ class SqlStore final : public Store {
   void FenceWrites(int64_t epoch, const std::string& replica, std::function<void()> on_fenced) override {
     std::lock_guard lock(fence_mu_);
     fence_ = Fence{epoch, replica, std::move(on_fenced), false};
+  }
+
+  Status AnnounceReplica(const std::string& replica, const std::string& url) override {
+    std::lock_guard lock(lease_mu_);
+    auto c = LeaseConnection();
+    if (!c.ok()) return c.error();
+    auto upsert = (*c)->Prepare("INSERT INTO replicas(name, url, announced_at) VALUES(?1, ?2, " + (*c)->NowMillis() +
+                                ") ON CONFLICT(name) DO UPDATE SET url = excluded.url, announced_at = "
+                                "excluded.announced_at");
+    if (!upsert.ok()) return upsert.error();
+    upsert->Bind(1, replica).Bind(2, url);
+    return upsert->Run();
+  }
+
+  Result<std::string> ReplicaUrl(const std::string& replica) override {
+    std::lock_guard lock(lease_mu_);
+    auto c = LeaseConnection();
+    if (!c.ok()) return c.error();
+    auto read = (*c)->Prepare("SELECT url FROM replicas WHERE name = ?");
+    if (!read.ok()) return read.error();
+    read->Bind(1, replica);
+    auto row = read->Step();
+    if (!row.ok()) return row.error();
+    return *row ? read->Text(0) : std::string();
+  }
+
+  Result<std::string> ClusterSecret(const std::string& name, const std::string& proposed) override {
+    std::lock_guard lock(lease_mu_);
+    auto c = LeaseConnection();
+    if (!c.ok()) return c.error();
+    // Two replicas proposing at once: the database keeps the first insert,
+    // and both read it back.
+    auto insert = (*c)->Prepare("INSERT INTO cluster_secrets(name, value) VALUES(?1, ?2) ON CONFLICT(name) DO NOTHING");
+    if (!insert.ok()) return insert.error();
+    insert->Bind(1, name).Bind(2, proposed);
+    if (Status s = insert->Run(); !s) return s.error();
+    auto read = (*c)->Prepare("SELECT value FROM cluster_secrets WHERE name = ?");
+    if (!read.ok()) return read.error();
+    read->Bind(1, name);
+    auto row = read->Step();
+    if (!row.ok()) return row.error();
+    if (!*row) return Error::Internal("store: cluster secret " + name + " vanished");
+    return read->Text(0);
   }
 
   void Close() override {

@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "testing/agent_process.h"
 #include "testing/daemon.h"
 #include "unisched/client/http_client.h"
 #include "unisched/containment/containment.h"
@@ -111,77 +112,6 @@ class WebhookListener {
   std::vector<json> bodies_;
 };
 
-// Removes the attempt cgroups (`<job>-<attempt>-<supervisor pid>`) of the
-// supervisors `killed`, with the executor's own sweep for a dead owner's
-// groups (Containment::Find, KillAllAndDestroy): nobody else will, the
-// machine being "dead" for good, and the test host should not keep them.
-// The names are listed from one hierarchy; Find opens every one.
-void RemoveAttemptGroupsOf(const std::vector<pid_t>& killed) {
-  const containment::Options options;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(options.cgroup_root + "/pids/" + options.parent, ec)) {
-    const std::string name = entry.path().filename();
-    const size_t dash = name.find_last_of('-');
-    if (dash == std::string::npos || name.rfind("pool-", 0) == 0) continue;
-    const std::string suffix = name.substr(dash + 1);
-    if (suffix.empty() || suffix.find_first_not_of("0123456789") != std::string::npos) continue;
-    if (std::find(killed.begin(), killed.end(), std::stoi(suffix)) == killed.end()) continue;
-    if (auto groups = containment::Containment::Find(name, options)) (void)groups->KillAllAndDestroy();
-  }
-}
-
-// SIGKILL to every process whose command line or working directory is
-// under `dir`: an agent's supervisors and its jobs, as when its machine dies.
-void KillEverythingUnder(const std::string& dir) {
-  std::vector<pid_t> killed;
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    const pid_t pid = std::stoi(name);
-    if (pid == ::getpid()) continue;
-    // Not an istreambuf_iterator: a process that exits meanwhile fails the
-    // read (ESRCH), which libstdc++ throws from there; this way it reads as
-    // empty.
-    std::ifstream cmdline(entry.path() / "cmdline");
-    std::ostringstream text;
-    text << cmdline.rdbuf();
-    const std::string args = text.str();
-    std::error_code ec;
-    const std::string cwd = fs::read_symlink(entry.path() / "cwd", ec).string();
-    if (args.find(dir) != std::string::npos || (!ec && cwd.rfind(dir, 0) == 0)) {
-      ::kill(pid, SIGKILL);
-      killed.push_back(pid);
-    }
-  }
-  RemoveAttemptGroupsOf(killed);
-}
-
-// Starts `unisched agent` for `node` with its state in `dir` (its output in
-// dir.log), declaring 2 cpus and 1024 MB; `extra` are more flags, `path` the
-// PATH it sees when not empty.
-pid_t SpawnAgent(const TestDaemon& daemon, const std::string& token_file, const std::string& node,
-                 const std::string& pool, const std::string& dir, const std::vector<std::string>& extra = {},
-                 const std::string& path = {}) {
-  std::vector<std::string> args = {UNISCHED_BINARY, "agent", "--server",    daemon.url(), "--token-file", token_file,
-                                   "--node",        node,    "--pool",      pool,         "--state-dir",  dir,
-                                   "--cpus",        "2",     "--memory-mb", "1024"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const std::string log = dir + ".log";
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    if (!path.empty()) ::setenv("PATH", path.c_str(), 1);
-    ::execv(UNISCHED_BINARY, argv.data());
-    ::_exit(127);
-  }
-  return pid;
-}
-
 constexpr const char* kNode1 = "x86-c2m2-hpc-01";
 constexpr const char* kNode2 = "x86-c2m2-hpc-02";
 // Agents heartbeat every second. The timeout leaves room for a slow host
@@ -244,7 +174,7 @@ projects:
   }
   std::string AgentDir(const std::string& node) const { return daemon_.state_dir() + "/agent-" + node; }
   void StartAgent(const std::string& node) {
-    agents_[node] = SpawnAgent(daemon_, token_file_, node, "cpu", AgentDir(node));
+    agents_[node] = SpawnAgent(daemon_.url(), token_file_, node, "cpu", AgentDir(node));
   }
   void KillMachine(const std::string& node) {
     ::kill(agents_[node], SIGKILL);
@@ -567,7 +497,7 @@ projects:
   std::ofstream(token_file) << token.json["token"].get<std::string>();
   std::vector<pid_t> agents;
   for (const std::string node : {"x86-c2m2g2-train-01", "x86-c2m2g4-train-02"}) {
-    agents.push_back(SpawnAgent(daemon, token_file, node, "gpu", daemon.state_dir() + "/agent-" + node,
+    agents.push_back(SpawnAgent(daemon.url(), token_file, node, "gpu", daemon.state_dir() + "/agent-" + node,
                                 {"--labels", "rack=r7,interconnect=forged"}, bin + ":/usr/bin:/bin"));
   }
   json one, two;
@@ -678,7 +608,7 @@ projects:
 
   std::map<std::string, pid_t> agents;
   auto start_agent = [&](const std::string& node, const std::string& cert) {
-    agents[node] = SpawnAgent(daemon, token_file, node, "cpu", daemon.state_dir() + "/agent-" + node,
+    agents[node] = SpawnAgent(daemon.url(), token_file, node, "cpu", daemon.state_dir() + "/agent-" + node,
                               {"--ca-file", pki + "/trusted.pem", "--client-cert", pki + "/" + cert + ".pem",
                                "--client-key", pki + "/" + cert + ".key"});
   };

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -105,26 +106,27 @@ TEST_F(PostgresStoreTest, ThePasswordComesFromAFileOrTheEnvironmentAndAWrongOneS
   }
 }
 
-// PostgreSQL stopped for a while (a cluster of this test's own: the shared
-// one serves other tests): the daemon answers 503 meanwhile, keeps running,
-// and connects again by itself; every 201 is in the database afterwards,
-// and jobs that ended during the outage are stored as ended after it.
+// PostgreSQL stopped for 30 s (a cluster of this test's own: the shared one
+// serves other tests) under a stream of submissions: the daemon answers 503
+// with a clear error meanwhile, keeps running, and connects again by
+// itself; every 201 is in the database afterwards, and jobs that ended
+// during the outage are stored as ended after it.
 TEST(PostgresOutageTest, SubmissionsGet503WhileTheServerIsDownAndEverythingResumesByItself) {
+  constexpr auto kOutage = std::chrono::seconds(30);
   char tmpl[] = "/tmp/unisched-pg-outage-XXXXXX";
   ASSERT_NE(::mkdtemp(tmpl), nullptr);
   PgCluster cluster(tmpl);
   TestDaemon d;
   d.UseConfigText(PostgresConfig(cluster.Conninfo()));
   d.Start();
+  const json job = {{"workload", {{"kind", "agent"}}}, {"command", {"true"}}};
 
-  SubmissionStream before(d.port(), d.admin_token(), {{"workload", {{"kind", "agent"}}}, {"command", {"true"}}});
-  ASSERT_GE(before.WaitForAcknowledged(10), 10u);
-  std::vector<std::string> acknowledged = before.Stop();
-  for (const auto& id : acknowledged) ASSERT_EQ(d.WaitTerminal(id)["state"], "COMPLETED") << id;
+  SubmissionStream stream(d.port(), d.admin_token(), job);
+  ASSERT_GE(stream.WaitForAcknowledged(10), 10u);
   // Jobs that run into the outage and end during it.
   std::vector<std::string> across;
   for (int i = 0; i < 3; ++i) {
-    across.push_back(d.Submit({{"workload", {{"kind", "agent"}}}, {"command", {"/bin/sh", "-c", "sleep 1"}}}));
+    across.push_back(d.Submit({{"workload", {{"kind", "agent"}}}, {"command", {"/bin/sh", "-c", "sleep 2"}}}));
   }
   const auto running_by = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   for (const auto& id : across) {
@@ -135,25 +137,64 @@ TEST(PostgresOutageTest, SubmissionsGet503WhileTheServerIsDownAndEverythingResum
   }
 
   cluster.Stop();
-  Reply refused = d.Call("POST", "/v1/jobs", json{{"workload", {{"kind", "agent"}}}, {"command", {"true"}}});
+  const size_t before_outage = stream.WaitForAcknowledged(0);
+  Reply refused = d.Call("POST", "/v1/jobs", job.dump(), {{"Idempotency-Key", "during-the-outage"}});
   EXPECT_EQ(refused.status, 503) << refused.body;
+  EXPECT_NE(refused.body.find("Idempotency-Key"), std::string::npos) << "says a retry is safe: " << refused.body;
   EXPECT_EQ(d.Call("GET", "/healthz").status, 200) << "the daemon itself is alive";
-  std::this_thread::sleep_for(std::chrono::seconds(3));
+  std::this_thread::sleep_for(kOutage);
+  EXPECT_LE(stream.WaitForAcknowledged(0), before_outage + 1) << "no 201 while the database is down";
   cluster.Start();
 
-  // Resumes by itself: the next writes and reads connect again.
-  const auto resumed_by = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  Reply accepted;
-  do {
-    accepted = d.Call("POST", "/v1/jobs", json{{"workload", {{"kind", "agent"}}}, {"command", {"true"}}});
-    if (accepted.status == 201) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  } while (std::chrono::steady_clock::now() < resumed_by);
-  ASSERT_EQ(accepted.status, 201) << accepted.body;
-  EXPECT_EQ(d.WaitTerminal(accepted.json["id"].get<std::string>())["state"], "COMPLETED");
+  // Resumes by itself: the stream's submissions are accepted again, and the
+  // refused one, retried with its key, is accepted once.
+  ASSERT_GE(stream.WaitForAcknowledged(before_outage + 20, std::chrono::seconds(120)), before_outage + 20);
+  const std::vector<std::string> acknowledged = stream.Stop();
+  Reply retried = d.Call("POST", "/v1/jobs", job.dump(), {{"Idempotency-Key", "during-the-outage"}});
+  ASSERT_EQ(retried.status, 201) << retried.body;
+  EXPECT_EQ(d.WaitTerminal(retried.json["id"].get<std::string>())["state"], "COMPLETED");
   for (const auto& id : across) EXPECT_EQ(d.WaitTerminal(id)["state"], "COMPLETED") << "ended during the outage";
-  for (const auto& id : acknowledged) EXPECT_EQ(d.Call("GET", "/v1/jobs/" + id).status, 200) << id;
+  for (const auto& id : acknowledged) {
+    const json done = d.WaitTerminal(id);
+    EXPECT_EQ(done["state"], "COMPLETED") << done.dump();
+  }
   d.Stop();
+}
+
+// PostgreSQL itself replicated: a primary and a streaming-replication
+// standby (synchronous commit), both throw-away clusters. The primary
+// stops, the standby is promoted, and the daemon follows through its
+// multi-host connection string (target_session_attrs=read-write); no
+// acknowledged job is lost.
+TEST(PostgresFailoverTest, ThePromotedStandbyIsFollowedAndNoAcknowledgedJobIsLost) {
+  char tmpl[] = "/tmp/unisched-pg-failover-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  ::chmod(tmpl, 0755);  // the servers run as nobody
+  const std::string base = tmpl;
+  {
+    PgCluster primary(base + "/primary");
+    auto standby = PgCluster::StandbyOf(primary, base + "/standby");
+    const std::string conninfo = "host=" + primary.dir() + "," + standby->dir() +
+                                 " port=5432,5432 user=unisched dbname=postgres target_session_attrs=read-write";
+    TestDaemon d;
+    d.UseConfigText(PostgresConfig(conninfo));
+    d.Start();
+    SubmissionStream stream(d.port(), d.admin_token(), {{"workload", {{"kind", "agent"}}}, {"command", {"true"}}});
+    ASSERT_GE(stream.WaitForAcknowledged(20), 20u);
+    primary.Stop();
+    standby->Promote();
+    const size_t before = stream.WaitForAcknowledged(0);
+    ASSERT_GE(stream.WaitForAcknowledged(before + 20, std::chrono::seconds(120)), before + 20)
+        << "no submission accepted after the promotion";
+    const std::vector<std::string> acknowledged = stream.Stop();
+    for (const auto& id : acknowledged) {
+      ASSERT_EQ(d.Call("GET", "/v1/jobs/" + id).status, 200) << "acknowledged job " << id << " lost in the failover";
+    }
+    for (const auto& id : acknowledged) EXPECT_EQ(d.WaitTerminal(id)["state"], "COMPLETED") << id;
+    d.Stop();
+  }
+  std::error_code ignored;
+  std::filesystem::remove_all(base, ignored);
 }
 
 TEST(PostgresConfigTest, APasswordInTheConfigOrAMissingConnectionStringIsRefused) {

@@ -3,6 +3,12 @@
 #
 #   tests/pg/cluster.sh start DIR [PORT]   initdb DIR/data if it is new, start it
 #   tests/pg/cluster.sh stop DIR           fast shutdown by the postmaster's PID
+#   tests/pg/cluster.sh standby DIR PORT PRIMARY_DIR PRIMARY_PORT
+#                                          a streaming-replication standby of the
+#                                          cluster in PRIMARY_DIR (pg_basebackup -R),
+#                                          started; the primary then commits
+#                                          synchronously to it
+#   tests/pg/cluster.sh promote DIR        the standby becomes a primary
 #
 # The server listens only on a Unix socket in DIR (no TCP port is taken),
 # trusts local connections for the role `unisched` (the role unisched_pw
@@ -13,8 +19,8 @@
 # the machine, and a crashed server recovers from its WAL without it.
 # Debian's default cluster is never created or started (scripts/install-deps.sh).
 set -euo pipefail
-cmd=${1:?usage: $0 start|stop DIR [PORT]}
-dir=${2:?usage: $0 start|stop DIR [PORT]}
+cmd=${1:?usage: $0 start|stop|standby|promote DIR [PORT]}
+dir=${2:?usage: $0 start|stop|standby|promote DIR [PORT]}
 port=${3:-5432}
 
 bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
@@ -28,7 +34,39 @@ unprivileged() {
   fi
 }
 
+start_server() {
+  unprivileged "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+    -o "-k $dir -p $port -c listen_addresses='' -c fsync=${PG_FSYNC:-off} -c max_connections=300" start >/dev/null ||
+    { cat "$dir/server.log" >&2; exit 1; }
+}
+
 case "$cmd" in
+  standby)
+    primary_dir=${4:?usage: $0 standby DIR PORT PRIMARY_DIR PRIMARY_PORT}
+    primary_port=${5:?usage: $0 standby DIR PORT PRIMARY_DIR PRIMARY_PORT}
+    mkdir -p "$dir"
+    chmod 0755 "$dir"
+    [ "$(id -u)" -ne 0 ] || chown nobody:nogroup "$dir"
+    # -R writes primary_conninfo and standby.signal; the application name is
+    # what synchronous_standby_names matches.
+    unprivileged "$bindir/pg_basebackup" -D "$dir/data" -R -X stream -h "$primary_dir" -p "$primary_port" -U unisched \
+      -d "application_name=standby" >"$dir/basebackup.log" 2>&1 || { cat "$dir/basebackup.log" >&2; exit 1; }
+    start_server
+    psql -h "$primary_dir" -p "$primary_port" -U unisched -d postgres -qAt \
+      -c "ALTER SYSTEM SET synchronous_standby_names = 'standby'" -c "SELECT pg_reload_conf()" >/dev/null
+    # Until the standby streams, a synchronous commit would wait.
+    for _ in $(seq 600); do
+      state=$(psql -h "$primary_dir" -p "$primary_port" -U unisched -d postgres -qAt \
+        -c "SELECT sync_state FROM pg_stat_replication WHERE application_name = 'standby'")
+      [ "$state" = sync ] && exit 0
+      sleep 0.1
+    done
+    echo "cluster.sh: the standby in $dir never became synchronous" >&2
+    exit 1
+    ;;
+  promote)
+    unprivileged "$bindir/pg_ctl" -D "$dir/data" -w -t 60 promote >/dev/null
+    ;;
   start)
     mkdir -p "$dir"
     chmod 0755 "$dir"
@@ -47,9 +85,7 @@ case "$cmd" in
     fi
     # Already running (a run that was interrupted before its stop): keep it.
     if unprivileged "$bindir/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then exit 0; fi
-    unprivileged "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-      -o "-k $dir -p $port -c listen_addresses='' -c fsync=${PG_FSYNC:-off} -c max_connections=300" start >/dev/null ||
-      { cat "$dir/server.log" >&2; exit 1; }
+    start_server
     ;;
   stop)
     pidfile="$dir/data/postmaster.pid"
@@ -63,7 +99,7 @@ case "$cmd" in
     kill -KILL "$pid" 2>/dev/null || true
     ;;
   *)
-    echo "usage: $0 start|stop DIR [PORT]" >&2
+    echo "usage: $0 start|stop|standby|promote DIR [PORT]" >&2
     exit 2
     ;;
 esac

@@ -1,10 +1,13 @@
 #include "testing/daemon.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -71,7 +74,16 @@ TestDaemon::~TestDaemon() {
 }
 
 void TestDaemon::Start() {
+  StartProcess("/readyz");
+}
+
+void TestDaemon::StartStandby() {
+  StartProcess("/healthz");
+}
+
+void TestDaemon::StartProcess(const std::string& wait_for) {
   std::error_code ec;
+  const std::string listen = "127.0.0.1:" + std::to_string(fixed_port_);
   fs::remove(state_dir_ + "/endpoint", ec);
   const std::string log = state_dir_ + "/daemon.log";
   pid_ = ::fork();
@@ -84,7 +96,7 @@ void TestDaemon::Start() {
       const rlimit limit{open_file_limit_, open_file_limit_};
       ::setrlimit(RLIMIT_NOFILE, &limit);
     }
-    ::execl(UNISCHED_BINARY, UNISCHED_BINARY, "server", "--config", config_path_.c_str(), "--listen", "127.0.0.1:0",
+    ::execl(UNISCHED_BINARY, UNISCHED_BINARY, "server", "--config", config_path_.c_str(), "--listen", listen.c_str(),
             "--state-dir", state_dir_.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
@@ -104,10 +116,22 @@ void TestDaemon::Start() {
   admin_token_ = env_token != env_.end() ? env_token->second : Trim(ReadFile(state_dir_ + "/admin.token"));
   client_ = std::make_unique<client::HttpClient>("127.0.0.1", port_,
                                                  client::TlsOptions{url_.rfind("https://", 0) == 0, ca_file_, "", ""});
-  while (Call("GET", "/readyz").status != 200) {
-    if (std::chrono::steady_clock::now() > deadline) FAIL() << "daemon never became ready";
+  while (Call("GET", wait_for).status != 200) {
+    if (std::chrono::steady_clock::now() > deadline) FAIL() << "daemon never answered " << wait_for << " with 200";
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+}
+
+uint16_t FreeLoopbackPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
 }
 
 void TestDaemon::Stop() {

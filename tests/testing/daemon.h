@@ -39,8 +39,14 @@ class TestDaemon {
   void SetOpenFileLimit(uint64_t limit) { open_file_limit_ = limit; }
   // The CA that signed an https:// daemon's certificate (before Start).
   void SetCaFile(std::string file) { ca_file_ = std::move(file); }
+  // Listens on this loopback port instead of a free one (before Start): a
+  // replica that executes itself again comes back on it.
+  void SetPort(uint16_t port) { fixed_port_ = port; }
   // Starts the daemon and waits until /readyz answers 200. Keeps the state dir.
   void Start();
+  // Starts it and waits only for /healthz: a replica that stands by never
+  // becomes ready (docs/replicas.md).
+  void StartStandby();
   // SIGTERM and wait.
   void Stop();
   // SIGKILL, no clean-up: the crash case.
@@ -85,11 +91,16 @@ class TestDaemon {
   uint16_t port_ = 0;
   pid_t pid_ = -1;
   uint64_t open_file_limit_ = 0;  // 0: inherited
+  uint16_t fixed_port_ = 0;       // 0: a free one
+  void StartProcess(const std::string& wait_for);
   std::string ca_file_;
   std::unique_ptr<client::HttpClient> client_;
 };
 
 bool IsTerminalState(const std::string& state);
+
+// A loopback TCP port nobody listens on at this moment.
+uint16_t FreeLoopbackPort();
 
 // A fixture whose tests share one daemon (started once per test suite; ctest
 // runs each test in its own process, so usually one daemon per test).

@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <deque>
 #include <future>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -69,6 +70,9 @@ struct MemoryStore::Data {
   int64_t lease_epoch = 0;
   std::string lease_holder;
   std::chrono::steady_clock::time_point lease_expires{};
+  // The replicas' directory and the cluster secrets, under `mu`.
+  std::map<std::string, std::string> replica_urls;
+  std::map<std::string, std::string> cluster_secrets;
 };
 
 struct MemoryStore::Queue {
@@ -354,6 +358,23 @@ void MemoryStore::FenceWrites(int64_t epoch, const std::string& replica, std::fu
   std::lock_guard lock(queue_->mu);
   queue_->fence = std::pair{epoch, replica};
   queue_->on_fenced = std::move(on_fenced);
+}
+
+Status MemoryStore::AnnounceReplica(const std::string& replica, const std::string& url) {
+  std::lock_guard lock(data_->mu);
+  data_->replica_urls[replica] = url;
+  return Status::Ok();
+}
+
+Result<std::string> MemoryStore::ReplicaUrl(const std::string& replica) {
+  std::lock_guard lock(data_->mu);
+  auto it = data_->replica_urls.find(replica);
+  return it == data_->replica_urls.end() ? std::string() : it->second;
+}
+
+Result<std::string> MemoryStore::ClusterSecret(const std::string& name, const std::string& proposed) {
+  std::lock_guard lock(data_->mu);
+  return data_->cluster_secrets.emplace(name, proposed).first->second;
 }
 
 void MemoryStore::WriterLoop() {

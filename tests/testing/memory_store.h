@@ -35,6 +35,9 @@ class MemoryStore final : public store::Store {
   Result<store::LeaseState> AcquireOrRenewLease(const std::string& replica, std::chrono::milliseconds ttl) override;
   Status ReleaseLease(const std::string& replica) override;
   void FenceWrites(int64_t epoch, const std::string& replica, std::function<void()> on_fenced) override;
+  Status AnnounceReplica(const std::string& replica, const std::string& url) override;
+  Result<std::string> ReplicaUrl(const std::string& replica) override;
+  Result<std::string> ClusterSecret(const std::string& name, const std::string& proposed) override;
   int SchemaVersion() const override { return 1; }
   void Close() override;
 

@@ -70,6 +70,20 @@ void PgCluster::Stop() {
   running_ = false;
 }
 
+PgCluster::PgCluster(StandbyTag, const PgCluster& primary, std::string dir, int port)
+    : dir_(std::move(dir)), port_(port) {
+  RunScript("standby " + dir_ + " " + std::to_string(port_) + " " + primary.dir_ + " " + std::to_string(primary.port_));
+  running_ = true;
+}
+
+std::unique_ptr<PgCluster> PgCluster::StandbyOf(const PgCluster& primary, std::string dir, int port) {
+  return std::unique_ptr<PgCluster>(new PgCluster(StandbyTag{}, primary, std::move(dir), port));
+}
+
+void PgCluster::Promote() {
+  RunScript("promote " + dir_);
+}
+
 std::string PgCluster::Conninfo(const std::string& database) const {
   return "host=" + dir_ + " port=" + std::to_string(port_) + " user=unisched dbname=" + database;
 }

@@ -7,6 +7,7 @@
 // UNISCHED_TEST_PG_DIR; a test binary run by hand starts its own, stopped
 // when the process exits.
 
+#include <memory>
 #include <string>
 
 namespace unisched::testing {
@@ -25,8 +26,17 @@ class PgCluster {
   void Stop();
   void Start();
   const std::string& dir() const { return dir_; }
+  int port() const { return port_; }
+
+  // A streaming-replication standby of `primary` in `dir`, started; the
+  // primary then commits synchronously to it (tests/pg/cluster.sh standby).
+  static std::unique_ptr<PgCluster> StandbyOf(const PgCluster& primary, std::string dir, int port = 5432);
+  // The standby becomes a primary (pg_ctl promote).
+  void Promote();
 
  private:
+  struct StandbyTag {};
+  PgCluster(StandbyTag, const PgCluster& primary, std::string dir, int port);
   std::string dir_;
   int port_;
   bool running_ = false;

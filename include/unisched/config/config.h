@@ -42,6 +42,16 @@ struct ServerSettings {
     // verified by client_ca_file: an agent needs both.
     bool agents_need_client_cert = false;
   } tls;
+  // Daemon replicas sharing one PostgreSQL database (docs/replicas.md): on
+  // when the config has a server.replica section. One replica leads through
+  // the store's lease; the others stand by and forward API calls to it.
+  struct Replica {
+    bool enabled = false;
+    std::string name;           // unique per replica; default: the host name
+    std::string advertise_url;  // how the other replicas reach this one; default: the listen address
+    int lease_seconds = 10;     // a leader that cannot renew for this long is replaced; renewed every third
+    std::string ca_file;        // verifies an https:// leader when forwarding (default: the system's CAs)
+  } replica;
 };
 
 // The PostgreSQL store (docs/store.md#postgresql). The password never sits

@@ -60,6 +60,11 @@ class Metrics {
   // unisched_http_connections_refused_total{limit}: connections answered 503
   // at a cap, limit total|per_client (counter).
   void CountConnectionRefused(const std::string& limit);
+  // unisched_replica_leader (gauge, 1 while this replica leads) and
+  // unisched_leader_epoch (gauge, the lease's epoch as last read); replicas only.
+  void SetLeadership(bool leading, int64_t epoch);
+  // unisched_leader_takeovers_total: times this replica took the lease (counter).
+  void CountTakeover();
   // unisched_store_commit_seconds (histogram) and unisched_store_batch_size (histogram).
   void ObserveCommit(double seconds, double batch_size);
 

@@ -46,6 +46,17 @@ class LeaderLease {
   // that finds the lease changed fails with kUnavailable, code not_leader,
   // and `on_fenced` is called (once, on the writer thread).
   virtual void FenceWrites(int64_t epoch, const std::string& replica, std::function<void()> on_fenced) = 0;
+
+  // The replicas' directory: where `replica` is reached (its advertise
+  // URL), so a standby can forward calls to the lease's holder. Like the
+  // lease, neither goes through the write queue.
+  virtual Status AnnounceReplica(const std::string& replica, const std::string& url) = 0;
+  // The URL `replica` announced; "" if it never did.
+  virtual Result<std::string> ReplicaUrl(const std::string& replica) = 0;
+  // A cluster-wide secret by name (the bootstrap admin token, the replicas'
+  // forwarding secret): the stored value, or `proposed` stored now when
+  // there is none, so every replica gets the first one's.
+  virtual Result<std::string> ClusterSecret(const std::string& name, const std::string& proposed) = 0;
 };
 
 }  // namespace unisched::store

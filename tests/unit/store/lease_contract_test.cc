@@ -89,6 +89,14 @@ TEST_P(LeaseTest, ALeaderStaysFencedInUntilDeposedThenWritesNothing) {
 TEST_P(LeaseTest, TheLeaseOutlivesARestart) {
   ASSERT_TRUE(Take(*store_, "replica-a").ours);
   Reopen();
+  if (GetParam() == "postgresql") {
+    // Kept, but the session its holder renewed it from ended with the
+    // restart: the next try of any replica takes it (the next test).
+    LeaseState b = Take(*store_, "replica-b");
+    EXPECT_TRUE(b.ours);
+    EXPECT_EQ(b.epoch, 2) << "the epoch outlived the restart";
+    return;
+  }
   LeaseState b = Take(*store_, "replica-b");
   EXPECT_FALSE(b.ours);
   EXPECT_EQ(b.holder, "replica-a");
@@ -120,9 +128,51 @@ TEST_P(LeaseTest, TwoReplicasOnOneDatabaseNeverBothWrite) {
   EXPECT_EQ(lease_b.epoch, lease_a.epoch + 1);
   b.FenceWrites(lease_b.epoch, "replica-b", [] {});
   EXPECT_EQ(InsertJob(a, "a-deposed").error().code, "not_leader");
+  EXPECT_FALSE(Take(a, "replica-a").ours) << "the deposed replica, its session alive, cannot take the lease back";
   ASSERT_TRUE(InsertJob(b, "b-leading").ok());
+  EXPECT_TRUE(Take(b, "replica-b").ours);
   EXPECT_EQ(b.ListJobs(testing::Filter().Limit(0)).total, 2);
   b.Close();
+}
+
+// A leader killed with -9 loses its database session at once; on
+// PostgreSQL the lease then goes to the next replica without waiting for it
+// to lapse (the holder's session is recorded with the lease, sql_store.cc).
+TEST_P(LeaseTest, OnPostgresALeaseWhoseHoldersSessionEndedIsTakenAtOnce) {
+  if (GetParam() != "postgresql") GTEST_SKIP() << "SQLite has no sessions; the memory store, no database";
+  StoreOptions options = testing::Options(dir_.File("unisched.db"));
+  options.backend = StoreBackend::kPostgresql;
+  options.conninfo = conninfo_;
+  auto holder = Store::Open(options);
+  ASSERT_TRUE(holder.ok()) << holder.error().message;
+  ASSERT_TRUE(Take(**holder, "replica-a").ours);
+  EXPECT_FALSE(Take(*store_, "replica-b").ours) << "its holder's session is alive and the lease has not lapsed";
+  EXPECT_TRUE(Take(**holder, "replica-a").ours) << "a standby's try takes nothing from a live holder";
+  EXPECT_FALSE(Take(*store_, "replica-b").ours);
+  (*holder)->Close();
+  holder->reset();
+  LeaseState b = Take(*store_, "replica-b");
+  EXPECT_TRUE(b.ours) << "taken although the 60 s lease has not lapsed";
+  EXPECT_EQ(b.epoch, 2);
+}
+
+TEST_P(LeaseTest, ReplicasAnnounceWhereTheyAreReachedAndTheLatestUrlWins) {
+  EXPECT_EQ(*store_->ReplicaUrl("replica-a"), "") << "never announced";
+  ASSERT_TRUE(store_->AnnounceReplica("replica-a", "http://10.0.0.1:8642").ok());
+  ASSERT_TRUE(store_->AnnounceReplica("replica-b", "http://10.0.0.2:8642").ok());
+  ASSERT_TRUE(store_->AnnounceReplica("replica-a", "https://10.0.0.9:8642").ok());
+  EXPECT_EQ(*store_->ReplicaUrl("replica-a"), "https://10.0.0.9:8642");
+  EXPECT_EQ(*store_->ReplicaUrl("replica-b"), "http://10.0.0.2:8642");
+  Reopen();
+  EXPECT_EQ(*store_->ReplicaUrl("replica-a"), "https://10.0.0.9:8642") << "kept in the store";
+}
+
+TEST_P(LeaseTest, TheFirstProposedClusterSecretIsEveryonesAndOutlivesARestart) {
+  EXPECT_EQ(*store_->ClusterSecret("admin_token", "first"), "first");
+  EXPECT_EQ(*store_->ClusterSecret("admin_token", "second"), "first") << "a later proposal does not replace it";
+  EXPECT_EQ(*store_->ClusterSecret("other", "x"), "x");
+  Reopen();
+  EXPECT_EQ(*store_->ClusterSecret("admin_token", "third"), "first");
 }
 
 }  // namespace

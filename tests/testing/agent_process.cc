@@ -1,0 +1,89 @@
+// Test processes of `unisched agent` (agent_process.h).
+
+#include "testing/agent_process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "unisched/containment/containment.h"
+
+namespace unisched::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Removes the attempt cgroups (`<job>-<attempt>-<supervisor pid>`) of the
+// supervisors `killed`, with the executor's own sweep for a dead owner's
+// groups (Containment::Find, KillAllAndDestroy): nobody else will, the
+// machine being "dead" for good, and the test host should not keep them.
+// The names are listed from one hierarchy; Find opens every one.
+void RemoveAttemptGroupsOf(const std::vector<pid_t>& killed) {
+  const containment::Options options;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(options.cgroup_root + "/pids/" + options.parent, ec)) {
+    const std::string name = entry.path().filename();
+    const size_t dash = name.find_last_of('-');
+    if (dash == std::string::npos || name.rfind("pool-", 0) == 0) continue;
+    const std::string suffix = name.substr(dash + 1);
+    if (suffix.empty() || suffix.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (std::find(killed.begin(), killed.end(), std::stoi(suffix)) == killed.end()) continue;
+    if (auto groups = containment::Containment::Find(name, options)) (void)groups->KillAllAndDestroy();
+  }
+}
+
+}  // namespace
+
+void KillEverythingUnder(const std::string& dir) {
+  std::vector<pid_t> killed;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = std::stoi(name);
+    if (pid == ::getpid()) continue;
+    // Not an istreambuf_iterator: a process that exits meanwhile fails the
+    // read (ESRCH), which libstdc++ throws from there; this way it reads as
+    // empty.
+    std::ifstream cmdline(entry.path() / "cmdline");
+    std::ostringstream text;
+    text << cmdline.rdbuf();
+    const std::string args = text.str();
+    std::error_code ec;
+    const std::string cwd = fs::read_symlink(entry.path() / "cwd", ec).string();
+    if (args.find(dir) != std::string::npos || (!ec && cwd.rfind(dir, 0) == 0)) {
+      ::kill(pid, SIGKILL);
+      killed.push_back(pid);
+    }
+  }
+  RemoveAttemptGroupsOf(killed);
+}
+
+pid_t SpawnAgent(const std::string& server, const std::string& token_file, const std::string& node,
+                 const std::string& pool, const std::string& dir, const std::vector<std::string>& extra,
+                 const std::string& path) {
+  std::vector<std::string> args = {UNISCHED_BINARY, "agent", "--server",    server, "--token-file", token_file,
+                                   "--node",        node,    "--pool",      pool,   "--state-dir",  dir,
+                                   "--cpus",        "2",     "--memory-mb", "1024"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const std::string log = dir + ".log";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    if (!path.empty()) ::setenv("PATH", path.c_str(), 1);
+    ::execv(UNISCHED_BINARY, argv.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+}  // namespace unisched::testing

@@ -1,0 +1,26 @@
+#pragma once
+// `unisched agent` processes for integration tests: started as children
+// against a daemon's URL (or several replicas' URLs), and killed with
+// everything they started, as when their machine dies.
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace unisched::testing {
+
+// Starts `unisched agent` for `node` with its state in `dir` (its output in
+// dir.log), declaring 2 cpus and 1024 MB. `server` is the --server value (a
+// URL, or several separated by commas); `extra` are more flags, `path` the
+// PATH it sees when not empty.
+pid_t SpawnAgent(const std::string& server, const std::string& token_file, const std::string& node,
+                 const std::string& pool, const std::string& dir, const std::vector<std::string>& extra = {},
+                 const std::string& path = {});
+
+// SIGKILL to every process whose command line or working directory is
+// under `dir` (an agent's supervisors and its jobs), and removal of the
+// attempt cgroups of the supervisors killed.
+void KillEverythingUnder(const std::string& dir);
+
+}  // namespace unisched::testing
