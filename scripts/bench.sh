@@ -165,8 +165,8 @@ if section stores; then
 # this same machine (a throw-away cluster, tests/pg/cluster.sh, with fsync
 # and synchronous_commit on: a 201 is on disk either way). Each run gets a
 # fresh state directory and, on PostgreSQL, a fresh database.
-# BASELINE_BUILD=<the build directory of another revision> adds its SQLite
-# figures first: a before/after of a change in the same run.
+# BASELINE_BUILD=<the build directory of another revision> adds its figures
+# (both stores) first: a before/after of a change in the same run.
 PG_DIR=$WORK/pg
 if PG_FSYNC=on "$ROOT/tests/pg/cluster.sh" start "$PG_DIR" >/dev/null; then
   SAVED_CONFIG=$CONFIG
@@ -176,29 +176,35 @@ if PG_FSYNC=on "$ROOT/tests/pg/cluster.sh" start "$PG_DIR" >/dev/null; then
       run_mode "$1-admission" submit --connections "$SUBMIT_CONNECTIONS" --duration "$SUBMIT_SECONDS" || status=1
     run_mode "$1-e2e" e2e --jobs "$E2E_JOBS" --connections "$E2E_CONNECTIONS" || status=1
   }
+  pg_runs() {  # LABEL: the same on PostgreSQL, each run on a fresh database
+    local run
+    for run in admission e2e; do
+      psql -h "$PG_DIR" -U unisched -d postgres -qAtc "CREATE DATABASE ${1//-/_}_$run" >/dev/null
+      CONFIG=$WORK/$1-$run.yaml
+      sed "s|^store:\$|store:\n  backend: postgresql\n  postgresql:\n    conninfo: \"host=$PG_DIR user=unisched dbname=${1//-/_}_$run\"|" \
+        "$SAVED_CONFIG" >"$CONFIG"
+      if [[ $run == admission ]]; then
+        DRAIN="x86-c256m512-elastic-01 x86-c256m512-elastic-02" \
+          run_mode "$1-admission" submit --connections "$SUBMIT_CONNECTIONS" --duration "$SUBMIT_SECONDS" || status=1
+      else
+        run_mode "$1-e2e" e2e --jobs "$E2E_JOBS" --connections "$E2E_CONNECTIONS" || status=1
+      fi
+    done
+    CONFIG=$SAVED_CONFIG
+  }
+  PG_VERSION=$(psql -h "$PG_DIR" -U unisched -d postgres -qAtc 'SHOW server_version')
   if [[ -n ${BASELINE_BUILD:-} ]]; then
     BUILD=$(cd "$BASELINE_BUILD" && pwd)
     echo "== stores: SQLite, baseline build $BUILD"
     store_runs sqlite-baseline
+    echo "== stores: PostgreSQL $PG_VERSION, fsync on, baseline build $BUILD"
+    pg_runs postgresql-baseline
     BUILD=$SAVED_BUILD
   fi
   echo "== stores: SQLite"
   store_runs sqlite
-  for run in admission e2e; do
-    psql -h "$PG_DIR" -U unisched -d postgres -qAtc "CREATE DATABASE bench_$run" >/dev/null
-  done
-  echo "== stores: PostgreSQL $(psql -h "$PG_DIR" -U unisched -d postgres -qAtc 'SHOW server_version'), fsync on"
-  for run in admission e2e; do
-    CONFIG=$WORK/postgresql-$run.yaml
-    sed "s|^store:\$|store:\n  backend: postgresql\n  postgresql:\n    conninfo: \"host=$PG_DIR user=unisched dbname=bench_$run\"|" \
-      "$SAVED_CONFIG" >"$CONFIG"
-    if [[ $run == admission ]]; then
-      DRAIN="x86-c256m512-elastic-01 x86-c256m512-elastic-02" \
-        run_mode postgresql-admission submit --connections "$SUBMIT_CONNECTIONS" --duration "$SUBMIT_SECONDS" || status=1
-    else
-      run_mode postgresql-e2e e2e --jobs "$E2E_JOBS" --connections "$E2E_CONNECTIONS" || status=1
-    fi
-  done
+  echo "== stores: PostgreSQL $PG_VERSION, fsync on"
+  pg_runs postgresql
   CONFIG=$SAVED_CONFIG
   "$ROOT/tests/pg/cluster.sh" stop "$PG_DIR"
 else

@@ -105,8 +105,45 @@ Result<bool> PgStatement::Execute() {
   return ExecuteOnce();
 }
 
+Status PgStatement::Send() {
+  PGconn* conn = c_.conn();
+  if (prepared_in_ != c_.generation()) {
+    std::string name = c_.NextStatementName();
+    if (PQsendPrepare(conn, name.c_str(), sql_.c_str(), 0, nullptr) != 1) {
+      return c_.ResultError(nullptr, "preparing " + sql_, &violation_);
+    }
+    c_.Sent(&sql_);
+    name_ = std::move(name);
+    prepared_in_ = c_.generation();
+  }
+  std::vector<const char*> values;
+  values.reserve(params_.size());
+  for (const auto& p : params_) values.push_back(p ? p->c_str() : nullptr);
+  if (PQsendQueryPrepared(conn, name_.c_str(), static_cast<int>(values.size()), values.data(), nullptr, nullptr, 0) !=
+      1) {
+    return c_.ResultError(nullptr, sql_, &violation_);
+  }
+  c_.Sent(&sql_);
+  return Status::Ok();
+}
+
+Status PgStatement::Run() {
+  if (!c_.pipelined()) return StatementImpl::Run();
+  Status sent = Send();
+  params_.clear();
+  return sent;
+}
+
 Result<bool> PgStatement::ExecuteOnce() {
   PGconn* conn = c_.conn();
+  if (c_.pipelined()) {
+    // A statement that returns rows waits for everything sent before it.
+    if (Status s = Send(); !s) return s.error();
+    auto last = c_.ReadSent(/*keep_last=*/true);
+    if (!last.ok()) return last.error();
+    result_ = *last;
+    return true;
+  }
   if (prepared_in_ != c_.generation()) {
     std::string name = c_.NextStatementName();
     PGresult* prepared = PQprepare(conn, name.c_str(), sql_.c_str(), 0, nullptr);
@@ -280,6 +317,85 @@ Result<Statement> PgConnection::Prepare(const std::string& sql) {
     it = cache_.emplace(sql, std::make_unique<PgStatement>(*this, PostgresPlaceholders(sql))).first;
   }
   return Statement(it->second.get());
+}
+
+int64_t PgConnection::ChangedRows() const {
+  if (!sent_.empty()) (void)ReadSent(/*keep_last=*/false);
+  return changed_rows_;
+}
+
+Result<PGresult*> PgConnection::ReadSent(bool keep_last) const {
+  if (sent_.empty()) return static_cast<PGresult*>(nullptr);
+  // Until now the commands sit in libpq's buffer; the flush request makes
+  // the server send what it has, too.
+  if (PQsendFlushRequest(conn_) != 1 || PQflush(conn_) != 0) {
+    pipeline_error_ = Error::Unavailable("store: cannot send to PostgreSQL: " + Trimmed(PQerrorMessage(conn_)));
+  }
+  PGresult* kept = nullptr;
+  while (!sent_.empty()) {
+    const std::string* sql = sent_.front();
+    sent_.pop_front();
+    PGresult* result = PQgetResult(conn_);
+    if (result == nullptr) {
+      // The connection broke: nothing more will come.
+      if (!pipeline_error_) pipeline_error_ = ResultError(nullptr, *sql, nullptr);
+      sent_.clear();
+      break;
+    }
+    const ExecStatusType status = PQresultStatus(result);
+    const bool ok = status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK;
+    if (!ok && !pipeline_error_) {
+      pipeline_error_ = status == PGRES_PIPELINE_ABORTED
+                            ? Error::Internal("store: " + *sql + ": not run, after an earlier failure")
+                            : ResultError(result, *sql, nullptr);
+    }
+    if (ok) {
+      const char* changed = PQcmdTuples(result);
+      changed_rows_ = changed != nullptr && *changed != '\0' ? std::atoll(changed) : 0;
+    }
+    if (keep_last && sent_.empty() && ok) {
+      kept = result;
+    } else {
+      PQclear(result);
+    }
+    // Each command's results end with a null.
+    while (PGresult* more = PQgetResult(conn_)) PQclear(more);
+  }
+  if (pipeline_error_) {
+    if (kept != nullptr) PQclear(kept);
+    return *pipeline_error_;
+  }
+  return kept;
+}
+
+Status PgConnection::BeginPipeline() {
+  if (PQenterPipelineMode(conn_) != 1) {
+    return Error::Unavailable("store: cannot pipeline: " + Trimmed(PQerrorMessage(conn_)));
+  }
+  pipelined_ = true;
+  pipeline_error_.reset();
+  return Status::Ok();
+}
+
+Status PgConnection::EndPipeline() {
+  if (!pipelined_) return Status::Ok();
+  const bool synced = PQpipelineSync(conn_) == 1;
+  (void)ReadSent(/*keep_last=*/false);
+  if (synced) {
+    // The sync point's own result; after it the connection is idle.
+    while (PGresult* result = PQgetResult(conn_)) {
+      const bool sync = PQresultStatus(result) == PGRES_PIPELINE_SYNC;
+      PQclear(result);
+      if (sync) break;
+    }
+  }
+  const bool exited = PQexitPipelineMode(conn_) == 1;
+  pipelined_ = false;
+  std::optional<Error> error = std::move(pipeline_error_);
+  pipeline_error_.reset();
+  if (error) return *error;
+  if (!synced || !exited) return Error::Unavailable("store: pipeline: " + Trimmed(PQerrorMessage(conn_)));
+  return Status::Ok();
 }
 
 bool PgConnection::InTransaction() const {

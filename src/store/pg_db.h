@@ -13,6 +13,7 @@
 #include <libpq-fe.h>
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -41,6 +42,7 @@ class PgStatement final : public StatementImpl {
   void BindReal(int index, double value) override;
   void BindNull(int index) override;
   Result<bool> Step() override;
+  Status Run() override;
   Violation violation() const override { return violation_; }
   bool IsNull(int column) const override;
   int64_t Int(int column) const override;
@@ -52,6 +54,8 @@ class PgStatement final : public StatementImpl {
   void Set(int index, std::optional<std::string> value);
   Result<bool> Execute();
   Result<bool> ExecuteOnce();
+  // Pipelining: sends the statement (and its preparation, if needed).
+  Status Send();
 
   PgConnection& c_;
   const std::string sql_;     // in PostgreSQL's placeholders
@@ -87,7 +91,9 @@ class PgConnection final : public Connection {
            column + "))";
   }
   static constexpr const char* kSessionName = "pid || '@' || extract(epoch FROM backend_start)";
-  int64_t ChangedRows() const override { return changed_rows_; }
+  int64_t ChangedRows() const override;
+  Status BeginPipeline() override;
+  Status EndPipeline() override;
   Status BeginWrite() override;
   Status BeginRead() override;
   std::string JsonListRows() const override { return "SELECT jsonb_array_elements_text(CAST(? AS jsonb))"; }
@@ -102,6 +108,13 @@ class PgConnection final : public Connection {
   uint64_t generation() const { return generation_; }
   std::string NextStatementName() { return "s" + std::to_string(++statements_named_); }
   void set_changed_rows(int64_t n) { changed_rows_ = n; }
+  bool pipelined() const { return pipelined_; }
+  // A command sent in the pipeline whose result is still to be read.
+  void Sent(const std::string* sql) { sent_.push_back(sql); }
+  // Reads the results of the commands sent, keeping the first failure and
+  // the last command's changed rows; with `keep_last`, the last command's
+  // result is returned instead of read (a statement that returns rows).
+  Result<PGresult*> ReadSent(bool keep_last) const;
   // The error of a failed libpq result (or of the connection, when there is
   // no result), with what the statement violated.
   Error ResultError(const PGresult* result, std::string_view what, Violation* violation) const;
@@ -118,7 +131,12 @@ class PgConnection final : public Connection {
   const std::string password_;
   uint64_t generation_ = 1;
   uint64_t statements_named_ = 0;
-  int64_t changed_rows_ = 0;
+  mutable int64_t changed_rows_ = 0;
+  // Pipelining (BeginPipeline): the commands sent whose results are not
+  // read yet, in order, and the first failure among those read.
+  bool pipelined_ = false;
+  mutable std::deque<const std::string*> sent_;
+  mutable std::optional<Error> pipeline_error_;
   std::unordered_map<std::string, std::unique_ptr<PgStatement>> cache_;
 };
 

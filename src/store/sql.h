@@ -32,6 +32,15 @@ class StatementImpl {
   virtual void BindReal(int index, double value) = 0;
   virtual void BindNull(int index) = 0;
   virtual Result<bool> Step() = 0;
+  // Runs a statement that returns no rows: steps to the end, unless the
+  // connection pipelines (Connection::BeginPipeline).
+  virtual Status Run() {
+    for (;;) {
+      auto row = Step();
+      if (!row.ok()) return row.error();
+      if (!*row) return Status::Ok();
+    }
+  }
   virtual Violation violation() const = 0;
   virtual bool IsNull(int column) const = 0;
   virtual int64_t Int(int column) const = 0;
@@ -77,14 +86,9 @@ class Statement {
 
   // One step: true with a row, false when done.
   Result<bool> Step() { return impl_->Step(); }
-  // Steps to the end, for statements that return no rows.
-  Status Run() {
-    for (;;) {
-      auto row = Step();
-      if (!row.ok()) return row.error();
-      if (!*row) return Status::Ok();
-    }
-  }
+  // Steps to the end, for statements that return no rows. While the
+  // connection pipelines, only sends it (Connection::BeginPipeline).
+  Status Run() { return impl_->Run(); }
   // What the last failed step violated.
   Violation violation() const { return impl_->violation(); }
 
@@ -126,6 +130,19 @@ class Connection {
   // read from changing until the commit (SQLite's write transaction holds
   // the whole database already).
   virtual std::string LockReadRows() const { return ""; }
+  // Pipelining, where the database is a server (PostgreSQL): between
+  // BeginPipeline and EndPipeline, a statement's Run() sends it without
+  // waiting for its outcome, so the statements of a transaction travel
+  // together instead of one round trip each. A failure surfaces later: at
+  // the next statement that returns rows (Step), at ChangedRows(), or at
+  // EndPipeline, which waits for every outcome and returns the first
+  // failure; the transaction is then failed. Only for work that redoes the
+  // whole transaction on any failure (the writer's batch at once,
+  // sql_store.cc), and Exec() is not used meanwhile. SQLite runs each
+  // statement at once (nothing to wait for) and these do nothing.
+  virtual Status BeginPipeline() { return Status::Ok(); }
+  virtual Status EndPipeline() { return Status::Ok(); }
+
   // Where the database is a server, SQL expressions for this connection's
   // session (text that names it uniquely while the server runs) and for
   // "the session named in `column` has ended": the leader lease records its

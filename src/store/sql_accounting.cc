@@ -34,7 +34,7 @@ Status AppendLedger(Connection& c, const LedgerEntry& e) {
 }
 
 Status SaveFairshareUsage(Connection& c, const FairshareUsage& usage) {
-  if (Status s = c.Exec("DELETE FROM fairshare_usage"); !s) return s;
+  if (Status s = c.Run("DELETE FROM fairshare_usage"); !s) return s;
   for (const auto& e : usage.entries) {
     auto stmt = c.Prepare("INSERT INTO fairshare_usage(project, \"user\", usage, as_of) VALUES(?, ?, ?, ?)");
     if (!stmt.ok()) return stmt.error();

@@ -594,12 +594,23 @@ class SqlStore final : public Store {
       FailBatch(batch, fenced);
       return true;
     }
+    // The batch's statements travel pipelined (sql.h): any failure, seen
+    // now or at EndPipeline, redoes the batch with savepoints anyway.
+    if (!c.BeginPipeline()) {
+      c.Run("ROLLBACK");
+      return false;
+    }
     SqlTransaction txn(c, [this] { return ReserveOneOnWriter(); });
     for (auto& item : batch) {
       if (!RunWork(item.work, txn) || !c.InTransaction()) {
+        c.EndPipeline();
         if (c.InTransaction()) c.Run("ROLLBACK");
         return false;
       }
+    }
+    if (!c.EndPipeline()) {
+      if (c.InTransaction()) c.Run("ROLLBACK");
+      return false;
     }
     if (Status commit = c.Run("COMMIT"); !commit) {
       if (!c.Lost()) {
