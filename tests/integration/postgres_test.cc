@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <thread>
 
 #include "testing/config_text.h"
@@ -145,9 +146,15 @@ TEST(PostgresOutageTest, SubmissionsGet503WhileTheServerIsDownAndEverythingResum
   std::this_thread::sleep_for(kOutage);
   EXPECT_LE(stream.WaitForAcknowledged(0), before_outage + 1) << "no 201 while the database is down";
   cluster.Start();
+  const auto restarted = std::chrono::steady_clock::now();
 
   // Resumes by itself: the stream's submissions are accepted again, and the
   // refused one, retried with its key, is accepted once.
+  ASSERT_GE(stream.WaitForAcknowledged(before_outage + 1, std::chrono::seconds(120)), before_outage + 1);
+  std::cout
+      << "[ outage ] PostgreSQL back to the next 201: "
+      << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - restarted).count()
+      << " ms\n";
   ASSERT_GE(stream.WaitForAcknowledged(before_outage + 20, std::chrono::seconds(120)), before_outage + 20);
   const std::vector<std::string> acknowledged = stream.Stop();
   Reply retried = d.Call("POST", "/v1/jobs", job.dump(), {{"Idempotency-Key", "during-the-outage"}});
