@@ -124,6 +124,8 @@ milliseconds LeaseKeeper::Tick() {
       // renewing meanwhile.
       leader_thread_ = std::thread([this, epoch = epoch_] {
         if (Status s = callbacks_.lead(epoch); !s.ok()) {
+          stepped_down_ = true;
+          leading_ = false;
           callbacks_.step_down("cannot start leading: " + s.error().message);
         }
       });

@@ -79,8 +79,8 @@ class LeaseKeeper {
 
   std::atomic<bool> leading_{false};
   std::atomic<bool> started_{false};
-  bool stepped_down_ = false;  // keeper thread
-  int64_t epoch_ = 0;          // keeper thread: the epoch this replica leads at
+  std::atomic<bool> stepped_down_{false};  // then nothing more is tried
+  int64_t epoch_ = 0;                      // keeper thread: the epoch this replica leads at
   // When the last successful renewal was sent (keeper thread): the
   // database set the lease's end at least ttl after it, so the leader stops
   // acting before any other replica can take it by lapse.

@@ -1,0 +1,197 @@
+// The lease keeper of daemon replicas (daemon/replica.h) against a lease
+// whose answers the test sets: when a replica starts leading, and each way
+// it stops (the lease taken by another, renewals failing for a whole
+// lease, a start that fails).
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "daemon/replica.h"
+
+namespace unisched::daemon {
+namespace {
+
+using std::chrono::milliseconds;
+using namespace std::chrono_literals;
+
+// A lease that answers what the test says: who holds it at which epoch,
+// or an error (a database that cannot be reached).
+class ScriptedLease final : public store::LeaderLease {
+ public:
+  Result<store::LeaseState> AcquireOrRenewLease(const std::string& replica, milliseconds) override {
+    std::lock_guard lock(mu_);
+    ++tries_;
+    if (unreachable_) return Error::Unavailable("store: cannot connect to PostgreSQL");
+    if (holder_.empty()) {
+      holder_ = replica;
+      ++epoch_;
+    }
+    return store::LeaseState{epoch_, holder_, holder_ == replica, 10'000};
+  }
+  Status ReleaseLease(const std::string& replica) override {
+    std::lock_guard lock(mu_);
+    if (holder_ == replica) released_ = true;
+    return Status::Ok();
+  }
+  void FenceWrites(int64_t, const std::string&, std::function<void()>) override {}
+  Status AnnounceReplica(const std::string&, const std::string&) override { return Status::Ok(); }
+  Result<std::string> ReplicaUrl(const std::string& replica) override { return "http://" + replica + ":8642"; }
+  Result<std::string> ClusterSecret(const std::string&, const std::string& proposed) override { return proposed; }
+
+  // Another replica takes it (the next epoch).
+  void TakenBy(const std::string& other) {
+    std::lock_guard lock(mu_);
+    holder_ = other;
+    ++epoch_;
+  }
+  void SetUnreachable(bool unreachable) {
+    std::lock_guard lock(mu_);
+    unreachable_ = unreachable;
+  }
+  bool released() {
+    std::lock_guard lock(mu_);
+    return released_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::string holder_;
+  int64_t epoch_ = 0;
+  int tries_ = 0;
+  bool unreachable_ = false;
+  bool released_ = false;
+};
+
+// What the keeper's callbacks saw, with a wait for each.
+struct Seen {
+  std::mutex mu;
+  std::condition_variable cv;
+  int64_t led_at = 0;
+  std::string stepped_down;
+
+  LeaseKeeper::Callbacks Callbacks(Status lead_result = Status::Ok()) {
+    return {[this, lead_result](int64_t epoch) {
+              std::lock_guard lock(mu);
+              led_at = epoch;
+              cv.notify_all();
+              return lead_result;
+            },
+            [this](const std::string& why) {
+              std::lock_guard lock(mu);
+              stepped_down = why;
+              cv.notify_all();
+            }};
+  }
+  bool WaitLed() {
+    std::unique_lock lock(mu);
+    return cv.wait_for(lock, 10s, [this] { return led_at != 0; });
+  }
+  bool WaitSteppedDown() {
+    std::unique_lock lock(mu);
+    return cv.wait_for(lock, 10s, [this] { return !stepped_down.empty(); });
+  }
+};
+
+// A lease of 300 ms: renewed every 100 ms.
+constexpr milliseconds kTtl{300};
+
+TEST(LeaseKeeperTest, AFreeLeaseIsTakenAtStartAndTheLeaderKnowsItself) {
+  ScriptedLease lease;
+  metrics::Metrics metrics;
+  Seen seen;
+  LeaseKeeper keeper(lease, "r1", kTtl, metrics, seen.Callbacks());
+  keeper.Start();
+  ASSERT_TRUE(seen.WaitLed());
+  EXPECT_EQ(seen.led_at, 1);
+  EXPECT_TRUE(keeper.started());
+  EXPECT_TRUE(keeper.leading());
+  EXPECT_EQ(keeper.leader().name, "r1");
+  EXPECT_EQ(keeper.leader().url, "http://r1:8642");
+  keeper.Stop();
+  keeper.ReleaseIfLeading();
+  EXPECT_TRUE(lease.released()) << "a clean stop gives the lease up for a standby";
+  EXPECT_NE(metrics.Serialize().find("unisched_leader_takeovers_total 1"), std::string::npos);
+}
+
+TEST(LeaseKeeperTest, AStandbyFollowsTheHolderAndLeadsOnlyWhenItGetsTheLease) {
+  ScriptedLease lease;
+  lease.TakenBy("r2");
+  metrics::Metrics metrics;
+  Seen seen;
+  LeaseKeeper keeper(lease, "r1", kTtl, metrics, seen.Callbacks());
+  keeper.Start();
+  EXPECT_FALSE(keeper.leading());
+  EXPECT_EQ(keeper.leader().name, "r2");
+  EXPECT_EQ(keeper.leader().epoch, 1);
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(seen.led_at, 0);
+  EXPECT_TRUE(seen.stepped_down.empty()) << "a standby has nothing to step down from";
+  keeper.Stop();
+}
+
+TEST(LeaseKeeperTest, ALeaderWhoseLeaseWentToAnotherStepsDown) {
+  ScriptedLease lease;
+  metrics::Metrics metrics;
+  Seen seen;
+  LeaseKeeper keeper(lease, "r1", kTtl, metrics, seen.Callbacks());
+  keeper.Start();
+  ASSERT_TRUE(seen.WaitLed());
+  lease.TakenBy("r2");
+  ASSERT_TRUE(seen.WaitSteppedDown());
+  EXPECT_NE(seen.stepped_down.find("replica r2 holds the lease at epoch 2"), std::string::npos) << seen.stepped_down;
+  EXPECT_FALSE(keeper.leading());
+  keeper.Stop();
+}
+
+TEST(LeaseKeeperTest, ALeaderThatCannotRenewForAWholeLeaseStepsDownButNotBefore) {
+  ScriptedLease lease;
+  metrics::Metrics metrics;
+  Seen seen;
+  LeaseKeeper keeper(lease, "r1", kTtl, metrics, seen.Callbacks());
+  keeper.Start();
+  ASSERT_TRUE(seen.WaitLed());
+  lease.SetUnreachable(true);
+  const auto cut = std::chrono::steady_clock::now();
+  ASSERT_TRUE(seen.WaitSteppedDown());
+  // Its last renewal was sent at most a renewal interval before the cut, so
+  // the lease lasts at least ttl minus that interval after it.
+  EXPECT_GE(std::chrono::steady_clock::now() - cut, kTtl - kTtl / 3);
+  EXPECT_NE(seen.stepped_down.find("could not be renewed"), std::string::npos) << seen.stepped_down;
+  keeper.Stop();
+}
+
+TEST(LeaseKeeperTest, AShortOutageWithinTheLeaseKeepsTheLeader) {
+  ScriptedLease lease;
+  metrics::Metrics metrics;
+  Seen seen;
+  LeaseKeeper keeper(lease, "r1", kTtl, metrics, seen.Callbacks());
+  keeper.Start();
+  ASSERT_TRUE(seen.WaitLed());
+  lease.SetUnreachable(true);
+  std::this_thread::sleep_for(kTtl / 3);
+  lease.SetUnreachable(false);
+  std::this_thread::sleep_for(kTtl * 2);
+  EXPECT_TRUE(seen.stepped_down.empty()) << seen.stepped_down;
+  EXPECT_TRUE(keeper.leading());
+  keeper.Stop();
+}
+
+TEST(LeaseKeeperTest, ALeaderThatCannotStartStepsDown) {
+  ScriptedLease lease;
+  metrics::Metrics metrics;
+  Seen seen;
+  LeaseKeeper keeper(lease, "r1", kTtl, metrics, seen.Callbacks(Error::Internal("cannot open the state directory")));
+  keeper.Start();
+  ASSERT_TRUE(seen.WaitSteppedDown());
+  EXPECT_NE(seen.stepped_down.find("cannot start leading: cannot open the state directory"), std::string::npos)
+      << seen.stepped_down;
+  keeper.Stop();
+}
+
+}  // namespace
+}  // namespace unisched::daemon
