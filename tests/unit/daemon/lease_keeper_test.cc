@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -100,97 +101,88 @@ struct Seen {
 // A lease of 300 ms: renewed every 100 ms.
 constexpr milliseconds kTtl{300};
 
-TEST(LeaseKeeperTest, AFreeLeaseIsTakenAtStartAndTheLeaderKnowsItself) {
-  ScriptedLease lease;
-  metrics::Metrics metrics;
-  Seen seen;
-  LeaseKeeper keeper(lease, "r1", kTtl, metrics, seen.Callbacks());
-  keeper.Start();
-  ASSERT_TRUE(seen.WaitLed());
-  EXPECT_EQ(seen.led_at, 1);
+class LeaseKeeperTest : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    if (keeper_) keeper_->Stop();
+  }
+  // Starts replica r1's keeper; `lead_result` is what starting to lead returns.
+  LeaseKeeper& StartKeeper(Status lead_result = Status::Ok()) {
+    keeper_ = std::make_unique<LeaseKeeper>(lease_, "r1", kTtl, metrics_, seen_.Callbacks(std::move(lead_result)));
+    keeper_->Start();
+    return *keeper_;
+  }
+
+  ScriptedLease lease_;
+  metrics::Metrics metrics_;
+  Seen seen_;
+  std::unique_ptr<LeaseKeeper> keeper_;
+};
+
+TEST_F(LeaseKeeperTest, AFreeLeaseIsTakenAtStartAndTheLeaderKnowsItself) {
+  LeaseKeeper& keeper = StartKeeper();
+  ASSERT_TRUE(seen_.WaitLed());
+  EXPECT_EQ(seen_.led_at, 1);
   EXPECT_TRUE(keeper.started());
   EXPECT_TRUE(keeper.leading());
   EXPECT_EQ(keeper.leader().name, "r1");
   EXPECT_EQ(keeper.leader().url, "http://r1:8642");
   keeper.Stop();
   keeper.ReleaseIfLeading();
-  EXPECT_TRUE(lease.released()) << "a clean stop gives the lease up for a standby";
-  EXPECT_NE(metrics.Serialize().find("unisched_leader_takeovers_total 1"), std::string::npos);
+  EXPECT_TRUE(lease_.released()) << "a clean stop gives the lease up for a standby";
+  EXPECT_NE(metrics_.Serialize().find("unisched_leader_takeovers_total 1"), std::string::npos);
 }
 
-TEST(LeaseKeeperTest, AStandbyFollowsTheHolderAndLeadsOnlyWhenItGetsTheLease) {
-  ScriptedLease lease;
-  lease.TakenBy("r2");
-  metrics::Metrics metrics;
-  Seen seen;
-  LeaseKeeper keeper(lease, "r1", kTtl, metrics, seen.Callbacks());
-  keeper.Start();
+TEST_F(LeaseKeeperTest, AStandbyFollowsTheHolderAndLeadsOnlyWhenItGetsTheLease) {
+  lease_.TakenBy("r2");
+  LeaseKeeper& keeper = StartKeeper();
   EXPECT_FALSE(keeper.leading());
   EXPECT_EQ(keeper.leader().name, "r2");
   EXPECT_EQ(keeper.leader().epoch, 1);
   std::this_thread::sleep_for(300ms);
-  EXPECT_EQ(seen.led_at, 0);
-  EXPECT_TRUE(seen.stepped_down.empty()) << "a standby has nothing to step down from";
-  keeper.Stop();
+  EXPECT_EQ(seen_.led_at, 0);
+  EXPECT_TRUE(seen_.stepped_down.empty()) << "a standby has nothing to step down from";
 }
 
-TEST(LeaseKeeperTest, ALeaderWhoseLeaseWentToAnotherStepsDown) {
-  ScriptedLease lease;
-  metrics::Metrics metrics;
-  Seen seen;
-  LeaseKeeper keeper(lease, "r1", kTtl, metrics, seen.Callbacks());
-  keeper.Start();
-  ASSERT_TRUE(seen.WaitLed());
-  lease.TakenBy("r2");
-  ASSERT_TRUE(seen.WaitSteppedDown());
-  EXPECT_NE(seen.stepped_down.find("replica r2 holds the lease at epoch 2"), std::string::npos) << seen.stepped_down;
+TEST_F(LeaseKeeperTest, ALeaderWhoseLeaseWentToAnotherStepsDown) {
+  LeaseKeeper& keeper = StartKeeper();
+  ASSERT_TRUE(seen_.WaitLed());
+  lease_.TakenBy("r2");
+  ASSERT_TRUE(seen_.WaitSteppedDown());
+  EXPECT_NE(seen_.stepped_down.find("replica r2 holds the lease at epoch 2"), std::string::npos) << seen_.stepped_down;
   EXPECT_FALSE(keeper.leading());
-  keeper.Stop();
 }
 
-TEST(LeaseKeeperTest, ALeaderThatCannotRenewForAWholeLeaseStepsDownButNotBefore) {
-  ScriptedLease lease;
-  metrics::Metrics metrics;
-  Seen seen;
-  LeaseKeeper keeper(lease, "r1", kTtl, metrics, seen.Callbacks());
-  keeper.Start();
-  ASSERT_TRUE(seen.WaitLed());
-  lease.SetUnreachable(true);
+TEST_F(LeaseKeeperTest, ALeaderThatCannotRenewForAWholeLeaseStepsDownButNotBefore) {
+  LeaseKeeper& keeper = StartKeeper();
+  ASSERT_TRUE(seen_.WaitLed());
+  lease_.SetUnreachable(true);
   const auto cut = std::chrono::steady_clock::now();
-  ASSERT_TRUE(seen.WaitSteppedDown());
+  ASSERT_TRUE(seen_.WaitSteppedDown());
   // Its last renewal was sent at most a renewal interval before the cut, so
   // the lease lasts at least ttl minus that interval after it.
   EXPECT_GE(std::chrono::steady_clock::now() - cut, kTtl - kTtl / 3);
-  EXPECT_NE(seen.stepped_down.find("could not be renewed"), std::string::npos) << seen.stepped_down;
-  keeper.Stop();
+  EXPECT_NE(seen_.stepped_down.find("could not be renewed"), std::string::npos) << seen_.stepped_down;
+  EXPECT_FALSE(keeper.leading());
 }
 
-TEST(LeaseKeeperTest, AShortOutageWithinTheLeaseKeepsTheLeader) {
-  ScriptedLease lease;
-  metrics::Metrics metrics;
-  Seen seen;
-  LeaseKeeper keeper(lease, "r1", kTtl, metrics, seen.Callbacks());
-  keeper.Start();
-  ASSERT_TRUE(seen.WaitLed());
-  lease.SetUnreachable(true);
+TEST_F(LeaseKeeperTest, AShortOutageWithinTheLeaseKeepsTheLeader) {
+  LeaseKeeper& keeper = StartKeeper();
+  ASSERT_TRUE(seen_.WaitLed());
+  lease_.SetUnreachable(true);
   std::this_thread::sleep_for(kTtl / 3);
-  lease.SetUnreachable(false);
+  lease_.SetUnreachable(false);
   std::this_thread::sleep_for(kTtl * 2);
-  EXPECT_TRUE(seen.stepped_down.empty()) << seen.stepped_down;
+  EXPECT_TRUE(seen_.stepped_down.empty()) << seen_.stepped_down;
   EXPECT_TRUE(keeper.leading());
-  keeper.Stop();
 }
 
-TEST(LeaseKeeperTest, ALeaderThatCannotStartStepsDown) {
-  ScriptedLease lease;
-  metrics::Metrics metrics;
-  Seen seen;
-  LeaseKeeper keeper(lease, "r1", kTtl, metrics, seen.Callbacks(Error::Internal("cannot open the state directory")));
-  keeper.Start();
-  ASSERT_TRUE(seen.WaitSteppedDown());
-  EXPECT_NE(seen.stepped_down.find("cannot start leading: cannot open the state directory"), std::string::npos)
-      << seen.stepped_down;
-  keeper.Stop();
+TEST_F(LeaseKeeperTest, ALeaderThatCannotStartStepsDown) {
+  LeaseKeeper& keeper = StartKeeper(Error::Internal("cannot open the state directory"));
+  ASSERT_TRUE(seen_.WaitSteppedDown());
+  EXPECT_NE(seen_.stepped_down.find("cannot start leading: cannot open the state directory"), std::string::npos)
+      << seen_.stepped_down;
+  EXPECT_FALSE(keeper.leading());
 }
 
 }  // namespace
