@@ -112,7 +112,7 @@ Status PgStatement::Send() {
     if (PQsendPrepare(conn, name.c_str(), sql_.c_str(), 0, nullptr) != 1) {
       return c_.ResultError(nullptr, "preparing " + sql_, &violation_);
     }
-    c_.Sent(&sql_);
+    c_.Sent(&sql_, sql_.size());
     name_ = std::move(name);
     prepared_in_ = c_.generation();
   }
@@ -123,7 +123,9 @@ Status PgStatement::Send() {
       1) {
     return c_.ResultError(nullptr, sql_, &violation_);
   }
-  c_.Sent(&sql_);
+  size_t bytes = name_.size() + 32;
+  for (const auto& p : params_) bytes += p ? p->size() + 4 : 4;
+  c_.Sent(&sql_, bytes);
   return Status::Ok();
 }
 
@@ -219,27 +221,10 @@ Result<std::unique_ptr<PgConnection>> PgConnection::Open(const std::string& conn
   // override earlier ones). A server that does not answer within 5 s is
   // tried no longer (the next host, or an error); keepalives notice a
   // machine that died without closing its connections in about 10 s.
-  // The server ends a session left idle inside a transaction for 5 s: the
-  // writer of a daemon replica paused mid-batch (SIGSTOP, a frozen VM)
-  // holds the lease's row, which a takeover must change (lease.h), so the
-  // takeover waits at most that long; and no statement waits longer than
-  // that for a lock. No transaction of the store is idle that long in use.
-  std::vector<const char*> keys = {"connect_timeout",
-                                   "keepalives_idle",
-                                   "keepalives_interval",
-                                   "keepalives_count",
-                                   "application_name",
-                                   "client_encoding",
-                                   "options",
-                                   "dbname"};
-  std::vector<const char*> values = {"5",
-                                     "5",
-                                     "2",
-                                     "3",
-                                     "unisched",
-                                     "UTF8",
-                                     "-c idle_in_transaction_session_timeout=5s -c lock_timeout=5s",
-                                     conninfo.c_str()};
+  std::vector<const char*> keys = {
+      "connect_timeout", "keepalives_idle", "keepalives_interval", "keepalives_count", "application_name",
+      "client_encoding", "dbname"};
+  std::vector<const char*> values = {"5", "5", "2", "3", "unisched", "UTF8", conninfo.c_str()};
   if (!password.empty()) {
     keys.push_back("password");
     values.push_back(password.c_str());
@@ -257,7 +242,20 @@ Result<std::unique_ptr<PgConnection>> PgConnection::Open(const std::string& conn
   // errors; libpq would print each on stderr.
   PQsetNoticeProcessor(
       conn, [](void*, const char*) {}, nullptr);
-  return std::unique_ptr<PgConnection>(new PgConnection(conn, conninfo, password));
+  std::unique_ptr<PgConnection> connection(new PgConnection(conn, conninfo, password));
+  if (Status s = connection->ApplySessionSettings(); !s) return s.error();
+  return connection;
+}
+
+// The server ends a session left idle inside a transaction for 5 s: the
+// writer of a daemon replica paused mid-batch (SIGSTOP, a frozen VM) holds
+// the lease's row, which a takeover must change (lease.h), so the takeover
+// waits at most that long; and no statement waits longer than that for a
+// lock. No transaction of the store is idle that long in use. Set after
+// connecting, not through the `options` keyword, which a conninfo of its
+// own (a search_path, say) would replace; again after each reconnection.
+Status PgConnection::ApplySessionSettings() {
+  return ExecOnce("SET idle_in_transaction_session_timeout = '5s'; SET lock_timeout = '5s'");
 }
 
 PgConnection::~PgConnection() {
@@ -324,17 +322,45 @@ int64_t PgConnection::ChangedRows() const {
   return changed_rows_;
 }
 
+void PgConnection::Sent(const std::string* sql, size_t bytes) {
+  sent_.push_back(sql);
+  unsynced_bytes_ += bytes;
+  if (unsynced_bytes_ >= kSyncEveryBytes) SyncSent();
+}
+
+void PgConnection::SyncSent() const {
+  unsynced_bytes_ = 0;
+  if (PQpipelineSync(conn_) != 1) {
+    if (!pipeline_error_) {
+      pipeline_error_ = Error::Unavailable("store: cannot send to PostgreSQL: " + Trimmed(PQerrorMessage(conn_)));
+    }
+    return;
+  }
+  sent_.push_back(nullptr);
+}
+
 Result<PGresult*> PgConnection::ReadSent(bool keep_last) const {
   if (sent_.empty()) return static_cast<PGresult*>(nullptr);
-  // Until now the commands sit in libpq's buffer; the flush request makes
-  // the server send what it has, too.
-  if (PQsendFlushRequest(conn_) != 1 || PQflush(conn_) != 0) {
-    pipeline_error_ = Error::Unavailable("store: cannot send to PostgreSQL: " + Trimmed(PQerrorMessage(conn_)));
-  }
+  if (sent_.back() != nullptr) SyncSent();
+  // With keep_last, the last command's result is kept (its rows are wanted).
+  size_t commands_left = 0;
+  for (const std::string* sql : sent_) commands_left += sql != nullptr ? 1 : 0;
   PGresult* kept = nullptr;
   while (!sent_.empty()) {
     const std::string* sql = sent_.front();
     sent_.pop_front();
+    if (sql == nullptr) {
+      // A sync point: its own result, not followed by a null.
+      PGresult* sync = PQgetResult(conn_);
+      if (sync == nullptr || PQresultStatus(sync) != PGRES_PIPELINE_SYNC) {
+        if (!pipeline_error_) pipeline_error_ = ResultError(sync, "a pipeline's sync point", nullptr);
+        if (sync != nullptr) PQclear(sync);
+        sent_.clear();
+        break;
+      }
+      PQclear(sync);
+      continue;
+    }
     PGresult* result = PQgetResult(conn_);
     if (result == nullptr) {
       // The connection broke: nothing more will come.
@@ -353,7 +379,8 @@ Result<PGresult*> PgConnection::ReadSent(bool keep_last) const {
       const char* changed = PQcmdTuples(result);
       changed_rows_ = changed != nullptr && *changed != '\0' ? std::atoll(changed) : 0;
     }
-    if (keep_last && sent_.empty() && ok) {
+    --commands_left;
+    if (keep_last && commands_left == 0 && ok) {
       kept = result;
     } else {
       PQclear(result);
@@ -379,16 +406,11 @@ Status PgConnection::BeginPipeline() {
 
 Status PgConnection::EndPipeline() {
   if (!pipelined_) return Status::Ok();
-  const bool synced = PQpipelineSync(conn_) == 1;
+  // Every command sent ends with a sync point (SyncSent); reading up to it
+  // leaves the connection idle.
+  if (!sent_.empty() && sent_.back() != nullptr) SyncSent();
+  const bool synced = !pipeline_error_;
   (void)ReadSent(/*keep_last=*/false);
-  if (synced) {
-    // The sync point's own result; after it the connection is idle.
-    while (PGresult* result = PQgetResult(conn_)) {
-      const bool sync = PQresultStatus(result) == PGRES_PIPELINE_SYNC;
-      PQclear(result);
-      if (sync) break;
-    }
-  }
   const bool exited = PQexitPipelineMode(conn_) == 1;
   pipelined_ = false;
   std::optional<Error> error = std::move(pipeline_error_);
@@ -410,7 +432,7 @@ Status PgConnection::Revive() {
     return Error::Unavailable("store: cannot reconnect to PostgreSQL: " + Trimmed(PQerrorMessage(conn_)));
   }
   ++generation_;  // the server forgot the prepared statements
-  return Status::Ok();
+  return ApplySessionSettings();
 }
 
 Status PgConnection::BeginWrite() {

@@ -109,8 +109,20 @@ class PgConnection final : public Connection {
   std::string NextStatementName() { return "s" + std::to_string(++statements_named_); }
   void set_changed_rows(int64_t n) { changed_rows_ = n; }
   bool pipelined() const { return pipelined_; }
-  // A command sent in the pipeline whose result is still to be read.
-  void Sent(const std::string* sql) { sent_.push_back(sql); }
+  // A command sent in the pipeline whose result is still to be read, and
+  // about how many bytes it took.
+  void Sent(const std::string* sql, size_t bytes);
+  // Ends the commands sent so far with a sync point (PQpipelineSync, which
+  // also sends them). The server answers every command it is sent and then
+  // waits for the client; without a sync point it waits "active", which no
+  // timeout ends, and a client paused then (SIGSTOP, a frozen VM) would
+  // keep its transaction's locks for as long as it is paused. After a sync
+  // point it waits "idle in transaction", which
+  // idle_in_transaction_session_timeout ends (Open). So everything sent is
+  // followed by one: before each read of results, and at least every
+  // kSyncEveryBytes (libpq sends its buffer by itself from 64 KiB).
+  void SyncSent() const;
+  static constexpr size_t kSyncEveryBytes = 32 * 1024;
   // Reads the results of the commands sent, keeping the first failure and
   // the last command's changed rows; with `keep_last`, the last command's
   // result is returned instead of read (a statement that returns rows).
@@ -126,6 +138,7 @@ class PgConnection final : public Connection {
   // Opens the connection again if the server dropped it.
   Status Revive();
   Status ExecOnce(const std::string& sql);
+  Status ApplySessionSettings();
   PGconn* conn_;
   const std::string conninfo_;
   const std::string password_;
@@ -135,7 +148,9 @@ class PgConnection final : public Connection {
   // Pipelining (BeginPipeline): the commands sent whose results are not
   // read yet, in order, and the first failure among those read.
   bool pipelined_ = false;
+  // nullptr: a sync point.
   mutable std::deque<const std::string*> sent_;
+  mutable size_t unsynced_bytes_ = 0;
   mutable std::optional<Error> pipeline_error_;
   std::unordered_map<std::string, std::unique_ptr<PgStatement>> cache_;
 };
