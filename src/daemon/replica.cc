@@ -95,8 +95,13 @@ milliseconds LeaseKeeper::Tick() {
     }
     return std::min(renew_every, kStandbyTry);
   }
+  // The holder's URL is read again when the holder or epoch changes.
   std::string url;
-  if (!state->holder.empty() && state->expires_in_ms > 0) {
+  {
+    std::lock_guard lock(mu_);
+    if (state->holder == leader_.name && state->epoch == leader_.epoch) url = leader_.url;
+  }
+  if (url.empty() && !state->holder.empty() && state->expires_in_ms > 0) {
     auto found = lease_.ReplicaUrl(state->holder);
     if (found.ok()) url = *found;
   }

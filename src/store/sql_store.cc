@@ -28,6 +28,7 @@
 #include "store/sql_events.h"
 #include "store/sql_identity.h"
 #include "store/sql_jobs.h"
+#include "store/sql_lease.h"
 #include "store/sql_sandboxes.h"
 #include "unisched/store/store.h"
 
@@ -344,50 +345,11 @@ class SqlStore final : public Store {
 
   // ---- the leader lease (lease.h) ----
   Result<LeaseState> AcquireOrRenewLease(const std::string& replica, std::chrono::milliseconds ttl) override {
-    std::lock_guard lock(lease_mu_);
-    auto c = LeaseConnection();
-    if (!c.ok()) return c.error();
-    Connection& conn = **c;
-    const std::string now = conn.NowMillis();
-    // Renewed by its holder (the same epoch), or taken (the next epoch)
-    // when it lapsed or when the database session its holder renewed it
-    // from has ended: a holder killed with -9, or whose machine died, is
-    // replaced at once instead of after the lease (PostgreSQL notices the
-    // closed socket at once, a vanished machine through TCP keepalive). A
-    // holder that is alive but paused keeps its session: the lease then
-    // lapses. One statement, so two replicas racing for it cannot both
-    // take it: the database serializes the updates of the row, and the
-    // second finds it held again.
-    auto take = conn.Prepare(
-        "UPDATE leader_lease SET epoch = CASE WHEN holder = ?1 THEN epoch ELSE epoch + 1 END, "
-        "holder = ?1, expires_at = " +
-        now + " + ?2, holder_session = " + conn.ThisSessionSql() +
-        " WHERE name = 'leader' AND (holder = ?1 OR expires_at <= " + now + " OR " +
-        conn.SessionEndedSql("holder_session") + ")");
-    if (!take.ok()) return take.error();
-    take->Bind(1, replica).Bind(2, static_cast<int64_t>(ttl.count()));
-    if (Status s = take->Run(); !s) return s.error();
-    auto read = conn.Prepare("SELECT epoch, holder, expires_at - " + now + " FROM leader_lease WHERE name = 'leader'");
-    if (!read.ok()) return read.error();
-    auto row = read->Step();
-    if (!row.ok()) return row.error();
-    if (!*row) return Error::Internal("store: leader_lease has no row");
-    LeaseState state;
-    state.epoch = read->Int(0);
-    state.holder = read->Text(1);
-    state.expires_in_ms = read->Int(2);
-    state.ours = state.holder == replica && state.expires_in_ms > 0;
-    return state;
+    return OnLease([&](Connection& c) { return sql::AcquireOrRenewLease(c, replica, ttl); });
   }
 
   Status ReleaseLease(const std::string& replica) override {
-    std::lock_guard lock(lease_mu_);
-    auto c = LeaseConnection();
-    if (!c.ok()) return c.error();
-    auto release = (*c)->Prepare("UPDATE leader_lease SET expires_at = 0 WHERE name = 'leader' AND holder = ?");
-    if (!release.ok()) return release.error();
-    release->Bind(1, replica);
-    return release->Run();
+    return OnLease([&](Connection& c) { return sql::ReleaseLease(c, replica); });
   }
 
   void FenceWrites(int64_t epoch, const std::string& replica, std::function<void()> on_fenced) override {
@@ -396,46 +358,15 @@ class SqlStore final : public Store {
   }
 
   Status AnnounceReplica(const std::string& replica, const std::string& url) override {
-    std::lock_guard lock(lease_mu_);
-    auto c = LeaseConnection();
-    if (!c.ok()) return c.error();
-    auto upsert = (*c)->Prepare("INSERT INTO replicas(name, url, announced_at) VALUES(?1, ?2, " + (*c)->NowMillis() +
-                                ") ON CONFLICT(name) DO UPDATE SET url = excluded.url, announced_at = "
-                                "excluded.announced_at");
-    if (!upsert.ok()) return upsert.error();
-    upsert->Bind(1, replica).Bind(2, url);
-    return upsert->Run();
+    return OnLease([&](Connection& c) { return sql::AnnounceReplica(c, replica, url); });
   }
 
   Result<std::string> ReplicaUrl(const std::string& replica) override {
-    std::lock_guard lock(lease_mu_);
-    auto c = LeaseConnection();
-    if (!c.ok()) return c.error();
-    auto read = (*c)->Prepare("SELECT url FROM replicas WHERE name = ?");
-    if (!read.ok()) return read.error();
-    read->Bind(1, replica);
-    auto row = read->Step();
-    if (!row.ok()) return row.error();
-    return *row ? read->Text(0) : std::string();
+    return OnLease([&](Connection& c) { return sql::ReplicaUrl(c, replica); });
   }
 
   Result<std::string> ClusterSecret(const std::string& name, const std::string& proposed) override {
-    std::lock_guard lock(lease_mu_);
-    auto c = LeaseConnection();
-    if (!c.ok()) return c.error();
-    // Two replicas proposing at once: the database keeps the first insert,
-    // and both read it back.
-    auto insert = (*c)->Prepare("INSERT INTO cluster_secrets(name, value) VALUES(?1, ?2) ON CONFLICT(name) DO NOTHING");
-    if (!insert.ok()) return insert.error();
-    insert->Bind(1, name).Bind(2, proposed);
-    if (Status s = insert->Run(); !s) return s.error();
-    auto read = (*c)->Prepare("SELECT value FROM cluster_secrets WHERE name = ?");
-    if (!read.ok()) return read.error();
-    read->Bind(1, name);
-    auto row = read->Step();
-    if (!row.ok()) return row.error();
-    if (!*row) return Error::Internal("store: cluster secret " + name + " vanished");
-    return read->Text(0);
+    return OnLease([&](Connection& c) { return sql::ClusterSecret(c, name, proposed); });
   }
 
   void Close() override {
@@ -458,6 +389,15 @@ class SqlStore final : public Store {
     std::function<void()> on_fenced;
     bool reported = false;
   };
+
+  // Runs `work` on the lease's connection, one call at a time (lease.h).
+  template <typename Work>
+  auto OnLease(Work work) -> decltype(work(std::declval<Connection&>())) {
+    std::lock_guard lock(lease_mu_);
+    auto c = LeaseConnection();
+    if (!c.ok()) return c.error();
+    return work(**c);
+  }
 
   Result<Connection*> LeaseConnection() {
     if (!lease_connection_) {
