@@ -73,13 +73,13 @@ void Api::CreateUser(Call& call) {
     return;
   }
   for (const auto& p : user.projects) {
-    if (!ctx_.config->cluster.FindProject(p)) {
+    if (!ctx_.config->Current().cluster.FindProject(p)) {
       call.reply(ErrorResponse(422, "unknown_project", "project '" + p + "' does not exist", "projects"));
       return;
     }
   }
   for (const auto& q : user.queues) {
-    if (!ctx_.config->cluster.FindQueue(q)) {
+    if (!ctx_.config->Current().cluster.FindQueue(q)) {
       call.reply(ErrorResponse(422, "unknown_queue", "queue '" + q + "' does not exist", "queues"));
       return;
     }
@@ -88,7 +88,7 @@ void Api::CreateUser(Call& call) {
     call.reply(ErrorResponse(422, "invalid_value", "a queue-admin needs the queues it administers", "queues"));
     return;
   }
-  for (const auto& cu : ctx_.config->users) {
+  for (const auto& cu : ctx_.config->Current().users) {
     if (cu.name == user.name) {
       call.reply(ErrorResponse(409, "defined_in_config",
                                "user " + user.name + " is defined in the config file; change it there"));
@@ -103,7 +103,7 @@ void Api::CreateUser(Call& call) {
   // The user's Unix account and its projects' groups are allocated with it,
   // in the same transaction (docs/accounts.md).
   ctx_.store->Write(
-      [user, accounts = ctx_.config->executor.user_accounts](store::Transaction& t) -> Status {
+      [user, accounts = ctx_.config->Current().executor.user_accounts](store::Transaction& t) -> Status {
         if (auto s = t.UpsertUser(user); !s.ok()) return s;
         return service::AllocateUnixIds(t, accounts, user);
       },

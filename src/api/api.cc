@@ -55,8 +55,9 @@ Api::~Api() = default;
 Api::Api(ApiContext context)
     : ctx_(std::move(context)),
       audit_(std::make_unique<AuditTrail>(*ctx_.store, *ctx_.metrics, *ctx_.clock)),
-      gate_(std::make_unique<AccessGate>(ctx_.config->access, ctx_.config->server.tls.agents_need_client_cert,
-                                         *ctx_.store, *ctx_.clock)) {
+      gate_(std::make_unique<AccessGate>(ctx_.config->Current().access,
+                                         ctx_.config->Current().server.tls.agents_need_client_cert, *ctx_.store,
+                                         *ctx_.clock)) {
   auto add = [this](std::string method, std::string templ, Endpoint endpoint, bool needs_auth = true) {
     Route route;
     route.method = std::move(method);
@@ -68,7 +69,7 @@ Api::Api(ApiContext context)
   };
   add("GET", "/healthz", &Api::Healthz, false);
   add("GET", "/readyz", &Api::Readyz, false);
-  add("GET", "/metrics", &Api::MetricsText, ctx_.config->server.metrics_require_token);
+  add("GET", "/metrics", &Api::MetricsText, ctx_.config->Current().server.metrics_require_token);
   add("POST", "/v1/jobs", &Api::SubmitJob);
   add("GET", "/v1/jobs", &Api::ListJobs);
   routes_.back().query = {QueryParam::Choice("state", {"PENDING", "HELD", "RUNNING", "COMPLETED", "FAILED", "CANCELLED",
@@ -126,6 +127,14 @@ Api::Api(ApiContext context)
   add("GET", "/v1/images", &Api::ListImages);
   add("POST", "/v1/images", &Api::CreateImage);
   add("POST", "/v1/images/{name}/rollback", &Api::RollbackImage);
+  add("GET", "/v1/config", &Api::ShowConfig);
+  routes_.back().query = {QueryParam::Integer("version", 1, INT64_MAX)};
+  add("POST", "/v1/config", &Api::ApplyConfig);
+  routes_.back().query = {QueryParam::Choice("dry_run", {"true", "false"})};
+  add("GET", "/v1/config/versions", &Api::ListConfigVersions);
+  routes_.back().query = {QueryParam::Integer("limit", 1, 1000)};
+  add("POST", "/v1/config/rollback", &Api::RollbackConfig);
+  add("POST", "/v1/config/promote", &Api::PromoteConfig);
   add("POST", "/v1/agents/heartbeat", &Api::AgentHeartbeat);
   routes_.back().for_agents = true;
   add("POST", "/v1/agents/results", &Api::AgentResults);

@@ -48,7 +48,7 @@ json NodeJson(const ClusterView::Node& node) {
 void Api::ListPools(Call& call) {
   auto view = ctx_.control->View();
   json pools = json::array();
-  for (const auto& pool : ctx_.config->cluster.pools) {
+  for (const auto& pool : ctx_.config->Current().cluster.pools) {
     int cpus = 0, gpus = 0, cpus_used = 0, gpus_used = 0;
     int64_t memory = 0, memory_used = 0;
     for (const auto& node : view->nodes) {
@@ -74,7 +74,7 @@ void Api::ListPools(Call& call) {
 void Api::ListQueues(Call& call) {
   auto view = ctx_.control->View();
   json queues = json::array();
-  for (const auto& q : ctx_.config->cluster.queues) {
+  for (const auto& q : ctx_.config->Current().cluster.queues) {
     json policy = {{"type", q.policy.type}, {"preemptible", q.policy.preemptible}};
     auto opt = [&policy](const char* key, const auto& value) {
       if (value) policy[key] = *value;

@@ -168,9 +168,9 @@ void Api::CreateNodeToken(Call& call) {
     call.reply(FromError(*invalid));
     return;
   }
-  if (!ctx_.config->cluster.FindPool(record.pool)) {
+  if (!ctx_.config->Current().cluster.FindPool(record.pool)) {
     std::string pools;
-    for (const auto& p : ctx_.config->cluster.pools) pools += (pools.empty() ? "" : ", ") + p.name;
+    for (const auto& p : ctx_.config->Current().cluster.pools) pools += (pools.empty() ? "" : ", ") + p.name;
     call.reply(ErrorResponse(422, "invalid_value", "pool must name a pool of the config (" + pools + ")", "pool"));
     return;
   }

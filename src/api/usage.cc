@@ -43,7 +43,7 @@ void Api::Usage(Call& call) {
     if (who.role == auth::Role::kQueueAdmin) query.visible_queues = who.queues;
   }
   std::vector<store::UsageRow> rows;
-  const auto& pools = ctx_.config->cluster.pools;
+  const auto& pools = ctx_.config->Current().cluster.pools;
   const bool priced =
       std::any_of(pools.begin(), pools.end(), [](const model::PoolSpec& p) { return !p.prices.empty(); });
   if (!priced) {
@@ -57,7 +57,7 @@ void Api::Usage(Call& call) {
     }
     std::map<std::map<std::string, std::string>, store::UsageRow> folded;
     for (const auto& row : ctx_.store->QueryUsage(by_pool)) {
-      const model::PoolSpec* pool = ctx_.config->cluster.FindPool(row.group.at("pool"));
+      const model::PoolSpec* pool = ctx_.config->Current().cluster.FindPool(row.group.at("pool"));
       double cost = 0;
       for (const auto& [metric, quantity] : row.metrics) {
         if (!pool) continue;
@@ -124,7 +124,7 @@ void Api::Reconcile(Call& call) {
     call.reply(ErrorResponse(403, "forbidden", "reconciliation is for platform-admins"));
     return;
   }
-  const ledger::Reconciliation report = ReconcileLedger(*ctx_.store, ctx_.config->cluster);
+  const ledger::Reconciliation report = ReconcileLedger(*ctx_.store, ctx_.config->Current().cluster);
   json details = json::array();
   for (const auto& d : report.details) {
     details.push_back({{"kind", d.kind},

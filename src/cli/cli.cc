@@ -18,7 +18,9 @@
 #include <vector>
 
 #include "cli/args.h"
+#include "cli/config_command.h"
 #include "cli/format.h"
+#include "cli/session.h"
 #include "cli/simulate.h"
 #include "cli/submit_args.h"
 #include "unisched/client/http_client.h"
@@ -77,6 +79,7 @@ constexpr CommandInfo kCommands[] = {
      "  create prints the new sandbox's ID; exec prints the command's output and exits with its exit code\n"
      "  (docs/sandboxes.md).",
      "create, use and remove agent sandboxes"},
+    {"config", kConfigUsage, "show, apply, canary and roll back config versions (platform-admin)"},
     {"help", "[COMMAND]", "show this help, or one command's usage"},
 };
 
@@ -117,63 +120,6 @@ int UsageFailure(const CommandInfo& c, const std::string& message) {
   std::cerr << "error: " << message << "\n" << UsageLine(c) << "\n";
   return 2;
 }
-
-void PrintBody(const std::string& body) {
-  std::cout << body;
-  if (body.empty() || body.back() != '\n') std::cout << "\n";
-}
-
-Result<std::string> ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error::BadRequest("unreadable_file", "cannot read token file " + path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// One connection to the daemon. Each call prints its own failure (to
-// stderr) and returns nullopt, so commands only handle the good path.
-class Session {
- public:
-  Session(ConnectionSettings settings, std::string host, uint16_t port, client::TlsOptions tls)
-      : settings_(std::move(settings)), client_(std::move(host), port, std::move(tls)) {
-    if (!settings_.token.empty()) client_.SetBearerToken(settings_.token);
-  }
-
-  std::optional<ClientResponse> Call(const std::string& method, const std::string& target, const std::string& body = {},
-                                     const std::map<std::string, std::string>& headers = {}) {
-    auto response = client_.Request(method, target, body, headers);
-    if (!response.ok()) {
-      std::cerr << FormatConnectionError(settings_.url, response.error().code, response.error().message) << "\n";
-      return std::nullopt;
-    }
-    if (response->status < 200 || response->status >= 300) {
-      std::cerr << FormatApiError(response->status, response->body) << "\n";
-      if (std::string hint = HintForStatus(response->status); !hint.empty()) std::cerr << hint << "\n";
-      return std::nullopt;
-    }
-    return std::move(*response);
-  }
-
-  // Call, then parse the body as JSON; a body that is not JSON is an error.
-  std::optional<json> CallJson(const std::string& method, const std::string& target, const std::string& body = {},
-                               const std::map<std::string, std::string>& headers = {}, std::string* raw = nullptr) {
-    auto response = Call(method, target, body, headers);
-    if (!response) return std::nullopt;
-    json parsed = json::parse(response->body, nullptr, false);
-    if (parsed.is_discarded()) {
-      std::cerr << "error: the daemon at " << settings_.url << " answered " << method << " " << target
-                << " with a body that is not JSON\n";
-      return std::nullopt;
-    }
-    if (raw) *raw = std::move(response->body);
-    return parsed;
-  }
-
- private:
-  ConnectionSettings settings_;
-  HttpClient client_;
-};
 
 std::string JobPath(const std::string& id) {
   return "/v1/jobs/" + UrlEncode(id);
@@ -524,6 +470,7 @@ std::vector<FlagSpec> FlagsFor(const std::string& command) {
             {"env", true, true},    {"idle-timeout", true, false}, {"stdin-file", true, false},
             {"all", false, false}};
   }
+  if (command == "config") return ConfigFlags();
   if (command == "usage") {
     return {{"from", true, false}, {"to", true, false}, {"group-by", true, false}, {"csv", false, false}};
   }
@@ -598,6 +545,9 @@ int Dispatch(const CommandInfo& info, const std::vector<std::string>& words) {
   if (command == "usage") return RunUsage(session, args, info);
   if (command == "reconcile") return RunReconcile(session, args, info);
   if (command == "sandbox") return RunSandbox(session, args, info);
+  if (command == "config") {
+    return RunConfig(session, args, [&info](const std::string& message) { return UsageFailure(info, message); });
+  }
   return UsageFailure(info, "unknown command");  // every kCommands entry is handled above
 }
 

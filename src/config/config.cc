@@ -136,6 +136,7 @@ LoadResult LoadConfigText(std::string_view yaml_text, std::string_view source_na
   }
   internal::DerivePolicies(config);
   config.version = internal::ContentVersion(yaml_text);
+  config.text = std::string(yaml_text);
   return config;
 }
 

@@ -12,13 +12,13 @@ constexpr std::chrono::seconds kUsageSaveEvery{60};
 
 }  // namespace
 
-Accounting::Accounting(const config::Config& config, const store::AccountingReads& ledger, metrics::Metrics& metrics,
+Accounting::Accounting(const config::LiveConfig& live, const store::AccountingReads& ledger, metrics::Metrics& metrics,
                        const Clock& clock)
-    : config_(config),
+    : live_(live),
       ledger_(ledger),
       metrics_(metrics),
       clock_(clock),
-      fairshare_usage_(config.cluster.fairshare_half_life_hours * 3600.0) {}
+      fairshare_usage_(live.Current().cluster.fairshare_half_life_hours * 3600.0) {}
 
 void Accounting::RestoreFairshare(const store::FairshareUsage& saved, Timestamp now) {
   std::vector<policy::DecayedUsage::Entry> entries;
@@ -58,7 +58,7 @@ void Accounting::AppendCharge(Batch& batch, const model::Job& job, int attempt, 
 }
 
 void Accounting::RefreshBudgets(Timestamp now) {
-  for (const auto& project : config_.cluster.projects) {
+  for (const auto& project : current_config().cluster.projects) {
     if (project.budget.Empty()) continue;
     const Timestamp start = policy::PeriodStart(project.budget.period, now);
     BudgetTrack& track = budgets_[project.name];
@@ -88,7 +88,7 @@ std::map<std::string, policy::BudgetUse> Accounting::BudgetUse() const {
 
 void Accounting::ChargeRunningIfDue(const ActiveJobs& active, Batch& batch, Timestamp now) {
   if (now < next_charge_) return;
-  next_charge_ = now + std::chrono::seconds(config_.store.accounting_interval_seconds);
+  next_charge_ = now + std::chrono::seconds(current_config().store.accounting_interval_seconds);
   for (const auto& [id, job] : active) {
     if (job.state != model::JobState::kRunning) continue;
     const model::Attempt* attempt = job.CurrentAttempt();
@@ -97,7 +97,7 @@ void Accounting::ChargeRunningIfDue(const ActiveJobs& active, Batch& batch, Time
     if (it == charging_.end()) it = charging_.emplace(std::make_pair(id, attempt->number), Charging{now, {}}).first;
     Charging& c = it->second;
     if (now <= c.until) continue;
-    for (const auto& charge : ledger::AllocatedCharges(config_.cluster, job, *attempt, c.until, now)) {
+    for (const auto& charge : ledger::AllocatedCharges(current_config().cluster, job, *attempt, c.until, now)) {
       AppendCharge(batch, job, attempt->number, charge, c.until, now, /*final=*/false);
       c.sums[{charge.metric, charge.detail, charge.node}] += charge.quantity;
     }
@@ -113,7 +113,7 @@ void Accounting::CloseCharging(Batch& batch, const model::Job& job, const model:
   auto it = charging_.find({job.id, attempt.number});
   const std::map<ledger::ChargeKey, double> charged =
       it == charging_.end() ? std::map<ledger::ChargeKey, double>{} : it->second.sums;
-  std::map<ledger::ChargeKey, double> final_quantities = ledger::AttemptUsage(config_.cluster, job, attempt);
+  std::map<ledger::ChargeKey, double> final_quantities = ledger::AttemptUsage(current_config().cluster, job, attempt);
   for (const auto& [key, quantity] : charged) final_quantities[key] -= quantity;
   const Timestamp start = attempt.started_at.value_or(job.started_at.value_or(clock_.Now()));
   const Timestamp end = attempt.ended_at.value_or(clock_.Now());
@@ -132,8 +132,9 @@ void Accounting::AccrueFairshare(const ActiveJobs& active, Batch& batch, Timesta
     // its rate in CPU-second equivalents (policy::ChargeRate).
     for (const auto& [id, job] : active) {
       if (job.state != model::JobState::kRunning) continue;
-      fairshare_usage_.Charge(job.project, job.user,
-                              policy::ChargeRate(job.resources, config_.cluster.fairshare_gpu_weight) * seconds, now);
+      fairshare_usage_.Charge(
+          job.project, job.user,
+          policy::ChargeRate(job.resources, current_config().cluster.fairshare_gpu_weight) * seconds, now);
     }
     fairshare_usage_.DecayTo(now);
     last_accrual_ = now;

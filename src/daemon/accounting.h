@@ -12,6 +12,7 @@
 #include "daemon/batch.h"
 #include "unisched/common/time.h"
 #include "unisched/config/config.h"
+#include "unisched/config/live.h"
 #include "unisched/ledger/ledger.h"
 #include "unisched/metrics/metrics.h"
 #include "unisched/model/job.h"
@@ -25,7 +26,7 @@ class Accounting {
  public:
   using ActiveJobs = std::map<model::JobId, model::Job>;
 
-  Accounting(const config::Config& config, const store::AccountingReads& ledger, metrics::Metrics& metrics,
+  Accounting(const config::LiveConfig& live, const store::AccountingReads& ledger, metrics::Metrics& metrics,
              const Clock& clock);
 
   // At start: the saved fairshare usage (the time the daemon was down is
@@ -55,7 +56,9 @@ class Accounting {
   void AppendCharge(Batch& batch, const model::Job& job, int attempt, const ledger::Charge& charge, Timestamp from,
                     Timestamp to, bool final);
 
-  const config::Config& config_;
+  // The config in force; current_config() is its version now.
+  const config::LiveConfig& live_;
+  const config::Config& current_config() const { return live_.Current(); }
   const store::AccountingReads& ledger_;
   metrics::Metrics& metrics_;
   const Clock& clock_;

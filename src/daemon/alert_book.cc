@@ -29,7 +29,7 @@ void AlertBook::Notify(const store::AlertRecord& a, const char* state) const {
 }
 
 void AlertBook::Evaluate(Batch& batch, const AlertInputs& inputs, Timestamp now) {
-  const AlertChanges changes = DiffAlerts(EvaluateAlertRules(config_.alerts.rules, inputs, now), firing_, now);
+  const AlertChanges changes = DiffAlerts(EvaluateAlertRules(current_config().alerts.rules, inputs, now), firing_, now);
   for (const store::AlertRecord& a : changes.fired) {
     batch.writes.push_back([a, event = store::ClusterEvent{now, "alert_firing", Cat("alert/", a.name, "/", a.object),
                                                            a.severity, a.message}](store::Transaction& t) -> Status {
@@ -56,7 +56,7 @@ void AlertBook::Evaluate(Batch& batch, const AlertInputs& inputs, Timestamp now)
   const bool changed = !changes.fired.empty() || !changes.resolved.empty();
   if (changed || !published_) {
     std::map<std::string, int> by_rule;
-    for (const auto& rule : config_.alerts.rules) by_rule[rule.name] = 0;
+    for (const auto& rule : current_config().alerts.rules) by_rule[rule.name] = 0;
     for (const auto& [key, alert] : firing_) ++by_rule[key.first];
     for (const auto& [name, count] : by_rule) metrics_.SetAlertsFiring(name, count);
     published_ = true;

@@ -12,6 +12,7 @@
 #include "daemon/notifier.h"
 #include "unisched/common/time.h"
 #include "unisched/config/config.h"
+#include "unisched/config/live.h"
 #include "unisched/metrics/metrics.h"
 #include "unisched/store/events.h"
 
@@ -19,7 +20,7 @@ namespace unisched::daemon {
 
 class AlertBook {
  public:
-  AlertBook(const config::Config& config, metrics::Metrics& metrics) : config_(config), metrics_(metrics) {}
+  AlertBook(const config::LiveConfig& live, metrics::Metrics& metrics) : live_(live), metrics_(metrics) {}
 
   // Where alerts go besides the store, the log and metrics (may be null).
   void SetNotifier(WebhookNotifier* notifier) { notifier_ = notifier; }
@@ -30,7 +31,9 @@ class AlertBook {
  private:
   void Notify(const store::AlertRecord& alert, const char* state) const;
 
-  const config::Config& config_;
+  // The config in force; current_config() is its version now.
+  const config::LiveConfig& live_;
+  const config::Config& current_config() const { return live_.Current(); }
   metrics::Metrics& metrics_;
   WebhookNotifier* notifier_ = nullptr;
   std::map<AlertKey, store::AlertRecord> firing_;  // by (rule name, object)

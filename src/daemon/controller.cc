@@ -19,17 +19,19 @@ constexpr std::chrono::hours kRetentionSweepEvery{1};
 
 }  // namespace
 
-Controller::Controller(const config::Config& config, store::Store& store, metrics::Metrics& metrics, const Clock& clock)
-    : config_(config),
+Controller::Controller(const config::LiveConfig& live, store::Store& store, metrics::Metrics& metrics,
+                       const Clock& clock)
+    : live_(live),
       store_(store),
       metrics_(metrics),
       clock_(clock),
-      scheduler_(scheduler::SchedulerConfig::From(config.cluster)),
-      node_book_(config, clock),
-      accounting_(config, store, metrics, clock),
-      jobs_(config, store, metrics, clock, node_book_, accounting_,
+      scheduler_(scheduler::SchedulerConfig::From(live.Current().cluster)),
+      scheduler_built_from_(&live.Current()),
+      node_book_(live.Current(), clock),
+      accounting_(live, store, metrics, clock),
+      jobs_(live, store, metrics, clock, node_book_, accounting_,
             [this](executor::RunResult result) { OnRunResult(std::move(result)); }),
-      alerts_(config, metrics) {
+      alerts_(live, metrics) {
   view_ = std::make_shared<service::ClusterView>();
 }
 
@@ -48,7 +50,7 @@ void Controller::Start() {
   const JobLifecycle::Restart restart = jobs_.Load(store_.LoadActiveJobs(), store_.CountJobs(), clock_.Now());
   spdlog::info("controller: {} active jobs loaded, {} running attempts to recover", jobs_.active().size(),
                restart.recover.size());
-  for (const auto& pool : config_.cluster.pools) {
+  for (const auto& pool : current_config().cluster.pools) {
     if (pool.sandbox && ::geteuid() != 0) {
       spdlog::warn("pool {} has sandbox: true, but the daemon is not root: its jobs run without isolation", pool.name);
     }
@@ -132,7 +134,8 @@ void Controller::SetNodeState(std::string node, bool drain, std::string reason, 
 
 void Controller::Loop() {
   using SteadyClock = std::chrono::steady_clock;
-  const auto tick = std::chrono::milliseconds(static_cast<int64_t>(config_.server.scheduler_tick_seconds * 1000));
+  const auto tick =
+      std::chrono::milliseconds(static_cast<int64_t>(current_config().server.scheduler_tick_seconds * 1000));
   auto next_tick = SteadyClock::now() + tick;
   // A cycle costs time linear in the pending jobs. To keep the control thread
   // responsive with a deep backlog, a cycle may start only once the time since
@@ -190,7 +193,14 @@ void Controller::RunCycle(Batch& batch, Timestamp now) {
   for (const auto& [key, count] : jobs_.counts()) {
     if (std::get<0>(key) == JobState::kPending) pending_jobs += static_cast<size_t>(std::max<int64_t>(count, 0));
   }
-  CycleSnapshot built = BuildCycleSnapshot(config_,
+  // One version of the config for the whole cycle; a new one (a live
+  // change, docs/config-versions.md) takes effect from the next cycle on.
+  const config::Config& config = current_config();
+  if (&config != scheduler_built_from_) {
+    scheduler_ = scheduler::Scheduler(scheduler::SchedulerConfig::From(config.cluster));
+    scheduler_built_from_ = &config;
+  }
+  CycleSnapshot built = BuildCycleSnapshot(config,
                                            {jobs_.active(), node_book_.nodes(), accounting_.fairshare(),
                                             accounting_.BudgetUse(), sandbox_holds_, reservations_, pending_jobs},
                                            now);
@@ -268,7 +278,7 @@ void Controller::ApplyNodeState(Batch& batch, const std::string& name, bool drai
 
 void Controller::SweepRetention(Batch& batch, Timestamp now) {
   next_retention_sweep_ = now + kRetentionSweepEvery;
-  const Timestamp cutoff = now - std::chrono::hours(24) * config_.store.job_retention_days;
+  const Timestamp cutoff = now - std::chrono::hours(24) * current_config().store.job_retention_days;
   auto deleted = std::make_shared<std::vector<model::JobId>>();
   batch.writes.push_back([cutoff, deleted](store::Transaction& t) -> Status {
     auto ids = t.DeleteJobsEndedBefore(cutoff);
@@ -375,7 +385,7 @@ void Controller::CheckHeartbeats(Batch& batch, Timestamp now) {
 }
 
 Status Controller::SetBackends(backend::BackendSet backends) {
-  for (const auto& pool : config_.cluster.pools) {
+  for (const auto& pool : current_config().cluster.pools) {
     const backend::PoolBackend* b = backends.For(pool.name);
     if (!b) return Error::Internal("pool " + pool.name + ": no backend serves it (backend " + pool.backend + ")");
     const auto wanted = pool.PlacedByBackend() ? backend::Placement::kBackend : backend::Placement::kDaemon;

@@ -38,6 +38,7 @@
 #include "unisched/backend/pool_backend.h"
 #include "unisched/common/time.h"
 #include "unisched/config/config.h"
+#include "unisched/config/live.h"
 #include "unisched/executor/executor.h"
 #include "unisched/metrics/metrics.h"
 #include "unisched/policy/quota.h"
@@ -49,7 +50,7 @@ namespace unisched::daemon {
 
 class Controller final : public service::ControlPlane, public AgentSink {
  public:
-  Controller(const config::Config& config, store::Store& store, metrics::Metrics& metrics, const Clock& clock);
+  Controller(const config::LiveConfig& live, store::Store& store, metrics::Metrics& metrics, const Clock& clock);
   ~Controller() override;
 
   // REQUIRES: called once, before Start. The backend of every pool
@@ -99,11 +100,14 @@ class Controller final : public service::ControlPlane, public AgentSink {
   // Agent nodes silent for longer than the heartbeat timeout go down.
   void CheckHeartbeats(Batch& batch, Timestamp now);
 
-  const config::Config& config_;
+  // The config in force; current_config() is its version now.
+  const config::LiveConfig& live_;
+  const config::Config& current_config() const { return live_.Current(); }
   store::Store& store_;
   metrics::Metrics& metrics_;
   const Clock& clock_;
   scheduler::Scheduler scheduler_;
+  const config::Config* scheduler_built_from_;  // the version scheduler_ was built from
 
   // Inbox: guarded by mu_.
   std::mutex mu_;

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -191,7 +192,7 @@ Status Daemon::MakeBackends(backend::BackendSet& set) {
   auto sink = [controller = controller_.get()](executor::RunResult result) {
     controller->OnRunResult(std::move(result));
   };
-  for (const auto& pool : config_.cluster.pools) {
+  for (const auto& pool : live_->Current().cluster.pools) {
     auto made = by_name.find(pool.backend);
     if (made == by_name.end()) {
       std::unique_ptr<backend::PoolBackend> b;
@@ -240,6 +241,13 @@ Status Daemon::StartParts() {
   auto store = store::Store::Open(*store_options);
   if (!store.ok()) return Error::Internal("cannot open the store: " + store.error().message);
   store_ = std::move(*store);
+  // The config in force is the store's version (docs/config-versions.md);
+  // a file that differs stops the start here, before anything runs.
+  config_keeper_ = std::make_unique<ConfigKeeper>(*store_, config_,
+                                                  options_.config_path.empty() ? "<embedded>" : options_.config_path);
+  auto adopted = config_keeper_->Adopt(options_.config_adoption);
+  if (!adopted.ok()) return adopted.error();
+  live_ = std::make_unique<config::LiveConfig>(std::move(*adopted));
   if (config_.server.replica.enabled) return StartReplica();
   if (Status s = StartLeaderParts(); !s.ok()) return s;
   return Listen([api = api_.get()](api::HttpRequest req, api::Respond respond) {
@@ -249,50 +257,52 @@ Status Daemon::StartParts() {
 
 Status Daemon::StartLeaderParts() {
   const fs::path state_dir = state_dir_;
+  const config::Config& config = live_->Current();
   if (admin_token_.empty()) {
     auto token = BootstrapAdminToken(config_, *store_, state_dir);
     if (!token.ok()) return Error::Internal("cannot set up the bootstrap admin token: " + token.error().message);
     admin_token_ = *token;
   }
-  if (Status s = SyncUsersAndBootstrap(config_, *store_, admin_token_, clock_); !s.ok()) {
+  if (Status s = SyncUsersAndBootstrap(config, *store_, admin_token_, clock_); !s.ok()) {
     return Error::Internal("cannot set up users: " + s.error().message);
   }
 
-  controller_ = std::make_unique<Controller>(config_, *store_, metrics_, clock_);
+  controller_ = std::make_unique<Controller>(*live_, *store_, metrics_, clock_);
   // Attempts' control files on a tmpfs, their output under the state
   // directory (docs/execution.md#where-the-files-are).
-  runtime_ = ChooseRuntimeRunsDir(config_.executor.runtime_dir, state_dir_);
+  runtime_ = ChooseRuntimeRunsDir(config.executor.runtime_dir, state_dir_);
   spdlog::info("attempt control files in {} ({})", runtime_.runs_dir, runtime_.why);
   // For operators (and test harnesses) looking for them.
   if (std::ofstream out(state_dir / "runtime-dir"); !(out << runtime_.runs_dir << "\n")) {
     spdlog::warn("cannot write {}", (state_dir / "runtime-dir").string());
   }
   const executor::LocalExecutorOptions exec_options{runtime_.runs_dir, (state_dir / "runs").string(),
-                                                    (state_dir / "work").string(), SupervisorPath(config_),
-                                                    config_.executor.use_cgroups};
+                                                    (state_dir / "work").string(), SupervisorPath(config),
+                                                    config.executor.use_cgroups};
   local_executor_ = executor::MakeLocalExecutor(
       exec_options,
       [controller = controller_.get()](executor::RunResult result) { controller->OnRunResult(std::move(result)); });
   // Nodes with `agent: true` run their attempts through their agents.
-  agents_ = std::make_unique<AgentHub>(config_, clock_);
+  agents_ = std::make_unique<AgentHub>(config, clock_);
   agents_->SetSink(controller_.get());
   agents_->Start();
   backend::BackendSet backends;
   if (Status s = MakeBackends(backends); !s.ok()) return s;
   if (Status s = controller_->SetBackends(backends); !s.ok()) return s;
-  notifier_ = std::make_unique<WebhookNotifier>(config_.alerts.webhook);
+  notifier_ = std::make_unique<WebhookNotifier>(config.alerts.webhook);
   notifier_->Start();
   controller_->SetNotifier(notifier_.get());
 
   // API sandboxes live in this machine: replicas serve none (the API says
   // why, docs/replicas.md#what-replicas-require).
   if (!config_.server.replica.enabled) {
-    sandboxes_ = std::make_unique<SandboxManager>(config_, *store_, metrics_, clock_, *controller_, state_dir_,
-                                                  SandboxInitPath(config_));
+    sandboxes_ = std::make_unique<SandboxManager>(*live_, *store_, metrics_, clock_, *controller_, state_dir_,
+                                                  SandboxInitPath(config));
   }
-  jobs_ = std::make_unique<service::JobService>(config_, *store_, *controller_, sandboxes_.get(), metrics_, clock_);
+  jobs_ = std::make_unique<service::JobService>(*live_, *store_, *controller_, sandboxes_.get(), metrics_, clock_);
   api::ApiContext context;
-  context.config = &config_;
+  context.config = live_.get();
+  context.configs = config_keeper_.get();
   context.store = store_.get();
   context.control = controller_.get();
   context.agents = agents_.get();
@@ -314,11 +324,22 @@ Status Daemon::StartLeaderParts() {
       return Error::Internal("cannot start the sandbox manager: " + started.error().message);
     }
   }
-  housekeeper_ = std::make_unique<Housekeeper>(config_, *store_, metrics_, clock_, exec_options.work_root);
+  housekeeper_ = std::make_unique<Housekeeper>(*live_, *store_, metrics_, clock_, exec_options.work_root);
   housekeeper_->OnReconciled(
       [controller = controller_.get()](int64_t discrepancies) { controller->SetLedgerDiscrepancies(discrepancies); });
   housekeeper_->OnMinute([api = api_.get()](Timestamp now) { api->FlushAudit(now); });
   housekeeper_->Start();
+  metrics_.SetConfigVersion(config.number, config.canary_number);
+  // A new config version: its users into the store, callers' roles again.
+  config_keeper_->Attach(
+      *live_, [store = store_.get()] { return store->LoadActiveJobs(); },
+      [this](const config::Config& now) {
+        metrics_.SetConfigVersion(now.number, now.canary_number);
+        if (Status s = SyncUsersAndBootstrap(now, *store_, admin_token_, clock_); !s.ok()) {
+          spdlog::error("config version {}: cannot update its users: {}", now.number, s.error().message);
+        }
+        api_->InvalidateCredentials();
+      });
   return Status::Ok();
 }
 
@@ -340,8 +361,8 @@ Status Daemon::Listen(api::Handler handler) {
     endpoint << url_ << "\n";
   }
   fs::rename(state_dir / "endpoint.tmp", state_dir / "endpoint");
-  spdlog::info("unisched listening on {} (state {}, config version {}, store synchronous={})", url_, state_dir_,
-               config_.version, config_.store.synchronous);
+  spdlog::info("unisched listening on {} (state {}, config version {} ({}), store synchronous={})", url_, state_dir_,
+               live_->Current().number, live_->Current().version, config_.store.synchronous);
   return Status::Ok();
 }
 
@@ -379,6 +400,10 @@ Status Daemon::StartReplica() {
 Status Daemon::Lead(int64_t epoch) {
   store_->FenceWrites(epoch, replica_name_, [this] { StepDown("a write found the lease taken by another replica"); });
   const auto began = std::chrono::steady_clock::now();
+  // The version in force now, which may be newer than this replica's start.
+  auto in_force = config_keeper_->LoadInForce();
+  if (!in_force.ok()) return in_force.error();
+  live_ = std::make_unique<config::LiveConfig>(std::move(*in_force));
   if (Status s = StartLeaderParts(); !s.ok()) return s;
   leader_api_.store(api_.get());
   spdlog::info("replica {}: leading at epoch {} (state rebuilt from the database in {} ms)", replica_name_, epoch,
@@ -489,6 +514,19 @@ void Daemon::Standby(api::HttpRequest request, api::Respond respond) {
 Status Daemon::ReloadTls() {
   if (!server_) return Status::Ok();
   return server_->ReloadTls();
+}
+
+Result<std::string> Daemon::ReloadConfig() {
+  if (options_.config_path.empty()) return std::string("no --config file: nothing to read again");
+  if (!api_ || (keeper_ && leader_api_.load() == nullptr)) {
+    return std::string("this replica does not lead: the leader applies config changes (POST /v1/config)");
+  }
+  std::ifstream in(options_.config_path);
+  if (!in) return Error::Unavailable("cannot read " + options_.config_path + ": " + std::strerror(errno));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto applied = config_keeper_->Apply({text, "", "SIGHUP: " + options_.config_path, false}, "SIGHUP");
+  if (!applied.ok()) return applied.error();
+  return applied->dump();
 }
 
 void Daemon::Stop() {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "daemon/agent_hub.h"
+#include "daemon/config_keeper.h"
 #include "daemon/controller.h"
 #include "daemon/housekeeper.h"
 #include "daemon/notifier.h"
@@ -50,6 +51,11 @@ struct DaemonOptions {
   // a standby; without one the process ends (exit code 75) for its
   // supervisor to restart.
   std::function<void(const std::string& why)> on_step_down;
+  // Live config versions (docs/config-versions.md): how the config the
+  // daemon was started with meets the store's versions, and the file
+  // SIGHUP reads again ("" without --config).
+  ConfigAdoption config_adoption;
+  std::string config_path;
 };
 
 // The exit code of a replica that stops leading with no on_step_down.
@@ -72,6 +78,10 @@ class Daemon {
   // SIGHUP: reads the TLS certificate and key again (no connection or job
   // is dropped; new connections use them). An error keeps the old ones.
   Status ReloadTls();
+  // SIGHUP: applies the --config file again as POST /v1/config would (a
+  // replica that does not lead leaves it to the leader). Returns what the
+  // change did, or why it was refused; the version in force stays then.
+  Result<std::string> ReloadConfig();
 
  private:
   explicit Daemon(config::Config config) : config_(std::move(config)) {}
@@ -91,7 +101,10 @@ class Daemon {
   void Standby(api::HttpRequest request, api::Respond respond);
   bool KnownUserToken(const api::HttpRequest& request) const;
 
-  const config::Config config_;
+  const config::Config config_;  // as started: this replica's server and store sections
+  std::unique_ptr<ConfigKeeper> config_keeper_;
+  // The config in force (the store's version); the leader's parts read it.
+  std::unique_ptr<config::LiveConfig> live_;
   DaemonOptions options_;
   SystemClock clock_;
   metrics::Metrics metrics_;

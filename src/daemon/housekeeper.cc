@@ -31,9 +31,9 @@ std::optional<uint64_t> DiskUsageBytes(const std::string& dir) {
   return bytes;
 }
 
-Housekeeper::Housekeeper(const config::Config& config, store::Store& store, metrics::Metrics& metrics,
+Housekeeper::Housekeeper(const config::LiveConfig& live, store::Store& store, metrics::Metrics& metrics,
                          const Clock& clock, std::string work_root)
-    : config_(config), store_(store), metrics_(metrics), clock_(clock), work_root_(std::move(work_root)) {}
+    : live_(live), store_(store), metrics_(metrics), clock_(clock), work_root_(std::move(work_root)) {}
 
 Housekeeper::~Housekeeper() {
   Stop();
@@ -65,8 +65,8 @@ Timestamp NextGridPoint(Timestamp now, std::chrono::seconds every) {
 }  // namespace
 
 void Housekeeper::Loop() {
-  const auto sample_every = std::chrono::seconds(config_.store.storage_sample_interval_seconds);
-  const auto reconcile_every = std::chrono::seconds(config_.store.reconcile_interval_seconds);
+  const auto sample_every = std::chrono::seconds(current_config().store.storage_sample_interval_seconds);
+  const auto reconcile_every = std::chrono::seconds(current_config().store.reconcile_interval_seconds);
   const Timestamp start = clock_.Now();
   constexpr std::chrono::seconds kMinute{60};
   std::optional<Timestamp> next_sample, next_reconcile;
@@ -111,8 +111,8 @@ void Housekeeper::Loop() {
 }
 
 int64_t Housekeeper::PruneAudit(Timestamp now) {
-  const Timestamp cutoff = now - std::chrono::hours(24) * config_.store.audit_retention_days;
-  const int64_t max_rows = config_.store.audit_max_rows;
+  const Timestamp cutoff = now - std::chrono::hours(24) * current_config().store.audit_retention_days;
+  const int64_t max_rows = current_config().store.audit_max_rows;
   int64_t pruned = 0;
   const Status s = store_.WriteSync([&](store::Transaction& t) -> Status {
     auto n = t.PruneAudit(cutoff, max_rows);
@@ -129,7 +129,7 @@ int64_t Housekeeper::PruneAudit(Timestamp now) {
 }
 
 int Housekeeper::SampleStorage(Timestamp now) {
-  const int64_t every_ms = int64_t{config_.store.storage_sample_interval_seconds} * 1000;
+  const int64_t every_ms = int64_t{current_config().store.storage_sample_interval_seconds} * 1000;
   if (every_ms <= 0) return 0;
   // The interval that ended last: [start, end). What is on disk now stands
   // for the whole of it.
@@ -152,7 +152,7 @@ int Housekeeper::SampleStorage(Timestamp now) {
   };
 
   // Projects' configured storage: charged to the project, no job (job 0).
-  for (const auto& project : config_.projects) {
+  for (const auto& project : current_config().projects) {
     for (const auto& dir : project.storage_paths) {
       auto bytes = measure(dir);
       if (!bytes) continue;
@@ -201,7 +201,7 @@ int Housekeeper::SampleStorage(Timestamp now) {
 }
 
 void Housekeeper::Reconcile(Timestamp now) {
-  const ledger::Reconciliation report = api::ReconcileLedger(store_, config_.cluster);
+  const ledger::Reconciliation report = api::ReconcileLedger(store_, current_config().cluster);
   metrics_.SetLedgerReconciliation(report.missing, report.duplicated, report.mismatched, report.unverifiable_attempts,
                                    static_cast<double>(ToUnixMillis(now)) / 1000.0);
   const int64_t total = report.missing + report.duplicated + report.mismatched;

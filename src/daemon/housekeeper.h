@@ -23,6 +23,7 @@
 
 #include "unisched/common/time.h"
 #include "unisched/config/config.h"
+#include "unisched/config/live.h"
 #include "unisched/metrics/metrics.h"
 #include "unisched/store/store.h"
 
@@ -41,7 +42,7 @@ inline double GbHours(uint64_t bytes, double seconds) {
 class Housekeeper {
  public:
   // `work_root`: where the executor puts job work directories (<work_root>/<job>).
-  Housekeeper(const config::Config& config, store::Store& store, metrics::Metrics& metrics, const Clock& clock,
+  Housekeeper(const config::LiveConfig& live, store::Store& store, metrics::Metrics& metrics, const Clock& clock,
               std::string work_root);
   ~Housekeeper();
   Housekeeper(const Housekeeper&) = delete;
@@ -67,7 +68,9 @@ class Housekeeper {
  private:
   void Loop();
 
-  const config::Config& config_;
+  // The config in force; current_config() is its version now.
+  const config::LiveConfig& live_;
+  const config::Config& current_config() const { return live_.Current(); }
   store::Store& store_;
   metrics::Metrics& metrics_;
   const Clock& clock_;

@@ -38,10 +38,10 @@ JobState StateOf(executor::RunOutcome outcome) {
 
 }  // namespace
 
-JobLifecycle::JobLifecycle(const config::Config& config, store::Store& store, metrics::Metrics& metrics,
+JobLifecycle::JobLifecycle(const config::LiveConfig& live, store::Store& store, metrics::Metrics& metrics,
                            const Clock& clock, NodeBook& nodes, Accounting& accounting,
                            std::function<void(executor::RunResult)> on_result)
-    : config_(config),
+    : live_(live),
       store_(store),
       metrics_(metrics),
       clock_(clock),
@@ -189,7 +189,7 @@ void JobLifecycle::Preempt(Batch& batch, const scheduler::Preemption& p) {
 
 void JobLifecycle::FinishPreemption(Batch& batch, Job& job, model::Attempt& attempt) {
   const model::JobId preemptor = *job.preempting_for;
-  const model::QueueSpec* queue = config_.cluster.FindQueue(job.queue);
+  const model::QueueSpec* queue = current_config().cluster.FindQueue(job.queue);
   const bool requeue = !queue || queue->policy.preempt_action == model::PreemptAction::kRequeue;
   attempt.state = JobState::kCancelled;
   attempt.reason = "preempted by job " + std::to_string(preemptor);
@@ -298,7 +298,7 @@ void JobLifecycle::ApplyResult(Batch& batch, const executor::RunResult& result) 
 }
 
 bool JobLifecycle::RequeueForRetry(Batch& batch, Job& job, JobState ended, Timestamp now) {
-  const model::QueueSpec* queue = config_.cluster.FindQueue(job.queue);
+  const model::QueueSpec* queue = current_config().cluster.FindQueue(job.queue);
   if (!queue) return false;
   const policy::RetryDecision retry = policy::DecideRetry(queue->policy, job, ended, now);
   if (!retry.requeue) return false;
@@ -420,7 +420,7 @@ backend::PoolBackend& JobLifecycle::BackendOf(const Job& job) const {
 }
 
 std::string JobLifecycle::BackendNameOf(const Job& job) const {
-  const model::PoolSpec* pool = config_.cluster.FindPool(job.pool);
+  const model::PoolSpec* pool = current_config().cluster.FindPool(job.pool);
   return pool ? pool->backend : std::string("?");
 }
 
@@ -436,18 +436,18 @@ executor::LaunchSpec JobLifecycle::MakeLaunchSpec(const Job& job) const {
   std::string unix_user;
   std::optional<executor::UnixIds> ids;
   if (as_root) {
-    unix_user = config_.executor.default_unix_user;
+    unix_user = current_config().executor.default_unix_user;
     if (auto user = store_.GetUser(job.user)) {
       if (!user->unix_user.empty()) {
         unix_user = user->unix_user;
-      } else if (service::UsesAllocatedAccount(config_.executor.user_accounts, *user)) {
+      } else if (service::UsesAllocatedAccount(current_config().executor.user_accounts, *user)) {
         // Its own uid: no job of another user may read its files or signal it.
         unix_user = user->name;
         ids = AllocatedIds(*user, job.project);
       }
     }
   }
-  executor::LaunchSpec spec = BuildLaunchSpec(config_, job, unix_user, as_root);
+  executor::LaunchSpec spec = BuildLaunchSpec(current_config(), job, unix_user, as_root);
   spec.ids = std::move(ids);
   return spec;
 }

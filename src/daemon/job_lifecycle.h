@@ -25,6 +25,7 @@
 #include "unisched/common/status.h"
 #include "unisched/common/time.h"
 #include "unisched/config/config.h"
+#include "unisched/config/live.h"
 #include "unisched/executor/executor.h"
 #include "unisched/executor/wire.h"
 #include "unisched/metrics/metrics.h"
@@ -42,7 +43,7 @@ class JobLifecycle {
   using JobAction = service::ControlPlane::JobAction;
 
   // `on_result`: where a launch that fails is reported, as a result.
-  JobLifecycle(const config::Config& config, store::Store& store, metrics::Metrics& metrics, const Clock& clock,
+  JobLifecycle(const config::LiveConfig& live, store::Store& store, metrics::Metrics& metrics, const Clock& clock,
                NodeBook& nodes, Accounting& accounting, std::function<void(executor::RunResult)> on_result);
 
   // REQUIRES: before Load. Checked by the controller.
@@ -112,7 +113,9 @@ class JobLifecycle {
   backend::PoolBackend& BackendOf(const model::Job& job) const;
   std::string BackendNameOf(const model::Job& job) const;
 
-  const config::Config& config_;
+  // The config in force; current_config() is its version now.
+  const config::LiveConfig& live_;
+  const config::Config& current_config() const { return live_.Current(); }
   store::Store& store_;
   metrics::Metrics& metrics_;
   const Clock& clock_;

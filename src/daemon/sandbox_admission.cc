@@ -43,12 +43,12 @@ Status SandboxManager::AwaitSlot(const std::shared_ptr<Sandbox>& s, bool may_wai
   // queue whose quota_action is wait holds the create up to
   // sandboxes.create_wait_seconds (a sandbox cannot be left pending).
   std::unique_lock lock(mu_);
-  const auto deadline = since + std::chrono::seconds(may_wait ? config_.sandboxes.create_wait_seconds : 0);
+  const auto deadline = since + std::chrono::seconds(may_wait ? current_config().sandboxes.create_wait_seconds : 0);
   while (true) {
     if (stopping_) return Error::Unavailable("the daemon is stopping");
     const policy::JobScope scope{s->queue, s->project, s->user};
     auto limit = service::SandboxSlotLimit(
-        config_.cluster, service::HeldFor(*control_.View(), sandboxes_.Holds(), scope), scope, s->limits);
+        current_config().cluster, service::HeldFor(*control_.View(), sandboxes_.Holds(), scope), scope, s->limits);
     if (!limit) break;
     const auto now = std::chrono::steady_clock::now();
     if (now >= deadline) return SlotRefused(*limit, may_wait, s->queue);

@@ -43,7 +43,7 @@ void SandboxManager::Exec(int64_t id, ExecRequest request, std::string actor, st
                        {"env", env},
                        {"stdin", isolation::Bytes(request.stdin_data)},
                        {"timeout_ms", timeout * 1000},
-                       {"output_cap", config_.sandboxes.output_cap_bytes}};
+                       {"output_cap", current_config().sandboxes.output_cap_bytes}};
     auto answer = CallInstance(s, call, static_cast<int>(timeout * 1000 + 10'000), /*exec=*/true);
     if (!answer.ok()) {
       done(answer.error());
@@ -80,10 +80,10 @@ void SandboxManager::Exec(int64_t id, ExecRequest request, std::string actor, st
 
 void SandboxManager::PutFile(int64_t id, std::string path, std::string data, std::string actor,
                              std::function<void(Result<json>)> done) {
-  if (static_cast<int64_t>(data.size()) > config_.sandboxes.max_file_bytes) {
+  if (static_cast<int64_t>(data.size()) > current_config().sandboxes.max_file_bytes) {
     done(Error{ErrorKind::kTooLarge, "too_large",
                "the file holds " + std::to_string(data.size()) + " bytes; sandboxes.max_file_bytes is " +
-                   std::to_string(config_.sandboxes.max_file_bytes),
+                   std::to_string(current_config().sandboxes.max_file_bytes),
                "body"});
     return;
   }
@@ -115,8 +115,8 @@ void SandboxManager::GetFile(int64_t id, std::string path, std::function<void(Re
   }
   std::shared_ptr<Sandbox> s = std::move(acquired).value();
   Spawn([this, s, path = std::move(path), done = std::move(done)] {
-    auto answer =
-        CallInstance(s, {{"op", "get"}, {"path", path}, {"max", config_.sandboxes.max_file_bytes}}, 30'000, false);
+    auto answer = CallInstance(s, {{"op", "get"}, {"path", path}, {"max", current_config().sandboxes.max_file_bytes}},
+                               30'000, false);
     if (!answer.ok()) {
       done(answer.error());
       return;

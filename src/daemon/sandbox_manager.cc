@@ -19,15 +19,15 @@ namespace unisched::daemon {
 
 using nlohmann::json;
 
-SandboxManager::SandboxManager(const config::Config& config, store::Store& store, metrics::Metrics& metrics,
+SandboxManager::SandboxManager(const config::LiveConfig& live, store::Store& store, metrics::Metrics& metrics,
                                const Clock& clock, service::ControlPlane& control, std::string state_dir,
                                std::string init_path)
-    : config_(config),
+    : live_(live),
       store_(store),
       metrics_(metrics),
       clock_(clock),
       control_(control),
-      instances_(config, state_dir + "/sandboxes", std::move(init_path)) {}
+      instances_(live.Current(), state_dir + "/sandboxes", std::move(init_path)) {}
 
 SandboxManager::~SandboxManager() {
   Stop();
@@ -38,7 +38,7 @@ Status SandboxManager::Start() {
 
   // Images: the host profile, then the config's; a version new to the store
   // becomes its image's current one (an API rollback survives a restart).
-  const std::vector<config::ImageSpec> configured = ConfiguredImages(config_);
+  const std::vector<config::ImageSpec> configured = ConfiguredImages(current_config());
   if (Status written = ImageCatalog::RegisterConfigured(store_, configured, clock_.Now()); !written) return written;
   {
     std::lock_guard lock(mu_);
@@ -106,14 +106,15 @@ void SandboxManager::Create(CreateRequest request, std::string actor, std::funct
   // The job service admitted the queue, pool and limits (router, quotas,
   // budgets); what is left to check is the manager's own: the image and the
   // idle timeout. A bad request changes nothing.
-  const model::QueueSpec* queue = config_.cluster.FindQueue(request.queue);
-  const model::PoolSpec* pool = config_.cluster.FindPool(request.pool);
+  const model::QueueSpec* queue = current_config().cluster.FindQueue(request.queue);
+  const model::PoolSpec* pool = current_config().cluster.FindPool(request.pool);
   if (!queue || !pool || pool->nodes.empty()) {
     done(Error::Internal("sandbox admitted to queue '" + request.queue + "' on pool '" + request.pool +
                          "', which this config does not have"));
     return;
   }
-  const int64_t queue_idle = queue->policy.scale_in_idle_seconds.value_or(config_.sandboxes.default_idle_seconds);
+  const int64_t queue_idle =
+      queue->policy.scale_in_idle_seconds.value_or(current_config().sandboxes.default_idle_seconds);
   if (request.idle_timeout_seconds && *request.idle_timeout_seconds > queue_idle) {
     done(Error::Unprocessable("invalid_value",
                               "idle_timeout_seconds may shorten, never lengthen, queue " + queue->name +
@@ -124,7 +125,7 @@ void SandboxManager::Create(CreateRequest request, std::string actor, std::funct
   ImageVersion image;
   {
     std::lock_guard lock(mu_);
-    auto resolved = images_.Resolve(request.image.empty() ? config_.sandboxes.default_image : request.image);
+    auto resolved = images_.Resolve(request.image.empty() ? current_config().sandboxes.default_image : request.image);
     if (!resolved.ok()) {
       done(resolved.error());
       return;

@@ -27,6 +27,7 @@
 #include "daemon/sandbox_registry.h"
 #include "daemon/sandbox_warm_pool.h"
 #include "unisched/config/config.h"
+#include "unisched/config/live.h"
 #include "unisched/metrics/metrics.h"
 #include "unisched/service/planes.h"
 #include "unisched/store/store.h"
@@ -35,7 +36,7 @@ namespace unisched::daemon {
 
 class SandboxManager final : public service::SandboxPlane {
  public:
-  SandboxManager(const config::Config& config, store::Store& store, metrics::Metrics& metrics, const Clock& clock,
+  SandboxManager(const config::LiveConfig& live, store::Store& store, metrics::Metrics& metrics, const Clock& clock,
                  service::ControlPlane& control, std::string state_dir, std::string init_path);
   ~SandboxManager() override;
 
@@ -89,7 +90,9 @@ class SandboxManager final : public service::SandboxPlane {
   void RefillWarm();
   void PublishMetrics();  // REQUIRES: mu_
 
-  const config::Config& config_;
+  // The config in force; current_config() is its version now.
+  const config::LiveConfig& live_;
+  const config::Config& current_config() const { return live_.Current(); }
   store::Store& store_;
   metrics::Metrics& metrics_;
   const Clock& clock_;

@@ -18,7 +18,7 @@ void SandboxManager::ReaperLoop() {
     stop_cv_.wait_for(lock, std::chrono::milliseconds(250));
     if (stopping_) break;
     const auto now = std::chrono::steady_clock::now();
-    if (now - last_charge >= std::chrono::seconds(config_.store.accounting_interval_seconds)) {
+    if (now - last_charge >= std::chrono::seconds(current_config().store.accounting_interval_seconds)) {
       last_charge = now;
       lock.unlock();
       ChargeRunning();
@@ -49,9 +49,9 @@ void SandboxManager::ChargeRunning() {
 void SandboxManager::RefillWarm() {
   if (!instances_.available()) return;
   // Warm instances serve the default create: the default queue's defaults.
-  const model::QueueSpec* queue = config_.cluster.FindQueue(service::DefaultSandboxQueue(config_));
+  const model::QueueSpec* queue = current_config().cluster.FindQueue(service::DefaultSandboxQueue(current_config()));
   if (!queue) return;
-  const service::SandboxLimits limits = service::SandboxDefaults(config_, *queue);
+  const service::SandboxLimits limits = service::SandboxDefaults(current_config(), *queue);
   WarmPool::Refill refill;
   {
     std::lock_guard lock(mu_);

@@ -33,7 +33,13 @@ struct ServerArgs {
   std::string config_path;
   std::string listen;
   std::string state_dir;
+  bool apply_config = false;
 };
+
+// Set in the environment of a replica that executes itself again as a
+// standby: its file was checked against the store's config at its first
+// start, and the store's version is in force since.
+constexpr const char* kStandbyReexecEnv = "UNISCHED_STANDBY_REEXEC";
 
 std::optional<ServerArgs> ParseServerArgs(int argc, char** argv) {
   ServerArgs args;
@@ -51,11 +57,13 @@ std::optional<ServerArgs> ParseServerArgs(int argc, char** argv) {
       ok = value(args.listen);
     } else if (a == "--state-dir") {
       ok = value(args.state_dir);
+    } else if (a == "--apply-config") {
+      args.apply_config = true;
     } else {
       ok = false;
     }
     if (!ok) {
-      std::cerr << "usage: unisched server [--config FILE] [--listen HOST:PORT] [--state-dir DIR]\n";
+      std::cerr << "usage: unisched server [--config FILE [--apply-config]] [--listen HOST:PORT] [--state-dir DIR]\n";
       return std::nullopt;
     }
   }
@@ -101,6 +109,7 @@ int ConnectionCap(const config::ServerSettings& server) {
   spdlog::warn("replica: executing again as a standby ({})", why);
   spdlog::default_logger()->flush();
   ::close_range(3, ~0U, 0);
+  ::setenv(kStandbyReexecEnv, "1", 1);
   ::execv("/proc/self/exe", argv);
   std::fprintf(stderr, "unisched: cannot execute /proc/self/exe again (%s); exiting\n", std::strerror(errno));
   std::_Exit(75);
@@ -177,13 +186,17 @@ int RunServer(int argc, char** argv) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGHUP);  // reloads the TLS files
+  sigaddset(&signals, SIGHUP);  // reloads the TLS files and the config file
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
 
   DaemonOptions options;
   options.http = http;
   options.on_step_down = [argv](const std::string& why) { ReexecAsStandby(argv, why); };
+  options.config_path = args->config_path;
+  options.config_adoption.file_given = !args->config_path.empty();
+  options.config_adoption.apply_file = args->apply_config;
+  options.config_adoption.trust_store = std::getenv(kStandbyReexecEnv) != nullptr;
   auto daemon = Daemon::Start(std::move(cfg), std::move(options));
   if (!daemon.ok()) {
     spdlog::critical("{}", daemon.error().message);
@@ -195,6 +208,12 @@ int RunServer(int argc, char** argv) {
       spdlog::info("SIGHUP: TLS certificate and key reloaded (new connections use them)");
     } else {
       spdlog::error("SIGHUP: {}; the previous certificate stays in use", s.error().message);
+    }
+    // As `scontrol reconfigure`: the file through the path of POST /v1/config.
+    if (auto reloaded = (*daemon)->ReloadConfig(); reloaded.ok()) {
+      spdlog::info("SIGHUP: config: {}", *reloaded);
+    } else {
+      spdlog::error("SIGHUP: config refused, the version in force stays: {}", reloaded.error().message);
     }
   }
   spdlog::info("signal {}: shutting down", received);

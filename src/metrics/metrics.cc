@@ -141,6 +141,11 @@ struct Metrics::Impl {
           .Name("unisched_leader_takeovers_total")
           .Help("Times this replica took the lease and started leading.")
           .Register(*registry);
+  prometheus::Family<prometheus::Gauge>& config_version =
+      prometheus::BuildGauge()
+          .Name("unisched_config_version")
+          .Help("The config version in force (docs/config-versions.md), by role: current, or canary (0: none).")
+          .Register(*registry);
   prometheus::Family<prometheus::Histogram>& sandbox_create =
       prometheus::BuildHistogram()
           .Name("unisched_sandbox_create_seconds")
@@ -274,6 +279,11 @@ void Metrics::SetLeadership(bool leading, int64_t epoch) {
   // The counter exists at 0 from the first report, so a takeover is an
   // increase Prometheus sees (docs/prometheus/alerts.yml).
   impl_->takeovers.Add({});
+}
+
+void Metrics::SetConfigVersion(int64_t current, int64_t canary) {
+  impl_->config_version.Add({{"role", "current"}}).Set(static_cast<double>(current));
+  impl_->config_version.Add({{"role", "canary"}}).Set(static_cast<double>(canary));
 }
 
 void Metrics::CountTakeover() {

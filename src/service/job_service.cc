@@ -17,14 +17,16 @@ Error NotStored() {
 
 }  // namespace
 
-JobService::JobService(const config::Config& config, store::Store& store, ControlPlane& control,
+JobService::JobService(const config::LiveConfig& live, store::Store& store, ControlPlane& control,
                        SandboxPlane* sandboxes, metrics::Metrics& metrics, const Clock& clock)
-    : config_(config), store_(store), control_(control), sandboxes_(sandboxes), metrics_(metrics), clock_(clock) {}
+    : live_(live), store_(store), control_(control), sandboxes_(sandboxes), metrics_(metrics), clock_(clock) {}
 
 void JobService::Submit(const auth::Principal& who, JobRequest request, std::string idempotency_key,
                         std::string audit_action, std::function<void(Result<Submitted>)> done) {
+  // One version of the config for the whole admission.
+  const config::Config& config = current_config();
   auto admitted = AdmitJob(
-      config_, *control_.View(), [this] { return SandboxHoldsNow(); }, who, request);
+      config, *control_.View(), [this] { return SandboxHoldsNow(); }, who, request);
   if (!admitted.ok()) {
     done(admitted.error());
     return;
@@ -50,7 +52,7 @@ void JobService::Submit(const auth::Principal& who, JobRequest request, std::str
   job.max_retries = request.max_retries;
   job.routing = {route.pool, route.queue, route.reason};
   job.submitted_at = clock_.Now();
-  job.config_version = config_.version;
+  job.config_version = config.VersionFor(job.queue);
   // The id and the JSON are made here, on the caller's (HTTP) thread: the
   // single store writer then only writes, and the 201 body is the stored
   // document itself (a new job has no pending reasons yet).
@@ -151,7 +153,7 @@ void JobService::CreateSandbox(const auth::Principal& who, SandboxRequest reques
     return;
   }
   auto admitted = AdmitSandbox(
-      config_, *control_.View(), [this] { return SandboxHoldsNow(); }, who, request);
+      current_config(), *control_.View(), [this] { return SandboxHoldsNow(); }, who, request);
   if (!admitted.ok()) {
     done(admitted.error());
     return;

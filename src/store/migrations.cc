@@ -290,6 +290,31 @@ CREATE TABLE cluster_secrets (
 ALTER TABLE leader_lease ADD COLUMN holder_session TEXT NOT NULL DEFAULT '';
 )sql";
 
+// Version 13: config versions (unisched/store/config_versions.h,
+// docs/config-versions.md): every accepted config text, and the head row
+// saying which version runs, which a canary queue tries, which ran before.
+constexpr std::string_view kMigration13 = R"sql(
+CREATE TABLE config_versions (
+  version INTEGER PRIMARY KEY,
+  digest TEXT NOT NULL,
+  text TEXT NOT NULL,
+  author TEXT NOT NULL,
+  comment TEXT NOT NULL,
+  created_at INTEGER NOT NULL
+);
+CREATE TABLE config_head (
+  name TEXT PRIMARY KEY,
+  current_version INTEGER NOT NULL,
+  previous_version INTEGER NOT NULL,
+  canary_version INTEGER NOT NULL,
+  canary_queue TEXT NOT NULL,
+  changes INTEGER NOT NULL,
+  changed_at INTEGER NOT NULL,
+  changed_by TEXT NOT NULL
+);
+INSERT INTO config_head VALUES('cluster', 0, 0, 0, '', 0, 0, '');
+)sql";
+
 Status Rollback(sqlite3* db, Error error) {
   if (sqlite3_get_autocommit(db) == 0) sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
   return error;
@@ -307,9 +332,9 @@ Status Exec(sqlite3* db, const std::string& sql, const std::string& what) {
 }  // namespace
 
 const std::vector<std::string_view>& Migrations() {
-  static const std::vector<std::string_view> migrations = {kMigration1, kMigration2,  kMigration3,  kMigration4,
-                                                           kMigration5, kMigration6,  kMigration7,  kMigration8,
-                                                           kMigration9, kMigration10, kMigration11, kMigration12};
+  static const std::vector<std::string_view> migrations = {
+      kMigration1, kMigration2, kMigration3,  kMigration4,  kMigration5,  kMigration6, kMigration7,
+      kMigration8, kMigration9, kMigration10, kMigration11, kMigration12, kMigration13};
   return migrations;
 }
 

@@ -265,10 +265,32 @@ CREATE TABLE cluster_secrets (
 ALTER TABLE leader_lease ADD COLUMN holder_session TEXT NOT NULL DEFAULT '';
 )sql";
 
+constexpr std::string_view kPgMigration13 = R"sql(
+CREATE TABLE config_versions (
+  version BIGINT PRIMARY KEY,
+  digest TEXT NOT NULL,
+  text TEXT NOT NULL,
+  author TEXT NOT NULL,
+  comment TEXT NOT NULL,
+  created_at BIGINT NOT NULL
+);
+CREATE TABLE config_head (
+  name TEXT PRIMARY KEY,
+  current_version BIGINT NOT NULL,
+  previous_version BIGINT NOT NULL,
+  canary_version BIGINT NOT NULL,
+  canary_queue TEXT NOT NULL,
+  changes BIGINT NOT NULL,
+  changed_at BIGINT NOT NULL,
+  changed_by TEXT NOT NULL
+);
+INSERT INTO config_head VALUES('cluster', 0, 0, 0, '', 0, 0, '');
+)sql";
+
 const std::vector<std::string_view>& PgMigrations() {
   static const std::vector<std::string_view> migrations = {
-      kPgMigration1, kPgMigration2, kPgMigration3, kPgMigration4,  kPgMigration5,  kPgMigration6,
-      kPgMigration7, kPgMigration8, kPgMigration9, kPgMigration10, kPgMigration11, kPgMigration12};
+      kPgMigration1, kPgMigration2, kPgMigration3,  kPgMigration4,  kPgMigration5,  kPgMigration6, kPgMigration7,
+      kPgMigration8, kPgMigration9, kPgMigration10, kPgMigration11, kPgMigration12, kPgMigration13};
   return migrations;
 }
 

@@ -25,6 +25,7 @@
 #include "store/job_id_pool.h"
 #include "store/sql_accounting.h"
 #include "store/sql_common.h"
+#include "store/sql_config.h"
 #include "store/sql_events.h"
 #include "store/sql_identity.h"
 #include "store/sql_jobs.h"
@@ -367,6 +368,20 @@ class SqlStore final : public Store {
 
   Result<std::string> ClusterSecret(const std::string& name, const std::string& proposed) override {
     return OnLease([&](Connection& c) { return sql::ClusterSecret(c, name, proposed); });
+  }
+
+  // ---- config versions (config_versions.h) ----
+  Result<ConfigHead> ReadConfigHead() override {
+    return OnLease([&](Connection& c) { return sql::ReadConfigHead(c); });
+  }
+  Result<std::optional<ConfigVersionRecord>> ReadConfigVersion(int64_t version) override {
+    return OnLease([&](Connection& c) { return sql::ReadConfigVersion(c, version); });
+  }
+  Result<std::vector<ConfigVersionRecord>> ListConfigVersions(int limit) override {
+    return OnLease([&](Connection& c) { return sql::ListConfigVersions(c, limit); });
+  }
+  Result<ConfigHead> ChangeConfig(const ConfigChange& change) override {
+    return OnLease([&](Connection& c) { return sql::ChangeConfig(c, change); });
   }
 
   void Close() override {

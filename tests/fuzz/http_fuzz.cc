@@ -87,6 +87,7 @@ constexpr int kReplySeconds = 30;
 struct Daemon {
   std::string dir;
   config::Config config;
+  std::unique_ptr<config::LiveConfig> live_config;
   std::unique_ptr<store::Store> store;
   Control control;
   Agents agents;
@@ -129,10 +130,12 @@ void StartDaemon() {
     return t.InsertToken({auth::HashToken("node-token"), "admin", "node", "gpu-train-pool", {}});
   });
   if (!seeded.ok()) Fail("cannot seed the store: " + seeded.error().message);
-  d->jobs = std::make_unique<service::JobService>(d->config, *d->store, d->control, nullptr, d->metrics, d->clock);
+  d->live_config = std::make_unique<config::LiveConfig>(d->config);
+  d->jobs =
+      std::make_unique<service::JobService>(*d->live_config, *d->store, d->control, nullptr, d->metrics, d->clock);
 
   api::ApiContext ctx;
-  ctx.config = &d->config;
+  ctx.config = d->live_config.get();
   ctx.store = d->store.get();
   ctx.control = &d->control;
   ctx.jobs = d->jobs.get();

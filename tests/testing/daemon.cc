@@ -96,8 +96,13 @@ void TestDaemon::StartProcess(const std::string& wait_for) {
       const rlimit limit{open_file_limit_, open_file_limit_};
       ::setrlimit(RLIMIT_NOFILE, &limit);
     }
-    ::execl(UNISCHED_BINARY, UNISCHED_BINARY, "server", "--config", config_path_.c_str(), "--listen", listen.c_str(),
-            "--state-dir", state_dir_.c_str(), static_cast<char*>(nullptr));
+    std::vector<std::string> words = {UNISCHED_BINARY, "server",       "--config",    config_path_,
+                                      "--listen",      listen.c_str(), "--state-dir", state_dir_};
+    words.insert(words.end(), server_args_.begin(), server_args_.end());
+    std::vector<char*> argv;
+    for (auto& w : words) argv.push_back(w.data());
+    argv.push_back(nullptr);
+    ::execv(UNISCHED_BINARY, argv.data());
     ::_exit(127);
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);

@@ -42,6 +42,9 @@ class TestDaemon {
   // Listens on this loopback port instead of a free one (before Start): a
   // replica that executes itself again comes back on it.
   void SetPort(uint16_t port) { fixed_port_ = port; }
+  // Further arguments of `unisched server` at the next Start (e.g.
+  // --apply-config); cleared with an empty list.
+  void SetServerArgs(std::vector<std::string> args) { server_args_ = std::move(args); }
   // Starts the daemon and waits until /readyz answers 200. Keeps the state dir.
   void Start();
   // Starts it and waits only for /healthz: a replica that stands by never
@@ -92,6 +95,7 @@ class TestDaemon {
   pid_t pid_ = -1;
   uint64_t open_file_limit_ = 0;  // 0: inherited
   uint16_t fixed_port_ = 0;       // 0: a free one
+  std::vector<std::string> server_args_;
   void StartProcess(const std::string& wait_for);
   std::string ca_file_;
   std::unique_ptr<client::HttpClient> client_;

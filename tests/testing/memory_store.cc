@@ -73,6 +73,9 @@ struct MemoryStore::Data {
   // The replicas' directory and the cluster secrets, under `mu`.
   std::map<std::string, std::string> replica_urls;
   std::map<std::string, std::string> cluster_secrets;
+  // Config versions (config_versions.h), under `mu`.
+  std::vector<ConfigVersionRecord> config_versions;  // version i + 1 at [i]
+  ConfigHead config_head;
 };
 
 struct MemoryStore::Queue {
@@ -375,6 +378,55 @@ Result<std::string> MemoryStore::ReplicaUrl(const std::string& replica) {
 Result<std::string> MemoryStore::ClusterSecret(const std::string& name, const std::string& proposed) {
   std::lock_guard lock(data_->mu);
   return data_->cluster_secrets.emplace(name, proposed).first->second;
+}
+
+Result<ConfigHead> MemoryStore::ReadConfigHead() {
+  std::lock_guard lock(data_->mu);
+  return data_->config_head;
+}
+
+Result<std::optional<ConfigVersionRecord>> MemoryStore::ReadConfigVersion(int64_t version) {
+  std::lock_guard lock(data_->mu);
+  const auto& versions = data_->config_versions;
+  if (version < 1 || version > static_cast<int64_t>(versions.size())) return std::optional<ConfigVersionRecord>();
+  return std::optional<ConfigVersionRecord>(versions[version - 1]);
+}
+
+Result<std::vector<ConfigVersionRecord>> MemoryStore::ListConfigVersions(int limit) {
+  std::lock_guard lock(data_->mu);
+  std::vector<ConfigVersionRecord> newest_first;
+  for (auto it = data_->config_versions.rbegin();
+       it != data_->config_versions.rend() && static_cast<int>(newest_first.size()) < limit; ++it) {
+    newest_first.push_back(*it);
+    newest_first.back().text.clear();
+  }
+  return newest_first;
+}
+
+Result<ConfigHead> MemoryStore::ChangeConfig(const ConfigChange& change) {
+  std::lock_guard lock(data_->mu);
+  ConfigHead& head = data_->config_head;
+  if (head.changes != change.expected_changes) {
+    return Error::Conflict("config_changed", "the config changed meanwhile; read it again and retry");
+  }
+  const Timestamp now = std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::system_clock::now());
+  int64_t added = 0;
+  if (change.add) {
+    ConfigVersionRecord record = *change.add;
+    record.version = added = static_cast<int64_t>(data_->config_versions.size()) + 1;
+    record.created_at = now;
+    data_->config_versions.push_back(std::move(record));
+  }
+  auto resolve = [added](int64_t v) { return v == kAddedVersion ? added : v; };
+  const int64_t changes = head.changes + 1;
+  head = change.head;
+  head.current = resolve(head.current);
+  head.previous = resolve(head.previous);
+  head.canary = resolve(head.canary);
+  if (head.canary == 0) head.canary_queue.clear();
+  head.changes = changes;
+  head.changed_at = now;
+  return head;
 }
 
 void MemoryStore::WriterLoop() {

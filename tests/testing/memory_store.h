@@ -38,6 +38,10 @@ class MemoryStore final : public store::Store {
   Status AnnounceReplica(const std::string& replica, const std::string& url) override;
   Result<std::string> ReplicaUrl(const std::string& replica) override;
   Result<std::string> ClusterSecret(const std::string& name, const std::string& proposed) override;
+  Result<store::ConfigHead> ReadConfigHead() override;
+  Result<std::optional<store::ConfigVersionRecord>> ReadConfigVersion(int64_t version) override;
+  Result<std::vector<store::ConfigVersionRecord>> ListConfigVersions(int limit) override;
+  Result<store::ConfigHead> ChangeConfig(const store::ConfigChange& change) override;
   int SchemaVersion() const override { return 1; }
   void Close() override;
 

@@ -19,6 +19,7 @@
 #include "unisched/common/status.h"
 #include "unisched/common/time.h"
 #include "unisched/config/config.h"
+#include "unisched/config/live.h"
 #include "unisched/executor/wire.h"
 #include "unisched/metrics/metrics.h"
 #include "unisched/model/fit.h"
@@ -63,14 +64,15 @@ class AgentPlane {
 };
 
 struct ApiContext {
-  const config::Config* config = nullptr;
+  const config::LiveConfig* config = nullptr;  // the config in force (live versions)
   store::Store* store = nullptr;
   ControlPlane* control = nullptr;
   // Every change to work (submit, cancel, hold, release, sandbox create)
   // goes through it; the handlers parse and render.
   service::JobService* jobs = nullptr;
-  AgentPlane* agents = nullptr;       // null: node agents are not served
-  SandboxPlane* sandboxes = nullptr;  // null: 503 for /v1/sandboxes and /v1/images
+  AgentPlane* agents = nullptr;             // null: node agents are not served
+  SandboxPlane* sandboxes = nullptr;        // null: 503 for /v1/sandboxes and /v1/images
+  service::ConfigPlane* configs = nullptr;  // null: 503 for /v1/config
   metrics::Metrics* metrics = nullptr;
   const Clock* clock = nullptr;
   // An attempt's output stream as its pool's backend keeps it ("" when none).
@@ -172,6 +174,11 @@ class Api {
     std::vector<QueryParam> query;  // checked before the endpoint runs
   };
 
+  void ShowConfig(Call& call);
+  void ListConfigVersions(Call& call);
+  void ApplyConfig(Call& call);
+  void RollbackConfig(Call& call);
+  void PromoteConfig(Call& call);
   void Healthz(Call& call);
   void Readyz(Call& call);
   void MetricsText(Call& call);

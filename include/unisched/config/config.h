@@ -208,6 +208,19 @@ struct Config {
   std::vector<ProjectSpec> projects;
   std::vector<UserSpec> users;
   std::string version;  // content hash of the source text; every job records it
+  std::string text;     // the source text (LoadConfigText); what the store keeps as a config version
+  // A canary (docs/config-versions.md): canary_queue routes, limits and
+  // orders its jobs by the version whose hash is canary_version; its jobs
+  // record that one. Empty: no canary.
+  std::string canary_queue;
+  std::string canary_version;
+  // The version's number in the store (0 before the store was read).
+  int64_t number = 0;
+  int64_t canary_number = 0;
+  // The version a job in `queue` is admitted under.
+  const std::string& VersionFor(const std::string& queue) const {
+    return !canary_queue.empty() && queue == canary_queue ? canary_version : version;
+  }
 };
 
 struct ConfigError {

@@ -63,6 +63,9 @@ class Metrics {
   // unisched_replica_leader (gauge, 1 while this replica leads) and
   // unisched_leader_epoch (gauge, the lease's epoch as last read); replicas only.
   void SetLeadership(bool leading, int64_t epoch);
+  // unisched_config_version{role}: the config version in force, role
+  // current or canary (0: no canary) (gauge; docs/config-versions.md).
+  void SetConfigVersion(int64_t current, int64_t canary);
   // unisched_leader_takeovers_total: times this replica took the lease (counter).
   void CountTakeover();
   // unisched_store_commit_seconds (histogram) and unisched_store_batch_size (histogram).

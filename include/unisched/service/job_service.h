@@ -14,6 +14,7 @@
 #include "unisched/common/status.h"
 #include "unisched/common/time.h"
 #include "unisched/config/config.h"
+#include "unisched/config/live.h"
 #include "unisched/metrics/metrics.h"
 #include "unisched/model/job.h"
 #include "unisched/service/admission.h"
@@ -25,7 +26,7 @@ namespace unisched::service {
 class JobService {
  public:
   // `sandboxes` may be null: CreateSandbox then answers 503.
-  JobService(const config::Config& config, store::Store& store, ControlPlane& control, SandboxPlane* sandboxes,
+  JobService(const config::LiveConfig& live, store::Store& store, ControlPlane& control, SandboxPlane* sandboxes,
              metrics::Metrics& metrics, const Clock& clock);
 
   struct Submitted {
@@ -69,7 +70,9 @@ class JobService {
  private:
   SandboxHolds SandboxHoldsNow() const;
 
-  const config::Config& config_;
+  // The config in force; current_config() is its version now.
+  const config::LiveConfig& live_;
+  const config::Config& current_config() const { return live_.Current(); }
   store::Store& store_;
   ControlPlane& control_;
   SandboxPlane* sandboxes_;

@@ -123,4 +123,29 @@ class SandboxPlane {
   virtual void RollbackImage(std::string name, std::string actor, std::function<void(Result<nlohmann::json>)> done) = 0;
 };
 
+// Live config versions (docs/config-versions.md): the daemon's config
+// keeper. Answers are the JSON of the contract; every method is synchronous
+// (an admin's call; the store commits before it returns).
+class ConfigPlane {
+ public:
+  struct ApplyRequest {
+    std::string text;          // the whole YAML config
+    std::string canary_queue;  // non-empty: tried on this queue only
+    std::string comment;
+    bool dry_run = false;  // only validate and show the impact
+  };
+  virtual ~ConfigPlane() = default;
+  // The current version (its text and number, and any canary); or version
+  // `number` when given.
+  virtual Result<nlohmann::json> Show(std::optional<int64_t> number) = 0;
+  virtual Result<nlohmann::json> Versions(int limit) = 0;
+  virtual Result<nlohmann::json> Apply(const ApplyRequest& request, const std::string& actor) = 0;
+  // With a canary: ends it (its queue back on the current version).
+  // Otherwise: `number` (by default the version before the current) becomes
+  // current again.
+  virtual Result<nlohmann::json> Rollback(std::optional<int64_t> number, const std::string& actor) = 0;
+  // The canary's version becomes the current one for every queue.
+  virtual Result<nlohmann::json> Promote(const std::string& actor) = 0;
+};
+
 }  // namespace unisched::service

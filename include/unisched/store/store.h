@@ -9,7 +9,8 @@
 //   sandboxes.h   sandboxes and image versions
 // A Transaction offers every concern's writes, a Store every concern's
 // reads; code that needs one concern takes that part (e.g. JobReads&).
-// Config versions are files, not store rows (ADR 0003).
+//   config_versions.h  accepted config texts by version, the running one
+//   lease.h       the leader lease of daemon replicas
 //
 // Two implementations share one engine (sql_store.cc: one writer thread,
 // numbered schema migrations, a pool of readers) and one SQL (store/sql.h):
@@ -37,6 +38,7 @@
 #include "unisched/common/status.h"
 #include "unisched/model/job.h"
 #include "unisched/store/accounting.h"
+#include "unisched/store/config_versions.h"
 #include "unisched/store/events.h"
 #include "unisched/store/identity.h"
 #include "unisched/store/jobs.h"
@@ -85,6 +87,7 @@ class Transaction : public JobWrites,
                     public SandboxWrites {};
 
 class Store : public LeaderLease,
+              public ConfigVersions,
               public JobReads,
               public EventReads,
               public IdentityReads,

@@ -40,6 +40,7 @@ class ApiFixture : public ::testing::Test {
     ASSERT_TRUE(std::holds_alternative<config::Config>(loaded));
     config_ = std::get<config::Config>(loaded);
     AdjustConfig(config_);
+    live_config_ = std::make_unique<config::LiveConfig>(config_);
     auto store = store::Store::Open({dir_ + "/db", "normal", 64});
     ASSERT_TRUE(store.ok()) << store.error().message;
     store_ = std::move(store.value());
@@ -56,10 +57,10 @@ class ApiFixture : public ::testing::Test {
                     })
                     .ok());
     ApiContext ctx;
-    ctx.config = &config_;
+    ctx.config = live_config_.get();
     ctx.store = store_.get();
     ctx.control = &control_;
-    jobs_ = std::make_unique<service::JobService>(config_, *store_, control_, nullptr, metrics_, clock_);
+    jobs_ = std::make_unique<service::JobService>(*live_config_, *store_, control_, nullptr, metrics_, clock_);
     ctx.jobs = jobs_.get();
     ctx.metrics = &metrics_;
     ctx.clock = &clock_;
@@ -88,6 +89,7 @@ class ApiFixture : public ::testing::Test {
 
   std::string dir_;
   config::Config config_;
+  std::unique_ptr<config::LiveConfig> live_config_;  // config_ as the API and job service see it
   std::unique_ptr<store::Store> store_;
   FakeControl control_;
   metrics::Metrics metrics_;

@@ -142,7 +142,7 @@ TEST(OpenApiAgreementTest, RoutesAndTheirQueryParametersAreDocumentedWithTheirBo
   const std::string dir = ::mkdtemp(tmpl);
   auto store = store::Store::Open({dir + "/db", "off", 1});
   ASSERT_TRUE(store.ok());
-  config::Config config;
+  const config::LiveConfig config{config::Config{}};
   metrics::Metrics metrics;
   FakeClock clock;
   ApiContext ctx;  // Routes() reads only the route table

@@ -86,7 +86,8 @@ class ControllerTest : public ::testing::Test {
   }
 
   void StartController() {
-    controller_ = std::make_unique<Controller>(config_, *store_, metrics_, clock_);
+    live_config_ = std::make_unique<config::LiveConfig>(config_);
+    controller_ = std::make_unique<Controller>(*live_config_, *store_, metrics_, clock_);
     backend::BackendSet backends;
     backends.Serve("p", &backend_);
     backends.Serve("a", &backend_);
@@ -176,6 +177,7 @@ class ControllerTest : public ::testing::Test {
   }
 
   config::Config config_ = testing::LoadConfigOrFail(kConfig);
+  std::unique_ptr<config::LiveConfig> live_config_;  // config_ as the controller sees it
   std::unique_ptr<MemoryStore> store_ = std::make_unique<MemoryStore>();
   metrics::Metrics metrics_;
   FakeClock clock_;

@@ -116,7 +116,8 @@ TEST_F(HousekeeperTest, SamplesEachIntervalOnceForProjectsAndRunningJobs) {
   Insert(RunningJob(7));
   fs::create_directory(work_root() + "/7");
   WriteFile(work_root() + "/7/out", 400'000);
-  Housekeeper keeper(config_, *store_, metrics_, clock_, work_root());
+  const config::LiveConfig live(config_);
+  Housekeeper keeper(live, *store_, metrics_, clock_, work_root());
 
   EXPECT_EQ(keeper.SampleStorage(clock_.Now()), 2);  // the project's path and job 7's work directory
   const double project_once = StorageOf("genomics");
@@ -138,7 +139,8 @@ TEST_F(HousekeeperTest, SamplesEachIntervalOnceForProjectsAndRunningJobs) {
 
 TEST_F(HousekeeperTest, AnUnreadablePathIsNotChargedAtAll) {
   config_.projects[0].storage_paths = {data_.path() + "/does-not-exist"};
-  Housekeeper keeper(config_, *store_, metrics_, clock_, work_root());
+  const config::LiveConfig live(config_);
+  Housekeeper keeper(live, *store_, metrics_, clock_, work_root());
   EXPECT_EQ(keeper.SampleStorage(clock_.Now()), 0);
   EXPECT_EQ(StorageOf("genomics"), -1) << "absent, not zero";
 }
@@ -150,7 +152,8 @@ TEST_F(HousekeeperTest, ReconciliationRaisesEachDiscrepancyOnceAsAnEvent) {
   job.attempts[0].state = model::JobState::kCompleted;
   job.attempts[0].ended_at = clock_.Now();
   Insert(job);
-  Housekeeper keeper(config_, *store_, metrics_, clock_, work_root());
+  const config::LiveConfig live(config_);
+  Housekeeper keeper(live, *store_, metrics_, clock_, work_root());
   keeper.Reconcile(clock_.Now());
   auto count_events = [&] {
     int n = 0;
@@ -175,7 +178,8 @@ namespace {
 TEST_F(HousekeeperTest, AuditRecordsPastRetentionOrTheSizeBoundArePruned) {
   config_.store.audit_retention_days = 2;
   config_.store.audit_max_rows = 5;
-  Housekeeper keeper(config_, *store_, metrics_, clock_, work_root());
+  const config::LiveConfig live(config_);
+  Housekeeper keeper(live, *store_, metrics_, clock_, work_root());
   const Timestamp now = clock_.Now();
   auto append = [&](Timestamp at, const std::string& target) {
     ASSERT_TRUE(store_

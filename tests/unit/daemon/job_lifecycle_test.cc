@@ -93,13 +93,14 @@ class JobLifecycleTest : public ::testing::Test {
   }
 
   config::Config config_ = testing::LoadConfigOrFail(kConfig);
+  const config::LiveConfig live_config_{config_};
   testing::MemoryStore store_;
   metrics::Metrics metrics_;
   FakeClock clock_;
   NodeBook nodes_{config_, clock_};
-  Accounting accounting_{config_, store_, metrics_, clock_};
+  Accounting accounting_{live_config_, store_, metrics_, clock_};
   std::vector<executor::RunResult> launch_failures_;
-  JobLifecycle jobs_{config_, store_, metrics_, clock_, nodes_, accounting_, [this](executor::RunResult r) {
+  JobLifecycle jobs_{live_config_, store_, metrics_, clock_, nodes_, accounting_, [this](executor::RunResult r) {
                        launch_failures_.push_back(std::move(r));
                      }};
   testing::FakeExecutor executor_;

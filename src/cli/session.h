@@ -1,0 +1,80 @@
+#pragma once
+// One connection to the daemon for a client command (cli.cc and the
+// commands in files of their own), and the body printer they share.
+
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <utility>
+
+#include "cli/args.h"
+#include "cli/format.h"
+#include "unisched/client/http_client.h"
+
+namespace unisched::cli {
+
+inline void PrintBody(const std::string& body) {
+  std::cout << body;
+  if (body.empty() || body.back() != '\n') std::cout << "\n";
+}
+
+inline Result<std::string> ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error::BadRequest("unreadable_file", "cannot read token file " + path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// One connection to the daemon. Each call prints its own failure (to
+// stderr) and returns nullopt, so commands only handle the good path.
+class Session {
+ public:
+  Session(ConnectionSettings settings, std::string host, uint16_t port, client::TlsOptions tls)
+      : settings_(std::move(settings)), client_(std::move(host), port, std::move(tls)) {
+    if (!settings_.token.empty()) client_.SetBearerToken(settings_.token);
+  }
+
+  std::optional<client::ClientResponse> Call(const std::string& method, const std::string& target,
+                                             const std::string& body = {},
+                                             const std::map<std::string, std::string>& headers = {}) {
+    auto response = client_.Request(method, target, body, headers);
+    if (!response.ok()) {
+      std::cerr << FormatConnectionError(settings_.url, response.error().code, response.error().message) << "\n";
+      return std::nullopt;
+    }
+    if (response->status < 200 || response->status >= 300) {
+      std::cerr << FormatApiError(response->status, response->body) << "\n";
+      if (std::string hint = HintForStatus(response->status); !hint.empty()) std::cerr << hint << "\n";
+      return std::nullopt;
+    }
+    return std::move(*response);
+  }
+
+  // Call, then parse the body as JSON; a body that is not JSON is an error.
+  std::optional<nlohmann::json> CallJson(const std::string& method, const std::string& target,
+                                         const std::string& body = {},
+                                         const std::map<std::string, std::string>& headers = {},
+                                         std::string* raw = nullptr) {
+    auto response = Call(method, target, body, headers);
+    if (!response) return std::nullopt;
+    nlohmann::json parsed = nlohmann::json::parse(response->body, nullptr, false);
+    if (parsed.is_discarded()) {
+      std::cerr << "error: the daemon at " << settings_.url << " answered " << method << " " << target
+                << " with a body that is not JSON\n";
+      return std::nullopt;
+    }
+    if (raw) *raw = std::move(response->body);
+    return parsed;
+  }
+
+ private:
+  ConnectionSettings settings_;
+  client::HttpClient client_;
+};
+
+}  // namespace unisched::cli
