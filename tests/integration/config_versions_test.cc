@@ -9,6 +9,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <fstream>
 #include <string>
 #include <thread>
 
@@ -221,6 +222,36 @@ TEST_F(ConfigVersionsTest, TheStoresVersionOutlivesARestartAndADifferentFileNeed
   EXPECT_EQ(fourth["version"], 4) << fourth.dump();
   EXPECT_EQ(fourth["author"], "--apply-config");
   EXPECT_EQ(fourth["in_force"]["previous_version"], 3);
+}
+
+TEST_F(ConfigVersionsTest, TheCliShowsAppliesCanariesAndRollsBack) {
+  const std::string file = d().state_dir() + "/shorter.yaml";
+  std::ofstream(file) << ShorterWalltimes();
+  const auto dry = d().RunCli({"config", "apply", file, "--dry-run"});
+  EXPECT_EQ(dry.exit_code, 0) << dry.err;
+  EXPECT_NE(dry.out.find("Dry run: nothing applied."), std::string::npos) << dry.out;
+  EXPECT_NE(dry.out.find("queues[batch-b].policy.max_walltime_hours: 10 -> 1"), std::string::npos) << dry.out;
+
+  const auto canary = d().RunCli({"config", "apply", file, "--canary-queue", "batch-b", "--comment", "try b"});
+  EXPECT_EQ(canary.exit_code, 0) << canary.err;
+  EXPECT_NE(canary.out.find("Applied as version 2."), std::string::npos) << canary.out;
+  EXPECT_NE(canary.out.find("with version 2 on queue batch-b"), std::string::npos) << canary.out;
+  const auto versions = d().RunCli({"config", "versions"});
+  EXPECT_NE(versions.out.find("canary:batch-b"), std::string::npos) << versions.out;
+  EXPECT_NE(versions.out.find("try b"), std::string::npos) << versions.out;
+  const auto promoted = d().RunCli({"config", "promote"});
+  EXPECT_NE(promoted.out.find("Promoted version 2"), std::string::npos) << promoted.out;
+  const auto show = d().RunCli({"config", "show"});
+  EXPECT_EQ(show.out, ShorterWalltimes());
+  const auto back = d().RunCli({"config", "rollback", "--version", "1"});
+  EXPECT_EQ(back.exit_code, 0) << back.err;
+  EXPECT_NE(back.out.find("in force: version 1"), std::string::npos) << back.out;
+
+  const auto refused = d().RunCli({"config", "apply", d().state_dir() + "/no-such-file.yaml"});
+  EXPECT_EQ(refused.exit_code, 2);
+  const auto bad = d().RunCli({"config", "frobnicate"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("show, versions, apply, rollback, promote"), std::string::npos) << bad.err;
 }
 
 }  // namespace

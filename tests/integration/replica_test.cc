@@ -305,5 +305,31 @@ projects:
   EXPECT_NE(run.out.find("set store.backend: postgresql"), std::string::npos) << run.out;
 }
 
+TEST_F(ReplicaTest, AConfigAppliedThroughAStandbyIsInForceOnTheNextLeader) {
+  // The cluster's sections alone: each replica keeps its own server and store.
+  const std::string full = ReplicaConfig("r1", conninfo_);
+  std::string cluster = full.substr(full.find("health:"));
+  cluster =
+      cluster.replace(cluster.find("    pool: cpu\n"), 14, "    pool: cpu\n    policy: {max_walltime_hours: 1}\n");
+  const Reply applied = r2_.Call("POST", "/v1/config", json{{"text", cluster}, {"comment", "through r2"}});
+  ASSERT_EQ(applied.status, 201) << applied.body;
+  EXPECT_EQ(applied.json["version"], 2);
+  json two_hours = Job({"true"});
+  two_hours["resources"]["walltime_seconds"] = 7200;
+  EXPECT_EQ(r2_.Call("POST", "/v1/jobs", two_hours).status, 422) << "the leader runs version 2";
+
+  r1_.Kill9();
+  WaitLeading(r2_);
+  const Reply shown = r2_.Call("GET", "/v1/config");
+  ASSERT_EQ(shown.status, 200) << shown.body;
+  EXPECT_EQ(shown.json["in_force"]["version"], 2) << shown.body;
+  EXPECT_EQ(shown.json["comment"], "through r2");
+  const Reply refused = r2_.Call("POST", "/v1/jobs", two_hours);
+  EXPECT_EQ(refused.status, 422) << refused.body;
+  EXPECT_EQ(refused.json["error"]["code"], "walltime_exceeds_max") << refused.body;
+  const std::string metrics = r2_.Call("GET", "/metrics").body;
+  EXPECT_NE(metrics.find("unisched_config_version{role=\"current\"} 2"), std::string::npos) << metrics;
+}
+
 }  // namespace
 }  // namespace unisched::testing
