@@ -97,7 +97,8 @@ std::string UsageLine(const CommandInfo& c) {
 void PrintHelp(std::ostream& out) {
   out << "usage: unisched COMMAND [ARGS...]\n\n"
          "Daemon:\n"
-         "  server --config FILE [--listen HOST:PORT] [--state-dir DIR]   run the daemon\n"
+         "  server --config FILE [--listen HOST:PORT] [--state-dir DIR]   run the daemon (--apply-config: make\n"
+         "                                                                FILE the cluster's config version)\n"
          "  validate-config FILE                                          check a config file\n"
          "  agent --server URL --token-file FILE --node NAME --pool POOL  run a node agent (docs/agents.md)\n"
          "  store restore [--state-dir DIR] [--from BACKUP]               put back the database of before the\n"

@@ -99,20 +99,21 @@ void AssessRunning(const config::Config& before, const config::Config& after, co
     out.push_back({"queues[" + queue + "].policy.max_concurrency", "queue " + queue, held.jobs,
                    *now->policy.max_concurrency, held.ids});
   }
-  for (const auto& [key, held] : by_queue_project) {
-    const model::QueueSpec* now = after.cluster.FindQueue(key.first);
-    const model::QueueSpec* was = before.cluster.FindQueue(key.first);
-    if (!now) continue;
-    CheckLimits("queues[" + key.first + "].policy.project_quota", "project " + key.second + " in " + key.first, held,
-                was ? &was->policy.project_quota : nullptr, now->policy.project_quota, out);
-  }
-  for (const auto& [key, held] : by_queue_user) {
-    const model::QueueSpec* now = after.cluster.FindQueue(key.first);
-    const model::QueueSpec* was = before.cluster.FindQueue(key.first);
-    if (!now) continue;
-    CheckLimits("queues[" + key.first + "].policy.user_quota", "user " + key.second + " in " + key.first, held,
-                was ? &was->policy.user_quota : nullptr, now->policy.user_quota, out);
-  }
+  // The per-queue quotas: of each project, and of each user, in the queue.
+  using QueueScopes = std::map<std::pair<std::string, std::string>, Held>;
+  auto check_queue_quota = [&](const QueueScopes& scopes, const char* key, const char* who,
+                               model::ResourceLimits model::QueuePolicy::*limits) {
+    for (const auto& [scope, held] : scopes) {
+      const model::QueueSpec* now = after.cluster.FindQueue(scope.first);
+      const model::QueueSpec* was = before.cluster.FindQueue(scope.first);
+      if (!now) continue;
+      CheckLimits("queues[" + scope.first + "].policy." + key,
+                  std::string(who) + " " + scope.second + " in " + scope.first, held,
+                  was ? &(was->policy.*limits) : nullptr, now->policy.*limits, out);
+    }
+  };
+  check_queue_quota(by_queue_project, "project_quota", "project", &model::QueuePolicy::project_quota);
+  check_queue_quota(by_queue_user, "user_quota", "user", &model::QueuePolicy::user_quota);
   for (const auto& [project, held] : by_project) {
     const model::ProjectPolicy* now = ProjectOf(after, project);
     const model::ProjectPolicy* was = ProjectOf(before, project);
