@@ -2,6 +2,7 @@
 // log, events, and JobView, the job as they answer it. Changes go through
 // the job service; reads go to the store and the published view.
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -152,7 +153,23 @@ void Api::JobLog(Call& call) {
   const std::string stream = call.Query("stream").value_or("stdout");
   HttpResponse r;
   r.content_type = "text/plain; charset=utf-8";
-  if (const model::Attempt* attempt = job->CurrentAttempt()) {
+  // ?attempt=N: an earlier attempt's output (a retried or requeued job);
+  // by default the current one's.
+  if (call.Query("attempt")) {
+    const int64_t wanted = call.QueryInt("attempt", 0);
+    const bool known = std::any_of(job->attempts.begin(), job->attempts.end(),
+                                   [wanted](const model::Attempt& a) { return a.number == wanted; });
+    if (!known) {
+      call.reply(ErrorResponse(
+          404, "not_found",
+          "job " + std::to_string(job->id) + " has no attempt " + std::to_string(wanted) +
+              (job->attempts.empty() ? " (it has not started)"
+                                     : "; its attempts are 1 to " + std::to_string(job->attempts.back().number)),
+          "attempt"));
+      return;
+    }
+    r.body = ctx_.read_log(*job, static_cast<int>(wanted), stream);
+  } else if (const model::Attempt* attempt = job->CurrentAttempt()) {
     r.body = ctx_.read_log(*job, attempt->number, stream);
   }
   call.reply(std::move(r));

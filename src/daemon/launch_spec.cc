@@ -2,6 +2,7 @@
 
 #include "daemon/launch_spec.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -31,6 +32,38 @@ std::map<std::string, std::string> JobEnvironment(const model::Job& job, const m
   env["UNISCHED_PROJECT"] = job.project;
   env["UNISCHED_USER"] = job.user;
   env["OMP_NUM_THREADS"] = std::to_string(job.resources.cpus);
+  // The job's shape, for the batch script that runs on its first node as
+  // task 0 of one task per node (docs/execution.md, "The job's
+  // environment"), and under the names Slurm gives, which scripts already
+  // read: a batch step of `sbatch --nodes N --ntasks-per-node 1`.
+  const int node_count = nodes.empty() ? std::max(job.resources.nodes, 1) : static_cast<int>(nodes.size());
+  const std::string shape[][2] = {
+      {"UNISCHED_NNODES", std::to_string(node_count)},
+      {"UNISCHED_NTASKS", std::to_string(node_count)},
+      {"UNISCHED_RANK", "0"},
+      {"UNISCHED_NODE_RANK", "0"},
+      {"UNISCHED_LOCAL_RANK", "0"},
+      {"UNISCHED_CPUS_PER_TASK", std::to_string(job.resources.cpus)},
+      {"SLURM_JOB_ID", std::to_string(job.id)},
+      {"SLURM_JOBID", std::to_string(job.id)},
+      {"SLURM_JOB_NAME", job.name},
+      {"SLURM_JOB_NODELIST", model::Join(nodes, ',')},
+      {"SLURM_NODELIST", model::Join(nodes, ',')},
+      {"SLURM_JOB_NUM_NODES", std::to_string(node_count)},
+      {"SLURM_NNODES", std::to_string(node_count)},
+      {"SLURM_NTASKS", std::to_string(node_count)},
+      {"SLURM_NPROCS", std::to_string(node_count)},
+      {"SLURM_CPUS_PER_TASK", std::to_string(job.resources.cpus)},
+      {"SLURM_CPUS_ON_NODE", std::to_string(job.resources.cpus)},
+      {"SLURM_PROCID", "0"},
+      {"SLURM_NODEID", "0"},
+      {"SLURM_LOCALID", "0"},
+      {"SLURM_JOB_PARTITION", job.queue},
+      {"SLURM_JOB_ACCOUNT", job.project},
+      {"SLURM_JOB_USER", job.user},
+      {"SLURM_RESTART_COUNT", std::to_string(std::max(attempt.number - 1, 0))},
+  };
+  for (const auto& [name, value] : shape) env[name] = value;
   if (job.resources.gpus > 0 && !attempt.allocation.empty()) {
     std::vector<std::string> indices;
     for (int i : attempt.allocation.front().gpu_indices) indices.push_back(std::to_string(i));

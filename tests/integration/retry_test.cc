@@ -95,10 +95,20 @@ TEST_F(RetryTest, AFailureIsRetriedAndTheSecondAttemptCompletes) {
 }
 
 TEST_F(RetryTest, RetriesRunOutAndTheJobEndsFailedWithItsHistory) {
-  const json job = d().WaitTerminal(d().Submit(Job("batch", "exit 1")));
+  const std::string id =
+      d().Submit(Job("batch", "echo attempt $UNISCHED_ATTEMPT restart $SLURM_RESTART_COUNT; exit 1"));
+  const json job = d().WaitTerminal(id);
   ASSERT_EQ(job["state"], "FAILED") << job.dump();
   EXPECT_EQ(job["attempts"].size(), 3u) << "the first run and two retries";
   EXPECT_EQ(job["exit_code"], 1);
+  // Each attempt's output stays readable (?attempt=N); the default is the last.
+  EXPECT_EQ(d().Call("GET", "/v1/jobs/" + id + "/log?attempt=1").body, "attempt 1 restart 0\n");
+  EXPECT_EQ(d().Call("GET", "/v1/jobs/" + id + "/log?attempt=2").body, "attempt 2 restart 1\n");
+  EXPECT_EQ(d().Call("GET", "/v1/jobs/" + id + "/log").body, "attempt 3 restart 2\n");
+  const Reply missing = d().Call("GET", "/v1/jobs/" + id + "/log?attempt=4");
+  EXPECT_EQ(missing.status, 404) << missing.body;
+  EXPECT_EQ(missing.json["error"]["field"], "attempt") << missing.body;
+  EXPECT_EQ(d().Call("GET", "/v1/jobs/" + id + "/log?attempt=0").status, 422);
 }
 
 TEST_F(RetryTest, TheJobsOwnLimitOverridesItsQueue) {

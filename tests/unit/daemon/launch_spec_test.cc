@@ -63,6 +63,45 @@ TEST(LaunchSpecTest, TheAllocationBecomesTheCapsAndTheEnvironment) {
   EXPECT_EQ(spec.env.count("HOME"), 0u);  // nothing of the daemon's own
 }
 
+TEST(LaunchSpecTest, AMultiNodeJobsShapeIsInTheEnvironmentUnderOurNamesAndSlurms) {
+  model::Job job = TrainingJob();
+  job.attempts.back().allocation.push_back({"gpu-02", 8, 65536, {0, 1}});
+  job.resources.nodes = 2;
+  const executor::LaunchSpec spec = BuildLaunchSpec(DefaultConfig(), job, "alice", /*as_root=*/true);
+  const std::map<std::string, std::string> expected = {
+      {"UNISCHED_NNODES", "2"},
+      {"UNISCHED_NTASKS", "2"},
+      {"UNISCHED_RANK", "0"},
+      {"UNISCHED_NODE_RANK", "0"},
+      {"UNISCHED_LOCAL_RANK", "0"},
+      {"UNISCHED_CPUS_PER_TASK", "8"},
+      {"UNISCHED_NODELIST", "gpu-01,gpu-02"},
+      {"SLURM_JOB_ID", "42"},
+      {"SLURM_JOBID", "42"},
+      {"SLURM_JOB_NAME", "train"},
+      {"SLURM_JOB_NODELIST", "gpu-01,gpu-02"},
+      {"SLURM_NODELIST", "gpu-01,gpu-02"},
+      {"SLURM_JOB_NUM_NODES", "2"},
+      {"SLURM_NNODES", "2"},
+      {"SLURM_NTASKS", "2"},
+      {"SLURM_NPROCS", "2"},
+      {"SLURM_CPUS_PER_TASK", "8"},
+      {"SLURM_CPUS_ON_NODE", "8"},
+      {"SLURM_PROCID", "0"},
+      {"SLURM_NODEID", "0"},
+      {"SLURM_LOCALID", "0"},
+      {"SLURM_JOB_PARTITION", "ai-training"},
+      {"SLURM_JOB_ACCOUNT", "genomics"},
+      {"SLURM_JOB_USER", "alice"},
+      {"SLURM_RESTART_COUNT", "1"},
+  };
+  for (const auto& [name, value] : expected) {
+    ASSERT_TRUE(spec.env.count(name)) << name;
+    EXPECT_EQ(spec.env.at(name), value) << name;
+  }
+  EXPECT_EQ(spec.env.at("CUDA_VISIBLE_DEVICES"), "1,3") << "the first node's GPUs: the batch script runs there";
+}
+
 TEST(LaunchSpecTest, ASandboxedPoolsJobIsIsolatedOnlyUnderARootDaemon) {
   const config::Config config = DefaultConfig();
   model::Job job;
