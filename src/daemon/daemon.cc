@@ -217,13 +217,6 @@ Status Daemon::MakeBackends(backend::BackendSet& set) {
 }
 
 Status Daemon::StartParts() {
-  // An IdP's keys that cannot be read refuse to start, rather than every
-  // portal user's call later (docs/access.md).
-  if (config_.access.jwt.enabled()) {
-    if (Status s = auth::JwtVerifier(config_.access.jwt).Load(); !s.ok()) {
-      return Error::Unprocessable("invalid_config", "access.jwt.jwks_file: " + s.error().message);
-    }
-  }
   // State directory: traversable but not listable by others (jobs reach their
   // work directories through it); the database, tokens and run files are root's.
   const fs::path state_dir = fs::absolute(config_.server.state_dir);
@@ -258,6 +251,14 @@ Status Daemon::StartParts() {
 Status Daemon::StartLeaderParts() {
   const fs::path state_dir = state_dir_;
   const config::Config& config = live_->Current();
+  // An IdP's keys that cannot be read refuse to start, rather than every
+  // portal user's call later (docs/access.md); the version in force says
+  // which keys.
+  if (config.access.jwt.enabled()) {
+    if (Status s = auth::JwtVerifier(config.access.jwt).Load(); !s.ok()) {
+      return Error::Unprocessable("invalid_config", "access.jwt.jwks_file: " + s.error().message);
+    }
+  }
   if (admin_token_.empty()) {
     auto token = BootstrapAdminToken(config_, *store_, state_dir);
     if (!token.ok()) return Error::Internal("cannot set up the bootstrap admin token: " + token.error().message);
