@@ -71,11 +71,16 @@ void JobService::Submit(const auth::Principal& who, JobRequest request, std::str
   };
   auto outcome = std::make_shared<Outcome>();
   store::AuditRecord audit{job.submitted_at, who.user, std::move(audit_action), "", "201"};
+  // Shared by the write and its `done`: neither may take the job from the
+  // other (the two closures are built in an unspecified order, so a move
+  // into one could leave the other a moved-from job).
+  auto committed = std::make_shared<const model::Job>(std::move(job));
   store_.Write(
       // The writer may run this twice (store.h): it only reads what it
       // captured and overwrites its outcome.
-      [job, document, idempotency_key = std::move(idempotency_key), audit,
+      [committed, document, idempotency_key = std::move(idempotency_key), audit,
        outcome](store::Transaction& t) mutable -> Status {
+        const model::Job& job = *committed;
         outcome->replayed = false;
         if (!idempotency_key.empty()) {
           if (auto existing = t.FindIdempotentJob(job.user, idempotency_key)) {
@@ -91,7 +96,7 @@ void JobService::Submit(const auth::Principal& who, JobRequest request, std::str
         if (auto s = t.AppendEvent(*id, {job.submitted_at, "submitted", job.routing.reason}); !s.ok()) return s;
         return t.AppendAudit(audit);
       },
-      [this, job = std::move(job), document, outcome, done = std::move(done)](Status status) mutable {
+      [this, committed, document, outcome, done = std::move(done)](Status status) mutable {
         if (!status.ok()) {
           spdlog::error("submission not committed: {}", status.error().message);
           done(NotStored());
@@ -106,9 +111,9 @@ void JobService::Submit(const auth::Principal& who, JobRequest request, std::str
           done(Submitted{outcome->id, nullptr, std::move(existing).value()});
           return;
         }
-        const model::JobId id = job.id;
-        metrics_.CountSubmission(job.queue);
-        control_.JobCommitted(std::move(job));
+        const model::JobId id = committed->id;
+        metrics_.CountSubmission(committed->queue);
+        control_.JobCommitted(*committed);
         done(Submitted{id, std::move(document), std::nullopt});
       });
 }

@@ -72,5 +72,31 @@ TEST_F(EventsTest, NodeAndJobEventsInOneFeedWithFilters) {
   EXPECT_FALSE(Has(hers, "submitted", "job/" + id)) << hers.dump();
 }
 
+// A job that stays pending is stored whole from its first commit: its
+// event says where the router sent it, filters find it, and an
+// Idempotency-Key is its submitter's alone.
+TEST_F(EventsTest, APendingJobIsStoredWholeAndItsSubmittedEventSaysWhereItWent) {
+  const std::string bob = d().CreateUser("bob", "user", {"default"});
+  // More CPUs than any hpc node has free while the first one runs: pending.
+  const json big = {{"workload", {{"kind", "hpc"}}}, {"resources", {{"cpus", 64}}}, {"command", {"sleep", "30"}}};
+  const Reply first = d().Call("POST", "/v1/jobs", big.dump(), {{"Idempotency-Key", "same-key"}});
+  ASSERT_EQ(first.status, 201) << first.body;
+  std::vector<std::string> ids = {first.json["id"]};
+  for (int i = 0; i < 5; ++i) ids.push_back(d().Submit(big));
+  const Reply bobs = d().Call("POST", "/v1/jobs", big.dump(), {{"Idempotency-Key", "same-key"}}, &bob);
+  ASSERT_EQ(bobs.status, 201) << bobs.body;
+  EXPECT_NE(bobs.json["id"], first.json["id"]) << "another user's key is another key";
+  EXPECT_EQ(bobs.json["user"], "bob");
+
+  const json events = d().Call("GET", "/v1/jobs/" + ids.back() + "/events").json;
+  ASSERT_FALSE(events["events"].empty());
+  EXPECT_EQ(events["events"][0]["kind"], "submitted");
+  EXPECT_EQ(events["events"][0]["message"], "rule hpc-default: kind=hpc -> hpc-precision (cpu-hpc-pool)");
+  const json pending = d().Call("GET", "/v1/jobs?state=PENDING&queue=hpc-precision&user=admin").json;
+  EXPECT_FALSE(pending["jobs"].empty()) << "pending jobs are found by queue and user";
+  for (const auto& id : ids) d().Call("DELETE", "/v1/jobs/" + id);
+  d().Call("DELETE", "/v1/jobs/" + bobs.json["id"].get<std::string>(), "", {}, &bob);
+}
+
 }  // namespace
 }  // namespace unisched::testing
