@@ -71,10 +71,11 @@ void JobService::Submit(const auth::Principal& who, JobRequest request, std::str
   };
   auto outcome = std::make_shared<Outcome>();
   store::AuditRecord audit{job.submitted_at, who.user, std::move(audit_action), "", "201"};
-  // Shared by the write and its `done`: neither may take the job from the
-  // other (the two closures are built in an unspecified order, so a move
-  // into one could leave the other a moved-from job).
-  auto committed = std::make_shared<const model::Job>(std::move(job));
+  // Shared by the write and its `done`, not moved into either: the two
+  // closures are built in an unspecified order, so a move into one could
+  // leave the other a moved-from job. `done` runs once, after the last run
+  // of the write, so it may move the job on to the controller.
+  auto committed = std::make_shared<model::Job>(std::move(job));
   store_.Write(
       // The writer may run this twice (store.h): it only reads what it
       // captured and overwrites its outcome.
@@ -113,7 +114,7 @@ void JobService::Submit(const auth::Principal& who, JobRequest request, std::str
         }
         const model::JobId id = committed->id;
         metrics_.CountSubmission(committed->queue);
-        control_.JobCommitted(*committed);
+        control_.JobCommitted(std::move(*committed));
         done(Submitted{id, std::move(document), std::nullopt});
       });
 }
