@@ -126,10 +126,7 @@ void Controller::ControlJob(model::JobId id, JobAction action, std::string actor
 void Controller::SetNodeState(std::string node, bool drain, std::string reason, std::string actor,
                               std::function<void(Result<service::ClusterView::Node>)> done) {
   Post([this, node = std::move(node), drain, reason = std::move(reason), actor = std::move(actor),
-        done = std::move(done)](Batch& batch) {
-    spdlog::info("node {}: {} by {}", node, drain ? "drain" : "resume", actor);
-    ApplyNodeState(batch, node, drain, reason, actor, done);
-  });
+        done = std::move(done)](Batch& batch) { ApplyNodeState(batch, node, drain, reason, actor, done); });
 }
 
 void Controller::Loop() {
@@ -273,7 +270,11 @@ void Controller::ApplyNodeState(Batch& batch, const std::string& name, bool drai
   }
   service::ClusterView::Node view = node_book_.DrainOrResume(batch, *node, drain, reason, actor);
   need_cycle_ = true;
-  batch.after_commit.push_back([done, view = std::move(view)] { done(view); });
+  // Logged once it holds: a call for an unknown node (404) changed nothing.
+  batch.after_commit.push_back([done, view = std::move(view), name, drain, actor] {
+    spdlog::info("node {}: {} by {}", name, drain ? "drain" : "resume", actor);
+    done(view);
+  });
 }
 
 void Controller::SweepRetention(Batch& batch, Timestamp now) {

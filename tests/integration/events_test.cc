@@ -98,5 +98,18 @@ TEST_F(EventsTest, APendingJobIsStoredWholeAndItsSubmittedEventSaysWhereItWent) 
   d().Call("DELETE", "/v1/jobs/" + bobs.json["id"].get<std::string>(), "", {}, &bob);
 }
 
+// A drain that failed (no such node) changed nothing: no event, no log line.
+TEST_F(EventsTest, AFailedDrainLeavesNoEventAndNoLogLine) {
+  const Reply missing = d().Call("POST", "/v1/nodes/x86-c1m1-hpc-99/drain", json{{"reason", "typo"}});
+  EXPECT_EQ(missing.status, 404) << missing.body;
+  const std::string node = "x86-c64m256-hpc-02";
+  ASSERT_EQ(d().Call("POST", "/v1/nodes/" + node + "/drain", json{{"reason", "real"}}).status, 200);
+  std::ifstream log(d().state_dir() + "/daemon.log");
+  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text.find("x86-c1m1-hpc-99"), std::string::npos) << text;
+  EXPECT_NE(text.find("node " + node + ": drain by admin"), std::string::npos) << text;
+  EXPECT_FALSE(Has(d().Call("GET", "/v1/events?kind=drain").json, "drain", "node/x86-c1m1-hpc-99"));
+}
+
 }  // namespace
 }  // namespace unisched::testing
