@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -74,8 +75,14 @@ pid_t SpawnAgent(const std::string& server, const std::string& token_file, const
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   const std::string log = dir + ".log";
+  const pid_t test_process = ::getpid();
   const pid_t pid = ::fork();
   if (pid == 0) {
+    // Dies with the test process, however it ends (a crash, a timeout's
+    // SIGKILL): no daemon or agent outlives its test. (The signal follows
+    // the forking thread; tests start these from their main thread.)
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != test_process) ::_exit(127);
     const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
     ::dup2(fd, 1);
     ::dup2(fd, 2);

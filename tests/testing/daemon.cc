@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -86,8 +87,14 @@ void TestDaemon::StartProcess(const std::string& wait_for) {
   const std::string listen = "127.0.0.1:" + std::to_string(fixed_port_);
   fs::remove(state_dir_ + "/endpoint", ec);
   const std::string log = state_dir_ + "/daemon.log";
+  const pid_t test_process = ::getpid();
   pid_ = ::fork();
   if (pid_ == 0) {
+    // Dies with the test process, however it ends (a crash, a timeout's
+    // SIGKILL): no daemon or agent outlives its test. (The signal follows
+    // the forking thread; tests start these from their main thread.)
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != test_process) ::_exit(127);
     int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
     ::dup2(fd, 1);
     ::dup2(fd, 2);
