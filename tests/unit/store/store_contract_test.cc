@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <future>
 #include <set>
 #include <stdexcept>
@@ -622,6 +623,11 @@ TEST_P(StoreTest, ReadersRunWhileWritesCommit) {
     });
   }
   for (int i = 0; i < 100; ++i) Insert(MakeJob("w"));
+  // On a loaded machine the writes may all land before a reader thread is
+  // first scheduled; what matters is that reads complete at all (none is
+  // stuck behind the writer), so wait for one, bounded.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (reads.load() == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
   stop = true;
   for (auto& th : readers) th.join();
   EXPECT_GT(reads.load(), 0);
