@@ -125,6 +125,10 @@ void Api::Reconcile(Call& call) {
     return;
   }
   const ledger::Reconciliation report = ReconcileLedger(*ctx_.store, ctx_.config->Current().cluster);
+  // What it found is the latest word on the ledger, for the gauges too.
+  ctx_.metrics->SetLedgerReconciliation(report.missing, report.duplicated, report.mismatched,
+                                        report.unverifiable_attempts,
+                                        static_cast<double>(ToUnixMillis(ctx_.clock->Now())) / 1000.0);
   json details = json::array();
   for (const auto& d : report.details) {
     details.push_back({{"kind", d.kind},

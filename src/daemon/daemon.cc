@@ -231,6 +231,9 @@ Status Daemon::StartParts() {
 
   auto store_options = StoreOptionsFor(config_.store, state_dir);
   if (!store_options.ok()) return store_options.error();
+  store_options->on_commit = [metrics = &metrics_](double seconds, size_t writes) {
+    metrics->ObserveCommit(seconds, static_cast<double>(writes));
+  };
   auto store = store::Store::Open(*store_options);
   if (!store.ok()) return Error::Internal("cannot open the store: " + store.error().message);
   store_ = std::move(*store);

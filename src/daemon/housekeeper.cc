@@ -71,7 +71,9 @@ void Housekeeper::Loop() {
   constexpr std::chrono::seconds kMinute{60};
   std::optional<Timestamp> next_sample, next_reconcile;
   if (sample_every.count() > 0) next_sample = NextGridPoint(start, sample_every);
-  if (reconcile_every.count() > 0) next_reconcile = start + reconcile_every;
+  // The first reconciliation at start: the gauges it sets then say
+  // something from the first scrape on, not only an hour later.
+  if (reconcile_every.count() > 0) next_reconcile = start;
   Timestamp next_minute = NextGridPoint(start, kMinute);
   while (true) {
     Timestamp due = next_minute;

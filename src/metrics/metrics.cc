@@ -183,7 +183,11 @@ struct Metrics::Impl {
   std::map<std::string, prometheus::Counter*, std::less<>> submission_series;  // GUARDED_BY(submissions_mu)
 };
 
-Metrics::Metrics() : impl_(std::make_unique<Impl>()) {}
+Metrics::Metrics() : impl_(std::make_unique<Impl>()) {
+  // Present from the start, as Prometheus' conventions ask of a gauge an
+  // alert reads: no discrepancy known, never reconciled (timestamp 0).
+  SetLedgerReconciliation(0, 0, 0, 0, 0);
+}
 Metrics::~Metrics() = default;
 
 void Metrics::SetJobs(const std::string& state, const std::string& queue, const std::string& pool, double count) {

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <future>
@@ -530,7 +531,11 @@ class SqlStore final : public Store {
   }
 
   void RunBatch(std::vector<WriteItem>& batch) {
+    const auto began = std::chrono::steady_clock::now();
     if (!RunBatchAtOnce(batch)) RunBatchWithSavepoints(batch);
+    if (options_.on_commit) {
+      options_.on_commit(std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count(), batch.size());
+    }
   }
 
   // The common case: every write succeeds, and the batch is one transaction

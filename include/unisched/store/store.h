@@ -76,6 +76,12 @@ struct StoreOptions {
   // which the config reads from a file or the environment.
   std::string conninfo{};
   std::string password{};
+  // Called on the writer thread after each batch: how long the batch took
+  // (its transaction from the first write to the commit, the rerun with
+  // savepoints when a write failed, and the writes' `done` callbacks, which
+  // only hand results on), and how many writes it held. The daemon
+  // observes unisched_store_commit_seconds and _batch_size with it.
+  std::function<void(double seconds, size_t writes)> on_commit{};
 };
 
 // The write-side view handed to Write() callbacks. Valid only inside the callback.
