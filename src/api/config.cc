@@ -23,33 +23,37 @@ HttpResponse Answer(const Result<json>& result, int status = 200) {
   return result.ok() ? Json(status, *result) : FromError(result.error());
 }
 
+// Every config endpoint: a daemon with a keeper, and a platform-admin
+// caller; otherwise answers and returns false.
+template <class Call>
+bool MayCall(service::ConfigPlane* configs, Call& call, const std::string& what) {
+  if (!configs) {
+    call.reply(NoConfigVersions());
+    return false;
+  }
+  if (!auth::IsPlatformAdmin(*call.principal)) {
+    call.reply(ErrorResponse(403, "forbidden", "only platform-admins may " + what));
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
-// Every config endpoint: platform-admins only, and a daemon with a keeper.
-#define UNISCHED_CONFIG_GUARD(what)                                                               \
-  if (!ctx_.configs) {                                                                            \
-    call.reply(NoConfigVersions());                                                               \
-    return;                                                                                       \
-  }                                                                                               \
-  if (!auth::IsPlatformAdmin(*call.principal)) {                                                  \
-    call.reply(ErrorResponse(403, "forbidden", std::string("only platform-admins may ") + what)); \
-    return;                                                                                       \
-  }
-
 void Api::ShowConfig(Call& call) {
-  UNISCHED_CONFIG_GUARD("read the config")
+  if (!MayCall(ctx_.configs, call, "read the config")) return;
   std::optional<int64_t> number;
   if (call.Query("version")) number = call.QueryInt("version", 0);
   call.reply(Answer(ctx_.configs->Show(number)));
 }
 
 void Api::ListConfigVersions(Call& call) {
-  UNISCHED_CONFIG_GUARD("list config versions")
+  if (!MayCall(ctx_.configs, call, "list config versions")) return;
   call.reply(Answer(ctx_.configs->Versions(static_cast<int>(call.QueryInt("limit", 100)))));
 }
 
 void Api::ApplyConfig(Call& call) {
-  UNISCHED_CONFIG_GUARD("change the config")
+  if (!MayCall(ctx_.configs, call, "change the config")) return;
   auto parsed =
       body::ParseObject(call.request.body, R"({"text": "<the whole YAML config>", "canary_queue": "ai-training"})");
   std::optional<Error> invalid =
@@ -71,7 +75,7 @@ void Api::ApplyConfig(Call& call) {
 }
 
 void Api::RollbackConfig(Call& call) {
-  UNISCHED_CONFIG_GUARD("roll the config back")
+  if (!MayCall(ctx_.configs, call, "roll the config back")) return;
   auto parsed = body::ParseObject(call.request.body, R"({"version": 3})", /*empty_ok=*/true);
   std::optional<Error> invalid = parsed.ok() ? body::CheckKeys(*parsed, "", {"version"}) : parsed.error();
   int64_t number = 0;
@@ -85,10 +89,8 @@ void Api::RollbackConfig(Call& call) {
 }
 
 void Api::PromoteConfig(Call& call) {
-  UNISCHED_CONFIG_GUARD("promote a canary config")
+  if (!MayCall(ctx_.configs, call, "promote a canary config")) return;
   call.reply(Answer(ctx_.configs->Promote(call.principal->user)));
 }
-
-#undef UNISCHED_CONFIG_GUARD
 
 }  // namespace unisched::api

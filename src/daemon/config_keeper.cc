@@ -28,10 +28,10 @@ json DifferencesJson(const std::vector<config::ConfigDifference>& differences) {
 }
 
 // The differences of a change apart from the replica's own sections.
-std::vector<config::ConfigDifference> ClusterDifferences(std::string_view before, std::string_view after) {
+std::vector<config::ConfigDifference> ClusterDifferences(const std::vector<config::ConfigDifference>& all) {
   std::vector<config::ConfigDifference> out;
-  for (auto& d : config::DiffConfigTexts(before, after)) {
-    if (config::ClassifyDifference(d).scope != config::ChangeScope::kLocal) out.push_back(std::move(d));
+  for (const auto& d : all) {
+    if (config::ClassifyDifference(d).scope != config::ChangeScope::kLocal) out.push_back(d);
   }
   return out;
 }
@@ -102,7 +102,7 @@ Result<config::Config> ConfigKeeper::Adopt(const ConfigAdoption& how) {
   }
   auto stored = LoadVersion(head->current);
   if (!stored.ok()) return stored.error();
-  const auto differences = ClusterDifferences(stored->text, local_.text);
+  const auto differences = ClusterDifferences(config::DiffConfigTexts(stored->text, local_.text));
   if (!differences.empty() && how.apply_file) {
     store::ConfigChange apply;
     apply.expected_changes = head->changes;
@@ -194,14 +194,15 @@ Result<json> ConfigKeeper::Versions(int limit) {
   return json{{"versions", items}, {"in_force", HeadJson()}};
 }
 
-std::optional<Error> ConfigKeeper::RefuseNotLive(const std::string& next_text) const {
+std::optional<Error> ConfigKeeper::RefuseNotLive(const std::vector<config::ConfigDifference>& from_current,
+                                                 const std::string& next_text) const {
   std::string reasons;
   std::string first;
   auto refuse = [&](const config::ConfigDifference& d, const std::string& why) {
     if (first.empty()) first = d.path;
     reasons += "\n  " + d.ToString() + ": " + why;
   };
-  for (const auto& d : config::DiffConfigTexts(current_.text, next_text)) {
+  for (const auto& d : from_current) {
     const config::ChangeClass cls = config::ClassifyDifference(d);
     if (cls.scope == config::ChangeScope::kRestart) refuse(d, cls.reason);
   }
@@ -250,8 +251,9 @@ Result<json> ConfigKeeper::Apply(const ApplyRequest& request, const std::string&
                  "the config does not hold with this replica's server and store sections: " + JoinErrors(errors),
                  "text." + errors.front().path};
   }
-  if (auto refused = RefuseNotLive(candidate.text)) return *refused;
-  const auto differences = ClusterDifferences(current_.text, candidate.text);
+  const auto from_current = config::DiffConfigTexts(current_.text, candidate.text);
+  if (auto refused = RefuseNotLive(from_current, candidate.text)) return *refused;
+  const auto differences = ClusterDifferences(from_current);
   if (differences.empty() && request.canary_queue.empty()) {
     return json{{"applied", false},
                 {"message", "no change from the current version " + std::to_string(head_.current)},
@@ -344,7 +346,8 @@ Result<json> ConfigKeeper::Rollback(std::optional<int64_t> number, const std::st
     return Error{ErrorKind::kNotFound, "not_found", "config version " + std::to_string(target) + " does not exist",
                  "version"};
   }
-  if (auto refused = RefuseNotLive((*record)->text)) return *refused;
+  const std::string& text = (*record)->text;
+  if (auto refused = RefuseNotLive(config::DiffConfigTexts(current_.text, text), text)) return *refused;
   change.head.previous = head_.current;
   change.head.current = target;
   change.head.canary = 0;

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "unisched/config/change.h"
 #include "unisched/config/config.h"
 #include "unisched/config/live.h"
 #include "unisched/model/job.h"
@@ -68,10 +69,12 @@ class ConfigKeeper final : public service::ConfigPlane {
     config::Config current;
   };
   Result<InForce> Build(const store::ConfigHead& head);
-  // An error naming each difference between the running current version
-  // and `next_text` that cannot be applied live, with its reason; nullopt
-  // when every one can.
-  std::optional<Error> RefuseNotLive(const std::string& next_text) const;
+  // An error naming each difference that cannot be applied live, with its
+  // reason: of `from_current` (the current version's text against
+  // `next_text`), and of `next_text`'s server and store against this
+  // replica's file; nullopt when every one can.
+  std::optional<Error> RefuseNotLive(const std::vector<config::ConfigDifference>& from_current,
+                                     const std::string& next_text) const;
   // Commits `change`, then puts the new head in force.
   Result<store::ConfigHead> Commit(store::ConfigChange change);
   nlohmann::json HeadJson() const;

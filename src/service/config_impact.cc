@@ -8,6 +8,7 @@
 #include <set>
 #include <utility>
 
+#include "unisched/policy/quota.h"
 #include "unisched/router/router.h"
 
 namespace unisched::service {
@@ -30,15 +31,12 @@ bool IsLimit(const std::string& path) {
   return false;
 }
 
+// What a scope's running jobs hold (totals over their nodes), and which they are.
 struct Held {
-  int64_t cpus = 0, memory_mb = 0, gpus = 0, jobs = 0;
+  policy::Amount amount;
   std::vector<model::JobId> ids;
   void Add(const Job& job) {
-    const auto& r = job.resources;
-    cpus += int64_t{r.cpus} * r.nodes;
-    memory_mb += r.memory_mb * r.nodes;
-    gpus += int64_t{r.gpus} * r.nodes;
-    jobs += 1;
+    amount += policy::AmountOf(job.resources);
     ids.push_back(job.id);
   }
 };
@@ -55,14 +53,10 @@ void CheckLimits(const std::string& path, const std::string& scope, const Held& 
   };
   const model::ResourceLimits none;
   const model::ResourceLimits& b = before ? *before : none;
-  check("cpus", held.cpus, b.cpus, after.cpus);
-  check("memory_mb", held.memory_mb, b.memory_mb, after.memory_mb);
-  check("gpus", held.gpus, b.gpus, after.gpus);
-  check("running_jobs", held.jobs, b.running_jobs, after.running_jobs);
-}
-
-const model::ProjectPolicy* ProjectOf(const config::Config& config, const std::string& name) {
-  return config.cluster.FindProject(name);
+  check("cpus", held.amount.cpus, b.cpus, after.cpus);
+  check("memory_mb", held.amount.memory_mb, b.memory_mb, after.memory_mb);
+  check("gpus", held.amount.gpus, b.gpus, after.gpus);
+  check("running_jobs", held.amount.jobs, b.running_jobs, after.running_jobs);
 }
 
 void AssessRunning(const config::Config& before, const config::Config& after, const std::vector<Job>& active,
@@ -94,9 +88,9 @@ void AssessRunning(const config::Config& before, const config::Config& after, co
   for (const auto& [queue, held] : by_queue) {
     const model::QueueSpec* now = after.cluster.FindQueue(queue);
     const model::QueueSpec* was = before.cluster.FindQueue(queue);
-    if (!now || !now->policy.max_concurrency || held.jobs <= *now->policy.max_concurrency) continue;
-    if (was && was->policy.max_concurrency && held.jobs > *was->policy.max_concurrency) continue;
-    out.push_back({"queues[" + queue + "].policy.max_concurrency", "queue " + queue, held.jobs,
+    if (!now || !now->policy.max_concurrency || held.amount.jobs <= *now->policy.max_concurrency) continue;
+    if (was && was->policy.max_concurrency && held.amount.jobs > *was->policy.max_concurrency) continue;
+    out.push_back({"queues[" + queue + "].policy.max_concurrency", "queue " + queue, held.amount.jobs,
                    *now->policy.max_concurrency, held.ids});
   }
   // The per-queue quotas: of each project, and of each user, in the queue.
@@ -115,8 +109,8 @@ void AssessRunning(const config::Config& before, const config::Config& after, co
   check_queue_quota(by_queue_project, "project_quota", "project", &model::QueuePolicy::project_quota);
   check_queue_quota(by_queue_user, "user_quota", "user", &model::QueuePolicy::user_quota);
   for (const auto& [project, held] : by_project) {
-    const model::ProjectPolicy* now = ProjectOf(after, project);
-    const model::ProjectPolicy* was = ProjectOf(before, project);
+    const model::ProjectPolicy* now = after.cluster.FindProject(project);
+    const model::ProjectPolicy* was = before.cluster.FindProject(project);
     if (!now) continue;
     CheckLimits("projects[" + project + "].quota", "project " + project, held, was ? &was->quota : nullptr, now->quota,
                 out);

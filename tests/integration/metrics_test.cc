@@ -15,13 +15,6 @@ namespace {
 
 using nlohmann::json;
 
-// The value of the series `name` (with its labels, as printed), or -1.
-double Series(const std::string& text, const std::string& name) {
-  const size_t at = text.find("\n" + name + " ");
-  if (at == std::string::npos) return -1;
-  return std::stod(text.substr(at + name.size() + 2));
-}
-
 TEST(MetricsTest, CommitsAreObservedAndTheLedgerGaugesExistFromTheStart) {
   TestDaemon d;
   d.Start();

@@ -64,13 +64,6 @@ json Job(std::vector<std::string> command) {
               {"command", std::move(command)}};
 }
 
-// The value of an unlabelled series in a /metrics text; -1 when absent.
-double Series(const std::string& text, const std::string& name) {
-  const size_t at = text.find("\n" + name + " ");
-  if (at == std::string::npos) return -1;
-  return std::stod(text.substr(at + name.size() + 2));
-}
-
 class ReplicaTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -328,7 +321,7 @@ TEST_F(ReplicaTest, AConfigAppliedThroughAStandbyIsInForceOnTheNextLeader) {
   EXPECT_EQ(refused.status, 422) << refused.body;
   EXPECT_EQ(refused.json["error"]["code"], "walltime_exceeds_max") << refused.body;
   const std::string metrics = r2_.Call("GET", "/metrics").body;
-  EXPECT_NE(metrics.find("unisched_config_version{role=\"current\"} 2"), std::string::npos) << metrics;
+  EXPECT_EQ(Series(metrics, "unisched_config_version{role=\"current\"}"), 2) << metrics;
 }
 
 }  // namespace

@@ -44,6 +44,12 @@ std::string ReadFd(int fd) {
 
 }  // namespace
 
+double Series(const std::string& metrics_text, const std::string& name) {
+  const size_t at = metrics_text.find("\n" + name + " ");
+  if (at == std::string::npos) return -1;
+  return std::stod(metrics_text.substr(at + name.size() + 2));
+}
+
 bool IsTerminalState(const std::string& state) {
   return state == "COMPLETED" || state == "FAILED" || state == "CANCELLED" || state == "TIMEOUT" ||
          state == "NODE_FAIL";

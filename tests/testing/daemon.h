@@ -103,6 +103,10 @@ class TestDaemon {
 
 bool IsTerminalState(const std::string& state);
 
+// The value of the series `name` in a /metrics text (labels included as
+// printed, e.g. unisched_config_version{role="current"}); -1 when absent.
+double Series(const std::string& metrics_text, const std::string& name);
+
 // A loopback TCP port nobody listens on at this moment.
 uint16_t FreeLoopbackPort();
 
