@@ -1,6 +1,8 @@
 #include "unisched/agent/agent.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -76,6 +78,7 @@ struct Options {
   std::string pool;
   std::string state_dir;
   model::Labels labels;
+  std::string address;  // --address; else the one this machine reaches the first server from
   std::optional<int> cpus;
   std::optional<int64_t> memory_mb;
   std::optional<int> gpus;
@@ -87,7 +90,7 @@ struct Options {
 
 constexpr const char* kUsage =
     "usage: unisched agent --server URL[,URL...] --token-file FILE --node NAME --pool POOL\n"
-    "         [--state-dir DIR] [--labels k=v,...] [--cpus N] [--memory-mb N]\n"
+    "         [--state-dir DIR] [--labels k=v,...] [--address A] [--cpus N] [--memory-mb N]\n"
     "         [--gpus N [--gpu-model M] [--gpu-memory-gb G]] [--no-cgroups]\n"
     "         [--ca-file PEM] [--client-cert PEM --client-key PEM]\n"
     "Several URLs name the daemon's replicas (docs/replicas.md): any live one forwards to the leader.\n"
@@ -123,6 +126,8 @@ std::optional<Options> ParseArgs(int argc, char** argv) {
         o.pool = *v;
       } else if (flag == "--state-dir") {
         o.state_dir = *v;
+      } else if (flag == "--address") {
+        o.address = *v;
       } else if (flag == "--ca-file") {
         o.tls.ca_file = *v;
       } else if (flag == "--client-cert") {
@@ -172,6 +177,41 @@ std::optional<Options> ParseArgs(int argc, char** argv) {
   }
   if (o.state_dir.empty()) o.state_dir = "/var/lib/unisched-agent/" + o.node;
   return o;
+}
+
+// The address this machine reaches `url`'s host from: the local end of a
+// UDP socket connected there (connect sends nothing over UDP). What the
+// daemon's other nodes would reach this one on, on a flat network.
+std::string DetectAddress(const std::string& url) {
+  std::string rest = url.substr(url.find("://") == std::string::npos ? 0 : url.find("://") + 3);
+  rest = rest.substr(0, rest.find_first_of("/,"));
+  std::string host = rest, port = "80";
+  if (!rest.empty() && rest.front() == '[') {  // [v6]:port
+    host = rest.substr(1, rest.find(']') - 1);
+    if (const size_t colon = rest.find("]:"); colon != std::string::npos) port = rest.substr(colon + 2);
+  } else if (const size_t colon = rest.rfind(':'); colon != std::string::npos) {
+    host = rest.substr(0, colon);
+    port = rest.substr(colon + 1);
+  }
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), port.c_str(), &hints, &found) != 0 || !found) return {};
+  std::string address;
+  const int fd = ::socket(found->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_storage local{};
+  socklen_t length = sizeof local;
+  char text[INET6_ADDRSTRLEN] = {};
+  if (fd >= 0 && ::connect(fd, found->ai_addr, found->ai_addrlen) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) == 0) {
+    const void* raw = local.ss_family == AF_INET6
+                          ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr)
+                          : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr);
+    if (::inet_ntop(local.ss_family, raw, text, sizeof text)) address = text;
+  }
+  if (fd >= 0) ::close(fd);
+  ::freeaddrinfo(found);
+  return address;
 }
 
 int64_t DetectMemoryMb() {
@@ -303,8 +343,10 @@ class Agent {
 
  private:
   std::string SpecsDir() const { return o_.state_dir + "/specs"; }
-  std::string SpecFile(model::JobId job, int attempt, const char* ext) const {
-    return SpecsDir() + "/" + std::to_string(job) + "-" + std::to_string(attempt) + ext;
+  // JOB-ATTEMPT for a task 0, JOB-ATTEMPT.TASK for a gang's other ranks.
+  std::string SpecFile(model::JobId job, int attempt, int task, const char* ext) const {
+    return SpecsDir() + "/" + std::to_string(job) + "-" + std::to_string(attempt) +
+           (task == 0 ? std::string() : "." + std::to_string(task)) + ext;
   }
 
   bool PrepareDirs() {
@@ -324,6 +366,7 @@ class Agent {
   void Detect() {
     cpus_ = o_.cpus.value_or(static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)));
     memory_mb_ = o_.memory_mb.value_or(DetectMemoryMb());
+    address_ = o_.address.empty() ? DetectAddress(o_.server) : o_.address;
     if (o_.gpus) {
       for (int i = 0; i < *o_.gpus; ++i) gpus_.push_back({i, o_.gpu_model, o_.gpu_memory_gb});
     } else {
@@ -342,7 +385,7 @@ class Agent {
       if (!spec.ok()) continue;
       {
         std::lock_guard lock(mu_);
-        running_.insert({spec->job_id, spec->attempt});
+        running_.insert({spec->job_id, spec->attempt, spec->task});
       }
       executor_->Recover(*spec);
       spdlog::info("recovering attempt {}.{}", spec->job_id, spec->attempt);
@@ -351,14 +394,14 @@ class Agent {
 
   void OnResult(executor::RunResult result) {
     std::lock_guard lock(mu_);
-    running_.erase({result.job_id, result.attempt});
-    finished_.insert({result.job_id, result.attempt});
+    running_.erase({result.job_id, result.attempt, result.task});
+    finished_.insert({result.job_id, result.attempt, result.task});
     results_.push_back(std::move(result));
     cv_.notify_all();
   }
 
   void Launch(const executor::LaunchSpec& spec) {
-    const std::string done_file = SpecFile(spec.job_id, spec.attempt, ".done");
+    const std::string done_file = SpecFile(spec.job_id, spec.attempt, spec.task, ".done");
     if (fs::exists(done_file)) {
       // Ran here already (the daemon restarted before it got the result):
       // the stored result, not a second run.
@@ -371,15 +414,17 @@ class Agent {
       std::lock_guard lock(mu_);
       // Running, or ended with its result on the way to the daemon (sent
       // again until answered): nothing to start.
-      const std::pair<model::JobId, int> key{spec.job_id, spec.attempt};
+      const executor::AttemptRef key{spec.job_id, spec.attempt, spec.task};
       if (running_.count(key) || finished_.count(key)) return;
       running_.insert(key);
     }
-    std::ofstream(SpecFile(spec.job_id, spec.attempt, ".json")) << executor::LaunchSpecToJson(spec).dump();
+    std::ofstream(SpecFile(spec.job_id, spec.attempt, spec.task, ".json")) << executor::LaunchSpecToJson(spec).dump();
     if (Status s = executor_->Launch(spec); !s) {
       // Transient (out of descriptors here, say) travels to the daemon,
       // which then launches a new attempt instead of counting a failure.
-      OnResult(executor::LaunchFailure(spec.job_id, spec.attempt, s.error(), "on node " + o_.node + ": "));
+      executor::RunResult failed = executor::LaunchFailure(spec.job_id, spec.attempt, s.error(), "on node " + o_.node + ": ");
+      failed.task = spec.task;
+      OnResult(std::move(failed));
     }
   }
 
@@ -391,9 +436,10 @@ class Agent {
     h.memory_mb = memory_mb_;
     h.gpus = gpus_;
     h.labels = o_.labels;
+    h.address = address_;
     h.wait_ms = wait_ms;
     std::lock_guard lock(mu_);
-    for (const auto& [job, attempt] : running_) h.running.push_back({job, attempt});
+    h.running.assign(running_.begin(), running_.end());
     h.healthy = healthy_;
     h.health_message = health_message_;
     return h;
@@ -490,9 +536,9 @@ class Agent {
         }
       }
       for (const auto& r : batch) {
-        std::ofstream(SpecFile(r.job_id, r.attempt, ".done")) << executor::RunResultToJson(r).dump();
+        std::ofstream(SpecFile(r.job_id, r.attempt, r.task, ".done")) << executor::RunResultToJson(r).dump();
         std::error_code ec;
-        fs::remove(SpecFile(r.job_id, r.attempt, ".json"), ec);
+        fs::remove(SpecFile(r.job_id, r.attempt, r.task, ".json"), ec);
         spdlog::info("attempt {}.{} reported: {}", r.job_id, r.attempt, executor::ToString(r.outcome));
       }
     }
@@ -522,14 +568,15 @@ class Agent {
   Servers servers_;
   int cpus_ = 0;
   int64_t memory_mb_ = 0;
+  std::string address_;
   std::vector<model::GpuDevice> gpus_;
   std::unique_ptr<executor::Executor> executor_;
 
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
-  std::set<std::pair<model::JobId, int>> running_;
-  std::set<std::pair<model::JobId, int>> finished_;  // results produced since this agent started
+  std::set<executor::AttemptRef> running_;
+  std::set<executor::AttemptRef> finished_;  // results produced since this agent started
   std::deque<executor::RunResult> results_;
   executor::HealthCheck health_check_;
   bool healthy_ = true;

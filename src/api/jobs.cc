@@ -14,6 +14,7 @@
 #include "api/submission.h"
 #include "unisched/api/api.h"
 #include "unisched/codec/job_json.h"
+#include "unisched/model/words.h"
 
 namespace unisched::api {
 
@@ -151,15 +152,20 @@ void Api::JobLog(Call& call) {
     return;
   }
   const std::string stream = call.Query("stream").value_or("stdout");
+  if (stream != "stdout" && stream != "stderr") {
+    call.reply(ErrorResponse(400, "invalid_value", "stream must be stdout or stderr, not '" + stream + "'", "stream"));
+    return;
+  }
   HttpResponse r;
   r.content_type = "text/plain; charset=utf-8";
   // ?attempt=N: an earlier attempt's output (a retried or requeued job);
   // by default the current one's.
+  const model::Attempt* attempt = job->CurrentAttempt();
   if (call.Query("attempt")) {
     const int64_t wanted = call.QueryInt("attempt", 0);
-    const bool known = std::any_of(job->attempts.begin(), job->attempts.end(),
-                                   [wanted](const model::Attempt& a) { return a.number == wanted; });
-    if (!known) {
+    auto found = std::find_if(job->attempts.begin(), job->attempts.end(),
+                              [wanted](const model::Attempt& a) { return a.number == wanted; });
+    if (found == job->attempts.end()) {
       call.reply(ErrorResponse(
           404, "not_found",
           "job " + std::to_string(job->id) + " has no attempt " + std::to_string(wanted) +
@@ -168,10 +174,51 @@ void Api::JobLog(Call& call) {
           "attempt"));
       return;
     }
-    r.body = ctx_.read_log(*job, static_cast<int>(wanted), stream);
-  } else if (const model::Attempt* attempt = job->CurrentAttempt()) {
-    r.body = ctx_.read_log(*job, attempt->number, stream);
+    attempt = &*found;
   }
+  if (!attempt) {
+    call.reply(std::move(r));  // not started: no output yet
+    return;
+  }
+  // ?rank=R or ?node=NAME (its first task): one task of a gang
+  // (launch per_node); a batch job's one task is rank 0 on its first node.
+  const int per_node = job->launch == model::LaunchMode::kPerNode ? std::max(job->resources.tasks_per_node, 1) : 1;
+  const int nodes = std::max(static_cast<int>(attempt->allocation.size()), 1);
+  const int tasks = job->launch == model::LaunchMode::kPerNode ? nodes * per_node : 1;
+  int64_t rank = 0;
+  if (auto node = call.Query("node")) {
+    auto at = std::find_if(attempt->allocation.begin(), attempt->allocation.end(),
+                           [&](const model::NodeAllocation& a) { return a.node == *node; });
+    if (at == attempt->allocation.end()) {
+      std::vector<std::string> names;
+      for (const auto& a : attempt->allocation) names.push_back(a.node);
+      call.reply(ErrorResponse(404, "not_found",
+                               "attempt " + std::to_string(attempt->number) + " of job " + std::to_string(job->id) +
+                                   " did not run on node " + *node + "; its nodes: " + model::Join(names, ','),
+                               "node"));
+      return;
+    }
+    const int64_t node_rank = at - attempt->allocation.begin();
+    if (node_rank > 0 && job->launch != model::LaunchMode::kPerNode) {
+      call.reply(ErrorResponse(404, "not_found",
+                               "job " + std::to_string(job->id) +
+                                   " runs as a batch script on its first node only; its output is that node's",
+                               "node"));
+      return;
+    }
+    rank = node_rank * per_node;
+  }
+  if (call.Query("rank")) {
+    rank = call.QueryInt("rank", -1);
+    if (rank < 0 || rank >= tasks) {
+      call.reply(ErrorResponse(404, "not_found",
+                               "job " + std::to_string(job->id) + " has no rank " + std::to_string(rank) +
+                                   "; its ranks are 0 to " + std::to_string(tasks - 1),
+                               "rank"));
+      return;
+    }
+  }
+  r.body = ctx_.read_log(*job, attempt->number, static_cast<int>(rank), stream);
   call.reply(std::move(r));
 }
 

@@ -41,8 +41,8 @@ Result<Submission> ParseSubmission(const json& body) {
     return Error::BadRequest("malformed_json", "the request body must be a JSON object describing the job");
   }
   if (auto e = CheckKeys(body, "",
-                         {"name", "project", "queue", "workload", "resources", "constraints", "command", "env",
-                          "priority", "max_retries"})) {
+                         {"name", "project", "queue", "workload", "resources", "constraints", "launch", "command",
+                          "env", "priority", "max_retries"})) {
     return *e;
   }
   Submission s;
@@ -92,10 +92,11 @@ Result<Submission> ParseSubmission(const json& body) {
   if (auto res = body.find("resources"); res != body.end() && !res->is_null()) {
     if (!res->is_object()) return WrongType("resources", "an object", *res);
     if (auto e =
-            CheckKeys(*res, "resources", {"nodes", "cpus", "memory_mb", "gpus", "gpu_model", "walltime_seconds"})) {
+            CheckKeys(*res, "resources",
+                      {"nodes", "cpus", "memory_mb", "gpus", "gpu_model", "walltime_seconds", "tasks_per_node"})) {
       return *e;
     }
-    int64_t nodes = 1, cpus = 1, memory = 0, gpus = 0, walltime = 0;
+    int64_t nodes = 1, cpus = 1, memory = 0, gpus = 0, walltime = 0, tasks_per_node = 1;
     if (auto e = ReadInt(*res, "nodes", "resources.nodes", 1, kMaxNodes, nodes)) return *e;
     if (auto e = ReadInt(*res, "cpus", "resources.cpus", 1, kMaxCpus, cpus)) return *e;
     if (auto e = ReadInt(*res, "memory_mb", "resources.memory_mb", 1, int64_t{1} << 40, memory)) return *e;
@@ -104,6 +105,24 @@ Result<Submission> ParseSubmission(const json& body) {
             ReadInt(*res, "walltime_seconds", "resources.walltime_seconds", 1, int64_t{10} * 365 * 86400, walltime)) {
       return *e;
     }
+    if (auto e = ReadInt(*res, "tasks_per_node", "resources.tasks_per_node", 1, kMaxCpus, tasks_per_node)) return *e;
+    // Each task gets a whole share of its node: cpus (and GPUs) per node
+    // divide among its tasks.
+    if (tasks_per_node > cpus) {
+      return Error::Unprocessable("invalid_value",
+                                  "resources.tasks_per_node (" + std::to_string(tasks_per_node) +
+                                      ") exceeds resources.cpus (" + std::to_string(cpus) +
+                                      ", per node): each task needs a CPU; ask for at least as many cpus",
+                                  "resources.tasks_per_node");
+    }
+    if (gpus % tasks_per_node != 0) {
+      return Error::Unprocessable("invalid_value",
+                                  "resources.gpus (" + std::to_string(gpus) + ", per node) must divide evenly among " +
+                                      std::to_string(tasks_per_node) +
+                                      " tasks per node; ask for a multiple of tasks_per_node",
+                                  "resources.gpus");
+    }
+    s.resources.tasks_per_node = static_cast<int>(tasks_per_node);
     s.resources.nodes = static_cast<int>(nodes);
     s.resources.cpus = static_cast<int>(cpus);
     s.resources.memory_mb = memory;
@@ -123,6 +142,19 @@ Result<Submission> ParseSubmission(const json& body) {
       if (auto e = body::CheckNoNul(key + *text, "constraints." + key)) return *e;
       s.constraints[key] = *text;
     }
+  }
+
+  if (auto launch = body.find("launch"); launch != body.end() && !launch->is_null()) {
+    if (!launch->is_string()) return WrongType("launch", "a string", *launch);
+    auto mode = model::ParseLaunchMode(launch->get<std::string>());
+    if (!mode) {
+      return Error::Unprocessable("invalid_value",
+                                  "launch '" + launch->get<std::string>() +
+                                      "' is not known; use batch (the command runs once, on the first node) or "
+                                      "per_node (tasks_per_node tasks on every node at once)",
+                                  "launch");
+    }
+    s.launch = *mode;
   }
 
   auto cmd = body.find("command");

@@ -5,8 +5,45 @@
 
 namespace unisched::backend {
 
+namespace {
+
+std::vector<std::string> NodesByRank(const std::vector<executor::LaunchSpec>& gang) {
+  std::vector<std::string> nodes;
+  for (const auto& task : gang) nodes.push_back(task.node);
+  return nodes;
+}
+
+}  // namespace
+
+// A gang's tasks start one after another on their nodes; should one fail to
+// launch, the tasks launched before it are stopped (its failure, reported
+// as that task's result, makes the gang book cancel the attempt) and those
+// after it are never started: the attempt ends as a launch failure naming
+// that rank and node, on every node.
 Status ExecutorBackend::Launch(const AttemptLaunch& launch) {
-  return executor_.Launch(launch.spec);
+  if (launch.gang.empty()) return executor_.Launch(launch.spec);
+  const model::JobId job = launch.spec.job_id;
+  const int attempt = launch.spec.attempt;
+  gangs_.Expect(job, attempt, NodesByRank(launch.gang));
+  for (size_t rank = 0; rank < launch.gang.size(); ++rank) {
+    Status s = executor_.Launch(launch.gang[rank]);
+    if (s.ok()) continue;
+    if (rank == 0) {  // nothing started: the controller makes the failure
+      gangs_.Forget(job, attempt);
+      return s;
+    }
+    for (size_t unstarted = rank; unstarted < launch.gang.size(); ++unstarted) {
+      executor::RunResult failed = executor::LaunchFailure(job, attempt, s.error());
+      failed.task = static_cast<int>(unstarted);
+      if (unstarted != rank) {
+        failed.reason = "not started: rank " + std::to_string(rank) + " could not be launched";
+        failed.transient = false;
+      }
+      gangs_.OnTaskResult(std::move(failed));
+    }
+    break;
+  }
+  return Status::Ok();
 }
 
 void ExecutorBackend::Cancel(model::JobId job, int attempt, bool preempt) {
@@ -14,11 +51,16 @@ void ExecutorBackend::Cancel(model::JobId job, int attempt, bool preempt) {
 }
 
 void ExecutorBackend::Recover(const AttemptLaunch& launch) {
-  executor_.Recover(launch.spec);
+  if (launch.gang.empty()) {
+    executor_.Recover(launch.spec);
+    return;
+  }
+  gangs_.Expect(launch.spec.job_id, launch.spec.attempt, NodesByRank(launch.gang));
+  for (const auto& task : launch.gang) executor_.Recover(task);
 }
 
-std::string ExecutorBackend::ReadLog(model::JobId job, int attempt, std::string_view stream) const {
-  const std::string path = executor_.LogPath(job, attempt, stream);
+std::string ExecutorBackend::ReadLog(model::JobId job, int attempt, int task, std::string_view stream) const {
+  const std::string path = executor_.LogPath(job, attempt, task, stream);
   if (path.empty()) return {};
   std::ifstream in(path, std::ios::binary);
   std::ostringstream text;
@@ -35,6 +77,7 @@ void ExecutorBackend::ReleaseAllExcept(const std::set<std::pair<model::JobId, in
 }
 
 void ExecutorBackend::Forget(model::JobId job, int attempt) {
+  gangs_.Forget(job, attempt);
   executor_.Forget(job, attempt);
 }
 

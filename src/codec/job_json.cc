@@ -55,6 +55,18 @@ json AttemptToJson(const model::Attempt& attempt) {
   if (attempt.transient) doc["transient"] = true;
   // Pools whose backend places jobs: where it says it ran the attempt.
   if (!attempt.placed_on.empty()) doc["placed_on"] = attempt.placed_on;
+  // A gang's attempt: each task's end, by rank.
+  if (!attempt.tasks.empty()) {
+    json tasks = json::array();
+    for (const auto& t : attempt.tasks) {
+      tasks.push_back({{"rank", t.rank},
+                       {"node", t.node},
+                       {"state", std::string(model::ToString(t.state))},
+                       {"exit_code", IntOrNull(t.exit_code)},
+                       {"reason", t.reason}});
+    }
+    doc["tasks"] = std::move(tasks);
+  }
   return doc;
 }
 
@@ -70,6 +82,20 @@ void DecodeAttempt(Decoder& d, const json& doc, const std::string& path, model::
   d.String(doc, "reason", path + ".reason", a.reason);
   d.Bool(doc, "transient", path + ".transient", a.transient);
   d.StringList(doc, "placed_on", path + ".placed_on", a.placed_on);
+  if (const json* tasks = d.Array(doc, "tasks", path + ".tasks")) {
+    for (size_t i = 0; i < tasks->size() && !d.failed(); ++i) {
+      const json& item = (*tasks)[i];
+      const std::string p = path + ".tasks[" + std::to_string(i) + "]";
+      if (!item.is_object()) return d.Fail(p, "must be an object");
+      model::TaskEnd t;
+      d.Integer(item, "rank", p + ".rank", t.rank);
+      d.String(item, "node", p + ".node", t.node);
+      d.Enum(item, "state", p + ".state", &model::ParseJobState, t.state);
+      d.OptionalInt(item, "exit_code", p + ".exit_code", t.exit_code);
+      d.String(item, "reason", p + ".reason", t.reason);
+      a.tasks.push_back(std::move(t));
+    }
+  }
   if (const json* alloc = d.Array(doc, "allocation", path + ".allocation")) {
     for (size_t i = 0; i < alloc->size() && !d.failed(); ++i) {
       const json& item = (*alloc)[i];
@@ -147,8 +173,10 @@ json JobToJson(const model::Job& job) {
         {"memory_mb", r.memory_mb},
         {"gpus", r.gpus},
         {"gpu_model", r.gpu_model},
+        {"tasks_per_node", r.tasks_per_node},
         {"walltime_seconds", r.walltime_seconds}}},
       {"constraints", job.constraints},
+      {"launch", std::string(model::ToString(job.launch))},
       {"command", job.command},
       {"env", job.env},
       {"priority", job.priority},
@@ -347,6 +375,7 @@ std::string JobDocument(const model::Job& job) {
   w.Key("estimated_start").Null();
   w.Key("exit_code").OptInt(job.exit_code);
   w.Key("id").Str(std::to_string(job.id));
+  w.Key("launch").Str(model::ToString(job.launch));
   w.Key("max_retries").OptInt(job.max_retries);
   w.Key("name").Str(job.name);
   w.Key("nodes").StringArray(job.NodeNames());
@@ -374,6 +403,7 @@ std::string JobDocument(const model::Job& job) {
   w.Key("gpus").Int(r.gpus);
   w.Key("memory_mb").Int(r.memory_mb);
   w.Key("nodes").Int(r.nodes);
+  w.Key("tasks_per_node").Int(r.tasks_per_node);
   w.Key("walltime_seconds").Int(r.walltime_seconds);
   w.Close('}');
   w.Key("routing").Open('{');
@@ -447,7 +477,9 @@ Result<model::Job> JobFromJson(const json& doc) {
     d.Integer(*r, "gpus", "resources.gpus", job.resources.gpus);
     d.String(*r, "gpu_model", "resources.gpu_model", job.resources.gpu_model);
     d.Integer(*r, "walltime_seconds", "resources.walltime_seconds", job.resources.walltime_seconds);
+    d.Integer(*r, "tasks_per_node", "resources.tasks_per_node", job.resources.tasks_per_node);
   }
+  d.Enum(doc, "launch", "launch", &model::ParseLaunchMode, job.launch);  // absent (before gangs): batch
   d.StringMap(doc, "constraints", "constraints", job.constraints);
   d.StringList(doc, "command", "command", job.command);
   d.StringMap(doc, "env", "env", job.env);

@@ -80,8 +80,7 @@ void AgentHub::Heartbeat(const std::string& token_pool, executor::Heartbeat hear
   }
   const std::string node = heartbeat.node;
   const int wait_ms = std::clamp(heartbeat.wait_ms, 0, kMaxWaitMs);
-  std::set<std::pair<model::JobId, int>> running;
-  for (const auto& ref : heartbeat.running) running.insert({ref.job, ref.attempt});
+  std::set<executor::AttemptRef> running(heartbeat.running.begin(), heartbeat.running.end());
   sink_->OnAgentHeartbeat(std::move(heartbeat), [this, node, wait_ms, running = std::move(running),
                                                  done = std::move(done)](HeartbeatAnswer answer) {
     std::vector<std::function<void()>> answers;
@@ -104,8 +103,9 @@ void AgentHub::Heartbeat(const std::string& token_pool, executor::Heartbeat hear
         }
         if (it->second) {
           executor::RunResult r;
-          r.job_id = it->first.first;
-          r.attempt = it->first.second;
+          r.job_id = it->first.job;
+          r.attempt = it->first.attempt;
+          r.task = it->first.task;
           r.outcome = executor::RunOutcome::kCancelled;
           r.reason = "cancelled before it started on node " + node;
           never_started.push_back(std::move(r));
@@ -113,7 +113,7 @@ void AgentHub::Heartbeat(const std::string& token_pool, executor::Heartbeat hear
           continue;
         }
         if (std::none_of(q.launch.begin(), q.launch.end(), [&](const executor::LaunchSpec& s) {
-              return s.job_id == it->first.first && s.attempt == it->first.second;
+              return s.job_id == it->first.job && s.attempt == it->first.attempt && s.task == it->first.task;
             })) {
           q.launch.push_back(spec->second);
         }
@@ -135,7 +135,7 @@ void AgentHub::Heartbeat(const std::string& token_pool, executor::Heartbeat hear
       }
     }
     for (auto& a : answers) a();
-    for (auto& r : never_started) sink_->OnRunResult(std::move(r));
+    for (auto& r : never_started) DeliverResult(std::move(r));
   });
 }
 
@@ -150,22 +150,22 @@ Result<std::vector<api::AgentPlane::IgnoredResult>> AgentHub::Results(const std:
     // A result binds to the node the attempt was sent to: a node token is for
     // one pool, and must not end (or charge) work running anywhere else.
     for (const auto& r : results) {
-      auto sent = attempts_.find({r.job_id, r.attempt});
+      auto sent = attempts_.find({r.job_id, r.attempt, r.task});
       if (sent != attempts_.end() && sent->second.node != node) {
         return Error::Forbidden("attempt " + std::to_string(r.job_id) + "." + std::to_string(r.attempt) +
-                                " was sent to node " + sent->second.node + ", not " + node +
+                                (r.task == 0 ? std::string() : " task " + std::to_string(r.task)) + " was sent to node " + sent->second.node + ", not " + node +
                                 "; a node reports only what it was sent (nothing of this call was applied)");
       }
     }
     NodeQueue& q = queues_[node];
     for (auto& r : results) {
-      if (attempts_.count({r.job_id, r.attempt}) == 0) {
+      if (attempts_.count({r.job_id, r.attempt, r.task}) == 0) {
         ignored.push_back({r.job_id, r.attempt,
                            "not an attempt this daemon sent to node " + node +
                                " (a late report of a finished job, or not an agent attempt at all)"});
         continue;
       }
-      q.unconfirmed.erase({r.job_id, r.attempt});
+      q.unconfirmed.erase({r.job_id, r.attempt, r.task});
       r.reported_by = node;
       bound.push_back(std::move(r));
     }
@@ -174,7 +174,7 @@ Result<std::vector<api::AgentPlane::IgnoredResult>> AgentHub::Results(const std:
     spdlog::warn("node {}: ignored a result for attempt {}.{}: {}", node, i.job_id, i.attempt, i.reason);
   }
   // Stale or repeated results are ignored by the controller (by attempt).
-  for (auto& r : bound) sink_->OnRunResult(std::move(r));
+  for (auto& r : bound) DeliverResult(std::move(r));
   return ignored;
 }
 
@@ -184,7 +184,7 @@ executor::Commands AgentHub::TakeCommands(NodeQueue& q, const std::string& node)
   c.heartbeat_interval_seconds = config_.health.heartbeat_interval_seconds;
   c.launch = std::move(q.launch);
   c.cancel = std::move(q.cancel);
-  for (const auto& spec : c.launch) q.unconfirmed.emplace(std::make_pair(spec.job_id, spec.attempt), false);
+  for (const auto& spec : c.launch) q.unconfirmed.emplace(executor::AttemptRef{spec.job_id, spec.attempt, spec.task}, false);
   q.launch.clear();
   q.cancel.clear();
   if (auto it = agent_pools_.find(node); it != agent_pools_.end()) {
@@ -225,35 +225,54 @@ void AgentHub::ExpireLoop() {
 
 Status AgentHub::Launch(const executor::LaunchSpec& spec) {
   std::lock_guard lock(mu_);
-  attempts_[{spec.job_id, spec.attempt}] = spec;
+  attempts_[{spec.job_id, spec.attempt, spec.task}] = spec;
   queues_[spec.node].launch.push_back(spec);
   Wake(spec.node);
   cv_.notify_all();
   return Status::Ok();
 }
 
+std::vector<const executor::LaunchSpec*> AgentHub::TasksOf(model::JobId job_id, int attempt) const {
+  std::vector<const executor::LaunchSpec*> tasks;
+  for (auto it = attempts_.lower_bound({job_id, attempt, 0});
+       it != attempts_.end() && it->first.job == job_id && it->first.attempt == attempt; ++it) {
+    tasks.push_back(&it->second);
+  }
+  return tasks;
+}
+
+// Every task of the attempt, on whichever nodes they were sent to: one
+// cancel per node (the agent stops all the attempt's tasks it runs).
 void AgentHub::Cancel(model::JobId job_id, int attempt, bool preempt) {
   std::lock_guard lock(mu_);
-  auto it = attempts_.find({job_id, attempt});
-  if (it == attempts_.end()) return;
-  NodeQueue& q = queues_[it->second.node];
-  // Not launched yet: it never starts.
-  auto queued = std::find_if(q.launch.begin(), q.launch.end(),
-                             [&](const executor::LaunchSpec& s) { return s.job_id == job_id && s.attempt == attempt; });
-  if (queued != q.launch.end()) q.launch.erase(queued);
-  if (auto unconfirmed = q.unconfirmed.find({job_id, attempt}); unconfirmed != q.unconfirmed.end()) {
-    unconfirmed->second = true;  // ends at the next heartbeat unless the agent names it
-  } else if (queued != q.launch.end()) {
-    // Never handed out: it ends now, reported like any cancel.
-    executor::RunResult r;
-    r.job_id = job_id;
-    r.attempt = attempt;
-    r.outcome = executor::RunOutcome::kCancelled;
-    r.reason = "cancelled before it started on node " + it->second.node;
-    to_answer_.push_back([this, r] { sink_->OnRunResult(r); });
+  std::set<std::string> nodes;
+  for (const executor::LaunchSpec* spec : TasksOf(job_id, attempt)) {
+    const executor::AttemptRef ref{job_id, attempt, spec->task};
+    NodeQueue& q = queues_[spec->node];
+    // Not launched yet: it never starts.
+    auto queued = std::find_if(q.launch.begin(), q.launch.end(), [&](const executor::LaunchSpec& s) {
+      return s.job_id == job_id && s.attempt == attempt && s.task == spec->task;
+    });
+    const bool was_queued = queued != q.launch.end();
+    if (was_queued) q.launch.erase(queued);
+    if (auto unconfirmed = q.unconfirmed.find(ref); unconfirmed != q.unconfirmed.end()) {
+      unconfirmed->second = true;  // ends at the next heartbeat unless the agent names it
+    } else if (was_queued) {
+      // Never handed out: it ends now, reported like any cancel.
+      executor::RunResult r;
+      r.job_id = job_id;
+      r.attempt = attempt;
+      r.task = spec->task;
+      r.outcome = executor::RunOutcome::kCancelled;
+      r.reason = "cancelled before it started on node " + spec->node;
+      to_answer_.push_back([this, r] { DeliverResult(r); });
+    }
+    nodes.insert(spec->node);
   }
-  q.cancel.push_back({job_id, attempt, preempt, false});
-  Wake(it->second.node);
+  for (const std::string& node : nodes) {
+    queues_[node].cancel.push_back({job_id, attempt, preempt, false});
+    Wake(node);
+  }
   cv_.notify_all();
 }
 
@@ -262,22 +281,27 @@ void AgentHub::Recover(const executor::LaunchSpec& spec) {
   // heartbeat) or it ended and the agent sends the result again; if the
   // agent does not name it, it is sent again (see Heartbeat).
   std::lock_guard lock(mu_);
-  attempts_[{spec.job_id, spec.attempt}] = spec;
-  queues_[spec.node].unconfirmed.emplace(std::make_pair(spec.job_id, spec.attempt), false);
+  attempts_[{spec.job_id, spec.attempt, spec.task}] = spec;
+  queues_[spec.node].unconfirmed.emplace(executor::AttemptRef{spec.job_id, spec.attempt, spec.task}, false);
 }
 
-std::string AgentHub::LogPath(model::JobId, int, std::string_view) const {
+std::string AgentHub::LogPath(model::JobId, int, int, std::string_view) const {
   return {};  // on the agent's machine
 }
 
 void AgentHub::Forget(model::JobId job_id, int attempt) {
   std::lock_guard lock(mu_);
-  if (attempt == 0) {
-    for (auto it = attempts_.begin(); it != attempts_.end();) {
-      it = it->first.first == job_id ? attempts_.erase(it) : std::next(it);
-    }
+  for (auto it = attempts_.lower_bound({job_id, attempt, 0});
+       it != attempts_.end() && it->first.job == job_id && (attempt == 0 || it->first.attempt == attempt);) {
+    it = attempts_.erase(it);
+  }
+}
+
+void AgentHub::DeliverResult(executor::RunResult result) {
+  if (results_) {
+    results_(std::move(result));
   } else {
-    attempts_.erase({job_id, attempt});
+    sink_->OnRunResult(std::move(result));
   }
 }
 

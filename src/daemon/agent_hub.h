@@ -44,6 +44,9 @@ class AgentHub final : public api::AgentPlane, public executor::Executor {
   AgentHub(const config::Config& config, const Clock& clock);
   ~AgentHub() override;
   void SetSink(AgentSink* sink) { sink_ = sink; }
+  // Where results go instead of the sink's OnRunResult (a gang book, which
+  // makes one result of a gang's tasks); set before Start.
+  void SetResultSink(executor::Executor::ResultSink results) { results_ = std::move(results); }
   void Start();
   void Stop();
 
@@ -57,7 +60,7 @@ class AgentHub final : public api::AgentPlane, public executor::Executor {
   Status Launch(const executor::LaunchSpec& spec) override;
   void Cancel(model::JobId job_id, int attempt, bool preempt = false) override;
   void Recover(const executor::LaunchSpec& spec) override;
-  std::string LogPath(model::JobId job_id, int attempt, std::string_view stream) const override;
+  std::string LogPath(model::JobId job_id, int attempt, int task, std::string_view stream) const override;
   void Forget(model::JobId job_id, int attempt) override;
   void Shutdown() override;
 
@@ -74,7 +77,7 @@ class AgentHub final : public api::AgentPlane, public executor::Executor {
     // Launched (handed to the agent) or recovered after a daemon restart,
     // and not yet named by a heartbeat nor ended with a result; `true`: a
     // cancel was asked for it meanwhile.
-    std::map<std::pair<model::JobId, int>, bool> unconfirmed;
+    std::map<executor::AttemptRef, bool> unconfirmed;
   };
   // Checks that `node` is an agent node of `token_pool`.
   Status CheckNode(const std::string& token_pool, const std::string& node) const;
@@ -83,10 +86,14 @@ class AgentHub final : public api::AgentPlane, public executor::Executor {
   // REQUIRES: mu_ held. Answers a parked heartbeat of the node, if any.
   void Wake(const std::string& node);
   void ExpireLoop();
+  // REQUIRES: mu_ held. The specs of the attempt's tasks the hub holds.
+  std::vector<const executor::LaunchSpec*> TasksOf(model::JobId job_id, int attempt) const;
 
   const config::Config& config_;
   const Clock& clock_;
   AgentSink* sink_ = nullptr;
+  executor::Executor::ResultSink results_;
+  void DeliverResult(executor::RunResult result);
   // Agent nodes of the config and their pools (never null: the config is validated).
   std::map<std::string, const model::PoolSpec*> agent_pools_;
 
@@ -94,7 +101,8 @@ class AgentHub final : public api::AgentPlane, public executor::Executor {
   std::condition_variable cv_;
   bool stopping_ = false;
   std::map<std::string, NodeQueue> queues_;                                // by node
-  std::map<std::pair<model::JobId, int>, executor::LaunchSpec> attempts_;  // launched or recovered, by attempt
+  // Launched or recovered, by task: (job, attempt, task).
+  std::map<executor::AttemptRef, executor::LaunchSpec> attempts_;
   std::vector<std::function<void()>> to_answer_;                           // answers to send outside the lock
   std::thread expirer_;
 };

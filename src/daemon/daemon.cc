@@ -197,9 +197,9 @@ Status Daemon::MakeBackends(backend::BackendSet& set) {
     if (made == by_name.end()) {
       std::unique_ptr<backend::PoolBackend> b;
       if (pool.backend == model::kLocalBackend) {
-        b = std::make_unique<backend::ExecutorBackend>(*local_executor_);
+        b = std::make_unique<backend::ExecutorBackend>(*local_executor_, *local_gangs_);
       } else if (pool.backend == model::kAgentBackend) {
-        b = std::make_unique<backend::ExecutorBackend>(*agents_);
+        b = std::make_unique<backend::ExecutorBackend>(*agents_, *agent_gangs_);
       } else if (auto factory = options_.backends.find(pool.backend); factory != options_.backends.end()) {
         b = factory->second(sink);
       }
@@ -283,12 +283,21 @@ Status Daemon::StartLeaderParts() {
   const executor::LocalExecutorOptions exec_options{runtime_.runs_dir, (state_dir / "runs").string(),
                                                     (state_dir / "work").string(), SupervisorPath(config),
                                                     config.executor.use_cgroups};
+  auto to_controller = [controller = controller_.get()](executor::RunResult result) {
+    controller->OnRunResult(std::move(result));
+  };
+  local_gangs_ = std::make_unique<backend::GangBook>(to_controller);
+  agent_gangs_ = std::make_unique<backend::GangBook>(to_controller);
   local_executor_ = executor::MakeLocalExecutor(
-      exec_options,
-      [controller = controller_.get()](executor::RunResult result) { controller->OnRunResult(std::move(result)); });
+      exec_options, [gangs = local_gangs_.get()](executor::RunResult result) { gangs->OnTaskResult(std::move(result)); });
+  local_gangs_->SetCanceller(
+      [executor = local_executor_.get()](model::JobId job, int attempt) { executor->Cancel(job, attempt, false); });
   // Nodes with `agent: true` run their attempts through their agents.
   agents_ = std::make_unique<AgentHub>(config, clock_);
   agents_->SetSink(controller_.get());
+  agents_->SetResultSink(
+      [gangs = agent_gangs_.get()](executor::RunResult result) { gangs->OnTaskResult(std::move(result)); });
+  agent_gangs_->SetCanceller([hub = agents_.get()](model::JobId job, int attempt) { hub->Cancel(job, attempt, false); });
   agents_->Start();
   backend::BackendSet backends;
   if (Status s = MakeBackends(backends); !s.ok()) return s;
@@ -315,9 +324,9 @@ Status Daemon::StartLeaderParts() {
   context.metrics = &metrics_;
   context.clock = &clock_;
   // Output is wherever the job's pool backend keeps it.
-  context.read_log = [backends](const model::Job& job, int attempt, std::string_view stream) {
+  context.read_log = [backends](const model::Job& job, int attempt, int task, std::string_view stream) {
     const backend::PoolBackend* b = backends.For(job.pool);
-    return b ? b->ReadLog(job.id, attempt, stream) : std::string();
+    return b ? b->ReadLog(job.id, attempt, task, stream) : std::string();
   };
   context.ready = [controller = controller_.get()] { return controller->Ready(); };
   api_ = std::make_unique<api::Api>(context);

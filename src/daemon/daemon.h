@@ -24,6 +24,7 @@
 #include "daemon/state_lock.h"
 #include "unisched/api/api.h"
 #include "unisched/api/server.h"
+#include "unisched/backend/gang.h"
 #include "unisched/backend/pool_backend.h"
 #include "unisched/common/status.h"
 #include "unisched/common/time.h"
@@ -114,6 +115,10 @@ class Daemon {
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<Controller> controller_;
   RuntimeDirChoice runtime_;
+  // Between each executor and the controller: one result per gang attempt.
+  // Made before the executors, which call them, and so outlive them.
+  std::unique_ptr<backend::GangBook> local_gangs_;
+  std::unique_ptr<backend::GangBook> agent_gangs_;
   std::unique_ptr<executor::Executor> local_executor_;
   std::unique_ptr<AgentHub> agents_;
   std::vector<std::unique_ptr<backend::PoolBackend>> backends_;

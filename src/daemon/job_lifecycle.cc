@@ -276,6 +276,10 @@ void JobLifecycle::ApplyResult(Batch& batch, const executor::RunResult& result) 
   attempt->reason = result.reason;
   attempt->usage = result.usage;
   attempt->transient = result.outcome == executor::RunOutcome::kLaunchFailed && result.transient;
+  attempt->tasks.clear();
+  for (const executor::TaskEnd& t : result.tasks) {
+    attempt->tasks.push_back({t.rank, t.node, StateOf(t.outcome), t.exit_code, t.reason});
+  }
   job.exit_code = result.exit_code;
   job.ended_at = attempt->ended_at;
   if (result.started_at) job.started_at = result.started_at;
@@ -425,10 +429,15 @@ std::string JobLifecycle::BackendNameOf(const Job& job) const {
 }
 
 backend::AttemptLaunch JobLifecycle::AttemptLaunchOf(const Job& job) const {
-  return {MakeLaunchSpec(job), job.CurrentAttempt()->allocation, job.resources, job.constraints};
+  const model::Allocation& allocation = job.CurrentAttempt()->allocation;
+  // Rank 0's node, as the other nodes reach it (its agent's address).
+  const std::string master = allocation.empty() ? std::string() : node_book_.AddressOf(allocation.front().node);
+  backend::AttemptLaunch launch{MakeLaunchSpec(job, master), allocation, job.resources, job.constraints};
+  launch.gang = BuildGangSpecs(launch.spec, job, launch.spec.unix_user, master);
+  return launch;
 }
 
-executor::LaunchSpec JobLifecycle::MakeLaunchSpec(const Job& job) const {
+executor::LaunchSpec JobLifecycle::MakeLaunchSpec(const Job& job, const std::string& master_address) const {
   // A daemon running as root runs each job as its user's mapped account (the
   // dedicated unisched-job by default). A daemon started by an ordinary user
   // (development) cannot switch accounts: jobs run as that user.
@@ -447,7 +456,7 @@ executor::LaunchSpec JobLifecycle::MakeLaunchSpec(const Job& job) const {
       }
     }
   }
-  executor::LaunchSpec spec = BuildLaunchSpec(current_config(), job, unix_user, as_root);
+  executor::LaunchSpec spec = BuildLaunchSpec(current_config(), job, unix_user, as_root, master_address);
   spec.ids = std::move(ids);
   return spec;
 }

@@ -101,7 +101,8 @@ class JobLifecycle {
   // Its attempt ended `ended` (FAILED or NODE_FAIL): back to PENDING when its
   // queue or the job allows a retry (policy::DecideRetry). False: it ends.
   bool RequeueForRetry(Batch& batch, model::Job& job, model::JobState ended, Timestamp now);
-  executor::LaunchSpec MakeLaunchSpec(const model::Job& job) const;
+  // master_address: rank 0's node as the others reach it (the job's MASTER_ADDR).
+  executor::LaunchSpec MakeLaunchSpec(const model::Job& job, const std::string& master_address) const;
   // The ids a job of `user` in `project` runs as (executor.user_accounts):
   // uid 0 when the user has none (the launch is then refused).
   executor::UnixIds AllocatedIds(const store::UserRecord& user, const std::string& project) const;

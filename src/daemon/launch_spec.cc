@@ -10,8 +10,25 @@
 
 namespace unisched::daemon {
 
+int RendezvousPort(model::JobId job_id) {
+  return kRendezvousPortBase + static_cast<int>(job_id % kRendezvousPorts);
+}
+
+namespace {
+
+// The GPUs of a task: its node's, or its slice of them when the node's
+// tasks share it (tasks_per_node divides the node's GPUs: checked at submit).
+std::vector<int> TaskGpus(const model::NodeAllocation& node, int tasks_per_node, const TaskPlace& place) {
+  if (place.whole_node || tasks_per_node <= 1) return node.gpu_indices;
+  const size_t each = node.gpu_indices.size() / static_cast<size_t>(tasks_per_node);
+  const auto from = node.gpu_indices.begin() + static_cast<std::ptrdiff_t>(each * place.local_rank);
+  return {from, from + static_cast<std::ptrdiff_t>(each)};
+}
+
+}  // namespace
+
 std::map<std::string, std::string> JobEnvironment(const model::Job& job, const model::Attempt& attempt,
-                                                  const std::string& unix_user) {
+                                                  const std::string& unix_user, const TaskPlace& place) {
   std::map<std::string, std::string> env = {
       {"PATH", "/usr/local/bin:/usr/bin:/bin"},
       {"LANG", "C.UTF-8"},
@@ -23,63 +40,88 @@ std::map<std::string, std::string> JobEnvironment(const model::Job& job, const m
   for (const auto& [k, v] : job.env) env[k] = v;
   std::vector<std::string> nodes;
   for (const auto& a : attempt.allocation) nodes.push_back(a.node);
+  const std::string node_list = model::Join(nodes, ',');
   env["UNISCHED_JOB_ID"] = std::to_string(job.id);
   env["UNISCHED_JOB_NAME"] = job.name;
   env["UNISCHED_ATTEMPT"] = std::to_string(attempt.number);
-  env["UNISCHED_NODELIST"] = model::Join(nodes, ',');
+  env["UNISCHED_NODELIST"] = node_list;
   env["UNISCHED_QUEUE"] = job.queue;
   env["UNISCHED_POOL"] = job.pool;
   env["UNISCHED_PROJECT"] = job.project;
   env["UNISCHED_USER"] = job.user;
-  env["OMP_NUM_THREADS"] = std::to_string(job.resources.cpus);
-  // The job's shape, for the batch script that runs on its first node as
-  // task 0 of one task per node (docs/execution.md, "The job's
-  // environment"), and under the names Slurm gives, which scripts already
-  // read: a batch step of `sbatch --nodes N --ntasks-per-node 1`.
+  // The job's shape: tasks_per_node tasks on each of its nodes, ranked node
+  // by node (rank = node_rank * tasks_per_node + local_rank), as srun and
+  // torchrun number them. A batch script is rank 0 on the first node, with
+  // the shape its steps will have (as sbatch's environment says it).
   const int node_count = nodes.empty() ? std::max(job.resources.nodes, 1) : static_cast<int>(nodes.size());
+  const int per_node = std::max(job.resources.tasks_per_node, 1);
+  const int world = node_count * per_node;
+  const int cpus_per_task = std::max(job.resources.cpus / per_node, 1);
+  const int task_cpus = place.whole_node ? job.resources.cpus : cpus_per_task;
+  const std::string node_name =
+      static_cast<size_t>(place.node_rank) < nodes.size() ? nodes[static_cast<size_t>(place.node_rank)] : "";
+  const std::string master_address = place.master_address.empty() ? "127.0.0.1" : place.master_address;
+  const int master_port = place.master_port > 0 ? place.master_port : RendezvousPort(job.id);
   const std::string shape[][2] = {
       {"UNISCHED_NNODES", std::to_string(node_count)},
-      {"UNISCHED_NTASKS", std::to_string(node_count)},
-      {"UNISCHED_RANK", "0"},
-      {"UNISCHED_NODE_RANK", "0"},
-      {"UNISCHED_LOCAL_RANK", "0"},
-      {"UNISCHED_CPUS_PER_TASK", std::to_string(job.resources.cpus)},
+      {"UNISCHED_NTASKS", std::to_string(world)},
+      {"UNISCHED_TASKS_PER_NODE", std::to_string(per_node)},
+      {"UNISCHED_RANK", std::to_string(place.rank)},
+      {"UNISCHED_NODE_RANK", std::to_string(place.node_rank)},
+      {"UNISCHED_LOCAL_RANK", std::to_string(place.local_rank)},
+      {"UNISCHED_NODE", node_name},
+      {"UNISCHED_CPUS_PER_TASK", std::to_string(cpus_per_task)},
+      {"UNISCHED_MASTER_ADDR", master_address},
+      {"UNISCHED_MASTER_PORT", std::to_string(master_port)},
+      // torch.distributed's env:// rendezvous reads these (torchrun sets them).
+      {"MASTER_ADDR", master_address},
+      {"MASTER_PORT", std::to_string(master_port)},
+      {"WORLD_SIZE", std::to_string(world)},
+      {"RANK", std::to_string(place.rank)},
+      {"LOCAL_RANK", std::to_string(place.local_rank)},
+      {"LOCAL_WORLD_SIZE", std::to_string(per_node)},
+      {"NODE_RANK", std::to_string(place.node_rank)},
       {"SLURM_JOB_ID", std::to_string(job.id)},
       {"SLURM_JOBID", std::to_string(job.id)},
       {"SLURM_JOB_NAME", job.name},
-      {"SLURM_JOB_NODELIST", model::Join(nodes, ',')},
-      {"SLURM_NODELIST", model::Join(nodes, ',')},
+      {"SLURM_JOB_NODELIST", node_list},
+      {"SLURM_NODELIST", node_list},
       {"SLURM_JOB_NUM_NODES", std::to_string(node_count)},
       {"SLURM_NNODES", std::to_string(node_count)},
-      {"SLURM_NTASKS", std::to_string(node_count)},
-      {"SLURM_NPROCS", std::to_string(node_count)},
-      {"SLURM_CPUS_PER_TASK", std::to_string(job.resources.cpus)},
+      {"SLURM_NTASKS", std::to_string(world)},
+      {"SLURM_NPROCS", std::to_string(world)},
+      {"SLURM_NTASKS_PER_NODE", std::to_string(per_node)},
+      {"SLURM_CPUS_PER_TASK", std::to_string(cpus_per_task)},
       {"SLURM_CPUS_ON_NODE", std::to_string(job.resources.cpus)},
-      {"SLURM_PROCID", "0"},
-      {"SLURM_NODEID", "0"},
-      {"SLURM_LOCALID", "0"},
+      {"SLURM_PROCID", std::to_string(place.rank)},
+      {"SLURM_NODEID", std::to_string(place.node_rank)},
+      {"SLURM_LOCALID", std::to_string(place.local_rank)},
+      {"SLURMD_NODENAME", node_name},
       {"SLURM_JOB_PARTITION", job.queue},
       {"SLURM_JOB_ACCOUNT", job.project},
       {"SLURM_JOB_USER", job.user},
       {"SLURM_RESTART_COUNT", std::to_string(std::max(attempt.number - 1, 0))},
+      {"OMP_NUM_THREADS", std::to_string(task_cpus)},
   };
   for (const auto& [name, value] : shape) env[name] = value;
-  if (job.resources.gpus > 0 && !attempt.allocation.empty()) {
+  if (job.resources.gpus > 0 && static_cast<size_t>(place.node_rank) < attempt.allocation.size()) {
     std::vector<std::string> indices;
-    for (int i : attempt.allocation.front().gpu_indices) indices.push_back(std::to_string(i));
+    for (int i : TaskGpus(attempt.allocation[static_cast<size_t>(place.node_rank)], per_node, place)) {
+      indices.push_back(std::to_string(i));
+    }
     env["CUDA_VISIBLE_DEVICES"] = model::Join(indices, ',');
   }
   return env;
 }
 
 executor::LaunchSpec BuildLaunchSpec(const config::Config& config, const model::Job& job, const std::string& unix_user,
-                                     bool as_root) {
+                                     bool as_root, const std::string& master_address) {
   const model::Attempt& attempt = *job.CurrentAttempt();
   executor::LaunchSpec spec;
   spec.job_id = job.id;
   spec.attempt = attempt.number;
   spec.argv = job.command;
-  spec.env = JobEnvironment(job, attempt, unix_user);
+  spec.env = JobEnvironment(job, attempt, unix_user, TaskPlace{0, 0, 0, master_address, 0, true});
   spec.unix_user = unix_user;
   spec.walltime_seconds = job.resources.walltime_seconds;
   spec.kill_grace_seconds = config.executor.kill_grace_seconds;
@@ -107,6 +149,32 @@ executor::LaunchSpec BuildLaunchSpec(const config::Config& config, const model::
     spec.sandbox_uid_lock_dir = config.sandboxes.uid_lock_dir;
   }
   return spec;
+}
+
+std::vector<executor::LaunchSpec> BuildGangSpecs(const executor::LaunchSpec& first, const model::Job& job,
+                                                 const std::string& unix_user, const std::string& master_address) {
+  const model::Attempt& attempt = *job.CurrentAttempt();
+  const int per_node = std::max(job.resources.tasks_per_node, 1);
+  if (job.launch != model::LaunchMode::kPerNode || attempt.allocation.size() * static_cast<size_t>(per_node) < 2) {
+    return {};
+  }
+  std::vector<executor::LaunchSpec> tasks;
+  for (size_t n = 0; n < attempt.allocation.size(); ++n) {
+    const model::NodeAllocation& node = attempt.allocation[n];
+    for (int local = 0; local < per_node; ++local) {
+      executor::LaunchSpec task = first;
+      const int rank = static_cast<int>(n) * per_node + local;
+      task.task = rank;
+      task.node = node.node;
+      task.env = JobEnvironment(job, attempt, unix_user,
+                                TaskPlace{rank, static_cast<int>(n), local, master_address, 0, false});
+      // Its share of the node's cgroup caps: the node's divided among its tasks.
+      task.limits.memory_bytes = node.memory_mb * (int64_t{1} << 20) / per_node;
+      task.limits.cpu_millis = int64_t{node.cpus} * 1000 / per_node;
+      tasks.push_back(std::move(task));
+    }
+  }
+  return tasks;
 }
 
 }  // namespace unisched::daemon

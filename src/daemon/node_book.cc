@@ -88,11 +88,20 @@ service::ClusterView::Node NodeBook::DrainOrResume(Batch& batch, model::NodeUsag
   return {node, reasons_[node.spec.name], std::nullopt};
 }
 
+std::string NodeBook::AddressOf(const std::string& node) const {
+  if (auto it = addresses_.find(node); it != addresses_.end()) return it->second;
+  const size_t index = node_index_.count(node) != 0 ? node_index_.at(node) : nodes_.size();
+  // A local node is this machine; an agent node not heard from yet goes by
+  // its name (the agent's next heartbeat says its address).
+  return index < nodes_.size() && !nodes_[index].spec.agent ? "127.0.0.1" : node;
+}
+
 bool NodeBook::Heard(Batch& batch, const executor::Heartbeat& hb, Timestamp now) {
   model::NodeUsage* node = Find(hb.node);
   if (!node) return false;  // the hub checked it against the config
   bool changed = false;
   last_heartbeat_[hb.node] = now;
+  if (!hb.address.empty()) addresses_[hb.node] = hb.address;
   const std::string reason = reasons_[hb.node];
   const model::NodeSpec& spec = node->spec;
   // Registration: a node the daemon set down itself comes up. Like slurmd,

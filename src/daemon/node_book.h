@@ -60,6 +60,10 @@ class NodeBook {
   // (node, why) for each, so the controller ends their attempts.
   std::vector<std::pair<std::string, std::string>> DownSilent(Batch& batch, Timestamp now);
 
+  // How a node's peers reach it (a gang's MASTER_ADDR): the address its
+  // agent reports, 127.0.0.1 for a local node, else its name.
+  std::string AddressOf(const std::string& node) const;
+
   // An attempt on `allocation` failed: a node where too many jobs failed
   // within the window (health.black_hole_*) is drained. True when one was.
   bool CountFailure(Batch& batch, const model::Allocation& allocation, Timestamp now);
@@ -78,6 +82,7 @@ class NodeBook {
   std::unordered_map<std::string, size_t> node_index_;  // name -> position in nodes_ and config nodes
   std::map<std::string, std::string> reasons_;
   std::map<std::string, Timestamp> last_heartbeat_;  // agent nodes
+  std::map<std::string, std::string> addresses_;     // agent nodes, as their agents report them
   BlackHoleDetector black_holes_;
   std::map<std::pair<std::string, std::string>, int> published_counts_;  // what PublishGauges last set
 };

@@ -16,23 +16,27 @@
 
 namespace unisched::executor {
 
-void LocalExecutor::Forget(model::JobId job_id, int attempt) {
-  if (attempt <= 0) {  // every attempt of the job, wherever it left files
-    std::error_code ec;
-    std::set<int> attempts;
-    for (const std::string& dir : {JobRunsDir(job_id), JobLogsDir(job_id)}) {
-      for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-        const std::string name = entry.path().filename().string();
-        if (!name.empty() && name.find_first_not_of("0123456789") == std::string::npos) {
-          attempts.insert(std::stoi(name));
-        }
-      }
+// Every task directory of the job (runs and logs), as (attempt, task).
+std::set<std::pair<int, int>> LocalExecutor::TaskDirs(model::JobId job_id) const {
+  std::set<std::pair<int, int>> found;
+  std::error_code ec;
+  for (const std::string& dir : {JobRunsDir(job_id), JobLogsDir(job_id)}) {
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+      if (auto task = files::ParseTaskDirName(entry.path().filename().string())) found.insert(*task);
     }
-    for (int a : attempts) Forget(job_id, a);
-    return;
   }
-  const Key key{job_id, attempt};
-  const std::string dir = AttemptDir(job_id, attempt);
+  return found;
+}
+
+void LocalExecutor::Forget(model::JobId job_id, int attempt) {
+  // Every task of the attempt (attempt 0: of every attempt), wherever it left files.
+  for (const auto& [a, task] : TaskDirs(job_id)) {
+    if (attempt <= 0 || a == attempt) ForgetTask(Key{job_id, a, task});
+  }
+}
+
+void LocalExecutor::ForgetTask(const Key& key) {
+  const std::string dir = AttemptDir(key);
   bool other_attempt_live = false;
   {
     std::lock_guard lock(mu_);
@@ -42,15 +46,15 @@ void LocalExecutor::Forget(model::JobId job_id, int attempt) {
     finished_.erase(key);
     // Another attempt of the job that is starting may not have made its
     // directory yet: the job's directories stay until it is done too.
-    auto other = attempts_.lower_bound({job_id, 0});
-    other_attempt_live = other != attempts_.end() && other->first.first == job_id;
+    auto other = attempts_.lower_bound(Key{key.job_id, 0, 0});
+    other_attempt_live = other != attempts_.end() && other->first.job_id == key.job_id;
   }
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);  // best effort: retention retries on its next pass
-  if (SeparateLogs()) std::filesystem::remove_all(LogsDir(job_id, attempt), ec);
+  if (SeparateLogs()) std::filesystem::remove_all(LogsDir(key.job_id, key.attempt, key.task), ec);
   if (other_attempt_live) return;
   bool job_gone = true;
-  for (const std::string& job_dir : {JobRunsDir(job_id), JobLogsDir(job_id)}) {
+  for (const std::string& job_dir : {JobRunsDir(key.job_id), JobLogsDir(key.job_id)}) {
     if (!std::filesystem::exists(job_dir, ec)) continue;
     if (std::filesystem::is_empty(job_dir, ec) && !ec) {
       std::filesystem::remove(job_dir, ec);
@@ -58,23 +62,26 @@ void LocalExecutor::Forget(model::JobId job_id, int attempt) {
       job_gone = false;
     }
   }
-  if (job_gone) std::filesystem::remove_all(WorkDir(job_id), ec);
+  if (job_gone) std::filesystem::remove_all(WorkDir(key.job_id), ec);
 }
 
 // Only the control files go (and the directories they leave empty):
 // where output shares the attempt directory, it stays until Forget. An
 // attempt still running, or not yet delivered, is left alone.
 void LocalExecutor::Release(model::JobId job_id, int attempt) {
-  const Key key{job_id, attempt};
+  std::vector<Key> done;
   {
     std::lock_guard lock(mu_);
-    if (attempts_.count(key) != 0 || finished_.count(key) == 0) return;
+    for (auto it = finished_.lower_bound(Key{job_id, attempt, 0});
+         it != finished_.end() && it->job_id == job_id && it->attempt == attempt; ++it) {
+      if (attempts_.count(*it) == 0) done.push_back(*it);
+    }
   }
-  RemoveControlFiles(job_id, attempt);
+  for (const Key& key : done) RemoveControlFiles(key);
 }
 
-void LocalExecutor::RemoveControlFiles(model::JobId job_id, int attempt) {
-  const std::string dir = AttemptDir(job_id, attempt);
+void LocalExecutor::RemoveControlFiles(const Key& key) {
+  const std::string dir = AttemptDir(key);
   for (const char* name : {files::kResult, files::kState, files::kClaim, files::kCancel}) {
     (void)::unlink((dir + "/" + name).c_str());  // absent (never written, or released before): fine
   }
@@ -92,13 +99,13 @@ void LocalExecutor::RemoveControlFiles(model::JobId job_id, int attempt) {
   }
   // The job's directory goes with its last attempt (the rmdir fails while
   // another is there); also when this attempt never made its own.
-  if (gone) (void)::rmdir(JobRunsDir(job_id).c_str());
+  if (gone) (void)::rmdir(JobRunsDir(key.job_id).c_str());
 }
 
 // After a restart: whatever is in runs_dir that the store does not record
 // as running had its end committed (or its job is gone), as a Release of
 // it would have, had the daemon lived to call it.
-void LocalExecutor::ReleaseAllExcept(const std::set<Key>& running) {
+void LocalExecutor::ReleaseAllExcept(const std::set<std::pair<model::JobId, int>>& running) {
   auto number = [](const std::filesystem::path& path) -> std::optional<int64_t> {
     const std::string name = path.filename().string();
     if (name.empty() || name.size() > 18 || name.find_first_not_of("0123456789") != std::string::npos) {
@@ -110,26 +117,25 @@ void LocalExecutor::ReleaseAllExcept(const std::set<Key>& running) {
   for (const auto& job_entry : std::filesystem::directory_iterator(options_.runs_dir, ec)) {
     const auto job_id = number(job_entry.path());
     if (!job_id) continue;
-    std::vector<int> found;
+    std::vector<Key> found;
     std::error_code job_ec;
     for (const auto& entry : std::filesystem::directory_iterator(job_entry.path(), job_ec)) {
-      const auto attempt = number(entry.path());
-      if (attempt && *attempt > 0 && *attempt <= INT32_MAX) found.push_back(static_cast<int>(*attempt));
+      if (auto task = files::ParseTaskDirName(entry.path().filename().string())) {
+        found.push_back(Key{*job_id, task->first, task->second});
+      }
     }
-    for (int attempt : found) {
-      const Key key{*job_id, attempt};
-      if (running.count(key) != 0) continue;
+    for (const Key& key : found) {
+      if (running.count({key.job_id, key.attempt}) != 0) continue;
       {
         std::lock_guard lock(mu_);
         if (stopping_ || attempts_.count(key) != 0) continue;  // launched by us since: not a leftover
       }
       // A supervisor that still runs it owns the files (and only its end
       // would make them safe to remove): nothing here expects that.
-      if (const LockState lock = ProbeLock(AttemptDir(*job_id, attempt));
-          lock == LockState::kHeld || lock == LockState::kUnknown) {
+      if (const LockState lock = ProbeLock(AttemptDir(key)); lock == LockState::kHeld || lock == LockState::kUnknown) {
         continue;
       }
-      RemoveControlFiles(*job_id, attempt);
+      RemoveControlFiles(key);
     }
     if (found.empty()) (void)::rmdir(job_entry.path().c_str());  // a job directory left empty
   }

@@ -29,6 +29,7 @@
 #include <string>
 #include <string_view>
 #include <vector>
+#include <utility>
 
 #include "unisched/codec/json_reader.h"
 #include "unisched/containment/file_io.h"
@@ -60,8 +61,32 @@ struct ResolvedAccount {
 // The name of an attempt's cgroups: made by its supervisor, found again by
 // the executor when that supervisor died (KillLeftovers). The supervisor's
 // pid keeps two daemons' (or test runs') job 1 apart.
-inline std::string CgroupName(model::JobId job_id, int attempt, long supervisor_pid) {
-  return std::to_string(job_id) + "-" + std::to_string(attempt) + "-" + std::to_string(supervisor_pid);
+// The name of a task's directory under its job's: the attempt number for
+// task 0 (the attempt's only task unless it is a gang, and the name every
+// attempt had before gangs), "<attempt>.<task>" for a gang's other ranks.
+inline std::string TaskDirName(int attempt, int task) {
+  return task == 0 ? std::to_string(attempt) : std::to_string(attempt) + "." + std::to_string(task);
+}
+
+// The inverse of TaskDirName: (attempt, task), or nullopt for any other name.
+inline std::optional<std::pair<int, int>> ParseTaskDirName(std::string_view name) {
+  auto number = [](std::string_view digits) -> std::optional<int> {
+    if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string_view::npos) {
+      return std::nullopt;
+    }
+    return std::stoi(std::string(digits));
+  };
+  const size_t dot = name.find('.');
+  const auto attempt = number(name.substr(0, dot));
+  if (!attempt || *attempt <= 0) return std::nullopt;
+  if (dot == std::string_view::npos) return std::make_pair(*attempt, 0);
+  const auto task = number(name.substr(dot + 1));
+  if (!task || *task <= 0) return std::nullopt;
+  return std::make_pair(*attempt, *task);
+}
+
+inline std::string CgroupName(model::JobId job_id, int attempt, int task, long supervisor_pid) {
+  return std::to_string(job_id) + "-" + TaskDirName(attempt, task) + "-" + std::to_string(supervisor_pid);
 }
 
 // What the supervisor needs beyond the LaunchSpec.
@@ -131,6 +156,7 @@ inline nlohmann::json SpecToJson(const AttemptSpec& spec) {
   nlohmann::json j{
       {"job_id", l.job_id},
       {"attempt", l.attempt},
+      {"task", l.task},
       {"argv", l.argv},
       {"env", l.env},
       {"unix_user", l.unix_user},
@@ -169,6 +195,7 @@ inline Result<AttemptSpec> SpecFromDocument(const nlohmann::json& j) {
   }
   r.Integer(j, "job_id", "job_id", l.job_id);
   r.Integer(j, "attempt", "attempt", l.attempt);
+  r.Integer(j, "task", "task", l.task);  // absent (written before gangs): 0
   r.StringList(j, "argv", "argv", l.argv);
   r.StringMap(j, "env", "env", l.env);
   r.String(j, "unix_user", "unix_user", l.unix_user);
@@ -213,6 +240,7 @@ inline Result<AttemptSpec> SpecFromDocument(const nlohmann::json& j) {
   }
   if (UnixIds ids; read_ids("ids", ids.uid, ids.gid, ids.groups)) l.ids = std::move(ids);
   if (r.failed()) return Error::BadRequest("bad_spec", "malformed spec: " + r.TakeError().message);
+  if (l.task < 0) return Error::BadRequest("bad_spec", "task must not be negative");
   if (l.argv.empty()) return Error::BadRequest("bad_spec", "argv is empty");
   return spec;
 }
@@ -243,6 +271,18 @@ inline nlohmann::json ResultToJson(const RunResult& r, std::string_view containm
   // Only when set: a result without it is permanent, as every result
   // written before the field existed (and readers that predate it skip it).
   if (r.transient && r.outcome == RunOutcome::kLaunchFailed) j["transient"] = true;
+  if (r.task != 0) j["task"] = r.task;
+  if (!r.tasks.empty()) {
+    nlohmann::json tasks = nlohmann::json::array();
+    for (const TaskEnd& t : r.tasks) {
+      tasks.push_back({{"rank", t.rank},
+                       {"node", t.node},
+                       {"outcome", OutcomeName(t.outcome)},
+                       {"exit_code", t.exit_code ? nlohmann::json(*t.exit_code) : nlohmann::json()},
+                       {"reason", t.reason}});
+    }
+    j["tasks"] = std::move(tasks);
+  }
   if (!containment.empty()) j["containment"] = containment;
   return j;
 }
@@ -258,6 +298,25 @@ inline Result<RunResult> ResultFromDocument(const nlohmann::json& j) {
   r.OptionalInt(j, "exit_code", "exit_code", result.exit_code);
   r.String(j, "reason", "reason", result.reason);
   r.Bool(j, "transient", "transient", result.transient);
+  r.Integer(j, "task", "task", result.task);
+  if (const nlohmann::json* tasks = r.Array(j, "tasks", "tasks")) {
+    for (size_t i = 0; i < tasks->size() && !r.failed(); ++i) {
+      const nlohmann::json& t = (*tasks)[i];
+      const std::string at = "tasks[" + std::to_string(i) + "]";
+      TaskEnd end;
+      if (!t.is_object()) {
+        r.Fail(at, "must be an object");
+        break;
+      }
+      r.Require(t, "rank", at + ".rank");
+      r.Integer(t, "rank", at + ".rank", end.rank);
+      r.String(t, "node", at + ".node", end.node);
+      r.Enum(t, "outcome", at + ".outcome", &ParseOutcome, end.outcome);
+      r.OptionalInt(t, "exit_code", at + ".exit_code", end.exit_code);
+      r.String(t, "reason", at + ".reason", end.reason);
+      result.tasks.push_back(std::move(end));
+    }
+  }
   result.transient = result.transient && result.outcome == RunOutcome::kLaunchFailed;
   std::optional<int64_t> started_ms, ended_ms;
   if (const nlohmann::json* t = r.Field(j, "started_at")) {

@@ -15,15 +15,17 @@ std::optional<RunResult> ReadResult(const AttemptKey& key, const std::string& di
   if (!text) return std::nullopt;
   auto result = files::ResultFromJson(*text);
   if (!result.ok()) return Lost(key, result.error().message);
-  result->job_id = key.first;
-  result->attempt = key.second;
+  result->job_id = key.job_id;
+  result->attempt = key.attempt;
+  result->task = key.task;
   return std::move(result).value();
 }
 
 RunResult Lost(const AttemptKey& key, std::string reason) {
   RunResult r;
-  r.job_id = key.first;
-  r.attempt = key.second;
+  r.job_id = key.job_id;
+  r.attempt = key.attempt;
+  r.task = key.task;
   r.outcome = RunOutcome::kLost;
   r.reason = std::move(reason);
   return r;
@@ -31,8 +33,9 @@ RunResult Lost(const AttemptKey& key, std::string reason) {
 
 RunResult Unclaimed(const AttemptKey& key, std::string reason, bool transient) {
   RunResult r;
-  r.job_id = key.first;
-  r.attempt = key.second;
+  r.job_id = key.job_id;
+  r.attempt = key.attempt;
+  r.task = key.task;
   r.outcome = RunOutcome::kLaunchFailed;
   r.reason = std::move(reason);
   r.transient = transient;

@@ -13,8 +13,14 @@
 
 namespace unisched::executor {
 
-// An attempt: (job id, attempt), as Executor::ReleaseAllExcept names them.
-using AttemptKey = std::pair<model::JobId, int>;
+// One launch of an attempt: (job id, attempt, task); task 0 is the attempt's
+// only one unless it is a gang (LaunchSpec::task).
+struct AttemptKey {
+  model::JobId job_id = 0;
+  int attempt = 0;
+  int task = 0;
+  auto operator<=>(const AttemptKey&) const = default;
+};
 
 // result.json of the attempt in `dir` as a RunResult, nullopt if there is
 // none (yet); a malformed one makes the attempt lost.

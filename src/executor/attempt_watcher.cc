@@ -47,7 +47,7 @@ void KillLeftovers(const std::string& attempt_dir, const AttemptKey& key) {
   if (!claim) return;
   const long pid = std::strtol(claim->c_str(), nullptr, 10);
   if (pid <= 0) return;
-  if (auto groups = containment::Containment::Find(files::CgroupName(key.first, key.second, pid))) {
+  if (auto groups = containment::Containment::Find(files::CgroupName(key.job_id, key.attempt, key.task, pid))) {
     (void)groups->KillAllAndDestroy();  // best effort: the lost result matters more than an empty group
   }
 }
@@ -57,16 +57,13 @@ void KillLeftovers(const std::string& attempt_dir, const AttemptKey& key) {
 std::optional<LocalExecutor::Key> LocalExecutor::KeyOf(const std::string& attempt_dir) const {
   const std::string prefix = options_.runs_dir + "/";
   if (attempt_dir.rfind(prefix, 0) != 0) return std::nullopt;
-  const std::string rest = attempt_dir.substr(prefix.size());  // <job>/<attempt>
+  const std::string rest = attempt_dir.substr(prefix.size());  // <job>/<attempt>[.<task>]
   const size_t slash = rest.find('/');
   if (slash == std::string::npos || slash == 0 || slash + 1 >= rest.size()) return std::nullopt;
   const std::string job = rest.substr(0, slash);
-  const std::string attempt = rest.substr(slash + 1);
-  if (job.find_first_not_of("0123456789") != std::string::npos ||
-      attempt.find_first_not_of("0123456789") != std::string::npos || job.size() > 18 || attempt.size() > 9) {
-    return std::nullopt;
-  }
-  return Key{std::stoll(job), std::stoi(attempt)};
+  const auto task = files::ParseTaskDirName(rest.substr(slash + 1));
+  if (job.find_first_not_of("0123456789") != std::string::npos || job.size() > 18 || !task) return std::nullopt;
+  return Key{std::stoll(job), task->first, task->second};
 }
 
 void LocalExecutor::Wake() {
@@ -130,7 +127,7 @@ void LocalExecutor::WatchLoop() {
       };
       std::vector<RunResult> made_elsewhere;
       made_elsewhere.swap(pending_);
-      for (RunResult& r : made_elsewhere) finish({r.job_id, r.attempt}, std::move(r));
+      for (RunResult& r : made_elsewhere) finish(Key{r.job_id, r.attempt, r.task}, std::move(r));
       auto check = [&](std::map<Key, Tracked>::iterator it) {
         const Key key = it->first;
         Tracked& t = it->second;
@@ -139,7 +136,7 @@ void LocalExecutor::WatchLoop() {
         // The host is done with it: a result, else the files tell (another
         // supervisor runs it, or it could not be claimed).
         if (t.phase == Phase::kHosted) {
-          r = ReadResult(key, AttemptDir(key.first, key.second));
+          r = ReadResult(key, AttemptDir(key));
           if (!r) t.phase = Phase::kAdopted;
         }
         if (!r && t.phase == Phase::kAdopted) {
@@ -184,7 +181,10 @@ void LocalExecutor::WatchLoop() {
     }
     if (options_.use_cgroups) {
       for (const RunResult& r : results) {
-        if (r.outcome == RunOutcome::kLost) KillLeftovers(AttemptDir(r.job_id, r.attempt), {r.job_id, r.attempt});
+        if (r.outcome == RunOutcome::kLost) {
+          const Key key{r.job_id, r.attempt, r.task};
+          KillLeftovers(AttemptDir(key), key);
+        }
       }
     }
     Deliver(std::move(results));
@@ -218,7 +218,7 @@ std::optional<RunResult> LocalExecutor::CheckChild(const Key& key, Tracked& t) {
   if (rc == 0 || (rc < 0 && errno == EINTR)) return std::nullopt;
   ClosePidfd(t);
   t.pid = -1;
-  const std::string dir = AttemptDir(key.first, key.second);
+  const std::string dir = AttemptDir(key);
   if (auto r = ReadResult(key, dir)) return r;
   // It could not make the directory or the claim for a transient cause:
   // it ran nothing (and no other supervisor claimed the attempt meanwhile).
@@ -237,14 +237,14 @@ std::optional<RunResult> LocalExecutor::CheckChild(const Key& key, Tracked& t) {
   std::string why = WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
                                         : "exited with status " + std::to_string(WEXITSTATUS(status));
   std::string reason = "the supervisor " + why + " without a result";
-  if (std::string last = LastLine(LogsDir(key.first, key.second) + "/" + files::kSupervisorLog); !last.empty()) {
+  if (std::string last = LastLine(LogsDir(key.job_id, key.attempt, key.task) + "/" + files::kSupervisorLog); !last.empty()) {
     reason += ": " + last;
   }
   return Lost(key, std::move(reason));
 }
 
 std::optional<RunResult> LocalExecutor::CheckAdopted(const Key& key, Tracked& t) {
-  const std::string dir = AttemptDir(key.first, key.second);
+  const std::string dir = AttemptDir(key);
   if (auto r = ReadResult(key, dir)) return r;
   const LockState lock = ProbeLock(dir);
   // Its result may have been unreadable for the same reason: look again on

@@ -70,10 +70,10 @@ bool LocalExecutor::Exists(const std::string& path) {
 
 Status LocalExecutor::Launch(const LaunchSpec& spec) {
   if (spec.argv.empty()) return Error::BadRequest("bad_launch", "the command (argv) is empty", "argv");
-  if (spec.job_id <= 0 || spec.attempt < 1) {
-    return Error::BadRequest("bad_launch", "job id and attempt must be positive");
+  if (spec.job_id <= 0 || spec.attempt < 1 || spec.task < 0) {
+    return Error::BadRequest("bad_launch", "job id and attempt must be positive, task not negative");
   }
-  const Key key{spec.job_id, spec.attempt};
+  const Key key{spec.job_id, spec.attempt, spec.task};
   {
     std::lock_guard lock(mu_);
     if (stopping_) return Error::Unavailable("the executor is shut down");
@@ -94,7 +94,7 @@ Status LocalExecutor::Launch(const LaunchSpec& spec) {
   }
   // Everything per attempt (directories, claim, work directory) is made by
   // the supervisor, off this thread; here only a stat, and the spawn.
-  const std::string dir = AttemptDir(spec.job_id, spec.attempt);
+  const std::string dir = AttemptDir(key);
   if (Exists(dir + "/" + files::kClaim)) {
     std::lock_guard lock(mu_);
     Tracked& t = attempts_[key];
@@ -183,7 +183,8 @@ Status LocalExecutor::MakeRoots() {
 Result<LocalExecutor::Spawned> LocalExecutor::Spawn(const LaunchSpec& spec, const std::string& attempt_dir,
                                                     std::optional<files::ResolvedAccount> account) {
   auto spec_fd = SpecMemfd(files::AttemptSpec{spec, WorkDir(spec.job_id), options_.use_cgroups, std::move(account),
-                                              SeparateLogs() ? LogsDir(spec.job_id, spec.attempt) : std::string()});
+                                              SeparateLogs() ? LogsDir(spec.job_id, spec.attempt, spec.task)
+                                                             : std::string()});
   if (!spec_fd.ok()) return spec_fd.error();
   // The host is the cheap way; a supervisor of the attempt's own is the way
   // that needs nothing running. Should the host have taken the launch after
@@ -202,13 +203,23 @@ Result<LocalExecutor::Spawned> LocalExecutor::Spawn(const LaunchSpec& spec, cons
   return spawned;
 }
 
+std::vector<LocalExecutor::Key> LocalExecutor::TasksOf(model::JobId job_id, int attempt) const {
+  std::vector<Key> keys;
+  for (auto it = attempts_.lower_bound(Key{job_id, attempt, 0});
+       it != attempts_.end() && it->first.job_id == job_id && it->first.attempt == attempt; ++it) {
+    keys.push_back(it->first);
+  }
+  return keys;
+}
+
 void LocalExecutor::Cancel(model::JobId job_id, int attempt, bool preempt) {
   std::lock_guard lock(mu_);
-  auto it = attempts_.find({job_id, attempt});
-  if (it == attempts_.end()) return;
-  it->second.cancel_requested = true;
-  it->second.preempt = it->second.preempt || preempt;
-  SendCancel(it->first, it->second);
+  for (const Key& key : TasksOf(job_id, attempt)) {
+    Tracked& t = attempts_.at(key);
+    t.cancel_requested = true;
+    t.preempt = t.preempt || preempt;
+    SendCancel(key, t);
+  }
 }
 
 // A supervisor of one attempt is signalled: SIGTERM, or SIGUSR1 to allow
@@ -218,7 +229,7 @@ void LocalExecutor::Cancel(model::JobId job_id, int attempt, bool preempt) {
 // has not got to the attempt yet: it reads the file before the job starts.
 void LocalExecutor::SendCancel(const Key& key, Tracked& t) {
   if (t.cancel_sent) return;
-  const std::string dir = AttemptDir(key.first, key.second);
+  const std::string dir = AttemptDir(key);
   auto cancel_shared = [&](pid_t pid) {
     if (MakeDirs(dir, 0700, 0700) != 0) return false;  // the watcher retries
     if (files::WriteFileAtomic(dir, files::kCancel, t.preempt ? "preempt\n" : "cancel\n", /*durable=*/false) != 0) {
@@ -248,8 +259,8 @@ void LocalExecutor::SendCancel(const Key& key, Tracked& t) {
 }
 
 void LocalExecutor::Recover(const LaunchSpec& spec) {
-  const Key key{spec.job_id, spec.attempt};
-  const std::string dir = AttemptDir(spec.job_id, spec.attempt);
+  const Key key{spec.job_id, spec.attempt, spec.task};
+  const std::string dir = AttemptDir(key);
   {
     std::lock_guard lock(mu_);
     if (stopping_ || attempts_.count(key) != 0 || finished_.count(key) != 0) return;
@@ -271,14 +282,16 @@ void LocalExecutor::Recover(const LaunchSpec& spec) {
   // Never claimed: it never ran, so it may run now.
   if (Status s = Launch(spec); !s.ok()) {
     std::lock_guard lock(mu_);
-    pending_.push_back(LaunchFailure(spec.job_id, spec.attempt, s.error()));
+    RunResult failed = LaunchFailure(spec.job_id, spec.attempt, s.error());
+    failed.task = spec.task;
+    pending_.push_back(std::move(failed));
     Wake();
   }
 }
 
-std::string LocalExecutor::LogPath(model::JobId job_id, int attempt, std::string_view stream) const {
+std::string LocalExecutor::LogPath(model::JobId job_id, int attempt, int task, std::string_view stream) const {
   if (stream != files::kStdout && stream != files::kStderr) return {};
-  return LogsDir(job_id, attempt) + "/" + std::string(stream);
+  return LogsDir(job_id, attempt, task) + "/" + std::string(stream);
 }
 
 void LocalExecutor::Shutdown() {

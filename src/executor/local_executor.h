@@ -37,10 +37,10 @@ class LocalExecutor final : public Executor {
   Status Launch(const LaunchSpec& spec) override;
   void Cancel(model::JobId job_id, int attempt, bool preempt) override;
   void Recover(const LaunchSpec& spec) override;
-  std::string LogPath(model::JobId job_id, int attempt, std::string_view stream) const override;
+  std::string LogPath(model::JobId job_id, int attempt, int task, std::string_view stream) const override;
   void Forget(model::JobId job_id, int attempt) override;
   void Release(model::JobId job_id, int attempt) override;
-  void ReleaseAllExcept(const std::set<Key>& running) override;
+  void ReleaseAllExcept(const std::set<std::pair<model::JobId, int>>& running) override;
   void Shutdown() override;
 
  private:
@@ -64,9 +64,10 @@ class LocalExecutor final : public Executor {
   };
 
   std::string JobRunsDir(model::JobId job_id) const { return options_.runs_dir + "/" + std::to_string(job_id); }
-  std::string AttemptDir(model::JobId job_id, int attempt) const {
-    return JobRunsDir(job_id) + "/" + std::to_string(attempt);
+  std::string AttemptDir(model::JobId job_id, int attempt, int task = 0) const {
+    return JobRunsDir(job_id) + "/" + files::TaskDirName(attempt, task);
   }
+  std::string AttemptDir(const Key& key) const { return AttemptDir(key.job_id, key.attempt, key.task); }
   std::string WorkDir(model::JobId job_id) const { return options_.work_root + "/" + std::to_string(job_id); }
   // Output (stdout, stderr, supervisor.log) in a directory of its own, or
   // beside the control files.
@@ -74,15 +75,21 @@ class LocalExecutor final : public Executor {
   std::string JobLogsDir(model::JobId job_id) const {
     return (SeparateLogs() ? options_.logs_dir : options_.runs_dir) + "/" + std::to_string(job_id);
   }
-  std::string LogsDir(model::JobId job_id, int attempt) const {
-    return JobLogsDir(job_id) + "/" + std::to_string(attempt);
+  std::string LogsDir(model::JobId job_id, int attempt, int task = 0) const {
+    return JobLogsDir(job_id) + "/" + files::TaskDirName(attempt, task);
   }
+  // Every task directory the job has (runs or logs), as (attempt, task).
+  std::set<std::pair<int, int>> TaskDirs(model::JobId job_id) const;
+  // Forget of one task: its files, and the job's when it was the last.
+  void ForgetTask(const Key& key);
+  // The keys of the attempt's tasks this executor tracks. REQUIRES mu_.
+  std::vector<Key> TasksOf(model::JobId job_id, int attempt) const;
   static bool Exists(const std::string& path);
 
   Result<std::optional<files::ResolvedAccount>> Check(const LaunchSpec& spec);
   // claim, state.json, result.json, cancel, then the attempt's directory and
   // its job's when empty.
-  void RemoveControlFiles(model::JobId job_id, int attempt);
+  void RemoveControlFiles(const Key& key);
   Status MakeRoots();
   struct Spawned {
     pid_t pid = -1;
@@ -97,7 +104,7 @@ class LocalExecutor final : public Executor {
   void WatchPidfd(const Key& key, Tracked& t);  // REQUIRES mu_
   void ClosePidfd(Tracked& t);                  // REQUIRES mu_
   void SendCancel(const Key& key, Tracked& t);  // REQUIRES mu_
-  // The attempt a host's notice names (<runs_dir>/<job>/<attempt>).
+  // The task a host's notice names (<runs_dir>/<job>/<attempt>[.<task>]).
   std::optional<Key> KeyOf(const std::string& attempt_dir) const;
   void Deliver(std::vector<RunResult> results);
   void Wake();

@@ -77,11 +77,16 @@ json HeartbeatToJson(const Heartbeat& h) {
   json gpus = json::array();
   for (const auto& g : h.gpus) gpus.push_back({{"index", g.index}, {"model", g.model}, {"memory_gb", g.memory_gb}});
   json running = json::array();
-  for (const auto& r : h.running) running.push_back({{"job", r.job}, {"attempt", r.attempt}});
+  for (const auto& r : h.running) {
+    json entry{{"job", r.job}, {"attempt", r.attempt}};
+    if (r.task != 0) entry["task"] = r.task;
+    running.push_back(std::move(entry));
+  }
   return {{"node", h.node},
           {"pool", h.pool},
           {"resources", {{"cpus", h.cpus}, {"memory_mb", h.memory_mb}, {"gpus", std::move(gpus)}}},
           {"labels", h.labels},
+          {"address", h.address},
           {"running", std::move(running)},
           {"healthy", h.healthy},
           {"health_message", h.health_message},
@@ -101,9 +106,11 @@ Result<Heartbeat> HeartbeatFromJson(const json& doc) {
                         IntegerOr<int>(g, "memory_gb", 0, "resources.gpus[].memory_gb")});
     }
     h.labels = doc.value("labels", model::Labels{});
+    h.address = doc.value("address", std::string());
     for (const auto& a : doc.value("running", json::array())) {
       h.running.push_back({IntegerOf<model::JobId>(a.at("job"), "running[].job"),
-                           IntegerOf<int>(a.at("attempt"), "running[].attempt")});
+                           IntegerOf<int>(a.at("attempt"), "running[].attempt"),
+                           IntegerOr<int>(a, "task", 0, "running[].task")});
     }
     h.healthy = doc.value("healthy", true);
     h.health_message = doc.value("health_message", std::string());

@@ -52,6 +52,10 @@ constexpr std::array<std::pair<JobState, std::string_view>, 8> kJobStates{{
     {JobState::kTimeout, "TIMEOUT"},
     {JobState::kNodeFail, "NODE_FAIL"},
 }};
+constexpr std::array<std::pair<LaunchMode, std::string_view>, 2> kLaunchModes{{
+    {LaunchMode::kBatch, "batch"},
+    {LaunchMode::kPerNode, "per_node"},
+}};
 constexpr std::array<std::pair<BackfillMode, std::string_view>, 3> kBackfillModes{{
     {BackfillMode::kFcfs, "fcfs"},
     {BackfillMode::kEasy, "easy"},
@@ -106,6 +110,13 @@ std::string_view ToString(JobState state) {
 }
 std::optional<JobState> ParseJobState(std::string_view text) {
   return Lookup(kJobStates, text);
+}
+
+std::string_view ToString(LaunchMode mode) {
+  return Name(kLaunchModes, mode);
+}
+std::optional<LaunchMode> ParseLaunchMode(std::string_view text) {
+  return Lookup(kLaunchModes, text);
 }
 
 bool IsTerminal(JobState state) {

@@ -46,6 +46,7 @@ void JobService::Submit(const auth::Principal& who, JobRequest request, std::str
   job.workload = std::move(request.workload);
   job.resources = route.resources;
   job.constraints = std::move(request.constraints);
+  job.launch = request.launch;
   job.command = std::move(request.command);
   job.env = std::move(request.env);
   job.priority = request.priority;

@@ -127,6 +127,7 @@ std::string AttemptRun::Prepare(Result<files::AttemptSpec> parsed) {
   spec_ = std::move(parsed).value();
   result_.job_id = spec_.launch.job_id;
   result_.attempt = spec_.launch.attempt;
+  result_.task = spec_.launch.task;
   if (auto failure = setup_.Prepare(spec_, context_.job_open_files_limit(), output_)) {
     result_.transient = failure->transient;
     return std::move(failure->reason);

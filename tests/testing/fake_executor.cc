@@ -26,8 +26,9 @@ void FakeExecutor::Recover(const executor::LaunchSpec& spec) {
   recovered_.push_back(spec);
 }
 
-std::string FakeExecutor::LogPath(model::JobId job_id, int attempt, std::string_view stream) const {
-  return "/nonexistent/" + std::to_string(job_id) + "/" + std::to_string(attempt) + "/" + std::string(stream);
+std::string FakeExecutor::LogPath(model::JobId job_id, int attempt, int task, std::string_view stream) const {
+  return "/nonexistent/" + std::to_string(job_id) + "/" + std::to_string(attempt) + "." + std::to_string(task) + "/" +
+         std::string(stream);
 }
 
 void FakeExecutor::Forget(model::JobId job_id, int attempt) {

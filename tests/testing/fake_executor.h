@@ -25,7 +25,7 @@ class FakeExecutor final : public executor::Executor {
   Status Launch(const executor::LaunchSpec& spec) override;
   void Cancel(model::JobId job_id, int attempt, bool preempt = false) override;
   void Recover(const executor::LaunchSpec& spec) override;
-  std::string LogPath(model::JobId job_id, int attempt, std::string_view stream) const override;
+  std::string LogPath(model::JobId job_id, int attempt, int task, std::string_view stream) const override;
   void Forget(model::JobId job_id, int attempt) override;
   void Release(model::JobId job_id, int attempt) override;
   void ReleaseAllExcept(const std::set<std::pair<model::JobId, int>>& running) override;

@@ -147,10 +147,10 @@ void PlacingBackend::Recover(const backend::AttemptLaunch& launch) {
   sink_(std::move(lost));
 }
 
-std::string PlacingBackend::ReadLog(model::JobId job, int attempt, std::string_view stream) const {
+std::string PlacingBackend::ReadLog(model::JobId job, int attempt, int task, std::string_view stream) const {
   std::lock_guard lock(mu_);
   auto it = runs_.find({job, attempt});
-  return it == runs_.end() || stream != "stdout" ? std::string() : it->second.stdout_text;
+  return it == runs_.end() || stream != "stdout" || task != 0 ? std::string() : it->second.stdout_text;
 }
 
 void PlacingBackend::Forget(model::JobId job, int attempt) {

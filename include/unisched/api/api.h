@@ -76,7 +76,8 @@ struct ApiContext {
   metrics::Metrics* metrics = nullptr;
   const Clock* clock = nullptr;
   // An attempt's output stream as its pool's backend keeps it ("" when none).
-  std::function<std::string(const model::Job&, int, std::string_view)> read_log;
+  // The output of (job, attempt, task) as its pool backend keeps it.
+  std::function<std::string(const model::Job&, int, int, std::string_view)> read_log;
   // Whether the daemon is ready (store open, recovery done) for /readyz.
   std::function<bool()> ready;
 };

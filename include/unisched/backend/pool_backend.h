@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "unisched/backend/gang.h"
 #include "unisched/common/status.h"
 #include "unisched/executor/executor.h"
 #include "unisched/model/job.h"
@@ -34,6 +35,10 @@ struct AttemptLaunch {
   model::Allocation allocation;
   model::ResourceRequest resources;
   model::Labels constraints;
+  // A gang (launch per_node, more than one task): every task's spec, by
+  // rank, each naming its node; empty: `spec` alone, on the first node. A
+  // backend that places jobs itself runs `spec`.
+  std::vector<executor::LaunchSpec> gang{};
 };
 
 class PoolBackend {
@@ -54,9 +59,10 @@ class PoolBackend {
   // After a daemon restart, for an attempt the store records as running:
   // collect, adopt or launch it, as executor::Executor::Recover.
   virtual void Recover(const AttemptLaunch& launch) = 0;
-  // An attempt's output stream ("stdout" or "stderr") as far as this backend
-  // keeps it; empty when it keeps none.
-  virtual std::string ReadLog(model::JobId job, int attempt, std::string_view stream) const = 0;
+  // The output stream ("stdout" or "stderr") of an attempt's task (0 unless
+  // it is a gang's rank) as far as this backend keeps it; empty when it
+  // keeps none.
+  virtual std::string ReadLog(model::JobId job, int attempt, int task, std::string_view stream) const = 0;
   // The attempt's end is durably recorded: what was kept only to recover it may go.
   virtual void Release(model::JobId job, int attempt) {
     (void)job;
@@ -93,17 +99,18 @@ class BackendSet {
 };
 
 // A backend of kDaemon placement over an executor (the local executor, the
-// agent hub): each attempt runs on its allocation's first node, the one
-// LaunchSpec::node names, and its output is the executor's log file. The
-// executor stays its owner's to shut down.
+// agent hub): an attempt runs on its allocation's first node, the one
+// LaunchSpec::node names, or as a gang of tasks on all its nodes, whose
+// results `gangs` (the executor's sink) makes one; its output is the
+// executor's log files. The executor stays its owner's to shut down.
 class ExecutorBackend final : public PoolBackend {
  public:
-  explicit ExecutorBackend(executor::Executor& executor) : executor_(executor) {}
+  ExecutorBackend(executor::Executor& executor, GangBook& gangs) : executor_(executor), gangs_(gangs) {}
   Placement placement() const override { return Placement::kDaemon; }
   Status Launch(const AttemptLaunch& launch) override;
   void Cancel(model::JobId job, int attempt, bool preempt) override;
   void Recover(const AttemptLaunch& launch) override;
-  std::string ReadLog(model::JobId job, int attempt, std::string_view stream) const override;
+  std::string ReadLog(model::JobId job, int attempt, int task, std::string_view stream) const override;
   void Release(model::JobId job, int attempt) override;
   void ReleaseAllExcept(const std::set<std::pair<model::JobId, int>>& running) override;
   void Forget(model::JobId job, int attempt) override;
@@ -111,6 +118,7 @@ class ExecutorBackend final : public PoolBackend {
 
  private:
   executor::Executor& executor_;
+  GangBook& gangs_;
 };
 
 }  // namespace unisched::backend

@@ -41,6 +41,11 @@ struct UnixIds {
 struct LaunchSpec {
   model::JobId job_id = 0;
   int attempt = 1;
+  // Which of the attempt's tasks this is: 0 for the attempt's one process
+  // (a batch script, or rank 0 of a gang), a gang's rank otherwise
+  // (docs/execution.md, "Multi-node jobs"). (job, attempt, task) names a
+  // launch everywhere; an attempt ends when all its tasks have.
+  int task = 0;
   std::vector<std::string> argv;
   // The complete environment of the job; nothing else is passed on.
   std::map<std::string, std::string> env;
@@ -75,9 +80,20 @@ enum class RunOutcome {
 };
 std::string_view ToString(RunOutcome outcome);
 
+// How one task of a gang ended, as its attempt's result keeps it.
+struct TaskEnd {
+  int rank = 0;
+  std::string node;
+  RunOutcome outcome = RunOutcome::kLost;
+  std::optional<int> exit_code;
+  std::string reason;
+  bool operator==(const TaskEnd&) const = default;
+};
+
 struct RunResult {
   model::JobId job_id = 0;
   int attempt = 0;
+  int task = 0;  // LaunchSpec::task; a gang's whole result: 0, with `tasks`
   RunOutcome outcome = RunOutcome::kLost;
   std::optional<int> exit_code;  // 128+N when killed by signal N; none if it never started
   std::string reason;
@@ -97,6 +113,8 @@ struct RunResult {
   // From a backend that places jobs itself (backend::Placement::kBackend):
   // the nodes it ran the attempt on, in its own names.
   std::vector<std::string> placed_on{};
+  // A gang's result (more than one task): how each task ended, by rank.
+  std::vector<TaskEnd> tasks{};
 };
 
 // Errors a launch may hit while the machine is short of descriptors
@@ -136,8 +154,9 @@ class Executor {
   // launched runs nothing new. An error means nothing was started; its code
   // is kTransientLaunchCode when trying again later may work.
   virtual Status Launch(const LaunchSpec& spec) = 0;
-  // SIGTERM to the attempt's whole process group, SIGKILL after the grace;
-  // its result arrives with outcome kCancelled. Unknown or ended attempts: no-op.
+  // SIGTERM to the whole process group of each of the attempt's tasks,
+  // SIGKILL after the grace; their results arrive with outcome kCancelled.
+  // Unknown or ended attempts: no-op.
   // preempt: the same, with the attempt's preempt grace instead (the daemon
   // decides what happens to the job: requeue or cancel).
   virtual void Cancel(model::JobId job_id, int attempt, bool preempt = false) = 0;
@@ -145,8 +164,8 @@ class Executor {
   // collects its result if it ended, adopts it if its supervisor still runs,
   // and launches it if it never started. The result arrives through the sink.
   virtual void Recover(const LaunchSpec& spec) = 0;
-  // The capped output file of an attempt ("stdout" or "stderr").
-  virtual std::string LogPath(model::JobId job_id, int attempt, std::string_view stream) const = 0;
+  // The capped output file of an attempt's task ("stdout" or "stderr").
+  virtual std::string LogPath(model::JobId job_id, int attempt, int task, std::string_view stream) const = 0;
   // Removes an attempt's files (retention); attempt 0: every attempt of the job.
   virtual void Forget(model::JobId job_id, int attempt) = 0;
   // The attempt's result is durably recorded by the caller: its control

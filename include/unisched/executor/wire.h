@@ -27,6 +27,7 @@ Result<RunResult> RunResultFromJson(const nlohmann::json& doc);
 struct AttemptRef {
   model::JobId job = 0;
   int attempt = 0;
+  int task = 0;  // a gang's rank (LaunchSpec::task); absent on the wire: 0
   bool operator==(const AttemptRef&) const = default;
   auto operator<=>(const AttemptRef&) const = default;
 };
@@ -39,6 +40,7 @@ struct Heartbeat {
   int64_t memory_mb = 0;               // detected (or --memory-mb)
   std::vector<model::GpuDevice> gpus;  // nvidia-smi, or --gpus
   model::Labels labels;                // --labels
+  std::string address;                 // how other nodes reach this one (--address; a gang's MASTER_ADDR)
   std::vector<AttemptRef> running;     // attempts whose supervisors run on the node
   bool healthy = true;                 // the pool's health check passed (or there is none)
   std::string health_message;          // why not

@@ -103,6 +103,24 @@ struct RunUsage {
   bool operator==(const RunUsage&) const = default;
 };
 
+// How a job's attempt starts on its nodes (docs/execution.md, "Multi-node
+// jobs"): its command once, on its first node, which starts work on the
+// others with `unisched step` (as sbatch does), or as a gang of
+// tasks_per_node tasks on every node at once (as srun and torchrun do).
+enum class LaunchMode { kBatch, kPerNode };
+std::string_view ToString(LaunchMode mode);  // "batch", "per_node"
+std::optional<LaunchMode> ParseLaunchMode(std::string_view text);
+
+// How one task of a gang ended: its rank, node, state and exit code.
+struct TaskEnd {
+  int rank = 0;
+  std::string node;
+  JobState state = JobState::kCompleted;
+  std::optional<int> exit_code;
+  std::string reason;
+  bool operator==(const TaskEnd&) const = default;
+};
+
 // One run of a job; (job id, number) identifies it everywhere.
 struct Attempt {
   int number = 1;
@@ -120,6 +138,9 @@ struct Attempt {
   // In a pool whose backend places jobs (no allocation here): the nodes the
   // backend reports it ran the attempt on, in its own names.
   std::vector<std::string> placed_on{};
+  // A gang's attempt (launch per_node): how each task ended, by rank; the
+  // attempt's exit code is the highest of theirs.
+  std::vector<TaskEnd> tasks{};
   bool operator==(const Attempt&) const = default;
 };
 
@@ -142,6 +163,7 @@ struct Job {
   Workload workload;
   ResourceRequest resources;
   Labels constraints;  // node labels the job requires
+  LaunchMode launch = LaunchMode::kBatch;
   std::vector<std::string> command;
   std::map<std::string, std::string> env;
   int priority = 0;

@@ -18,6 +18,10 @@ struct ResourceRequest {
   int gpus = 0;
   std::string gpu_model;         // empty: any model
   int64_t walltime_seconds = 0;  // 0 until the queue default is applied
+  // Tasks started on each node when the job runs as a gang (launch
+  // per_node), and the shape step launches default to; `cpus` is per node,
+  // so each task has cpus / tasks_per_node (Slurm's --ntasks-per-node).
+  int tasks_per_node = 1;
   bool operator==(const ResourceRequest&) const = default;
 };
 

@@ -31,6 +31,7 @@ struct JobRequest {
   model::Workload workload;
   model::ResourceRequest resources;
   model::Labels constraints;
+  model::LaunchMode launch = model::LaunchMode::kBatch;
   std::vector<std::string> command;
   std::map<std::string, std::string> env;
   int priority = 0;

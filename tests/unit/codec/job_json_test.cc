@@ -22,7 +22,14 @@ model::Job FullJob() {
   job.workload.kind = model::WorkloadKind::kAiTraining;
   job.workload.features = {{"precision", "fp64"}, {"gpu_memory_gb", "80"}, {"distributed", "true"},
                            {"ratio", "1.5"},      {"padded", "080"},       {"spaced", " 7"}};
-  job.resources = {.nodes = 2, .cpus = 8, .memory_mb = 65536, .gpus = 2, .gpu_model = "h100", .walltime_seconds = 7200};
+  job.resources = {.nodes = 2,
+                   .cpus = 8,
+                   .memory_mb = 65536,
+                   .gpus = 2,
+                   .gpu_model = "h100",
+                   .walltime_seconds = 7200,
+                   .tasks_per_node = 2};
+  job.launch = model::LaunchMode::kPerNode;
   job.constraints = {{"interconnect", "ib"}};
   job.command = {"/bin/sh", "-c", "echo hello"};
   job.env = {{"KEY", "value"}, {"OTHER", ""}};
@@ -53,6 +60,10 @@ model::Job FullJob() {
   second.ended_at = FromUnixMillis(1'700'000'009'123);
   second.exit_code = 3;
   second.reason = "exit 3";
+  second.tasks = {{0, "x86-c32m512g4-train-01", model::JobState::kCompleted, 0, ""},
+                  {1, "x86-c32m512g4-train-01", model::JobState::kCancelled, 143, "cancelled"},
+                  {2, "x86-c32m512g4-train-02", model::JobState::kFailed, 3, "exit status 3"},
+                  {3, "x86-c32m512g4-train-02", model::JobState::kFailed, std::nullopt, "lost"}};
   second.usage = model::RunUsage{
       .wall_seconds = 6.123, .user_cpu_seconds = 10.5, .system_cpu_seconds = 0.25, .max_rss_kb = 123456};
   job.attempts = {first, second};
@@ -152,7 +163,9 @@ TEST(JobJsonTest, ContractShape) {
                                     {"memory_mb", 65536},
                                     {"gpus", 2},
                                     {"gpu_model", "h100"},
+                                    {"tasks_per_node", 2},
                                     {"walltime_seconds", 7200}}));
+  EXPECT_EQ(doc["launch"], "per_node");
   EXPECT_EQ(doc["constraints"], json({{"interconnect", "ib"}}));
   EXPECT_EQ(doc["command"], json({"/bin/sh", "-c", "echo hello"}));
   EXPECT_EQ(doc["routing"], json({{"pool", "gpu-train-pool"}, {"queue", "ai-training"}, {"reason", "rule gpu-jobs"}}));
@@ -170,6 +183,10 @@ TEST(JobJsonTest, ContractShape) {
   EXPECT_EQ(a["state"], "FAILED");
   EXPECT_EQ(a["exit_code"], 3);
   EXPECT_EQ(a["reason"], "exit 3");
+  EXPECT_EQ(a["tasks"][2],
+            json({{"rank", 2}, {"node", "x86-c32m512g4-train-02"}, {"state", "FAILED"}, {"exit_code", 3},
+                  {"reason", "exit status 3"}}));
+  EXPECT_EQ(a["tasks"][3]["exit_code"], nullptr);
   EXPECT_EQ(a["started_at"], "2023-11-14T22:13:23.000Z");
   EXPECT_EQ(a["allocation"][0], json({{"node", "x86-c32m512g4-train-01"},
                                       {"cpus", 8},

@@ -184,7 +184,10 @@ class ControllerTest : public ::testing::Test {
   FakeExecutor executor_;
   // Both pools' backend: the fake executor behind the port, as the daemon
   // puts its local executor and its agent hub.
-  backend::ExecutorBackend backend_{executor_};
+  // Gangs' task results would come through it; these tests finish attempts
+  // at the controller itself.
+  backend::GangBook gangs_{[](executor::RunResult) {}};
+  backend::ExecutorBackend backend_{executor_, gangs_};
   std::unique_ptr<Controller> controller_;
 };
 

@@ -104,7 +104,10 @@ class JobLifecycleTest : public ::testing::Test {
                        launch_failures_.push_back(std::move(r));
                      }};
   testing::FakeExecutor executor_;
-  backend::ExecutorBackend backend_{executor_};
+  // Gangs' task results would come through it; these tests finish attempts
+  // at the controller itself.
+  backend::GangBook gangs_{[](executor::RunResult) {}};
+  backend::ExecutorBackend backend_{executor_, gangs_};
 };
 
 TEST_F(JobLifecycleTest, CancelHoldAndReleaseInEachState) {

@@ -151,10 +151,10 @@ class ExecutorTest : public ::testing::Test {
     return r.value_or(RunResult{});
   }
   std::string Stdout(const LaunchSpec& spec) {
-    return ReadFile(executor_->LogPath(spec.job_id, spec.attempt, "stdout"));
+    return ReadFile(executor_->LogPath(spec.job_id, spec.attempt, 0, "stdout"));
   }
   std::string Stderr(const LaunchSpec& spec) {
-    return ReadFile(executor_->LogPath(spec.job_id, spec.attempt, "stderr"));
+    return ReadFile(executor_->LogPath(spec.job_id, spec.attempt, 0, "stderr"));
   }
   std::string AttemptDir(const LaunchSpec& spec) {
     return options_.runs_dir + "/" + std::to_string(spec.job_id) + "/" + std::to_string(spec.attempt);
@@ -407,7 +407,7 @@ TEST_F(ExecutorTest, RecoverDeliversTheResultOfAFinishedAttempt) {
   EXPECT_EQ(r->exit_code, 4);
   EXPECT_EQ(r->started_at, first.started_at);
   EXPECT_EQ(r->ended_at, first.ended_at);
-  EXPECT_EQ(ReadFile(restarted->LogPath(spec.job_id, 1, "stdout")), "done\n");
+  EXPECT_EQ(ReadFile(restarted->LogPath(spec.job_id, 1, 0, "stdout")), "done\n");
 }
 
 TEST_F(ExecutorTest, RecoverAdoptsARunningAttemptAndDeliversItsResult) {
@@ -424,7 +424,7 @@ TEST_F(ExecutorTest, RecoverAdoptsARunningAttemptAndDeliversItsResult) {
   const auto r = after.Wait(spec.job_id);
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->outcome, RunOutcome::kCompleted) << r->reason;
-  EXPECT_EQ(ReadFile(restarted->LogPath(spec.job_id, 1, "stdout")), "started\nfinished\n");
+  EXPECT_EQ(ReadFile(restarted->LogPath(spec.job_id, 1, 0, "stdout")), "started\nfinished\n");
   EXPECT_EQ(results_.Count(spec.job_id), 0);  // the old instance said nothing
   EXPECT_EQ(after.Count(spec.job_id), 1);
 }
@@ -668,7 +668,7 @@ TEST_F(ExecutorTest, WithALogsDirOutputStaysOnDiskAndReleaseTakesOnlyTheControlF
 
   const LaunchSpec talker = Spec({"/bin/sh", "-c", "echo hello; echo oops >&2"});
   ASSERT_EQ(Run(talker).outcome, RunOutcome::kCompleted);
-  EXPECT_EQ(executor_->LogPath(talker.job_id, talker.attempt, "stdout"), logs_of(talker) + "/stdout");
+  EXPECT_EQ(executor_->LogPath(talker.job_id, talker.attempt, 0, "stdout"), logs_of(talker) + "/stdout");
   EXPECT_EQ(Stdout(talker), "hello\n");
   EXPECT_EQ(Stderr(talker), "oops\n");
   EXPECT_TRUE(fs::exists(AttemptDir(talker) + "/result.json"));
