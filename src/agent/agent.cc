@@ -422,7 +422,8 @@ class Agent {
     if (Status s = executor_->Launch(spec); !s) {
       // Transient (out of descriptors here, say) travels to the daemon,
       // which then launches a new attempt instead of counting a failure.
-      executor::RunResult failed = executor::LaunchFailure(spec.job_id, spec.attempt, s.error(), "on node " + o_.node + ": ");
+      executor::RunResult failed =
+          executor::LaunchFailure(spec.job_id, spec.attempt, s.error(), "on node " + o_.node + ": ");
       failed.task = spec.task;
       OnResult(std::move(failed));
     }

@@ -86,7 +86,8 @@ Api::Api(ApiContext context)
   add("POST", "/v1/jobs/{id}/release", &Api::ReleaseJob);
   add("GET", "/v1/jobs/{id}/log", &Api::JobLog);
   routes_.back().query = {QueryParam::Choice("stream", {"stdout", "stderr"}),
-                          QueryParam::Integer("attempt", 1, 1'000'000)};
+                          QueryParam::Integer("attempt", 1, 1'000'000), QueryParam::Integer("rank", 0, 1 << 30),
+                          QueryParam::Text("node")};
   add("GET", "/v1/jobs/{id}/events", &Api::JobEvents);
   add("GET", "/v1/pools", &Api::ListPools);
   add("GET", "/v1/queues", &Api::ListQueues);

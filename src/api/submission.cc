@@ -91,9 +91,8 @@ Result<Submission> ParseSubmission(const json& body) {
 
   if (auto res = body.find("resources"); res != body.end() && !res->is_null()) {
     if (!res->is_object()) return WrongType("resources", "an object", *res);
-    if (auto e =
-            CheckKeys(*res, "resources",
-                      {"nodes", "cpus", "memory_mb", "gpus", "gpu_model", "walltime_seconds", "tasks_per_node"})) {
+    if (auto e = CheckKeys(*res, "resources",
+                           {"nodes", "cpus", "memory_mb", "gpus", "gpu_model", "walltime_seconds", "tasks_per_node"})) {
       return *e;
     }
     int64_t nodes = 1, cpus = 1, memory = 0, gpus = 0, walltime = 0, tasks_per_node = 1;

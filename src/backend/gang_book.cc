@@ -1,5 +1,3 @@
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 
 #include "unisched/backend/gang.h"
@@ -66,12 +64,9 @@ void GangBook::OnTaskResult(executor::RunResult result) {
     std::lock_guard lock(mu_);
     auto it = gangs_.find({job, attempt});
     if (it == gangs_.end()) {
-      if (result.task != 0) {
-        // A gang's task after its gang ended (a repeat): its attempt's
-        // result was made already.
-        spdlog::debug("attempt {}.{}: late result of task {} ignored", job, attempt, result.task);
-        return;
-      }
+      // A gang's task after its gang ended (a repeat): its attempt's
+      // result was made already.
+      if (result.task != 0) return;
       whole = std::move(result);  // not a gang: the attempt's own result
     } else {
       Gang& gang = it->second;

@@ -153,7 +153,8 @@ Result<std::vector<api::AgentPlane::IgnoredResult>> AgentHub::Results(const std:
       auto sent = attempts_.find({r.job_id, r.attempt, r.task});
       if (sent != attempts_.end() && sent->second.node != node) {
         return Error::Forbidden("attempt " + std::to_string(r.job_id) + "." + std::to_string(r.attempt) +
-                                (r.task == 0 ? std::string() : " task " + std::to_string(r.task)) + " was sent to node " + sent->second.node + ", not " + node +
+                                (r.task == 0 ? std::string() : " task " + std::to_string(r.task)) +
+                                " was sent to node " + sent->second.node + ", not " + node +
                                 "; a node reports only what it was sent (nothing of this call was applied)");
       }
     }
@@ -184,7 +185,8 @@ executor::Commands AgentHub::TakeCommands(NodeQueue& q, const std::string& node)
   c.heartbeat_interval_seconds = config_.health.heartbeat_interval_seconds;
   c.launch = std::move(q.launch);
   c.cancel = std::move(q.cancel);
-  for (const auto& spec : c.launch) q.unconfirmed.emplace(executor::AttemptRef{spec.job_id, spec.attempt, spec.task}, false);
+  for (const auto& spec : c.launch)
+    q.unconfirmed.emplace(executor::AttemptRef{spec.job_id, spec.attempt, spec.task}, false);
   q.launch.clear();
   q.cancel.clear();
   if (auto it = agent_pools_.find(node); it != agent_pools_.end()) {

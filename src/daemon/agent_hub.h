@@ -100,10 +100,10 @@ class AgentHub final : public api::AgentPlane, public executor::Executor {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
-  std::map<std::string, NodeQueue> queues_;                                // by node
+  std::map<std::string, NodeQueue> queues_;  // by node
   // Launched or recovered, by task: (job, attempt, task).
   std::map<executor::AttemptRef, executor::LaunchSpec> attempts_;
-  std::vector<std::function<void()>> to_answer_;                           // answers to send outside the lock
+  std::vector<std::function<void()>> to_answer_;  // answers to send outside the lock
   std::thread expirer_;
 };
 

@@ -288,8 +288,9 @@ Status Daemon::StartLeaderParts() {
   };
   local_gangs_ = std::make_unique<backend::GangBook>(to_controller);
   agent_gangs_ = std::make_unique<backend::GangBook>(to_controller);
-  local_executor_ = executor::MakeLocalExecutor(
-      exec_options, [gangs = local_gangs_.get()](executor::RunResult result) { gangs->OnTaskResult(std::move(result)); });
+  local_executor_ = executor::MakeLocalExecutor(exec_options, [gangs = local_gangs_.get()](executor::RunResult result) {
+    gangs->OnTaskResult(std::move(result));
+  });
   local_gangs_->SetCanceller(
       [executor = local_executor_.get()](model::JobId job, int attempt) { executor->Cancel(job, attempt, false); });
   // Nodes with `agent: true` run their attempts through their agents.
@@ -297,7 +298,8 @@ Status Daemon::StartLeaderParts() {
   agents_->SetSink(controller_.get());
   agents_->SetResultSink(
       [gangs = agent_gangs_.get()](executor::RunResult result) { gangs->OnTaskResult(std::move(result)); });
-  agent_gangs_->SetCanceller([hub = agents_.get()](model::JobId job, int attempt) { hub->Cancel(job, attempt, false); });
+  agent_gangs_->SetCanceller(
+      [hub = agents_.get()](model::JobId job, int attempt) { hub->Cancel(job, attempt, false); });
   agents_->Start();
   backend::BackendSet backends;
   if (Status s = MakeBackends(backends); !s.ok()) return s;

@@ -18,8 +18,8 @@ namespace unisched::daemon {
 // (node_rank * tasks_per_node + local_rank), and how to reach rank 0.
 struct TaskPlace {
   int rank = 0;
-  int node_rank = 0;   // its node's index in the allocation
-  int local_rank = 0;  // among its node's tasks
+  int node_rank = 0;           // its node's index in the allocation
+  int local_rank = 0;          // among its node's tasks
   std::string master_address;  // rank 0's node, as other nodes reach it
   int master_port = 0;         // for the ranks' rendezvous
   // A batch script has its whole first node (all its CPUs and GPUs); a

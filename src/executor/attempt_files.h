@@ -28,8 +28,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <vector>
 #include <utility>
+#include <vector>
 
 #include "unisched/codec/json_reader.h"
 #include "unisched/containment/file_io.h"

@@ -237,7 +237,8 @@ std::optional<RunResult> LocalExecutor::CheckChild(const Key& key, Tracked& t) {
   std::string why = WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
                                         : "exited with status " + std::to_string(WEXITSTATUS(status));
   std::string reason = "the supervisor " + why + " without a result";
-  if (std::string last = LastLine(LogsDir(key.job_id, key.attempt, key.task) + "/" + files::kSupervisorLog); !last.empty()) {
+  if (std::string last = LastLine(LogsDir(key.job_id, key.attempt, key.task) + "/" + files::kSupervisorLog);
+      !last.empty()) {
     reason += ": " + last;
   }
   return Lost(key, std::move(reason));

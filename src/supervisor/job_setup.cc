@@ -26,7 +26,8 @@ std::optional<JobSetup::Failure> JobSetup::Prepare(const files::AttemptSpec& spe
 
   const containment::Limits& limits = launch.limits;
   if (spec.use_cgroups) {
-    auto c = containment::Containment::Create(files::CgroupName(launch.job_id, launch.attempt, launch.task, ::getpid()), limits);
+    auto c = containment::Containment::Create(files::CgroupName(launch.job_id, launch.attempt, launch.task, ::getpid()),
+                                              limits);
     if (c.ok()) {
       containment_ = std::move(c).value();
     } else {

@@ -49,9 +49,9 @@ class GangBook {
 
  private:
   struct Gang {
-    std::vector<std::string> nodes;                   // by rank
-    std::map<int, executor::RunResult> ended;         // by rank
-    std::optional<int> first_failed;                  // the rank whose end stopped the rest
+    std::vector<std::string> nodes;            // by rank
+    std::map<int, executor::RunResult> ended;  // by rank
+    std::optional<int> first_failed;           // the rank whose end stopped the rest
   };
   const Sink sink_;
   Canceller cancel_;

@@ -183,9 +183,11 @@ TEST(JobJsonTest, ContractShape) {
   EXPECT_EQ(a["state"], "FAILED");
   EXPECT_EQ(a["exit_code"], 3);
   EXPECT_EQ(a["reason"], "exit 3");
-  EXPECT_EQ(a["tasks"][2],
-            json({{"rank", 2}, {"node", "x86-c32m512g4-train-02"}, {"state", "FAILED"}, {"exit_code", 3},
-                  {"reason", "exit status 3"}}));
+  EXPECT_EQ(a["tasks"][2], json({{"rank", 2},
+                                 {"node", "x86-c32m512g4-train-02"},
+                                 {"state", "FAILED"},
+                                 {"exit_code", 3},
+                                 {"reason", "exit status 3"}}));
   EXPECT_EQ(a["tasks"][3]["exit_code"], nullptr);
   EXPECT_EQ(a["started_at"], "2023-11-14T22:13:23.000Z");
   EXPECT_EQ(a["allocation"][0], json({{"node", "x86-c32m512g4-train-01"},

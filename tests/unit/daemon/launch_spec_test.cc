@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "testing/config_text.h"
 
 namespace unisched::daemon {
@@ -123,6 +125,62 @@ TEST(LaunchSpecTest, ASandboxedPoolsJobIsIsolatedOnlyUnderARootDaemon) {
   EXPECT_FALSE(user.isolate);
   EXPECT_EQ(user.unix_user, "");
   EXPECT_EQ(user.env.count("USER"), 0u);
+}
+
+TEST(LaunchSpecTest, APerNodeGangHasTasksPerNodeTasksOnEveryNodeEachWithItsPlaceAndShare) {
+  model::Job job = TrainingJob();
+  job.launch = model::LaunchMode::kPerNode;
+  job.resources.nodes = 2;
+  job.resources.tasks_per_node = 2;
+  job.attempts.back().allocation.push_back({"gpu-02", 8, 65536, {0, 1}});
+  const config::Config config = DefaultConfig();
+  const executor::LaunchSpec first = BuildLaunchSpec(config, job, "alice", /*as_root=*/true, "10.0.0.1");
+  const std::vector<executor::LaunchSpec> gang = BuildGangSpecs(first, job, "alice", "10.0.0.1");
+  ASSERT_EQ(gang.size(), 4u);
+  // (task, node, node rank, local rank, GPUs): ranked node by node.
+  const std::tuple<int, std::string, std::string, std::string, std::string> expected[] = {
+      {0, "gpu-01", "0", "0", "1"},
+      {1, "gpu-01", "0", "1", "3"},
+      {2, "gpu-02", "1", "0", "0"},
+      {3, "gpu-02", "1", "1", "1"},
+  };
+  for (const auto& [rank, node, node_rank, local_rank, gpus] : expected) {
+    const executor::LaunchSpec& task = gang[static_cast<size_t>(rank)];
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    EXPECT_EQ(task.task, rank);
+    EXPECT_EQ(task.node, node);
+    EXPECT_EQ(task.attempt, 2);
+    EXPECT_EQ(task.env.at("UNISCHED_RANK"), std::to_string(rank));
+    EXPECT_EQ(task.env.at("SLURM_PROCID"), std::to_string(rank));
+    EXPECT_EQ(task.env.at("RANK"), std::to_string(rank));
+    EXPECT_EQ(task.env.at("UNISCHED_NODE_RANK"), node_rank);
+    EXPECT_EQ(task.env.at("SLURM_NODEID"), node_rank);
+    EXPECT_EQ(task.env.at("UNISCHED_LOCAL_RANK"), local_rank);
+    EXPECT_EQ(task.env.at("SLURM_LOCALID"), local_rank);
+    EXPECT_EQ(task.env.at("LOCAL_RANK"), local_rank);
+    EXPECT_EQ(task.env.at("UNISCHED_NODE"), node);
+    EXPECT_EQ(task.env.at("CUDA_VISIBLE_DEVICES"), gpus);  // its half of its node's two
+    EXPECT_EQ(task.env.at("WORLD_SIZE"), "4");
+    EXPECT_EQ(task.env.at("SLURM_NTASKS"), "4");
+    EXPECT_EQ(task.env.at("UNISCHED_NNODES"), "2");
+    EXPECT_EQ(task.env.at("SLURM_CPUS_PER_TASK"), "4");
+    EXPECT_EQ(task.env.at("OMP_NUM_THREADS"), "4");
+    EXPECT_EQ(task.env.at("MASTER_ADDR"), "10.0.0.1");
+    EXPECT_EQ(task.env.at("UNISCHED_MASTER_PORT"), std::to_string(RendezvousPort(42)));
+    EXPECT_EQ(task.env.at("SLURM_NODELIST"), "gpu-01,gpu-02");
+    EXPECT_EQ(task.limits.cpu_millis, 4000);  // half its node's 8 cpus
+    EXPECT_EQ(task.limits.memory_bytes, (int64_t{65536} << 20) / 2);
+  }
+  EXPECT_GE(RendezvousPort(42), kRendezvousPortBase);
+  EXPECT_LT(RendezvousPort(42), 32768);  // below Linux's ephemeral ports
+
+  // A batch job, or a gang of one task, is its first spec alone.
+  job.launch = model::LaunchMode::kBatch;
+  EXPECT_TRUE(BuildGangSpecs(first, job, "alice", "10.0.0.1").empty());
+  job.launch = model::LaunchMode::kPerNode;
+  job.resources.tasks_per_node = 1;
+  job.attempts.back().allocation.pop_back();
+  EXPECT_TRUE(BuildGangSpecs(first, job, "alice", "10.0.0.1").empty());
 }
 
 }  // namespace

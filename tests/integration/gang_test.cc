@@ -1,0 +1,275 @@
+// Multi-node jobs as gangs (launch per_node, docs/execution.md "Multi-node
+// jobs") through real processes: a daemon whose pool has two local nodes,
+// and a daemon with two `unisched agent` processes. Every rank runs on its
+// node with its place in its environment; the first rank that fails stops
+// the others on every node; a cancel stops every rank; the job's exit code
+// is the highest of its ranks' and each rank's end is kept.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include "testing/agent_process.h"
+#include "testing/daemon.h"
+
+namespace unisched::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+constexpr const char* kLocalConfig = R"yaml(
+server:
+  scheduler_tick_seconds: 0.1
+pools:
+  - name: cpu
+    kind: cpu
+    nodes: [x86-c4m4-hpc-01, x86-c4m4-hpc-02]
+nodes:
+  - {name: x86-c4m4-hpc-01, cpus: 4, memory_mb: 4096}
+  - {name: x86-c4m4-hpc-02, cpus: 4, memory_mb: 4096}
+queues:
+  - name: batch
+    pool: cpu
+projects:
+  - name: default
+)yaml";
+
+// Each rank prints where it stands: rank, node, world size, local rank,
+// node rank, the Slurm names, and the rendezvous address.
+constexpr const char* kWhereAmI =
+    "echo \"rank=$UNISCHED_RANK node=$UNISCHED_NODE world=$WORLD_SIZE local=$SLURM_LOCALID "
+    "node_rank=$SLURM_NODEID procid=$SLURM_PROCID ntasks=$SLURM_NTASKS master=$MASTER_ADDR:$MASTER_PORT\"";
+
+json Gang(const std::string& script, int tasks_per_node = 1) {
+  return {{"queue", "batch"},
+          {"workload", {{"kind", "hpc"}}},
+          {"launch", "per_node"},
+          {"resources", {{"nodes", 2}, {"cpus", 2}, {"memory_mb", 256}, {"tasks_per_node", tasks_per_node}}},
+          {"command", {"/bin/sh", "-c", script}}};
+}
+
+json WaitFor(TestDaemon& daemon, const std::string& id, const std::function<bool(const json&)>& done,
+             std::chrono::seconds deadline = 30s) {
+  const auto until = std::chrono::steady_clock::now() + deadline;
+  json job;
+  while (std::chrono::steady_clock::now() < until) {
+    job = daemon.Call("GET", "/v1/jobs/" + id).json;
+    if (done(job)) break;
+    std::this_thread::sleep_for(50ms);
+  }
+  return job;
+}
+
+// Every rank has started: each wrote its marker file.
+bool AllStarted(const std::string& dir, int ranks) {
+  for (int r = 0; r < ranks; ++r) {
+    if (!fs::exists(dir + "/started-" + std::to_string(r))) return false;
+  }
+  return true;
+}
+
+class LocalGangTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    shared_ = daemon_.state_dir() + "/shared";
+    fs::create_directories(shared_);
+    fs::permissions(shared_, fs::perms::all);
+    daemon_.UseConfigText(kLocalConfig);
+    daemon_.Start();
+  }
+  TestDaemon daemon_;
+  std::string shared_;
+};
+
+TEST_F(LocalGangTest, EveryRankRunsOnItsNodeWithItsPlaceAndItsOwnOutput) {
+  const std::string id = daemon_.Submit(Gang(kWhereAmI, 2));
+  const json job = daemon_.WaitTerminal(id);
+  ASSERT_EQ(job["state"], "COMPLETED") << job.dump(2);
+  EXPECT_EQ(job["launch"], "per_node");
+  EXPECT_EQ(job["resources"]["tasks_per_node"], 2);
+  const json& attempt = job["attempts"][0];
+  ASSERT_EQ(attempt["tasks"].size(), 4u) << attempt.dump(2);
+  const std::string node[] = {"x86-c4m4-hpc-01", "x86-c4m4-hpc-01", "x86-c4m4-hpc-02", "x86-c4m4-hpc-02"};
+  const std::vector<std::string> allocated = job["nodes"];
+  ASSERT_EQ(allocated.size(), 2u);
+  for (int rank = 0; rank < 4; ++rank) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    const json& task = attempt["tasks"][rank];
+    const std::string on = allocated[static_cast<size_t>(rank / 2)];
+    EXPECT_EQ(task["rank"], rank);
+    EXPECT_EQ(task["node"], on);
+    EXPECT_EQ(task["state"], "COMPLETED");
+    EXPECT_EQ(task["exit_code"], 0);
+    const Reply log = daemon_.Call("GET", "/v1/jobs/" + id + "/log?rank=" + std::to_string(rank));
+    ASSERT_EQ(log.status, 200);
+    EXPECT_EQ(log.body, "rank=" + std::to_string(rank) + " node=" + on + " world=4 local=" + std::to_string(rank % 2) +
+                            " node_rank=" + std::to_string(rank / 2) + " procid=" + std::to_string(rank) +
+                            " ntasks=4 master=127.0.0.1:" + std::to_string(12000 + std::stoll(id) % 20000) + "\n");
+  }
+  (void)node;
+  // ?node=: the first rank on that node.
+  const Reply second = daemon_.Call("GET", "/v1/jobs/" + id + "/log?node=" + allocated[1]);
+  EXPECT_EQ(second.body.rfind("rank=2 ", 0), 0u) << second.body;
+  // Unknown ranks and nodes are named, not silently empty.
+  const Reply no_rank = daemon_.Call("GET", "/v1/jobs/" + id + "/log?rank=4");
+  EXPECT_EQ(no_rank.status, 404);
+  EXPECT_NE(no_rank.body.find("its ranks are 0 to 3"), std::string::npos) << no_rank.body;
+  EXPECT_EQ(daemon_.Call("GET", "/v1/jobs/" + id + "/log?node=x86-nowhere-01").status, 404);
+  EXPECT_EQ(daemon_.Call("GET", "/v1/jobs/" + id + "/log?stream=stdin").status, 422);
+}
+
+TEST_F(LocalGangTest, TheFirstRankThatFailsStopsTheOthersOnEveryNode) {
+  // Ranks 0-2 would run for a minute; rank 3 fails once all have started.
+  const std::string script = "touch " + shared_ +
+                             "/started-$UNISCHED_RANK; if [ $UNISCHED_RANK = 3 ]; then while [ $(ls " + shared_ +
+                             " | wc -l) -lt 4 ]; do sleep 0.05; done; exit 3; fi; exec sleep 60";
+  const auto submitted = std::chrono::steady_clock::now();
+  const std::string id = daemon_.Submit(Gang(script, 2));
+  const json job = daemon_.WaitTerminal(id);
+  EXPECT_LT(std::chrono::steady_clock::now() - submitted, 40s) << "the other ranks were not stopped";
+  ASSERT_EQ(job["state"], "FAILED") << job.dump(2);
+  const json& attempt = job["attempts"][0];
+  const std::string reason = attempt["reason"];
+  EXPECT_EQ(reason.rfind("rank 3 on node " + job["attempts"][0]["nodes"][1].get<std::string>() + ": exit status 3", 0),
+            0u)
+      << reason;
+  EXPECT_NE(reason.find("the gang's other tasks were stopped"), std::string::npos) << reason;
+  ASSERT_EQ(attempt["tasks"].size(), 4u);
+  EXPECT_EQ(attempt["tasks"][3]["exit_code"], 3);
+  EXPECT_EQ(attempt["tasks"][3]["state"], "FAILED");
+  for (int rank = 0; rank < 3; ++rank) EXPECT_EQ(attempt["tasks"][rank]["state"], "CANCELLED") << rank;
+  // The highest of the ranks' exit codes, as Slurm reports a job's: the
+  // stopped ranks' SIGTERM (143) over rank 3's 3.
+  EXPECT_EQ(job["exit_code"], 143);
+}
+
+TEST_F(LocalGangTest, ACancelStopsEveryRank) {
+  const std::string id = daemon_.Submit(Gang("touch " + shared_ + "/started-$UNISCHED_RANK; exec sleep 60"));
+  const json running =
+      WaitFor(daemon_, id, [&](const json& j) { return j["state"] == "RUNNING" && AllStarted(shared_, 2); });
+  ASSERT_EQ(running["state"], "RUNNING") << running.dump(2);
+  ASSERT_EQ(daemon_.Call("DELETE", "/v1/jobs/" + id).status, 200);
+  const json job = daemon_.WaitTerminal(id);
+  ASSERT_EQ(job["state"], "CANCELLED") << job.dump(2);
+  const json& tasks = job["attempts"][0]["tasks"];
+  ASSERT_EQ(tasks.size(), 2u);
+  for (const json& t : tasks) EXPECT_EQ(t["state"], "CANCELLED") << t.dump();
+}
+
+TEST_F(LocalGangTest, ABadShapeIsRefusedWithTheFieldAndAFix) {
+  json job = Gang("true", 3);  // 3 tasks on 2 cpus per node
+  Reply r = daemon_.Call("POST", "/v1/jobs", job);
+  EXPECT_EQ(r.status, 422) << r.body;
+  EXPECT_EQ(r.json["error"]["field"], "resources.tasks_per_node") << r.body;
+  job = Gang("true");
+  job["launch"] = "everywhere";
+  r = daemon_.Call("POST", "/v1/jobs", job);
+  EXPECT_EQ(r.status, 422) << r.body;
+  EXPECT_EQ(r.json["error"]["field"], "launch") << r.body;
+}
+
+// The same through two node agents: each rank on its own agent's node, and
+// a failing rank on one node stops the rank on the other.
+class AgentGangTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    shared_ = daemon_.state_dir() + "/shared";
+    fs::create_directories(shared_);
+    fs::permissions(shared_, fs::perms::all);
+    daemon_.UseConfigText(R"yaml(
+server:
+  scheduler_tick_seconds: 0.1
+health:
+  heartbeat_interval_seconds: 1
+  heartbeat_timeout_seconds: 10
+pools:
+  - name: cpu
+    kind: cpu
+    nodes: [x86-c2m2-hpc-01, x86-c2m2-hpc-02]
+nodes:
+  - {name: x86-c2m2-hpc-01, cpus: 2, memory_mb: 1024, agent: true}
+  - {name: x86-c2m2-hpc-02, cpus: 2, memory_mb: 1024, agent: true}
+queues:
+  - name: batch
+    pool: cpu
+projects:
+  - name: default
+)yaml");
+    daemon_.Start();
+    const Reply token = daemon_.Call("POST", "/v1/node-tokens", json{{"pool", "cpu"}});
+    ASSERT_EQ(token.status, 201) << token.body;
+    const std::string token_file = daemon_.state_dir() + "/node.token";
+    std::ofstream(token_file) << token.json["token"].get<std::string>() << "\n";
+    for (const char* node : {"x86-c2m2-hpc-01", "x86-c2m2-hpc-02"}) {
+      agents_[node] = SpawnAgent(daemon_.url(), token_file, node, "cpu", AgentDir(node));
+    }
+    const auto until = std::chrono::steady_clock::now() + 60s;
+    while (std::chrono::steady_clock::now() < until) {
+      const json nodes = daemon_.Call("GET", "/v1/nodes").json;
+      int up = 0;
+      for (const auto& n : nodes["nodes"]) up += n["state"] == "up" ? 1 : 0;
+      if (up == 2) return;
+      std::this_thread::sleep_for(100ms);
+    }
+    FAIL() << "the agents did not register: " << daemon_.Call("GET", "/v1/nodes").body;
+  }
+  void TearDown() override {
+    for (auto& [node, pid] : agents_) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+      KillEverythingUnder(AgentDir(node));
+    }
+  }
+  std::string AgentDir(const std::string& node) const { return daemon_.state_dir() + "/agent-" + node; }
+
+  TestDaemon daemon_;
+  std::string shared_;
+  std::map<std::string, pid_t> agents_;
+};
+
+TEST_F(AgentGangTest, EachRankRunsOnItsOwnAgentsNodeAndAFailureStopsTheOtherNode) {
+  // Each rank writes where it ran, from inside its agent's work directory.
+  const std::string id = daemon_.Submit(Gang(std::string(kWhereAmI) + " > " + shared_ +
+                                             "/rank-$UNISCHED_RANK; pwd >> " + shared_ + "/rank-$UNISCHED_RANK"));
+  json job = daemon_.WaitTerminal(id);
+  ASSERT_EQ(job["state"], "COMPLETED") << job.dump(2);
+  const std::vector<std::string> nodes = job["nodes"];
+  ASSERT_EQ(nodes.size(), 2u);
+  for (int rank = 0; rank < 2; ++rank) {
+    std::ifstream in(shared_ + "/rank-" + std::to_string(rank));
+    std::string where, cwd;
+    std::getline(in, where);
+    std::getline(in, cwd);
+    EXPECT_EQ(where.rfind("rank=" + std::to_string(rank) + " node=" + nodes[static_cast<size_t>(rank)] + " world=2", 0),
+              0u)
+        << where;
+    // Its agent's MASTER_ADDR: the address the first agent reaches the daemon from.
+    EXPECT_NE(where.find(" master=127.0.0.1:"), std::string::npos) << where;
+    EXPECT_EQ(cwd.rfind(AgentDir(nodes[static_cast<size_t>(rank)]), 0), 0u) << "rank " << rank << " ran in " << cwd;
+    EXPECT_EQ(job["attempts"][0]["tasks"][rank]["node"], nodes[static_cast<size_t>(rank)]);
+  }
+
+  // Rank 1 fails on the second node: rank 0 on the first is stopped.
+  const std::string failing = daemon_.Submit(
+      Gang("touch " + shared_ + "/started-$UNISCHED_RANK; if [ $UNISCHED_RANK = 1 ]; then while [ ! -e " + shared_ +
+           "/started-0 ]; do sleep 0.05; done; exit 5; fi; exec sleep 60"));
+  const auto submitted = std::chrono::steady_clock::now();
+  job = daemon_.WaitTerminal(failing);
+  EXPECT_LT(std::chrono::steady_clock::now() - submitted, 40s) << "rank 0 was not stopped";
+  ASSERT_EQ(job["state"], "FAILED") << job.dump(2);
+  const std::string reason = job["attempts"][0]["reason"];
+  EXPECT_EQ(reason.rfind("rank 1 on node " + job["nodes"][1].get<std::string>() + ": exit status 5", 0), 0u) << reason;
+  EXPECT_EQ(job["attempts"][0]["tasks"][0]["state"], "CANCELLED");
+  EXPECT_EQ(job["attempts"][0]["tasks"][1]["exit_code"], 5);
+}
+
+}  // namespace
+}  // namespace unisched::testing
