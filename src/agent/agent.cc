@@ -492,7 +492,11 @@ class Agent {
       for (const auto& spec : commands->launch) Launch(spec);
       for (const auto& c : commands->cancel) {
         if (c.stale) spdlog::info("attempt {}.{} is not current any more: stopping it", c.job, c.attempt);
-        executor_->Cancel(c.job, c.attempt, c.preempt);
+        if (c.tasks.empty()) {
+          executor_->Cancel(c.job, c.attempt, c.preempt);
+        } else {
+          executor_->CancelTasks(c.job, c.attempt, c.tasks);
+        }
       }
     }
   }

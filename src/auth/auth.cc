@@ -1,5 +1,8 @@
 #include "unisched/auth/auth.h"
 
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/sha.h>
 #include <sys/random.h>
 
@@ -55,6 +58,43 @@ std::string GenerateToken() {
     got += static_cast<size_t>(n);
   }
   return "usk_" + Base64UrlEncode(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+}
+
+namespace {
+std::string JobTokenMac(const std::string& secret, model::JobId job, int attempt) {
+  const std::string message = "unisched-job-token:" + std::to_string(job) + ":" + std::to_string(attempt);
+  std::array<unsigned char, EVP_MAX_MD_SIZE> mac{};
+  unsigned int length = 0;
+  HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
+       reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac.data(), &length);
+  return Base64UrlEncode(std::string_view(reinterpret_cast<const char*>(mac.data()), length));
+}
+}  // namespace
+
+std::string MintJobToken(const std::string& secret, model::JobId job, int attempt) {
+  return "usj_" + std::to_string(job) + "." + std::to_string(attempt) + "." + JobTokenMac(secret, job, attempt);
+}
+
+std::optional<std::pair<model::JobId, int>> CheckJobToken(const std::string& secret, std::string_view token) {
+  if (!LooksLikeJobToken(token) || secret.empty()) return std::nullopt;
+  const std::string_view rest = token.substr(4);
+  const size_t dot1 = rest.find('.');
+  const size_t dot2 = dot1 == std::string_view::npos ? dot1 : rest.find('.', dot1 + 1);
+  if (dot2 == std::string_view::npos) return std::nullopt;
+  const std::string job_text(rest.substr(0, dot1));
+  const std::string attempt_text(rest.substr(dot1 + 1, dot2 - dot1 - 1));
+  auto digits = [](const std::string& t, size_t max) {
+    return !t.empty() && t.size() <= max && t.find_first_not_of("0123456789") == std::string::npos;
+  };
+  if (!digits(job_text, 18) || !digits(attempt_text, 9)) return std::nullopt;
+  const model::JobId job = std::stoll(job_text);
+  const int attempt = std::stoi(attempt_text);
+  const std::string expected = JobTokenMac(secret, job, attempt);
+  const std::string_view given = rest.substr(dot2 + 1);
+  if (given.size() != expected.size() || CRYPTO_memcmp(given.data(), expected.data(), expected.size()) != 0) {
+    return std::nullopt;
+  }
+  return std::make_pair(job, attempt);
 }
 
 std::string Base64UrlEncode(std::string_view bytes) {

@@ -49,32 +49,39 @@ executor::RunResult GangResult(model::JobId job, int attempt, const std::vector<
   return r;
 }
 
-void GangBook::Expect(model::JobId job, int attempt, std::vector<std::string> nodes) {
+void GangBook::ExpectStep(model::JobId job, int attempt, int step, std::vector<std::string> nodes) {
   std::lock_guard lock(mu_);
-  Gang& gang = gangs_[{job, attempt}];
-  gang.nodes = std::move(nodes);
+  gangs_[{job, attempt, step}].nodes = std::move(nodes);
 }
 
 void GangBook::OnTaskResult(executor::RunResult result) {
   const model::JobId job = result.job_id;
   const int attempt = result.attempt;
+  const int step = result.task / step_stride_;
+  const int rank = result.task % step_stride_;
   std::optional<executor::RunResult> whole;
-  bool stop_rest = false;
+  std::optional<std::vector<int>> stop;  // tasks to stop (empty: all the attempt's)
   {
     std::lock_guard lock(mu_);
-    auto it = gangs_.find({job, attempt});
+    auto it = gangs_.find({job, attempt, step});
     if (it == gangs_.end()) {
-      // A gang's task after its gang ended (a repeat): its attempt's
-      // result was made already.
+      // A gang's task after its gang ended (a repeat): its result was made
+      // already. An attempt that is not a gang is its task 0.
       if (result.task != 0) return;
-      whole = std::move(result);  // not a gang: the attempt's own result
+      whole = std::move(result);
     } else {
       Gang& gang = it->second;
-      const int rank = result.task;
       if (rank < 0 || static_cast<size_t>(rank) >= gang.nodes.size() || gang.ended.count(rank) != 0) return;
       if (result.outcome != executor::RunOutcome::kCompleted && !gang.first_failed) {
         gang.first_failed = rank;
-        stop_rest = gang.ended.size() + 1 < gang.nodes.size();
+        if (gang.ended.size() + 1 < gang.nodes.size()) {
+          // All or nothing: the attempt's gang ends on every node (its
+          // steps with it); a step's failure stops that step's tasks.
+          stop.emplace();
+          if (step != 0) {
+            for (size_t r = 0; r < gang.nodes.size(); ++r) stop->push_back(step * step_stride_ + static_cast<int>(r));
+          }
+        }
       }
       gang.ended.emplace(rank, std::move(result));
       if (gang.ended.size() == gang.nodes.size()) {
@@ -84,21 +91,29 @@ void GangBook::OnTaskResult(executor::RunResult result) {
         gangs_.erase(it);
       }
     }
+    // The attempt itself ended: steps still running end with it.
+    if (whole && step == 0 && !stop) {
+      auto other = gangs_.lower_bound({job, attempt, 1});
+      if (other != gangs_.end() && std::get<0>(other->first) == job && std::get<1>(other->first) == attempt) {
+        stop.emplace();
+      }
+    }
   }
-  if (stop_rest && cancel_) {
-    // All or nothing: one task ended badly, so the attempt ends on every node.
-    cancel_(job, attempt);
+  if (stop && cancel_) cancel_(job, attempt, *stop);
+  if (!whole) return;
+  if (step == 0) {
+    sink_(std::move(*whole));
+  } else if (step_sink_) {
+    step_sink_(step, std::move(*whole));
   }
-  if (whole) sink_(std::move(*whole));
 }
 
 void GangBook::Forget(model::JobId job, int attempt) {
   std::lock_guard lock(mu_);
-  if (attempt > 0) {
-    gangs_.erase({job, attempt});
-    return;
+  for (auto it = gangs_.lower_bound({job, attempt > 0 ? attempt : 0, 0});
+       it != gangs_.end() && std::get<0>(it->first) == job && (attempt <= 0 || std::get<1>(it->first) == attempt);) {
+    it = gangs_.erase(it);
   }
-  for (auto it = gangs_.lower_bound({job, 0}); it != gangs_.end() && it->first.first == job;) it = gangs_.erase(it);
 }
 
 size_t GangBook::Waiting() const {

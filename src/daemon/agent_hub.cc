@@ -243,12 +243,23 @@ std::vector<const executor::LaunchSpec*> AgentHub::TasksOf(model::JobId job_id, 
   return tasks;
 }
 
-// Every task of the attempt, on whichever nodes they were sent to: one
-// cancel per node (the agent stops all the attempt's tasks it runs).
+// Every task of the attempt (or the ones named), on whichever nodes they
+// were sent to: one cancel per node, naming the tasks when only some go.
 void AgentHub::Cancel(model::JobId job_id, int attempt, bool preempt) {
   std::lock_guard lock(mu_);
-  std::set<std::string> nodes;
+  CancelLocked(job_id, attempt, preempt, nullptr);
+}
+
+void AgentHub::CancelTasks(model::JobId job_id, int attempt, const std::vector<int>& tasks) {
+  std::lock_guard lock(mu_);
+  const std::set<int> only(tasks.begin(), tasks.end());
+  CancelLocked(job_id, attempt, false, &only);
+}
+
+void AgentHub::CancelLocked(model::JobId job_id, int attempt, bool preempt, const std::set<int>* only) {
+  std::map<std::string, std::vector<int>> nodes;
   for (const executor::LaunchSpec* spec : TasksOf(job_id, attempt)) {
+    if (only && only->count(spec->task) == 0) continue;
     const executor::AttemptRef ref{job_id, attempt, spec->task};
     NodeQueue& q = queues_[spec->node];
     // Not launched yet: it never starts.
@@ -269,10 +280,12 @@ void AgentHub::Cancel(model::JobId job_id, int attempt, bool preempt) {
       r.reason = "cancelled before it started on node " + spec->node;
       to_answer_.push_back([this, r] { DeliverResult(r); });
     }
-    nodes.insert(spec->node);
+    nodes[spec->node].push_back(spec->task);
   }
-  for (const std::string& node : nodes) {
-    queues_[node].cancel.push_back({job_id, attempt, preempt, false});
+  for (auto& [node, tasks] : nodes) {
+    executor::CancelCommand cancel{job_id, attempt, preempt, false};
+    if (only) cancel.tasks = std::move(tasks);
+    queues_[node].cancel.push_back(std::move(cancel));
     Wake(node);
   }
   cv_.notify_all();

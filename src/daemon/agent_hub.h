@@ -59,6 +59,7 @@ class AgentHub final : public api::AgentPlane, public executor::Executor {
   // executor::Executor, for attempts on agent nodes.
   Status Launch(const executor::LaunchSpec& spec) override;
   void Cancel(model::JobId job_id, int attempt, bool preempt = false) override;
+  void CancelTasks(model::JobId job_id, int attempt, const std::vector<int>& tasks) override;
   void Recover(const executor::LaunchSpec& spec) override;
   std::string LogPath(model::JobId job_id, int attempt, int task, std::string_view stream) const override;
   void Forget(model::JobId job_id, int attempt) override;
@@ -88,6 +89,8 @@ class AgentHub final : public api::AgentPlane, public executor::Executor {
   void ExpireLoop();
   // REQUIRES: mu_ held. The specs of the attempt's tasks the hub holds.
   std::vector<const executor::LaunchSpec*> TasksOf(model::JobId job_id, int attempt) const;
+  // REQUIRES: mu_ held. Cancel of these tasks (all the attempt's when `only` is null).
+  void CancelLocked(model::JobId job_id, int attempt, bool preempt, const std::set<int>* only);
 
   const config::Config& config_;
   const Clock& clock_;

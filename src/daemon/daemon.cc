@@ -291,15 +291,18 @@ Status Daemon::StartLeaderParts() {
   local_executor_ = executor::MakeLocalExecutor(exec_options, [gangs = local_gangs_.get()](executor::RunResult result) {
     gangs->OnTaskResult(std::move(result));
   });
-  local_gangs_->SetCanceller(
-      [executor = local_executor_.get()](model::JobId job, int attempt) { executor->Cancel(job, attempt, false); });
+  local_gangs_->SetCanceller([executor = local_executor_.get()](model::JobId job, int attempt,
+                                                                const std::vector<int>& tasks) {
+    tasks.empty() ? executor->Cancel(job, attempt, false) : executor->CancelTasks(job, attempt, tasks);
+  });
   // Nodes with `agent: true` run their attempts through their agents.
   agents_ = std::make_unique<AgentHub>(config, clock_);
   agents_->SetSink(controller_.get());
   agents_->SetResultSink(
       [gangs = agent_gangs_.get()](executor::RunResult result) { gangs->OnTaskResult(std::move(result)); });
-  agent_gangs_->SetCanceller(
-      [hub = agents_.get()](model::JobId job, int attempt) { hub->Cancel(job, attempt, false); });
+  agent_gangs_->SetCanceller([hub = agents_.get()](model::JobId job, int attempt, const std::vector<int>& tasks) {
+    tasks.empty() ? hub->Cancel(job, attempt, false) : hub->CancelTasks(job, attempt, tasks);
+  });
   agents_->Start();
   backend::BackendSet backends;
   if (Status s = MakeBackends(backends); !s.ok()) return s;

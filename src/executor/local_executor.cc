@@ -222,6 +222,16 @@ void LocalExecutor::Cancel(model::JobId job_id, int attempt, bool preempt) {
   }
 }
 
+void LocalExecutor::CancelTasks(model::JobId job_id, int attempt, const std::vector<int>& tasks) {
+  std::lock_guard lock(mu_);
+  for (int task : tasks) {
+    auto it = attempts_.find(Key{job_id, attempt, task});
+    if (it == attempts_.end()) continue;
+    it->second.cancel_requested = true;
+    SendCancel(it->first, it->second);
+  }
+}
+
 // A supervisor of one attempt is signalled: SIGTERM, or SIGUSR1 to allow
 // the preempt grace instead of the kill grace. The host runs many: the
 // attempt directory gets a `cancel` file ("cancel" or "preempt"), and the

@@ -36,6 +36,7 @@ class LocalExecutor final : public Executor {
 
   Status Launch(const LaunchSpec& spec) override;
   void Cancel(model::JobId job_id, int attempt, bool preempt) override;
+  void CancelTasks(model::JobId job_id, int attempt, const std::vector<int>& tasks) override;
   void Recover(const LaunchSpec& spec) override;
   std::string LogPath(model::JobId job_id, int attempt, int task, std::string_view stream) const override;
   void Forget(model::JobId job_id, int attempt) override;

@@ -128,7 +128,9 @@ json CommandsToJson(const Commands& c) {
   for (const auto& spec : c.launch) launch.push_back(LaunchSpecToJson(spec));
   json cancel = json::array();
   for (const auto& x : c.cancel) {
-    cancel.push_back({{"job", x.job}, {"attempt", x.attempt}, {"preempt", x.preempt}, {"stale", x.stale}});
+    json entry{{"job", x.job}, {"attempt", x.attempt}, {"preempt", x.preempt}, {"stale", x.stale}};
+    if (!x.tasks.empty()) entry["tasks"] = x.tasks;
+    cancel.push_back(std::move(entry));
   }
   return {{"node_state", c.node_state},
           {"heartbeat_interval_seconds", c.heartbeat_interval_seconds},
@@ -151,9 +153,11 @@ Result<Commands> CommandsFromJson(const json& doc) {
       c.launch.push_back(std::move(*parsed));
     }
     for (const auto& x : doc.value("cancel", json::array())) {
-      c.cancel.push_back({IntegerOf<model::JobId>(x.at("job"), "cancel[].job"),
-                          IntegerOf<int>(x.at("attempt"), "cancel[].attempt"), x.value("preempt", false),
-                          x.value("stale", false)});
+      executor::CancelCommand cancel{IntegerOf<model::JobId>(x.at("job"), "cancel[].job"),
+                                     IntegerOf<int>(x.at("attempt"), "cancel[].attempt"), x.value("preempt", false),
+                                     x.value("stale", false)};
+      for (const auto& t : x.value("tasks", json::array())) cancel.tasks.push_back(IntegerOf<int>(t, "cancel[].tasks[]"));
+      c.cancel.push_back(std::move(cancel));
     }
     if (doc.contains("health_check")) {
       const json& hc = doc["health_check"];

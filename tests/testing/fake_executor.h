@@ -24,6 +24,10 @@ class FakeExecutor final : public executor::Executor {
 
   Status Launch(const executor::LaunchSpec& spec) override;
   void Cancel(model::JobId job_id, int attempt, bool preempt = false) override;
+  void CancelTasks(model::JobId job_id, int attempt, const std::vector<int>& tasks) override {
+    (void)tasks;
+    Cancel(job_id, attempt, false);
+  }
   void Recover(const executor::LaunchSpec& spec) override;
   std::string LogPath(model::JobId job_id, int attempt, int task, std::string_view stream) const override;
   void Forget(model::JobId job_id, int attempt) override;

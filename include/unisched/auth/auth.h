@@ -23,7 +23,20 @@ struct Principal {
   std::vector<std::string> queues;    // queues it administers (queue-admin)
   std::string unix_user;
   std::string node_pool{};  // a node agent's token: the pool it may register nodes of (docs/agents.md)
+  // A job's own token (UNISCHED_JOB_TOKEN in its environment): it may start
+  // and follow steps of this job's attempt and nothing else (docs/execution.md).
+  model::JobId job_id = 0;
+  int job_attempt = 0;
 };
+
+// A job attempt's token: "usj_<job>.<attempt>.<mac>", the mac an
+// HMAC-SHA256 of the job and attempt under the cluster's job-token secret.
+// Nothing is stored per attempt: the daemon recomputes the mac to check it,
+// and an attempt that is no longer running is refused where it is used.
+std::string MintJobToken(const std::string& secret, model::JobId job, int attempt);
+// The (job, attempt) a job token names, when its mac is right.
+std::optional<std::pair<model::JobId, int>> CheckJobToken(const std::string& secret, std::string_view token);
+inline bool LooksLikeJobToken(std::string_view token) { return token.rfind("usj_", 0) == 0; }
 
 // Hex SHA-256 of a token: what the store keeps.
 std::string HashToken(std::string_view token);

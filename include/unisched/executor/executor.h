@@ -160,6 +160,9 @@ class Executor {
   // preempt: the same, with the attempt's preempt grace instead (the daemon
   // decides what happens to the job: requeue or cancel).
   virtual void Cancel(model::JobId job_id, int attempt, bool preempt = false) = 0;
+  // The same for some of the attempt's tasks only (a step's, when one of
+  // them failed); the executor's others run on.
+  virtual void CancelTasks(model::JobId job_id, int attempt, const std::vector<int>& tasks) = 0;
   // After a daemon restart, for an attempt the store records as running:
   // collects its result if it ended, adopts it if its supervisor still runs,
   // and launches it if it never started. The result arrives through the sink.

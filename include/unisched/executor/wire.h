@@ -61,6 +61,7 @@ struct CancelCommand {
   int attempt = 0;
   bool preempt = false;
   bool stale = false;  // not the job's current attempt any more: stop it and forget it
+  std::vector<int> tasks{};  // only these of the attempt's tasks (a step's); empty: all
 };
 
 // What the daemon answers a heartbeat with.

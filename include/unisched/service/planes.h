@@ -59,6 +59,46 @@ struct ClusterView {
   std::map<std::string, policy::BudgetUse> budget_use;
 };
 
+// Steps: commands started inside a running job on its nodes (`unisched
+// step`, like srun inside an sbatch script), docs/execution.md "Steps".
+struct StepRequest {
+  std::vector<std::string> command;
+  std::optional<int> nodes;           // the first N of the job's nodes; default all (or node_names')
+  std::optional<int> tasks_per_node;  // default the job's
+  std::vector<std::string> node_names;  // these of the job's nodes instead
+  std::map<std::string, std::string> env;  // added to the job's environment
+};
+struct StepView {
+  model::JobId job_id = 0;
+  int attempt = 0;
+  int step = 0;                     // 1, 2, ... within the attempt
+  model::JobState state = model::JobState::kRunning;
+  std::optional<int> exit_code;     // the highest of its tasks'
+  std::string reason;
+  std::vector<std::string> nodes;   // by rank
+  int tasks_per_node = 1;
+  std::vector<model::TaskEnd> tasks;  // once ended: how each task did
+  Timestamp started_at{};
+  std::optional<Timestamp> ended_at;
+};
+
+// Rank r of step s runs as task s * kStepTaskStride + r of its attempt
+// (executor::LaunchSpec::task); the attempt's own tasks (its batch script
+// or gang) are step 0.
+inline constexpr int kStepTaskStride = 1 << 16;
+
+class StepPlane {
+ public:
+  virtual ~StepPlane() = default;
+  // Starts a step of the job's running attempt (`attempt` 0: whichever
+  // runs; else only that one, as a job token names it). `done` gets the
+  // step as started, or NotFound / Conflict (not running, another attempt)
+  // / Unprocessable (nodes it does not have).
+  virtual void StartStep(model::JobId job, int attempt, StepRequest request,
+                         std::function<void(Result<StepView>)> done) = 0;
+  virtual Result<StepView> GetStep(model::JobId job, int step) const = 0;
+};
+
 // The control side of the daemon: the controller.
 class ControlPlane {
  public:

@@ -34,11 +34,17 @@ RunResult TaskEnded(int task, RunOutcome outcome, std::optional<int> exit_code, 
 class GangBookTest : public ::testing::Test {
  protected:
   GangBookTest() {
-    book_.SetCanceller([this](model::JobId job, int attempt) { cancelled_.emplace_back(job, attempt); });
+    book_.SetCanceller([this](model::JobId job, int attempt, const std::vector<int>& tasks) {
+      cancelled_.emplace_back(job, attempt);
+      cancelled_tasks_.push_back(tasks);
+    });
+    book_.SetStepSink([this](int step, RunResult r) { steps_.emplace_back(step, std::move(r)); });
   }
   GangBook book_{[this](RunResult r) { delivered_.push_back(std::move(r)); }};
   std::vector<RunResult> delivered_;
   std::vector<std::pair<model::JobId, int>> cancelled_;
+  std::vector<std::vector<int>> cancelled_tasks_;  // empty: all the attempt's
+  std::vector<std::pair<int, RunResult>> steps_;
   const std::vector<std::string> nodes_{"n1", "n1", "n2", "n2"};
 };
 
@@ -124,6 +130,34 @@ TEST_F(GangBookTest, ARepeatedTaskResultCountsOnceAndForgetDropsTheGang) {
   EXPECT_EQ(book_.Waiting(), 1u);
   book_.Forget(7, 0);
   EXPECT_EQ(book_.Waiting(), 0u);
+}
+
+TEST_F(GangBookTest, AStepsFailureStopsThatStepOnlyAndItsResultGoesToTheStepSink) {
+  // The attempt is a batch script (task 0, no gang); step 1 has two ranks.
+  const int stride = book_.step_stride();
+  book_.ExpectStep(7, 1, 1, {"n1", "n2"});
+  book_.OnTaskResult(TaskEnded(stride + 1, RunOutcome::kFailed, 2, "exit status 2"));
+  ASSERT_EQ(cancelled_tasks_.size(), 1u);
+  EXPECT_EQ(cancelled_tasks_[0], (std::vector<int>{stride, stride + 1}));  // the step's tasks, not the script
+  book_.OnTaskResult(TaskEnded(stride, RunOutcome::kCancelled, 143, "cancelled"));
+  EXPECT_TRUE(delivered_.empty());  // the attempt runs on
+  ASSERT_EQ(steps_.size(), 1u);
+  EXPECT_EQ(steps_[0].first, 1);
+  EXPECT_EQ(steps_[0].second.outcome, RunOutcome::kFailed);
+  EXPECT_EQ(steps_[0].second.reason, "rank 1 on node n2: exit status 2; the gang's other tasks were stopped");
+}
+
+TEST_F(GangBookTest, TheAttemptsEndStopsItsStepsStillRunning) {
+  const int stride = book_.step_stride();
+  book_.ExpectStep(7, 1, 2, {"n1"});
+  book_.OnTaskResult(TaskEnded(0, RunOutcome::kCompleted, 0));  // the batch script ended
+  ASSERT_EQ(delivered_.size(), 1u);
+  ASSERT_EQ(cancelled_tasks_.size(), 1u);
+  EXPECT_TRUE(cancelled_tasks_[0].empty());  // everything of the attempt
+  book_.OnTaskResult(TaskEnded(2 * stride, RunOutcome::kCancelled, 143, "cancelled"));
+  ASSERT_EQ(steps_.size(), 1u);
+  EXPECT_EQ(steps_[0].first, 2);
+  EXPECT_EQ(steps_[0].second.outcome, RunOutcome::kCancelled);
 }
 
 }  // namespace
