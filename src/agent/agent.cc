@@ -299,6 +299,11 @@ class Servers {
       spdlog::warn("trying the next server, {}:{}", next.host, next.port);
     }
   }
+  // The server in use, as a URL a job on this node calls (UNISCHED_URL).
+  std::string CurrentUrl() const {
+    const client::BaseUrl& url = urls_[current_.load() % urls_.size()];
+    return std::string(url.tls ? "https://" : "http://") + url.host + ":" + std::to_string(url.port);
+  }
   std::string Describe() const {
     std::string out;
     for (const auto& url : urls_) out += (out.empty() ? "" : ",") + url.host + ":" + std::to_string(url.port);
@@ -400,7 +405,9 @@ class Agent {
     cv_.notify_all();
   }
 
-  void Launch(const executor::LaunchSpec& spec) {
+  void Launch(executor::LaunchSpec spec) {
+    // The job reaches the daemon (`unisched step`) the way this agent does.
+    if (spec.env.count("UNISCHED_JOB_TOKEN") != 0) spec.env["UNISCHED_URL"] = servers_.CurrentUrl();
     const std::string done_file = SpecFile(spec.job_id, spec.attempt, spec.task, ".done");
     if (fs::exists(done_file)) {
       // Ran here already (the daemon restarted before it got the result):

@@ -54,8 +54,11 @@ std::optional<std::string_view> BearerCredentials(std::string_view header) {
 }
 
 AccessGate::AccessGate(const config::AccessSettings& settings, bool agents_need_client_cert, const store::Store& store,
-                       const Clock& clock)
-    : store_(store), clock_(clock), agents_need_client_cert_(agents_need_client_cert) {
+                       const Clock& clock, std::string job_token_secret)
+    : store_(store),
+      clock_(clock),
+      agents_need_client_cert_(agents_need_client_cert),
+      job_token_secret_(std::move(job_token_secret)) {
   for (const auto& [role, rule] : settings.roles) {
     roles_[role] = RoleRule{Ranges(rule.allow_from), {rule.requests_per_second, rule.burst}};
   }
@@ -151,6 +154,20 @@ std::variant<auth::Principal, Refusal> AccessGate::Admit(const HttpRequest& requ
   auto bearer = BearerCredentials(header);
   if (!bearer) {
     return Refusal{Error::Unauthenticated("missing bearer token: send 'Authorization: Bearer <token>'"), 0, "missing"};
+  }
+  // A job's own token (UNISCHED_JOB_TOKEN): checked by its mac, nothing
+  // stored; it acts for that job's steps only (Api::Handle holds it to them).
+  if (auth::LooksLikeJobToken(*bearer)) {
+    auto job = auth::CheckJobToken(job_token_secret_, *bearer);
+    if (!job) {
+      return Refusal{Error::Unauthenticated("invalid job token: use the UNISCHED_JOB_TOKEN of a running job"), 0,
+                     "invalid"};
+    }
+    auth::Principal principal;
+    principal.user = "job:" + std::to_string(job->first);
+    principal.job_id = job->first;
+    principal.job_attempt = job->second;
+    return principal;
   }
   const std::string hash = auth::HashToken(*bearer);
   const Timestamp now = clock_.Now();

@@ -43,8 +43,9 @@ class AccessGate {
 
   // `agents_need_client_cert`: node tokens only with a verified client
   // certificate (server.tls.agents_need_client_cert).
+  // `job_token_secret`: checks job tokens (empty: none is accepted).
   AccessGate(const config::AccessSettings& settings, bool agents_need_client_cert, const store::Store& store,
-             const Clock& clock);
+             const Clock& clock, std::string job_token_secret = {});
 
   // The caller, or why not.
   std::variant<auth::Principal, Refusal> Admit(const HttpRequest& request);
@@ -82,6 +83,7 @@ class AccessGate {
   std::unique_ptr<auth::JwtVerifier> jwt_;  // null: JWTs are not accepted
   std::chrono::seconds jwt_leeway_{0};
   bool agents_need_client_cert_ = false;
+  const std::string job_token_secret_;
   // Distinct credentials cached at most; beyond, the cache starts afresh (a
   // portal's JWTs are many and short-lived).
   static constexpr size_t kMaxCached = 100'000;

@@ -57,7 +57,7 @@ Api::Api(ApiContext context)
       audit_(std::make_unique<AuditTrail>(*ctx_.store, *ctx_.metrics, *ctx_.clock)),
       gate_(std::make_unique<AccessGate>(ctx_.config->Current().access,
                                          ctx_.config->Current().server.tls.agents_need_client_cert, *ctx_.store,
-                                         *ctx_.clock)) {
+                                         *ctx_.clock, ctx_.job_token_secret)) {
   auto add = [this](std::string method, std::string templ, Endpoint endpoint, bool needs_auth = true) {
     Route route;
     route.method = std::move(method);
@@ -87,7 +87,12 @@ Api::Api(ApiContext context)
   add("GET", "/v1/jobs/{id}/log", &Api::JobLog);
   routes_.back().query = {QueryParam::Choice("stream", {"stdout", "stderr"}),
                           QueryParam::Integer("attempt", 1, 1'000'000), QueryParam::Integer("rank", 0, 1 << 30),
-                          QueryParam::Text("node")};
+                          QueryParam::Text("node"), QueryParam::Integer("step", 1, 1 << 30)};
+  routes_.back().for_jobs = true;
+  add("POST", "/v1/jobs/{id}/steps", &Api::StartStep);
+  routes_.back().for_jobs = true;
+  add("GET", "/v1/jobs/{id}/steps/{step}", &Api::GetStep);
+  routes_.back().for_jobs = true;
   add("GET", "/v1/jobs/{id}/events", &Api::JobEvents);
   add("GET", "/v1/pools", &Api::ListPools);
   add("GET", "/v1/queues", &Api::ListQueues);
@@ -254,6 +259,14 @@ void Api::Handle(HttpRequest request, Respond respond) {
     return;
   }
   if (call.principal) {
+    // A job token starts and follows its own job's steps, and reads its
+    // output; nothing else.
+    if (call.principal->job_id != 0 && !match->for_jobs) {
+      call.reply(ErrorResponse(403, "forbidden",
+                               "a job token (UNISCHED_JOB_TOKEN) may only start and follow its own job's steps "
+                               "(unisched step)"));
+      return;
+    }
     if (match->for_agents != !call.principal->node_pool.empty()) {
       call.reply(ErrorResponse(403, "forbidden",
                                match->for_agents ? "only node agents (a node token, POST /v1/node-tokens) may call this"

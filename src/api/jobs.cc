@@ -177,32 +177,43 @@ void Api::JobLog(Call& call) {
     return;
   }
   // ?rank=R or ?node=NAME (its first task): one task of a gang
-  // (launch per_node); a batch job's one task is rank 0 on its first node.
-  const int per_node = job->launch == model::LaunchMode::kPerNode ? std::max(job->resources.tasks_per_node, 1) : 1;
-  const int nodes = std::max(static_cast<int>(attempt->allocation.size()), 1);
-  const int tasks = job->launch == model::LaunchMode::kPerNode ? nodes * per_node : 1;
+  // (launch per_node) or, with ?step=S, of a step; a batch job's one task
+  // is rank 0 on its first node.
+  std::vector<std::string> rank_nodes;  // the node of each rank
+  int task_base = 0;
+  int attempt_number = attempt->number;
+  if (call.Query("step")) {
+    auto step = ctx_.steps ? ctx_.steps->GetStep(job->id, static_cast<int>(call.QueryInt("step", 0)))
+                           : Result<service::StepView>(Error::NotFound("this daemon runs no steps"));
+    if (!step.ok()) {
+      call.reply(FromError(step.error()));
+      return;
+    }
+    rank_nodes = step->nodes;
+    task_base = step->step * service::kStepTaskStride;
+    attempt_number = step->attempt;
+  } else if (job->launch == model::LaunchMode::kPerNode) {
+    const int per_node = std::max(job->resources.tasks_per_node, 1);
+    for (const auto& a : attempt->allocation) rank_nodes.insert(rank_nodes.end(), per_node, a.node);
+  } else if (!attempt->allocation.empty()) {
+    rank_nodes.push_back(attempt->allocation.front().node);
+  }
+  const int64_t tasks = std::max<int64_t>(static_cast<int64_t>(rank_nodes.size()), 1);
   int64_t rank = 0;
   if (auto node = call.Query("node")) {
-    auto at = std::find_if(attempt->allocation.begin(), attempt->allocation.end(),
-                           [&](const model::NodeAllocation& a) { return a.node == *node; });
-    if (at == attempt->allocation.end()) {
+    auto at = std::find(rank_nodes.begin(), rank_nodes.end(), *node);
+    if (at == rank_nodes.end()) {
       std::vector<std::string> names;
-      for (const auto& a : attempt->allocation) names.push_back(a.node);
+      for (const std::string& n : rank_nodes) {
+        if (names.empty() || names.back() != n) names.push_back(n);
+      }
       call.reply(ErrorResponse(404, "not_found",
-                               "attempt " + std::to_string(attempt->number) + " of job " + std::to_string(job->id) +
-                                   " did not run on node " + *node + "; its nodes: " + model::Join(names, ','),
+                               "no task of job " + std::to_string(job->id) + (call.Query("step") ? "'s step" : "") +
+                                   " ran on node " + *node + "; its tasks' nodes: " + model::Join(names, ','),
                                "node"));
       return;
     }
-    const int64_t node_rank = at - attempt->allocation.begin();
-    if (node_rank > 0 && job->launch != model::LaunchMode::kPerNode) {
-      call.reply(ErrorResponse(404, "not_found",
-                               "job " + std::to_string(job->id) +
-                                   " runs as a batch script on its first node only; its output is that node's",
-                               "node"));
-      return;
-    }
-    rank = node_rank * per_node;
+    rank = at - rank_nodes.begin();
   }
   if (call.Query("rank")) {
     rank = call.QueryInt("rank", -1);  // the route checked it is an integer from 0
@@ -214,7 +225,7 @@ void Api::JobLog(Call& call) {
       return;
     }
   }
-  r.body = ctx_.read_log(*job, attempt->number, static_cast<int>(rank), stream);
+  r.body = ctx_.read_log(*job, attempt_number, task_base + static_cast<int>(rank), stream);
   call.reply(std::move(r));
 }
 

@@ -129,9 +129,11 @@ bool CanSubmitTo(const Principal& p, std::string_view project) {
   return IsPlatformAdmin(p) || BelongsTo(p, project);
 }
 bool CanReadJob(const Principal& p, const model::Job& job) {
+  if (p.job_id != 0) return p.job_id == job.id;  // a job's token: its own job only
   return IsPlatformAdmin(p) || BelongsTo(p, job.project) || AdministersQueue(p, job.queue);
 }
 bool CanControlJob(const Principal& p, const model::Job& job) {
+  if (p.job_id != 0) return false;  // a job's token starts steps; it never cancels, holds or releases
   return IsPlatformAdmin(p) || job.user == p.user || AdministersQueue(p, job.queue);
 }
 bool CanRaisePriority(const Principal& p, std::string_view queue) {

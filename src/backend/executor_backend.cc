@@ -46,6 +46,25 @@ Status ExecutorBackend::Launch(const AttemptLaunch& launch) {
   return Status::Ok();
 }
 
+// As a gang's launch: should a task fail to start, the step's tasks
+// started before it are stopped and the rest never start.
+Status ExecutorBackend::LaunchStep(model::JobId job, int attempt, int step,
+                                   const std::vector<executor::LaunchSpec>& tasks) {
+  gangs_.ExpectStep(job, attempt, step, NodesByRank(tasks));
+  for (size_t rank = 0; rank < tasks.size(); ++rank) {
+    Status s = executor_.Launch(tasks[rank]);
+    if (s.ok()) continue;
+    for (size_t unstarted = rank; unstarted < tasks.size(); ++unstarted) {
+      executor::RunResult failed = executor::LaunchFailure(job, attempt, s.error());
+      failed.task = tasks[unstarted].task;
+      if (unstarted != rank) failed.reason = "not started: rank " + std::to_string(rank) + " could not be launched";
+      gangs_.OnTaskResult(std::move(failed));
+    }
+    break;
+  }
+  return Status::Ok();
+}
+
 void ExecutorBackend::Cancel(model::JobId job, int attempt, bool preempt) {
   executor_.Cancel(job, attempt, preempt);
 }

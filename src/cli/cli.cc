@@ -22,6 +22,7 @@
 #include "cli/format.h"
 #include "cli/session.h"
 #include "cli/simulate.h"
+#include "cli/step_command.h"
 #include "cli/submit_args.h"
 #include "unisched/client/http_client.h"
 
@@ -106,6 +107,9 @@ void PrintHelp(std::ostream& out) {
          "Offline (no daemon):\n"
          "  simulate --trace FILE [OPTIONS]                               replay a trace on a virtual clock\n"
          "                                                                (`unisched help simulate`)\n\n"
+         "Inside a job:\n"
+         "  step [--nodes N] [--tasks-per-node K] -- COMMAND             run COMMAND on the job's nodes, like srun\n"
+         "                                                                (`unisched help step`)\n\n"
          "Client commands:\n";
   size_t width = 0;
   for (const auto& c : kCommands) width = std::max(width, std::string(c.name).size());
@@ -567,6 +571,10 @@ int RunCli(int argc, char** argv) {
         std::cout << UsageLine(*info) << "\n";
         return 0;
       }
+      if (words[0] == "step") {
+        std::cout << kStepUsage << "\n";
+        return 0;
+      }
       if (words[0] == "simulate") {
         std::cout << kSimulateUsage << "\n";
         return 0;
@@ -583,6 +591,7 @@ int RunCli(int argc, char** argv) {
     return 0;
   }
   if (command == "simulate") return RunSimulate(words);  // offline: no daemon, no token
+  if (command == "step") return RunStep(words);          // inside a job: its own token
   const CommandInfo* info = FindCommand(command);
   if (!info) {
     std::cerr << "error: unknown command '" << command << "'\n";

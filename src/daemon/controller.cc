@@ -116,6 +116,40 @@ void Controller::OnRunResult(executor::RunResult result) {
   Post([this, result = std::move(result)](Batch& batch) { jobs_.ApplyResult(batch, result); });
 }
 
+void Controller::SetJobAccess(std::string token_secret, std::string url) {
+  Post([this, token_secret = std::move(token_secret), url = std::move(url)](Batch&) mutable {
+    jobs_.SetJobAccess(std::move(token_secret), std::move(url));
+  });
+}
+
+void Controller::StartStep(model::JobId job, int attempt, service::StepRequest request,
+                           std::function<void(Result<service::StepView>)> done) {
+  Post([this, job, attempt, request = std::move(request), done = std::move(done)](Batch&) {
+    if (!steps_) {
+      done(Error::Unavailable("this daemon runs no steps"));
+      return;
+    }
+    auto planned = jobs_.PlanStep(
+        job, attempt, request, [this, job] { return steps_->Next(job); }, clock_.Now());
+    if (!planned.ok()) {
+      done(planned.error());
+      return;
+    }
+    steps_->Started(planned->view);
+    const service::StepView& view = planned->view;
+    if (Status s = planned->backend->LaunchStep(job, view.attempt, view.step, planned->tasks); !s.ok()) {
+      done(s.error());
+      return;
+    }
+    done(planned->view);
+  });
+}
+
+Result<service::StepView> Controller::GetStep(model::JobId job, int step) const {
+  if (!steps_) return Error::NotFound("this daemon runs no steps");
+  return steps_->Get(job, step);
+}
+
 void Controller::ControlJob(model::JobId id, JobAction action, std::string actor,
                             std::function<void(Result<Job>)> done) {
   Post([this, id, action, actor = std::move(actor), done = std::move(done)](Batch& batch) {

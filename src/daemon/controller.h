@@ -35,6 +35,7 @@
 #include "daemon/job_lifecycle.h"
 #include "daemon/node_book.h"
 #include "daemon/notifier.h"
+#include "daemon/step_book.h"
 #include "unisched/backend/pool_backend.h"
 #include "unisched/common/time.h"
 #include "unisched/config/config.h"
@@ -48,7 +49,7 @@
 
 namespace unisched::daemon {
 
-class Controller final : public service::ControlPlane, public AgentSink {
+class Controller final : public service::ControlPlane, public service::StepPlane, public AgentSink {
  public:
   Controller(const config::LiveConfig& live, store::Store& store, metrics::Metrics& metrics, const Clock& clock);
   ~Controller() override;
@@ -61,6 +62,11 @@ class Controller final : public service::ControlPlane, public AgentSink {
   void SetNotifier(WebhookNotifier* notifier) { alerts_.SetNotifier(notifier); }
   // From the housekeeper: what the last ledger reconciliation found.
   void SetLedgerDiscrepancies(int64_t count) { ledger_discrepancies_ = count; }
+  // REQUIRES: before Start. Where steps are kept (the gang books' step sink feeds it).
+  void SetStepBook(StepBook* steps) { steps_ = steps; }
+  // What jobs get to call the daemon (LaunchSpec env UNISCHED_JOB_TOKEN and
+  // UNISCHED_URL, JobLifecycle::SetJobAccess); applied in the loop.
+  void SetJobAccess(std::string token_secret, std::string url);
   // Loads state from the store, recovers running attempts, starts the loop.
   void Start();
   // Stops the loop; running jobs keep running (their supervisors outlive us).
@@ -79,6 +85,11 @@ class Controller final : public service::ControlPlane, public AgentSink {
   void SetNodeState(std::string node, bool drain, std::string reason, std::string actor,
                     std::function<void(Result<service::ClusterView::Node>)> done) override;
   std::shared_ptr<const service::ClusterView> View() const override;
+
+  // service::StepPlane
+  void StartStep(model::JobId job, int attempt, service::StepRequest request,
+                 std::function<void(Result<service::StepView>)> done) override;
+  Result<service::StepView> GetStep(model::JobId job, int step) const override;
   void CountSandbox(const std::string& queue, const std::string& project, const std::string& user,
                     const policy::Amount& amount, int sign) override;
 
@@ -128,6 +139,7 @@ class Controller final : public service::ControlPlane, public AgentSink {
   Accounting accounting_;
   // The active jobs and every change of their state.
   JobLifecycle jobs_;
+  StepBook* steps_ = nullptr;
   // Firing alerts and where changes go.
   AlertBook alerts_;
   // The last cycle's reservations, handed back to the next (conservative

@@ -246,9 +246,25 @@ Status Daemon::StartParts() {
   live_ = std::make_unique<config::LiveConfig>(std::move(*adopted));
   if (config_.server.replica.enabled) return StartReplica();
   if (Status s = StartLeaderParts(); !s.ok()) return s;
-  return Listen([api = api_.get()](api::HttpRequest req, api::Respond respond) {
-    api->Handle(std::move(req), std::move(respond));
-  });
+  if (Status s = Listen([api = api_.get()](api::HttpRequest req, api::Respond respond) {
+        api->Handle(std::move(req), std::move(respond));
+      });
+      !s.ok()) {
+    return s;
+  }
+  GiveJobsAccess();
+  return Status::Ok();
+}
+
+// Jobs reach the daemon (`unisched step`) at its URL, with a token of
+// their attempt's own; a wildcard listen address is reached on loopback.
+void Daemon::GiveJobsAccess() {
+  if (url_.empty() || !controller_) return;
+  std::string url = url_;
+  for (const std::string any : {"//0.0.0.0:", "//[::]:"}) {
+    if (auto at = url.find(any); at != std::string::npos) url.replace(at, any.size(), "//127.0.0.1:");
+  }
+  controller_->SetJobAccess(job_token_secret_, url);
 }
 
 Status Daemon::StartLeaderParts() {
@@ -286,15 +302,25 @@ Status Daemon::StartLeaderParts() {
   auto to_controller = [controller = controller_.get()](executor::RunResult result) {
     controller->OnRunResult(std::move(result));
   };
-  local_gangs_ = std::make_unique<backend::GangBook>(to_controller);
-  agent_gangs_ = std::make_unique<backend::GangBook>(to_controller);
+  // Steps' tasks are numbered step * kStepTaskStride + rank in both books.
+  local_gangs_ = std::make_unique<backend::GangBook>(to_controller, service::kStepTaskStride);
+  agent_gangs_ = std::make_unique<backend::GangBook>(to_controller, service::kStepTaskStride);
+  steps_ = std::make_unique<StepBook>();
+  for (backend::GangBook* gangs : {local_gangs_.get(), agent_gangs_.get()}) {
+    gangs->SetStepSink(
+        [steps = steps_.get()](int step, executor::RunResult result) { steps->Ended(result.job_id, step, result); });
+  }
+  controller_->SetStepBook(steps_.get());
+  auto job_secret = store_->ClusterSecret("job_token_secret", auth::GenerateToken());
+  if (!job_secret.ok()) return Error::Internal("cannot set up job tokens: " + job_secret.error().message);
+  job_token_secret_ = *job_secret;
   local_executor_ = executor::MakeLocalExecutor(exec_options, [gangs = local_gangs_.get()](executor::RunResult result) {
     gangs->OnTaskResult(std::move(result));
   });
-  local_gangs_->SetCanceller([executor = local_executor_.get()](model::JobId job, int attempt,
-                                                                const std::vector<int>& tasks) {
-    tasks.empty() ? executor->Cancel(job, attempt, false) : executor->CancelTasks(job, attempt, tasks);
-  });
+  local_gangs_->SetCanceller(
+      [executor = local_executor_.get()](model::JobId job, int attempt, const std::vector<int>& tasks) {
+        tasks.empty() ? executor->Cancel(job, attempt, false) : executor->CancelTasks(job, attempt, tasks);
+      });
   // Nodes with `agent: true` run their attempts through their agents.
   agents_ = std::make_unique<AgentHub>(config, clock_);
   agents_->SetSink(controller_.get());
@@ -334,6 +360,8 @@ Status Daemon::StartLeaderParts() {
     return b ? b->ReadLog(job.id, attempt, task, stream) : std::string();
   };
   context.ready = [controller = controller_.get()] { return controller->Ready(); };
+  context.steps = controller_.get();
+  context.job_token_secret = job_token_secret_;
   api_ = std::make_unique<api::Api>(context);
 
   controller_->Start();
@@ -423,6 +451,7 @@ Status Daemon::Lead(int64_t epoch) {
   if (!in_force.ok()) return in_force.error();
   live_ = std::make_unique<config::LiveConfig>(std::move(*in_force));
   if (Status s = StartLeaderParts(); !s.ok()) return s;
+  GiveJobsAccess();
   leader_api_.store(api_.get());
   spdlog::info("replica {}: leading at epoch {} (state rebuilt from the database in {} ms)", replica_name_, epoch,
                std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began).count());

@@ -99,6 +99,7 @@ class Daemon {
   // A replica's front door: the leader's API once it leads, otherwise the
   // probes, this replica's metrics, and forwarding to the leader.
   void Dispatch(api::HttpRequest request, api::Respond respond);
+  void GiveJobsAccess();
   void Standby(api::HttpRequest request, api::Respond respond);
   bool KnownUserToken(const api::HttpRequest& request) const;
 
@@ -117,6 +118,8 @@ class Daemon {
   RuntimeDirChoice runtime_;
   // Between each executor and the controller: one result per gang attempt.
   // Made before the executors, which call them, and so outlive them.
+  std::unique_ptr<StepBook> steps_;
+  std::string job_token_secret_;  // the cluster's, for job tokens (auth::MintJobToken)
   std::unique_ptr<backend::GangBook> local_gangs_;
   std::unique_ptr<backend::GangBook> agent_gangs_;
   std::unique_ptr<executor::Executor> local_executor_;

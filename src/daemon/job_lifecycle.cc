@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "daemon/launch_spec.h"
+#include "unisched/auth/auth.h"
 #include "unisched/model/words.h"
 #include "unisched/policy/retry.h"
 #include "unisched/service/unix_accounts.h"
@@ -19,22 +20,7 @@ namespace {
 using model::Job;
 using model::JobState;
 
-// How an attempt's outcome maps onto the job's state.
-JobState StateOf(executor::RunOutcome outcome) {
-  switch (outcome) {
-    case executor::RunOutcome::kCompleted:
-      return JobState::kCompleted;
-    case executor::RunOutcome::kTimeout:
-      return JobState::kTimeout;
-    case executor::RunOutcome::kCancelled:
-      return JobState::kCancelled;
-    case executor::RunOutcome::kFailed:
-    case executor::RunOutcome::kLaunchFailed:
-    case executor::RunOutcome::kLost:
-      break;
-  }
-  return JobState::kFailed;
-}
+using executor::JobStateOf;
 
 }  // namespace
 
@@ -249,7 +235,7 @@ void JobLifecycle::ApplyResult(Batch& batch, const executor::RunResult& result) 
   }
   Job& job = it->second;
   const Timestamp now = clock_.Now();
-  const JobState to = StateOf(result.outcome);
+  const JobState to = JobStateOf(result.outcome);
   // Once this batch is committed the store has the result, so the attempt's
   // control files (on a tmpfs, counted per attempt) have done their work.
   batch.after_commit.push_back(
@@ -278,7 +264,7 @@ void JobLifecycle::ApplyResult(Batch& batch, const executor::RunResult& result) 
   attempt->transient = result.outcome == executor::RunOutcome::kLaunchFailed && result.transient;
   attempt->tasks.clear();
   for (const executor::TaskEnd& t : result.tasks) {
-    attempt->tasks.push_back({t.rank, t.node, StateOf(t.outcome), t.exit_code, t.reason});
+    attempt->tasks.push_back({t.rank, t.node, JobStateOf(t.outcome), t.exit_code, t.reason});
   }
   job.exit_code = result.exit_code;
   job.ended_at = attempt->ended_at;
@@ -434,7 +420,59 @@ backend::AttemptLaunch JobLifecycle::AttemptLaunchOf(const Job& job) const {
   const std::string master = allocation.empty() ? std::string() : node_book_.AddressOf(allocation.front().node);
   backend::AttemptLaunch launch{MakeLaunchSpec(job, master), allocation, job.resources, job.constraints};
   launch.gang = BuildGangSpecs(launch.spec, job, launch.spec.unix_user, master);
+  AddJobAccess(launch.spec);
+  for (executor::LaunchSpec& task : launch.gang) AddJobAccess(task);
   return launch;
+}
+
+void JobLifecycle::SetJobAccess(std::string token_secret, std::string url) {
+  job_token_secret_ = std::move(token_secret);
+  job_url_ = std::move(url);
+}
+
+void JobLifecycle::AddJobAccess(executor::LaunchSpec& spec) const {
+  if (job_token_secret_.empty()) return;
+  spec.env["UNISCHED_JOB_TOKEN"] = auth::MintJobToken(job_token_secret_, spec.job_id, spec.attempt);
+  spec.env["UNISCHED_URL"] = job_url_;
+}
+
+Result<JobLifecycle::PlannedStep> JobLifecycle::PlanStep(model::JobId id, int attempt,
+                                                         const service::StepRequest& request,
+                                                         const std::function<int()>& next_step, Timestamp now) const {
+  auto it = active_.find(id);
+  const Job* job = it == active_.end() ? nullptr : &it->second;
+  if (!job || job->state != JobState::kRunning || !job->CurrentAttempt()) {
+    return Error::Conflict("job_not_running", "job " + std::to_string(id) +
+                                                  " is not running: steps start inside a running job's allocation");
+  }
+  const model::Attempt& current = *job->CurrentAttempt();
+  if (attempt != 0 && current.number != attempt) {
+    return Error::Conflict("attempt_ended", "attempt " + std::to_string(attempt) + " of job " + std::to_string(id) +
+                                                " has ended (attempt " + std::to_string(current.number) +
+                                                " runs): its token starts no steps");
+  }
+  if (current.allocation.empty()) {
+    return Error::Unprocessable("no_steps", "job " + std::to_string(id) + " runs in pool " + job->pool +
+                                                ", whose backend places jobs itself: it runs no steps");
+  }
+  const std::string master = node_book_.AddressOf(current.allocation.front().node);
+  const executor::LaunchSpec first = MakeLaunchSpec(*job, master);
+  const int step = next_step();
+  auto tasks = BuildStepSpecs(first, *job, request, step, first.unix_user);
+  if (!tasks.ok()) return tasks.error();
+  PlannedStep planned;
+  planned.backend = &BackendOf(*job);
+  for (executor::LaunchSpec& task : *tasks) {
+    AddJobAccess(task);
+    planned.view.nodes.push_back(task.node);
+  }
+  planned.view.job_id = id;
+  planned.view.attempt = current.number;
+  planned.view.step = step;
+  planned.view.tasks_per_node = request.tasks_per_node.value_or(std::max(job->resources.tasks_per_node, 1));
+  planned.view.started_at = now;
+  planned.tasks = std::move(*tasks);
+  return planned;
 }
 
 executor::LaunchSpec JobLifecycle::MakeLaunchSpec(const Job& job, const std::string& master_address) const {

@@ -72,6 +72,19 @@ class JobLifecycle {
   void ApplyResult(Batch& batch, const executor::RunResult& result);
   void ApplyControl(Batch& batch, model::JobId id, JobAction action, const std::string& actor,
                     const std::function<void(Result<model::Job>)>& done);
+  // What a job's tasks get to reach the daemon (`unisched step`): the
+  // secret job tokens are made with, and the daemon's URL as this machine's
+  // jobs reach it (an agent puts its own). Set once the daemon listens.
+  void SetJobAccess(std::string token_secret, std::string url);
+  // A step of a running job: its tasks and its view, numbered by `next_step`,
+  // and the backend to launch them on. `attempt` 0: any running attempt.
+  struct PlannedStep {
+    backend::PoolBackend* backend = nullptr;
+    std::vector<executor::LaunchSpec> tasks;
+    service::StepView view;
+  };
+  Result<PlannedStep> PlanStep(model::JobId id, int attempt, const service::StepRequest& request,
+                               const std::function<int()>& next_step, Timestamp now) const;
   // Every attempt running on `node` ends NODE_FAIL; its job is requeued or ends.
   void FailJobsOnNode(Batch& batch, const std::string& node, const std::string& why, Timestamp now);
   // Attempts an agent on `node` says it runs that are not the current
@@ -121,6 +134,10 @@ class JobLifecycle {
   metrics::Metrics& metrics_;
   const Clock& clock_;
   NodeBook& node_book_;
+  // UNISCHED_JOB_TOKEN and UNISCHED_URL for a launch's environment.
+  void AddJobAccess(executor::LaunchSpec& spec) const;
+  std::string job_token_secret_;
+  std::string job_url_;
   Accounting& accounting_;
   std::function<void(executor::RunResult)> on_result_;
   backend::BackendSet backends_;

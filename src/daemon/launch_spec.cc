@@ -151,13 +151,14 @@ executor::LaunchSpec BuildLaunchSpec(const config::Config& config, const model::
   return spec;
 }
 
-std::vector<executor::LaunchSpec> BuildGangSpecs(const executor::LaunchSpec& first, const model::Job& job,
-                                                 const std::string& unix_user, const std::string& master_address) {
+namespace {
+
+// One spec per task of `job`'s current attempt: tasks_per_node on each of
+// its allocated nodes, ranked node by node, from `first`.
+std::vector<executor::LaunchSpec> ExpandTasks(const executor::LaunchSpec& first, const model::Job& job,
+                                              const std::string& unix_user, const std::string& master_address) {
   const model::Attempt& attempt = *job.CurrentAttempt();
   const int per_node = std::max(job.resources.tasks_per_node, 1);
-  if (job.launch != model::LaunchMode::kPerNode || attempt.allocation.size() * static_cast<size_t>(per_node) < 2) {
-    return {};
-  }
   std::vector<executor::LaunchSpec> tasks;
   for (size_t n = 0; n < attempt.allocation.size(); ++n) {
     const model::NodeAllocation& node = attempt.allocation[n];
@@ -173,6 +174,80 @@ std::vector<executor::LaunchSpec> BuildGangSpecs(const executor::LaunchSpec& fir
       task.limits.cpu_millis = int64_t{node.cpus} * 1000 / per_node;
       tasks.push_back(std::move(task));
     }
+  }
+  return tasks;
+}
+
+}  // namespace
+
+std::vector<executor::LaunchSpec> BuildGangSpecs(const executor::LaunchSpec& first, const model::Job& job,
+                                                 const std::string& unix_user, const std::string& master_address) {
+  const size_t nodes = job.CurrentAttempt()->allocation.size();
+  const size_t per_node = static_cast<size_t>(std::max(job.resources.tasks_per_node, 1));
+  if (job.launch != model::LaunchMode::kPerNode || nodes * per_node < 2) {
+    return {};
+  }
+  return ExpandTasks(first, job, unix_user, master_address);
+}
+
+Result<std::vector<executor::LaunchSpec>> BuildStepSpecs(const executor::LaunchSpec& first, const model::Job& job,
+                                                         const service::StepRequest& request, int step,
+                                                         const std::string& unix_user) {
+  const model::Attempt& attempt = *job.CurrentAttempt();
+  // The step's nodes: those named, else the first N (default all) of the job's.
+  model::Allocation nodes;
+  if (!request.node_names.empty()) {
+    for (const std::string& name : request.node_names) {
+      auto it = std::find_if(attempt.allocation.begin(), attempt.allocation.end(),
+                             [&](const model::NodeAllocation& a) { return a.node == name; });
+      if (it == attempt.allocation.end()) {
+        std::vector<std::string> names;
+        for (const auto& a : attempt.allocation) names.push_back(a.node);
+        return Error::Unprocessable("invalid_value",
+                                    "node " + name + " is not one of job " + std::to_string(job.id) + "'s nodes (" +
+                                        model::Join(names, ',') + "); name only those",
+                                    "node_names");
+      }
+      if (std::none_of(nodes.begin(), nodes.end(), [&](const auto& a) { return a.node == name; })) nodes.push_back(*it);
+    }
+  } else {
+    const int want = request.nodes.value_or(static_cast<int>(attempt.allocation.size()));
+    if (want < 1 || static_cast<size_t>(want) > attempt.allocation.size()) {
+      return Error::Unprocessable("invalid_value",
+                                  "job " + std::to_string(job.id) + " has " +
+                                      std::to_string(attempt.allocation.size()) + " nodes; a step may use 1 to " +
+                                      std::to_string(attempt.allocation.size()) + " of them, not " +
+                                      std::to_string(want),
+                                  "nodes");
+    }
+    nodes.assign(attempt.allocation.begin(), attempt.allocation.begin() + want);
+  }
+  const int per_node = request.tasks_per_node.value_or(std::max(job.resources.tasks_per_node, 1));
+  if (per_node < 1 || per_node > job.resources.cpus) {
+    return Error::Unprocessable("invalid_value",
+                                "tasks_per_node must be 1 to the job's cpus per node (" +
+                                    std::to_string(job.resources.cpus) + "), not " + std::to_string(per_node),
+                                "tasks_per_node");
+  }
+  // The step as a gang of its own: the job with the step's command, nodes,
+  // shape and environment.
+  model::Job step_job = job;
+  step_job.command = request.command;
+  step_job.launch = model::LaunchMode::kPerNode;
+  step_job.resources.tasks_per_node = per_node;
+  for (const auto& [k, v] : request.env) step_job.env[k] = v;
+  step_job.attempts.back().allocation = nodes;
+  executor::LaunchSpec base = first;
+  base.argv = request.command;
+  const std::string master = first.env.count("UNISCHED_MASTER_ADDR") ? first.env.at("UNISCHED_MASTER_ADDR") : "";
+  std::vector<executor::LaunchSpec> tasks = ExpandTasks(base, step_job, unix_user, master);
+  for (executor::LaunchSpec& task : tasks) {
+    task.env["UNISCHED_STEP"] = std::to_string(step);
+    task.env["SLURM_STEP_ID"] = std::to_string(step);
+    task.env["SLURM_STEPID"] = std::to_string(step);
+    task.env["SLURM_STEP_NUM_NODES"] = std::to_string(nodes.size());
+    task.env["SLURM_STEP_NUM_TASKS"] = std::to_string(tasks.size());
+    task.task += step * service::kStepTaskStride;
   }
   return tasks;
 }

@@ -11,6 +11,7 @@
 #include "unisched/config/config.h"
 #include "unisched/executor/executor.h"
 #include "unisched/model/job.h"
+#include "unisched/service/planes.h"
 
 namespace unisched::daemon {
 
@@ -59,5 +60,15 @@ executor::LaunchSpec BuildLaunchSpec(const config::Config& config, const model::
 // (the node's divided by tasks_per_node). Empty for an attempt of one task.
 std::vector<executor::LaunchSpec> BuildGangSpecs(const executor::LaunchSpec& first, const model::Job& job,
                                                  const std::string& unix_user, const std::string& master_address);
+
+// Step `step` of the job's running attempt: its command as a gang of its
+// own on the nodes it asks for (a subset of the job's, the first N, or all),
+// tasks_per_node on each (default the job's), each with its place in the
+// step and UNISCHED_STEP / SLURM_STEP_ID; task numbers step * kStepTaskStride
+// + rank. `first`: the attempt's spec (account, caps, MASTER_ADDR). An error
+// names the request's field at fault.
+Result<std::vector<executor::LaunchSpec>> BuildStepSpecs(const executor::LaunchSpec& first, const model::Job& job,
+                                                         const service::StepRequest& request, int step,
+                                                         const std::string& unix_user);
 
 }  // namespace unisched::daemon

@@ -156,7 +156,8 @@ Result<Commands> CommandsFromJson(const json& doc) {
       executor::CancelCommand cancel{IntegerOf<model::JobId>(x.at("job"), "cancel[].job"),
                                      IntegerOf<int>(x.at("attempt"), "cancel[].attempt"), x.value("preempt", false),
                                      x.value("stale", false)};
-      for (const auto& t : x.value("tasks", json::array())) cancel.tasks.push_back(IntegerOf<int>(t, "cancel[].tasks[]"));
+      for (const auto& t : x.value("tasks", json::array()))
+        cancel.tasks.push_back(IntegerOf<int>(t, "cancel[].tasks[]"));
       c.cancel.push_back(std::move(cancel));
     }
     if (doc.contains("health_check")) {

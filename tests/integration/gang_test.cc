@@ -176,6 +176,78 @@ TEST_F(LocalGangTest, ABadShapeIsRefusedWithTheFieldAndAFix) {
   EXPECT_EQ(r.json["error"]["field"], "launch") << r.body;
 }
 
+// A batch script on its first node starts steps on the job's nodes with
+// `unisched step`, as with srun: each rank's output comes back in rank
+// order, and the step's exit code is the script's to test.
+TEST_F(LocalGangTest, ABatchScriptStartsStepsOnAllItsNodesWithUnischedStep) {
+  const std::string step = std::string(UNISCHED_BINARY) + " step";
+  const std::string script = step +
+                             " --tasks-per-node 2 -- /bin/sh -c 'echo $SLURM_PROCID of $SLURM_NTASKS on $UNISCHED_NODE "
+                             "step $SLURM_STEP_ID'; " +
+                             step + " --nodes 1 -- /bin/sh -c 'exit 7'; echo \"step exit $?\"; " + step +
+                             " --nodelist x86-c4m4-hpc-02 -- hostname > /dev/null; echo \"named $?\"";
+  json job = Gang(script);
+  job["launch"] = "batch";
+  const std::string id = daemon_.Submit(job);
+  const json ended = daemon_.WaitTerminal(id);
+  ASSERT_EQ(ended["state"], "COMPLETED") << ended.dump(2)
+                                         << daemon_.Call("GET", "/v1/jobs/" + id + "/log?stream=stderr").body;
+  const std::vector<std::string> nodes = ended["nodes"];
+  const std::string log = daemon_.Call("GET", "/v1/jobs/" + id + "/log").body;
+  EXPECT_EQ(log, "0 of 4 on " + nodes[0] + " step 1\n1 of 4 on " + nodes[0] + " step 1\n2 of 4 on " + nodes[1] +
+                     " step 1\n3 of 4 on " + nodes[1] + " step 1\nstep exit 7\nnamed 0\n")
+      << daemon_.Call("GET", "/v1/jobs/" + id + "/log?stream=stderr").body;
+  // Each step's ranks are kept, with their output.
+  const Reply step1 = daemon_.Call("GET", "/v1/jobs/" + id + "/steps/1");
+  ASSERT_EQ(step1.status, 200) << step1.body;
+  EXPECT_EQ(step1.json["state"], "COMPLETED");
+  EXPECT_EQ(step1.json["tasks"].size(), 4u);
+  EXPECT_EQ(daemon_.Call("GET", "/v1/jobs/" + id + "/log?step=1&rank=3").body, "3 of 4 on " + nodes[1] + " step 1\n");
+  const Reply step2 = daemon_.Call("GET", "/v1/jobs/" + id + "/steps/2");
+  EXPECT_EQ(step2.json["state"], "FAILED") << step2.body;
+  EXPECT_EQ(step2.json["exit_code"], 7);
+  EXPECT_EQ(daemon_.Call("GET", "/v1/jobs/" + id + "/steps/9").status, 404);
+}
+
+// A job's token (UNISCHED_JOB_TOKEN) starts steps of its own running
+// attempt and nothing else; a forged one is refused.
+TEST_F(LocalGangTest, AJobsTokenStartsItsOwnStepsOnly) {
+  const std::string token_file = shared_ + "/token";
+  const std::string id = daemon_.Submit(
+      Gang("if [ $UNISCHED_RANK = 0 ]; then echo $UNISCHED_JOB_TOKEN > " + token_file + "; fi; exec sleep 60"));
+  const json running =
+      WaitFor(daemon_, id, [&](const json& j) { return j["state"] == "RUNNING" && fs::exists(token_file); });
+  ASSERT_EQ(running["state"], "RUNNING");
+  std::this_thread::sleep_for(100ms);  // the write's end
+  std::string token;
+  std::ifstream(token_file) >> token;
+  ASSERT_EQ(token.rfind("usj_" + id + ".1.", 0), 0u) << token;
+  const std::string other = daemon_.Submit(Gang("true"));
+  const json step = {{"command", {"true"}}};
+  EXPECT_EQ(daemon_.Call("GET", "/v1/jobs", "", {}, &token).status, 403);
+  EXPECT_EQ(daemon_.Call("DELETE", "/v1/jobs/" + id, "", {}, &token).status, 403);
+  EXPECT_EQ(daemon_.Call("POST", "/v1/jobs/" + other + "/steps", step.dump(), {}, &token).status, 404);
+  EXPECT_EQ(daemon_.Call("GET", "/v1/jobs/" + id, "", {}, &token).status, 403);  // not a step route
+  const Reply started = daemon_.Call("POST", "/v1/jobs/" + id + "/steps", step.dump(), {}, &token);
+  EXPECT_EQ(started.status, 201) << started.body;
+  EXPECT_EQ(started.json["nodes"].size(), 2u) << started.body;
+  std::string forged = token;
+  forged.back() = forged.back() == 'A' ? 'B' : 'A';
+  EXPECT_EQ(daemon_.Call("POST", "/v1/jobs/" + id + "/steps", step.dump(), {}, &forged).status, 401);
+  // Bad requests name the field.
+  Reply bad =
+      daemon_.Call("POST", "/v1/jobs/" + id + "/steps", json{{"command", {"true"}}, {"nodes", 3}}.dump(), {}, &token);
+  EXPECT_EQ(bad.status, 422) << bad.body;
+  EXPECT_EQ(bad.json["error"]["field"], "nodes") << bad.body;
+  bad = daemon_.Call("POST", "/v1/jobs/" + id + "/steps",
+                     json{{"command", {"true"}}, {"node_names", {"x86-nowhere-01"}}}.dump(), {}, &token);
+  EXPECT_EQ(bad.json["error"]["field"], "node_names") << bad.body;
+  // Once its attempt has ended, the token starts nothing.
+  ASSERT_EQ(daemon_.Call("DELETE", "/v1/jobs/" + id).status, 200);
+  daemon_.WaitTerminal(id);
+  EXPECT_EQ(daemon_.Call("POST", "/v1/jobs/" + id + "/steps", step.dump(), {}, &token).status, 409);
+}
+
 // The same through two node agents: each rank on its own agent's node, and
 // a failing rank on one node stops the rank on the other.
 class AgentGangTest : public ::testing::Test {

@@ -73,6 +73,9 @@ struct ApiContext {
   AgentPlane* agents = nullptr;             // null: node agents are not served
   SandboxPlane* sandboxes = nullptr;        // null: 503 for /v1/sandboxes and /v1/images
   service::ConfigPlane* configs = nullptr;  // null: 503 for /v1/config
+  service::StepPlane* steps = nullptr;      // null: 503 for /v1/jobs/{id}/steps
+  // Checks job tokens (auth::CheckJobToken); empty: none is accepted.
+  std::string job_token_secret;
   metrics::Metrics* metrics = nullptr;
   const Clock* clock = nullptr;
   // An attempt's output stream as its pool's backend keeps it ("" when none).
@@ -171,6 +174,7 @@ class Api {
     Endpoint endpoint;
     bool needs_auth;
     bool for_agents = false;        // only node tokens may call it, and they may call nothing else
+    bool for_jobs = false;          // a job token may call it (for its own job); it may call nothing else
     bool tail_param = false;        // the last capture takes the rest of the path (file paths)
     std::vector<QueryParam> query;  // checked before the endpoint runs
   };
@@ -190,6 +194,8 @@ class Api {
   void HoldJob(Call& call);
   void ReleaseJob(Call& call);
   void JobLog(Call& call);
+  void StartStep(Call& call);
+  void GetStep(Call& call);
   void JobEvents(Call& call);
   void ListPools(Call& call);
   void ListQueues(Call& call);

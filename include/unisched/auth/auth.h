@@ -36,7 +36,9 @@ struct Principal {
 std::string MintJobToken(const std::string& secret, model::JobId job, int attempt);
 // The (job, attempt) a job token names, when its mac is right.
 std::optional<std::pair<model::JobId, int>> CheckJobToken(const std::string& secret, std::string_view token);
-inline bool LooksLikeJobToken(std::string_view token) { return token.rfind("usj_", 0) == 0; }
+inline bool LooksLikeJobToken(std::string_view token) {
+  return token.rfind("usj_", 0) == 0;
+}
 
 // Hex SHA-256 of a token: what the store keeps.
 std::string HashToken(std::string_view token);

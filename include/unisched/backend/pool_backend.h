@@ -53,6 +53,13 @@ class PoolBackend {
   // Idempotent per (job, attempt). An error means nothing was started; its
   // code is executor::kTransientLaunchCode when trying again later may work.
   virtual Status Launch(const AttemptLaunch& launch) = 0;
+  // Starts step `step` of a running attempt: its tasks (task numbers
+  // step * service::kStepTaskStride + rank, each naming its node). The
+  // step's end goes to the step sink its executor's gang book has.
+  virtual Status LaunchStep(model::JobId job, int attempt, int step, const std::vector<executor::LaunchSpec>& tasks) {
+    (void)job, (void)attempt, (void)step, (void)tasks;
+    return Error::Unprocessable("no_steps", "this pool's backend places jobs itself and runs no steps");
+  }
   // Stops the attempt (preempt: with its preempt grace); its result follows
   // with outcome kCancelled. Unknown or ended attempts: no-op.
   virtual void Cancel(model::JobId job, int attempt, bool preempt) = 0;
@@ -108,6 +115,7 @@ class ExecutorBackend final : public PoolBackend {
   ExecutorBackend(executor::Executor& executor, GangBook& gangs) : executor_(executor), gangs_(gangs) {}
   Placement placement() const override { return Placement::kDaemon; }
   Status Launch(const AttemptLaunch& launch) override;
+  Status LaunchStep(model::JobId job, int attempt, int step, const std::vector<executor::LaunchSpec>& tasks) override;
   void Cancel(model::JobId job, int attempt, bool preempt) override;
   void Recover(const AttemptLaunch& launch) override;
   std::string ReadLog(model::JobId job, int attempt, int task, std::string_view stream) const override;

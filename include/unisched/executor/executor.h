@@ -80,6 +80,23 @@ enum class RunOutcome {
 };
 std::string_view ToString(RunOutcome outcome);
 
+// How an attempt's (or a task's, or a step's) outcome shows as a job state.
+inline model::JobState JobStateOf(RunOutcome outcome) {
+  switch (outcome) {
+    case RunOutcome::kCompleted:
+      return model::JobState::kCompleted;
+    case RunOutcome::kTimeout:
+      return model::JobState::kTimeout;
+    case RunOutcome::kCancelled:
+      return model::JobState::kCancelled;
+    case RunOutcome::kFailed:
+    case RunOutcome::kLaunchFailed:
+    case RunOutcome::kLost:
+      break;
+  }
+  return model::JobState::kFailed;
+}
+
 // How one task of a gang ended, as its attempt's result keeps it.
 struct TaskEnd {
   int rank = 0;

@@ -60,7 +60,7 @@ struct CancelCommand {
   model::JobId job = 0;
   int attempt = 0;
   bool preempt = false;
-  bool stale = false;  // not the job's current attempt any more: stop it and forget it
+  bool stale = false;        // not the job's current attempt any more: stop it and forget it
   std::vector<int> tasks{};  // only these of the attempt's tasks (a step's); empty: all
 };
 

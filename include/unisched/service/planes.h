@@ -63,19 +63,19 @@ struct ClusterView {
 // step`, like srun inside an sbatch script), docs/execution.md "Steps".
 struct StepRequest {
   std::vector<std::string> command;
-  std::optional<int> nodes;           // the first N of the job's nodes; default all (or node_names')
-  std::optional<int> tasks_per_node;  // default the job's
-  std::vector<std::string> node_names;  // these of the job's nodes instead
+  std::optional<int> nodes;                // the first N of the job's nodes; default all (or node_names')
+  std::optional<int> tasks_per_node;       // default the job's
+  std::vector<std::string> node_names;     // these of the job's nodes instead
   std::map<std::string, std::string> env;  // added to the job's environment
 };
 struct StepView {
   model::JobId job_id = 0;
   int attempt = 0;
-  int step = 0;                     // 1, 2, ... within the attempt
+  int step = 0;  // 1, 2, ... within the attempt
   model::JobState state = model::JobState::kRunning;
-  std::optional<int> exit_code;     // the highest of its tasks'
+  std::optional<int> exit_code;  // the highest of its tasks'
   std::string reason;
-  std::vector<std::string> nodes;   // by rank
+  std::vector<std::string> nodes;  // by rank
   int tasks_per_node = 1;
   std::vector<model::TaskEnd> tasks;  // once ended: how each task did
   Timestamp started_at{};
