@@ -8,8 +8,9 @@
 // token of another pool and one of the right pool; a user (alice, project
 // default, owner of the job and the sandbox the paths name); a user of
 // another project (bob); a queue-admin of another queue (carol); a
-// platform-admin. A job's own credential is not a column: jobs get none
-// (their environment is checked in isolation_test.cc).
+// platform-admin; the job's own token (UNISCHED_JOB_TOKEN, read from the
+// running job), which may call only the operations marked x-job-token, and
+// a forged job token.
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -17,6 +18,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <string>
@@ -49,11 +52,12 @@ std::string MatrixConfig() {
 struct Caller {
   std::string name;
   std::string token;
-  enum Kind { kNoCredential, kUser, kNode } kind = kUser;
+  enum Kind { kNoCredential, kUser, kNode, kJob } kind = kUser;
 };
 
 struct Operation {
   std::string method, path, id, access;
+  bool job_token = false;  // x-job-token: the job's own token may call it
 };
 
 // Every operation of docs/openapi.yaml, reads first and deletions last, so
@@ -71,6 +75,7 @@ std::vector<Operation> Operations() {
       op.path = path.first.as<std::string>();
       op.id = entry.second["operationId"].as<std::string>("");
       op.access = entry.second["x-access"].as<std::string>("");
+      op.job_token = entry.second["x-job-token"].as<bool>(false);
       ops.push_back(op);
     }
   }
@@ -93,9 +98,24 @@ class AuthMatrixTest : public ::testing::Test {
     auto as_alice = [&](const std::string& method, const std::string& target, const json& body) {
       return d_.Call(method, target, body.dump(), {}, &alice_);
     };
-    Reply job = as_alice("POST", "/v1/jobs", {{"workload", {{"kind", "hpc"}}}, {"command", {"sleep", "300"}}});
+    // The job hands its token out through a file (a job could pass it to anyone).
+    const std::string shared = d_.state_dir() + "/shared";
+    std::filesystem::create_directories(shared);
+    std::filesystem::permissions(shared, std::filesystem::perms::all);
+    Reply job = as_alice("POST", "/v1/jobs",
+                         {{"workload", {{"kind", "hpc"}}},
+                          {"command",
+                           {"/bin/sh", "-c",
+                            "echo $UNISCHED_JOB_TOKEN > " + shared + "/token.tmp; mv " + shared + "/token.tmp " +
+                                shared + "/token; exec sleep 300"}}});
     ASSERT_EQ(job.status, 201) << job.body;
     job_id_ = job.json["id"];
+    for (int i = 0; i < 300 && !std::filesystem::exists(shared + "/token"); ++i) std::this_thread::sleep_for(50ms);
+    std::string job_token;
+    std::ifstream(shared + "/token") >> job_token;
+    ASSERT_FALSE(job_token.empty()) << "the job did not start";
+    Reply step = as_alice("POST", "/v1/jobs/" + job_id_ + "/steps", {{"command", {"true"}}});
+    ASSERT_EQ(step.status, 201) << step.body;
     Reply sandbox = as_alice("POST", "/v1/sandboxes", {{"project", "default"}});
     ASSERT_EQ(sandbox.status, 201) << sandbox.body;
     sandbox_id_ = sandbox.json["id"];
@@ -126,7 +146,10 @@ class AuthMatrixTest : public ::testing::Test {
                 {"user of another project", bob_, Caller::kUser},
                 {"queue-admin of another queue", carol_, Caller::kUser},
                 {"user", alice_, Caller::kUser},
-                {"platform-admin", d_.admin_token(), Caller::kUser}};
+                {"platform-admin", d_.admin_token(), Caller::kUser},
+                {"the job's own token", job_token, Caller::kJob},
+                {"a forged job token", "usj_" + job_id_ + ".1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+                 Caller::kNoCredential}};
   }
 
   // The path with its parameters naming alice's objects.
@@ -143,6 +166,7 @@ class AuthMatrixTest : public ::testing::Test {
     if (path.rfind("/v1/nodes/", 0) == 0) put("{name}", "x86-c64m256-hpc-01");
     if (path.rfind("/v1/images/", 0) == 0) put("{name}", "matrix-image");
     put("{path}", "matrix.txt");
+    put("{step}", "1");
     return path;
   }
 
@@ -167,8 +191,10 @@ class AuthMatrixTest : public ::testing::Test {
   }
 
   // Whether `caller` may make calls of this rule (on alice's objects).
-  static bool Allowed(const std::string& access, const Caller& caller) {
+  static bool Allowed(const Operation& op, const Caller& caller) {
+    const std::string& access = op.access;
     if (access == "public") return true;
+    if (caller.kind == Caller::kJob) return op.job_token;
     if (caller.kind == Caller::kNoCredential) return false;
     if (access == "node") return caller.name == "node token of its pool";
     if (caller.kind == Caller::kNode) return false;
@@ -183,6 +209,7 @@ class AuthMatrixTest : public ::testing::Test {
   // The statuses a refused caller may get under `access`.
   static std::set<int> Refusals(const std::string& access, const Caller& caller) {
     if (caller.kind == Caller::kNoCredential) return {401};
+    if (caller.kind == Caller::kJob) return {403, 404};  // 404: another object (its job only)
     if (caller.kind == Caller::kNode) return access == "node" ? std::set<int>{403, 404} : std::set<int>{403};
     if (access == "job-reader" || access == "job-controller" || access == "sandbox-owner") return {404};
     return {403};
@@ -210,10 +237,10 @@ TEST_F(AuthMatrixTest, EveryOperationAnswersEveryCallerAsItsAccessRuleSays) {
     // the next one finds (a cancelled job, a deleted sandbox).
     std::vector<const Caller*> order;
     for (const auto& c : callers_) {
-      if (!Allowed(op.access, c)) order.push_back(&c);
+      if (!Allowed(op, c)) order.push_back(&c);
     }
     for (const auto& c : callers_) {
-      if (Allowed(op.access, c)) order.push_back(&c);
+      if (Allowed(op, c)) order.push_back(&c);
     }
     bool first_allowed = true;
     for (const Caller* caller : order) {
@@ -222,7 +249,7 @@ TEST_F(AuthMatrixTest, EveryOperationAnswersEveryCallerAsItsAccessRuleSays) {
       if (op.id == "putSandboxFile") headers["Content-Type"] = "application/octet-stream";
       const Reply r = d_.Call(op.method, target, Body(op), headers, &caller->token);
       ++calls;
-      if (Allowed(op.access, *caller)) {
+      if (Allowed(op, *caller)) {
         EXPECT_NE(r.status, 401) << r.body;
         EXPECT_NE(r.status, 403) << r.body;
         // The first allowed caller of an object finds it (later ones may
