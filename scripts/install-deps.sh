@@ -23,6 +23,8 @@ packages=(
   prometheus
   # make fuzz / make fuzz-smoke: clang and its libFuzzer runtime (tests/fuzz)
   clang libfuzzer-14-dev
+  # multi-node tests: OpenMPI across agents in network namespaces joined by veth (iproute2)
+  openmpi-bin libopenmpi-dev iproute2
 )
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }

@@ -62,6 +62,10 @@ std::map<std::string, std::string> JobEnvironment(const model::Job& job, const m
       static_cast<size_t>(place.node_rank) < nodes.size() ? nodes[static_cast<size_t>(place.node_rank)] : "";
   const std::string master_address = place.master_address.empty() ? "127.0.0.1" : place.master_address;
   const int master_port = place.master_port > 0 ? place.master_port : RendezvousPort(job.id);
+  // Slurm's compressed per-node counts: "4(x2)" is 4 on each of 2 nodes.
+  auto per_node_list = [node_count](int each) {
+    return node_count == 1 ? std::to_string(each) : std::to_string(each) + "(x" + std::to_string(node_count) + ")";
+  };
   const std::string shape[][2] = {
       {"UNISCHED_NNODES", std::to_string(node_count)},
       {"UNISCHED_NTASKS", std::to_string(world)},
@@ -91,6 +95,8 @@ std::map<std::string, std::string> JobEnvironment(const model::Job& job, const m
       {"SLURM_NTASKS", std::to_string(world)},
       {"SLURM_NPROCS", std::to_string(world)},
       {"SLURM_NTASKS_PER_NODE", std::to_string(per_node)},
+      {"SLURM_TASKS_PER_NODE", per_node_list(per_node)},
+      {"SLURM_JOB_CPUS_PER_NODE", per_node_list(job.resources.cpus)},
       {"SLURM_CPUS_PER_TASK", std::to_string(cpus_per_task)},
       {"SLURM_CPUS_ON_NODE", std::to_string(job.resources.cpus)},
       {"SLURM_PROCID", std::to_string(place.rank)},

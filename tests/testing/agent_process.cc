@@ -3,6 +3,7 @@
 #include "testing/agent_process.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -66,7 +67,8 @@ void KillEverythingUnder(const std::string& dir) {
 
 pid_t SpawnAgent(const std::string& server, const std::string& token_file, const std::string& node,
                  const std::string& pool, const std::string& dir, const std::vector<std::string>& extra,
-                 const std::string& path) {
+                 const std::string& path, const std::string& netns) {
+  const std::string netns_path = netns.empty() ? std::string() : "/var/run/netns/" + netns;
   std::vector<std::string> args = {UNISCHED_BINARY, "agent", "--server",    server, "--token-file", token_file,
                                    "--node",        node,    "--pool",      pool,   "--state-dir",  dir,
                                    "--cpus",        "2",     "--memory-mb", "1024"};
@@ -87,6 +89,13 @@ pid_t SpawnAgent(const std::string& server, const std::string& token_file, const
     ::dup2(fd, 1);
     ::dup2(fd, 2);
     if (!path.empty()) ::setenv("PATH", path.c_str(), 1);
+    if (!netns_path.empty()) {
+      const int ns = ::open(netns_path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (ns < 0 || ::setns(ns, CLONE_NEWNET) != 0 || ::unshare(CLONE_NEWUTS) != 0 ||
+          ::sethostname(node.data(), node.size()) != 0) {
+        ::_exit(126);
+      }
+    }
     ::execv(UNISCHED_BINARY, argv.data());
     ::_exit(127);
   }

@@ -14,9 +14,12 @@ namespace unisched::testing {
 // dir.log), declaring 2 cpus and 1024 MB. `server` is the --server value (a
 // URL, or several separated by commas); `extra` are more flags, `path` the
 // PATH it sees when not empty.
+// `netns` (a name `ip netns add` made): the agent runs in that network
+// namespace and in a UTS namespace of its own whose hostname is the node's
+// name, as on a machine of its own.
 pid_t SpawnAgent(const std::string& server, const std::string& token_file, const std::string& node,
                  const std::string& pool, const std::string& dir, const std::vector<std::string>& extra = {},
-                 const std::string& path = {});
+                 const std::string& path = {}, const std::string& netns = {});
 
 // SIGKILL to every process whose command line or working directory is
 // under `dir` (an agent's supervisors and its jobs), and removal of the
