@@ -27,6 +27,7 @@
 #include <sstream>
 #include <thread>
 
+#include "agent/log_shipper.h"
 #include "unisched/client/http_client.h"
 #include "unisched/executor/executor.h"
 #include "unisched/executor/wire.h"
@@ -330,6 +331,7 @@ class Agent {
     executor_ = executor::MakeLocalExecutor(exec, [this](executor::RunResult r) { OnResult(std::move(r)); });
     RecoverAttempts();
     std::thread results([this] { SendResults(); });
+    std::thread logs([this] { ShipLogs(); });
     std::thread health([this] { CheckHealth(); });
     spdlog::info("agent for node {} (pool {}): {} cpus, {} MB, {} GPUs; daemon {}", o_.node, o_.pool, cpus_, memory_mb_,
                  gpus_.size(), servers_.Describe());
@@ -340,6 +342,7 @@ class Agent {
     }
     cv_.notify_all();
     results.join();
+    logs.join();
     health.join();
     executor_->Shutdown();
     spdlog::info("agent stopped; running jobs keep running and are adopted at the next start");
@@ -523,6 +526,16 @@ class Agent {
         batch.assign(results_.begin(), results_.end());
         results_.clear();
       }
+      // Each task's output whole before its result: a job seen ended has all its output.
+      for (const auto& r : batch) {
+        const executor::AttemptRef task{r.job_id, r.attempt, r.task};
+        auto send = [&](const executor::AttemptRef& t, const std::string& stream, int64_t offset,
+                        std::string_view bytes) { return SendLog(http, t, stream, offset, bytes); };
+        for (int tries = 0; tries < 30 && !shipper_.Ship(task, send); ++tries) {
+          std::unique_lock lock(mu_);
+          if (cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_; })) return;
+        }
+      }
       json list = json::array();
       for (const auto& r : batch) list.push_back(executor::RunResultToJson(r));
       const std::string body = json{{"node", o_.node}, {"results", list}}.dump();
@@ -548,11 +561,48 @@ class Agent {
         }
       }
       for (const auto& r : batch) {
+        shipper_.Forget({r.job_id, r.attempt, r.task});
         std::ofstream(SpecFile(r.job_id, r.attempt, r.task, ".done")) << executor::RunResultToJson(r).dump();
         std::error_code ec;
         fs::remove(SpecFile(r.job_id, r.attempt, r.task, ".json"), ec);
         spdlog::info("attempt {}.{} reported: {}", r.job_id, r.attempt, executor::ToString(r.outcome));
       }
+    }
+  }
+
+  // A client's call shipping output (LogShipper::Send); nullopt when the daemon could not take it.
+  std::optional<int64_t> SendLog(client::HttpClient& http, const executor::AttemptRef& task, const std::string& stream,
+                                 int64_t offset, std::string_view bytes) {
+    const std::string target = "/v1/agents/logs?node=" + o_.node + "&job=" + std::to_string(task.job) +
+                               "&attempt=" + std::to_string(task.attempt) + "&task=" + std::to_string(task.task) +
+                               "&stream=" + stream + "&offset=" + std::to_string(offset);
+    auto response = http.Request("POST", target, std::string(bytes), {{"Content-Type", "application/octet-stream"}});
+    if (!response.ok() || response->status != 200) return std::nullopt;
+    const json answer = json::parse(response->body, nullptr, false);
+    if (!answer.is_object() || !answer.value("size", json()).is_number_integer()) return std::nullopt;
+    return answer["size"].get<int64_t>();
+  }
+
+  // Running tasks' output, every second (results ship theirs whole first).
+  void ShipLogs() {
+    client::HttpClient http = servers_.Connect(servers_.Current(), o_.tls, token_);
+    http.SetTimeout(std::chrono::seconds(15));
+    size_t server = servers_.Current();
+    std::unique_lock lock(mu_);
+    while (!stopping_) {
+      cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_; });
+      const std::vector<executor::AttemptRef> tasks(running_.begin(), running_.end());
+      lock.unlock();
+      if (server != servers_.Current()) {
+        server = servers_.Current();
+        http = servers_.Connect(server, o_.tls, token_);
+        http.SetTimeout(std::chrono::seconds(15));
+      }
+      for (const auto& task : tasks) {
+        shipper_.Ship(task, [&](const executor::AttemptRef& t, const std::string& stream, int64_t offset,
+                                std::string_view bytes) { return SendLog(http, t, stream, offset, bytes); });
+      }
+      lock.lock();
     }
   }
 
@@ -583,6 +633,9 @@ class Agent {
   std::string address_;
   std::vector<model::GpuDevice> gpus_;
   std::unique_ptr<executor::Executor> executor_;
+  LogShipper shipper_{[this](const executor::AttemptRef& task, const std::string& stream) {
+    return executor_->LogPath(task.job, task.attempt, task.task, stream);
+  }};
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -10,6 +10,7 @@
 #include "api/body.h"
 #include "api/call.h"
 #include "api/responses.h"
+#include "api/text.h"
 #include "unisched/api/api.h"
 #include "unisched/executor/wire.h"
 
@@ -76,6 +77,31 @@ void Api::AgentResults(Call& call) {
     list.push_back({{"job_id", std::to_string(i.job_id)}, {"attempt", i.attempt}, {"reason", i.reason}});
   }
   call.reply(Json(200, {{"accepted", true}, {"ignored", std::move(list)}}));
+}
+
+// An agent ships its tasks' output (docs/agents.md, "Logs"): the bytes of
+// the body at `offset` of the stream, the rest named in the query.
+void Api::AgentLogs(Call& call) {
+  if (!ctx_.agents) {
+    call.reply(ErrorResponse(503, "unavailable", "this daemon serves no node agents"));
+    return;
+  }
+  for (const char* required : {"node", "job", "attempt", "stream", "offset"}) {
+    if (!call.Query(required)) {
+      call.reply(ErrorResponse(400, "missing_field", std::string(required) + " is required in the query", required));
+      return;
+    }
+  }
+  const auto job = ParseInt64(*call.Query("job"));
+  if (!job || *job <= 0) {
+    call.reply(ErrorResponse(400, "malformed_value", "job must be a positive job id", "job"));
+    return;
+  }
+  const executor::AttemptRef task{*job, static_cast<int>(call.QueryInt("attempt", 1)),
+                                  static_cast<int>(call.QueryInt("task", 0))};
+  auto size = ctx_.agents->AppendLog(call.principal->node_pool, *call.Query("node"), task, *call.Query("stream"),
+                                     call.QueryInt("offset", 0), call.request.body);
+  call.reply(size.ok() ? Json(200, {{"size", *size}}) : FromError(size.error()));
 }
 
 }  // namespace unisched::api

@@ -1,9 +1,15 @@
 #include "daemon/agent_hub.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 
 namespace unisched::daemon {
 
@@ -179,6 +185,45 @@ Result<std::vector<api::AgentPlane::IgnoredResult>> AgentHub::Results(const std:
   return ignored;
 }
 
+std::string AgentHub::TaskLogDir(model::JobId job, int attempt, int task) const {
+  return logs_dir_ + "/" + std::to_string(job) + "/" + std::to_string(attempt) +
+         (task == 0 ? std::string() : "." + std::to_string(task));
+}
+
+Result<int64_t> AgentHub::AppendLog(const std::string& token_pool, const std::string& node,
+                                    const executor::AttemptRef& task, const std::string& stream, int64_t offset,
+                                    std::string_view bytes) {
+  if (Status s = CheckNode(token_pool, node); !s) return s.error();
+  if (logs_dir_.empty()) return Error::Unavailable("this daemon keeps no agents' output");
+  {
+    std::lock_guard lock(mu_);
+    auto sent = attempts_.find(task);
+    if (sent == attempts_.end()) {
+      return Error::NotFound("attempt " + std::to_string(task.job) + "." + std::to_string(task.attempt) + " task " +
+                             std::to_string(task.task) + " is not one this daemon sent to node " + node);
+    }
+    if (sent->second.node != node) {
+      return Error::Forbidden("that task was sent to node " + sent->second.node + ", not " + node);
+    }
+  }
+  // One writer per task and stream (its agent's shipper), so no lock: the
+  // file's size says where the copy ends.
+  const std::string dir = TaskLogDir(task.job, task.attempt, task.task);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  const std::string path = dir + "/" + stream;
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return Error::Internal("cannot open " + path + ": " + std::strerror(errno));
+  struct stat st {};
+  int64_t size = ::fstat(fd, &st) == 0 ? st.st_size : 0;
+  if (offset == size && !bytes.empty()) {
+    const ssize_t n = ::pwrite(fd, bytes.data(), bytes.size(), offset);
+    if (n > 0) size += n;
+  }
+  ::close(fd);
+  return size;
+}
+
 executor::Commands AgentHub::TakeCommands(NodeQueue& q, const std::string& node) {
   executor::Commands c;
   c.node_state = q.node_state;
@@ -300,11 +345,28 @@ void AgentHub::Recover(const executor::LaunchSpec& spec) {
   queues_[spec.node].unconfirmed.emplace(executor::AttemptRef{spec.job_id, spec.attempt, spec.task}, false);
 }
 
-std::string AgentHub::LogPath(model::JobId, int, int, std::string_view) const {
-  return {};  // on the agent's machine
+std::string AgentHub::LogPath(model::JobId job_id, int attempt, int task, std::string_view stream) const {
+  if (logs_dir_.empty() || (stream != "stdout" && stream != "stderr")) return {};
+  return TaskLogDir(job_id, attempt, task) + "/" + std::string(stream);  // as the agent shipped it
 }
 
 void AgentHub::Forget(model::JobId job_id, int attempt) {
+  // The output agents shipped: the attempt's tasks' (attempt 0: the job's).
+  if (!logs_dir_.empty()) {
+    std::error_code ec;
+    const std::string job_dir = logs_dir_ + "/" + std::to_string(job_id);
+    if (attempt <= 0) {
+      std::filesystem::remove_all(job_dir, ec);
+    } else {
+      for (const auto& entry : std::filesystem::directory_iterator(job_dir, ec)) {
+        const std::string name = entry.path().filename().string();
+        if (name == std::to_string(attempt) || name.rfind(std::to_string(attempt) + ".", 0) == 0) {
+          std::filesystem::remove_all(entry.path(), ec);
+        }
+      }
+      if (std::filesystem::is_empty(job_dir, ec)) std::filesystem::remove(job_dir, ec);
+    }
+  }
   std::lock_guard lock(mu_);
   for (auto it = attempts_.lower_bound({job_id, attempt, 0});
        it != attempts_.end() && it->first.job == job_id && (attempt == 0 || it->first.attempt == attempt);) {

@@ -56,6 +56,12 @@ class AgentHub final : public api::AgentPlane, public executor::Executor {
   Result<std::vector<IgnoredResult>> Results(const std::string& token_pool, const std::string& node,
                                              std::vector<executor::RunResult> results) override;
 
+  Result<int64_t> AppendLog(const std::string& token_pool, const std::string& node, const executor::AttemptRef& task,
+                            const std::string& stream, int64_t offset, std::string_view bytes) override;
+  // Where agents' output is kept (<dir>/<job>/<attempt>[.<task>]/<stream>,
+  // as the local executor keeps its own); set before Start.
+  void SetLogsDir(std::string dir) { logs_dir_ = std::move(dir); }
+
   // executor::Executor, for attempts on agent nodes.
   Status Launch(const executor::LaunchSpec& spec) override;
   void Cancel(model::JobId job_id, int attempt, bool preempt = false) override;
@@ -95,6 +101,8 @@ class AgentHub final : public api::AgentPlane, public executor::Executor {
   const config::Config& config_;
   const Clock& clock_;
   AgentSink* sink_ = nullptr;
+  std::string logs_dir_;
+  std::string TaskLogDir(model::JobId job, int attempt, int task) const;
   executor::Executor::ResultSink results_;
   void DeliverResult(executor::RunResult result);
   // Agent nodes of the config and their pools (never null: the config is validated).

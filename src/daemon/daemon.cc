@@ -324,6 +324,7 @@ Status Daemon::StartLeaderParts() {
   // Nodes with `agent: true` run their attempts through their agents.
   agents_ = std::make_unique<AgentHub>(config, clock_);
   agents_->SetSink(controller_.get());
+  agents_->SetLogsDir((state_dir / "runs").string());
   agents_->SetResultSink(
       [gangs = agent_gangs_.get()](executor::RunResult result) { gangs->OnTaskResult(std::move(result)); });
   agent_gangs_->SetCanceller([hub = agents_.get()](model::JobId job, int attempt, const std::vector<int>& tasks) {

@@ -167,6 +167,7 @@ class AuthMatrixTest : public ::testing::Test {
     if (path.rfind("/v1/images/", 0) == 0) put("{name}", "matrix-image");
     put("{path}", "matrix.txt");
     put("{step}", "1");
+    if (op.id == "agentLogs") path += "?node=" + kAgentNode + "&job=" + job_id_ + "&attempt=1&stream=stdout&offset=0";
     return path;
   }
 

@@ -309,8 +309,9 @@ projects:
 
 TEST_F(AgentGangTest, EachRankRunsOnItsOwnAgentsNodeAndAFailureStopsTheOtherNode) {
   // Each rank writes where it ran, from inside its agent's work directory.
-  const std::string id = daemon_.Submit(Gang(std::string(kWhereAmI) + " > " + shared_ +
-                                             "/rank-$UNISCHED_RANK; pwd >> " + shared_ + "/rank-$UNISCHED_RANK"));
+  const std::string id = daemon_.Submit(
+      Gang(std::string(kWhereAmI) + " > " + shared_ + "/rank-$UNISCHED_RANK; pwd >> " + shared_ +
+           "/rank-$UNISCHED_RANK; echo hello from rank $UNISCHED_RANK on $UNISCHED_NODE; echo to stderr >&2"));
   json job = daemon_.WaitTerminal(id);
   ASSERT_EQ(job["state"], "COMPLETED") << job.dump(2);
   const std::vector<std::string> nodes = job["nodes"];
@@ -327,6 +328,11 @@ TEST_F(AgentGangTest, EachRankRunsOnItsOwnAgentsNodeAndAFailureStopsTheOtherNode
     EXPECT_NE(where.find(" master=127.0.0.1:"), std::string::npos) << where;
     EXPECT_EQ(cwd.rfind(AgentDir(nodes[static_cast<size_t>(rank)]), 0), 0u) << "rank " << rank << " ran in " << cwd;
     EXPECT_EQ(job["attempts"][0]["tasks"][rank]["node"], nodes[static_cast<size_t>(rank)]);
+    // Each rank's output, shipped to the daemon by its own agent before its result.
+    const std::string r = std::to_string(rank);
+    EXPECT_EQ(daemon_.Call("GET", "/v1/jobs/" + id + "/log?rank=" + r).body,
+              "hello from rank " + r + " on " + nodes[static_cast<size_t>(rank)] + "\n");
+    EXPECT_EQ(daemon_.Call("GET", "/v1/jobs/" + id + "/log?stream=stderr&rank=" + r).body, "to stderr\n");
   }
 
   // Rank 1 fails on the second node: rank 0 on the first is stopped.

@@ -61,6 +61,14 @@ class AgentPlane {
   // retention) is ignored and listed, so the agent stops resending it.
   virtual Result<std::vector<IgnoredResult>> Results(const std::string& token_pool, const std::string& node,
                                                      std::vector<executor::RunResult> results) = 0;
+  // Output of a task the daemon sent to `node`: `bytes` at `offset` of its
+  // stream ("stdout" or "stderr"), kept where the log endpoint reads it.
+  // Written only when `offset` is where the daemon's copy ends (a repeat or
+  // a gap writes nothing); returns the copy's size after, where the agent
+  // goes on from.
+  virtual Result<int64_t> AppendLog(const std::string& token_pool, const std::string& node,
+                                    const executor::AttemptRef& task, const std::string& stream, int64_t offset,
+                                    std::string_view bytes) = 0;
 };
 
 struct ApiContext {
@@ -223,6 +231,7 @@ class Api {
   void ListAlerts(Call& call);
   void AgentHeartbeat(Call& call);
   void AgentResults(Call& call);
+  void AgentLogs(Call& call);
   void CreateSandbox(Call& call);
   void ListSandboxes(Call& call);
   void GetSandbox(Call& call);
