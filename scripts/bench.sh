@@ -5,7 +5,7 @@
 # Prints the machine, the store's synchronous mode and the figures.
 #
 # Knobs (environment): SECTIONS (all; or a list of: http stores failover
-# access cycle agents sandboxes ledger replay) FAILOVERS (50) BASELINE_BUILD (stores: another
+# access cycle agents gangs sandboxes ledger replay) FAILOVERS (50) BASELINE_BUILD (stores: another
 # revision's build directory, benchmarked first) SUBMIT_CONNECTIONS (64) SUBMIT_SECONDS (10)
 # E2E_JOBS (5000) E2E_CONNECTIONS (16) LATENCY_RUNS (200) CONFIG
 # (config/unisched.yaml) CYCLE_RUNS (7) LEDGER_ENTRIES (10000000; the ledger
@@ -133,7 +133,7 @@ echo "  binary:  $BUILD/unisched"
 echo "  note:    the load generator and the daemon share this machine's CPUs"
 echo
 
-SECTIONS=${SECTIONS:-http stores failover access cycle agents sandboxes ledger replay}
+SECTIONS=${SECTIONS:-http stores failover access cycle agents gangs sandboxes ledger replay}
 section() { [[ " $SECTIONS " == *" $1 "* ]]; }
 
 status=0
@@ -296,6 +296,20 @@ CONFIG=$SAVED_CONFIG
 echo "$AGENTS_JSON"
 [[ -z ${BENCH_JSON:-} ]] || echo "$AGENTS_JSON" >>"$BENCH_JSON"
 echo
+fi
+
+if section gangs; then
+# Multi-node launch (docs/execution.md, "Multi-node jobs"): 8 real agents on
+# loopback; submit to every task running for gangs of 1-8 nodes, and for
+# steps started inside a running job.
+if [[ $(id -u) -eq 0 ]]; then
+  GANGS_OUT=$(bash "$ROOT/scripts/bench-gangs.sh" "$BUILD") || status=1
+  echo "$GANGS_OUT"
+  [[ -z ${BENCH_JSON:-} ]] || echo "$GANGS_OUT" | tail -n 1 >>"$BENCH_JSON"
+  echo
+else
+  echo "== gangs: skipped (jobs run as their accounts: needs root)"
+fi
 fi
 
 if section sandboxes; then

@@ -5,6 +5,7 @@
 // admins and platform-admins may too.
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -83,16 +84,24 @@ Result<service::StepRequest> ParseStep(const json& body) {
 
 }  // namespace
 
-void Api::StartStep(Call& call) {
+// The job the path names, as the caller may see it; nullopt once the
+// refusal is sent (no steps here, or no such job for the caller).
+std::optional<model::Job> Api::StepsJob(Call& call) {
   if (!ctx_.steps) {
     call.reply(ErrorResponse(503, "unavailable", "this daemon runs no steps"));
-    return;
+    return std::nullopt;
   }
   auto job = ctx_.jobs->VisibleJob(*call.principal, call.Param("id"));
   if (!job.ok()) {
     call.reply(FromError(job.error()));
-    return;
+    return std::nullopt;
   }
+  return std::move(*job);
+}
+
+void Api::StartStep(Call& call) {
+  auto job = StepsJob(call);
+  if (!job) return;
   // A job's token starts steps of its own attempt; a person who may control
   // the job, of whichever attempt runs.
   const auth::Principal& who = *call.principal;
@@ -126,15 +135,8 @@ void Api::StartStep(Call& call) {
 }
 
 void Api::GetStep(Call& call) {
-  if (!ctx_.steps) {
-    call.reply(ErrorResponse(503, "unavailable", "this daemon runs no steps"));
-    return;
-  }
-  auto job = ctx_.jobs->VisibleJob(*call.principal, call.Param("id"));
-  if (!job.ok()) {
-    call.reply(FromError(job.error()));
-    return;
-  }
+  auto job = StepsJob(call);
+  if (!job) return;
   const auto step = ParseInt64(call.Param("step"));
   if (!step || *step < 1 || *step >= (int64_t{1} << 30)) {
     call.reply(ErrorResponse(404, "not_found", "no step " + call.Param("step") + ": steps are numbered from 1"));

@@ -6,13 +6,11 @@
 // is the highest of its ranks' and each rank's end is kept.
 
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <sys/wait.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <map>
+#include <memory>
 #include <thread>
 
 #include "testing/agent_process.h"
@@ -54,18 +52,6 @@ json Gang(const std::string& script, int tasks_per_node = 1) {
           {"launch", "per_node"},
           {"resources", {{"nodes", 2}, {"cpus", 2}, {"memory_mb", 256}, {"tasks_per_node", tasks_per_node}}},
           {"command", {"/bin/sh", "-c", script}}};
-}
-
-json WaitFor(TestDaemon& daemon, const std::string& id, const std::function<bool(const json&)>& done,
-             std::chrono::seconds deadline = 30s) {
-  const auto until = std::chrono::steady_clock::now() + deadline;
-  json job;
-  while (std::chrono::steady_clock::now() < until) {
-    job = daemon.Call("GET", "/v1/jobs/" + id).json;
-    if (done(job)) break;
-    std::this_thread::sleep_for(50ms);
-  }
-  return job;
 }
 
 // Every rank has started: each wrote its marker file.
@@ -154,7 +140,7 @@ TEST_F(LocalGangTest, TheFirstRankThatFailsStopsTheOthersOnEveryNode) {
 TEST_F(LocalGangTest, ACancelStopsEveryRank) {
   const std::string id = daemon_.Submit(Gang("touch " + shared_ + "/started-$UNISCHED_RANK; exec sleep 60"));
   const json running =
-      WaitFor(daemon_, id, [&](const json& j) { return j["state"] == "RUNNING" && AllStarted(shared_, 2); });
+      daemon_.WaitJob(id, [&](const json& j) { return j["state"] == "RUNNING" && AllStarted(shared_, 2); });
   ASSERT_EQ(running["state"], "RUNNING") << running.dump(2);
   ASSERT_EQ(daemon_.Call("DELETE", "/v1/jobs/" + id).status, 200);
   const json job = daemon_.WaitTerminal(id);
@@ -216,7 +202,7 @@ TEST_F(LocalGangTest, AJobsTokenStartsItsOwnStepsOnly) {
   const std::string id = daemon_.Submit(
       Gang("if [ $UNISCHED_RANK = 0 ]; then echo $UNISCHED_JOB_TOKEN > " + token_file + "; fi; exec sleep 60"));
   const json running =
-      WaitFor(daemon_, id, [&](const json& j) { return j["state"] == "RUNNING" && fs::exists(token_file); });
+      daemon_.WaitJob(id, [&](const json& j) { return j["state"] == "RUNNING" && fs::exists(token_file); });
   ASSERT_EQ(running["state"], "RUNNING");
   std::this_thread::sleep_for(100ms);  // the write's end
   std::string token;
@@ -276,35 +262,15 @@ projects:
   - name: default
 )yaml");
     daemon_.Start();
-    const Reply token = daemon_.Call("POST", "/v1/node-tokens", json{{"pool", "cpu"}});
-    ASSERT_EQ(token.status, 201) << token.body;
-    const std::string token_file = daemon_.state_dir() + "/node.token";
-    std::ofstream(token_file) << token.json["token"].get<std::string>() << "\n";
-    for (const char* node : {"x86-c2m2-hpc-01", "x86-c2m2-hpc-02"}) {
-      agents_[node] = SpawnAgent(daemon_.url(), token_file, node, "cpu", AgentDir(node));
-    }
-    const auto until = std::chrono::steady_clock::now() + 60s;
-    while (std::chrono::steady_clock::now() < until) {
-      const json nodes = daemon_.Call("GET", "/v1/nodes").json;
-      int up = 0;
-      for (const auto& n : nodes["nodes"]) up += n["state"] == "up" ? 1 : 0;
-      if (up == 2) return;
-      std::this_thread::sleep_for(100ms);
-    }
-    FAIL() << "the agents did not register: " << daemon_.Call("GET", "/v1/nodes").body;
+    agents_ =
+        std::make_unique<AgentFleet>(daemon_, "cpu", std::vector<std::string>{"x86-c2m2-hpc-01", "x86-c2m2-hpc-02"});
+    ASSERT_TRUE(daemon_.WaitNodes("up")) << "the agents did not register: " << daemon_.Call("GET", "/v1/nodes").body;
   }
-  void TearDown() override {
-    for (auto& [node, pid] : agents_) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-      KillEverythingUnder(AgentDir(node));
-    }
-  }
-  std::string AgentDir(const std::string& node) const { return daemon_.state_dir() + "/agent-" + node; }
+  std::string AgentDir(const std::string& node) const { return agents_->Dir(node); }
 
   TestDaemon daemon_;
   std::string shared_;
-  std::map<std::string, pid_t> agents_;
+  std::unique_ptr<AgentFleet> agents_;
 };
 
 TEST_F(AgentGangTest, EachRankRunsOnItsOwnAgentsNodeAndAFailureStopsTheOtherNode) {

@@ -108,32 +108,12 @@ projects:
   - name: default
 )yaml");
     daemon_.Start();
-    const Reply token = daemon_.Call("POST", "/v1/node-tokens", json{{"pool", "mpi"}});
-    ASSERT_EQ(token.status, 201) << token.body;
-    const std::string token_file = daemon_.state_dir() + "/node.token";
-    std::ofstream(token_file) << token.json["token"].get<std::string>() << "\n";
-    for (int i = 0; i < 2; ++i) {
-      agents_[kNodes[i]] = SpawnAgent("http://" + hosts_->Gateway() + ":" + std::to_string(daemon_.port()), token_file,
-                                      kNodes[i], "mpi", AgentDir(kNodes[i]), {}, {}, hosts_->Netns(i));
-    }
-    const auto until = std::chrono::steady_clock::now() + 60s;
-    while (std::chrono::steady_clock::now() < until) {
-      int up = 0;
-      const json nodes = daemon_.Call("GET", "/v1/nodes").json;
-      for (const auto& n : nodes["nodes"]) up += n["state"] == "up" ? 1 : 0;
-      if (up == 2) return;
-      std::this_thread::sleep_for(100ms);
-    }
-    FAIL() << "the agents did not register: " << daemon_.Call("GET", "/v1/nodes").body;
+    agents_ = std::make_unique<AgentFleet>(daemon_, "mpi", std::vector<std::string>{kNodes[0], kNodes[1]},
+                                           std::vector<std::string>{hosts_->Netns(0), hosts_->Netns(1)},
+                                           "http://" + hosts_->Gateway() + ":" + std::to_string(daemon_.port()));
+    ASSERT_TRUE(daemon_.WaitNodes("up")) << "the agents did not register: " << daemon_.Call("GET", "/v1/nodes").body;
   }
-  void TearDown() override {
-    for (auto& [node, pid] : agents_) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-      KillEverythingUnder(AgentDir(node));
-    }
-  }
-  std::string AgentDir(const std::string& node) const { return daemon_.state_dir() + "/agent-" + node; }
+  std::string AgentDir(const std::string& node) const { return agents_->Dir(node); }
   std::string Log(const std::string& id, const std::string& stream = "stdout") {
     return daemon_.Call("GET", "/v1/jobs/" + id + "/log?stream=" + stream).body;
   }
@@ -148,7 +128,7 @@ projects:
   std::unique_ptr<TwoHosts> hosts_;
   TestDaemon daemon_;
   std::string shared_;
-  std::map<std::string, pid_t> agents_;
+  std::unique_ptr<AgentFleet> agents_;  // gone before the daemon and the namespaces
 };
 
 // Each rank: its host name, its cgroup, and the sum over all ranks of rank+1.

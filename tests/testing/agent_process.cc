@@ -3,9 +3,11 @@
 #include "testing/agent_process.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -100,6 +102,27 @@ pid_t SpawnAgent(const std::string& server, const std::string& token_file, const
     ::_exit(127);
   }
   return pid;
+}
+
+AgentFleet::AgentFleet(TestDaemon& daemon, const std::string& pool, const std::vector<std::string>& nodes,
+                       const std::vector<std::string>& netns, const std::string& server)
+    : state_dir_(daemon.state_dir()) {
+  const Reply token = daemon.Call("POST", "/v1/node-tokens", nlohmann::json{{"pool", pool}});
+  EXPECT_EQ(token.status, 201) << token.body;
+  const std::string token_file = state_dir_ + "/node-" + pool + ".token";
+  std::ofstream(token_file) << token.json.value("token", "") << "\n";
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    agents_[nodes[i]] = SpawnAgent(server.empty() ? daemon.url() : server, token_file, nodes[i], pool, Dir(nodes[i]),
+                                   {}, {}, i < netns.size() ? netns[i] : std::string());
+  }
+}
+
+AgentFleet::~AgentFleet() {
+  for (auto& [node, pid] : agents_) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    KillEverythingUnder(Dir(node));
+  }
 }
 
 }  // namespace unisched::testing

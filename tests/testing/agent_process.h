@@ -5,8 +5,11 @@
 
 #include <sys/types.h>
 
+#include <map>
 #include <string>
 #include <vector>
+
+#include "testing/daemon.h"
 
 namespace unisched::testing {
 
@@ -25,5 +28,22 @@ pid_t SpawnAgent(const std::string& server, const std::string& token_file, const
 // under `dir` (an agent's supervisors and its jobs), and removal of the
 // attempt cgroups of the supervisors killed.
 void KillEverythingUnder(const std::string& dir);
+
+// One `unisched agent` per node of `pool` against `daemon` (a node token
+// made for the pool), each with its state in <state-dir>/agent-NODE, in
+// netns[i] when given; killed with everything they started when it goes.
+class AgentFleet {
+ public:
+  AgentFleet(TestDaemon& daemon, const std::string& pool, const std::vector<std::string>& nodes,
+             const std::vector<std::string>& netns = {}, const std::string& server = {});
+  ~AgentFleet();
+  AgentFleet(const AgentFleet&) = delete;
+  AgentFleet& operator=(const AgentFleet&) = delete;
+  std::string Dir(const std::string& node) const { return state_dir_ + "/agent-" + node; }
+
+ private:
+  std::string state_dir_;
+  std::map<std::string, pid_t> agents_;
+};
 
 }  // namespace unisched::testing

@@ -218,6 +218,30 @@ nlohmann::json TestDaemon::WaitTerminal(const std::string& id, std::chrono::seco
   return job;
 }
 
+nlohmann::json TestDaemon::WaitJob(const std::string& id, const std::function<bool(const nlohmann::json&)>& done,
+                                   std::chrono::seconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  nlohmann::json job;
+  while (std::chrono::steady_clock::now() < deadline) {
+    job = Call("GET", "/v1/jobs/" + id).json;
+    if (done(job)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return job;
+}
+
+bool TestDaemon::WaitNodes(const std::string& state, std::chrono::seconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    const nlohmann::json nodes = Call("GET", "/v1/nodes").json;
+    bool all = nodes.contains("nodes") && !nodes["nodes"].empty();
+    for (const auto& n : nodes.value("nodes", nlohmann::json::array())) all = all && n.value("state", "") == state;
+    if (all) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
 std::string TestDaemon::CreateUser(const std::string& name, const std::string& role,
                                    const std::vector<std::string>& projects, const std::vector<std::string>& queues) {
   nlohmann::json body = {{"name", name}, {"role", role}, {"projects", projects}};

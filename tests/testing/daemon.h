@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -71,6 +72,11 @@ class TestDaemon {
   std::string Submit(const nlohmann::json& job);
   // Polls the job until it reaches a terminal state (or the deadline); returns it.
   nlohmann::json WaitTerminal(const std::string& id, std::chrono::seconds deadline = std::chrono::seconds(60));
+  // Polls the job until `done` holds of it (or the deadline); returns it as last seen.
+  nlohmann::json WaitJob(const std::string& id, const std::function<bool(const nlohmann::json&)>& done,
+                         std::chrono::seconds deadline = std::chrono::seconds(30));
+  // Polls GET /v1/nodes until every node is `state` (or the deadline).
+  bool WaitNodes(const std::string& state, std::chrono::seconds deadline = std::chrono::seconds(60));
   // Creates a user with a token; returns the token.
   std::string CreateUser(const std::string& name, const std::string& role, const std::vector<std::string>& projects,
                          const std::vector<std::string>& queues = {});

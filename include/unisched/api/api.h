@@ -204,6 +204,7 @@ class Api {
   void JobLog(Call& call);
   void StartStep(Call& call);
   void GetStep(Call& call);
+  std::optional<model::Job> StepsJob(Call& call);
   void JobEvents(Call& call);
   void ListPools(Call& call);
   void ListQueues(Call& call);
