@@ -26,6 +26,7 @@ bool LogShipper::Ship(const executor::AttemptRef& task, const Send& send) {
       if (got <= 0) break;  // all shipped
       const auto size = send(task, stream, offset, std::string_view(buffer.data(), static_cast<size_t>(got)));
       if (!size) return false;
+      if (*size == kRefused) break;       // not wanted: nothing more of this stream
       if (*size == offset) return false;  // it took nothing: try again later
       offset = *size;
       std::lock_guard lock(mu_);

@@ -22,9 +22,12 @@ class LogShipper {
  public:
   // Bytes per call: well under the daemon's request body limit (1 MiB).
   static constexpr size_t kChunkBytes = 256 * 1024;
+  static constexpr int64_t kRefused = -1;
   // The file of a task's stream ("stdout", "stderr") on this node.
   using PathOf = std::function<std::string(const executor::AttemptRef&, const std::string& stream)>;
-  // Sends `bytes` at `offset`; the daemon's copy's size after, or nullopt when it could not be reached.
+  // Sends `bytes` at `offset`: the daemon's copy's size after; nullopt when
+  // it could not be reached (try again later); kRefused when it will not
+  // take the task's output (a task it no longer knows: shipping it ends).
   using Send = std::function<std::optional<int64_t>(const executor::AttemptRef&, const std::string& stream,
                                                     int64_t offset, std::string_view bytes)>;
 

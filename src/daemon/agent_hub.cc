@@ -195,6 +195,9 @@ Result<int64_t> AgentHub::AppendLog(const std::string& token_pool, const std::st
                                     std::string_view bytes) {
   if (Status s = CheckNode(token_pool, node); !s) return s.error();
   if (logs_dir_.empty()) return Error::Unavailable("this daemon keeps no agents' output");
+  if (stream != "stdout" && stream != "stderr") {
+    return Error::Unprocessable("invalid_value", "stream must be stdout or stderr", "stream");
+  }
   {
     std::lock_guard lock(mu_);
     auto sent = attempts_.find(task);
