@@ -353,8 +353,7 @@ class Agent {
   std::string SpecsDir() const { return o_.state_dir + "/specs"; }
   // JOB-ATTEMPT for a task 0, JOB-ATTEMPT.TASK for a gang's other ranks.
   std::string SpecFile(model::JobId job, int attempt, int task, const char* ext) const {
-    return SpecsDir() + "/" + std::to_string(job) + "-" + std::to_string(attempt) +
-           (task == 0 ? std::string() : "." + std::to_string(task)) + ext;
+    return SpecsDir() + "/" + std::to_string(job) + "-" + executor::TaskDirName(attempt, task) + ext;
   }
 
   bool PrepareDirs() {

@@ -22,19 +22,27 @@ std::vector<std::string> NodesByRank(const std::vector<executor::LaunchSpec>& ga
 // that rank and node, on every node.
 Status ExecutorBackend::Launch(const AttemptLaunch& launch) {
   if (launch.gang.empty()) return executor_.Launch(launch.spec);
-  const model::JobId job = launch.spec.job_id;
-  const int attempt = launch.spec.attempt;
-  gangs_.Expect(job, attempt, NodesByRank(launch.gang));
-  for (size_t rank = 0; rank < launch.gang.size(); ++rank) {
-    Status s = executor_.Launch(launch.gang[rank]);
+  gangs_.Expect(launch.spec.job_id, launch.spec.attempt, NodesByRank(launch.gang));
+  return LaunchTasks(launch.gang, /*report_first=*/false);
+}
+
+// Each task in turn; from the first that cannot start, that one and the
+// rest end as launch failures through the gang book (which stops those
+// started). A gang's rank 0 failing started nothing: unless `report_first`,
+// its error is returned for the controller to make the failure.
+Status ExecutorBackend::LaunchTasks(const std::vector<executor::LaunchSpec>& tasks, bool report_first) {
+  for (size_t rank = 0; rank < tasks.size(); ++rank) {
+    Status s = executor_.Launch(tasks[rank]);
     if (s.ok()) continue;
-    if (rank == 0) {  // nothing started: the controller makes the failure
+    const model::JobId job = tasks[rank].job_id;
+    const int attempt = tasks[rank].attempt;
+    if (rank == 0 && !report_first) {
       gangs_.Forget(job, attempt);
       return s;
     }
-    for (size_t unstarted = rank; unstarted < launch.gang.size(); ++unstarted) {
+    for (size_t unstarted = rank; unstarted < tasks.size(); ++unstarted) {
       executor::RunResult failed = executor::LaunchFailure(job, attempt, s.error());
-      failed.task = static_cast<int>(unstarted);
+      failed.task = tasks[unstarted].task;
       if (unstarted != rank) {
         failed.reason = "not started: rank " + std::to_string(rank) + " could not be launched";
         failed.transient = false;
@@ -51,18 +59,7 @@ Status ExecutorBackend::Launch(const AttemptLaunch& launch) {
 Status ExecutorBackend::LaunchStep(model::JobId job, int attempt, int step,
                                    const std::vector<executor::LaunchSpec>& tasks) {
   gangs_.ExpectStep(job, attempt, step, NodesByRank(tasks));
-  for (size_t rank = 0; rank < tasks.size(); ++rank) {
-    Status s = executor_.Launch(tasks[rank]);
-    if (s.ok()) continue;
-    for (size_t unstarted = rank; unstarted < tasks.size(); ++unstarted) {
-      executor::RunResult failed = executor::LaunchFailure(job, attempt, s.error());
-      failed.task = tasks[unstarted].task;
-      if (unstarted != rank) failed.reason = "not started: rank " + std::to_string(rank) + " could not be launched";
-      gangs_.OnTaskResult(std::move(failed));
-    }
-    break;
-  }
-  return Status::Ok();
+  return LaunchTasks(tasks, /*report_first=*/true);
 }
 
 void ExecutorBackend::Cancel(model::JobId job, int attempt, bool preempt) {

@@ -186,8 +186,7 @@ Result<std::vector<api::AgentPlane::IgnoredResult>> AgentHub::Results(const std:
 }
 
 std::string AgentHub::TaskLogDir(model::JobId job, int attempt, int task) const {
-  return logs_dir_ + "/" + std::to_string(job) + "/" + std::to_string(attempt) +
-         (task == 0 ? std::string() : "." + std::to_string(task));
+  return logs_dir_ + "/" + std::to_string(job) + "/" + executor::TaskDirName(attempt, task);
 }
 
 Result<int64_t> AgentHub::AppendLog(const std::string& token_pool, const std::string& node,
@@ -362,8 +361,8 @@ void AgentHub::Forget(model::JobId job_id, int attempt) {
       std::filesystem::remove_all(job_dir, ec);
     } else {
       for (const auto& entry : std::filesystem::directory_iterator(job_dir, ec)) {
-        const std::string name = entry.path().filename().string();
-        if (name == std::to_string(attempt) || name.rfind(std::to_string(attempt) + ".", 0) == 0) {
+        const auto task = executor::ParseTaskDirName(entry.path().filename().string());
+        if (task && task->first == attempt) {
           std::filesystem::remove_all(entry.path(), ec);
         }
       }

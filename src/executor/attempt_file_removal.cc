@@ -22,7 +22,7 @@ std::set<std::pair<int, int>> LocalExecutor::TaskDirs(model::JobId job_id) const
   std::error_code ec;
   for (const std::string& dir : {JobRunsDir(job_id), JobLogsDir(job_id)}) {
     for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-      if (auto task = files::ParseTaskDirName(entry.path().filename().string())) found.insert(*task);
+      if (auto task = ParseTaskDirName(entry.path().filename().string())) found.insert(*task);
     }
   }
   return found;
@@ -120,7 +120,7 @@ void LocalExecutor::ReleaseAllExcept(const std::set<std::pair<model::JobId, int>
     std::vector<Key> found;
     std::error_code job_ec;
     for (const auto& entry : std::filesystem::directory_iterator(job_entry.path(), job_ec)) {
-      if (auto task = files::ParseTaskDirName(entry.path().filename().string())) {
+      if (auto task = ParseTaskDirName(entry.path().filename().string())) {
         found.push_back(Key{*job_id, task->first, task->second});
       }
     }

@@ -61,7 +61,7 @@ std::optional<LocalExecutor::Key> LocalExecutor::KeyOf(const std::string& attemp
   const size_t slash = rest.find('/');
   if (slash == std::string::npos || slash == 0 || slash + 1 >= rest.size()) return std::nullopt;
   const std::string job = rest.substr(0, slash);
-  const auto task = files::ParseTaskDirName(rest.substr(slash + 1));
+  const auto task = ParseTaskDirName(rest.substr(slash + 1));
   if (job.find_first_not_of("0123456789") != std::string::npos || job.size() > 18 || !task) return std::nullopt;
   return Key{std::stoll(job), task->first, task->second};
 }

@@ -66,7 +66,7 @@ class LocalExecutor final : public Executor {
 
   std::string JobRunsDir(model::JobId job_id) const { return options_.runs_dir + "/" + std::to_string(job_id); }
   std::string AttemptDir(model::JobId job_id, int attempt, int task = 0) const {
-    return JobRunsDir(job_id) + "/" + files::TaskDirName(attempt, task);
+    return JobRunsDir(job_id) + "/" + TaskDirName(attempt, task);
   }
   std::string AttemptDir(const Key& key) const { return AttemptDir(key.job_id, key.attempt, key.task); }
   std::string WorkDir(model::JobId job_id) const { return options_.work_root + "/" + std::to_string(job_id); }
@@ -77,7 +77,7 @@ class LocalExecutor final : public Executor {
     return (SeparateLogs() ? options_.logs_dir : options_.runs_dir) + "/" + std::to_string(job_id);
   }
   std::string LogsDir(model::JobId job_id, int attempt, int task = 0) const {
-    return JobLogsDir(job_id) + "/" + files::TaskDirName(attempt, task);
+    return JobLogsDir(job_id) + "/" + TaskDirName(attempt, task);
   }
   // Every task directory the job has (runs or logs), as (attempt, task).
   std::set<std::pair<int, int>> TaskDirs(model::JobId job_id) const;

@@ -83,7 +83,6 @@ TEST_F(LocalGangTest, EveryRankRunsOnItsNodeWithItsPlaceAndItsOwnOutput) {
   EXPECT_EQ(job["resources"]["tasks_per_node"], 2);
   const json& attempt = job["attempts"][0];
   ASSERT_EQ(attempt["tasks"].size(), 4u) << attempt.dump(2);
-  const std::string node[] = {"x86-c4m4-hpc-01", "x86-c4m4-hpc-01", "x86-c4m4-hpc-02", "x86-c4m4-hpc-02"};
   const std::vector<std::string> allocated = job["nodes"];
   ASSERT_EQ(allocated.size(), 2u);
   for (int rank = 0; rank < 4; ++rank) {
@@ -100,7 +99,6 @@ TEST_F(LocalGangTest, EveryRankRunsOnItsNodeWithItsPlaceAndItsOwnOutput) {
                             " node_rank=" + std::to_string(rank / 2) + " procid=" + std::to_string(rank) +
                             " ntasks=4 master=127.0.0.1:" + std::to_string(12000 + std::stoll(id) % 20000) + "\n");
   }
-  (void)node;
   // ?node=: the first rank on that node.
   const Reply second = daemon_.Call("GET", "/v1/jobs/" + id + "/log?node=" + allocated[1]);
   EXPECT_EQ(second.body.rfind("rank=2 ", 0), 0u) << second.body;

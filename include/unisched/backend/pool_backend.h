@@ -125,6 +125,7 @@ class ExecutorBackend final : public PoolBackend {
   void Shutdown() override;
 
  private:
+  Status LaunchTasks(const std::vector<executor::LaunchSpec>& tasks, bool report_first);
   executor::Executor& executor_;
   GangBook& gangs_;
 };

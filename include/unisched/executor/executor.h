@@ -17,6 +17,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "unisched/common/status.h"
@@ -69,6 +70,30 @@ struct LaunchSpec {
   int64_t sandbox_uid_count = 0;
   std::string sandbox_uid_lock_dir{};
 };
+
+// The name of a task's directory under its job's: the attempt number for
+// task 0 (the attempt's only task unless it is a gang, and the name every
+// attempt had before gangs), "<attempt>.<task>" for a gang's other ranks.
+inline std::string TaskDirName(int attempt, int task) {
+  return task == 0 ? std::to_string(attempt) : std::to_string(attempt) + "." + std::to_string(task);
+}
+
+// The inverse of TaskDirName: (attempt, task), or nullopt for any other name.
+inline std::optional<std::pair<int, int>> ParseTaskDirName(std::string_view name) {
+  auto number = [](std::string_view digits) -> std::optional<int> {
+    if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string_view::npos) {
+      return std::nullopt;
+    }
+    return std::stoi(std::string(digits));
+  };
+  const size_t dot = name.find('.');
+  const auto attempt = number(name.substr(0, dot));
+  if (!attempt || *attempt <= 0) return std::nullopt;
+  if (dot == std::string_view::npos) return std::make_pair(*attempt, 0);
+  const auto task = number(name.substr(dot + 1));
+  if (!task || *task <= 0) return std::nullopt;
+  return std::make_pair(*attempt, *task);
+}
 
 enum class RunOutcome {
   kCompleted,     // exit status 0
