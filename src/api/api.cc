@@ -86,8 +86,11 @@ Api::Api(ApiContext context)
   add("POST", "/v1/jobs/{id}/release", &Api::ReleaseJob);
   add("GET", "/v1/jobs/{id}/log", &Api::JobLog);
   routes_.back().query = {QueryParam::Choice("stream", {"stdout", "stderr"}),
-                          QueryParam::Integer("attempt", 1, 1'000'000), QueryParam::Integer("rank", 0, 1 << 30),
-                          QueryParam::Text("node"), QueryParam::Integer("step", 1, 1 << 30)};
+                          QueryParam::Integer("attempt", 1, 1'000'000),
+                          QueryParam::Integer("rank", 0, 1 << 30),
+                          QueryParam::Text("node"),
+                          QueryParam::Integer("step", 1, 1 << 30),
+                          QueryParam::Choice("follow", {"true", "false"})};
   routes_.back().for_jobs = true;
   add("POST", "/v1/jobs/{id}/steps", &Api::StartStep);
   routes_.back().for_jobs = true;

@@ -1,5 +1,5 @@
 // The job endpoints (/v1/jobs...): submit, list, get, cancel, hold, release,
-// log, events, and JobView, the job as they answer it. Changes go through
+// events (the log: job_log.cc), and JobView, the job as they answer it. Changes go through
 // the job service; reads go to the store and the published view.
 
 #include <algorithm>
@@ -143,90 +143,6 @@ void Api::HoldJob(Call& call) {
 }
 void Api::ReleaseJob(Call& call) {
   ControlJobAction(call, ControlPlane::JobAction::kRelease);
-}
-
-void Api::JobLog(Call& call) {
-  auto job = ctx_.jobs->VisibleJob(*call.principal, call.Param("id"));
-  if (!job.ok()) {
-    call.reply(FromError(job.error()));
-    return;
-  }
-  const std::string stream = call.Query("stream").value_or("stdout");  // the route allows stdout and stderr
-  HttpResponse r;
-  r.content_type = "text/plain; charset=utf-8";
-  // ?attempt=N: an earlier attempt's output (a retried or requeued job);
-  // by default the current one's.
-  const model::Attempt* attempt = job->CurrentAttempt();
-  if (call.Query("attempt")) {
-    const int64_t wanted = call.QueryInt("attempt", 0);
-    auto found = std::find_if(job->attempts.begin(), job->attempts.end(),
-                              [wanted](const model::Attempt& a) { return a.number == wanted; });
-    if (found == job->attempts.end()) {
-      call.reply(ErrorResponse(
-          404, "not_found",
-          "job " + std::to_string(job->id) + " has no attempt " + std::to_string(wanted) +
-              (job->attempts.empty() ? " (it has not started)"
-                                     : "; its attempts are 1 to " + std::to_string(job->attempts.back().number)),
-          "attempt"));
-      return;
-    }
-    attempt = &*found;
-  }
-  if (!attempt) {
-    call.reply(std::move(r));  // not started: no output yet
-    return;
-  }
-  // ?rank=R or ?node=NAME (its first task): one task of a gang
-  // (launch per_node) or, with ?step=S, of a step; a batch job's one task
-  // is rank 0 on its first node.
-  std::vector<std::string> rank_nodes;  // the node of each rank
-  int task_base = 0;
-  int attempt_number = attempt->number;
-  if (call.Query("step")) {
-    auto step = ctx_.steps ? ctx_.steps->GetStep(job->id, static_cast<int>(call.QueryInt("step", 0)))
-                           : Result<service::StepView>(Error::NotFound("this daemon runs no steps"));
-    if (!step.ok()) {
-      call.reply(FromError(step.error()));
-      return;
-    }
-    rank_nodes = step->nodes;
-    task_base = step->step * service::kStepTaskStride;
-    attempt_number = step->attempt;
-  } else if (job->launch == model::LaunchMode::kPerNode) {
-    const int per_node = std::max(job->resources.tasks_per_node, 1);
-    for (const auto& a : attempt->allocation) rank_nodes.insert(rank_nodes.end(), per_node, a.node);
-  } else if (!attempt->allocation.empty()) {
-    rank_nodes.push_back(attempt->allocation.front().node);
-  }
-  const int64_t tasks = std::max<int64_t>(static_cast<int64_t>(rank_nodes.size()), 1);
-  int64_t rank = 0;
-  if (auto node = call.Query("node")) {
-    auto at = std::find(rank_nodes.begin(), rank_nodes.end(), *node);
-    if (at == rank_nodes.end()) {
-      std::vector<std::string> names;
-      for (const std::string& n : rank_nodes) {
-        if (names.empty() || names.back() != n) names.push_back(n);
-      }
-      call.reply(ErrorResponse(404, "not_found",
-                               "no task of job " + std::to_string(job->id) + (call.Query("step") ? "'s step" : "") +
-                                   " ran on node " + *node + "; its tasks' nodes: " + model::Join(names, ','),
-                               "node"));
-      return;
-    }
-    rank = at - rank_nodes.begin();
-  }
-  if (call.Query("rank")) {
-    rank = call.QueryInt("rank", -1);  // the route checked it is an integer from 0
-    if (rank >= tasks) {
-      call.reply(ErrorResponse(404, "not_found",
-                               "job " + std::to_string(job->id) + " has no rank " + std::to_string(rank) +
-                                   "; its ranks are 0 to " + std::to_string(tasks - 1),
-                               "rank"));
-      return;
-    }
-  }
-  r.body = ctx_.read_log(*job, attempt_number, task_base + static_cast<int>(rank), stream);
-  call.reply(std::move(r));
 }
 
 void Api::JobEvents(Call& call) {

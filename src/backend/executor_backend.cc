@@ -75,13 +75,21 @@ void ExecutorBackend::Recover(const AttemptLaunch& launch) {
   for (const auto& task : launch.gang) executor_.Recover(task);
 }
 
-std::string ExecutorBackend::ReadLog(model::JobId job, int attempt, int task, std::string_view stream) const {
+std::string ExecutorBackend::ReadLog(model::JobId job, int attempt, int task, std::string_view stream,
+                                     LogRange range) const {
   const std::string path = executor_.LogPath(job, attempt, task, stream);
   if (path.empty()) return {};
   std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  if (!in || !in.seekg(static_cast<std::streamoff>(range.offset))) return {};
+  if (range.max_bytes == SIZE_MAX) {
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+  std::string text(range.max_bytes, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(range.max_bytes));
+  text.resize(static_cast<size_t>(in.gcount()));
+  return text;
 }
 
 void ExecutorBackend::Release(model::JobId job, int attempt) {

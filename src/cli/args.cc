@@ -36,6 +36,12 @@ Result<ParsedArgs> ParseArgs(const std::vector<std::string>& args, const std::ve
     }
     return nullptr;
   };
+  auto find_short = [&](char c) -> const FlagSpec* {
+    for (const auto& s : specs) {
+      if (s.short_name == c) return &s;
+    }
+    return nullptr;
+  };
   ParsedArgs out;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& word = args[i];
@@ -55,8 +61,16 @@ Result<ParsedArgs> ParseArgs(const std::vector<std::string>& args, const std::ve
       out.positionals.push_back(word);
       continue;
     }
-    if (word.rfind("--", 0) != 0) return UsageError("unknown option '" + word + "'");
-    std::string name = word.substr(2);
+    std::string name;
+    if (word.size() == 2 && word[1] != '-') {
+      const FlagSpec* spec = find_short(word[1]);
+      if (!spec) return UsageError("unknown option '" + word + "'");
+      name = spec->name;
+    } else if (word.rfind("--", 0) != 0) {
+      return UsageError("unknown option '" + word + "'");
+    } else {
+      name = word.substr(2);
+    }
     std::optional<std::string> inline_value;
     if (auto eq = name.find('='); eq != std::string::npos) {
       inline_value = name.substr(eq + 1);

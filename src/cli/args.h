@@ -30,6 +30,7 @@ struct FlagSpec {
   std::string name;          // without the leading "--", e.g. "memory-mb"
   bool takes_value = false;  // "--name VALUE" or "--name=VALUE"; otherwise a switch
   bool repeatable = false;   // may be given more than once (--env K=V ...)
+  char short_name = 0;       // also "-c" (value in the next word), as Slurm's and tail's -o, -e, -f
 };
 
 struct ParsedArgs {

@@ -54,7 +54,11 @@ constexpr CommandInfo kCommands[] = {
     {"cancel", "ID [ID...] [--json]", "cancel jobs"},
     {"hold", "ID [ID...] [--json]", "hold pending jobs"},
     {"release", "ID [ID...] [--json]", "release held jobs"},
-    {"log", "ID [--stderr]", "print a job's output"},
+    {"log",
+     "ID [--stderr] [-f|--follow] [--attempt N] [--rank R | --node NAME] [--step S]\n"
+     "  -f follows the output while the job runs (a requeued job into its next attempt) and ends with it.",
+     "print a job's output"},
+    {"logs", "ID [--stderr] [-f|--follow] [--attempt N] [--rank R | --node NAME] [--step S]", "the same as log"},
     {"events", "ID [--json]", "show a job's events"},
     {"nodes", "[--json]", "list nodes"},
     {"queues", "[--json]", "list queues"},
@@ -280,12 +284,46 @@ int RunJobAction(Session& session, const ParsedArgs& args, const CommandInfo& in
 }
 
 int RunLog(Session& session, const ParsedArgs& args, const CommandInfo& info) {
-  if (args.positionals.size() != 1) return UsageFailure(info, "log needs exactly one job ID");
-  const std::string stream = args.Has("stderr") ? "stderr" : "stdout";
-  auto response = session.Call("GET", JobPath(args.positionals[0]) + "/log?stream=" + stream);
-  if (!response) return 1;
-  std::cout << response->body;
-  return 0;
+  if (args.positionals.size() != 1) return UsageFailure(info, info.name + std::string(" needs exactly one job ID"));
+  std::vector<std::pair<std::string, std::string>> query{{"stream", args.Has("stderr") ? "stderr" : "stdout"}};
+  for (const char* name : {"attempt", "rank", "node", "step"}) query.emplace_back(name, args.Get(name).value_or(""));
+  const std::string target = JobPath(args.positionals[0]) + "/log" + BuildQuery(query);
+  if (!args.Has("follow")) {
+    auto response = session.Call("GET", target);
+    if (!response) return 1;
+    std::cout << response->body;
+    return 0;
+  }
+  auto print = [](std::string_view piece) {
+    std::cout.write(piece.data(), static_cast<std::streamsize>(piece.size()));
+    std::cout.flush();
+    return static_cast<bool>(std::cout);  // a closed pipe (| head) stops following
+  };
+  // Like tail -f on Slurm's output file, but it ends with the job: each
+  // attempt's stream ends with the attempt; a job retried or requeued for
+  // another attempt is followed on into it, unless one attempt or step was
+  // asked for.
+  std::string follow = target + "&follow=true";
+  for (;;) {
+    auto response = session.Follow(follow, print);
+    if (!response) return 1;
+    if (!std::cout || args.Has("attempt") || args.Has("step")) return 0;
+    auto job = session.CallJson("GET", JobPath(args.positionals[0]));
+    if (!job) return 1;
+    const std::string state = job->value("state", "");
+    const int followed = std::atoi(response->Header("x-unisched-attempt").c_str());
+    const json attempts = job->value("attempts", json::array());
+    const int latest = attempts.empty() ? 0 : attempts.back().value("attempt", 0);
+    if (latest > followed) {
+      follow = target + "&follow=true&attempt=" + std::to_string(followed + 1);  // it started already
+    } else if (state == "PENDING" || state == "HELD") {
+      follow = target + "&follow=true";  // the daemon waits for the attempt it starts next
+    } else {
+      return 0;
+    }
+    std::cerr << "unisched: attempt " << followed << " of job " << args.positionals[0] << " ended; the job is " << state
+              << ", following its next attempt\n";
+  }
 }
 
 // GET a resource and print it as a table (or the raw JSON with --json);
@@ -468,7 +506,10 @@ std::vector<FlagSpec> FlagsFor(const std::string& command) {
     return {{"state", true, false}, {"queue", true, false}, {"pool", true, false},  {"project", true, false},
             {"user", true, false},  {"limit", true, false}, {"cursor", true, false}};
   }
-  if (command == "log") return {{"stderr", false, false}};
+  if (command == "log" || command == "logs") {
+    return {{"stderr", false, false}, {"follow", false, false, 'f'}, {"attempt", true, false},
+            {"rank", true, false},    {"node", true, false},         {"step", true, false}};
+  }
   if (command == "sandbox") {
     return {{"image", true, false}, {"project", true, false},      {"queue", true, false},
             {"cpus", true, false},  {"memory-mb", true, false},    {"timeout", true, false},
@@ -538,7 +579,7 @@ int Dispatch(const CommandInfo& info, const std::vector<std::string>& words) {
   if (command == "jobs") return RunJobs(session, args, info);
   if (command == "job") return RunJob(session, args, info);
   if (command == "cancel" || command == "hold" || command == "release") return RunJobAction(session, args, info);
-  if (command == "log") return RunLog(session, args, info);
+  if (command == "log" || command == "logs") return RunLog(session, args, info);
   if (command == "events") {
     if (args.positionals.size() != 1) return UsageFailure(info, "events needs exactly one job ID");
     return RunShow(session, args, JobPath(args.positionals[0]) + "/events", FormatEventsTable);

@@ -3,12 +3,14 @@
 // commands in files of their own), and the body printer they share.
 
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "cli/args.h"
@@ -43,6 +45,23 @@ class Session {
                                              const std::string& body = {},
                                              const std::map<std::string, std::string>& headers = {}) {
     auto response = client_.Request(method, target, body, headers);
+    if (!response.ok()) {
+      std::cerr << FormatConnectionError(settings_.url, response.error().code, response.error().message) << "\n";
+      return std::nullopt;
+    }
+    if (response->status < 200 || response->status >= 300) {
+      std::cerr << FormatApiError(response->status, response->body) << "\n";
+      if (std::string hint = HintForStatus(response->status); !hint.empty()) std::cerr << hint << "\n";
+      return std::nullopt;
+    }
+    return std::move(*response);
+  }
+
+  // A GET whose body is handed to on_body as it arrives (HttpClient::Follow);
+  // the response's status and headers, or nullopt after printing why not.
+  std::optional<client::ClientResponse> Follow(const std::string& target,
+                                               const std::function<bool(std::string_view)>& on_body) {
+    auto response = client_.Follow(target, on_body);
     if (!response.ok()) {
       std::cerr << FormatConnectionError(settings_.url, response.error().code, response.error().message) << "\n";
       return std::nullopt;

@@ -266,6 +266,69 @@ Result<ClientResponse> HttpClient::Request(const std::string& method, const std:
   return out;
 }
 
+Result<ClientResponse> HttpClient::Follow(const std::string& target,
+                                          const std::function<bool(std::string_view)>& on_body) {
+  Impl& d = *impl_;
+  const Clock::time_point deadline = Clock::now() + d.timeout;
+  http::request<http::empty_body> req{http::verb::get, target, 11};
+  req.set(http::field::host, d.Where());
+  req.set(http::field::user_agent, "unisched-client");
+  if (!d.bearer.empty()) req.set(http::field::authorization, "Bearer " + d.bearer);
+  // A connection of its own: the stream ends with the body.
+  d.Disconnect();
+  beast::error_code ec = d.Connect(deadline);
+  if (ec) return d.ErrorFor(ec, "connect");
+  d.Lowest().expires_at(deadline);
+  d.WithStream([&](auto& stream) {
+    http::async_write(stream, req, [&ec](beast::error_code e, std::size_t) { ec = e; });
+    return 0;
+  });
+  d.Run();
+  http::response_parser<http::buffer_body> parser;
+  parser.body_limit(boost::none);  // a followed log has no length
+  if (!ec) {
+    d.WithStream([&](auto& stream) {
+      http::async_read_header(stream, d.buffer, parser, [&ec](beast::error_code e, std::size_t) { ec = e; });
+      return 0;
+    });
+    d.Run();
+  }
+  if (ec) {
+    d.Disconnect();
+    return d.ErrorFor(ec, "request to");
+  }
+  ClientResponse out;
+  out.status = static_cast<int>(parser.get().result_int());
+  for (const auto& field : parser.get()) {
+    auto [it, inserted] = out.headers.emplace(Lower(std::string(field.name_string())), std::string(field.value()));
+    if (!inserted) it->second += ", " + std::string(field.value());
+  }
+  const bool success = out.status >= 200 && out.status < 300;
+  d.Lowest().expires_never();
+  char piece[16 * 1024];
+  while (!parser.is_done()) {
+    parser.get().body().data = piece;
+    parser.get().body().size = sizeof piece;
+    d.WithStream([&](auto& stream) {
+      http::async_read_some(stream, d.buffer, parser, [&ec](beast::error_code e, std::size_t) { ec = e; });
+      return 0;
+    });
+    d.Run();
+    if (ec == http::error::need_buffer) ec = {};  // the piece is full: hand it over
+    if (ec) break;
+    const size_t got = sizeof piece - parser.get().body().size;
+    if (got == 0) continue;
+    if (!success) {
+      out.body.append(piece, got);
+    } else if (!on_body(std::string_view(piece, got))) {
+      break;
+    }
+  }
+  d.Disconnect();
+  if (ec) return d.ErrorFor(ec, "reading the body from");
+  return out;
+}
+
 Result<std::pair<std::string, uint16_t>> ParseBaseUrl(const std::string& url) {
   auto parsed = ParseUrl(url);
   if (!parsed.ok()) return parsed.error();

@@ -356,9 +356,9 @@ Status Daemon::StartLeaderParts() {
   context.metrics = &metrics_;
   context.clock = &clock_;
   // Output is wherever the job's pool backend keeps it.
-  context.read_log = [backends](const model::Job& job, int attempt, int task, std::string_view stream) {
+  context.read_log = [backends](const model::Job& job, int attempt, int task, std::string_view stream, LogRange range) {
     const backend::PoolBackend* b = backends.For(job.pool);
-    return b ? b->ReadLog(job.id, attempt, task, stream) : std::string();
+    return b ? b->ReadLog(job.id, attempt, task, stream, range) : std::string();
   };
   context.ready = [controller = controller_.get()] { return controller->Ready(); };
   context.steps = controller_.get();
@@ -512,7 +512,8 @@ void Daemon::Standby(api::HttpRequest request, api::Respond respond) {
                                              {"leader", leader.name},
                                              {"epoch", leader.epoch}}
                                   .dump(),
-                              {}});
+                              {},
+                              nullptr});
     return;
   }
   if (request.path == "/metrics") {
@@ -523,7 +524,7 @@ void Daemon::Standby(api::HttpRequest request, api::Respond respond) {
                                  "Authorization: Bearer TOKEN"));
       return;
     }
-    respond(api::HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics_.Serialize(), {}});
+    respond(api::HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics_.Serialize(), {}, nullptr});
     return;
   }
   auto unavailable = [&](const std::string& code, const std::string& message) {

@@ -27,6 +27,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
         stream_(std::move(socket)),
         strand_(stream_.get_executor()),
         request_timer_(strand_),
+        stream_timer_(strand_),
         remote_(std::move(remote)) {
     beast::error_code ec;
     beast::get_lowest_layer(stream_).socket().set_option(tcp::no_delay(true), ec);  // best effort
@@ -39,6 +40,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
         stream_(std::move(socket), *tls_),
         strand_(stream_.get_executor()),
         request_timer_(strand_),
+        stream_timer_(strand_),
         remote_(std::move(remote)) {
     beast::error_code ec;
     beast::get_lowest_layer(stream_).socket().set_option(tcp::no_delay(true), ec);  // best effort
@@ -304,6 +306,9 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
 
   void Write(HttpResponse response, bool force_close) {
     if (closed_) return;
+    if (response.source && response.status >= 200 && response.status < 300 && !force_close) {
+      return WriteStreamed(std::move(response));
+    }
     // Informational statuses are the server's business, not a handler's.
     if (response.status < 200 || response.status > 999) {
       response = ErrorResponse(500, "internal",
@@ -347,6 +352,100 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     ReadRequest();
   }
 
+  // ---- a body that follows something live (HttpResponse::source) ---------
+
+  // The header, then each piece the source gives as a chunk (HTTP/1.0: as
+  // it is, the end of the body being the close), polling the source while
+  // it has nothing new; then the last chunk and the close. No write may
+  // take longer than the body timeout; the waits between pieces have none,
+  // since the source decides when the body ends (a job's output ends with
+  // its attempt), and a client that hangs up ends them (WatchForHangUp).
+  void WriteStreamed(HttpResponse response) {
+    source_ = std::move(response.source);
+    streaming_ = true;
+    chunked_ = version_ >= 11;
+    auto head = std::make_shared<http::response<http::empty_body>>();
+    head->result(static_cast<unsigned>(response.status));
+    head->version(version_);
+    head->set(http::field::server, "unisched");
+    if (!response.content_type.empty() && SafeHeaderValue(response.content_type)) {
+      head->set(http::field::content_type, response.content_type);
+    }
+    for (const auto& [name, value] : response.headers) {
+      if (IsHeaderName(name) && SafeHeaderValue(value)) head->insert(name, value);
+    }
+    head->keep_alive(false);
+    if (chunked_) head->chunked(true);
+    auto serializer = std::make_shared<http::response_serializer<http::empty_body>>(*head);
+    Lowest().expires_after(std::chrono::seconds(core_->options.body_timeout_seconds));
+    http::async_write_header(stream_, *serializer,
+                             [self = this->shared_from_this(), head, serializer](beast::error_code ec, std::size_t) {
+                               if (ec) return self->CloseNow();
+                               if (self->head_) return self->EndStream(false);  // HEAD: the header alone
+                               self->WatchForHangUp();
+                               self->NextPiece();
+                             });
+  }
+
+  void NextPiece() {
+    if (closed_) return;
+    BodySource::Piece piece;
+    try {
+      piece = source_->Next();
+    } catch (const std::exception&) {
+      return CloseNow();  // no last chunk: the client sees the body cut short
+    }
+    if (!piece.data.empty()) return WritePiece(std::move(piece));
+    if (piece.done) return EndStream(chunked_);
+    stream_timer_.expires_after(source_->poll_interval());
+    stream_timer_.async_wait([self = this->shared_from_this()](beast::error_code ec) {
+      if (ec || self->closed_) return;
+      self->NextPiece();
+    });
+  }
+
+  void WritePiece(BodySource::Piece piece) {
+    auto data = std::make_shared<std::string>(std::move(piece.data));
+    auto then = [self = this->shared_from_this(), data, done = piece.done](beast::error_code ec, std::size_t) {
+      if (ec) return self->CloseNow();
+      if (done) return self->EndStream(self->chunked_);
+      self->NextPiece();
+    };
+    Lowest().expires_after(std::chrono::seconds(core_->options.body_timeout_seconds));
+    if (chunked_) {
+      asio::async_write(stream_, http::make_chunk(asio::buffer(*data)), std::move(then));
+    } else {
+      asio::async_write(stream_, asio::buffer(*data), std::move(then));
+    }
+  }
+
+  void EndStream(bool last_chunk) {
+    streaming_ = false;
+    source_.reset();
+    if (!last_chunk) return LingeringClose();
+    Lowest().expires_after(std::chrono::seconds(core_->options.body_timeout_seconds));
+    asio::async_write(stream_, http::make_chunk_last(),
+                      [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
+                        if (ec) return self->CloseNow();
+                        self->LingeringClose();
+                      });
+  }
+
+  // A follower that hangs up must not hold its connection (and whatever the
+  // source holds) until the followed thing ends: readable with nothing to
+  // read is the client's close. Bytes it sends (a pipelined request, TLS
+  // records) are left for the close that ends the stream.
+  void WatchForHangUp() {
+    Lowest().socket().async_wait(tcp::socket::wait_read, [self = this->shared_from_this()](beast::error_code ec) {
+      if (ec || self->closed_ || !self->streaming_) return;
+      char byte = 0;
+      beast::error_code peek_error;
+      const size_t n = self->Lowest().socket().receive(asio::buffer(&byte, 1), tcp::socket::message_peek, peek_error);
+      if (peek_error == asio::error::would_block || peek_error == asio::error::try_again) return self->WatchForHangUp();
+      if (peek_error || n == 0) self->CloseNow();
+    });
+  }
+
   // ---- closing -----------------------------------------------------------
 
   // Closing a socket with unread input makes the kernel send a reset, which
@@ -373,6 +472,8 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     if (closed_) return;
     closed_ = true;
     request_timer_.cancel();  // its wait holds the session (and its connection slot)
+    stream_timer_.cancel();   // so does a streamed body's poll
+    source_.reset();
     beast::error_code ec;
     Lowest().socket().shutdown(tcp::socket::shutdown_both, ec);
     Lowest().close();  // also cancels the pending operation and its timer
@@ -385,6 +486,10 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   static constexpr std::chrono::steady_clock::time_point kNoDeadline = std::chrono::steady_clock::time_point::max();
   asio::steady_timer request_timer_;
   std::chrono::steady_clock::time_point request_deadline_ = kNoDeadline;
+  asio::steady_timer stream_timer_;     // between polls of a streamed body's source
+  std::shared_ptr<BodySource> source_;  // while a streamed body is written
+  bool streaming_ = false;
+  bool chunked_ = false;
   bool timer_waiting_ = false;
   uint64_t timer_generation_ = 0;
   bool request_timed_out_ = false;

@@ -147,10 +147,13 @@ void PlacingBackend::Recover(const backend::AttemptLaunch& launch) {
   sink_(std::move(lost));
 }
 
-std::string PlacingBackend::ReadLog(model::JobId job, int attempt, int task, std::string_view stream) const {
+std::string PlacingBackend::ReadLog(model::JobId job, int attempt, int task, std::string_view stream,
+                                    LogRange range) const {
   std::lock_guard lock(mu_);
   auto it = runs_.find({job, attempt});
-  return it == runs_.end() || stream != "stdout" || task != 0 ? std::string() : it->second.stdout_text;
+  if (it == runs_.end() || stream != "stdout" || task != 0) return {};
+  const std::string& text = it->second.stdout_text;
+  return range.offset >= text.size() ? std::string() : text.substr(range.offset, range.max_bytes);
 }
 
 void PlacingBackend::Forget(model::JobId job, int attempt) {

@@ -29,7 +29,7 @@ class PlacingBackend final : public backend::PoolBackend {
   Status Launch(const backend::AttemptLaunch& launch) override;
   void Cancel(model::JobId job, int attempt, bool preempt) override;
   void Recover(const backend::AttemptLaunch& launch) override;
-  std::string ReadLog(model::JobId job, int attempt, int task, std::string_view stream) const override;
+  std::string ReadLog(model::JobId job, int attempt, int task, std::string_view stream, LogRange range) const override;
   void Forget(model::JobId job, int attempt) override;
   void Shutdown() override;
 

@@ -16,6 +16,7 @@
 
 #include "unisched/api/http.h"
 #include "unisched/auth/auth.h"
+#include "unisched/common/log_range.h"
 #include "unisched/common/status.h"
 #include "unisched/common/time.h"
 #include "unisched/config/config.h"
@@ -86,9 +87,9 @@ struct ApiContext {
   std::string job_token_secret;
   metrics::Metrics* metrics = nullptr;
   const Clock* clock = nullptr;
-  // An attempt's output stream as its pool's backend keeps it ("" when none).
-  // The output of (job, attempt, task) as its pool backend keeps it.
-  std::function<std::string(const model::Job&, int, int, std::string_view)> read_log;
+  // The output of (job, attempt, task), stream "stdout" or "stderr", as its
+  // pool backend keeps it ("" when none): the bytes of the range.
+  std::function<std::string(const model::Job&, int, int, std::string_view, LogRange)> read_log;
   // Whether the daemon is ready (store open, recovery done) for /readyz.
   std::function<bool()> ready;
 };

@@ -3,8 +3,10 @@
 // place with Beast) turns wire messages into HttpRequest and back, so every
 // handler is a function from request to response, testable without a socket.
 
+#include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,11 +31,29 @@ struct HttpRequest {
   }
 };
 
+// A body sent while it is produced (Transfer-Encoding: chunked; a close-
+// delimited body to an HTTP/1.0 client), for a response that follows
+// something live, such as a running job's output. The server asks for the
+// next piece on the connection's own thread after each piece is written,
+// and again every poll_interval while nothing is new, so Next must not
+// block. The connection closes after the last piece.
+class BodySource {
+ public:
+  struct Piece {
+    std::string data;   // empty: nothing new yet (unless done)
+    bool done = false;  // nothing comes after data
+  };
+  virtual ~BodySource() = default;
+  virtual Piece Next() = 0;
+  virtual std::chrono::milliseconds poll_interval() const { return std::chrono::milliseconds(250); }
+};
+
 struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;  // extra headers
+  std::shared_ptr<BodySource> source;                        // set: the body comes from it, `body` is unused
 };
 
 // Must be called exactly once per request, from any thread.

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "unisched/backend/gang.h"
+#include "unisched/common/log_range.h"
 #include "unisched/common/status.h"
 #include "unisched/executor/executor.h"
 #include "unisched/model/job.h"
@@ -67,9 +68,10 @@ class PoolBackend {
   // collect, adopt or launch it, as executor::Executor::Recover.
   virtual void Recover(const AttemptLaunch& launch) = 0;
   // The output stream ("stdout" or "stderr") of an attempt's task (0 unless
-  // it is a gang's rank) as far as this backend keeps it; empty when it
-  // keeps none.
-  virtual std::string ReadLog(model::JobId job, int attempt, int task, std::string_view stream) const = 0;
+  // it is a gang's rank) as far as this backend keeps it, the bytes of
+  // `range`; empty when it keeps none.
+  virtual std::string ReadLog(model::JobId job, int attempt, int task, std::string_view stream,
+                              LogRange range) const = 0;
   // The attempt's end is durably recorded: what was kept only to recover it may go.
   virtual void Release(model::JobId job, int attempt) {
     (void)job;
@@ -118,7 +120,7 @@ class ExecutorBackend final : public PoolBackend {
   Status LaunchStep(model::JobId job, int attempt, int step, const std::vector<executor::LaunchSpec>& tasks) override;
   void Cancel(model::JobId job, int attempt, bool preempt) override;
   void Recover(const AttemptLaunch& launch) override;
-  std::string ReadLog(model::JobId job, int attempt, int task, std::string_view stream) const override;
+  std::string ReadLog(model::JobId job, int attempt, int task, std::string_view stream, LogRange range) const override;
   void Release(model::JobId job, int attempt) override;
   void ReleaseAllExcept(const std::set<std::pair<model::JobId, int>>& running) override;
   void Forget(model::JobId job, int attempt) override;

@@ -6,9 +6,11 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "unisched/common/status.h"
@@ -56,6 +58,14 @@ class HttpClient {
   // "transport_error" (ErrorKind::kUnavailable).
   Result<ClientResponse> Request(const std::string& method, const std::string& target, const std::string& body = {},
                                  const std::map<std::string, std::string>& headers = {});
+
+  // A GET whose body is followed as it arrives (a job's log with
+  // ?follow=true): a 2xx response's body goes to on_body piece by piece and
+  // is not kept; any other status comes back whole in the response. The
+  // deadline covers the connection and the response's header only: the
+  // server ends the body. on_body returning false stops reading (the
+  // connection is closed). Transport errors as Request's.
+  Result<ClientResponse> Follow(const std::string& target, const std::function<bool(std::string_view)>& on_body);
 
   void SetBearerToken(std::string token);
   // Per-request deadline for connect, write and read together (default 30 s).

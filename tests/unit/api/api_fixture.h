@@ -64,7 +64,7 @@ class ApiFixture : public ::testing::Test {
     ctx.jobs = jobs_.get();
     ctx.metrics = &metrics_;
     ctx.clock = &clock_;
-    ctx.read_log = [](const model::Job&, int, int, std::string_view) { return std::string(); };
+    ctx.read_log = [](const model::Job&, int, int, std::string_view, LogRange) { return std::string(); };
     api_ = std::make_unique<Api>(ctx);
   }
   void TearDown() override {

@@ -160,6 +160,21 @@ TEST(ArgsTest, ParsesFlagsPositionalsAndRest) {
   EXPECT_TRUE(IsUsageError(single_dash.error()));
 }
 
+TEST(ArgsTest, ShortNamesAreTheirLongFlags) {
+  const std::vector<FlagSpec> specs = {{"follow", false, false, 'f'}, {"output", true, false, 'o'}};
+  auto parsed = ParseArgs({"-f", "7", "-o", "slurm-%j.out"}, specs);
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  EXPECT_TRUE(parsed->Has("follow"));
+  EXPECT_EQ(parsed->Get("output"), "slurm-%j.out");
+  EXPECT_EQ(parsed->positionals, (std::vector<std::string>{"7"}));
+  auto missing = ParseArgs({"-o"}, specs);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().field, "output");
+  auto unknown = ParseArgs({"-e"}, specs);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error().message.find("'-e'"), std::string::npos);
+}
+
 TEST(ArgsTest, ParsesDurations) {
   struct Case {
     std::string text;

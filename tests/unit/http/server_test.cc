@@ -14,11 +14,13 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -171,7 +173,7 @@ TEST(HttpServerTest, KeepAliveReusesOneConnection) {
       std::lock_guard<std::mutex> lock(mu);
       remotes.push_back(req.remote);
     }
-    respond(HttpResponse{200, "application/json", "{}", {}});
+    respond(HttpResponse{200, "application/json", "{}", {}, nullptr});
   });
   ASSERT_TRUE(server);
   HttpClient a("127.0.0.1", server->port());
@@ -394,8 +396,8 @@ TEST(HttpServerTest, HandlerMayRespondLaterFromAnotherThread) {
     std::lock_guard<std::mutex> lock(mu);
     workers.emplace_back([req = std::move(req), respond] {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      respond(HttpResponse{201, "application/json", R"({"later":")" + req.path + "\"}", {}});
-      respond(HttpResponse{500, "application/json", "{}", {}});  // ignored: exactly once
+      respond(HttpResponse{201, "application/json", R"({"later":")" + req.path + "\"}", {}, nullptr});
+      respond(HttpResponse{500, "application/json", "{}", {}, nullptr});  // ignored: exactly once
     });
   });
   ASSERT_TRUE(server);
@@ -455,7 +457,7 @@ TEST(HttpServerTest, ResponseHeadersAndStatusesPassThrough) {
 
 TEST(HttpServerTest, StatusesWithoutBodyOrOutOfRangeAreHandled) {
   auto server = Start([](HttpRequest req, Respond respond) {
-    respond(HttpResponse{std::stoi(req.query["status"]), "application/json", R"({"x":1})", {}});
+    respond(HttpResponse{std::stoi(req.query["status"]), "application/json", R"({"x":1})", {}, nullptr});
   });
   ASSERT_TRUE(server);
   HttpClient c("127.0.0.1", server->port());
@@ -480,7 +482,7 @@ TEST(HttpServerTest, ConcurrentClientsFromEightThreads) {
   std::atomic<int> calls{0};
   auto server = Start([&](HttpRequest req, Respond respond) {
     ++calls;
-    respond(HttpResponse{200, "application/json", req.body, {}});
+    respond(HttpResponse{200, "application/json", req.body, {}, nullptr});
   });
   ASSERT_TRUE(server);
   constexpr int kThreads = 8;
@@ -559,6 +561,168 @@ TEST(HttpServerTest, StopIsIdempotentAndLateRespondsAreHarmless) {
   std::lock_guard<std::mutex> lock(mu);
   held.front()(HttpResponse{});  // after the server is gone: dropped
   held.clear();
+}
+
+// ---- bodies that follow something live (HttpResponse::source) -------------
+
+// A source the test feeds: pieces are handed out as the test adds them,
+// and the test can see whether the server still holds the source.
+class FedSource final : public BodySource {
+ public:
+  explicit FedSource(std::shared_ptr<std::atomic<bool>> alive) : alive_(std::move(alive)) { *alive_ = true; }
+  ~FedSource() override { *alive_ = false; }
+  void Add(std::string piece, bool done = false) {
+    std::lock_guard<std::mutex> lock(mu_);
+    pieces_.push_back(std::move(piece));
+    done_ = done;
+  }
+  Piece Next() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    Piece piece;
+    if (!pieces_.empty()) {
+      piece.data = std::move(pieces_.front());
+      pieces_.erase(pieces_.begin());
+    }
+    piece.done = pieces_.empty() && done_;
+    return piece;
+  }
+  std::chrono::milliseconds poll_interval() const override { return std::chrono::milliseconds(5); }
+
+ private:
+  std::shared_ptr<std::atomic<bool>> alive_;
+  std::mutex mu_;
+  std::vector<std::string> pieces_;
+  bool done_ = false;
+};
+
+// Serves every request from one FedSource the test keeps.
+struct Streaming {
+  std::shared_ptr<std::atomic<bool>> alive = std::make_shared<std::atomic<bool>>(false);
+  std::shared_ptr<FedSource> source = std::make_shared<FedSource>(alive);
+  Handler handler() {
+    // Weak: once the test lets go of the source, only a session holds it.
+    return [weak = std::weak_ptr<FedSource>(source)](HttpRequest, Respond respond) {
+      HttpResponse response;
+      response.content_type = "text/plain";
+      response.headers.emplace_back("X-Followed", "yes");
+      response.source = weak.lock();
+      respond(std::move(response));
+    };
+  }
+};
+
+bool WaitFor(const std::function<bool()>& condition) {
+  for (int i = 0; i < 2000 && !condition(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return condition();
+}
+
+TEST(HttpServerTest, AStreamedBodyArrivesAsItIsProducedAndEndsWithItsSource) {
+  Streaming streaming;
+  auto server = Start(streaming.handler());
+  ASSERT_TRUE(server);
+  streaming.source->Add("first ");
+  std::mutex mu;
+  std::string received;
+  std::thread follower([&, port = server->port()] {
+    HttpClient c("127.0.0.1", port);
+    auto r = c.Follow("/log", [&](std::string_view piece) {
+      std::lock_guard<std::mutex> lock(mu);
+      received.append(piece);
+      return true;
+    });
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->Header("x-followed"), "yes");
+    EXPECT_EQ(r->Header("transfer-encoding"), "chunked");
+    EXPECT_TRUE(r->body.empty());  // a 2xx body goes to the callback only
+  });
+  // The second piece is produced only after the first has arrived: the
+  // body is not buffered until its end.
+  ASSERT_TRUE(WaitFor([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return received == "first ";
+  }));
+  streaming.source->Add("second", /*done=*/true);
+  follower.join();
+  EXPECT_EQ(received, "first second");
+  streaming.source.reset();
+  EXPECT_TRUE(WaitFor([&] { return !*streaming.alive; }));  // the server let go of it
+}
+
+TEST(HttpServerTest, AStreamedBodyIsChunkedAndEndsWithTheLastChunkThenTheClose) {
+  Streaming streaming;
+  auto server = Start(streaming.handler());
+  ASSERT_TRUE(server);
+  streaming.source->Add("abc");
+  streaming.source->Add("defg", /*done=*/true);
+  RawSocket s(server->port());
+  ASSERT_TRUE(s.Send("GET /log HTTP/1.1\r\nHost: x\r\n\r\n"));
+  std::string got;
+  EXPECT_TRUE(s.ReadUntilClosed(&got));
+  EXPECT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << got;
+  EXPECT_NE(got.find("Transfer-Encoding: chunked\r\n"), std::string::npos) << got;
+  EXPECT_NE(got.find("Connection: close\r\n"), std::string::npos) << got;
+  EXPECT_EQ(BodyOf(got), "3\r\nabc\r\n4\r\ndefg\r\n0\r\n\r\n");
+}
+
+TEST(HttpServerTest, AnHttp10ClientGetsAStreamedBodyEndedByTheClose) {
+  Streaming streaming;
+  auto server = Start(streaming.handler());
+  ASSERT_TRUE(server);
+  streaming.source->Add("abc");
+  streaming.source->Add("defg", /*done=*/true);
+  RawSocket s(server->port());
+  ASSERT_TRUE(s.Send("GET /log HTTP/1.0\r\nHost: x\r\n\r\n"));
+  std::string got;
+  EXPECT_TRUE(s.ReadUntilClosed(&got));
+  EXPECT_EQ(got.rfind("HTTP/1.0 200", 0), 0u) << got;
+  EXPECT_EQ(got.find("Transfer-Encoding"), std::string::npos) << got;
+  EXPECT_EQ(BodyOf(got), "abcdefg");
+}
+
+TEST(HttpServerTest, AHeadRequestGetsAStreamedResponsesHeaderOnly) {
+  Streaming streaming;
+  auto server = Start(streaming.handler());
+  ASSERT_TRUE(server);
+  streaming.source->Add("never sent");  // and never done: HEAD must not wait for it
+  RawSocket s(server->port());
+  ASSERT_TRUE(s.Send("HEAD /log HTTP/1.1\r\nHost: x\r\n\r\n"));
+  std::string got;
+  EXPECT_TRUE(s.ReadUntilClosed(&got));
+  EXPECT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << got;
+  EXPECT_EQ(BodyOf(got), "");
+}
+
+TEST(HttpServerTest, AFollowerThatHangsUpReleasesTheStreamAtOnce) {
+  Streaming streaming;
+  auto server = Start(streaming.handler());
+  ASSERT_TRUE(server);
+  streaming.source->Add("only piece");  // never done: only the hang-up can end it
+  {
+    RawSocket s(server->port());
+    ASSERT_TRUE(s.Send("GET /log HTTP/1.1\r\nHost: x\r\n\r\n"));
+    std::string got;
+    ASSERT_TRUE(s.ReadUntil("only piece", &got)) << got;
+  }  // closed here
+  streaming.source.reset();
+  EXPECT_TRUE(WaitFor([&] { return !*streaming.alive; })) << "the session still holds the source";
+}
+
+TEST(HttpServerTest, StopEndsAStreamThatIsStillFollowed) {
+  Streaming streaming;
+  auto server = Start(streaming.handler());
+  ASSERT_TRUE(server);
+  streaming.source->Add("x");
+  RawSocket s(server->port());
+  ASSERT_TRUE(s.Send("GET /log HTTP/1.1\r\nHost: x\r\n\r\n"));
+  std::string got;
+  ASSERT_TRUE(s.ReadUntil("\r\nx\r\n", &got)) << got;
+  server->Stop();
+  EXPECT_TRUE(s.ReadUntilClosed(&got));
+  EXPECT_EQ(got.find("0\r\n\r\n"), std::string::npos) << "an interrupted stream must not look complete";
+  streaming.source.reset();
+  server.reset();
+  EXPECT_FALSE(*streaming.alive);
 }
 
 }  // namespace
