@@ -3,6 +3,7 @@
 #include <set>
 
 #include "api/body.h"
+#include "unisched/model/output_pattern.h"
 
 namespace unisched::api {
 namespace {
@@ -42,7 +43,7 @@ Result<Submission> ParseSubmission(const json& body) {
   }
   if (auto e = CheckKeys(body, "",
                          {"name", "project", "queue", "workload", "resources", "constraints", "launch", "command",
-                          "env", "priority", "max_retries"})) {
+                          "env", "priority", "max_retries", "output_file", "error_file"})) {
     return *e;
   }
   Submission s;
@@ -195,6 +196,18 @@ Result<Submission> ParseSubmission(const json& body) {
       if (auto e = body::CheckNoNul(value.get_ref<const std::string&>(), field)) return *e;
       s.env[key] = value.get<std::string>();
     }
+  }
+
+  // Slurm's -o and -e: file name patterns (model/output_pattern.h).
+  for (const auto& [key, out] : {std::pair{"output_file", &s.output_file}, std::pair{"error_file", &s.error_file}}) {
+    auto it = body.find(key);
+    if (it == body.end() || it->is_null()) continue;
+    if (!it->is_string()) return WrongType(key, "a string (a file name pattern, e.g. \"slurm-%j.out\")", *it);
+    const auto& pattern = it->get_ref<const std::string&>();
+    if (std::string why = model::CheckOutputPattern(pattern); !why.empty()) {
+      return Error::Unprocessable("invalid_value", std::string(key) + " " + why, key);
+    }
+    *out = pattern;
   }
 
   int64_t priority = 0;

@@ -45,8 +45,12 @@ constexpr CommandInfo kCommands[] = {
     {"submit",
      "[--name N] [--project P] [--queue Q] [--kind hpc|ai-training|ai-inference|agent] [--feature K=V]... "
      "[--nodes N] [--cpus N] [--memory-mb N] [--gpus N] [--gpu-model M] [--walltime SECONDS|--time HH:MM:SS] "
-     "[--constraint K=V]... [--env K=V]... [--priority N] [--idempotency-key K] [--wait] [--json] -- COMMAND "
-     "[ARGS...]",
+     "[--constraint K=V]... [--env K=V]... [--priority N] [--idempotency-key K] [--wait] [--json] "
+     "[--launch batch|per_node] [--tasks-per-node K] [-o|--output PATTERN] [-e|--error PATTERN] -- COMMAND "
+     "[ARGS...]\n"
+     "  -o/-e copy each task's stdout/stderr to files named by Slurm's patterns: %j job id, %t rank, %N node,\n"
+     "  %u user, %x job name, %A/%a array id/index, %% a '%' (e.g. -o slurm-%j.out; relative under\n"
+     "  executor.output_dir). Without -e, stderr goes to the -o file.",
      "submit a job"},
     {"jobs", "[--state S] [--queue Q] [--pool P] [--project P] [--user U] [--limit N] [--cursor C] [--json]",
      "list jobs"},

@@ -47,15 +47,17 @@ const char* const kKinds[] = {"hpc", "ai-training", "ai-inference", "agent"};
 
 const std::vector<FlagSpec>& SubmitFlags() {
   static const std::vector<FlagSpec> kFlags = {
-      {"name", true, false},      {"project", true, false},
-      {"queue", true, false},     {"kind", true, false},
-      {"feature", true, true},    {"nodes", true, false},
-      {"cpus", true, false},      {"memory-mb", true, false},
-      {"gpus", true, false},      {"gpu-model", true, false},
-      {"walltime", true, false},  {"time", true, false},
-      {"constraint", true, true}, {"env", true, true},
-      {"priority", true, false},  {"idempotency-key", true, false},
-      {"wait", false, false},
+      {"name", true, false},           {"project", true, false},
+      {"queue", true, false},          {"kind", true, false},
+      {"feature", true, true},         {"nodes", true, false},
+      {"cpus", true, false},           {"memory-mb", true, false},
+      {"gpus", true, false},           {"gpu-model", true, false},
+      {"walltime", true, false},       {"time", true, false},
+      {"constraint", true, true},      {"env", true, true},
+      {"priority", true, false},       {"idempotency-key", true, false},
+      {"wait", false, false},          {"output", true, false, 'o'},
+      {"error", true, false, 'e'},     {"launch", true, false},
+      {"tasks-per-node", true, false},
   };
   return kFlags;
 }
@@ -94,8 +96,9 @@ Result<SubmitRequest> BuildSubmitRequest(const ParsedArgs& args) {
     const char* flag;
     const char* key;
   };
-  for (const auto& f : {IntFlag{"nodes", "nodes"}, IntFlag{"cpus", "cpus"}, IntFlag{"memory-mb", "memory_mb"},
-                        IntFlag{"gpus", "gpus"}, IntFlag{"walltime", "walltime_seconds"}}) {
+  for (const auto& f :
+       {IntFlag{"nodes", "nodes"}, IntFlag{"cpus", "cpus"}, IntFlag{"memory-mb", "memory_mb"}, IntFlag{"gpus", "gpus"},
+        IntFlag{"walltime", "walltime_seconds"}, IntFlag{"tasks-per-node", "tasks_per_node"}}) {
     if (auto v = args.Get(f.flag)) {
       auto n = ParseInteger(*v, f.flag);
       if (!n.ok()) return n.error();
@@ -121,6 +124,12 @@ Result<SubmitRequest> BuildSubmitRequest(const ParsedArgs& args) {
     if (!obj.empty()) body[key] = std::move(obj);
   }
 
+  // Slurm's -o/-e patterns and the launch mode go as they are: the daemon
+  // checks them and names the field of a bad one.
+  for (const auto& [flag, key] :
+       {std::pair{"output", "output_file"}, std::pair{"error", "error_file"}, std::pair{"launch", "launch"}}) {
+    if (auto v = args.Get(flag)) body[key] = *v;
+  }
   body["command"] = args.rest;
   if (auto p = args.Get("priority")) {
     auto n = ParseInteger(*p, "priority");

@@ -177,6 +177,8 @@ json JobToJson(const model::Job& job) {
         {"walltime_seconds", r.walltime_seconds}}},
       {"constraints", job.constraints},
       {"launch", std::string(model::ToString(job.launch))},
+      {"output_file", job.output_file},
+      {"error_file", job.error_file},
       {"command", job.command},
       {"env", job.env},
       {"priority", job.priority},
@@ -372,6 +374,7 @@ std::string JobDocument(const model::Job& job) {
   w.Key("eligible_at").Time(job.eligible_at);
   w.Key("ended_at").Time(job.ended_at);
   w.Key("env").StringMap(job.env);
+  w.Key("error_file").Str(job.error_file);
   w.Key("estimated_start").Null();
   w.Key("exit_code").OptInt(job.exit_code);
   w.Key("id").Str(std::to_string(job.id));
@@ -379,6 +382,7 @@ std::string JobDocument(const model::Job& job) {
   w.Key("max_retries").OptInt(job.max_retries);
   w.Key("name").Str(job.name);
   w.Key("nodes").StringArray(job.NodeNames());
+  w.Key("output_file").Str(job.output_file);
   w.Key("pending_reasons").Raw("[]");
   w.Key("pool").Str(job.pool);
   w.Key("preempted_by").Open('[');
@@ -483,6 +487,8 @@ Result<model::Job> JobFromJson(const json& doc) {
   d.StringMap(doc, "constraints", "constraints", job.constraints);
   d.StringList(doc, "command", "command", job.command);
   d.StringMap(doc, "env", "env", job.env);
+  d.String(doc, "output_file", "output_file", job.output_file);  // absent (before -o): none
+  d.String(doc, "error_file", "error_file", job.error_file);
   d.Integer(doc, "priority", "priority", job.priority);
   if (const json* r = d.Object(doc, "routing", "routing")) {
     d.String(*r, "pool", "routing.pool", job.routing.pool);

@@ -158,7 +158,7 @@ void ParseScheduler(const YAML::Node& node, Errors& errors, model::ClusterSpec& 
 void ParseExecutor(const YAML::Node& node, Errors& errors, ExecutorSettings& out) {
   MapReader m(node, "executor",
               {"default_unix_user", "user_accounts", "kill_grace_seconds", "use_cgroups", "pids_limit",
-               "supervisor_path", "runtime_dir"},
+               "supervisor_path", "runtime_dir", "output_dir"},
               errors);
   MapReader accounts(m.Get("user_accounts"), m.PathOf("user_accounts"), {"uid_min", "uid_max", "gid_min", "gid_max"},
                      errors);
@@ -172,6 +172,7 @@ void ParseExecutor(const YAML::Node& node, Errors& errors, ExecutorSettings& out
   m.Read("pids_limit", out.pids_limit);
   m.Read("supervisor_path", out.supervisor_path);
   m.Read("runtime_dir", out.runtime_dir);
+  m.Read("output_dir", out.output_dir);
 }
 
 model::PoolSpec ParsePool(const YAML::Node& node, const std::string& path, Errors& errors) {

@@ -242,6 +242,12 @@ void ValidateExecutor(const ExecutorSettings& s, Errors& errors) {
                "daemon choose one under /run or /dev/shm; got '" +
                    s.runtime_dir + "'");
   }
+  if (!s.output_dir.empty() && (s.output_dir.front() != '/' || s.output_dir.back() == '/')) {
+    errors.Add("executor.output_dir",
+               "must be an absolute path without a trailing '/' (shared storage mounted there on every node, e.g. "
+               "/shared/unisched-output), or left out; got '" +
+                   s.output_dir + "'");
+  }
 }
 
 void ValidateScheduler(const model::ClusterSpec& cluster, Errors& errors) {

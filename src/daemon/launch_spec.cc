@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "unisched/model/output_pattern.h"
 #include "unisched/model/words.h"
 
 namespace unisched::daemon {
@@ -120,6 +121,19 @@ std::map<std::string, std::string> JobEnvironment(const model::Job& job, const m
   return env;
 }
 
+namespace {
+
+// Slurm's -o and -e for one task (the job's patterns expanded for its rank
+// and node); as sbatch, stderr goes to the output file when no error file
+// is named.
+void PlaceOutputFiles(executor::LaunchSpec& spec, const model::Job& job) {
+  const model::OutputPlace place{job.id, spec.task, spec.node, job.user, job.name};
+  spec.output_file = job.output_file.empty() ? std::string() : model::ExpandOutputPattern(job.output_file, place);
+  spec.error_file = job.error_file.empty() ? spec.output_file : model::ExpandOutputPattern(job.error_file, place);
+}
+
+}  // namespace
+
 executor::LaunchSpec BuildLaunchSpec(const config::Config& config, const model::Job& job, const std::string& unix_user,
                                      bool as_root, const std::string& master_address) {
   const model::Attempt& attempt = *job.CurrentAttempt();
@@ -154,6 +168,7 @@ executor::LaunchSpec BuildLaunchSpec(const config::Config& config, const model::
     spec.sandbox_uid_count = config.sandboxes.uid_count;
     spec.sandbox_uid_lock_dir = config.sandboxes.uid_lock_dir;
   }
+  PlaceOutputFiles(spec, job);
   return spec;
 }
 
@@ -178,6 +193,7 @@ std::vector<executor::LaunchSpec> ExpandTasks(const executor::LaunchSpec& first,
       // Its share of the node's cgroup caps: the node's divided among its tasks.
       task.limits.memory_bytes = node.memory_mb * (int64_t{1} << 20) / per_node;
       task.limits.cpu_millis = int64_t{node.cpus} * 1000 / per_node;
+      PlaceOutputFiles(task, job);
       tasks.push_back(std::move(task));
     }
   }
@@ -245,6 +261,10 @@ Result<std::vector<executor::LaunchSpec>> BuildStepSpecs(const executor::LaunchS
   step_job.attempts.back().allocation = nodes;
   executor::LaunchSpec base = first;
   base.argv = request.command;
+  // A step's output is `unisched step`'s, which prints it into the batch
+  // script's output (and so its -o file), as srun's.
+  step_job.output_file.clear();
+  step_job.error_file.clear();
   const std::string master = first.env.count("UNISCHED_MASTER_ADDR") ? first.env.at("UNISCHED_MASTER_ADDR") : "";
   std::vector<executor::LaunchSpec> tasks = ExpandTasks(base, step_job, unix_user, master);
   for (executor::LaunchSpec& task : tasks) {

@@ -149,6 +149,8 @@ inline nlohmann::json SpecToJson(const AttemptSpec& spec) {
        {{"base", l.sandbox_uid_base}, {"count", l.sandbox_uid_count}, {"lock_dir", l.sandbox_uid_lock_dir}}},
   };
   if (!spec.log_dir.empty()) j["log_dir"] = spec.log_dir;
+  if (!l.output_file.empty()) j["output_file"] = l.output_file;
+  if (!l.error_file.empty()) j["error_file"] = l.error_file;
   if (l.ids) j["ids"] = {{"uid", l.ids->uid}, {"gid", l.ids->gid}, {"groups", l.ids->groups}};
   if (spec.account) {
     j["account"] = {{"uid", spec.account->uid}, {"gid", spec.account->gid}, {"groups", spec.account->groups}};
@@ -193,7 +195,9 @@ inline Result<AttemptSpec> SpecFromDocument(const nlohmann::json& j) {
     r.String(*u, "lock_dir", "sandbox_uids.lock_dir", l.sandbox_uid_lock_dir);
   }
   r.Bool(j, "use_cgroups", "use_cgroups", spec.use_cgroups);
-  r.String(j, "log_dir", "log_dir", spec.log_dir);  // absent: output beside the control files
+  r.String(j, "log_dir", "log_dir", spec.log_dir);           // absent: output beside the control files
+  r.String(j, "output_file", "output_file", l.output_file);  // absent: no copy
+  r.String(j, "error_file", "error_file", l.error_file);
   // {"uid", "gid", "groups"} under `key`: an account as numbers.
   auto read_ids = [&r, &j](const char* key, uint32_t& uid, uint32_t& gid, std::vector<uint32_t>& groups) {
     const nlohmann::json* a = r.Object(j, key, key);

@@ -78,6 +78,20 @@ std::optional<Error> QuotaRefusal(const model::ClusterSpec& cluster, const Clust
   return std::nullopt;
 }
 
+// An output file pattern as stored: absolute as given, relative under the
+// shared output directory; refused (naming `field`) when relative without one.
+Result<std::string> PlaceOutputFile(const config::Config& config, const std::string& pattern, const char* field) {
+  if (pattern.empty() || pattern.front() == '/') return pattern;
+  if (config.executor.output_dir.empty()) {
+    return Error::Unprocessable("invalid_value",
+                                std::string(field) + " '" + pattern +
+                                    "' is relative, and this cluster has no shared output directory "
+                                    "(executor.output_dir); give an absolute path on storage every node mounts",
+                                field);
+  }
+  return config.executor.output_dir + "/" + pattern;
+}
+
 Result<JobAdmission> AdmitJob(const config::Config& config, const ClusterView& view,
                               const SandboxHoldsSource& sandboxes, const auth::Principal& who,
                               const JobRequest& request) {
@@ -95,7 +109,12 @@ Result<JobAdmission> AdmitJob(const config::Config& config, const ClusterView& v
                  "only platform-admins and admins of queue " + route->queue + " may submit with a priority above 0",
                  "priority"};
   }
-  return JobAdmission{std::move(project).value(), std::move(route).value()};
+  auto output_file = PlaceOutputFile(config, request.output_file, "output_file");
+  if (!output_file.ok()) return output_file.error();
+  auto error_file = PlaceOutputFile(config, request.error_file, "error_file");
+  if (!error_file.ok()) return error_file.error();
+  return JobAdmission{std::move(project).value(), std::move(route).value(), std::move(output_file).value(),
+                      std::move(error_file).value()};
 }
 
 SandboxLimits SandboxDefaults(const config::Config& config, const model::QueueSpec& queue,

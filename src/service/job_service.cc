@@ -49,6 +49,8 @@ void JobService::Submit(const auth::Principal& who, JobRequest request, std::str
   job.launch = request.launch;
   job.command = std::move(request.command);
   job.env = std::move(request.env);
+  job.output_file = std::move(admitted->output_file);
+  job.error_file = std::move(admitted->error_file);
   job.priority = request.priority;
   job.max_retries = request.max_retries;
   job.routing = {route.pool, route.queue, route.reason};

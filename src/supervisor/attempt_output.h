@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "supervisor/capped_log.h"
+#include "supervisor/job_launch.h"
 
 namespace unisched::supervisor {
 
@@ -41,6 +42,16 @@ class AttemptOutput {
   // Says in supervisor.log which stream's file could not be created.
   void ReportLostStreams();
 
+  // The spec's output_file and error_file (Slurm's -o and -e), opened for
+  // appending by `account` itself, so a job writes only where its user
+  // may. "" or why a file cannot be opened (the launch then fails).
+  std::string OpenCopies(const std::string& output_file, const std::string& error_file, const Account& account);
+  // Appends a stream's bytes to its copy, if it has one. A copy that
+  // cannot be written (a full disk) is given up with a line in supervisor.log;
+  // the captured stream goes on.
+  void CopyStdout(const char* data, size_t size) { Copy(stdout_copy_fd_, data, size, "output_file"); }
+  void CopyStderr(const char* data, size_t size) { Copy(stderr_copy_fd_, data, size, "error_file"); }
+
   // A line in supervisor.log, created by the first diagnostic: most
   // attempts have none, and an inode not created is the cheapest. Until the
   // directory exists (or if the log cannot be created) it goes to stderr.
@@ -48,6 +59,7 @@ class AttemptOutput {
 
  private:
   int EnsureDir();
+  void Copy(int& fd, const char* data, size_t size, const char* which);
 
   const std::string attempt_dir_;
   std::string log_dir_;
@@ -55,6 +67,14 @@ class AttemptOutput {
   int log_fd_ = -1;  // supervisor.log, created by the first diagnostic
   CappedLog stdout_log_;
   CappedLog stderr_log_;
+  int stdout_copy_fd_ = -1;  // output_file
+  int stderr_copy_fd_ = -1;  // error_file: a descriptor of its own even when the path is output_file's
 };
+
+// Opens `path` for appending (created 0640 when missing) as `account`: a
+// child that has become the account opens it and hands the descriptor
+// back over a socket, so the supervisor's root never opens a user's path.
+// The descriptor, or -errno.
+int OpenAppendAsAccount(const std::string& path, const Account& account);
 
 }  // namespace unisched::supervisor

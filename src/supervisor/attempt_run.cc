@@ -133,7 +133,7 @@ std::string AttemptRun::Prepare(Result<files::AttemptSpec> parsed) {
     return std::move(failure->reason);
   }
   output_.OpenStreams(spec_.launch.log_cap_bytes);
-  return {};
+  return output_.OpenCopies(spec_.launch.output_file, spec_.launch.error_file, setup_.job_spec().account);
 }
 
 void AttemptRun::Start() {
@@ -209,13 +209,19 @@ void AttemptRun::OnMainExit(int status, const rusage& usage) {
   main_usage_ = usage;
 }
 
-void AttemptRun::DrainPipe(int& fd, CappedLog& log) {
+void AttemptRun::DrainPipe(int& fd, Stream stream) {
   char buf[65536];
   // Bounded, so one chatty stream cannot starve the other attempts.
   for (int i = 0; i < 16; ++i) {
     const ssize_t n = ::read(fd, buf, sizeof buf);
     if (n > 0) {
-      log.Append(buf, static_cast<size_t>(n));
+      if (stream == kStdoutPipe) {
+        output_.stdout_log().Append(buf, static_cast<size_t>(n));
+        output_.CopyStdout(buf, static_cast<size_t>(n));
+      } else {
+        output_.stderr_log().Append(buf, static_cast<size_t>(n));
+        output_.CopyStderr(buf, static_cast<size_t>(n));
+      }
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
@@ -228,8 +234,8 @@ void AttemptRun::DrainPipe(int& fd, CappedLog& log) {
 }
 
 void AttemptRun::OnOutput(Stream stream) {
-  if (stream == kStdoutPipe && job_.stdout_fd >= 0) DrainPipe(job_.stdout_fd, output_.stdout_log());
-  if (stream == kStderrPipe && job_.stderr_fd >= 0) DrainPipe(job_.stderr_fd, output_.stderr_log());
+  if (stream == kStdoutPipe && job_.stdout_fd >= 0) DrainPipe(job_.stdout_fd, kStdoutPipe);
+  if (stream == kStderrPipe && job_.stderr_fd >= 0) DrainPipe(job_.stderr_fd, kStderrPipe);
   if (stream == kErrorPipe && job_.error_fd >= 0) {
     LaunchError e;
     const ssize_t got = ::read(job_.error_fd, &e, sizeof e);

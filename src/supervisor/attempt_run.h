@@ -100,7 +100,7 @@ class AttemptRun {
   bool Over() const {
     return main_reaped_ && tree_gone_ && job_.stdout_fd < 0 && job_.stderr_fd < 0 && job_.error_fd < 0;
   }
-  void DrainPipe(int& fd, CappedLog& log);
+  void DrainPipe(int& fd, Stream stream);
   void ClosePipes();
   void Finish();
   void FinishWith(const executor::RunResult& result);

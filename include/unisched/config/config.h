@@ -99,6 +99,9 @@ struct ExecutorSettings {
   int pids_limit = 4096;        // per job
   std::string supervisor_path;  // empty: unisched-supervisor beside the binary
   std::string runtime_dir;      // attempts' control files; empty: a tmpfs, else <state_dir>/runs
+  // Shared storage every node mounts at this path: jobs' relative output
+  // file patterns (Slurm's -o/-e) land under it. Empty: only absolute ones.
+  std::string output_dir;
 };
 
 // A project of the file. Its policy keys become a model::ProjectPolicy in

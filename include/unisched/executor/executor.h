@@ -59,7 +59,13 @@ struct LaunchSpec {
   int preempt_grace_seconds = 30;  // preemption: SIGTERM .. SIGKILL (the queue's preempt_grace_seconds)
   Limits limits;
   int64_t log_cap_bytes = 10 << 20;  // per stream
-  std::string node;                  // where it runs (its first allocated node): a local node or an agent's
+  // Copies of the task's stdout and stderr, uncapped, in files the job's
+  // own account opens (appends to, creating them 0640): Slurm's -o and -e,
+  // their patterns expanded for this task (docs/execution.md, "Output
+  // files"). Empty: none. The same path for both: one file, both streams.
+  std::string output_file{};
+  std::string error_file{};
+  std::string node;  // where it runs (its first allocated node): a local node or an agent's
   // Run in fresh network (loopback only), mount, UTS and IPC namespaces with
   // a read-only root, a private /tmp, no_new_privs and an empty capability
   // bounding set (pools[].sandbox, docs/execution.md).

@@ -166,6 +166,12 @@ struct Job {
   LaunchMode launch = LaunchMode::kBatch;
   std::vector<std::string> command;
   std::map<std::string, std::string> env;
+  // Where each task's stdout and stderr are copied (Slurm's -o and -e): an
+  // absolute pattern (output_pattern.h), a relative one made absolute under
+  // executor.output_dir when submitted. error_file empty: stderr goes to
+  // output_file too; both empty: the captured log only.
+  std::string output_file;
+  std::string error_file;
   int priority = 0;
   Routing routing;
   std::optional<int> exit_code;

@@ -34,6 +34,8 @@ struct JobRequest {
   model::LaunchMode launch = model::LaunchMode::kBatch;
   std::vector<std::string> command;
   std::map<std::string, std::string> env;
+  std::string output_file;  // Slurm's -o and -e patterns (model::Job); relative: under executor.output_dir
+  std::string error_file;
   int priority = 0;
   std::optional<int> max_retries;  // overrides the queue's (docs/policy/retries.md)
 };
@@ -42,6 +44,8 @@ struct JobRequest {
 struct JobAdmission {
   std::string project;
   router::RouteDecision route;
+  std::string output_file;  // the request's, made absolute
+  std::string error_file;
 };
 
 // Checks, in this order, each failure naming its field: the project exists
