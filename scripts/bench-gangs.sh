@@ -2,11 +2,14 @@
 # scripts/bench-gangs.sh BUILD_DIR: multi-node launch latency (issue 19,
 # point 6), the `gangs` section of `make bench`. A daemon and 8 real
 # `unisched agent` processes on loopback (2 cpus each); for N = 1, 2, 4, 8
-# nodes: the time from a per_node job's submission (before the POST) to its
-# last task running (each task writes its start time, `date +%s%N`, as its
-# first act), RUNS times each; then the same for a step launched with
-# `unisched step --nodes N` inside a running batch job (from just before
-# the command to its last rank running). Prints p50 and max per N, and one
+# nodes: the time from a per_node job's submission to its last task running
+# (each task writes its start time, `date +%s%N`, as its first act), RUNS
+# times each; then the same for a step launched with `unisched step --nodes
+# N` inside a running batch job. "Submission" is the daemon's receipt (the
+# job's submitted_at, the step's started_at, both in ms): the figures are
+# the scheduler's, not curl's or the CLI's start-up (30-40 ms of a process
+# here), which the second figure of each line includes (from just before
+# the curl or `unisched step` command). Prints p50 and max per N, and one
 # JSON line. Knobs: RUNS (10).
 set -euo pipefail
 
@@ -87,11 +90,14 @@ for n in 1 2 4 8; do
     t0=$(now_ns)
     id=$(api -X POST "$URL/v1/jobs" -d "$body" | jq -r .id)
     wait_done "$id"
+    submitted=$(date -d "$(api "$URL/v1/jobs/$id" | jq -r .submitted_at)" +%s%N)
     last=$(cat "$dir"/* | sort -n | tail -n 1)
-    echo $((last - t0)) >>"$WORK/gang-$n.txt"
+    echo $((last - submitted)) >>"$WORK/gang-$n.txt"
+    echo $((last - t0)) >>"$WORK/gang-client-$n.txt"
   done
   stats "gang, $n node(s)" "$WORK/gang-$n.txt"
-  JSON+=", \"gang_$n\": $(json_stats "$WORK/gang-$n.txt")"
+  stats "  with curl's start" "$WORK/gang-client-$n.txt"
+  JSON+=", \"gang_$n\": $(json_stats "$WORK/gang-$n.txt"), \"gang_client_$n\": $(json_stats "$WORK/gang-client-$n.txt")"
 done
 
 echo "== steps: unisched step --nodes N inside a running batch job on $NODES nodes to every rank running ($RUNS runs each)"
@@ -102,15 +108,20 @@ body=$(jq -nc --arg script "$script" --argjson n "$NODES" '{queue: "batch", work
 id=$(api -X POST "$URL/v1/jobs" -d "$body" | jq -r .id)
 wait_done "$id"
 [[ $(api "$URL/v1/jobs/$id" | jq -r .state) == COMPLETED ]] || { echo "bench-gangs: the step job failed" >&2; exit 1; }
+step=0
 for n in 1 2 4 8; do
   : >"$WORK/step-$n.txt"
   for run in $(seq 1 "$RUNS"); do
+    step=$((step + 1))  # the script's steps, numbered from 1 in order
     d=$SHARED/s$n-$run
     t0=$(cat "$d/t0")
+    started=$(date -d "$(api "$URL/v1/jobs/$id/steps/$step" | jq -r .started_at)" +%s%N)
     last=$(cat $(ls "$d"/* | grep -v '/t0$') | sort -n | tail -n 1)
-    echo $((last - t0)) >>"$WORK/step-$n.txt"
+    echo $((last - started)) >>"$WORK/step-$n.txt"
+    echo $((last - t0)) >>"$WORK/step-client-$n.txt"
   done
   stats "step, $n node(s)" "$WORK/step-$n.txt"
-  JSON+=", \"step_$n\": $(json_stats "$WORK/step-$n.txt")"
+  stats "  with the CLI's start" "$WORK/step-client-$n.txt"
+  JSON+=", \"step_$n\": $(json_stats "$WORK/step-$n.txt"), \"step_client_$n\": $(json_stats "$WORK/step-client-$n.txt")"
 done
 echo "$JSON}"
