@@ -42,14 +42,24 @@ class Session {
   std::optional<client::ClientResponse> Call(const std::string& method, const std::string& target,
                                              const std::string& body = {},
                                              const std::map<std::string, std::string>& headers = {}) {
-    auto response = client_.Request(method, target, body, headers);
-    if (!response.ok()) {
-      std::cerr << FormatConnectionError(settings_.url, response.error().code, response.error().message) << "\n";
-      return std::nullopt;
-    }
+    auto response = Exchange(method, target, body, headers);
+    if (!response) return std::nullopt;
     if (response->status < 200 || response->status >= 300) {
       std::cerr << FormatApiError(response->status, response->body) << "\n";
       if (std::string hint = HintForStatus(response->status); !hint.empty()) std::cerr << hint << "\n";
+      return std::nullopt;
+    }
+    return std::move(*response);
+  }
+
+  // The answer whatever its status, for a command that handles a refusal
+  // itself; nullopt (reported) only when the daemon could not be reached.
+  std::optional<client::ClientResponse> Exchange(const std::string& method, const std::string& target,
+                                                 const std::string& body = {},
+                                                 const std::map<std::string, std::string>& headers = {}) {
+    auto response = client_.Request(method, target, body, headers);
+    if (!response.ok()) {
+      std::cerr << FormatConnectionError(settings_.url, response.error().code, response.error().message) << "\n";
       return std::nullopt;
     }
     return std::move(*response);
