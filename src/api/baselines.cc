@@ -17,6 +17,7 @@
 #include "unisched/api/api.h"
 #include "unisched/baseline/baseline.h"
 #include "unisched/baseline/machine.h"
+#include "unisched/model/words.h"
 
 namespace unisched::api {
 
@@ -191,9 +192,7 @@ json View(const store::BaselineRecord& row) {
 // "b,a" -> "a,b": what runs of the same pools share (BaselineRecord::pools).
 std::string PoolsKey(std::vector<std::string> pools) {
   std::sort(pools.begin(), pools.end());
-  std::string key;
-  for (const auto& p : pools) key += (key.empty() ? "" : ",") + p;
-  return key;
+  return model::Join(pools, ',');
 }
 
 }  // namespace
@@ -230,14 +229,7 @@ void Api::RecordBaseline(Call& call) {
 }
 
 void Api::ListBaselines(Call& call) {
-  std::vector<std::string> pools;
-  if (auto text = call.Query("pools")) {
-    for (size_t from = 0; from <= text->size();) {
-      const size_t comma = std::min(text->find(',', from), text->size());
-      if (comma > from) pools.push_back(text->substr(from, comma - from));
-      from = comma + 1;
-    }
-  }
+  const std::vector<std::string> pools = model::Split(call.Query("pools").value_or(""), ',');
   auto runs = ctx_.store->ListBaselines(PoolsKey(pools), static_cast<int>(call.QueryInt("limit", 20)));
   if (!runs.ok()) {
     call.reply(FromError(runs.error()));

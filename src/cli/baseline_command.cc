@@ -15,6 +15,7 @@
 #include "cli/baseline_run.h"
 #include "unisched/baseline/machine.h"
 #include "unisched/dgemm/dgemm.h"
+#include "unisched/model/words.h"
 
 namespace unisched::cli {
 
@@ -48,15 +49,6 @@ std::optional<std::string> MarginFlag(const ParsedArgs& args, double& out) {
   }
   out = value;
   return std::nullopt;
-}
-
-std::vector<std::string> SplitList(const std::string& text) {
-  std::vector<std::string> items;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) {
-    if (!item.empty()) items.push_back(item);
-  }
-  return items;
 }
 
 // This program's path: what the jobs run (the same path on every node).
@@ -123,7 +115,7 @@ int RunDgemm(const std::vector<std::string>& words) {
 int RunGpuCheck() {
   const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
   json report = {{"visible", json::array()}, {"present", json::array()}, {"missing", json::array()}};
-  for (const std::string& index : SplitList(visible ? visible : "")) {
+  for (const std::string& index : model::Split(visible ? visible : "", ',')) {
     report["visible"].push_back(index);
     const std::string device = "/dev/nvidia" + index;
     struct stat st {};
@@ -188,9 +180,8 @@ int RunBaseline(Session& session, const ParsedArgs& args, const std::function<in
   const bool as_json = args.Has("json");
   double margin = 10;
   if (auto problem = MarginFlag(args, margin)) return usage_failure(*problem);
-  const std::vector<std::string> pools = SplitList(args.Get("pools").value_or(""));
-  std::string pools_query;
-  for (const auto& p : pools) pools_query += (pools_query.empty() ? "" : ",") + p;
+  const std::vector<std::string> pools = model::Split(args.Get("pools").value_or(""), ',');
+  const std::string pools_query = model::Join(pools, ',');
 
   if (sub == "list") {
     int limit = 20;
