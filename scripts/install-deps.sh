@@ -25,6 +25,8 @@ packages=(
   clang libfuzzer-14-dev
   # multi-node tests: OpenMPI across agents in network namespaces joined by veth (iproute2)
   openmpi-bin libopenmpi-dev iproute2
+  # `unisched baseline`: DGEMM through OpenBLAS (docs/baseline.md); nodes that run it need libopenblas0
+  libopenblas-dev
 )
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }

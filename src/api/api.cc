@@ -145,6 +145,10 @@ Api::Api(ApiContext context)
   routes_.back().query = {QueryParam::Integer("limit", 1, 1000)};
   add("POST", "/v1/config/rollback", &Api::RollbackConfig);
   add("POST", "/v1/config/promote", &Api::PromoteConfig);
+  add("POST", "/v1/baselines", &Api::RecordBaseline);
+  add("GET", "/v1/baselines", &Api::ListBaselines);
+  routes_.back().query = {QueryParam::Integer("limit", 1, 1000), QueryParam::Text("pools", 4096)};
+  add("GET", "/v1/baselines/{id}", &Api::GetBaseline);
   add("POST", "/v1/agents/heartbeat", &Api::AgentHeartbeat);
   routes_.back().for_agents = true;
   add("POST", "/v1/agents/results", &Api::AgentResults);

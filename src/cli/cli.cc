@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cli/args.h"
+#include "cli/baseline_command.h"
 #include "cli/config_command.h"
 #include "cli/format.h"
 #include "cli/session.h"
@@ -89,6 +90,7 @@ constexpr CommandInfo kCommands[] = {
      "  (docs/sandboxes.md).",
      "create, use and remove agent sandboxes"},
     {"config", kConfigUsage, "show, apply, canary and roll back config versions (platform-admin)"},
+    {"baseline", kBaselineUsage, "measure and record the performance baseline, compare with the last (launch check 6)"},
     {"help", "[COMMAND]", "show this help, or one command's usage"},
 };
 
@@ -521,6 +523,7 @@ std::vector<FlagSpec> FlagsFor(const std::string& command) {
             {"all", false, false}};
   }
   if (command == "config") return ConfigFlags();
+  if (command == "baseline") return BaselineFlags();
   if (command == "usage") {
     return {{"from", true, false}, {"to", true, false}, {"group-by", true, false}, {"csv", false, false}};
   }
@@ -598,6 +601,9 @@ int Dispatch(const CommandInfo& info, const std::vector<std::string>& words) {
   if (command == "config") {
     return RunConfig(session, args, [&info](const std::string& message) { return UsageFailure(info, message); });
   }
+  if (command == "baseline") {
+    return RunBaseline(session, args, [&info](const std::string& message) { return UsageFailure(info, message); });
+  }
   return UsageFailure(info, "unknown command");  // every kCommands entry is handled above
 }
 
@@ -637,6 +643,9 @@ int RunCli(int argc, char** argv) {
   }
   if (command == "simulate") return RunSimulate(words);  // offline: no daemon, no token
   if (command == "step") return RunStep(words);          // inside a job: its own token
+  if (command == "baseline") {
+    if (auto status = RunBaselineKernel(words)) return *status;  // inside a job: no daemon
+  }
   const CommandInfo* info = FindCommand(command);
   if (!info) {
     std::cerr << "error: unknown command '" << command << "'\n";

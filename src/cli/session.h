@@ -44,34 +44,22 @@ class Session {
   std::optional<client::ClientResponse> Call(const std::string& method, const std::string& target,
                                              const std::string& body = {},
                                              const std::map<std::string, std::string>& headers = {}) {
-    auto response = client_.Request(method, target, body, headers);
-    if (!response.ok()) {
-      std::cerr << FormatConnectionError(settings_.url, response.error().code, response.error().message) << "\n";
-      return std::nullopt;
-    }
-    if (response->status < 200 || response->status >= 300) {
-      std::cerr << FormatApiError(response->status, response->body) << "\n";
-      if (std::string hint = HintForStatus(response->status); !hint.empty()) std::cerr << hint << "\n";
-      return std::nullopt;
-    }
-    return std::move(*response);
+    return Succeeded(Exchange(method, target, body, headers));
+  }
+
+  // The answer whatever its status, for a command that handles a refusal
+  // itself; nullopt (reported) only when the daemon could not be reached.
+  std::optional<client::ClientResponse> Exchange(const std::string& method, const std::string& target,
+                                                 const std::string& body = {},
+                                                 const std::map<std::string, std::string>& headers = {}) {
+    return Reached(client_.Request(method, target, body, headers));
   }
 
   // A GET whose body is handed to on_body as it arrives (HttpClient::Follow);
   // the response's status and headers, or nullopt after printing why not.
   std::optional<client::ClientResponse> Follow(const std::string& target,
                                                const std::function<bool(std::string_view)>& on_body) {
-    auto response = client_.Follow(target, on_body);
-    if (!response.ok()) {
-      std::cerr << FormatConnectionError(settings_.url, response.error().code, response.error().message) << "\n";
-      return std::nullopt;
-    }
-    if (response->status < 200 || response->status >= 300) {
-      std::cerr << FormatApiError(response->status, response->body) << "\n";
-      if (std::string hint = HintForStatus(response->status); !hint.empty()) std::cerr << hint << "\n";
-      return std::nullopt;
-    }
-    return std::move(*response);
+    return Succeeded(Reached(client_.Follow(target, on_body)));
   }
 
   // Call, then parse the body as JSON; a body that is not JSON is an error.
@@ -92,6 +80,25 @@ class Session {
   }
 
  private:
+  // The response, or nullopt after printing why the daemon was not reached.
+  std::optional<client::ClientResponse> Reached(Result<client::ClientResponse> response) const {
+    if (!response.ok()) {
+      std::cerr << FormatConnectionError(settings_.url, response.error().code, response.error().message) << "\n";
+      return std::nullopt;
+    }
+    return std::move(*response);
+  }
+  // A 2xx response, or nullopt after printing the refusal and a hint.
+  static std::optional<client::ClientResponse> Succeeded(std::optional<client::ClientResponse> response) {
+    if (!response) return std::nullopt;
+    if (response->status < 200 || response->status >= 300) {
+      std::cerr << FormatApiError(response->status, response->body) << "\n";
+      if (std::string hint = HintForStatus(response->status); !hint.empty()) std::cerr << hint << "\n";
+      return std::nullopt;
+    }
+    return response;
+  }
+
   ConnectionSettings settings_;
   client::HttpClient client_;
 };

@@ -9,6 +9,7 @@
 
 #include "cli/session.h"
 #include "unisched/client/http_client.h"
+#include "unisched/model/words.h"
 
 namespace unisched::cli {
 
@@ -24,19 +25,6 @@ std::optional<std::string> Env(const char* name) {
 int Usage(const std::string& message) {
   std::cerr << "error: " << message << "\n" << kStepUsage << "\n";
   return 2;
-}
-
-std::vector<std::string> SplitCommas(const std::string& text) {
-  std::vector<std::string> out;
-  size_t from = 0;
-  while (from <= text.size()) {
-    const size_t comma = text.find(',', from);
-    std::string item = text.substr(from, comma == std::string::npos ? std::string::npos : comma - from);
-    if (!item.empty()) out.push_back(std::move(item));
-    if (comma == std::string::npos) break;
-    from = comma + 1;
-  }
-  return out;
 }
 
 }  // namespace
@@ -70,8 +58,8 @@ int RunStep(const std::vector<std::string>& words) {
       if (!number("tasks_per_node")) return Usage(w + " needs a positive number");
     } else if (w == "--nodelist" || w == "-w") {
       auto v = value();
-      if (!v || SplitCommas(*v).empty()) return Usage(w + " needs node names separated by commas");
-      request["node_names"] = SplitCommas(*v);
+      if (!v || model::Split(*v, ',').empty()) return Usage(w + " needs node names separated by commas");
+      request["node_names"] = model::Split(*v, ',');
     } else if (w == "--job") {
       job = value();
       if (!job) return Usage("--job needs a job ID");

@@ -135,8 +135,9 @@ ChangeClass ClassifyDifference(const ConfigDifference& d) {
     }
     return {ChangeScope::kLive, ""};
   }
-  if (top == "routing" || top == "projects" || top == "users" || StartsWith(path, "alerts.rules") ||
-      path == "scheduler.fairshare_gpu_weight") {
+  // baseline: read by `unisched baseline` from the version in force, at each run.
+  if (top == "routing" || top == "projects" || top == "users" || top == "baseline" ||
+      StartsWith(path, "alerts.rules") || path == "scheduler.fairshare_gpu_weight") {
     return {ChangeScope::kLive, ""};
   }
   if (path == "alerts" && (d.before == kAbsent || d.after == kAbsent)) {

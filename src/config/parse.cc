@@ -552,6 +552,11 @@ void ParseSandboxes(const YAML::Node& node, Errors& errors, SandboxSettings& out
   m.Read("default_image", out.default_image);
 }
 
+void ParseBaseline(const YAML::Node& node, Errors& errors, BaselineSettings& out) {
+  MapReader m(node, "baseline", {"gpu_command"}, errors);
+  m.Read("gpu_command", out.gpu_command);
+}
+
 ImageSpec ParseImage(const YAML::Node& node, const std::string& path, Errors& errors) {
   ImageSpec image;
   MapReader m(node, path, {"name", "version", "rootfs", "binds", "warm"}, errors);
@@ -568,7 +573,7 @@ Config ParseConfig(const YAML::Node& root, Errors& errors) {
   Config config;
   MapReader m(root, "",
               {"server", "store", "executor", "scheduler", "health", "alerts", "pools", "nodes", "queues", "routing",
-               "projects", "users", "sandboxes", "images", "access"},
+               "projects", "users", "sandboxes", "images", "access", "baseline"},
               errors);
   if (!m.is_map()) return config;
   ParseAccess(m.Get("access"), errors, config.access);
@@ -579,6 +584,7 @@ Config ParseConfig(const YAML::Node& root, Errors& errors) {
   ParseHealth(m.Get("health"), errors, config.health);
   ParseAlerts(m.Get("alerts"), errors, config.alerts);
   ParseExecutor(m.Get("executor"), errors, config.executor);
+  ParseBaseline(m.Get("baseline"), errors, config.baseline);
   ParseScheduler(m.Get("scheduler"), errors, config.cluster);
 
   m.Require("pools", "list the resource pools, e.g. pools: [{name: cpu-hpc-pool, kind: cpu, nodes: [...]}]");

@@ -109,6 +109,19 @@ void ValidateHealth(const HealthSettings& h, Errors& errors) {
   Positive(errors, "health.black_hole_window_seconds", h.black_hole_window_seconds);
 }
 
+void ValidateBaseline(const BaselineSettings& b, Errors& errors) {
+  const std::string& command = b.gpu_command;
+  if (!command.empty() && command.find_first_not_of(" \t\r\n") == std::string::npos) {
+    errors.Add("baseline.gpu_command",
+               "is blank; give the training command, or leave the key out to skip the speed-up");
+  } else if (command.find('\0') != std::string::npos) {
+    errors.Add("baseline.gpu_command", "holds a NUL character, which would cut the command short; remove it");
+  } else if (command.size() > 4096) {
+    errors.Add("baseline.gpu_command",
+               "is " + std::to_string(command.size()) + " bytes, at most 4096; put a longer one in a script");
+  }
+}
+
 bool IsVersionText(const std::string& v) {
   if (v.empty() || v.size() > 63) return false;
   for (char c : v) {
@@ -623,6 +636,7 @@ std::vector<ConfigError> ValidateConfig(const Config& config) {
   ValidatePeople(config, queues, errors);
   ValidateAlerts(config.alerts, queues, errors);
   ValidateSandboxes(config, queues, errors);
+  ValidateBaseline(config.baseline, errors);
   return errors.Take();
 }
 

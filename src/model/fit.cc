@@ -29,9 +29,9 @@ bool GpuBusy(const NodeUsage& node, size_t position) {
 // The first constraint the node does not satisfy, as a message, or "".
 std::string LabelMismatch(const NodeSpec& spec, const Labels& constraints) {
   for (const auto& [key, value] : constraints) {
-    auto it = spec.labels.find(key);
-    if (it == spec.labels.end()) return "requires " + key + "=" + value + "; node has no label " + key;
-    if (it->second != value) return "requires " + key + "=" + value + "; node has " + key + "=" + it->second;
+    const std::string* found = ConstraintValue(spec, key);
+    if (found == nullptr) return "requires " + key + "=" + value + "; node has no label " + key;
+    if (*found != value) return "requires " + key + "=" + value + "; node has " + key + "=" + *found;
   }
   return {};
 }
@@ -104,10 +104,10 @@ std::string NoLabelsMessage(const std::vector<NodeEval>& evals, const Labels& co
     std::set<std::string> seen_values;
     bool any = false;
     for (const auto& e : evals) {
-      auto it = e.node->spec.labels.find(key);
-      if (it == e.node->spec.labels.end()) continue;
-      if (it->second == value) any = true;
-      seen_values.insert(it->second);
+      const std::string* found = ConstraintValue(e.node->spec, key);
+      if (found == nullptr) continue;
+      if (*found == value) any = true;
+      seen_values.insert(*found);
     }
     if (any) continue;
     std::string text = "requires " + key + "=" + value + "; ";

@@ -217,6 +217,12 @@ std::vector<std::string> Job::NodeNames() const {
   return names;
 }
 
+const std::string* ConstraintValue(const NodeSpec& node, const std::string& key) {
+  if (key == kNodeNameConstraint) return &node.name;
+  auto it = node.labels.find(key);
+  return it == node.labels.end() ? nullptr : &it->second;
+}
+
 const PoolSpec* ClusterSpec::FindPool(std::string_view name) const {
   for (const auto& p : pools) {
     if (p.name == name) return &p;

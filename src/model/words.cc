@@ -2,6 +2,8 @@
 
 #include "unisched/model/words.h"
 
+#include <algorithm>
+
 namespace unisched::model {
 
 std::string Count(int64_t n, std::string_view one, std::string_view many) {
@@ -21,6 +23,17 @@ std::string Join(const std::vector<std::string>& items, char separator) {
     out += item;
   }
   return out;
+}
+
+std::vector<std::string> Split(std::string_view text, char separator) {
+  std::vector<std::string> items;
+  size_t from = 0;
+  while (from <= text.size()) {
+    const size_t end = std::min(text.find(separator, from), text.size());
+    if (end > from) items.emplace_back(text.substr(from, end - from));
+    from = end + 1;
+  }
+  return items;
 }
 
 std::string JoinLabels(const Labels& labels) {

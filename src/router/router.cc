@@ -72,8 +72,8 @@ std::string JoinKinds(const std::vector<WorkloadKind>& kinds) {
 
 bool LabelsMatch(const NodeSpec& node, const model::Labels& constraints) {
   for (const auto& [key, value] : constraints) {
-    auto it = node.labels.find(key);
-    if (it == node.labels.end() || it->second != value) return false;
+    const std::string* found = model::ConstraintValue(node, key);
+    if (found == nullptr || *found != value) return false;
   }
   return true;
 }
@@ -132,10 +132,10 @@ std::optional<Error> CheckFeasible(const ClusterSpec& cluster, const QueueSpec& 
       std::set<std::string> found;
       bool any = false;
       for (const NodeSpec* n : nodes) {
-        auto it = n->labels.find(key);
-        if (it == n->labels.end()) continue;
-        any = any || it->second == value;
-        found.insert(key + "=" + it->second);
+        const std::string* has = model::ConstraintValue(*n, key);
+        if (has == nullptr) continue;
+        any = any || *has == value;
+        found.insert(key + "=" + *has);
       }
       if (any) continue;
       std::string text = "requires " + key + "=" + value + "; no node of " + pool;

@@ -315,6 +315,20 @@ CREATE TABLE config_head (
 INSERT INTO config_head VALUES('cluster', 0, 0, 0, '', 0, 0, '');
 )sql";
 
+// Version 14: performance baseline runs (unisched/store/baselines.h,
+// docs/baseline.md), each with the pools it measured, for comparing a run
+// with the previous one of the same pools.
+constexpr std::string_view kMigration14 = R"sql(
+CREATE TABLE baselines (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  pools TEXT NOT NULL,
+  created_by TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  record TEXT NOT NULL
+);
+CREATE INDEX baselines_pools ON baselines(pools, id);
+)sql";
+
 Status Rollback(sqlite3* db, Error error) {
   if (sqlite3_get_autocommit(db) == 0) sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
   return error;
@@ -333,8 +347,8 @@ Status Exec(sqlite3* db, const std::string& sql, const std::string& what) {
 
 const std::vector<std::string_view>& Migrations() {
   static const std::vector<std::string_view> migrations = {
-      kMigration1, kMigration2, kMigration3,  kMigration4,  kMigration5,  kMigration6, kMigration7,
-      kMigration8, kMigration9, kMigration10, kMigration11, kMigration12, kMigration13};
+      kMigration1, kMigration2, kMigration3,  kMigration4,  kMigration5,  kMigration6,  kMigration7,
+      kMigration8, kMigration9, kMigration10, kMigration11, kMigration12, kMigration13, kMigration14};
   return migrations;
 }
 

@@ -2,7 +2,8 @@
 // thread that commits queued writes in groups, a small pool of read
 // connections for readers, and job ids reserved from the database in
 // blocks. The SQL of each concern lives in its own file (sql_jobs.cc,
-// sql_events.cc, sql_identity.cc, sql_accounting.cc, sql_sandboxes.cc);
+// sql_events.cc, sql_identity.cc, sql_accounting.cc, sql_sandboxes.cc,
+// sql_config.cc, sql_baselines.cc);
 // this file only routes calls to it. What differs between SQLite and
 // PostgreSQL is below store/sql.h; opening each is sqlite_store.cc and
 // pg_store.cc.
@@ -25,6 +26,7 @@
 
 #include "store/job_id_pool.h"
 #include "store/sql_accounting.h"
+#include "store/sql_baselines.h"
 #include "store/sql_common.h"
 #include "store/sql_config.h"
 #include "store/sql_events.h"
@@ -383,6 +385,17 @@ class SqlStore final : public Store {
   }
   Result<ConfigHead> ChangeConfig(const ConfigChange& change) override {
     return OnLease([&](Connection& c) { return sql::ChangeConfig(c, change); });
+  }
+
+  // ---- baseline runs (baselines.h) ----
+  Result<int64_t> InsertBaseline(const BaselineRecord& baseline) override {
+    return OnLease([&](Connection& c) { return sql::InsertBaseline(c, baseline); });
+  }
+  Result<std::optional<BaselineRecord>> GetBaseline(int64_t id) override {
+    return OnLease([&](Connection& c) { return sql::GetBaseline(c, id); });
+  }
+  Result<std::vector<BaselineRecord>> ListBaselines(const std::string& pools, int limit) override {
+    return OnLease([&](Connection& c) { return sql::ListBaselines(c, pools, limit); });
   }
 
   void Close() override {

@@ -165,6 +165,7 @@ class AuthMatrixTest : public ::testing::Test {
     if (path.rfind("/v1/users/", 0) == 0) put("{name}", "alice");
     if (path.rfind("/v1/nodes/", 0) == 0) put("{name}", "x86-c64m256-hpc-01");
     if (path.rfind("/v1/images/", 0) == 0) put("{name}", "matrix-image");
+    if (path.rfind("/v1/baselines/", 0) == 0) put("{id}", "1");
     put("{path}", "matrix.txt");
     put("{step}", "1");
     if (op.id == "agentLogs") path += "?node=" + kAgentNode + "&job=" + job_id_ + "&attempt=1&stream=stdout&offset=0";
@@ -185,6 +186,7 @@ class AuthMatrixTest : public ::testing::Test {
         {"createSandbox", {{"project", "default"}}},
         {"execSandbox", {{"command", {"true"}}}},
         {"createImage", {{"name", "matrix-image"}}},
+        {"recordBaseline", {{"pools", {"cpu-hpc-pool"}}, {"figures", json::array()}}},
     };
     if (op.id == "putSandboxFile") return "hello";
     if (auto it = bodies.find(op.id); it != bodies.end()) return it->second.dump();

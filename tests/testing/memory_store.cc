@@ -76,6 +76,8 @@ struct MemoryStore::Data {
   // Config versions (config_versions.h), under `mu`.
   std::vector<ConfigVersionRecord> config_versions;  // version i + 1 at [i]
   ConfigHead config_head;
+  // Baseline runs (baselines.h), under `mu`.
+  std::vector<BaselineRecord> baselines;  // id i + 1 at [i]
 };
 
 struct MemoryStore::Queue {
@@ -427,6 +429,30 @@ Result<ConfigHead> MemoryStore::ChangeConfig(const ConfigChange& change) {
   head.changes = changes;
   head.changed_at = now;
   return head;
+}
+
+Result<int64_t> MemoryStore::InsertBaseline(const BaselineRecord& baseline) {
+  std::lock_guard lock(data_->mu);
+  BaselineRecord stored = baseline;
+  stored.id = static_cast<int64_t>(data_->baselines.size()) + 1;
+  data_->baselines.push_back(std::move(stored));
+  return data_->baselines.back().id;
+}
+
+Result<std::optional<BaselineRecord>> MemoryStore::GetBaseline(int64_t id) {
+  std::lock_guard lock(data_->mu);
+  if (id < 1 || id > static_cast<int64_t>(data_->baselines.size())) return std::optional<BaselineRecord>();
+  return std::optional<BaselineRecord>(data_->baselines[id - 1]);
+}
+
+Result<std::vector<BaselineRecord>> MemoryStore::ListBaselines(const std::string& pools, int limit) {
+  std::lock_guard lock(data_->mu);
+  std::vector<BaselineRecord> newest_first;
+  for (auto it = data_->baselines.rbegin();
+       it != data_->baselines.rend() && static_cast<int>(newest_first.size()) < limit; ++it) {
+    if (pools.empty() || it->pools == pools) newest_first.push_back(*it);
+  }
+  return newest_first;
 }
 
 void MemoryStore::WriterLoop() {

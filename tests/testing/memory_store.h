@@ -42,6 +42,9 @@ class MemoryStore final : public store::Store {
   Result<std::optional<store::ConfigVersionRecord>> ReadConfigVersion(int64_t version) override;
   Result<std::vector<store::ConfigVersionRecord>> ListConfigVersions(int limit) override;
   Result<store::ConfigHead> ChangeConfig(const store::ConfigChange& change) override;
+  Result<int64_t> InsertBaseline(const store::BaselineRecord& baseline) override;
+  Result<std::optional<store::BaselineRecord>> GetBaseline(int64_t id) override;
+  Result<std::vector<store::BaselineRecord>> ListBaselines(const std::string& pools, int limit) override;
   int SchemaVersion() const override { return 1; }
   void Close() override;
 

@@ -241,6 +241,9 @@ class Api {
   void ExecSandbox(Call& call);
   void PutSandboxFile(Call& call);
   void GetSandboxFile(Call& call);
+  void RecordBaseline(Call& call);
+  void ListBaselines(Call& call);
+  void GetBaseline(Call& call);
   void ListImages(Call& call);
   void CreateImage(Call& call);
   void RollbackImage(Call& call);

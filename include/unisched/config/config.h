@@ -180,6 +180,16 @@ struct SandboxSettings {
   std::string default_image = "host";
 };
 
+// `unisched baseline` (docs/baseline.md), read by the CLI from the config in
+// force (GET /v1/config).
+struct BaselineSettings {
+  // The multi-GPU training speed-up: a command doing a fixed amount of
+  // training work, run by /bin/sh -c on one GPU node with 1 GPU and with all
+  // of the node's GPUs (CUDA_VISIBLE_DEVICES, UNISCHED_BASELINE_GPUS); the
+  // speed-up is the first run's time over the second's. Empty: not measured.
+  std::string gpu_command;
+};
+
 // Where a role's credentials may be used from and how often (docs/access.md).
 // A token's own limits (POST /v1/users/{name}/tokens) apply on top: a
 // request must pass both.
@@ -205,6 +215,7 @@ struct Config {
   StoreSettings store;
   HealthSettings health;
   ExecutorSettings executor;
+  BaselineSettings baseline;
   // Also holds the `scheduler:` section (fairshare_half_life_hours,
   // fairshare_gpu_weight) and, once loaded, the projects' policies.
   model::ClusterSpec cluster;

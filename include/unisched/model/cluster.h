@@ -46,6 +46,17 @@ struct NodeSpec {
   bool operator==(const NodeSpec&) const = default;
 };
 
+// A job constraint every node matches by its own name, so that a job can be
+// pinned to one node (as Slurm's --nodelist; `unisched baseline` measures
+// each node this way): `"constraints": {"unisched.node": "x86-c64m256-hpc-01"}`.
+// Reserved: it is matched against the name even where a node has a label of
+// that key.
+inline constexpr const char* kNodeNameConstraint = "unisched.node";
+
+// What a job constraint `key` finds on `node`: its name for
+// kNodeNameConstraint, else its label of that key; nullptr when it has none.
+const std::string* ConstraintValue(const NodeSpec& node, const std::string& key);
+
 // How a pool lets jobs pass one that cannot start (docs/policy/backfill.md).
 //   fcfs:         strict; nothing passes a blocked job.
 //   easy:         the first blocked job gets a reservation; later jobs start

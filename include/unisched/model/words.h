@@ -28,6 +28,8 @@ std::string Count(int64_t n, std::string_view one, std::string_view many);
 std::string GpuPhrase(int64_t n, const std::string& model);
 // "a,b,c": the items with `separator` between them.
 std::string Join(const std::vector<std::string>& items, char separator);
+// "a,,b," -> {"a", "b"}: the non-empty items between separators.
+std::vector<std::string> Split(std::string_view text, char separator);
 // "arch=x86, rack=r1".
 std::string JoinLabels(const Labels& labels);
 

@@ -10,6 +10,7 @@
 // A Transaction offers every concern's writes, a Store every concern's
 // reads; code that needs one concern takes that part (e.g. JobReads&).
 //   config_versions.h  accepted config texts by version, the running one
+//   baselines.h   performance baseline runs
 //   lease.h       the leader lease of daemon replicas
 //
 // Two implementations share one engine (sql_store.cc: one writer thread,
@@ -38,6 +39,7 @@
 #include "unisched/common/status.h"
 #include "unisched/model/job.h"
 #include "unisched/store/accounting.h"
+#include "unisched/store/baselines.h"
 #include "unisched/store/config_versions.h"
 #include "unisched/store/events.h"
 #include "unisched/store/identity.h"
@@ -94,6 +96,7 @@ class Transaction : public JobWrites,
 
 class Store : public LeaderLease,
               public ConfigVersions,
+              public Baselines,
               public JobReads,
               public EventReads,
               public IdentityReads,

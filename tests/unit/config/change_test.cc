@@ -57,6 +57,7 @@ TEST(ClassifyDifferenceTest, EachSectionHasItsScope) {
       {"alerts.rules[NodeDown].severity", "warning", "critical", ChangeScope::kLive},
       {"alerts.webhook.url", "", "http://x", ChangeScope::kRestart},
       {"scheduler.fairshare_gpu_weight", "16", "8", ChangeScope::kLive},
+      {"baseline.gpu_command", "(absent)", "torchrun train.py", ChangeScope::kLive},
       {"scheduler.fairshare_half_life_hours", "168", "24", ChangeScope::kRestart},
       {"nodes[x86-c8m16-hpc-01].cpus", "8", "4", ChangeScope::kRestart},
       {"pools[cpu].nodes", "[a]", "[a, b]", ChangeScope::kRestart},

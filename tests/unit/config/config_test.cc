@@ -1415,6 +1415,28 @@ TEST(SandboxKeys, BadValuesAreReportedWithTheirPaths) {
   }
 }
 
+TEST(BaselineKeys, TheGpuCommandIsOptionalAndChecked) {
+  EXPECT_EQ(MustLoad(LoadConfigText(Doc().Text())).baseline.gpu_command, "");
+  const Config set =
+      MustLoad(LoadConfigText(Doc().Extra("baseline: {gpu_command: 'python3 train.py --steps 200'}\n").Text()));
+  EXPECT_EQ(set.baseline.gpu_command, "python3 train.py --steps 200");
+  struct Case {
+    std::string extra;
+    std::vector<std::string> paths;
+  };
+  const std::vector<Case> cases = {
+      {"baseline: {gpu_command: '   '}\n", {"baseline.gpu_command"}},
+      {"baseline: {gpu_command: \"a\\0b\"}\n", {"baseline.gpu_command"}},
+      {"baseline: {gpu_command: '" + std::string(4097, 'x') + "'}\n", {"baseline.gpu_command"}},
+      {"baseline: {gpu_comand: x}\n", {"baseline.gpu_comand"}},
+      {"baseline: {gpu_command: [a, b]}\n", {"baseline.gpu_command"}},
+  };
+  for (const Case& c : cases) {
+    const auto errors = ErrorsOf(LoadConfigText(Doc().Extra(c.extra).Text()));
+    EXPECT_EQ(PathsOf(errors), c.paths) << c.extra.substr(0, 80) << Dump(errors);
+  }
+}
+
 TEST(SandboxKeys, ValidateImageChecksOneImage) {
   ImageSpec ok;
   ok.name = "tools";

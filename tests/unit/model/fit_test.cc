@@ -9,6 +9,7 @@
 #include <set>
 
 #include "testing/builders.h"
+#include "unisched/model/words.h"
 
 namespace unisched::model {
 namespace {
@@ -26,6 +27,16 @@ std::vector<const NodeUsage*> Ptrs(const std::vector<NodeUsage>& nodes) {
 // 8 cpus, 16 GiB, 4 x h100, interconnect=ib, in pool p.
 testing::NodeBuilder SmallGpuNode(std::string name = "n1") {
   return MakeNode(std::move(name)).Pool("p").Cpus(8).MemoryMb(16384).Gpus(4, "h100").Label("interconnect", "ib");
+}
+
+// ---- words ----
+
+TEST(WordsTest, SplitKeepsTheNonEmptyItemsAndJoinPutsThemBack) {
+  EXPECT_EQ(Split("a,b,c", ','), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(Split(",a,,b,", ','), (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(Split("", ',').empty());
+  EXPECT_TRUE(Split(",,", ',').empty());
+  EXPECT_EQ(Join(Split("x86-01,x86-02", ','), ','), "x86-01,x86-02");
 }
 
 // ---- NodeUsage ----
@@ -121,6 +132,21 @@ TEST(CheckNodeTest, EveryPathInOrder) {
        false,
        "NodeLabelsMismatch",
        "requires zone=a; node has no label zone"},
+      {"pinned to its name", SmallGpuNode(), MakeRequest(), {{kNodeNameConstraint, "n1"}}, false, kFits, ""},
+      {"pinned to another node",
+       SmallGpuNode(),
+       MakeRequest(),
+       {{kNodeNameConstraint, "n2"}},
+       false,
+       "NodeLabelsMismatch",
+       "requires unisched.node=n2; node has unisched.node=n1"},
+      {"the name wins over a label of the reserved key",
+       SmallGpuNode().Label(kNodeNameConstraint, "n2"),
+       MakeRequest(),
+       {{kNodeNameConstraint, "n2"}},
+       false,
+       "NodeLabelsMismatch",
+       "requires unisched.node=n2; node has unisched.node=n1"},
       {"labels are checked before resources",
        SmallGpuNode(),
        MakeRequest().Cpus(99),

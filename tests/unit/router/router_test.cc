@@ -90,6 +90,8 @@ TEST(RouterTest, RoutesTheDefaultLikeCluster) {
        "rule hpc-default: kind=hpc -> hpc-precision (cpu-hpc-pool)"},
       {"constraints the pool has", Req(WorkloadKind::kHpc).Constraint("interconnect", "ib"), "hpc-precision",
        "cpu-hpc-pool", "rule hpc-default: kind=hpc -> hpc-precision (cpu-hpc-pool)"},
+      {"pinned to a node of the pool", Req(WorkloadKind::kHpc).Constraint("unisched.node", "x86-c64m256-hpc-02"),
+       "hpc-precision", "cpu-hpc-pool", "rule hpc-default: kind=hpc -> hpc-precision (cpu-hpc-pool)"},
   };
   const model::ClusterSpec cluster = DefaultLikeCluster();
   for (const auto& c : cases) {
@@ -144,6 +146,11 @@ TEST(RouterTest, RejectsWithCodeFieldAndAnswer) {
        "constraints", "requires interconnect=roce; no node of cpu-hpc-pool has it (found interconnect=ib)"},
       {"a constraint key no node has", Req(WorkloadKind::kAgent).Constraint("gpu.arch", "hopper"), "unsatisfiable",
        "constraints", "requires gpu.arch=hopper; no node of elastic-light-pool has label gpu.arch"},
+      {"pinned to a node of another pool",
+       Req(WorkloadKind::kAiInference).Constraint("unisched.node", "x86-c64m256-hpc-01"), "unsatisfiable",
+       "constraints",
+       "requires unisched.node=x86-c64m256-hpc-01; no node of inference-pool has it (found "
+       "unisched.node=x86-c16m128g4-infer-01)"},
   };
   const model::ClusterSpec cluster = DefaultLikeCluster();
   for (const auto& c : cases) {
