@@ -12,6 +12,8 @@
 #include <iostream>
 #include <sstream>
 
+extern char** environ;  // the kernel reports OpenBLAS's variables
+
 #include "cli/baseline_run.h"
 #include "unisched/baseline/machine.h"
 #include "unisched/dgemm/dgemm.h"
@@ -93,18 +95,31 @@ int RunDgemm(const std::vector<std::string>& words) {
     const char* v = std::getenv(name);
     return v ? std::string(v) : std::string();
   };
-  const json report = {
-      {"kernel", "dgemm"},
-      {"gflops", measured->gflops},
-      {"size", measured->size},
-      {"repeats", measured->repeats},
-      {"seconds", measured->seconds},
-      {"threads", measured->threads},
-      {"blas",
-       {{"library", measured->library.path}, {"config", measured->library.config}, {"core", measured->library.core}}},
-      {"machine", baseline::ToJson(baseline::ReadMachineFacts())},
-      {"node", env("UNISCHED_NODE")},
-      {"rank", env("UNISCHED_RANK")}};
+  // OpenBLAS's own variables change what it does (OPENBLAS_L2_SIZE=512
+  // left this machine's figure at 60% of a clean environment's): recorded
+  // with the figure. A job has only those its `env` gives it.
+  json tuning = json::object();
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string text = *entry;
+    const size_t eq = text.find('=');
+    if (text.rfind("OPENBLAS_", 0) == 0 || text.rfind("GOTO_", 0) == 0 || text.rfind("OMP_", 0) == 0) {
+      tuning[text.substr(0, eq)] = eq == std::string::npos ? "" : text.substr(eq + 1);
+    }
+  }
+  const json report = {{"kernel", "dgemm"},
+                       {"gflops", measured->gflops},
+                       {"size", measured->size},
+                       {"repeats", measured->repeats},
+                       {"seconds", measured->seconds},
+                       {"threads", measured->threads},
+                       {"blas",
+                        {{"library", measured->library.path},
+                         {"config", measured->library.config},
+                         {"core", measured->library.core},
+                         {"environment", tuning}}},
+                       {"machine", baseline::ToJson(baseline::ReadMachineFacts())},
+                       {"node", env("UNISCHED_NODE")},
+                       {"rank", env("UNISCHED_RANK")}};
   std::cout << report.dump() << std::endl;
   return 0;
 }
