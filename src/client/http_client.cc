@@ -50,6 +50,19 @@ bool LooksLikeStaleConnection(const beast::error_code& ec) {
          ec == asio::error::eof || ec == asio::error::connection_aborted || ec == asio::error::bad_descriptor;
 }
 
+// A response's status and headers (names lower-cased, repeats joined with
+// ", " as RFC 9110 combines them); its body is the caller's.
+template <class Body>
+ClientResponse StatusAndHeaders(const http::response<Body>& res) {
+  ClientResponse out;
+  out.status = static_cast<int>(res.result_int());
+  for (const auto& field : res) {
+    auto [it, inserted] = out.headers.emplace(Lower(std::string(field.name_string())), std::string(field.value()));
+    if (!inserted) it->second += ", " + std::string(field.value());
+  }
+  return out;
+}
+
 }  // namespace
 
 struct HttpClient::Impl {
@@ -255,12 +268,7 @@ Result<ClientResponse> HttpClient::Request(const std::string& method, const std:
   }
 
   http::response<http::string_body> res = parser->release();
-  ClientResponse out;
-  out.status = static_cast<int>(res.result_int());
-  for (const auto& field : res) {
-    auto [it, inserted] = out.headers.emplace(Lower(std::string(field.name_string())), std::string(field.value()));
-    if (!inserted) it->second += ", " + std::string(field.value());
-  }
+  ClientResponse out = StatusAndHeaders(res);
   out.body = std::move(res.body());
   if (!res.keep_alive()) d.Disconnect();
   return out;
@@ -297,12 +305,7 @@ Result<ClientResponse> HttpClient::Follow(const std::string& target,
     d.Disconnect();
     return d.ErrorFor(ec, "request to");
   }
-  ClientResponse out;
-  out.status = static_cast<int>(parser.get().result_int());
-  for (const auto& field : parser.get()) {
-    auto [it, inserted] = out.headers.emplace(Lower(std::string(field.name_string())), std::string(field.value()));
-    if (!inserted) it->second += ", " + std::string(field.value());
-  }
+  ClientResponse out = StatusAndHeaders(parser.get());
   const bool success = out.status >= 200 && out.status < 300;
   d.Lowest().expires_never();
   char piece[16 * 1024];

@@ -30,20 +30,9 @@ Result<pid_t> SupervisorHosts::Start(const std::string& attempt_dir, int spec_fd
   if (host.socket < 0) {
     if (Status s = Launch(host); !s.ok()) return s.error();
   }
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  iovec iov{const_cast<char*>(attempt_dir.data()), attempt_dir.size()};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(c), &spec_fd, sizeof(int));
   for (;;) {
-    const ssize_t n = ::sendmsg(host.socket, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    const ssize_t n =
+        posix::SendWithFd(host.socket, attempt_dir.data(), attempt_dir.size(), spec_fd, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n == static_cast<ssize_t>(attempt_dir.size())) return host.pid;
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {

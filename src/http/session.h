@@ -317,16 +317,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     // HTTP forbids a body on these; Beast would throw on one.
     if (response.status == 204 || response.status == 304) response.body.clear();
     auto msg = std::make_shared<http::response<http::string_body>>();
-    msg->result(static_cast<unsigned>(response.status));
-    msg->version(version_);
-    msg->set(http::field::server, "unisched");
-    if (!response.content_type.empty() && SafeHeaderValue(response.content_type)) {
-      msg->set(http::field::content_type, response.content_type);
-    }
-    for (const auto& [name, value] : response.headers) {
-      if (!IsHeaderName(name) || !SafeHeaderValue(value)) continue;  // dropped, never sent broken
-      msg->insert(name, value);
-    }
+    SetHead(*msg, response);
     msg->body() = std::move(response.body);
     // A handler may ask to close by setting "Connection: close" itself.
     const bool close = force_close || !keep_alive_ || !msg->keep_alive();
@@ -344,6 +335,22 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     http::async_write(stream_, *msg, [self = this->shared_from_this(), msg, close](beast::error_code ec, std::size_t) {
       self->OnWrite(close, ec);
     });
+  }
+
+  // The status line and headers of a response: Server, its Content-Type
+  // and its extra headers, any that could split the header dropped (never
+  // sent broken).
+  template <class Body>
+  void SetHead(http::response<Body>& msg, const HttpResponse& response) const {
+    msg.result(static_cast<unsigned>(response.status));
+    msg.version(version_);
+    msg.set(http::field::server, "unisched");
+    if (!response.content_type.empty() && SafeHeaderValue(response.content_type)) {
+      msg.set(http::field::content_type, response.content_type);
+    }
+    for (const auto& [name, value] : response.headers) {
+      if (IsHeaderName(name) && SafeHeaderValue(value)) msg.insert(name, value);
+    }
   }
 
   void OnWrite(bool close, beast::error_code ec) {
@@ -365,15 +372,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     streaming_ = true;
     chunked_ = version_ >= 11;
     auto head = std::make_shared<http::response<http::empty_body>>();
-    head->result(static_cast<unsigned>(response.status));
-    head->version(version_);
-    head->set(http::field::server, "unisched");
-    if (!response.content_type.empty() && SafeHeaderValue(response.content_type)) {
-      head->set(http::field::content_type, response.content_type);
-    }
-    for (const auto& [name, value] : response.headers) {
-      if (IsHeaderName(name) && SafeHeaderValue(value)) head->insert(name, value);
-    }
+    SetHead(*head, response);
     head->keep_alive(false);
     if (chunked_) head->chunked(true);
     auto serializer = std::make_shared<http::response_serializer<http::empty_body>>(*head);

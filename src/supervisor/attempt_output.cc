@@ -14,7 +14,6 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
-#include <tuple>
 #include <utility>
 
 #include "executor/attempt_files.h"
@@ -54,16 +53,22 @@ AttemptOutput::~AttemptOutput() {
 
 std::string AttemptOutput::OpenCopies(const std::string& output_file, const std::string& error_file,
                                       const Account& account) {
-  for (const auto& [path, fd, flag] :
-       {std::tuple{&output_file, &stdout_copy_fd_, "-o"}, std::tuple{&error_file, &stderr_copy_fd_, "-e"}}) {
-    if (path->empty()) continue;
-    const int opened = OpenAppendAsAccount(*path, account);
-    if (opened < 0) {
-      return "cannot open the job's output file " + *path + " (" + flag + ") as " + account.name + ": " +
-             std::strerror(-opened);
-    }
-    *fd = opened;
+  auto refused = [&account](const std::string& path, const char* flag, int err) {
+    return "cannot open the job's output file " + path + " (" + flag + ") as " + account.name + ": " +
+           std::strerror(err);
+  };
+  if (!output_file.empty()) {
+    const int fd = OpenAppendAsAccount(output_file, account);
+    if (fd < 0) return refused(output_file, "-o", -fd);
+    stdout_copy_fd_ = fd;
   }
+  if (error_file.empty()) return {};
+  // stderr into the output file (no -e, as sbatch): its descriptor again,
+  // not a second child to open the same file.
+  const int fd = error_file == output_file ? ::fcntl(stdout_copy_fd_, F_DUPFD_CLOEXEC, 0)
+                                           : OpenAppendAsAccount(error_file, account);
+  if (fd < 0) return refused(error_file, "-e", error_file == output_file ? errno : -fd);
+  stderr_copy_fd_ = fd;
   return {};
 }
 
@@ -96,11 +101,9 @@ int OpenAppendAsAccount(const std::string& path, const Account& account) {
   if (pid == 0) {
     // The child: only async-signal-safe calls until _exit.
     int err = 0;
-    if (account.switch_user) {
-      if (::setgroups(account.groups.size(), account.groups.data()) != 0 || ::setgid(account.gid) != 0 ||
-          ::setuid(account.uid) != 0) {
-        err = errno;
-      }
+    if (account.switch_user && (::setgroups(account.groups.size(), account.groups.data()) != 0 ||
+                                ::setgid(account.gid) != 0 || ::setuid(account.uid) != 0)) {
+      err = errno;
     }
     int fd = -1;
     if (err == 0) {
@@ -108,49 +111,24 @@ int OpenAppendAsAccount(const std::string& path, const Account& account) {
       fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0640);
       if (fd < 0) err = errno;
     }
-    char control[CMSG_SPACE(sizeof(int))] = {};
-    iovec payload{&err, sizeof err};
-    msghdr message{};
-    message.msg_iov = &payload;
-    message.msg_iovlen = 1;
-    if (fd >= 0) {
-      message.msg_control = control;
-      message.msg_controllen = sizeof control;
-      cmsghdr* header = CMSG_FIRSTHDR(&message);
-      header->cmsg_level = SOL_SOCKET;
-      header->cmsg_type = SCM_RIGHTS;
-      header->cmsg_len = CMSG_LEN(sizeof(int));
-      std::memcpy(CMSG_DATA(header), &fd, sizeof fd);
-    }
-    _exit(::sendmsg(sockets[1], &message, 0) < 0 ? 1 : 0);
+    _exit(posix::SendWithFd(sockets[1], &err, sizeof err, fd, 0) < 0 ? 1 : 0);
   }
   ::close(sockets[1]);
   int err = EIO;
-  char control[CMSG_SPACE(sizeof(int))] = {};
-  iovec payload{&err, sizeof err};
-  msghdr message{};
-  message.msg_iov = &payload;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
-  ssize_t got;
+  posix::ReceivedWithFd got;
   do {
-    got = ::recvmsg(sockets[0], &message, MSG_CMSG_CLOEXEC);
-  } while (got < 0 && errno == EINTR);
+    got = posix::ReceiveWithFd(sockets[0], &err, sizeof err, 0);
+  } while (got.bytes < 0 && errno == EINTR);
   ::close(sockets[0]);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (got != static_cast<ssize_t>(sizeof err)) return -EIO;
-  int fd = -1;
-  if (cmsghdr* header = CMSG_FIRSTHDR(&message); header != nullptr && header->cmsg_type == SCM_RIGHTS) {
-    std::memcpy(&fd, CMSG_DATA(header), sizeof fd);
+  if (got.bytes != static_cast<ssize_t>(sizeof err)) err = EIO;
+  if (err != 0 || got.fd < 0) {
+    if (got.fd >= 0) ::close(got.fd);
+    return -(err != 0 ? err : EIO);
   }
-  if (err != 0) {
-    if (fd >= 0) ::close(fd);
-    return -err;
-  }
-  return fd >= 0 ? fd : -EIO;
+  return got.fd;
 }
 
 int AttemptOutput::EnsureDir() {

@@ -11,6 +11,7 @@
 
 #include "executor/attempt_files.h"
 #include "supervisor/attempt_output.h"
+#include "unisched/posix/posix.h"
 
 namespace unisched::supervisor {
 namespace {
@@ -37,29 +38,18 @@ bool ExecutorSocket::Attach(int epoll_fd, uint64_t tag) {
 void ExecutorSocket::Receive(const std::function<void(const std::string& dir, int spec_fd)>& launch) {
   while (open_) {
     char buf[kMaxRequest];
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-    iovec iov{buf, sizeof buf};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    const ssize_t n = ::recvmsg(fd_, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    const posix::ReceivedWithFd got = posix::ReceiveWithFd(fd_, buf, sizeof buf, MSG_DONTWAIT);
+    const ssize_t n = got.bytes;
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-    int spec_fd = -1;
-    for (cmsghdr* c = n > 0 ? CMSG_FIRSTHDR(&msg) : nullptr; c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int))) {
-        std::memcpy(&spec_fd, CMSG_DATA(c), sizeof(int));
-      }
-    }
+    const int spec_fd = got.fd;
     if (n <= 0) {
       // The executor closed its end (stopped or died): no new attempts; the
       // running ones go on, and their results wait in their directories.
       Close();
       return;
     }
-    if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) == MSG_CTRUNC && spec_fd < 0 && buf[0] == '/') {
+    if ((got.flags & (MSG_TRUNC | MSG_CTRUNC)) == MSG_CTRUNC && spec_fd < 0 && buf[0] == '/') {
       // The kernel could not give us the spec's descriptor: we are out of
       // descriptors (or the machine is). Unclaimed, so the executor hears
       // at once that the launch is to be tried again, instead of waiting
@@ -67,7 +57,7 @@ void ExecutorSocket::Receive(const std::function<void(const std::string& dir, in
       const std::string dir(buf, static_cast<size_t>(n));
       LogToStderr("launch request for %s dropped: its spec descriptor did not arrive", dir.c_str());
       Notify(dir, EMFILE);
-    } else if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0 || spec_fd < 0 || buf[0] != '/') {
+    } else if ((got.flags & (MSG_TRUNC | MSG_CTRUNC)) != 0 || spec_fd < 0 || buf[0] != '/') {
       LogToStderr("malformed launch request dropped");
     } else {
       launch(std::string(buf, static_cast<size_t>(n)), spec_fd);

@@ -24,13 +24,6 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // Waits for `path` to hold a line (the job wrote it).
 std::string WaitForFile(const std::string& path) {
   for (int i = 0; i < 300; ++i) {

@@ -15,6 +15,7 @@
 
 #include "testing/agent_process.h"
 #include "testing/daemon.h"
+#include "testing/follower.h"
 
 namespace unisched::testing {
 namespace {
@@ -311,6 +312,27 @@ TEST_F(AgentGangTest, EachRankRunsOnItsOwnAgentsNodeAndAFailureStopsTheOtherNode
   EXPECT_EQ(reason.rfind("rank 1 on node " + job["nodes"][1].get<std::string>() + ": exit status 5", 0), 0u) << reason;
   EXPECT_EQ(job["attempts"][0]["tasks"][0]["state"], "CANCELLED");
   EXPECT_EQ(job["attempts"][0]["tasks"][1]["exit_code"], 5);
+}
+
+// Each rank's output is shipped to the daemon as it is written, so a rank on
+// another machine is followed while it runs (?follow=true) as one on this one.
+TEST_F(AgentGangTest, EachRanksOutputIsFollowedWhileItRuns) {
+  const std::string gate = shared_ + "/go";
+  const std::string id = daemon_.Submit(Gang(GatedScript(gate)));
+  const json running = daemon_.WaitJob(id, [](const json& j) { return j["state"] == "RUNNING"; });
+  ASSERT_EQ(running["state"], "RUNNING") << running.dump(2);
+  const std::vector<std::string> nodes = running["nodes"];
+  Follower rank1(daemon_, "/v1/jobs/" + id + "/log?follow=true&rank=1");
+  Follower by_node(daemon_, "/v1/jobs/" + id + "/log?follow=true&node=" + nodes[0]);
+  ASSERT_TRUE(rank1.WaitFor("first line")) << rank1.received();
+  ASSERT_TRUE(by_node.WaitFor("first line")) << by_node.received();
+  EXPECT_FALSE(rank1.ended());
+  std::ofstream(gate).put('\n');
+  rank1.Join();
+  by_node.Join();
+  EXPECT_EQ(rank1.received(), "first line from " + nodes[1] + " rank 1\nlast line\n");
+  EXPECT_EQ(by_node.received(), "first line from " + nodes[0] + " rank 0\nlast line\n");
+  EXPECT_EQ(daemon_.WaitTerminal(id)["state"], "COMPLETED");
 }
 
 }  // namespace

@@ -8,7 +8,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include "testing/daemon.h"
@@ -18,13 +17,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 constexpr const char* kConfig = R"yaml(
 server:
@@ -56,12 +48,7 @@ class OutputFilesTest : public ::testing::Test {
     daemon_.UseConfigText(config);
     daemon_.Start();
   }
-  json Job(const std::string& script) {
-    return {{"queue", "batch"},
-            {"workload", {{"kind", "hpc"}}},
-            {"resources", {{"cpus", 1}, {"memory_mb", 128}}},
-            {"command", {"/bin/sh", "-c", script}}};
-  }
+  static json Job(const std::string& script) { return ShellJob("batch", script); }
   TestDaemon daemon_;
   std::string shared_;
 };

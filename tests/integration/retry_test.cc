@@ -125,13 +125,6 @@ TEST_F(RetryTest, TheJobsOwnLimitOverridesItsQueue) {
   EXPECT_EQ(refused.json["error"]["field"], "max_retries");
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
 // The daemon's supervisor hosts: its children running `unisched-supervisor --host`.
 std::vector<pid_t> HostsOf(pid_t daemon) {
   std::vector<pid_t> hosts;

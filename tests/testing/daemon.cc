@@ -22,13 +22,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 std::string Trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   return s;
@@ -48,6 +41,20 @@ double Series(const std::string& metrics_text, const std::string& name) {
   const size_t at = metrics_text.find("\n" + name + " ");
   if (at == std::string::npos) return -1;
   return std::stod(metrics_text.substr(at + name.size() + 2));
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+nlohmann::json ShellJob(const std::string& queue, const std::string& script) {
+  return {{"queue", queue},
+          {"workload", {{"kind", "hpc"}}},
+          {"resources", {{"cpus", 1}, {"memory_mb", 128}}},
+          {"command", {"/bin/sh", "-c", script}}};
 }
 
 bool IsTerminalState(const std::string& state) {

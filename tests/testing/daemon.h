@@ -109,6 +109,12 @@ class TestDaemon {
 
 bool IsTerminalState(const std::string& state);
 
+// A file's whole text ("" when it cannot be read).
+std::string ReadFile(const std::string& path);
+
+// A batch job of one CPU and 128 MB in `queue`, running `script` with /bin/sh -c.
+nlohmann::json ShellJob(const std::string& queue, const std::string& script);
+
 // The value of the series `name` in a /metrics text (labels included as
 // printed, e.g. unisched_config_version{role="current"}); -1 when absent.
 double Series(const std::string& metrics_text, const std::string& name);

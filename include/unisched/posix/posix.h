@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <string>
 
 namespace unisched::posix {
@@ -15,5 +16,20 @@ std::string ErrnoText(int err);
 
 // mkdir(path, mode) that accepts an existing entry: 0, or the errno.
 int MakeDir(const std::string& path, mode_t mode);
+
+// One datagram (or stream segment) of `size` bytes with descriptor `fd`
+// attached (SCM_RIGHTS; -1: none): sendmsg's result, errno as it left it.
+// Async-signal-safe.
+ssize_t SendWithFd(int socket, const void* data, size_t size, int fd, int flags);
+
+// What ReceiveWithFd got: recvmsg's result (errno as it left it), the one
+// descriptor attached (close-on-exec; -1: none) and the message's flags
+// (MSG_TRUNC, MSG_CTRUNC: the descriptor did not fit, e.g. none left).
+struct ReceivedWithFd {
+  ssize_t bytes = -1;
+  int fd = -1;
+  int flags = 0;
+};
+ReceivedWithFd ReceiveWithFd(int socket, void* buffer, size_t size, int flags);
 
 }  // namespace unisched::posix
