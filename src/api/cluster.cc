@@ -64,6 +64,7 @@ void Api::ListPools(Call& call) {
     pools.push_back({{"name", pool.name},
                      {"kind", std::string(model::ToString(pool.kind))},
                      {"labels", LabelsJson(pool.labels)},
+                     {"sandbox", pool.sandbox},
                      {"nodes", pool.nodes},
                      {"capacity", {{"cpus", cpus}, {"memory_mb", memory}, {"gpus", gpus}}},
                      {"allocated", {{"cpus", cpus_used}, {"memory_mb", memory_used}, {"gpus", gpus_used}}}});

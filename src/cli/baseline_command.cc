@@ -68,10 +68,36 @@ std::string Number(double value) {
   return text;
 }
 
+// `unisched baseline dgemm --mpi`, one rank of an MPI job (dgemm.h, "Across
+// nodes"): rank 0 prints the report, the other ranks nothing.
+int RunDistributedDgemm(int size, int repeats, int threads) {
+  auto measured = dgemm::MeasureDistributed(size, repeats, threads);
+  if (!measured.ok()) {
+    std::cerr << "unisched baseline dgemm --mpi: " << measured.error().message << "\n";
+    return 1;
+  }
+  if (measured->rank != 0) return 0;
+  const json report = {{"kernel", "dgemm_mpi"},
+                       {"gflops", measured->gflops},
+                       {"size", measured->size},
+                       {"repeats", measured->repeats},
+                       {"seconds", measured->seconds},
+                       {"threads", measured->threads},
+                       {"ranks", measured->ranks},
+                       {"nodes", measured->nodes},
+                       {"rank_multiply_seconds", measured->rank_seconds},
+                       {"checksum_error", measured->checksum_error},
+                       {"mpi", measured->mpi_library},
+                       {"blas", {{"library", measured->library.path}, {"config", measured->library.config}}}};
+  std::cout << report.dump() << std::endl;
+  return 0;
+}
+
 // `unisched baseline dgemm`: one JSON line, what baseline::KernelReport reads.
 int RunDgemm(const std::vector<std::string>& words) {
-  auto args = ParseArgs(words, {{"size", true, false}, {"repeat", true, false}, {"threads", true, false}});
-  const std::string usage = "usage: unisched baseline dgemm [--size N] [--repeat R] [--threads T]";
+  auto args = ParseArgs(
+      words, {{"size", true, false}, {"repeat", true, false}, {"threads", true, false}, {"mpi", false, false}});
+  const std::string usage = "usage: unisched baseline dgemm [--size N] [--repeat R] [--threads T] [--mpi]";
   if (!args.ok() || !args->positionals.empty()) {
     std::cerr << "error: " << (args.ok() ? "unexpected argument '" + args->positionals[0] + "'" : args.error().message)
               << "\n"
@@ -86,6 +112,7 @@ int RunDgemm(const std::vector<std::string>& words) {
       return 2;
     }
   }
+  if (args->Has("mpi")) return RunDistributedDgemm(size, repeats, threads);
   auto measured = dgemm::Measure(size, repeats, threads);
   if (!measured.ok()) {
     std::cerr << "unisched baseline dgemm: " << measured.error().message << "\n";
@@ -172,9 +199,9 @@ int PrintComparison(json current, const json& previous, double margin, bool as_j
 }  // namespace
 
 std::vector<FlagSpec> BaselineFlags() {
-  return {{"pools", true, false},    {"size", true, false},    {"repeat", true, false},
-          {"samples", true, false},  {"timeout", true, false}, {"binary", true, false},
-          {"compare", false, false}, {"margin", true, false},  {"limit", true, false}};
+  return {{"pools", true, false},   {"size", true, false},   {"repeat", true, false},   {"samples", true, false},
+          {"timeout", true, false}, {"binary", true, false}, {"compare", false, false}, {"margin", true, false},
+          {"limit", true, false},   {"mpirun", true, false}};
 }
 
 std::optional<int> RunBaselineKernel(const std::vector<std::string>& words) {
@@ -237,6 +264,7 @@ int RunBaseline(Session& session, const ParsedArgs& args, const std::function<in
   BaselineOptions options;
   options.pools = pools;
   options.binary = args.Get("binary").value_or(OwnBinary());
+  options.mpirun = args.Get("mpirun").value_or(options.mpirun);
   for (auto problem :
        {IntegerFlag(args, "size", 16, 65536, options.size), IntegerFlag(args, "repeat", 1, 1000, options.repeats),
         IntegerFlag(args, "samples", 1, 1000, options.samples),

@@ -18,15 +18,15 @@ namespace unisched::cli {
 
 inline constexpr const char* kBaselineUsage =
     "[--pools P[,P...]] [--size N] [--repeat R] [--samples K] [--timeout SECONDS] [--binary PATH] "
-    "[--compare [--margin PCT]] [--json]\n"
+    "[--mpirun PATH] [--compare [--margin PCT]] [--json]\n"
     "       unisched baseline list [--pools P[,P...]] [--limit N] [--json]\n"
     "       unisched baseline show ID [--json]\n"
     "       unisched baseline compare OLD_ID NEW_ID [--margin PCT] [--json]\n"
-    "       unisched baseline dgemm [--size N] [--repeat R] [--threads T]   (the kernel, inside a job)\n"
+    "       unisched baseline dgemm [--size N] [--repeat R] [--threads T] [--mpi]   (the kernel, inside a job)\n"
     "       unisched baseline gpu-check                                    (whether the job's GPUs are real)\n"
-    "  Runs DGEMM on every node of the pools (default: all), across their nodes at once, job start and sandbox\n"
-    "  latencies and the multi-GPU speed-up (baseline.gpu_command) as ordinary jobs, and records the run\n"
-    "  (platform-admin). Defaults: --size 2048 --repeat 3 --samples 5 --timeout 600 --margin 10.\n"
+    "  Runs DGEMM on every node of the pools (default: all), across their nodes at once and over MPI, job start\n"
+    "  and sandbox latencies and the multi-GPU speed-up (baseline.gpu_command) as ordinary jobs, and records\n"
+    "  the run (platform-admin). Defaults: --size 2048 --repeat 3 --samples 5 --timeout 600 --margin 10.\n"
     "  --compare: each figure against the previous run of the same pools. Exit status: 0 done, 1 failed,\n"
     "  2 usage error, 3 a figure got worse by more than the margin.";
 

@@ -62,8 +62,9 @@ struct Node {
 
 struct Pool {
   std::string name;
-  std::string queue;  // a queue on it: where its jobs are submitted
-  std::string kind;   // the workload kind that queue takes
+  std::string queue;     // a queue on it: where its jobs are submitted
+  std::string kind;      // the workload kind that queue takes
+  bool sandbox = false;  // its jobs run isolated, with no network but loopback
   std::vector<Node> nodes;
 };
 
@@ -87,6 +88,7 @@ class BaselineRun {
       }
       MeasureNodes(pool);
       MeasureAcrossNodes(pool);
+      MeasureWithMpi(pool);
       MeasureJobStart(pool);
       MeasureGpuSpeedup(pool);
     }
@@ -141,6 +143,7 @@ class BaselineRun {
     for (const auto& p : pools->value("pools", json::array())) {
       Pool pool;
       pool.name = Text(p, "name");
+      pool.sandbox = p.value("sandbox", false);
       known.insert(pool.name);
       if (asked.empty() ? p.value("nodes", json::array()).empty() : !asked.count(pool.name)) continue;
       for (const auto& q : queues->value("queues", json::array())) {
@@ -324,26 +327,43 @@ class BaselineRun {
     }
   }
 
+  // The nodes of the pool that are up, and what each of them can give a
+  // job spread over all of them; nullopt (the figure skipped) for fewer
+  // than two.
+  struct Spread {
+    std::vector<const Node*> up;
+    int cpus = 0;
+    int64_t memory_mb = 0;
+  };
+  std::optional<Spread> AllNodesUp(const Pool& pool, const std::string& figure) {
+    Spread spread;
+    for (const Node& node : pool.nodes) {
+      if (node.state == "up") spread.up.push_back(&node);
+    }
+    if (spread.up.size() < 2) {
+      Skip(figure, pool.name, "",
+           "pool " + pool.name + " has " + std::to_string(spread.up.size()) +
+               " node(s) up; the per-node figure is the pool's");
+      return std::nullopt;
+    }
+    spread.cpus = spread.up[0]->cpus;
+    spread.memory_mb = spread.up[0]->memory_mb;
+    for (const Node* node : spread.up) {
+      spread.cpus = std::min(spread.cpus, node->cpus);
+      spread.memory_mb = std::min(spread.memory_mb, node->memory_mb);
+    }
+    return spread;
+  }
+
   // One multi-node job on every node of the pool that is up, each node
   // running the kernel at the same time (launch per_node): the sum of the
   // ranks' GFLOP/s. Nodes that share a host or memory bandwidth show it here.
   void MeasureAcrossNodes(const Pool& pool) {
-    std::vector<const Node*> up;
-    for (const Node& node : pool.nodes) {
-      if (node.state == "up") up.push_back(&node);
-    }
-    if (up.size() < 2) {
-      Skip(
-          "dgemm_gflops_all_nodes", pool.name, "",
-          "pool " + pool.name + " has " + std::to_string(up.size()) + " node(s) up; the per-node figure is the pool's");
-      return;
-    }
-    int cpus = up[0]->cpus;
-    int64_t memory = up[0]->memory_mb;
-    for (const Node* node : up) {
-      cpus = std::min(cpus, node->cpus);
-      memory = std::min(memory, node->memory_mb);
-    }
+    auto spread = AllNodesUp(pool, "dgemm_gflops_all_nodes");
+    if (!spread) return;
+    const auto& up = spread->up;
+    const int cpus = spread->cpus;
+    const int64_t memory = spread->memory_mb;
     log_ << "dgemm on all " << up.size() << " nodes of " << pool.name << " at once\n";
     json request = JobRequest(
         pool, "baseline-dgemm-all", Kernel("dgemm"),
@@ -369,6 +389,62 @@ class BaselineRun {
     }
     Add("dgemm_gflops_all_nodes", pool.name, "", total, "GFLOP/s", baseline::Better::kHigher,
         {{"nodes", up.size()}, {"ranks", ranks}, {"job", id}});
+  }
+
+  // One DGEMM shared by every node of the pool that is up, over MPI
+  // (dgemm.h, "Across nodes"): a batch job on all of them runs mpirun, which
+  // reaches the other nodes through `unisched step --rsh`, the job's own
+  // launcher, with one rank per node, each with all of the node's CPUs the
+  // job has (--bind-to none: mpirun would otherwise bind a rank to one
+  // core and OpenBLAS's threads with it).
+  void MeasureWithMpi(const Pool& pool) {
+    if (pool.sandbox) {
+      Skip("dgemm_gflops_mpi", pool.name, "",
+           "pool " + pool.name +
+               " runs its jobs in sandboxes with no network but loopback, so no rank can reach "
+               "another node");
+      return;
+    }
+    auto spread = AllNodesUp(pool, "dgemm_gflops_mpi");
+    if (!spread) return;
+    std::string hosts;
+    for (const Node* node : spread->up) hosts += (hosts.empty() ? "" : ",") + node->name + ":1";
+    std::vector<std::string> command = {options_.mpirun,
+                                        "-np",
+                                        std::to_string(spread->up.size()),
+                                        "--host",
+                                        hosts,
+                                        "--bind-to",
+                                        "none",
+                                        "--mca",
+                                        "plm",
+                                        "rsh",
+                                        "--mca",
+                                        "plm_rsh_agent",
+                                        options_.binary + " step --rsh"};
+    for (auto& word : Kernel("dgemm")) command.push_back(std::move(word));
+    command.push_back("--mpi");
+    log_ << "dgemm over MPI across all " << spread->up.size() << " nodes of " << pool.name << "\n";
+    JobRun run =
+        RunJob(JobRequest(pool, "baseline-dgemm-mpi", std::move(command),
+                          {{"nodes", spread->up.size()},
+                           {"cpus", spread->cpus},
+                           {"memory_mb", std::min(KernelMemoryMb(options_.size, spread->cpus), spread->memory_mb)}}));
+    const std::string id = Text(run.job, "id");
+    auto report = run.failure.empty() ? baseline::KernelReport(Log(id, "")) : std::nullopt;
+    if (!report) {
+      Skip("dgemm_gflops_mpi", pool.name, "",
+           run.failure.empty() ? "job " + id + " printed no DGEMM report" + LastLine(id, "stderr") : run.failure);
+      return;
+    }
+    Add("dgemm_gflops_mpi", pool.name, "", (*report)["gflops"].get<double>(), "GFLOP/s", baseline::Better::kHigher,
+        {{"ranks", report->value("ranks", 0)},
+         {"nodes", report->value("nodes", json::array())},
+         {"seconds", report->value("seconds", 0.0)},
+         {"rank_multiply_seconds", report->value("rank_multiply_seconds", json::array())},
+         {"threads", report->value("threads", 0)},
+         {"mpi", report->value("mpi", "")},
+         {"job", id}});
   }
 
   // ---- latencies ----

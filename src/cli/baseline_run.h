@@ -20,6 +20,7 @@ struct BaselineOptions {
   int repeats = 3;                 // timed multiplies per DGEMM job
   int samples = 5;                 // samples per latency figure
   std::string binary;              // the unisched the jobs run, at the same path on every node
+  std::string mpirun = "mpirun";   // OpenMPI's launcher on the pools' nodes, for the cross-node DGEMM
   int job_timeout_seconds = 600;   // a job not ended by then (pending included) is cancelled
 };
 

@@ -108,7 +108,37 @@ Result<Library> Load(int threads) {
 }
 
 void Multiply(int n, const double* a, const double* b, double* c) {
-  loaded->dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, a, n, b, n, 0.0, c, n);
+  MultiplyRows(n, n, a, b, c);
+}
+
+void MultiplyRows(int rows, int n, const double* a, const double* b, double* c) {
+  loaded->dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, n, n, 1.0, a, n, b, n, 0.0, c, n);
+}
+
+double EntryOfA(size_t index) {
+  return static_cast<double>(index % 97) / 97.0 - 0.49;
+}
+
+double EntryOfB(size_t index) {
+  return static_cast<double>(index % 89) / 89.0 - 0.51;
+}
+
+double ExpectedSum(int n, double* scale) {
+  const size_t size = static_cast<size_t>(n);
+  std::vector<double> column_of_a(size, 0.0), row_of_b(size, 0.0);
+  for (size_t i = 0; i < size; ++i) {
+    for (size_t k = 0; k < size; ++k) {
+      column_of_a[k] += EntryOfA(i * size + k);
+      row_of_b[i] += EntryOfB(i * size + k);
+    }
+  }
+  double sum = 0, magnitude = 0;
+  for (size_t k = 0; k < size; ++k) {
+    sum += column_of_a[k] * row_of_b[k];
+    magnitude += std::fabs(column_of_a[k] * row_of_b[k]);
+  }
+  if (scale != nullptr) *scale = magnitude;
+  return sum;
 }
 
 Result<Measurement> Measure(int n, int repeats, int threads) {
@@ -116,10 +146,9 @@ Result<Measurement> Measure(int n, int repeats, int threads) {
   if (!library.ok()) return library.error();
   const size_t cells = static_cast<size_t>(n) * static_cast<size_t>(n);
   std::vector<double> a(cells), b(cells), c(cells);
-  // Values of either sign, none zero: no shortcut for zeros, no overflow.
   for (size_t i = 0; i < cells; ++i) {
-    a[i] = static_cast<double>(i % 97) / 97.0 - 0.49;
-    b[i] = static_cast<double>(i % 89) / 89.0 - 0.51;
+    a[i] = EntryOfA(i);
+    b[i] = EntryOfB(i);
   }
   Multiply(n, a.data(), b.data(), c.data());
   const auto start = std::chrono::steady_clock::now();

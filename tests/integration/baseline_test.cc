@@ -80,6 +80,31 @@ TEST(BaselineTest, MeasuresRecordsAndComparesWithThePreviousRun) {
   EXPECT_GT(figures["dgemm_gflops_all_nodes"]["cpu-hpc-pool"][""], 0);
   const json* single = SkippedItem(run, "dgemm_gflops_all_nodes", "inference-pool");
   ASSERT_NE(single, nullptr) << "a pool of one node has no cross-node figure";
+  // Over MPI: one product shared by one rank on each node, mpirun reaching
+  // the nodes through `unisched step --rsh`, the result checked by rank 0.
+  for (const auto& [pool, count] : std::map<std::string, size_t>{{"cpu-hpc-pool", 4}, {"gpu-train-pool", 2}}) {
+    SCOPED_TRACE(pool);
+    const json* mpi = nullptr;
+    for (const auto& f : run["figures"]) {
+      if (f["name"] == "dgemm_gflops_mpi" && f["pool"] == pool) mpi = &f;
+    }
+    ASSERT_NE(mpi, nullptr) << first.err;
+    EXPECT_GT((*mpi)["value"].get<double>(), 0);
+    const json& detail = (*mpi)["detail"];
+    EXPECT_EQ(detail["ranks"], count);
+    std::set<std::string> ran_on;
+    for (const auto& node : detail["nodes"]) ran_on.insert(node.get<std::string>());
+    std::set<std::string> pool_nodes;
+    for (const auto& node : nodes) {
+      if (node["pool"] == pool) pool_nodes.insert(node["name"].get<std::string>());
+    }
+    EXPECT_EQ(ran_on, pool_nodes) << "one rank on each of the pool's nodes: " << detail;
+    EXPECT_NE(detail["mpi"].get<std::string>().find("Open MPI"), std::string::npos) << detail;
+  }
+  EXPECT_NE(SkippedItem(run, "dgemm_gflops_mpi", "inference-pool"), nullptr);
+  const json* sandboxed = SkippedItem(run, "dgemm_gflops_mpi", "elastic-light-pool");
+  ASSERT_NE(sandboxed, nullptr);
+  EXPECT_NE((*sandboxed)["reason"].get<std::string>().find("no network"), std::string::npos) << *sandboxed;
   // Sandboxes, where the daemon can run them (root).
   if (::geteuid() == 0) {
     EXPECT_GT(figures["sandbox_create_ms_p50"]["elastic-light-pool"][""], 0);

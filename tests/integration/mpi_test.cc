@@ -66,6 +66,13 @@ class TwoHosts {
   std::string Address(int i) const { return subnet_ + "." + std::to_string(i + 1); }
   std::string Gateway() const { return subnet_ + ".254"; }
   std::string Subnet() const { return subnet_ + ".0/24"; }
+  // Bytes the bridge has sent into host i's namespace over its veth.
+  uint64_t BytesInto(int i) const {
+    std::ifstream in("/sys/class/net/" + outside_.at(static_cast<size_t>(i)) + "/statistics/tx_bytes");
+    uint64_t bytes = 0;
+    in >> bytes;
+    return bytes;
+  }
 
  private:
   std::string subnet_, bridge_;
@@ -212,6 +219,37 @@ TEST_F(MpiTest, AnMpiAllreduceRunsAcrossTwoNodesThroughUnischedsLauncher) {
     EXPECT_NE(cgroups[0].find(id + "-1-"), std::string::npos) << cgroups[0];
     EXPECT_NE(cgroups[1].find(id + "-1.65536-"), std::string::npos) << cgroups[1];
   }
+}
+
+// Launch check 6's cross-node figure across real node boundaries: the
+// baseline's own MPI job (mpirun through `unisched step --rsh`, one rank a
+// node) computes one product on the two namespaced nodes, B crossing the
+// veth into the second node at every multiply.
+TEST_F(MpiTest, TheBaselinesMpiDgemmSharesOneProductBetweenTheTwoNodes) {
+  const uint64_t before = hosts_->BytesInto(1);
+  const int size = 512, repeats = 2;
+  const auto run = daemon_.RunCli({"baseline", "--pools", "mpi", "--size", std::to_string(size), "--repeat",
+                                   std::to_string(repeats), "--samples", "1", "--json"},
+                                  {}, 300s);
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  const json recorded = json::parse(run.out, nullptr, false);
+  ASSERT_TRUE(recorded.is_object()) << run.out;
+  const json* mpi = nullptr;
+  for (const auto& f : recorded["figures"]) {
+    if (f["name"] == "dgemm_gflops_mpi") mpi = &f;
+  }
+  ASSERT_NE(mpi, nullptr) << run.err;
+  EXPECT_GT((*mpi)["value"].get<double>(), 0);
+  const json& detail = (*mpi)["detail"];
+  EXPECT_EQ(detail["ranks"], 2);
+  EXPECT_EQ(detail["nodes"], json({kNodes[0], kNodes[1]})) << "rank 1 ran on the second node: " << detail;
+  // B (n² doubles) went to the second node once untimed and once a multiply.
+  const uint64_t sent = hosts_->BytesInto(1) - before;
+  EXPECT_GE(sent, uint64_t{8} * size * size * (repeats + 1)) << "the broadcasts crossed the veth";
+  // The job was the pool's: both nodes, one batch job.
+  const json job = daemon_.Call("GET", "/v1/jobs/" + detail["job"].get<std::string>()).json;
+  EXPECT_EQ(job["state"], "COMPLETED");
+  EXPECT_EQ(job["nodes"], json({kNodes[0], kNodes[1]}));
 }
 
 // Ranks that find each other through their environment only: rank 0

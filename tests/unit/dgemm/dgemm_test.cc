@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <cmath>
 #include <vector>
 
 namespace unisched::dgemm {
@@ -39,6 +40,42 @@ TEST(DgemmKernelTest, OpenBlasMultipliesAsTheSchoolbookDoes) {
       double want = 0;
       for (int k = 0; k < n; ++k) want += a[i * n + k] * b[k * n + j];
       ASSERT_DOUBLE_EQ(c[i * n + j], want) << "C[" << i << "][" << j << "]";
+    }
+  }
+}
+
+// The cross-node kernel's check: the sum of C the inputs imply, without
+// the product, against the product's; and a block of rows multiplied alone
+// is those rows of the whole product.
+TEST(DgemmKernelTest, TheSumOfCIsWhatTheInputsImplyAndABlockOfRowsIsTheirPart) {
+  ASSERT_TRUE(Load(1).ok());
+  for (int n : {1, 2, 37, 100}) {
+    SCOPED_TRACE(n);
+    const size_t cells = static_cast<size_t>(n) * n;
+    std::vector<double> a(cells), b(cells), c(cells);
+    for (size_t i = 0; i < cells; ++i) {
+      a[i] = EntryOfA(i);
+      b[i] = EntryOfB(i);
+    }
+    Multiply(n, a.data(), b.data(), c.data());
+    double sum = 0, scale = 0;
+    for (double v : c) sum += v;
+    const double expected = ExpectedSum(n, &scale);
+    EXPECT_GT(scale, 0);
+    EXPECT_LT(std::fabs(sum - expected) / scale, 1e-12) << sum << " against " << expected;
+    // Rows [first, first + rows) alone.
+    const int first = n / 3, rows = n - n / 3 - n / 4;
+    std::vector<double> block(static_cast<size_t>(rows) * n, -1);
+    MultiplyRows(rows, n, a.data() + static_cast<size_t>(first) * n, b.data(), block.data());
+    for (size_t i = 0; i < block.size(); ++i) {
+      ASSERT_DOUBLE_EQ(block[i], c[static_cast<size_t>(first) * n + i]) << i;
+    }
+    // A rank whose block never arrived (left zero) fails the check of
+    // MeasureDistributed (relative error under 1e-6).
+    if (n >= 37) {
+      double missing = sum;
+      for (size_t i = 0; i < block.size(); ++i) missing -= c[static_cast<size_t>(first) * n + i];
+      EXPECT_GT(std::fabs(missing - expected) / scale, 1e-6);
     }
   }
 }
