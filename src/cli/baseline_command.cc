@@ -152,14 +152,18 @@ int RunDgemm(const std::vector<std::string>& words) {
 }
 
 // `unisched baseline gpu-check`: the device file of each GPU the job was
-// given (CUDA_VISIBLE_DEVICES), present or missing. Declared GPUs on a
-// machine without them have none.
-int RunGpuCheck() {
+// given (CUDA_VISIBLE_DEVICES), `pattern` with {index} replaced by its
+// index (baseline.gpu_device), a character device or missing. Declared GPUs
+// on a machine without them have none.
+int RunGpuCheck(const std::string& pattern) {
   const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
   json report = {{"visible", json::array()}, {"present", json::array()}, {"missing", json::array()}};
   for (const std::string& index : model::Split(visible ? visible : "", ',')) {
     report["visible"].push_back(index);
-    const std::string device = "/dev/nvidia" + index;
+    std::string device = pattern;
+    for (size_t at = device.find("{index}"); at != std::string::npos; at = device.find("{index}", at + index.size())) {
+      device.replace(at, 7, index);
+    }
     struct stat st {};
     const bool present = ::stat(device.c_str(), &st) == 0 && S_ISCHR(st.st_mode);
     report[present ? "present" : "missing"].push_back(device);
@@ -208,11 +212,17 @@ std::optional<int> RunBaselineKernel(const std::vector<std::string>& words) {
   if (words.empty()) return std::nullopt;
   if (words[0] == "dgemm") return RunDgemm({words.begin() + 1, words.end()});
   if (words[0] == "gpu-check") {
-    if (words.size() > 1) {
-      std::cerr << "error: gpu-check takes no arguments\nusage: unisched baseline gpu-check\n";
+    auto args = ParseArgs({words.begin() + 1, words.end()}, {{"device", true, false}});
+    const std::string device = args.ok() ? args->Get("device").value_or("/dev/nvidia{index}") : "";
+    if (!args.ok() || !args->positionals.empty() || device.find("{index}") == std::string::npos) {
+      std::cerr << "error: "
+                << (!args.ok()                   ? args.error().message
+                    : !args->positionals.empty() ? "unexpected argument '" + args->positionals[0] + "'"
+                                                 : "--device must hold {index}, e.g. /dev/nvidia{index}")
+                << "\nusage: unisched baseline gpu-check [--device /dev/nvidia{index}]\n";
       return 2;
     }
-    return RunGpuCheck();
+    return RunGpuCheck(device);
   }
   return std::nullopt;
 }

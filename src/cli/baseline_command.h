@@ -23,7 +23,7 @@ inline constexpr const char* kBaselineUsage =
     "       unisched baseline show ID [--json]\n"
     "       unisched baseline compare OLD_ID NEW_ID [--margin PCT] [--json]\n"
     "       unisched baseline dgemm [--size N] [--repeat R] [--threads T] [--mpi]   (the kernel, inside a job)\n"
-    "       unisched baseline gpu-check                                    (whether the job's GPUs are real)\n"
+    "       unisched baseline gpu-check [--device PATTERN]                 (whether the job's GPUs are real)\n"
     "  Runs DGEMM on every node of the pools (default: all), across their nodes at once and over MPI, job start\n"
     "  and sandbox latencies and the multi-GPU speed-up (baseline.gpu_command) as ordinary jobs, and records\n"
     "  the run (platform-admin). Defaults: --size 2048 --repeat 3 --samples 5 --timeout 600 --margin 10.\n"

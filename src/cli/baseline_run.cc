@@ -190,6 +190,7 @@ class BaselineRun {
     auto loaded = config::LoadConfigText(Text(body, "text"), "the config in force");
     if (const auto* config = std::get_if<config::Config>(&loaded)) {
       gpu_command_ = config->baseline.gpu_command;
+      gpu_device_ = config->baseline.gpu_device;
     } else {
       gpu_command_error_ = "the config in force does not load in this unisched (an older version?)";
     }
@@ -215,7 +216,7 @@ class BaselineRun {
   }
 
   std::vector<std::string> Kernel(const std::string& what) const {
-    if (what == "gpu-check") return {options_.binary, "baseline", "gpu-check"};
+    if (what == "gpu-check") return {options_.binary, "baseline", "gpu-check", "--device", gpu_device_};
     return {options_.binary,
             "baseline",
             "dgemm",
@@ -457,7 +458,8 @@ class BaselineRun {
     json jobs = json::array();
     for (int i = 0; i < options_.samples; ++i) {
       JobRun run = RunJob(JobRequest(pool, "baseline-start", {"/bin/true"}, {{"cpus", 1}, {"memory_mb", 64}}));
-      const json attempts = run.job.value("attempts", json::array());
+      // A refused job has no body.
+      const json attempts = run.job.is_object() ? run.job.value("attempts", json::array()) : json::array();
       // -1: no start recorded.
       const double ms =
           attempts.empty() ? -1 : MillisBetween(run.job, "submitted_at", attempts[0], "started_at").value_or(-1);
@@ -552,11 +554,15 @@ class BaselineRun {
     json jobs = json::array();
     for (int gpus : {1, node->gpus}) {
       log_ << "baseline.gpu_command with " << gpus << " GPU(s) on " << node->name << "\n";
-      json request = JobRequest(pool, "baseline-gpu-" + std::to_string(gpus), {"/bin/sh", "-c", gpu_command_},
-                                {{"cpus", std::max(1, node->cpus * gpus / node->gpus)}, {"gpus", gpus}}, node->name);
-      request["env"] = {{"UNISCHED_BASELINE_GPUS", std::to_string(gpus)}};
+      // UNISCHED_* names are the scheduler's: a job's `env` may not set
+      // them (422), so the variable is set by env(1) in the command.
+      json request =
+          JobRequest(pool, "baseline-gpu-" + std::to_string(gpus),
+                     {"/usr/bin/env", "UNISCHED_BASELINE_GPUS=" + std::to_string(gpus), "/bin/sh", "-c", gpu_command_},
+                     {{"cpus", std::max(1, node->cpus * gpus / node->gpus)}, {"gpus", gpus}}, node->name);
       JobRun run = RunJob(request);
-      const json attempts = run.job.value("attempts", json::array());
+      // A refused job has no body.
+      const json attempts = run.job.is_object() ? run.job.value("attempts", json::array()) : json::array();
       const double ms =
           attempts.empty() ? 0 : MillisBetween(attempts[0], "started_at", attempts[0], "ended_at").value_or(0);
       if (!run.failure.empty() || ms <= 0) {
@@ -580,6 +586,7 @@ class BaselineRun {
   std::ostream& log_;
   std::vector<Pool> pools_;
   std::string gpu_command_, gpu_command_error_;
+  std::string gpu_device_ = config::BaselineSettings{}.gpu_device;
   json figures_ = json::array(), skipped_ = json::array(), nodes_ = json::object(), jobs_ = json::array();
 };
 

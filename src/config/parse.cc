@@ -553,8 +553,9 @@ void ParseSandboxes(const YAML::Node& node, Errors& errors, SandboxSettings& out
 }
 
 void ParseBaseline(const YAML::Node& node, Errors& errors, BaselineSettings& out) {
-  MapReader m(node, "baseline", {"gpu_command"}, errors);
+  MapReader m(node, "baseline", {"gpu_command", "gpu_device"}, errors);
   m.Read("gpu_command", out.gpu_command);
+  m.Read("gpu_device", out.gpu_device);
 }
 
 ImageSpec ParseImage(const YAML::Node& node, const std::string& path, Errors& errors) {

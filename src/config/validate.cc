@@ -120,6 +120,13 @@ void ValidateBaseline(const BaselineSettings& b, Errors& errors) {
     errors.Add("baseline.gpu_command",
                "is " + std::to_string(command.size()) + " bytes, at most 4096; put a longer one in a script");
   }
+  const std::string& device = b.gpu_device;
+  if (device.empty() || device[0] != '/' || device.find("{index}") == std::string::npos ||
+      device.find('\0') != std::string::npos) {
+    errors.Add(
+        "baseline.gpu_device",
+        "must be an absolute path holding {index}, the GPU's index, e.g. /dev/nvidia{index}; got '" + device + "'");
+  }
 }
 
 bool IsVersionText(const std::string& v) {

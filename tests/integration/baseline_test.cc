@@ -6,6 +6,8 @@
 // HTTP, and a second run compared with it.
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -197,6 +199,80 @@ TEST(BaselineTest, CompareFlagsAFallExitsThreeAndOnlyAdminsRecord) {
   EXPECT_NE(as_alice.err.find("only platform-admins"), std::string::npos) << as_alice.err;
   EXPECT_EQ(d.Call("GET", "/v1/jobs?limit=0").json["total"], 0) << "no job was submitted";
   EXPECT_EQ(d.Call("GET", "/v1/baselines", "", {}, &alice).status, 200);
+}
+
+// Where the GPUs are real, the training command runs with 1 GPU and with
+// all of the node's: this machine has none, so the node's two GPUs are
+// made real for the check the way a site whose devices live elsewhere
+// would (baseline.gpu_device), as character devices in a directory of the
+// test; the "training" takes 0.8 s of work shared by its GPUs.
+TEST(BaselineTest, WhereTheGpusAreRealTheTrainingCommandRunsOnOneAndOnAllOfThem) {
+  if (::geteuid() != 0) GTEST_SKIP() << "making character devices needs root";
+  TestDaemon d;
+  const std::string devices = d.state_dir() + "/gpus";
+  ASSERT_EQ(::mkdir(devices.c_str(), 0755), 0);
+  for (const char* card : {"card0", "card1"}) {
+    // The numbers of /dev/null: a character device, harmless.
+    ASSERT_EQ(::mknod((devices + "/" + card).c_str(), S_IFCHR | 0666, ::makedev(1, 3)), 0) << card;
+  }
+  d.UseConfigText(R"yaml(
+server:
+  scheduler_tick_seconds: 0.1
+pools:
+  - name: train
+    kind: gpu
+    nodes: [x86-c4m8g2-train-01]
+nodes:
+  - {name: x86-c4m8g2-train-01, cpus: 4, memory_mb: 8192, gpus: {count: 2, model: h100, memory_gb: 80}}
+queues:
+  - name: training
+    pool: train
+    workload_kinds: [ai-training]
+    policy: {max_walltime_hours: 1}
+projects:
+  - name: default
+baseline:
+  gpu_command: 'n=$(echo "$CUDA_VISIBLE_DEVICES" | tr , " " | wc -w); test "$n" = "$UNISCHED_BASELINE_GPUS" && sleep $(awk "BEGIN {print 0.8 / $UNISCHED_BASELINE_GPUS}")'
+  gpu_device: )yaml" +
+                  devices + R"yaml(/card{index}
+)yaml");
+  d.Start();
+  const auto run = d.RunCli({"baseline", "--pools", "train", "--size", "64", "--samples", "1", "--json"}, {}, 120s);
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  const json recorded = json::parse(run.out, nullptr, false);
+  const json* speedup = nullptr;
+  for (const auto& f : recorded["figures"]) {
+    if (f["name"] == "gpu_speedup") speedup = &f;
+  }
+  ASSERT_NE(speedup, nullptr) << run.err;
+  EXPECT_EQ((*speedup)["node"], "x86-c4m8g2-train-01");
+  const json& detail = (*speedup)["detail"];
+  EXPECT_EQ(detail["gpus"], 2);
+  // Each run's time from its process's start to its end: at least the
+  // work's share, and the speed-up their ratio.
+  EXPECT_GE(detail["seconds_1_gpu"].get<double>(), 0.8);
+  EXPECT_GE(detail["seconds_all_gpus"].get<double>(), 0.4);
+  EXPECT_DOUBLE_EQ((*speedup)["value"].get<double>(),
+                   detail["seconds_1_gpu"].get<double>() / detail["seconds_all_gpus"].get<double>());
+  EXPECT_GT((*speedup)["value"].get<double>(), 1.0) << detail;
+  ASSERT_EQ(detail["jobs"].size(), 2u);
+  for (const auto& [id, gpus] : {std::pair{0, 1}, std::pair{1, 2}}) {
+    const json job = d.Call("GET", "/v1/jobs/" + detail["jobs"][id].get<std::string>()).json;
+    EXPECT_EQ(job["state"], "COMPLETED");
+    EXPECT_EQ(job["resources"]["gpus"], gpus) << job;
+  }
+
+  // Without the devices the same config records the speed-up as skipped,
+  // naming the file it looked for.
+  for (const char* card : {"card0", "card1"}) ::unlink((devices + "/" + card).c_str());
+  const auto again = d.RunCli({"baseline", "--pools", "train", "--size", "64", "--samples", "1", "--json"}, {}, 120s);
+  ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+  const json skipped = json::parse(again.out, nullptr, false);
+  const json* item = SkippedItem(skipped, "gpu_speedup", "train");
+  ASSERT_NE(item, nullptr) << again.out;
+  EXPECT_NE((*item)["reason"].get<std::string>().find("declared devices only (no " + devices + "/card0)"),
+            std::string::npos)
+      << (*item)["reason"];
 }
 
 }  // namespace

@@ -188,6 +188,11 @@ struct BaselineSettings {
   // of the node's GPUs (CUDA_VISIBLE_DEVICES, UNISCHED_BASELINE_GPUS); the
   // speed-up is the first run's time over the second's. Empty: not measured.
   std::string gpu_command;
+  // The device file that shows GPU `{index}` (of CUDA_VISIBLE_DEVICES) is
+  // on the node, not only declared: the check job looks for a character
+  // device there before any training run. Other vendors' or a site's own
+  // layout set theirs.
+  std::string gpu_device = "/dev/nvidia{index}";
 };
 
 // Where a role's credentials may be used from and how often (docs/access.md).

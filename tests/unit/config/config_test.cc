@@ -1420,6 +1420,10 @@ TEST(BaselineKeys, TheGpuCommandIsOptionalAndChecked) {
   const Config set =
       MustLoad(LoadConfigText(Doc().Extra("baseline: {gpu_command: 'python3 train.py --steps 200'}\n").Text()));
   EXPECT_EQ(set.baseline.gpu_command, "python3 train.py --steps 200");
+  EXPECT_EQ(set.baseline.gpu_device, "/dev/nvidia{index}");
+  EXPECT_EQ(MustLoad(LoadConfigText(Doc().Extra("baseline: {gpu_device: '/dev/dri/card{index}'}\n").Text()))
+                .baseline.gpu_device,
+            "/dev/dri/card{index}");
   struct Case {
     std::string extra;
     std::vector<std::string> paths;
@@ -1430,6 +1434,9 @@ TEST(BaselineKeys, TheGpuCommandIsOptionalAndChecked) {
       {"baseline: {gpu_command: '" + std::string(4097, 'x') + "'}\n", {"baseline.gpu_command"}},
       {"baseline: {gpu_comand: x}\n", {"baseline.gpu_comand"}},
       {"baseline: {gpu_command: [a, b]}\n", {"baseline.gpu_command"}},
+      {"baseline: {gpu_device: /dev/nvidia0}\n", {"baseline.gpu_device"}},
+      {"baseline: {gpu_device: 'renderD{index}'}\n", {"baseline.gpu_device"}},
+      {"baseline: {gpu_device: ''}\n", {"baseline.gpu_device"}},
   };
   for (const Case& c : cases) {
     const auto errors = ErrorsOf(LoadConfigText(Doc().Extra(c.extra).Text()));
