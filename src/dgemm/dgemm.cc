@@ -19,6 +19,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "dgemm/shared_library.h"
+
 namespace unisched::dgemm {
 
 namespace {
@@ -39,24 +41,12 @@ Result<Entries> Open(int threads) {
   // OpenBLAS sizes its thread pool when it is loaded; the variable tells it
   // how many, so a 2-thread run on a 128-CPU node does not start 127.
   ::setenv("OPENBLAS_NUM_THREADS", std::to_string(threads).c_str(), 1);
-  std::string tried;
-  void* handle = nullptr;
-  // The soname first (the library Debian's alternatives select, as a
-  // linked program would get), then the file the build found.
-  for (const char* name : {UNISCHED_OPENBLAS_SONAME, UNISCHED_OPENBLAS_FILE}) {
-    handle = ::dlopen(name, RTLD_NOW | RTLD_LOCAL);
-    if (handle != nullptr) break;
-    tried += std::string(tried.empty() ? "" : "; ") + ::dlerror();
-  }
-  if (handle == nullptr) {
-    return Error::Unavailable("cannot load OpenBLAS (" + tried +
-                              "); install it on this node: apt-get install libopenblas0 (Debian)");
-  }
+  auto opened = OpenSharedLibrary({UNISCHED_OPENBLAS_SONAME, UNISCHED_OPENBLAS_FILE}, RTLD_NOW | RTLD_LOCAL, "OpenBLAS",
+                                  "install it on this node: apt-get install libopenblas0 (Debian)");
+  if (!opened.ok()) return opened.error();
+  void* handle = *opened;
   Entries e;
-  auto find = [&](auto& slot, const char* symbol) {
-    slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(::dlsym(handle, symbol));
-    return slot != nullptr;
-  };
+  auto find = [handle](auto& slot, const char* symbol) { return FindSymbol(handle, slot, symbol); };
   if (!find(e.dgemm, "cblas_dgemm") || !find(e.set_threads, "openblas_set_num_threads") ||
       !find(e.config, "openblas_get_config") || !find(e.corename, "openblas_get_corename")) {
     return Error::Unavailable(std::string("the BLAS loaded is not OpenBLAS: ") + ::dlerror());

@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "dgemm/shared_library.h"
 #include "unisched/dgemm/dgemm.h"
 
 // OpenMPI's C++ bindings are deprecated and would need libmpi_cxx.
@@ -45,25 +46,15 @@ struct Mpi {
 };
 
 Result<Mpi> OpenMpi() {
-  std::string tried;
-  void* handle = nullptr;
   // Global: OpenMPI's own plug-ins (mca_*.so), which it opens in MPI_Init,
   // resolve their calls into libmpi through the global namespace.
-  for (const char* name : {UNISCHED_MPI_SONAME, UNISCHED_MPI_FILE}) {
-    handle = ::dlopen(name, RTLD_NOW | RTLD_GLOBAL);
-    if (handle != nullptr) break;
-    tried += std::string(tried.empty() ? "" : "; ") + ::dlerror();
-  }
-  if (handle == nullptr) {
-    return Error::Unavailable("cannot load OpenMPI's libmpi (" + tried +
-                              "); install it on every node: apt-get install openmpi-bin (Debian)");
-  }
+  auto opened = OpenSharedLibrary({UNISCHED_MPI_SONAME, UNISCHED_MPI_FILE}, RTLD_NOW | RTLD_GLOBAL, "OpenMPI's libmpi",
+                                  "install it on every node: apt-get install openmpi-bin (Debian)");
+  if (!opened.ok()) return opened.error();
+  void* handle = *opened;
   Mpi m;
   bool all = true;
-  auto find = [&](auto& slot, const char* symbol) {
-    slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(::dlsym(handle, symbol));
-    all = all && slot != nullptr;
-  };
+  auto find = [handle, &all](auto& slot, const char* symbol) { all = FindSymbol(handle, slot, symbol) && all; };
   find(m.init, "MPI_Init");
   find(m.finalize, "MPI_Finalize");
   find(m.comm_rank, "MPI_Comm_rank");
