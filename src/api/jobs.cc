@@ -3,15 +3,18 @@
 // the job service; reads go to the store and the published view.
 
 #include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "api/body.h"
 #include "api/call.h"
 #include "api/responses.h"
 #include "api/submission.h"
+#include "api/usage_figures.h"
 #include "unisched/api/api.h"
 #include "unisched/codec/job_json.h"
 #include "unisched/model/words.h"
@@ -121,7 +124,28 @@ void Api::GetJob(Call& call) {
     call.reply(FromError(job.error()));
     return;
   }
-  call.reply(Json(200, JobView(*job, ctx_.control->View().get())));
+  json view = JobView(*job, ctx_.control->View().get());
+  view["usage"] = JobUsage(*job);
+  call.reply(Json(200, std::move(view)));
+}
+
+// What the ledger holds for the job (docs/ledger.md): every attempt's
+// entries summed by metric, interim ones of a running attempt included,
+// priced and in instance-minutes as a usage row is. A metric without
+// entries is absent, not zero.
+json Api::JobUsage(const model::Job& job) const {
+  std::map<std::string, double> metrics;
+  for (const auto& attempt : job.attempts) {
+    for (const auto& [key, quantity] : ctx_.store->LoadLedgerCharged(job.id, attempt.number).sums) {
+      metrics[std::get<0>(key)] += quantity;
+    }
+  }
+  if (!metrics.empty()) {
+    const model::PoolSpec* pool = ctx_.config->Current().cluster.FindPool(job.pool);
+    if (pool && !pool->prices.empty()) metrics["cost"] = CostAtPrices(metrics, pool);
+    AddInstanceMinutes(metrics);
+  }
+  return metrics;
 }
 
 void Api::ControlJobAction(Call& call, ControlPlane::JobAction action) {

@@ -13,6 +13,7 @@
 
 #include "api/call.h"
 #include "api/responses.h"
+#include "api/usage_figures.h"
 #include "unisched/api/api.h"
 #include "unisched/api/reconcile.h"
 #include "unisched/ledger/ledger.h"
@@ -57,13 +58,7 @@ void Api::Usage(Call& call) {
     }
     std::map<std::map<std::string, std::string>, store::UsageRow> folded;
     for (const auto& row : ctx_.store->QueryUsage(by_pool)) {
-      const model::PoolSpec* pool = ctx_.config->Current().cluster.FindPool(row.group.at("pool"));
-      double cost = 0;
-      for (const auto& [metric, quantity] : row.metrics) {
-        if (!pool) continue;
-        auto price = pool->prices.find(metric);
-        if (price != pool->prices.end()) cost += quantity / 3600.0 * price->second;
-      }
+      const double cost = CostAtPrices(row.metrics, ctx_.config->Current().cluster.FindPool(row.group.at("pool")));
       std::map<std::string, std::string> key;
       for (const auto& g : query.group_by) key[g] = row.group.at(g);
       store::UsageRow& out = folded[key];
@@ -73,15 +68,7 @@ void Api::Usage(Call& call) {
     }
     for (auto& [key, row] : folded) rows.push_back(std::move(row));
   }
-  // Sandbox and elastic work is reported in instance-minutes as well: the
-  // row's instance-seconds / 60, rounded to the nearest hundredth of a minute
-  // (0.6 s; halves away from zero). Rounded once per row, from its exact
-  // total, so rounding never accumulates over entries.
-  for (auto& row : rows) {
-    if (auto it = row.metrics.find(ledger::kInstanceSeconds); it != row.metrics.end()) {
-      row.metrics["instance_minutes"] = std::round(it->second / 60.0 * 100.0) / 100.0;
-    }
-  }
+  for (auto& row : rows) AddInstanceMinutes(row.metrics);
   if (format == "csv") {
     // Columns: the groups, then every metric any row has (absent: empty).
     std::set<std::string> metric_names;

@@ -143,6 +143,19 @@ TEST_F(LedgerTest, KnownUsageIsChargedToTheRightProjectAndQueue) {
   EXPECT_DOUBLE_EQ(agent["cost"].get<double>(), 0);  // the agents pool has no prices
   EXPECT_FALSE(genomics.contains("storage_gb_hours")) << "sampling is off: absent, not zero";
   EXPECT_FALSE(genomics.contains("network_bytes")) << "not measured: absent, not zero";
+  // The job's own usage: its entries, the same figures as its project's
+  // row (the only job of genomics), priced and in instance-minutes alike.
+  const json gpu_usage = d().Call("GET", "/v1/jobs/" + gpu_job).json["usage"];
+  for (const char* metric : {"cpu_core_seconds", "gpu_seconds", "memory_mb_seconds", "cpu_seconds_used", "cost"}) {
+    SCOPED_TRACE(metric);
+    ASSERT_TRUE(gpu_usage.contains(metric)) << gpu_usage.dump();
+    EXPECT_NEAR(gpu_usage[metric].get<double>(), genomics[metric].get<double>(), 1e-9);
+  }
+  EXPECT_FALSE(gpu_usage.contains("instance_seconds")) << gpu_usage.dump();
+  const json burn_usage = d().Call("GET", "/v1/jobs/" + burner).json["usage"];
+  EXPECT_NEAR(burn_usage["instance_seconds"].get<double>(), agent["instance_seconds"].get<double>(), 1e-9);
+  EXPECT_DOUBLE_EQ(burn_usage["instance_minutes"].get<double>(), agent["instance_minutes"].get<double>());
+  EXPECT_FALSE(burn_usage.contains("cost")) << "the agents pool has no prices";
 
   const double burn_seconds = RunSeconds(b);
   EXPECT_NEAR(agent["instance_seconds"].get<double>(), burn_seconds, 0.02 * burn_seconds) << agent.dump();

@@ -199,6 +199,8 @@ class Api {
   void SubmitJob(Call& call);
   void ListJobs(Call& call);
   void GetJob(Call& call);
+  // The job's `usage`: its ledger entries summed by metric (jobs.cc).
+  nlohmann::json JobUsage(const model::Job& job) const;
   void CancelJob(Call& call);
   void HoldJob(Call& call);
   void ReleaseJob(Call& call);

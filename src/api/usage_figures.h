@@ -1,0 +1,37 @@
+#pragma once
+// The figures a usage row and a job's `usage` derive from the ledger's
+// metrics (docs/ledger.md): the cost at a pool's prices and the
+// instance-minutes.
+
+#include <cmath>
+#include <map>
+#include <string>
+
+#include "unisched/ledger/ledger.h"
+#include "unisched/model/cluster.h"
+
+namespace unisched::api {
+
+// Sum over the metrics of quantity / 3600 x the pool's price per hour of the
+// metric; 0 without a pool or prices.
+inline double CostAtPrices(const std::map<std::string, double>& metrics, const model::PoolSpec* pool) {
+  double cost = 0;
+  for (const auto& [metric, quantity] : metrics) {
+    if (!pool) continue;
+    auto price = pool->prices.find(metric);
+    if (price != pool->prices.end()) cost += quantity / 3600.0 * price->second;
+  }
+  return cost;
+}
+
+// Sandbox and elastic work is reported in instance-minutes as well: the
+// instance-seconds / 60, rounded to the nearest hundredth of a minute (0.6
+// s; halves away from zero). Rounded once, from the exact total, so
+// rounding never accumulates over entries.
+inline void AddInstanceMinutes(std::map<std::string, double>& metrics) {
+  if (auto it = metrics.find(ledger::kInstanceSeconds); it != metrics.end()) {
+    metrics["instance_minutes"] = std::round(it->second / 60.0 * 100.0) / 100.0;
+  }
+}
+
+}  // namespace unisched::api
