@@ -681,6 +681,15 @@ TEST_F(ExecutorTest, WithALogsDirOutputStaysOnDiskAndReleaseTakesOnlyTheControlF
   EXPECT_FALSE(fs::exists(options_.logs_dir + "/" + std::to_string(quiet.job_id))) << "a silent attempt made a dir";
   EXPECT_EQ(Stdout(quiet), "");
 
+  const auto work_of = [&](const LaunchSpec& spec) { return options_.work_root + "/" + std::to_string(spec.job_id); };
+  ASSERT_TRUE(fs::is_empty(work_of(quiet)));
+  executor_->Release(quiet.job_id, quiet.attempt);
+  EXPECT_FALSE(fs::exists(work_of(quiet))) << "an empty work directory goes with the attempt";
+  const LaunchSpec writer = Spec({"/bin/sh", "-c", "echo kept > result.txt"});
+  ASSERT_EQ(Run(writer).outcome, RunOutcome::kCompleted);
+  executor_->Release(writer.job_id, writer.attempt);
+  EXPECT_TRUE(fs::exists(work_of(writer) + "/result.txt")) << "what a job wrote stays until retention";
+
   executor_->Release(talker.job_id, talker.attempt);
   EXPECT_FALSE(fs::exists(options_.runs_dir + "/" + std::to_string(talker.job_id)));
   EXPECT_EQ(Stdout(talker), "hello\n");
