@@ -28,8 +28,15 @@ configure: deps $(BUILD)/build.ninja
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-run: build
-	$(BUILD)/unisched server --config $(CONFIG) --state-dir $(STATE_DIR)
+# `make run` builds only the three binaries a daemon runs (the daemon, the
+# jobs' supervisor, the sandboxes' init), not the tests and benchmarks.
+# PORT=N listens on 127.0.0.1:N instead of the config's server.listen
+# (LISTEN_HOST=... for another address).
+RUN_TARGETS := unisched unisched-supervisor unisched-sandbox
+LISTEN_HOST ?= 127.0.0.1
+run: configure
+	cmake --build $(BUILD) -j $(JOBS) --target $(RUN_TARGETS)
+	$(BUILD)/unisched server --config $(CONFIG) --state-dir $(STATE_DIR) $(if $(PORT),--listen $(LISTEN_HOST):$(PORT))
 
 # ctest's status is make's; the summary after it (scripts/test-summary.sh)
 # counts the skipped tests, which ctest's own line counts as passed.

@@ -31,6 +31,20 @@ packages=(
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
+# Installing a package never starts its service: the prometheus package
+# would start a Prometheus on port 9090 on a systemd host, where the tests
+# run promtool only. Debian's maintainer scripts ask /usr/sbin/policy-rc.d
+# (invoke-rc.d and deb-systemd-invoke both do) and start nothing when it
+# exits 101. One is put there for this script's installs only, unless the
+# machine has one of its own, and removed when the script ends.
+policy=/usr/sbin/policy-rc.d
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\n# install-deps.sh of unisched: no service starts while it installs\nexit 101\n' |
+    as_root tee "$policy" >/dev/null
+  as_root chmod 755 "$policy"
+  trap 'as_root rm -f "$policy"' EXIT
+fi
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
