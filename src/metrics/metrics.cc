@@ -13,6 +13,7 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include <cmath>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -100,8 +101,34 @@ struct Metrics::Impl {
   prometheus::Family<prometheus::Gauge>& ledger_charged =
       prometheus::BuildGauge()
           .Name("unisched_ledger_charged")
-          .Help("Quantities charged to the ledger since the daemon started, by metric (units in docs/ledger.md).")
+          .Help(
+              "Deprecated (one release; docs/metrics.md): quantities charged to the ledger since the daemon "
+              "started, by metric, in the ledger's mixed units.")
           .Register(*registry);
+  // The same in base units (Prometheus' conventions), as counters: what
+  // was charged and, apart, what final entries took back (a correction of
+  // interim charging on the daemon's clock), so each only grows.
+  prometheus::Family<prometheus::Counter>& charged_seconds = LedgerCounter(
+      "unisched_ledger_charged_seconds_total",
+      "Resource-seconds charged to the ledger, by resource: cpu_core (allocated cores), cpu_used (CPU time used), "
+      "gpu (allocated cards), instance (elastic and sandbox instances).");
+  prometheus::Family<prometheus::Counter>& corrected_seconds = LedgerCounter(
+      "unisched_ledger_corrected_seconds_total",
+      "Resource-seconds final ledger entries took back from interim charging, by resource (as charged_seconds).");
+  prometheus::Family<prometheus::Counter>& charged_byte_seconds =
+      LedgerCounter("unisched_ledger_charged_byte_seconds_total",
+                    "Byte-seconds charged to the ledger, by resource: memory (allocated), storage (sampled on disk).");
+  prometheus::Family<prometheus::Counter>& corrected_byte_seconds =
+      LedgerCounter("unisched_ledger_corrected_byte_seconds_total",
+                    "Byte-seconds final ledger entries took back from interim charging, by resource.");
+  prometheus::Family<prometheus::Counter>& charged_bytes = LedgerCounter(
+      "unisched_ledger_charged_bytes_total", "Bytes charged to the ledger, by resource: network (moved).");
+  prometheus::Family<prometheus::Counter>& corrected_bytes =
+      LedgerCounter("unisched_ledger_corrected_bytes_total", "Bytes final ledger entries took back, by resource.");
+
+  prometheus::Family<prometheus::Counter>& LedgerCounter(const char* name, const char* help) {
+    return prometheus::BuildCounter().Name(name).Help(help).Register(*registry);
+  }
   prometheus::Family<prometheus::Gauge>& alerts_firing =
       prometheus::BuildGauge()
           .Name("unisched_alerts_firing")
@@ -247,6 +274,31 @@ void Metrics::SetPendingByReason(const std::string& pool, const std::string& cod
 void Metrics::CountLedgerEntry(const std::string& kind, const std::string& metric, double quantity) {
   impl_->ledger_entries.Add({{"kind", kind}}).Increment();
   impl_->ledger_charged.Add({{"metric", metric}}).Increment(quantity);
+  // A ledger metric (its names: unisched/ledger/ledger.h and the contract's
+  // usage columns) in base units: the family, the resource, the factor.
+  // memory_mb_seconds: MB are MiB (the cgroup limit is memory_mb x 2^20);
+  // storage_gb_hours: GB are 10^9 bytes (the sampler divides by 1e9), hours 3600 s.
+  struct BaseUnit {
+    const char* metric;
+    prometheus::Family<prometheus::Counter>* charged;
+    prometheus::Family<prometheus::Counter>* corrected;
+    const char* resource;
+    double factor;
+  };
+  const BaseUnit units[] = {
+      {"cpu_core_seconds", &impl_->charged_seconds, &impl_->corrected_seconds, "cpu_core", 1},
+      {"cpu_seconds_used", &impl_->charged_seconds, &impl_->corrected_seconds, "cpu_used", 1},
+      {"gpu_seconds", &impl_->charged_seconds, &impl_->corrected_seconds, "gpu", 1},
+      {"instance_seconds", &impl_->charged_seconds, &impl_->corrected_seconds, "instance", 1},
+      {"memory_mb_seconds", &impl_->charged_byte_seconds, &impl_->corrected_byte_seconds, "memory", 1048576.0},
+      {"storage_gb_hours", &impl_->charged_byte_seconds, &impl_->corrected_byte_seconds, "storage", 1e9 * 3600},
+      {"network_bytes", &impl_->charged_bytes, &impl_->corrected_bytes, "network", 1},
+  };
+  for (const BaseUnit& u : units) {
+    if (metric != u.metric) continue;
+    auto* family = quantity >= 0 ? u.charged : u.corrected;
+    family->Add({{"resource", u.resource}}).Increment(std::abs(quantity) * u.factor);
+  }
 }
 
 void Metrics::SetLedgerReconciliation(int64_t missing, int64_t duplicated, int64_t mismatched, int64_t unverifiable,

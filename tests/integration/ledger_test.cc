@@ -185,6 +185,25 @@ TEST_F(LedgerTest, KnownUsageIsChargedToTheRightProjectAndQueue) {
   const std::string metrics = d().Call("GET", "/metrics").body;
   EXPECT_NE(metrics.find("unisched_ledger_entries_total{kind=\"final\"}"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("unisched_ledger_charged{metric=\"gpu_seconds\"}"), std::string::npos);
+  // In base units, as counters: charged less what final entries took back
+  // is the ledger's total (the daemon's first run: all of it).
+  auto sample = [&metrics](const std::string& series) {
+    const size_t at = metrics.find("\n" + series + " ");
+    return at == std::string::npos ? 0.0 : std::stod(metrics.substr(at + series.size() + 2));
+  };
+  auto net = [&sample](const std::string& unit, const std::string& resource) {
+    const std::string label = "{resource=\"" + resource + "\"}";
+    return sample("unisched_ledger_charged_" + unit + "_total" + label) -
+           sample("unisched_ledger_corrected_" + unit + "_total" + label);
+  };
+  EXPECT_GT(sample("unisched_ledger_charged_seconds_total{resource=\"gpu\"}"), 0) << metrics;
+  EXPECT_NEAR(net("seconds", "gpu"), genomics["gpu_seconds"].get<double>(), 1e-6);
+  EXPECT_NEAR(net("seconds", "cpu_core"),
+              genomics["cpu_core_seconds"].get<double>() + agent.value("cpu_core_seconds", 0.0), 1e-6);
+  EXPECT_NEAR(net("seconds", "instance"), agent["instance_seconds"].get<double>(), 1e-6);
+  EXPECT_NEAR(net("byte_seconds", "memory"),
+              (genomics["memory_mb_seconds"].get<double>() + agent.value("memory_mb_seconds", 0.0)) * 1048576.0,
+              1e-6 * 1048576.0);
 
   // CSV: a header, then one line per group.
   Reply csv = d().Call("GET", "/v1/usage?group_by=project&format=csv");

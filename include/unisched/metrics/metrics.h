@@ -38,8 +38,9 @@ class Metrics {
   // unisched_pending_reasons{pool,code}: pending jobs by their first reason after the last cycle (gauge).
   void SetPendingByReason(const std::string& pool, const std::string& code, double count);
   // unisched_ledger_entries_total{kind}: ledger entries written, kind interim|final|sample (counter);
-  // unisched_ledger_charged{metric}: their quantities summed since the daemon started (gauge:
-  // a final entry may be a negative correction).
+  // unisched_ledger_charged_{seconds,byte_seconds,bytes}_total{resource}: their quantities in base
+  // units (counters), negative ones (final corrections) in unisched_ledger_corrected_*_total;
+  // unisched_ledger_charged{metric}: deprecated, the same in the ledger's units (gauge).
   void CountLedgerEntry(const std::string& kind, const std::string& metric, double quantity);
   // unisched_ledger_discrepancies{kind}: what the last reconciliation found, kind
   // missing|duplicated|mismatched|unverifiable (gauge); unisched_ledger_reconciled_timestamp_seconds:
