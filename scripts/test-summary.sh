@@ -11,13 +11,13 @@ cases=$(grep -o '<testcase name="[^"]*" classname="[^"]*" time="[^"]*" status="[
   sed -E 's/<testcase name="([^"]*)" classname="[^"]*" time="([^"]*)" status="([a-z]*)"/\3 \2 \1/')
 total=$(printf '%s\n' "$cases" | grep -c . || true)
 failed=$(printf '%s\n' "$cases" | grep -c '^fail ' || true)
-skipped=$(printf '%s\n' "$cases" | grep -c '^notrun ' || true)
+skipped=$(printf '%s\n' "$cases" | grep -cE '^(notrun|disabled) ' || true)
 passed=$((total - failed - skipped))
 echo
 echo "== ${total} tests: ${passed} passed, ${failed} failed, ${skipped} skipped or disabled"
 if [ "$skipped" -gt 0 ]; then
   echo "-- not run here (each says why in its output: ctest --output-on-failure -R NAME):"
-  printf '%s\n' "$cases" | awk '$1 == "notrun" {print "   " $3}'
+  printf '%s\n' "$cases" | awk '$1 == "notrun" || $1 == "disabled" {print "   " $3 ($1 == "disabled" ? " (disabled)" : "")}'
 fi
 echo "-- slowest ten (seconds):"
 printf '%s\n' "$cases" | sort -k2,2 -g -r | head -10 | awk '{printf "   %8.2f  %s\n", $2, $3}'

@@ -143,7 +143,8 @@ TEST(BaselineTest, MeasuresRecordsAndComparesWithThePreviousRun) {
     worse += c["flagged"].get<bool>() ? 1 : 0;
     both += !c["before"].is_null() && !c["after"].is_null() ? 1 : 0;
   }
-  EXPECT_EQ(both, static_cast<int>(run["figures"].size())) << "every figure of the first run is in the second";
+  EXPECT_EQ(both, static_cast<int>(run["figures"].size())) << "every figure of the first run is in the second:\n"
+                                                           << second.err;
   EXPECT_EQ(comparison["worse"], worse);
   EXPECT_EQ(second.exit_code, worse > 0 ? 3 : 0) << second.err;
   EXPECT_EQ(d.Call("GET", "/v1/baselines?pools=cpu-hpc-pool,elastic-light-pool,gpu-train-pool,inference-pool")
