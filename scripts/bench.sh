@@ -5,11 +5,12 @@
 # Prints the machine, the store's synchronous mode and the figures.
 #
 # Knobs (environment): SECTIONS (all; or a list of: http stores failover
-# access cycle agents gangs sandboxes ledger replay) FAILOVERS (50) BASELINE_BUILD (stores: another
+# access cycle agents gangs sandboxes ledger disk replay) FAILOVERS (50) BASELINE_BUILD (stores: another
 # revision's build directory, benchmarked first) SUBMIT_CONNECTIONS (64) SUBMIT_SECONDS (10)
 # E2E_JOBS (5000) E2E_CONNECTIONS (16) LATENCY_RUNS (200) CONFIG
 # (config/unisched.yaml) CYCLE_RUNS (7) LEDGER_ENTRIES (10000000; the ledger
-# bench writes them all through the store, about 6 minutes here) BENCH_JSON
+# bench writes them all through the store, about 6 minutes here) DISK_JOBS
+# (100000) BENCH_JSON
 # (a file to which each mode's JSON line is appended).
 set -euo pipefail
 
@@ -133,7 +134,7 @@ echo "  binary:  $BUILD/unisched"
 echo "  note:    the load generator and the daemon share this machine's CPUs"
 echo
 
-SECTIONS=${SECTIONS:-http stores failover access cycle agents gangs sandboxes ledger replay}
+SECTIONS=${SECTIONS:-http stores failover access cycle agents gangs sandboxes ledger disk replay}
 section() { [[ " $SECTIONS " == *" $1 "* ]]; }
 
 status=0
@@ -344,6 +345,39 @@ echo "== ledger: ${LEDGER_ENTRIES:-10000000} entries through the store, usage qu
 LEDGER_JSON=$("$BUILD/unisched-ledger-bench" --entries "${LEDGER_ENTRIES:-10000000}") || status=1
 echo "$LEDGER_JSON"
 [[ -z ${BENCH_JSON:-} ]] || echo "$LEDGER_JSON" >>"$BENCH_JSON"
+echo
+fi
+
+if section disk; then
+# Disk per finished job (docs/store.md, "Keeping it bounded"): DISK_JOBS
+# trivial HPC jobs (`true`) end to end on one daemon, then the bytes of its
+# database (the file and its WAL) and the inodes under its state directory
+# and its tmpfs runtime directory, per job. Each job leaves its row, its
+# attempts, events and ledger entries; a job that wrote nothing leaves no
+# directory (the executor removes an empty work directory at its end).
+DISK_JOBS=${DISK_JOBS:-100000}
+echo "== disk: $DISK_JOBS trivial jobs, then the database's bytes and the inodes per job"
+start_daemon disk
+# A backlog of 100,000 drains at about 160 jobs/s here: allow an hour.
+if "$BUILD/unisched-bench" e2e --url "$URL" --token-file "$STATE/admin.token" --jobs "$DISK_JOBS" \
+    --connections "$E2E_CONNECTIONS" --kind hpc --timeout 3600; then
+  runtime=$(head -n 1 "$STATE/runtime-dir" 2>/dev/null || true)
+  db_bytes=$(cat "$STATE"/unisched.db "$STATE"/unisched.db-wal 2>/dev/null | wc -c)
+  state_inodes=$(find "$STATE" -xdev | wc -l)
+  runtime_inodes=$([[ -n $runtime && -d $runtime ]] && find "$runtime" | wc -l || echo 0)
+  work_dirs=$(find "$STATE/work" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)
+  echo "database: $db_bytes bytes ($(awk -v b="$db_bytes" -v n="$DISK_JOBS" 'BEGIN { printf "%.0f", b / n }') per job)"
+  echo "inodes: $state_inodes under the state directory, $runtime_inodes under the runtime directory" \
+    "($(awk -v a="$state_inodes" -v r="$runtime_inodes" -v n="$DISK_JOBS" 'BEGIN { printf "%.4f", (a + r) / n }') per job);" \
+    "work directories left: $work_dirs"
+  [[ -z ${BENCH_JSON:-} ]] || printf '{"mode":"disk","jobs":%s,"db_bytes":%s,"state_inodes":%s,"runtime_inodes":%s,"work_dirs":%s}\n' \
+    "$DISK_JOBS" "$db_bytes" "$state_inodes" "$runtime_inodes" "$work_dirs" >>"$BENCH_JSON"
+else
+  echo "bench: disk failed; the daemon's log ends with:" >&2
+  tail -n 20 "$WORK/disk.log" >&2 || true
+  status=1
+fi
+stop_daemon
 echo
 fi
 
