@@ -460,9 +460,12 @@ class BaselineRun {
       JobRun run = RunJob(JobRequest(pool, "baseline-start", {"/bin/true"}, {{"cpus", 1}, {"memory_mb", 64}}));
       // A refused job has no body.
       const json attempts = run.job.is_object() ? run.job.value("attempts", json::array()) : json::array();
-      // -1: no start recorded.
-      const double ms =
-          attempts.empty() ? -1 : MillisBetween(run.job, "submitted_at", attempts[0], "started_at").value_or(-1);
+      // Submit to the process running on its node (the supervisor's record;
+      // the attempt's started_at is when the daemon started it). -1: no start.
+      const char* start = attempts.empty() || attempts[0].value("process_started_at", json()).is_null()
+                              ? "started_at"
+                              : "process_started_at";
+      const double ms = attempts.empty() ? -1 : MillisBetween(run.job, "submitted_at", attempts[0], start).value_or(-1);
       if (!run.failure.empty() || ms < 0) {
         Skip("job_start_ms", pool.name, "", run.failure.empty() ? "the job recorded no start" : run.failure);
         return;

@@ -44,6 +44,7 @@ json AttemptToJson(const model::Attempt& attempt) {
   json doc = {{"attempt", attempt.number},
               {"nodes", attempt.allocation.empty() ? json(attempt.placed_on) : NodeNamesOf(attempt.allocation)},
               {"started_at", TimestampOrNull(attempt.started_at)},
+              {"process_started_at", TimestampOrNull(attempt.process_started_at)},
               {"ended_at", TimestampOrNull(attempt.ended_at)},
               {"state", std::string(model::ToString(attempt.state))},
               {"exit_code", IntOrNull(attempt.exit_code)},
@@ -76,6 +77,7 @@ void DecodeAttempt(Decoder& d, const json& doc, const std::string& path, model::
   if (!doc.is_object()) return d.Fail(path, "must be an object");
   d.Integer(doc, "attempt", path + ".attempt", a.number);
   d.Time(doc, "started_at", path + ".started_at", a.started_at);
+  d.Time(doc, "process_started_at", path + ".process_started_at", a.process_started_at);
   d.Time(doc, "ended_at", path + ".ended_at", a.ended_at);
   d.Enum(doc, "state", path + ".state", &model::ParseJobState, a.state);
   d.OptionalInt(doc, "exit_code", path + ".exit_code", a.exit_code);

@@ -115,7 +115,7 @@ void Accounting::CloseCharging(Batch& batch, const model::Job& job, const model:
       it == charging_.end() ? std::map<ledger::ChargeKey, double>{} : it->second.sums;
   std::map<ledger::ChargeKey, double> final_quantities = ledger::AttemptUsage(current_config().cluster, job, attempt);
   for (const auto& [key, quantity] : charged) final_quantities[key] -= quantity;
-  const Timestamp start = attempt.started_at.value_or(job.started_at.value_or(clock_.Now()));
+  const Timestamp start = attempt.RunStart().value_or(job.started_at.value_or(clock_.Now()));
   const Timestamp end = attempt.ended_at.value_or(clock_.Now());
   for (const auto& [key, quantity] : final_quantities) {
     if (std::abs(quantity) < 1e-9) continue;

@@ -72,6 +72,7 @@ void JobLifecycle::StartAttempt(Batch& batch, model::JobId id, const model::Allo
   attempt.number = static_cast<int>(job.attempts.size()) + 1;
   attempt.allocation = allocation;
   attempt.state = JobState::kRunning;
+  attempt.started_at = now;
   job.attempts.push_back(attempt);
   job.started_at = now;
   job.eligible_at.reset();
@@ -244,7 +245,7 @@ void JobLifecycle::ApplyResult(Batch& batch, const executor::RunResult& result) 
   // A backend that places jobs says where it ran them; no other report may.
   if (attempt->allocation.empty() && !result.placed_on.empty()) attempt->placed_on = result.placed_on;
   if (job.preempting_for && result.outcome == executor::RunOutcome::kCancelled && !job.cancel_requested) {
-    attempt->started_at = result.started_at;
+    attempt->process_started_at = result.started_at;
     attempt->ended_at = result.ended_at.value_or(now);
     attempt->exit_code = result.exit_code;
     attempt->usage = result.usage;
@@ -256,7 +257,7 @@ void JobLifecycle::ApplyResult(Batch& batch, const executor::RunResult& result) 
   // It ended on its own (or was cancelled by a person) while being preempted.
   job.preempting_for.reset();
   attempt->state = to;
-  attempt->started_at = result.started_at;
+  attempt->process_started_at = result.started_at;
   attempt->ended_at = result.ended_at.value_or(now);
   attempt->exit_code = result.exit_code;
   attempt->reason = result.reason;
@@ -268,7 +269,6 @@ void JobLifecycle::ApplyResult(Batch& batch, const executor::RunResult& result) 
   }
   job.exit_code = result.exit_code;
   job.ended_at = attempt->ended_at;
-  if (result.started_at) job.started_at = result.started_at;
   ReleaseAllocation(*attempt);
   accounting_.CloseCharging(batch, job, *attempt);
   if (to == JobState::kFailed && !job.cancel_requested) {

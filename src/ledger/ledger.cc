@@ -54,8 +54,9 @@ std::vector<Charge> AllocatedCharges(const model::ClusterSpec& cluster, const mo
 std::map<ChargeKey, double> AttemptUsage(const model::ClusterSpec& cluster, const model::Job& job,
                                          const model::Attempt& attempt) {
   std::map<ChargeKey, double> out;
-  if (!attempt.started_at || !attempt.ended_at) return out;
-  for (const auto& c : AllocatedCharges(cluster, job, attempt, *attempt.started_at, *attempt.ended_at)) {
+  const std::optional<Timestamp> start = attempt.RunStart();
+  if (!start || !attempt.ended_at) return out;
+  for (const auto& c : AllocatedCharges(cluster, job, attempt, *start, *attempt.ended_at)) {
     out[{c.metric, c.detail, c.node}] += c.quantity;
   }
   const model::PoolSpec* pool = cluster.FindPool(job.pool);

@@ -93,9 +93,10 @@ class LedgerTest : public ::testing::Test {
     return out.substr(0, out.find('\n'));
   }
 
-  // The known allocated seconds of a finished job's only attempt.
+  // The known allocated seconds of a finished job's only attempt: from its
+  // processes' start to its end, both as the supervisor recorded them.
   static double RunSeconds(const json& job) {
-    const auto start = ParseRfc3339(job["attempts"][0]["started_at"].get<std::string>());
+    const auto start = ParseRfc3339(job["attempts"][0]["process_started_at"].get<std::string>());
     const auto end = ParseRfc3339(job["attempts"][0]["ended_at"].get<std::string>());
     return std::chrono::duration<double>(*end - *start).count();
   }

@@ -126,7 +126,12 @@ struct Attempt {
   int number = 1;
   Allocation allocation;
   JobState state = JobState::kRunning;  // RUNNING while it runs, then how it ended
+  // When the daemon started the attempt (its allocation began): set once, at
+  // the start, and never changed after.
   std::optional<Timestamp> started_at;
+  // When its processes started on the node, as its supervisor recorded it
+  // (the node's clock): known once the attempt has reported its end.
+  std::optional<Timestamp> process_started_at;
   std::optional<Timestamp> ended_at;
   std::optional<int> exit_code;
   std::string reason;
@@ -142,6 +147,10 @@ struct Attempt {
   // attempt's exit code is the highest of theirs.
   std::vector<TaskEnd> tasks{};
   bool operator==(const Attempt&) const = default;
+
+  // The start of the run as measured with ended_at: both on the node's clock
+  // once the supervisor reported, the daemon's until then.
+  std::optional<Timestamp> RunStart() const { return process_started_at ? process_started_at : started_at; }
 };
 
 struct Routing {

@@ -197,5 +197,35 @@ TEST_F(JobLifecycleTest, CountsAndQuotaTalliesFollowTheStates) {
   EXPECT_TRUE(launch_failures_.empty());
 }
 
+// started_at is the daemon's start of the attempt, shown from the moment it
+// runs and never changed: the supervisor's own record of when the processes
+// started (on the node's clock) is the attempt's process_started_at.
+TEST_F(JobLifecycleTest, StartedAtIsSetWhenTheAttemptStartsAndNeverChanges) {
+  const Timestamp launched = clock_.Now();
+  const JobId id = JobIn(JobState::kRunning);
+  const Job running = *store_.GetJob(id);
+  ASSERT_EQ(running.attempts.size(), 1u);
+  EXPECT_EQ(running.started_at, launched);
+  EXPECT_EQ(running.attempts[0].started_at, launched);  // while it runs, not null
+  EXPECT_FALSE(running.attempts[0].process_started_at.has_value());
+
+  clock_.Advance(std::chrono::seconds(5));
+  executor::RunResult done;
+  done.job_id = id;
+  done.attempt = 1;
+  done.outcome = executor::RunOutcome::kCompleted;
+  done.exit_code = 0;
+  done.started_at = launched + std::chrono::milliseconds(40);  // the node's record
+  done.ended_at = clock_.Now();
+  Batch batch;
+  jobs_.ApplyResult(batch, done);
+  Commit(batch);
+  const Job ended = *store_.GetJob(id);
+  EXPECT_EQ(ended.started_at, launched);
+  EXPECT_EQ(ended.attempts[0].started_at, launched);
+  EXPECT_EQ(ended.attempts[0].process_started_at, done.started_at);
+  EXPECT_EQ(ended.attempts[0].RunStart(), done.started_at);  // what the ledger charges from
+}
+
 }  // namespace
 }  // namespace unisched::daemon
