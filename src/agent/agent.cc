@@ -86,13 +86,14 @@ struct Options {
   std::string gpu_model = "unknown";
   int gpu_memory_gb = 0;
   bool use_cgroups = true;
-  client::TlsOptions tls;  // --ca-file, --client-cert, --client-key (https:// servers)
+  double work_dir_retention_hours = 168;  // as the daemon's executor.work_dir_retention_hours
+  client::TlsOptions tls;                 // --ca-file, --client-cert, --client-key (https:// servers)
 };
 
 constexpr const char* kUsage =
     "usage: unisched agent --server URL[,URL...] --token-file FILE --node NAME --pool POOL\n"
     "         [--state-dir DIR] [--labels k=v,...] [--address A] [--cpus N] [--memory-mb N]\n"
-    "         [--gpus N [--gpu-model M] [--gpu-memory-gb G]] [--no-cgroups]\n"
+    "         [--gpus N [--gpu-model M] [--gpu-memory-gb G]] [--no-cgroups] [--work-dir-retention-hours H]\n"
     "         [--ca-file PEM] [--client-cert PEM --client-key PEM]\n"
     "Several URLs name the daemon's replicas (docs/replicas.md): any live one forwards to the leader.\n"
     "An https:// server's certificate is checked against --ca-file (else the system's CAs);\n"
@@ -145,6 +146,9 @@ std::optional<Options> ParseArgs(int argc, char** argv) {
         o.gpu_model = *v;
       } else if (flag == "--gpu-memory-gb") {
         o.gpu_memory_gb = std::stoi(*v);
+      } else if (flag == "--work-dir-retention-hours") {
+        o.work_dir_retention_hours = std::stod(*v);
+        if (o.work_dir_retention_hours < 0) throw std::invalid_argument("negative");
       } else if (flag == "--labels") {
         std::istringstream pairs(*v);
         std::string pair;
@@ -161,7 +165,7 @@ std::optional<Options> ParseArgs(int argc, char** argv) {
         return std::nullopt;
       }
     } catch (const std::exception&) {
-      std::cerr << "unisched agent: " << flag << " needs a number, got '" << v.value_or("") << "'\n";
+      std::cerr << "unisched agent: " << flag << " needs a number >= 0, got '" << v.value_or("") << "'\n";
       return std::nullopt;
     }
   }
@@ -325,9 +329,12 @@ class Agent {
     if (!PrepareDirs()) return 1;
     Detect();
     const fs::path self = fs::read_symlink("/proc/self/exe");
-    executor::LocalExecutorOptions exec{(fs::path(o_.state_dir) / "runs").string(), "",
+    executor::LocalExecutorOptions exec{(fs::path(o_.state_dir) / "runs").string(),
+                                        "",
                                         (fs::path(o_.state_dir) / "work").string(),
-                                        (self.parent_path() / "unisched-supervisor").string(), o_.use_cgroups};
+                                        (self.parent_path() / "unisched-supervisor").string(),
+                                        o_.use_cgroups,
+                                        executor::WorkDirRetention(o_.work_dir_retention_hours)};
     executor_ = executor::MakeLocalExecutor(exec, [this](executor::RunResult r) { OnResult(std::move(r)); });
     RecoverAttempts();
     std::thread results([this] { SendResults(); });

@@ -158,7 +158,7 @@ void ParseScheduler(const YAML::Node& node, Errors& errors, model::ClusterSpec& 
 void ParseExecutor(const YAML::Node& node, Errors& errors, ExecutorSettings& out) {
   MapReader m(node, "executor",
               {"default_unix_user", "user_accounts", "kill_grace_seconds", "use_cgroups", "pids_limit",
-               "supervisor_path", "runtime_dir", "output_dir"},
+               "supervisor_path", "runtime_dir", "output_dir", "work_dir_retention_hours"},
               errors);
   MapReader accounts(m.Get("user_accounts"), m.PathOf("user_accounts"), {"uid_min", "uid_max", "gid_min", "gid_max"},
                      errors);
@@ -173,6 +173,7 @@ void ParseExecutor(const YAML::Node& node, Errors& errors, ExecutorSettings& out
   m.Read("supervisor_path", out.supervisor_path);
   m.Read("runtime_dir", out.runtime_dir);
   m.Read("output_dir", out.output_dir);
+  m.Read("work_dir_retention_hours", out.work_dir_retention_hours);
 }
 
 model::PoolSpec ParsePool(const YAML::Node& node, const std::string& path, Errors& errors) {
@@ -585,6 +586,14 @@ Config ParseConfig(const YAML::Node& root, Errors& errors) {
   ParseHealth(m.Get("health"), errors, config.health);
   ParseAlerts(m.Get("alerts"), errors, config.alerts);
   ParseExecutor(m.Get("executor"), errors, config.executor);
+  // Left out, a work directory's retention is a week, or half the job
+  // records' when that is shorter (it must end before the record's).
+  const YAML::Node executor_node = m.Get("executor");
+  if (!(executor_node && executor_node.IsMap() && executor_node["work_dir_retention_hours"]) &&
+      config.store.job_retention_days > 0) {
+    config.executor.work_dir_retention_hours =
+        std::min(config.executor.work_dir_retention_hours, 12.0 * config.store.job_retention_days);
+  }
   ParseBaseline(m.Get("baseline"), errors, config.baseline);
   ParseScheduler(m.Get("scheduler"), errors, config.cluster);
 

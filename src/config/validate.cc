@@ -246,7 +246,7 @@ void ValidateUserAccounts(const Config& config, Errors& errors) {
   }
 }
 
-void ValidateExecutor(const ExecutorSettings& s, Errors& errors) {
+void ValidateExecutor(const ExecutorSettings& s, int job_retention_days, Errors& errors) {
   if (!IsUnixUserName(s.default_unix_user)) {
     errors.Add("executor.default_unix_user", std::string(kUnixUserRule) + "; got '" + s.default_unix_user + "'");
   }
@@ -267,6 +267,14 @@ void ValidateExecutor(const ExecutorSettings& s, Errors& errors) {
                "must be an absolute path without a trailing '/' (shared storage mounted there on every node, e.g. "
                "/shared/unisched-output), or left out; got '" +
                    s.output_dir + "'");
+  }
+  NonNegative(errors, "executor.work_dir_retention_hours", s.work_dir_retention_hours,
+              "0 keeps work directories as long as their job's record");
+  if (job_retention_days > 0 && s.work_dir_retention_hours >= 24.0 * job_retention_days) {
+    errors.Add("executor.work_dir_retention_hours",
+               "must be shorter than the job records' retention (store.job_retention_days = " +
+                   std::to_string(job_retention_days) + ", " + std::to_string(24 * job_retention_days) +
+                   " hours), since that removes everything of a job anyway; lower it, or raise the other");
   }
 }
 
@@ -635,7 +643,7 @@ std::vector<ConfigError> ValidateConfig(const Config& config) {
   ValidateStore(config.store, errors);
   ValidateReplica(config, errors);
   ValidateHealth(config.health, errors);
-  ValidateExecutor(config.executor, errors);
+  ValidateExecutor(config.executor, config.store.job_retention_days, errors);
   ValidateUserAccounts(config, errors);
   ValidateScheduler(config.cluster, errors);
   NameRegistry queues("queue", "queues");

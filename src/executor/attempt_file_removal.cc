@@ -3,8 +3,11 @@
 // after a restart), everything at retention (Forget). Files a live
 // supervisor still holds are never removed. See local_executor.h.
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <filesystem>
@@ -84,9 +87,67 @@ void LocalExecutor::Release(model::JobId job_id, int attempt) {
   // next attempt's supervisor makes it again. Under mu_ with no attempt of
   // the job tracked, since Launch tracks an attempt under mu_ before its
   // supervisor makes the directory and enters it.
+  // One that is not empty is kept for executor.work_dir_retention_hours
+  // from now: its mtime says when (the job's processes are gone, so nothing
+  // else changes its entries until a next attempt), and SweepWorkDirs reads it.
   std::lock_guard lock(mu_);
   auto other = attempts_.lower_bound(Key{job_id, 0, 0});
-  if (other == attempts_.end() || other->first.job_id != job_id) (void)::rmdir(WorkDir(job_id).c_str());
+  if (other != attempts_.end() && other->first.job_id == job_id) return;
+  const std::string work = WorkDir(job_id);
+  if (::rmdir(work.c_str()) != 0 && (errno == ENOTEMPTY || errno == EEXIST)) {
+    (void)::utimensat(AT_FDCWD, work.c_str(), nullptr, 0);
+  }
+}
+
+bool LocalExecutor::AnyClaim(model::JobId job_id) const {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(JobRunsDir(job_id), ec)) {
+    if (ParseTaskDirName(entry.path().filename().string()) && Exists(entry.path().string() + "/" + files::kClaim)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void LocalExecutor::SweepWorkDirs() {
+  if (options_.work_dir_retention.count() <= 0) return;
+  const auto cutoff = std::filesystem::file_time_type::clock::now() - options_.work_dir_retention;
+  std::vector<std::string> expired;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(options_.work_root, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.size() > 18 || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::error_code time_ec;
+    const auto modified = std::filesystem::last_write_time(entry.path(), time_ec);
+    if (time_ec || modified > cutoff) continue;
+    const model::JobId job_id = std::stoll(name);
+    const std::string trash = options_.work_root + "/.expired-" + name;
+    {
+      // Under mu_ with no attempt of the job tracked (Launch tracks one
+      // before its supervisor makes the directory) and none claimed (one
+      // recovered after a restart, or ended but not recorded): renamed
+      // away, so a next attempt makes a fresh one while this is removed.
+      std::lock_guard lock(mu_);
+      if (stopping_) return;
+      auto live = attempts_.lower_bound(Key{job_id, 0, 0});
+      if (live != attempts_.end() && live->first.job_id == job_id) continue;
+      if (AnyClaim(job_id)) continue;
+      if (::rename(entry.path().c_str(), trash.c_str()) != 0) continue;
+    }
+    expired.push_back(trash);
+  }
+  // Also what a sweep stopped by a crash left renamed.
+  for (const auto& entry : std::filesystem::directory_iterator(options_.work_root, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(".expired-", 0) == 0 &&
+        std::find(expired.begin(), expired.end(), entry.path().string()) == expired.end()) {
+      expired.push_back(entry.path().string());
+    }
+  }
+  for (const std::string& dir : expired) {
+    std::error_code remove_ec;
+    std::filesystem::remove_all(dir, remove_ec);  // best effort: the next sweep tries again
+  }
 }
 
 void LocalExecutor::RemoveControlFiles(const Key& key) {

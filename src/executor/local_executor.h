@@ -83,6 +83,12 @@ class LocalExecutor final : public Executor {
   std::set<std::pair<int, int>> TaskDirs(model::JobId job_id) const;
   // Forget of one task: its files, and the job's when it was the last.
   void ForgetTask(const Key& key);
+  // Removes the work directories of ended jobs older than the retention
+  // (docs/execution.md#where-the-files-are). Run by the watcher thread.
+  void SweepWorkDirs();
+  // Whether any task of the job holds a claim in runs_dir: an attempt that
+  // runs, or whose result is not recorded yet.
+  bool AnyClaim(model::JobId job_id) const;
   // The keys of the attempt's tasks this executor tracks. REQUIRES mu_.
   std::vector<Key> TasksOf(model::JobId job_id, int attempt) const;
   static bool Exists(const std::string& path);

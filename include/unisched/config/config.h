@@ -102,6 +102,10 @@ struct ExecutorSettings {
   // Shared storage every node mounts at this path: jobs' relative output
   // file patterns (Slurm's -o/-e) land under it. Empty: only absolute ones.
   std::string output_dir;
+  // A finished job's work directory that is not empty is removed this long
+  // after the job ended (an empty one at once); 0 keeps it as long as the
+  // job's record (store.job_retention_days), which it must be shorter than.
+  double work_dir_retention_hours = 168;
 };
 
 // A project of the file. Its policy keys become a model::ProjectPolicy in

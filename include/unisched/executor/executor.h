@@ -10,6 +10,7 @@
 // attempt never runs the command twice.
 
 #include <cerrno>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -243,8 +244,17 @@ struct LocalExecutorOptions {
   std::string work_root;        // job working directories: <work_root>/<job>/ (owned by the job's user)
   std::string supervisor_path;  // the unisched-supervisor executable
   bool use_cgroups = true;
+  // A finished job's work directory that is not empty is removed this long
+  // after its last attempt ended (an empty one at once); zero: kept until
+  // the job's record goes (Forget).
+  std::chrono::seconds work_dir_retention{std::chrono::hours(24 * 7)};
 };
 
 std::unique_ptr<Executor> MakeLocalExecutor(const LocalExecutorOptions& options, Executor::ResultSink sink);
+
+// executor.work_dir_retention_hours (and the agent's flag) as a duration.
+inline std::chrono::seconds WorkDirRetention(double hours) {
+  return std::chrono::seconds(static_cast<int64_t>(hours * 3600));
+}
 
 }  // namespace unisched::executor

@@ -340,6 +340,14 @@ TEST(LoadConfigText, ReportsEveryErrorWithItsPath) {
        {"executor.default_unix_user", "executor.kill_grace_seconds", "executor.pids_limit", "executor.supervisor_path",
         "executor.runtime_dir"},
        "must be a Unix user name"},
+      {"a work directory kept as long as the job record",
+       Doc().Extra("store: {job_retention_days: 2}\nexecutor: {work_dir_retention_hours: 48}\n"),
+       {"executor.work_dir_retention_hours"},
+       "must be shorter than the job records' retention (store.job_retention_days = 2, 48 hours)"},
+      {"a negative work directory retention",
+       Doc().Extra("executor: {work_dir_retention_hours: -1}\n"),
+       {"executor.work_dir_retention_hours"},
+       "must be >= 0"},
 
       // Pools and nodes.
       {"pool without name and kind, and an unknown kind (so cpu-pool is undefined)",
@@ -634,7 +642,7 @@ TEST(LoadConfigText, ReadsOptionalSections) {
   doc.Extra(R"(
 server: {listen: "0.0.0.0:9000", scheduler_tick_seconds: 0.25, metrics_require_token: true}
 store: {synchronous: normal, max_log_bytes: 4096}
-executor: {kill_grace_seconds: 3, use_cgroups: false}
+executor: {kill_grace_seconds: 3, use_cgroups: false, work_dir_retention_hours: 0.5}
 routing:
   rules:
     - {name: big-gpu, match: {kind: ai-training, features: {precision: bf16, gpu_memory_gb: 80}, min_gpus: 2, max_gpus: 8}, queue: train}
@@ -649,6 +657,12 @@ users: [{name: bob, role: queue-admin, projects: [default], queues: [train], uni
   EXPECT_EQ(config.store.max_log_bytes, 4096);
   EXPECT_EQ(config.executor.kill_grace_seconds, 3);
   EXPECT_FALSE(config.executor.use_cgroups);
+  EXPECT_DOUBLE_EQ(config.executor.work_dir_retention_hours, 0.5);
+  // Left out: a week, or half the job records' retention when that is shorter.
+  EXPECT_DOUBLE_EQ(MustLoad(LoadConfigText(Doc().Text())).executor.work_dir_retention_hours, 168);
+  EXPECT_DOUBLE_EQ(MustLoad(LoadConfigText(Doc().Extra("store: {job_retention_days: 2}\n").Text()))
+                       .executor.work_dir_retention_hours,
+                   24);
   ASSERT_EQ(config.cluster.routing_rules.size(), 1u);
   const auto& rule = config.cluster.routing_rules[0];
   EXPECT_EQ(rule.name, "big-gpu");

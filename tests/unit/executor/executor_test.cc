@@ -711,6 +711,51 @@ TEST_F(ExecutorTest, WithALogsDirOutputStaysOnDiskAndReleaseTakesOnlyTheControlF
   EXPECT_FALSE(fs::exists(options_.work_root + "/" + std::to_string(talker.job_id)));
 }
 
+// A finished job's work directory that is not empty stays for the
+// retention after its end, then goes; one of a running attempt, or of one
+// whose result is not recorded yet (its claim still there), stays however
+// old it looks.
+TEST_F(ExecutorTest, AKeptWorkDirectoryGoesAfterItsRetentionAndOnlyOnceItsJobEnded) {
+  executor_.reset();
+  options_.logs_dir = base_ + "/logs";
+  options_.work_dir_retention = std::chrono::seconds(2);
+  executor_ = MakeLocalExecutor(options_, results_.Sink());
+  const auto work_of = [&](const LaunchSpec& spec) { return options_.work_root + "/" + std::to_string(spec.job_id); };
+  const auto age = [](const std::string& path) {
+    const timespec long_ago[2] = {{::time(nullptr) - 3600, 0}, {::time(nullptr) - 3600, 0}};
+    ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), long_ago, 0), 0) << path;
+  };
+
+  const LaunchSpec writer = Spec({"/bin/sh", "-c", "echo said; echo kept > result.txt"});
+  ASSERT_EQ(Run(writer).outcome, RunOutcome::kCompleted);
+  const LaunchSpec unrecorded = Spec({"/bin/sh", "-c", "echo mine > out.txt"});
+  ASSERT_EQ(Run(unrecorded).outcome, RunOutcome::kCompleted);  // never Released: its claim stays
+  age(work_of(unrecorded));
+  const LaunchSpec sleeper = Spec({"/bin/sh", "-c", "echo x > busy.txt; exec sleep 30"});
+  ASSERT_TRUE(executor_->Launch(sleeper).ok());
+  ASSERT_TRUE(Eventually([&] { return fs::exists(work_of(sleeper) + "/busy.txt"); }));
+  age(work_of(sleeper));
+
+  const auto released = std::chrono::steady_clock::now();
+  executor_->Release(writer.job_id, writer.attempt);
+  ASSERT_TRUE(fs::exists(work_of(writer) + "/result.txt"));
+  ASSERT_TRUE(Eventually([&] { return !fs::exists(work_of(writer)); }, 20s)) << "kept past its retention";
+  EXPECT_GE(std::chrono::steady_clock::now() - released, std::chrono::milliseconds(1900)) << "removed too early";
+  EXPECT_TRUE(fs::exists(work_of(sleeper) + "/busy.txt")) << "a running job's directory went";
+  EXPECT_TRUE(fs::exists(work_of(unrecorded) + "/out.txt")) << "the directory of an unrecorded end went";
+  EXPECT_EQ(Stdout(writer), "said\n") << "the output goes with the job's record, not its work directory";
+
+  executor_->Cancel(sleeper.job_id, sleeper.attempt);
+  ASSERT_TRUE(results_.Wait(sleeper.job_id).has_value());
+  executor_->Release(sleeper.job_id, sleeper.attempt);  // its end makes it new again: kept for the retention
+  EXPECT_TRUE(fs::exists(work_of(sleeper) + "/busy.txt"));
+  EXPECT_TRUE(Eventually([&] { return !fs::exists(work_of(sleeper)); }, 20s));
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(options_.work_root, ec)) {
+    EXPECT_EQ(entry.path().filename().string().rfind(".expired-", 0), std::string::npos) << entry.path();
+  }
+}
+
 // After a host restart the tmpfs runs_dir is gone while the output
 // directory remains: an attempt the store records as running may have run,
 // so it is lost (the retry policy decides), not started again unseen.
