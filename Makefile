@@ -13,28 +13,39 @@ export CCACHE_BASEDIR := $(CURDIR)
 # previous commit's while the next was built, so a fresh clone missed.
 export CCACHE_MAXSIZE ?= 20G
 
-.PHONY: all deps configure build run test unit bench asan fuzz fuzz-smoke format format-check clean
+.PHONY: all deps deps-run configure build run test unit bench asan fuzz fuzz-smoke format format-check clean
 
 all: build
 
 deps:
 	@bash scripts/install-deps.sh
 
-$(BUILD)/build.ninja:
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DCMAKE_CXX_COMPILER_LAUNCHER=ccache $(CMAKE_ARGS)
+# Only what building and running the daemon needs (no test tools).
+deps-run:
+	@bash scripts/install-deps.sh --run
 
-configure: deps $(BUILD)/build.ninja
+CMAKE_CONFIGURE = cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
+	-DCMAKE_CXX_COMPILER_LAUNCHER=ccache $(CMAKE_ARGS)
+
+# With the tests (UNISCHED_TESTS): configured afresh when the build
+# directory has none, or was made by `make run` without them.
+configure: deps
+	@if [ ! -f $(BUILD)/build.ninja ] || grep -q '^UNISCHED_TESTS:BOOL=OFF' $(BUILD)/CMakeCache.txt; then \
+	  $(CMAKE_CONFIGURE) -DUNISCHED_TESTS=ON; fi
 
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-# `make run` builds only the three binaries a daemon runs (the daemon, the
-# jobs' supervisor, the sandboxes' init), not the tests and benchmarks.
+# `make run` installs only what running needs (install-deps.sh --run) and
+# builds only the three binaries a daemon runs (the daemon, the jobs'
+# supervisor, the sandboxes' init); a build directory it makes has no tests
+# (UNISCHED_TESTS=OFF) until `make test` or `make build` adds them.
 # PORT=N listens on 127.0.0.1:N instead of the config's server.listen
 # (LISTEN_HOST=... for another address).
 RUN_TARGETS := unisched unisched-supervisor unisched-sandbox
 LISTEN_HOST ?= 127.0.0.1
-run: configure
+run: deps-run
+	@[ -f $(BUILD)/build.ninja ] || $(CMAKE_CONFIGURE) -DUNISCHED_TESTS=OFF
 	cmake --build $(BUILD) -j $(JOBS) --target $(RUN_TARGETS)
 	$(BUILD)/unisched server --config $(CONFIG) --state-dir $(STATE_DIR) $(if $(PORT),--listen $(LISTEN_HOST):$(PORT))
 

@@ -3,20 +3,41 @@
 # unprivileged account jobs run as. Idempotent: a second run installs nothing.
 # Needs root (or sudo) on Debian 12; nothing here downloads anything but
 # Debian packages and pinned npm packages.
+#   install-deps.sh          everything (make build, make test, make bench, make fuzz)
+#   install-deps.sh --run    only what building and running the daemon needs (make run)
 set -euo pipefail
 
-packages=(
+run_only=false
+case "${1:-}" in
+  --run) run_only=true ;;
+  "") ;;
+  *) echo "usage: install-deps.sh [--run]" >&2; exit 2 ;;
+esac
+
+# What `make run` needs: to build the three binaries a daemon runs and to run them.
+run_packages=(
   # build
-  g++ make cmake ninja-build ccache pkg-config clang-format
+  g++ make cmake ninja-build ccache pkg-config
   # libraries (see shared/design/toolchain.md for the versions verified)
   libboost-dev nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
-  libsqlite3-dev sqlite3 libpq-dev prometheus-cpp-dev libgtest-dev libgmock-dev libssl-dev zlib1g-dev
+  libsqlite3-dev libpq-dev prometheus-cpp-dev libssl-dev zlib1g-dev
   # the daemon's allocator (CMakeLists.txt says why)
   libjemalloc-dev
   # the sandboxes' system call filter (linked statically into unisched-sandbox and the supervisor)
   libseccomp-dev
-  # run and test: useradd, setpriv/flock, ps, curl for the quick-start, node for the OpenAPI check
-  passwd util-linux procps curl ca-certificates nodejs npm
+  # `unisched baseline`: DGEMM through OpenBLAS, across nodes through OpenMPI (docs/baseline.md);
+  # compiled against their headers, opened when a baseline job runs
+  libopenblas-dev libopenmpi-dev openmpi-bin
+  # run: useradd, setpriv/flock, ps, curl for the quick-start
+  passwd util-linux procps curl ca-certificates
+)
+# What only the tests, benchmarks and fuzzers need (make test, make bench, make fuzz).
+test_packages=(
+  clang-format libgtest-dev libgmock-dev
+  # the tests read the store with the sqlite3 shell
+  sqlite3
+  # node for the OpenAPI checks
+  nodejs npm
   # the benchmark scripts read JSON and do arithmetic
   jq bc
   # promtool checks the /metrics exposition in the tests
@@ -24,10 +45,10 @@ packages=(
   # make fuzz / make fuzz-smoke: clang and its libFuzzer runtime (tests/fuzz)
   clang libfuzzer-14-dev
   # multi-node tests: OpenMPI across agents in network namespaces joined by veth (iproute2)
-  openmpi-bin libopenmpi-dev iproute2
-  # `unisched baseline`: DGEMM through OpenBLAS (docs/baseline.md); nodes that run it need libopenblas0
-  libopenblas-dev
+  iproute2
 )
+packages=("${run_packages[@]}")
+$run_only || packages+=("${test_packages[@]}")
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -67,7 +88,7 @@ fi
 # start throw-away clusters of their own. Debian's packages would create and
 # start a cluster "main" on port 5432 as they install; createcluster.conf of
 # postgresql-common, installed first, tells them not to.
-if ! dpkg-query -W -f='${Status}' postgresql-15 2>/dev/null | grep -q "install ok installed"; then
+if ! $run_only && ! dpkg-query -W -f='${Status}' postgresql-15 2>/dev/null | grep -q "install ok installed"; then
   if ! dpkg-query -W -f='${Status}' postgresql-common 2>/dev/null | grep -q "install ok installed"; then
     as_root apt-get update -qq
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql-common
