@@ -413,11 +413,12 @@ async function prepare(id, status, mediaType, refused = false) {
     case 'agentLogs': {
       const query = {node: AGENT_NODE, job: ctx.agentJob, attempt: 1, stream: 'stdout', offset: 0};
       const octets = {'Content-Type': 'application/octet-stream'};
-      if (s === 200) return {token: node, query, headers: octets, body: ''};
-      if (s === 404) return {token: node, query: Object.assign({}, query, {job: '999999'}), headers: octets, body: ''};
-      if (s === 422) return {token: node, query: Object.assign({}, query, {attempt: 0}), headers: octets, body: '',
+      // The task's first bytes (a repeat, from a second run, writes nothing: 200 too).
+      if (s === 200) return {token: node, query, headers: octets, body: 'hi\n'};
+      if (s === 404) return {token: node, query: Object.assign({}, query, {job: '999999'}), headers: octets, body: 'x'};
+      if (s === 422) return {token: node, query: Object.assign({}, query, {attempt: 0}), headers: octets, body: 'x',
         invalid: `${bad}: attempt below its minimum (1)`};
-      if (s === 400) return {token: node, query: Object.assign({}, query, {offset: 'start'}), headers: octets, body: '',
+      if (s === 400) return {token: node, query: Object.assign({}, query, {offset: 'start'}), headers: octets, body: 'x',
         invalid: `${bad}: offset is not a number`};
       break;
     }
