@@ -55,7 +55,11 @@ chmod 711 "$work"
 daemon_pid="" prism_pid=""
 cleanup() {
   local status=$?
-  [[ -n $prism_pid ]] && kill "$prism_pid" 2>/dev/null && wait "$prism_pid" 2>/dev/null
+  set +e
+  if [[ -n $prism_pid ]]; then
+    kill "$prism_pid" 2>/dev/null
+    wait "$prism_pid" 2>/dev/null
+  fi
   if [[ -n $daemon_pid ]]; then
     kill -TERM "$daemon_pid" 2>/dev/null || true
     wait "$daemon_pid" 2>/dev/null || true
@@ -92,6 +96,11 @@ export CONFORMANCE_SPEC="$root/docs/openapi.yaml"
 export CONFORMANCE_WORK="$work"
 until curl -fsS -o /dev/null "$CONFORMANCE_URL/readyz"; do sleep 0.1; done
 
+# Prism's validating proxy (part b) starts now: its start-up overlaps dredd's run.
+port=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
+prism proxy --errors -h 127.0.0.1 -p "$port" "$root/docs/openapi.yaml" "$CONFORMANCE_URL" >"$work/prism.log" 2>&1 &
+prism_pid=$!
+
 status=0
 # a. dredd: every transaction of the document against the live daemon; the
 # hooks make each one's request (tests/api/dredd-hooks.js).
@@ -109,11 +118,8 @@ echo "dredd: $(since "$t0") s"
 
 # b. Prism's validating proxy in front of the daemon, and a driver that
 # calls every operation through it (tests/api/prism-driver.js).
-port=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
 echo "== prism $(prism --version) proxy --errors on 127.0.0.1:$port"
 t0=$(date +%s%N)
-prism proxy --errors -h 127.0.0.1 -p "$port" "$root/docs/openapi.yaml" "$CONFORMANCE_URL" >"$work/prism.log" 2>&1 &
-prism_pid=$!
 for _ in $(seq 600); do
   grep -q "Prism is listening" "$work/prism.log" && break
   kill -0 "$prism_pid" 2>/dev/null || { cat "$work/prism.log" >&2; echo "api-conformance: prism exited" >&2; exit 1; }
