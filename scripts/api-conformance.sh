@@ -61,6 +61,28 @@ cleanup() {
     wait "$prism_pid" 2>/dev/null
   fi
   if [[ -n $daemon_pid ]]; then
+    # Jobs outlive a daemon that stops (docs/execution.md): cancel the
+    # fixtures' long ones first, and give their supervisors a moment.
+    [[ -n ${CONFORMANCE_URL:-} ]] && timeout 30 node -e '
+      const h = {Authorization: "Bearer " + process.env.CONFORMANCE_ADMIN_TOKEN};
+      (async () => {
+        for (const state of ["RUNNING", "PENDING", "HELD"]) {
+          const r = await fetch(process.env.CONFORMANCE_URL + "/v1/jobs?limit=1000&state=" + state, {headers: h});
+          for (const j of (await r.json()).jobs) {
+            await fetch(process.env.CONFORMANCE_URL + "/v1/jobs/" + j.id, {method: "DELETE", headers: h});
+          }
+        }
+        // (The agent pool has no processes here: its job ends with no agent to say so.)
+        for (let i = 0; i < 100; ++i) {
+          let left = 0;
+          for (const pool of ["cpu-hpc-pool", "gpu-train-pool"]) {
+            const r = await fetch(process.env.CONFORMANCE_URL + "/v1/jobs?limit=0&state=RUNNING&pool=" + pool, {headers: h});
+            left += (await r.json()).total;
+          }
+          if (left === 0) break;
+          await new Promise((ok) => setTimeout(ok, 100));
+        }
+      })().catch(() => {});' 2>/dev/null
     kill -TERM "$daemon_pid" 2>/dev/null || true
     wait "$daemon_pid" 2>/dev/null || true
   fi
