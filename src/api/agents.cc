@@ -86,18 +86,15 @@ void Api::AgentLogs(Call& call) {
     call.reply(ErrorResponse(503, "unavailable", "this daemon serves no node agents"));
     return;
   }
+  // The route checked each value's form and bounds (400 unparsable, 422
+  // out of bounds); a parameter left out is 422 as a missing body field is.
   for (const char* required : {"node", "job", "attempt", "stream", "offset"}) {
     if (!call.Query(required)) {
-      call.reply(ErrorResponse(400, "missing_field", std::string(required) + " is required in the query", required));
+      call.reply(ErrorResponse(422, "missing_field", std::string(required) + " is required in the query", required));
       return;
     }
   }
-  const auto job = ParseInt64(*call.Query("job"));
-  if (!job || *job <= 0) {
-    call.reply(ErrorResponse(400, "malformed_value", "job must be a positive job id", "job"));
-    return;
-  }
-  const executor::AttemptRef task{*job, static_cast<int>(call.QueryInt("attempt", 1)),
+  const executor::AttemptRef task{call.QueryInt("job", 0), static_cast<int>(call.QueryInt("attempt", 1)),
                                   static_cast<int>(call.QueryInt("task", 0))};
   auto size = ctx_.agents->AppendLog(call.principal->node_pool, *call.Query("node"), task, *call.Query("stream"),
                                      call.QueryInt("offset", 0), call.request.body);

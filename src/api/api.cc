@@ -155,7 +155,7 @@ Api::Api(ApiContext context)
   routes_.back().for_agents = true;
   add("POST", "/v1/agents/logs", &Api::AgentLogs);
   routes_.back().query = {QueryParam::Text("node"),
-                          QueryParam::Text("job", 20),
+                          QueryParam::Integer("job", 1, INT64_MAX),
                           QueryParam::Integer("attempt", 1, 1'000'000),
                           QueryParam::Integer("task", 0, INT32_MAX),
                           QueryParam::Choice("stream", {"stdout", "stderr"}),

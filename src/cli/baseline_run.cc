@@ -48,6 +48,13 @@ std::optional<double> MillisBetween(const json& from_obj, const char* from, cons
   return static_cast<double>(ToUnixMillis(*end) - ToUnixMillis(*start));
 }
 
+// The attempt's run as its node measured it starts at process_started_at
+// (the supervisor's record); an attempt that has not reported has only the
+// daemon's started_at.
+const char* RunStartKey(const json& attempt) {
+  return attempt.value("process_started_at", json()).is_null() ? "started_at" : "process_started_at";
+}
+
 double MillisSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
@@ -460,12 +467,10 @@ class BaselineRun {
       JobRun run = RunJob(JobRequest(pool, "baseline-start", {"/bin/true"}, {{"cpus", 1}, {"memory_mb", 64}}));
       // A refused job has no body.
       const json attempts = run.job.is_object() ? run.job.value("attempts", json::array()) : json::array();
-      // Submit to the process running on its node (the supervisor's record;
-      // the attempt's started_at is when the daemon started it). -1: no start.
-      const char* start = attempts.empty() || attempts[0].value("process_started_at", json()).is_null()
-                              ? "started_at"
-                              : "process_started_at";
-      const double ms = attempts.empty() ? -1 : MillisBetween(run.job, "submitted_at", attempts[0], start).value_or(-1);
+      // Submit to the process running on its node. -1: no start recorded.
+      const double ms =
+          attempts.empty() ? -1
+                           : MillisBetween(run.job, "submitted_at", attempts[0], RunStartKey(attempts[0])).value_or(-1);
       if (!run.failure.empty() || ms < 0) {
         Skip("job_start_ms", pool.name, "", run.failure.empty() ? "the job recorded no start" : run.failure);
         return;
@@ -566,8 +571,9 @@ class BaselineRun {
       JobRun run = RunJob(request);
       // A refused job has no body.
       const json attempts = run.job.is_object() ? run.job.value("attempts", json::array()) : json::array();
-      const double ms =
-          attempts.empty() ? 0 : MillisBetween(attempts[0], "started_at", attempts[0], "ended_at").value_or(0);
+      const double ms = attempts.empty()
+                            ? 0
+                            : MillisBetween(attempts[0], RunStartKey(attempts[0]), attempts[0], "ended_at").value_or(0);
       if (!run.failure.empty() || ms <= 0) {
         Skip("gpu_speedup", pool.name, node->name,
              "the run with " + std::to_string(gpus) +
