@@ -13,7 +13,7 @@ export CCACHE_BASEDIR := $(CURDIR)
 # previous commit's while the next was built, so a fresh clone missed.
 export CCACHE_MAXSIZE ?= 20G
 
-.PHONY: all deps configure build run test unit bench asan fuzz fuzz-smoke format format-check clean
+.PHONY: all deps configure build run image test unit bench asan fuzz fuzz-smoke format format-check clean
 
 all: build
 
@@ -37,6 +37,13 @@ LISTEN_HOST ?= 127.0.0.1
 run: configure
 	cmake --build $(BUILD) -j $(JOBS) --target $(RUN_TARGETS)
 	$(BUILD)/unisched server --config $(CONFIG) --state-dir $(STATE_DIR) $(if $(PORT),--listen $(LISTEN_HOST):$(PORT))
+
+# `make image`: the container image of those three binaries on a Debian 12
+# base made with debootstrap (podman, runc), then the agent launch check in
+# it (scripts/make-image.sh, docs/deploy.md). Not part of `make test`.
+image: configure
+	cmake --build $(BUILD) -j $(JOBS) --target $(RUN_TARGETS)
+	BUILD=$(BUILD) bash scripts/make-image.sh
 
 # ctest's status is make's; the summary after it (scripts/test-summary.sh)
 # counts the skipped tests, which ctest's own line counts as passed.
