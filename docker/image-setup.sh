@@ -51,4 +51,4 @@ id unisched-job >/dev/null 2>&1 ||
 # the config directory.
 mkdir -p /var/lib/unisched /var/lib/unisched-agent /etc/unisched
 chmod 0711 /var/lib/unisched
-chmod 0700 /var/lib/unisched-agent
+chmod 0711 /var/lib/unisched-agent

@@ -36,8 +36,8 @@ for pool in "$@"; do
   fi
   answer=$(curl -fsS -H "Authorization: Bearer $(cat "$admin_file")" "$url/v1/node-tokens" \
     -d "{\"pool\": \"$pool\"}")
-  # {"token": "usk_...", "pool": "..."}: the token is the only usk_ word.
-  token=$(printf '%s' "$answer" | tr -c 'A-Za-z0-9_' '\n' | grep '^usk_' | head -n 1)
+  # {"token": "usk_...", "pool": "...", ...}: the string after "token".
+  token=$(printf '%s' "$answer" | sed -n 's/.*"token" *: *"\([^"]*\)".*/\1/p')
   [ -n "$token" ] || { echo "node-tokens: no token in the answer: $answer" >&2; exit 1; }
   printf '%s\n' "$token" >"$dir/$pool.token.tmp"
   mv "$dir/$pool.token.tmp" "$dir/$pool.token"

@@ -17,8 +17,9 @@
 #           cgroups podman leaves are removed whatever the outcome.
 #
 # Environment: BUILD (build), IMAGE (localhost/unisched:latest), BASE
-# (localhost/debian:12), CACHE ($BUILD/image), MIRROR (deb.debian.org),
-# EXTRA_PACKAGES (for the image, see docker/Dockerfile).
+# (localhost/debian:12), CACHE ($BUILD/image, inside the repository),
+# MIRROR (deb.debian.org), EXTRA_PACKAGES (for the image, see
+# docker/Dockerfile).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -113,17 +114,30 @@ image() {
   done
   local t0
   t0=$(now)
+  # The binaries without their debug sections (RelWithDebInfo's unisched is
+  # about 370 MB, 30 MB without); the symbols stay, for backtraces. The
+  # staging folder is in the build context (the repository).
+  local bin=$CACHE/bin
+  case "$(realpath -m "$bin")" in "$ROOT"/*) ;; *) echo "make-image: CACHE must be inside $ROOT" >&2; exit 1 ;; esac
+  mkdir -p "$bin"
+  for b in unisched unisched-supervisor unisched-sandbox; do
+    objcopy --strip-debug "$BUILD/$b" "$bin/$b.tmp" && mv "$bin/$b.tmp" "$bin/$b"
+  done
   "${PODMAN[@]}" build --format docker "${ULIMITS[@]}" \
-    --build-arg BASE="$BASE" --build-arg BIN="$BUILD" --build-arg EXTRA_PACKAGES="$EXTRA_PACKAGES" \
+    --build-arg BASE="$BASE" --build-arg BIN="$(realpath --relative-to="$ROOT" "$bin")" \
+    --build-arg EXTRA_PACKAGES="$EXTRA_PACKAGES" \
     -f docker/Dockerfile -t "$IMAGE" . >"$CACHE/build.log" 2>&1 || { tail -30 "$CACHE/build.log"; exit 1; }
   say "image: $IMAGE built in $(took "$t0") s, $("${PODMAN[@]}" image inspect --format '{{.Size}}' "$IMAGE" |
     awk '{printf "%.0f MB", $1 / 1e6}')"
   # Every library the daemon links is in the image.
-  if "${PODMAN[@]}" run --rm --network none "${ULIMITS[@]}" "$IMAGE" sh -c 'ldd /usr/local/bin/unisched' |
+  if "${PODMAN[@]}" run --rm --network none --no-healthcheck "${ULIMITS[@]}" "$IMAGE" sh -c 'ldd /usr/local/bin/unisched' |
     grep 'not found'; then
     echo "make-image: libraries missing in the image" >&2
     exit 1
   fi
+  # And the configs it carries are valid.
+  "${PODMAN[@]}" run --rm --network none --no-healthcheck "${ULIMITS[@]}" "$IMAGE" sh -c \
+    'for c in /etc/unisched/*.yaml; do printf "%s: " "$c"; unisched validate-config "$c" || exit 1; done'
 }
 
 # ---- the launch check ----
@@ -146,24 +160,24 @@ remove_libpod_cgroups() {
 }
 
 check() {
-  local t0 config=/etc/unisched/agents.yaml pool=cpu-pool node=agent-1
+  local t0 config=/etc/unisched/agents.yaml pool=cpu-pool node=x86-c1m1-agent-01
   t0=$(now)
   trap cleanup_check EXIT
   "${PODMAN[@]}" volume create "$RUN_ID-state" >/dev/null
   "${PODMAN[@]}" volume create "$RUN_ID-tokens" >/dev/null
   # The daemon: no job runs here (agent nodes only), so no privilege; a
   # network namespace of its own with loopback only, which the agent joins.
-  "${PODMAN[@]}" run -d --name "$RUN_ID-daemon" --network none "${ULIMITS[@]}" \
+  "${PODMAN[@]}" run -d --name "$RUN_ID-daemon" --network none --no-healthcheck "${ULIMITS[@]}" \
     --cap-drop all --security-opt no-new-privileges \
     -v "$RUN_ID-state:/var/lib/unisched" "$IMAGE" \
     server --config "$config" --state-dir /var/lib/unisched >/dev/null
   # A node token for the pool, made with the admin token of the daemon's state.
-  "${PODMAN[@]}" run --rm --network "container:$RUN_ID-daemon" "${ULIMITS[@]}" \
+  "${PODMAN[@]}" run --rm --network "container:$RUN_ID-daemon" --no-healthcheck "${ULIMITS[@]}" \
     -v "$RUN_ID-state:/var/lib/unisched:ro" -v "$RUN_ID-tokens:/tokens" "$IMAGE" \
     /usr/local/bin/unisched-node-tokens http://127.0.0.1:8642 /var/lib/unisched/admin.token /tokens "$pool"
   # The agent: privileged, because it makes cgroups, switches to the job's
   # account and makes namespaces for sandboxed pools (docs/deploy.md).
-  "${PODMAN[@]}" run -d --name "$RUN_ID-agent" --network "container:$RUN_ID-daemon" "${ULIMITS[@]}" \
+  "${PODMAN[@]}" run -d --name "$RUN_ID-agent" --network "container:$RUN_ID-daemon" --no-healthcheck "${ULIMITS[@]}" \
     --privileged -v "$RUN_ID-tokens:/tokens:ro" "$IMAGE" \
     agent --server http://127.0.0.1:8642 --token-file "/tokens/$pool.token" --node "$node" --pool "$pool" \
     --state-dir "/var/lib/unisched-agent/$node" >/dev/null
