@@ -2,7 +2,7 @@
 # `make image`: the unisched image from the binaries already built, and the
 # agent launch check inside it. Outside `make test` (docs/deploy.md).
 #
-#   scripts/make-image.sh [all|deps|base|image|check]     (default: all)
+#   scripts/make-image.sh [all|deps|base|image|check|cgroups]   (default: all)
 #
 # 1. deps:  podman, runc, debootstrap and what podman needs, from Debian,
 #           with no service started (the policy-rc.d of install-deps.sh).
@@ -15,6 +15,7 @@
 #           the agent's pool must end COMPLETED with exit code 0. Exits
 #           non-zero otherwise. Containers, volumes and the libpod_parent
 #           cgroups podman leaves are removed whatever the outcome.
+# cgroups: only that removal (after `podman-compose down`, say).
 #
 # Environment: BUILD (build), IMAGE (localhost/unisched:latest), BASE
 # (localhost/debian:12), CACHE ($BUILD/image, inside the repository),
@@ -143,7 +144,7 @@ image() {
 # ---- the launch check ----
 RUN_ID=unisched-check-$$
 cleanup_check() {
-  "${PODMAN[@]}" rm -f -t 0 "$RUN_ID-agent" "$RUN_ID-daemon" >/dev/null 2>&1 || true
+  "${PODMAN[@]}" rm -f -v -t 0 "$RUN_ID-agent" "$RUN_ID-daemon" >/dev/null 2>&1 || true
   "${PODMAN[@]}" volume rm -f "$RUN_ID-state" "$RUN_ID-tokens" >/dev/null 2>&1 || true
   remove_libpod_cgroups
 }
@@ -215,6 +216,7 @@ case "$step" in
   base) deps && base ;;
   image) image ;;
   check) check ;;
+  cgroups) remove_libpod_cgroups ;;
   all)
     t_all=$(now)
     deps
@@ -223,5 +225,5 @@ case "$step" in
     check
     say "all done in $(took "$t_all") s"
     ;;
-  *) echo "usage: $0 [all|deps|base|image|check]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|deps|base|image|check|cgroups]" >&2; exit 2 ;;
 esac
