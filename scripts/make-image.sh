@@ -124,12 +124,18 @@ image() {
   for b in unisched unisched-supervisor unisched-sandbox; do
     objcopy --strip-debug "$BUILD/$b" "$bin/$b.tmp" && mv "$bin/$b.tmp" "$bin/$b"
   done
+  local previous
+  previous=$("${PODMAN[@]}" image inspect --format '{{.Id}}' "$IMAGE" 2>/dev/null || true)
   "${PODMAN[@]}" build --format docker "${ULIMITS[@]}" \
     --build-arg BASE="$BASE" --build-arg BIN="$(realpath --relative-to="$ROOT" "$bin")" \
     --build-arg EXTRA_PACKAGES="$EXTRA_PACKAGES" \
     -f docker/Dockerfile -t "$IMAGE" . >"$CACHE/build.log" 2>&1 || { tail -30 "$CACHE/build.log"; exit 1; }
   say "image: $IMAGE built in $(took "$t0") s, $("${PODMAN[@]}" image inspect --format '{{.Size}}' "$IMAGE" |
     awk '{printf "%.0f MB", $1 / 1e6}')"
+  # The image it replaces, untagged now, unless a container still uses it.
+  if [ -n "$previous" ] && [ "$previous" != "$("${PODMAN[@]}" image inspect --format '{{.Id}}' "$IMAGE")" ]; then
+    "${PODMAN[@]}" rmi "$previous" >/dev/null 2>&1 || true
+  fi
   # Every library the daemon links is in the image.
   if "${PODMAN[@]}" run --rm --network none --no-healthcheck "${ULIMITS[@]}" "$IMAGE" sh -c 'ldd /usr/local/bin/unisched' |
     grep 'not found'; then
@@ -144,7 +150,9 @@ image() {
 # ---- the launch check ----
 RUN_ID=unisched-check-$$
 cleanup_check() {
-  "${PODMAN[@]}" rm -f -v -t 0 "$RUN_ID-agent" "$RUN_ID-daemon" >/dev/null 2>&1 || true
+  # The agent first: it is in the daemon's network namespace.
+  "${PODMAN[@]}" rm -f -v -t 0 "$RUN_ID-agent" >/dev/null 2>&1 || true
+  "${PODMAN[@]}" rm -f -v -t 0 "$RUN_ID-daemon" >/dev/null 2>&1 || true
   "${PODMAN[@]}" volume rm -f "$RUN_ID-state" "$RUN_ID-tokens" >/dev/null 2>&1 || true
   remove_libpod_cgroups
 }
