@@ -13,7 +13,7 @@ export CCACHE_BASEDIR := $(CURDIR)
 # previous commit's while the next was built, so a fresh clone missed.
 export CCACHE_MAXSIZE ?= 20G
 
-.PHONY: all deps configure build run image test unit bench asan fuzz fuzz-smoke format format-check clean
+.PHONY: all deps configure build run test unit bench asan fuzz fuzz-smoke format format-check clean
 
 all: build
 
@@ -41,6 +41,7 @@ run: configure
 # `make image`: the container image of those three binaries on a Debian 12
 # base made with debootstrap (podman, runc), then the agent launch check in
 # it (scripts/make-image.sh, docs/deploy.md). Not part of `make test`.
+.PHONY: image
 image: configure
 	cmake --build $(BUILD) -j $(JOBS) --target $(RUN_TARGETS)
 	BUILD=$(BUILD) bash scripts/make-image.sh
