@@ -49,6 +49,14 @@ run: deps-run
 	cmake --build $(BUILD) -j $(JOBS) --target $(RUN_TARGETS)
 	$(BUILD)/unisched server --config $(CONFIG) --state-dir $(STATE_DIR) $(if $(PORT),--listen $(LISTEN_HOST):$(PORT))
 
+# `make image`: the container image of those three binaries on a Debian 12
+# base made with debootstrap (podman, runc), then the agent launch check in
+# it (scripts/make-image.sh, docs/deploy.md). Not part of `make test`.
+.PHONY: image
+image: configure
+	cmake --build $(BUILD) -j $(JOBS) --target $(RUN_TARGETS)
+	BUILD=$(BUILD) bash scripts/make-image.sh
+
 # ctest's status is make's; the summary after it (scripts/test-summary.sh)
 # counts the skipped tests, which ctest's own line counts as passed.
 test: build
