@@ -53,7 +53,8 @@ run: deps-run
 # base made with debootstrap (podman, runc), then the agent launch check in
 # it (scripts/make-image.sh, docs/deploy.md). Not part of `make test`.
 .PHONY: image
-image: configure
+image: deps-run
+	@[ -f $(BUILD)/build.ninja ] || $(CMAKE_CONFIGURE) -DUNISCHED_TESTS=OFF
 	cmake --build $(BUILD) -j $(JOBS) --target $(RUN_TARGETS)
 	BUILD=$(BUILD) bash scripts/make-image.sh
 
