@@ -6,8 +6,13 @@ STATE_DIR  ?= /var/lib/unisched
 CMAKE_ARGS ?=
 JOBS       ?= $(shell nproc)
 
-# ccache hits across clones in different folders (CI clones afresh).
+# ccache hits across clones in different folders (CI clones afresh): paths
+# under the clone are made relative, and the working directory is left out
+# of the hash, which ccache otherwise adds for every -g compile (so a second
+# clone missed every object: measured, docs/testing.md). The price: a cached
+# object's debug info names the build directory of the clone that made it.
 export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_NOHASHDIR := 1
 # One commit's three builds (plain, sanitizers, fuzzers) leave about 3.7 GB
 # of objects (1.5, 2.1 and 0.1 GB); ccache's default 5 GB evicted the
 # previous commit's while the next was built, so a fresh clone missed.
