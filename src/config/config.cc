@@ -92,6 +92,14 @@ void SortBySection(std::vector<ConfigError>& errors) {
 
 }  // namespace
 
+double WorkDirRetentionHours(const Config& config) {
+  if (config.executor.work_dir_retention_hours) return *config.executor.work_dir_retention_hours;
+  constexpr double kWeekHours = 24.0 * 7;
+  // Half the record's retention: 24 h a day, halved.
+  if (config.store.job_retention_days > 0) return std::min(kWeekHours, 12.0 * config.store.job_retention_days);
+  return kWeekHours;
+}
+
 LoadResult LoadConfigText(std::string_view yaml_text, std::string_view source_name) {
   const std::string text(yaml_text);
   YAML::Node document;

@@ -586,14 +586,6 @@ Config ParseConfig(const YAML::Node& root, Errors& errors) {
   ParseHealth(m.Get("health"), errors, config.health);
   ParseAlerts(m.Get("alerts"), errors, config.alerts);
   ParseExecutor(m.Get("executor"), errors, config.executor);
-  // Left out, a work directory's retention is a week, or half the job
-  // records' when that is shorter (it must end before the record's).
-  const YAML::Node executor_node = m.Get("executor");
-  if (!(executor_node && executor_node.IsMap() && executor_node["work_dir_retention_hours"]) &&
-      config.store.job_retention_days > 0) {
-    config.executor.work_dir_retention_hours =
-        std::min(config.executor.work_dir_retention_hours, 12.0 * config.store.job_retention_days);
-  }
   ParseBaseline(m.Get("baseline"), errors, config.baseline);
   ParseScheduler(m.Get("scheduler"), errors, config.cluster);
 

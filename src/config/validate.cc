@@ -268,9 +268,10 @@ void ValidateExecutor(const ExecutorSettings& s, int job_retention_days, Errors&
                "/shared/unisched-output), or left out; got '" +
                    s.output_dir + "'");
   }
-  NonNegative(errors, "executor.work_dir_retention_hours", s.work_dir_retention_hours,
+  if (!s.work_dir_retention_hours) return;  // WorkDirRetentionHours: always shorter
+  NonNegative(errors, "executor.work_dir_retention_hours", *s.work_dir_retention_hours,
               "0 keeps work directories as long as their job's record");
-  if (job_retention_days > 0 && s.work_dir_retention_hours >= 24.0 * job_retention_days) {
+  if (job_retention_days > 0 && *s.work_dir_retention_hours >= 24.0 * job_retention_days) {
     errors.Add("executor.work_dir_retention_hours",
                "must be shorter than the job records' retention (store.job_retention_days = " +
                    std::to_string(job_retention_days) + ", " + std::to_string(24 * job_retention_days) +

@@ -296,13 +296,12 @@ Status Daemon::StartLeaderParts() {
   if (std::ofstream out(state_dir / "runtime-dir"); !(out << runtime_.runs_dir << "\n")) {
     spdlog::warn("cannot write {}", (state_dir / "runtime-dir").string());
   }
-  const executor::LocalExecutorOptions exec_options{
-      runtime_.runs_dir,
-      (state_dir / "runs").string(),
-      (state_dir / "work").string(),
-      SupervisorPath(config),
-      config.executor.use_cgroups,
-      executor::WorkDirRetention(config.executor.work_dir_retention_hours)};
+  const executor::LocalExecutorOptions exec_options{runtime_.runs_dir,
+                                                    (state_dir / "runs").string(),
+                                                    (state_dir / "work").string(),
+                                                    SupervisorPath(config),
+                                                    config.executor.use_cgroups,
+                                                    executor::WorkDirRetention(config::WorkDirRetentionHours(config))};
   auto to_controller = [controller = controller_.get()](executor::RunResult result) {
     controller->OnRunResult(std::move(result));
   };

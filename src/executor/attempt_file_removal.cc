@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -18,6 +19,25 @@
 #include "executor/local_executor.h"
 
 namespace unisched::executor {
+
+namespace {
+
+// The job id a directory under runs_dir or work_root is named by; nullopt
+// for anything else there (".expired-<id>", a stray file). 18 digits stay
+// below INT64_MAX, so stoll cannot throw.
+std::optional<model::JobId> JobIdOfDirName(const std::string& name) {
+  if (name.empty() || name.size() > 18 || name.find_first_not_of("0123456789") != std::string::npos) {
+    return std::nullopt;
+  }
+  return std::stoll(name);
+}
+
+}  // namespace
+
+bool LocalExecutor::AnyAttemptTracked(model::JobId job_id) const {
+  auto it = attempts_.lower_bound(Key{job_id, 0, 0});
+  return it != attempts_.end() && it->first.job_id == job_id;
+}
 
 // Every task directory of the job (runs and logs), as (attempt, task).
 std::set<std::pair<int, int>> LocalExecutor::TaskDirs(model::JobId job_id) const {
@@ -49,8 +69,7 @@ void LocalExecutor::ForgetTask(const Key& key) {
     finished_.erase(key);
     // Another attempt of the job that is starting may not have made its
     // directory yet: the job's directories stay until it is done too.
-    auto other = attempts_.lower_bound(Key{key.job_id, 0, 0});
-    other_attempt_live = other != attempts_.end() && other->first.job_id == key.job_id;
+    other_attempt_live = AnyAttemptTracked(key.job_id);
   }
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);  // best effort: retention retries on its next pass
@@ -91,8 +110,7 @@ void LocalExecutor::Release(model::JobId job_id, int attempt) {
   // from now: its mtime says when (the job's processes are gone, so nothing
   // else changes its entries until a next attempt), and SweepWorkDirs reads it.
   std::lock_guard lock(mu_);
-  auto other = attempts_.lower_bound(Key{job_id, 0, 0});
-  if (other != attempts_.end() && other->first.job_id == job_id) return;
+  if (AnyAttemptTracked(job_id)) return;
   const std::string work = WorkDir(job_id);
   if (::rmdir(work.c_str()) != 0 && (errno == ENOTEMPTY || errno == EEXIST)) {
     (void)::utimensat(AT_FDCWD, work.c_str(), nullptr, 0);
@@ -109,6 +127,22 @@ bool LocalExecutor::AnyClaim(model::JobId job_id) const {
   return false;
 }
 
+// Work directories past their retention are looked for a few times per
+// retention period, at most every ten minutes (a sweep reads one directory
+// entry per job directory kept). On a thread of its own: removing a large
+// tree takes seconds that the watcher would otherwise not spend delivering
+// results.
+void LocalExecutor::SweepLoop() {
+  const auto every = std::clamp<std::chrono::steady_clock::duration>(options_.work_dir_retention / 4,
+                                                                     std::chrono::seconds(1), std::chrono::minutes(10));
+  std::unique_lock lock(mu_);
+  while (!sweep_cv_.wait_for(lock, every, [this] { return stopping_; })) {
+    lock.unlock();
+    SweepWorkDirs();
+    lock.lock();
+  }
+}
+
 void LocalExecutor::SweepWorkDirs() {
   if (options_.work_dir_retention.count() <= 0) return;
   const auto cutoff = std::filesystem::file_time_type::clock::now() - options_.work_dir_retention;
@@ -116,11 +150,11 @@ void LocalExecutor::SweepWorkDirs() {
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(options_.work_root, ec)) {
     const std::string name = entry.path().filename().string();
-    if (name.empty() || name.size() > 18 || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const auto job_id = JobIdOfDirName(name);
+    if (!job_id) continue;
     std::error_code time_ec;
     const auto modified = std::filesystem::last_write_time(entry.path(), time_ec);
     if (time_ec || modified > cutoff) continue;
-    const model::JobId job_id = std::stoll(name);
     const std::string trash = options_.work_root + "/.expired-" + name;
     {
       // Under mu_ with no attempt of the job tracked (Launch tracks one
@@ -129,9 +163,7 @@ void LocalExecutor::SweepWorkDirs() {
       // away, so a next attempt makes a fresh one while this is removed.
       std::lock_guard lock(mu_);
       if (stopping_) return;
-      auto live = attempts_.lower_bound(Key{job_id, 0, 0});
-      if (live != attempts_.end() && live->first.job_id == job_id) continue;
-      if (AnyClaim(job_id)) continue;
+      if (AnyAttemptTracked(*job_id) || AnyClaim(*job_id)) continue;
       if (::rename(entry.path().c_str(), trash.c_str()) != 0) continue;
     }
     expired.push_back(trash);
@@ -176,16 +208,9 @@ void LocalExecutor::RemoveControlFiles(const Key& key) {
 // as running had its end committed (or its job is gone), as a Release of
 // it would have, had the daemon lived to call it.
 void LocalExecutor::ReleaseAllExcept(const std::set<std::pair<model::JobId, int>>& running) {
-  auto number = [](const std::filesystem::path& path) -> std::optional<int64_t> {
-    const std::string name = path.filename().string();
-    if (name.empty() || name.size() > 18 || name.find_first_not_of("0123456789") != std::string::npos) {
-      return std::nullopt;
-    }
-    return std::stoll(name);
-  };
   std::error_code ec;
   for (const auto& job_entry : std::filesystem::directory_iterator(options_.runs_dir, ec)) {
-    const auto job_id = number(job_entry.path());
+    const auto job_id = JobIdOfDirName(job_entry.path().filename().string());
     if (!job_id) continue;
     std::vector<Key> found;
     std::error_code job_ec;

@@ -82,12 +82,6 @@ void LocalExecutor::Wake() {
 void LocalExecutor::WatchLoop() {
   using Clock = std::chrono::steady_clock;
   auto next_scan = Clock::now();
-  // Work directories past their retention are looked for a few times per
-  // retention period, at most every ten minutes (a sweep reads one
-  // directory entry per job directory kept).
-  const auto sweep_every =
-      std::clamp<Clock::duration>(options_.work_dir_retention / 4, std::chrono::seconds(1), std::chrono::minutes(10));
-  auto next_sweep = Clock::now() + sweep_every;
   epoll_event events[kEventsPerWait];
   for (;;) {
     const auto wait_ms = std::chrono::duration_cast<std::chrono::milliseconds>(next_scan - Clock::now()).count();
@@ -194,10 +188,6 @@ void LocalExecutor::WatchLoop() {
       }
     }
     Deliver(std::move(results));
-    if (Clock::now() >= next_sweep) {
-      next_sweep = Clock::now() + sweep_every;
-      SweepWorkDirs();
-    }
   }
 }
 

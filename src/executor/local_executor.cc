@@ -55,6 +55,12 @@ LocalExecutor::LocalExecutor(LocalExecutorOptions options, ResultSink sink)
     pthread_setname_np(pthread_self(), "us-executor");
     WatchLoop();
   });
+  if (options_.work_dir_retention.count() > 0) {
+    sweeper_ = std::thread([this] {
+      pthread_setname_np(pthread_self(), "us-work-sweep");
+      SweepLoop();
+    });
+  }
 }
 
 LocalExecutor::~LocalExecutor() {
@@ -311,7 +317,9 @@ void LocalExecutor::Shutdown() {
       stopping_ = true;
     }
     Wake();
+    sweep_cv_.notify_all();
     if (watcher_.joinable()) watcher_.join();
+    if (sweeper_.joinable()) sweeper_.join();
     hosts_.Stop();
     std::lock_guard lock(mu_);
     for (auto& [key, t] : attempts_) ClosePidfd(t);

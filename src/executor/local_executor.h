@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -84,8 +85,13 @@ class LocalExecutor final : public Executor {
   // Forget of one task: its files, and the job's when it was the last.
   void ForgetTask(const Key& key);
   // Removes the work directories of ended jobs older than the retention
-  // (docs/execution.md#where-the-files-are). Run by the watcher thread.
+  // (docs/execution.md#where-the-files-are). Run by the sweeper thread,
+  // SweepLoop, until Shutdown.
   void SweepWorkDirs();
+  void SweepLoop();
+  // Whether an attempt of the job is tracked (running, or launching: Launch
+  // tracks it before its supervisor makes the job's directories). REQUIRES mu_.
+  bool AnyAttemptTracked(model::JobId job_id) const;
   // Whether any task of the job holds a claim in runs_dir: an attempt that
   // runs, or whose result is not recorded yet.
   bool AnyClaim(model::JobId job_id) const;
@@ -126,7 +132,9 @@ class LocalExecutor final : public Executor {
   const int epoll_fd_;  // the wake eventfd, every child's pidfd and the host's socket
   SupervisorHosts hosts_;
   std::thread watcher_;
+  std::thread sweeper_;  // only with a work_dir_retention
   std::mutex mu_;
+  std::condition_variable sweep_cv_;  // with mu_: stopping_ wakes the sweeper
   // Attempts without a result yet. Finished ones leave it at once: the
   // watcher's periodic scan costs time linear in this map, and a daemon
   // that runs agent tasks finishes millions of attempts between retention

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -105,7 +106,8 @@ struct ExecutorSettings {
   // A finished job's work directory that is not empty is removed this long
   // after the job ended (an empty one at once); 0 keeps it as long as the
   // job's record (store.job_retention_days), which it must be shorter than.
-  double work_dir_retention_hours = 168;
+  // Left out: WorkDirRetentionHours below.
+  std::optional<double> work_dir_retention_hours;
 };
 
 // A project of the file. Its policy keys become a model::ProjectPolicy in
@@ -269,6 +271,10 @@ std::vector<ConfigError> ValidateConfig(const Config& config);
 // The rules of one image (name, version, rootfs, binds), for POST /v1/images;
 // paths are the image's own keys ("version", "binds[0]").
 std::vector<ConfigError> ValidateImage(const ImageSpec& image);
+// executor.work_dir_retention_hours, or when left out a week, or half the
+// job records' retention (store.job_retention_days) when that is shorter,
+// since it must end before the record's.
+double WorkDirRetentionHours(const Config& config);
 // The text of config/unisched.yaml, compiled into the binary.
 std::string_view EmbeddedDefaultConfig();
 // The config at `path`, or the embedded default when `path` is empty (what

@@ -657,12 +657,16 @@ users: [{name: bob, role: queue-admin, projects: [default], queues: [train], uni
   EXPECT_EQ(config.store.max_log_bytes, 4096);
   EXPECT_EQ(config.executor.kill_grace_seconds, 3);
   EXPECT_FALSE(config.executor.use_cgroups);
-  EXPECT_DOUBLE_EQ(config.executor.work_dir_retention_hours, 0.5);
+  EXPECT_DOUBLE_EQ(WorkDirRetentionHours(config), 0.5);
   // Left out: a week, or half the job records' retention when that is shorter.
-  EXPECT_DOUBLE_EQ(MustLoad(LoadConfigText(Doc().Text())).executor.work_dir_retention_hours, 168);
-  EXPECT_DOUBLE_EQ(MustLoad(LoadConfigText(Doc().Extra("store: {job_retention_days: 2}\n").Text()))
-                       .executor.work_dir_retention_hours,
-                   24);
+  EXPECT_DOUBLE_EQ(WorkDirRetentionHours(MustLoad(LoadConfigText(Doc().Text()))), 168);
+  EXPECT_DOUBLE_EQ(
+      WorkDirRetentionHours(MustLoad(LoadConfigText(Doc().Extra("store: {job_retention_days: 2}\n").Text()))), 24);
+  // The same for a config built in code: valid as it is, whatever its job retention.
+  Config built = MustLoad(LoadConfigText(Doc().Text()));
+  built.store.job_retention_days = 1;
+  EXPECT_DOUBLE_EQ(WorkDirRetentionHours(built), 12);
+  EXPECT_TRUE(ValidateConfig(built).empty());
   ASSERT_EQ(config.cluster.routing_rules.size(), 1u);
   const auto& rule = config.cluster.routing_rules[0];
   EXPECT_EQ(rule.name, "big-gpu");
