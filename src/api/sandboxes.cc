@@ -16,7 +16,7 @@ using nlohmann::json;
 
 // Bounds of the numbers a sandbox request may hold (the queue's limits
 // apply on top, in the manager).
-constexpr int64_t kMaxCpus = 1 << 20;
+constexpr int64_t kMaxSandboxCpus = 1 << 20;
 constexpr int64_t kMaxMemoryMb = int64_t{1} << 40;
 constexpr int64_t kMaxSeconds = int64_t{10} * 365 * 86400;
 
@@ -123,7 +123,7 @@ void Api::CreateSandbox(Call& call) {
         invalid = body::WrongType("limits", "an object: {\"cpus\", \"memory_mb\", \"timeout_seconds\"}", *it);
       } else {
         invalid = body::CheckKeys(*it, "limits", {"cpus", "memory_mb", "timeout_seconds"});
-        if (!invalid) invalid = ReadPositive(*it, "cpus", "limits.cpus", kMaxCpus, request.cpus);
+        if (!invalid) invalid = ReadPositive(*it, "cpus", "limits.cpus", kMaxSandboxCpus, request.cpus);
         if (!invalid) invalid = ReadPositive(*it, "memory_mb", "limits.memory_mb", kMaxMemoryMb, request.memory_mb);
         if (!invalid) {
           invalid =

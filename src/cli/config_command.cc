@@ -12,7 +12,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string Text(const json& obj, const char* key) {
+std::string FieldText(const json& obj, const char* key) {
   auto it = obj.find(key);
   if (it == obj.end()) return "";
   return it->is_string() ? it->get<std::string>() : it->dump();
@@ -20,9 +20,10 @@ std::string Text(const json& obj, const char* key) {
 
 std::string InForceLine(const json& body) {
   const json in_force = body.value("in_force", json::object());
-  std::string line = "in force: version " + Text(in_force, "version");
+  std::string line = "in force: version " + FieldText(in_force, "version");
   if (in_force.contains("canary")) {
-    line += ", with version " + Text(in_force["canary"], "version") + " on queue " + Text(in_force["canary"], "queue");
+    line += ", with version " + FieldText(in_force["canary"], "version") + " on queue " +
+            FieldText(in_force["canary"], "queue");
   }
   return line;
 }
@@ -32,14 +33,15 @@ void PrintApplied(const json& body) {
   if (body.value("dry_run", false)) {
     std::cout << "Dry run: nothing applied.\n";
   } else if (body.value("applied", false)) {
-    std::cout << "Applied as version " << Text(body, "version") << ".\n";
+    std::cout << "Applied as version " << FieldText(body, "version") << ".\n";
   } else {
-    std::cout << Text(body, "message") << "\n";
+    std::cout << FieldText(body, "message") << "\n";
   }
   const json changes = body.value("changes", json::array());
   if (!changes.empty()) std::cout << "Changes (" << changes.size() << "):\n";
   for (const auto& c : changes) {
-    std::cout << "  " << Text(c, "path") << ": " << Text(c, "before") << " -> " << Text(c, "after") << "\n";
+    std::cout << "  " << FieldText(c, "path") << ": " << FieldText(c, "before") << " -> " << FieldText(c, "after")
+              << "\n";
   }
   const json impact = body.value("impact", json::object());
   const json rerouted = impact.value("pending_rerouted", json::array());
@@ -47,13 +49,13 @@ void PrintApplied(const json& body) {
   if (impact.is_object() && !impact.empty()) {
     std::cout << "Pending jobs the router would now send elsewhere: " << rerouted.size() << "\n";
     for (const auto& r : rerouted) {
-      std::cout << "  job " << Text(r, "job") << ": " << Text(r, "from_queue") << " -> "
-                << (r.contains("to_queue") ? Text(r, "to_queue") : "refused: " + Text(r, "refused")) << "\n";
+      std::cout << "  job " << FieldText(r, "job") << ": " << FieldText(r, "from_queue") << " -> "
+                << (r.contains("to_queue") ? FieldText(r, "to_queue") : "refused: " + FieldText(r, "refused")) << "\n";
     }
     std::cout << "Running work over a new limit: " << over.size() << "\n";
     for (const auto& o : over) {
-      std::cout << "  " << Text(o, "scope") << ": " << Text(o, "held") << " > " << Text(o, "new_limit") << " ("
-                << Text(o, "limit") << ")\n";
+      std::cout << "  " << FieldText(o, "scope") << ": " << FieldText(o, "held") << " > " << FieldText(o, "new_limit")
+                << " (" << FieldText(o, "limit") << ")\n";
     }
   }
   std::cout << InForceLine(body) << "\n";
@@ -83,7 +85,7 @@ int RunConfig(Session& session, const ParsedArgs& args, const std::function<int(
     if (as_json) {
       PrintBody(raw);
     } else {
-      std::cout << Text(*shown, "text");
+      std::cout << FieldText(*shown, "text");
     }
     return 0;
   }
@@ -97,17 +99,17 @@ int RunConfig(Session& session, const ParsedArgs& args, const std::function<int(
     std::cout << "VERSION  CREATED               AUTHOR           STATE     COMMENT\n";
     for (const auto& v : listed->value("versions", json::array())) {
       std::string state = v.value("current", false) ? "current" : "";
-      if (v.contains("canary_queue")) state = "canary:" + Text(v, "canary_queue");
+      if (v.contains("canary_queue")) state = "canary:" + FieldText(v, "canary_queue");
       std::ostringstream line;
       line.setf(std::ios::left);
       line.width(9);
-      line << Text(v, "version");
+      line << FieldText(v, "version");
       line.width(22);
-      line << Text(v, "created_at");
+      line << FieldText(v, "created_at");
       line.width(17);
-      line << Text(v, "author");
+      line << FieldText(v, "author");
       line.width(10);
-      line << state << Text(v, "comment");
+      line << state << FieldText(v, "comment");
       std::cout << line.str() << "\n";
     }
     return 0;
@@ -139,7 +141,8 @@ int RunConfig(Session& session, const ParsedArgs& args, const std::function<int(
     if (as_json) {
       PrintBody(raw);
     } else {
-      std::cout << (rolled->contains("message") ? Text(*rolled, "message") + "\n" : "") << InForceLine(*rolled) << "\n";
+      std::cout << (rolled->contains("message") ? FieldText(*rolled, "message") + "\n" : "") << InForceLine(*rolled)
+                << "\n";
     }
     return 0;
   }
@@ -149,7 +152,7 @@ int RunConfig(Session& session, const ParsedArgs& args, const std::function<int(
     if (as_json) {
       PrintBody(raw);
     } else {
-      std::cout << "Promoted version " << Text(*promoted, "promoted") << " to every queue.\n"
+      std::cout << "Promoted version " << FieldText(*promoted, "promoted") << " to every queue.\n"
                 << InForceLine(*promoted) << "\n";
     }
     return 0;
