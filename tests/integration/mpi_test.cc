@@ -179,7 +179,7 @@ TEST_F(MpiTest, AnMpiAllreduceRunsAcrossTwoNodesThroughUnischedsLauncher) {
   // OpenMPI reads the allocation from the Slurm names unisched sets; it
   // starts its remote daemons with the rsh launcher (there is no srun).
   const std::string mpirun = "mpirun -np 2 --host " + kNodes[0] + ":1," + kNodes[1] +
-                             ":1 --mca plm rsh --mca plm_rsh_agent " + shared_ +
+                             ":1 --mca plm rsh --mca rtc_hwloc_vmhole none --mca plm_rsh_agent " + shared_ +
                              "/rsh --mca btl tcp,self --mca btl_tcp_if_include " + hosts_->Subnet() +
                              " --mca oob_tcp_if_include " + hosts_->Subnet() + " " + shared_ + "/allreduce";
   const std::string id = daemon_.Submit({{"queue", "batch"},
