@@ -86,6 +86,7 @@ struct Options {
   std::string gpu_model = "unknown";
   int gpu_memory_gb = 0;
   bool use_cgroups = true;
+  bool pin_cpus = false;                  // --pin-cpus: tasks pinned to their CPU sets
   double work_dir_retention_hours = 168;  // as the daemon's executor.work_dir_retention_hours
   client::TlsOptions tls;                 // --ca-file, --client-cert, --client-key (https:// servers)
 };
@@ -93,8 +94,8 @@ struct Options {
 constexpr const char* kUsage =
     "usage: unisched agent --server URL[,URL...] --token-file FILE --node NAME --pool POOL\n"
     "         [--state-dir DIR] [--labels k=v,...] [--address A] [--cpus N] [--memory-mb N]\n"
-    "         [--gpus N [--gpu-model M] [--gpu-memory-gb G]] [--no-cgroups] [--work-dir-retention-hours H]\n"
-    "         [--ca-file PEM] [--client-cert PEM --client-key PEM]\n"
+    "         [--gpus N [--gpu-model M] [--gpu-memory-gb G]] [--no-cgroups] [--pin-cpus]\n"
+    "         [--work-dir-retention-hours H] [--ca-file PEM] [--client-cert PEM --client-key PEM]\n"
     "Several URLs name the daemon's replicas (docs/replicas.md): any live one forwards to the leader.\n"
     "An https:// server's certificate is checked against --ca-file (else the system's CAs);\n"
     "--client-cert/--client-key present the node's certificate (mTLS, docs/access.md).\n"
@@ -112,13 +113,12 @@ std::optional<Options> ParseArgs(int argc, char** argv) {
     try {
       if (flag == "--no-cgroups") {
         o.use_cgroups = false;
-        continue;
-      }
-      if (!(v = value())) {
+      } else if (flag == "--pin-cpus") {
+        o.pin_cpus = true;
+      } else if (!(v = value())) {
         std::cerr << "unisched agent: " << flag << " needs a value\n" << kUsage;
         return std::nullopt;
-      }
-      if (flag == "--server") {
+      } else if (flag == "--server") {
         o.server = *v;
       } else if (flag == "--token-file") {
         o.token_file = *v;
@@ -334,7 +334,8 @@ class Agent {
                                         (fs::path(o_.state_dir) / "work").string(),
                                         (self.parent_path() / "unisched-supervisor").string(),
                                         o_.use_cgroups,
-                                        executor::WorkDirRetention(o_.work_dir_retention_hours)};
+                                        executor::WorkDirRetention(o_.work_dir_retention_hours),
+                                        o_.pin_cpus};
     executor_ = executor::MakeLocalExecutor(exec, [this](executor::RunResult r) { OnResult(std::move(r)); });
     RecoverAttempts();
     std::thread results([this] { SendResults(); });

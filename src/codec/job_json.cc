@@ -32,6 +32,7 @@ json AttemptToJson(const model::Attempt& attempt) {
   for (const auto& a : attempt.allocation) {
     json share = {{"node", a.node}, {"cpus", a.cpus}, {"memory_mb", a.memory_mb}, {"gpus", a.gpu_indices}};
     if (!a.gpu_models.empty()) share["gpu_models"] = a.gpu_models;
+    if (!a.cpu_ids.empty()) share["cpu_ids"] = a.cpu_ids;
     allocation.push_back(std::move(share));
   }
   json usage = nullptr;
@@ -107,14 +108,9 @@ void DecodeAttempt(Decoder& d, const json& doc, const std::string& path, model::
       d.String(item, "node", p + ".node", n.node);
       d.Integer(item, "cpus", p + ".cpus", n.cpus);
       d.Integer(item, "memory_mb", p + ".memory_mb", n.memory_mb);
-      if (const json* gpus = d.Array(item, "gpus", p + ".gpus")) {
-        for (size_t g = 0; g < gpus->size() && !d.failed(); ++g) {
-          int index = 0;
-          d.IntegerValue((*gpus)[g], p + ".gpus[" + std::to_string(g) + "]", index);
-          n.gpu_indices.push_back(index);
-        }
-      }
+      d.IntList(item, "gpus", p + ".gpus", n.gpu_indices);
       d.StringList(item, "gpu_models", p + ".gpu_models", n.gpu_models);
+      d.IntList(item, "cpu_ids", p + ".cpu_ids", n.cpu_ids);
       a.allocation.push_back(std::move(n));
     }
   }

@@ -158,7 +158,7 @@ void ParseScheduler(const YAML::Node& node, Errors& errors, model::ClusterSpec& 
 void ParseExecutor(const YAML::Node& node, Errors& errors, ExecutorSettings& out) {
   MapReader m(node, "executor",
               {"default_unix_user", "user_accounts", "kill_grace_seconds", "use_cgroups", "pids_limit",
-               "supervisor_path", "runtime_dir", "output_dir", "work_dir_retention_hours"},
+               "supervisor_path", "runtime_dir", "output_dir", "work_dir_retention_hours", "pin_cpus"},
               errors);
   MapReader accounts(m.Get("user_accounts"), m.PathOf("user_accounts"), {"uid_min", "uid_max", "gid_min", "gid_max"},
                      errors);
@@ -174,6 +174,7 @@ void ParseExecutor(const YAML::Node& node, Errors& errors, ExecutorSettings& out
   m.Read("runtime_dir", out.runtime_dir);
   m.Read("output_dir", out.output_dir);
   m.Read("work_dir_retention_hours", out.work_dir_retention_hours);
+  m.Read("pin_cpus", out.pin_cpus);
 }
 
 model::PoolSpec ParsePool(const YAML::Node& node, const std::string& path, Errors& errors) {

@@ -301,7 +301,8 @@ Status Daemon::StartLeaderParts() {
                                                     (state_dir / "work").string(),
                                                     SupervisorPath(config),
                                                     config.executor.use_cgroups,
-                                                    executor::WorkDirRetention(config::WorkDirRetentionHours(config))};
+                                                    executor::WorkDirRetention(config::WorkDirRetentionHours(config)),
+                                                    config.executor.pin_cpus};
   auto to_controller = [controller = controller_.get()](executor::RunResult result) {
     controller->OnRunResult(std::move(result));
   };

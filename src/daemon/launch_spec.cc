@@ -17,16 +17,41 @@ int RendezvousPort(model::JobId job_id) {
 
 namespace {
 
-// The GPUs of a task: its node's, or its slice of them when the node's
-// tasks share it (tasks_per_node divides the node's GPUs: checked at submit).
-std::vector<int> TaskGpus(const model::NodeAllocation& node, int tasks_per_node, const TaskPlace& place) {
-  if (place.whole_node || tasks_per_node <= 1) return node.gpu_indices;
-  const size_t each = node.gpu_indices.size() / static_cast<size_t>(tasks_per_node);
-  const auto from = node.gpu_indices.begin() + static_cast<std::ptrdiff_t>(each * place.local_rank);
-  return {from, from + static_cast<std::ptrdiff_t>(each)};
+// The GPUs or CPUs of a task: its node's, or its slice of them when the
+// node's tasks share it (tasks_per_node divides the node's GPUs: checked
+// at submit; its CPUs: each task has cpus / tasks_per_node of them, the
+// remainder left to none).
+std::vector<int> TaskShare(const std::vector<int>& node_ids, int tasks_per_node, const TaskPlace& place) {
+  if (place.whole_node || tasks_per_node <= 1) return node_ids;
+  const size_t each = node_ids.size() / static_cast<size_t>(tasks_per_node);
+  const size_t from = std::min(each * static_cast<size_t>(place.local_rank), node_ids.size());
+  const size_t to = std::min(from + each, node_ids.size());
+  return {node_ids.begin() + static_cast<std::ptrdiff_t>(from), node_ids.begin() + static_cast<std::ptrdiff_t>(to)};
+}
+
+// The task's CPU set: its share of its node's cpu_ids (empty for attempts
+// stored before shares had ids).
+std::vector<int> TaskCpus(const model::Attempt& attempt, int tasks_per_node, const TaskPlace& place) {
+  if (place.node_rank < 0 || static_cast<size_t>(place.node_rank) >= attempt.allocation.size()) return {};
+  return TaskShare(attempt.allocation[static_cast<size_t>(place.node_rank)].cpu_ids, tasks_per_node, place);
 }
 
 }  // namespace
+
+std::string CpuListText(std::vector<int> cpus) {
+  std::sort(cpus.begin(), cpus.end());
+  cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
+  std::string text;
+  for (size_t i = 0; i < cpus.size();) {
+    size_t last = i;  // the end of a run of consecutive ids
+    while (last + 1 < cpus.size() && cpus[last + 1] == cpus[last] + 1) ++last;
+    if (!text.empty()) text += ',';
+    text += std::to_string(cpus[i]);
+    if (last > i) text += '-' + std::to_string(cpus[last]);
+    i = last + 1;
+  }
+  return text;
+}
 
 std::map<std::string, std::string> JobEnvironment(const model::Job& job, const model::Attempt& attempt,
                                                   const std::string& unix_user, const TaskPlace& place) {
@@ -113,10 +138,13 @@ std::map<std::string, std::string> JobEnvironment(const model::Job& job, const m
   for (const auto& [name, value] : shape) env[name] = value;
   if (job.resources.gpus > 0 && static_cast<size_t>(place.node_rank) < attempt.allocation.size()) {
     std::vector<std::string> indices;
-    for (int i : TaskGpus(attempt.allocation[static_cast<size_t>(place.node_rank)], per_node, place)) {
+    for (int i : TaskShare(attempt.allocation[static_cast<size_t>(place.node_rank)].gpu_indices, per_node, place)) {
       indices.push_back(std::to_string(i));
     }
     env["CUDA_VISIBLE_DEVICES"] = model::Join(indices, ',');
+  }
+  if (std::vector<int> cpus = TaskCpus(attempt, per_node, place); !cpus.empty()) {
+    env["UNISCHED_CPU_SET"] = CpuListText(std::move(cpus));
   }
   return env;
 }
@@ -152,6 +180,7 @@ executor::LaunchSpec BuildLaunchSpec(const config::Config& config, const model::
     spec.limits.memory_bytes = attempt.allocation.front().memory_mb * (int64_t{1} << 20);
     spec.limits.cpu_millis = attempt.allocation.front().cpus * 1000;
     spec.node = attempt.allocation.front().node;
+    spec.cpu_set = attempt.allocation.front().cpu_ids;
   } else {
     // Placed by its pool's backend: the caps of one node's share as asked.
     spec.limits.memory_bytes = job.resources.memory_mb * (int64_t{1} << 20);
@@ -188,11 +217,12 @@ std::vector<executor::LaunchSpec> ExpandTasks(const executor::LaunchSpec& first,
       const int rank = static_cast<int>(n) * per_node + local;
       task.task = rank;
       task.node = node.node;
-      task.env = JobEnvironment(job, attempt, unix_user,
-                                TaskPlace{rank, static_cast<int>(n), local, master_address, 0, false});
+      const TaskPlace place{rank, static_cast<int>(n), local, master_address, 0, false};
+      task.env = JobEnvironment(job, attempt, unix_user, place);
       // Its share of the node's cgroup caps: the node's divided among its tasks.
       task.limits.memory_bytes = node.memory_mb * (int64_t{1} << 20) / per_node;
       task.limits.cpu_millis = int64_t{node.cpus} * 1000 / per_node;
+      task.cpu_set = TaskCpus(attempt, per_node, place);
       PlaceOutputFiles(task, job);
       tasks.push_back(std::move(task));
     }

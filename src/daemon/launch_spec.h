@@ -28,6 +28,10 @@ struct TaskPlace {
   bool whole_node = true;
 };
 
+// A CPU set in the kernel's list format (cpuset.cpus, taskset -c): sorted,
+// runs of consecutive ids as ranges, e.g. "0-3,8".
+std::string CpuListText(std::vector<int> cpus);
+
 // The port a job's ranks meet on (MASTER_PORT): one of 20000 below
 // kRendezvousPortBase + kRendezvousPorts, by job id, so that every task and
 // a recovered launch compute the same one. Ports above 32768 are Linux's

@@ -65,6 +65,10 @@ inline std::string CgroupName(model::JobId job_id, int attempt, int task, long s
   return std::to_string(job_id) + "-" + TaskDirName(attempt, task) + "-" + std::to_string(supervisor_pid);
 }
 
+// The largest logical CPU id a spec may name: a node's CPUs, as many as
+// Linux's cpu_set_t holds (CPU_SETSIZE).
+inline constexpr int kMaxCpuId = 1023;
+
 // What the supervisor needs beyond the LaunchSpec.
 struct AttemptSpec {
   LaunchSpec launch;
@@ -77,6 +81,7 @@ struct AttemptSpec {
   // made by the first byte written there); empty: the attempt directory.
   // The attempt directory can then live on a tmpfs while output stays on disk.
   std::string log_dir;
+  bool pin_cpus = false;  // LocalExecutorOptions::pin_cpus, for launch.cpu_set
 };
 
 // A supervisor of one attempt exits with this (EX_TEMPFAIL) when it could
@@ -149,6 +154,8 @@ inline nlohmann::json SpecToJson(const AttemptSpec& spec) {
        {{"base", l.sandbox_uid_base}, {"count", l.sandbox_uid_count}, {"lock_dir", l.sandbox_uid_lock_dir}}},
   };
   if (!spec.log_dir.empty()) j["log_dir"] = spec.log_dir;
+  if (!l.cpu_set.empty()) j["cpu_set"] = l.cpu_set;
+  if (spec.pin_cpus) j["pin_cpus"] = true;
   if (!l.output_file.empty()) j["output_file"] = l.output_file;
   if (!l.error_file.empty()) j["error_file"] = l.error_file;
   if (l.ids) j["ids"] = {{"uid", l.ids->uid}, {"gid", l.ids->gid}, {"groups", l.ids->groups}};
@@ -195,7 +202,14 @@ inline Result<AttemptSpec> SpecFromDocument(const nlohmann::json& j) {
     r.String(*u, "lock_dir", "sandbox_uids.lock_dir", l.sandbox_uid_lock_dir);
   }
   r.Bool(j, "use_cgroups", "use_cgroups", spec.use_cgroups);
-  r.String(j, "log_dir", "log_dir", spec.log_dir);           // absent: output beside the control files
+  r.String(j, "log_dir", "log_dir", spec.log_dir);  // absent: output beside the control files
+  r.IntList(j, "cpu_set", "cpu_set", l.cpu_set);    // absent: no set
+  for (size_t i = 0; i < l.cpu_set.size() && !r.failed(); ++i) {
+    if (l.cpu_set[i] < 0 || l.cpu_set[i] > kMaxCpuId) {
+      r.Fail("cpu_set[" + std::to_string(i) + "]", "must be a logical CPU id, 0 to " + std::to_string(kMaxCpuId));
+    }
+  }
+  r.Bool(j, "pin_cpus", "pin_cpus", spec.pin_cpus);
   r.String(j, "output_file", "output_file", l.output_file);  // absent: no copy
   r.String(j, "error_file", "error_file", l.error_file);
   // {"uid", "gid", "groups"} under `key`: an account as numbers.

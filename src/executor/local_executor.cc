@@ -188,9 +188,9 @@ Status LocalExecutor::MakeRoots() {
 
 Result<LocalExecutor::Spawned> LocalExecutor::Spawn(const LaunchSpec& spec, const std::string& attempt_dir,
                                                     std::optional<files::ResolvedAccount> account) {
-  auto spec_fd =
-      SpecMemfd(files::AttemptSpec{spec, WorkDir(spec.job_id), options_.use_cgroups, std::move(account),
-                                   SeparateLogs() ? LogsDir(spec.job_id, spec.attempt, spec.task) : std::string()});
+  auto spec_fd = SpecMemfd(files::AttemptSpec{
+      spec, WorkDir(spec.job_id), options_.use_cgroups, std::move(account),
+      SeparateLogs() ? LogsDir(spec.job_id, spec.attempt, spec.task) : std::string(), options_.pin_cpus});
   if (!spec_fd.ok()) return spec_fd.error();
   // The host is the cheap way; a supervisor of the attempt's own is the way
   // that needs nothing running. Should the host have taken the launch after

@@ -86,6 +86,20 @@ void PickGpus(const NodeUsage& node, int count, const std::string& model, NodeAl
   }
 }
 
+// The lowest free logical CPU ids, as many as the share's cpus. Apply marks
+// at most cpus_used ids, so a share that fits finds enough; an attempt
+// stored before shares had ids marks none (its tasks run unpinned, so a new
+// share's ids overlap nothing pinned). Should ids run short all the same,
+// the share gets none rather than ids another share holds.
+void PickCpus(const NodeUsage& node, NodeAllocation& share) {
+  std::vector<int> free;
+  for (int cpu = 0; cpu < node.spec.cpus && static_cast<int>(free.size()) < share.cpus; ++cpu) {
+    const auto position = static_cast<size_t>(cpu);
+    if (position >= node.cpu_busy.size() || !node.cpu_busy[position]) free.push_back(cpu);
+  }
+  if (static_cast<int>(free.size()) == share.cpus) share.cpu_ids = std::move(free);
+}
+
 std::string NamesWithState(const std::vector<const NodeEval*>& evals) {
   constexpr size_t kMaxListed = 5;  // a message, not an inventory
   std::string text;
@@ -240,6 +254,13 @@ void NodeUsage::Apply(const NodeAllocation& alloc, int sign) {
       if (spec.gpus[i].index == index) gpu_busy[i] = sign > 0;
     }
   }
+  if (!alloc.cpu_ids.empty() && cpu_busy.size() < static_cast<size_t>(std::max(spec.cpus, 0))) {
+    cpu_busy.resize(static_cast<size_t>(spec.cpus), false);
+  }
+  for (int cpu : alloc.cpu_ids) {
+    // An id past the node's CPUs (its spec shrank since) marks nothing.
+    if (cpu >= 0 && static_cast<size_t>(cpu) < cpu_busy.size()) cpu_busy[static_cast<size_t>(cpu)] = sign > 0;
+  }
 }
 
 std::optional<Shortfall> CheckNode(const NodeUsage& node, const ResourceRequest& request, const Labels& constraints,
@@ -350,6 +371,7 @@ FitResult Fit(const std::vector<const NodeUsage*>& nodes, const ResourceRequest&
     NodeAllocation& share =
         allocation.emplace_back(NodeAllocation{node->spec.name, request.cpus, request.memory_mb, {}});
     if (request.gpus > 0) PickGpus(*node, request.gpus, request.gpu_model, share);
+    PickCpus(*node, share);
   }
   result.allocation = std::move(allocation);
   return result;

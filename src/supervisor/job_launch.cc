@@ -42,6 +42,7 @@ enum Step : int {
   kStepChdir,
   kStepExec,
   kStepSyscallFilter,
+  kStepAffinity,
 };
 
 [[noreturn]] void ChildFail(int fd, int step, int err) {
@@ -143,6 +144,9 @@ constexpr size_t kChildStackBytes = 256 << 10;
     if (::getrlimit(RLIMIT_NOFILE, &files) != 0) ChildFail(fd, kStepRlimits, errno);
     files.rlim_cur = std::min<rlim_t>(spec.open_files_limit, files.rlim_max);
     if (::setrlimit(RLIMIT_NOFILE, &files) != 0) ChildFail(fd, kStepRlimits, errno);
+  }
+  if (spec.affinity && ::sched_setaffinity(0, sizeof(cpu_set_t), &*spec.affinity) != 0) {
+    ChildFail(fd, kStepAffinity, errno);
   }
   if (spec.isolate) {
     // The pid namespace came with the clone.
@@ -298,6 +302,8 @@ std::string DescribeLaunchError(const LaunchError& error, const JobSpec& spec) {
       return "cannot execute '" + (spec.argv.empty() ? std::string() : spec.argv[0]) + "': " + what;
     case kStepSyscallFilter:
       return "cannot install the sandbox's system call filter: " + what;
+    case kStepAffinity:
+      return "cannot pin the job to its CPU set: " + what;
   }
   return "launch failed (step " + std::to_string(error.step) + "): " + what;
 }

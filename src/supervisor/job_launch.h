@@ -4,6 +4,7 @@
 // the given environment. A close-on-exec pipe carries a failure of any of
 // those steps back to the supervisor.
 
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/types.h>
 
@@ -41,6 +42,9 @@ struct JobSpec {
   // The job's soft limit of open files, when it is not ours (the host
   // raises its own to hold thousands of attempts' pipes); 0: ours.
   rlim_t open_files_limit = 0;
+  // The CPUs the job is pinned to (sched_setaffinity in the child); none:
+  // it runs on whatever the supervisor may.
+  std::optional<cpu_set_t> affinity;
 };
 
 // The running job: its pid (also its process group) and the read ends of

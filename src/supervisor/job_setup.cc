@@ -2,12 +2,15 @@
 
 #include "supervisor/job_setup.h"
 
+#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <string>
 #include <utility>
+#include <vector>
 
 namespace unisched::supervisor {
 
@@ -21,6 +24,7 @@ std::optional<JobSetup::Failure> JobSetup::Prepare(const files::AttemptSpec& spe
   job_spec_.work_dir = spec.work_dir;
   job_spec_.isolate = launch.isolate;
   job_spec_.open_files_limit = open_files_limit;
+  if (spec.pin_cpus && !launch.cpu_set.empty()) PinTo(launch.cpu_set, output);
   if (auto failure = TakeAccount(spec)) return failure;
   if (auto failure = MakeWorkDir(spec.work_dir, job_spec_.account)) return failure;
 
@@ -38,6 +42,33 @@ std::optional<JobSetup::Failure> JobSetup::Prepare(const files::AttemptSpec& spe
     containment_ = containment::Containment::Disabled(limits);
   }
   return std::nullopt;
+}
+
+// Logical CPU k of the node is the k-th CPU this supervisor may run on (the
+// affinity it inherits from the daemon or agent: a container's or cgroup's
+// cpuset), modulo their count, so a node's ids always name CPUs it has.
+void JobSetup::PinTo(const std::vector<int>& cpu_set, AttemptOutput& output) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (::sched_getaffinity(0, sizeof allowed, &allowed) != 0) {
+    output.Log("not pinned: cannot read this process's CPUs: %s", std::strerror(errno));
+    return;
+  }
+  std::vector<int> cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
+  }
+  if (cpus.empty()) return;
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  std::string pinned;
+  for (int id : cpu_set) {
+    const int cpu = cpus[static_cast<size_t>(id) % cpus.size()];
+    if (!CPU_ISSET(cpu, &mask)) pinned += (pinned.empty() ? "" : ",") + std::to_string(cpu);
+    CPU_SET(cpu, &mask);
+  }
+  job_spec_.affinity = mask;
+  output.Log("pinned to CPUs %s", pinned.c_str());
 }
 
 // A leased sandbox uid, the account the executor resolved, or (a non-root

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "executor/attempt_files.h"
 #include "supervisor/attempt_output.h"
@@ -37,6 +38,8 @@ class JobSetup {
  private:
   std::optional<Failure> TakeAccount(const executor::files::AttemptSpec& spec);
   std::optional<Failure> MakeWorkDir(const std::string& work, const Account& account);
+  // JobSpec::affinity for the node's logical CPUs `cpu_set`.
+  void PinTo(const std::vector<int>& cpu_set, AttemptOutput& output);
 
   JobSpec job_spec_;
   containment::Containment containment_;

@@ -141,6 +141,18 @@ class JsonReader {
     }
   }
 
+  void IntList(const json& obj, const char* key, const std::string& path, std::vector<int>& out) {
+    if (const json* v = Field(obj, key)) {
+      if (!v->is_array()) return Fail(path, "must be an array of integers");
+      out.clear();
+      for (size_t i = 0; i < v->size() && !failed(); ++i) {
+        int value = 0;
+        IntegerValue((*v)[i], path + "[" + std::to_string(i) + "]", value);
+        out.push_back(value);
+      }
+    }
+  }
+
   template <class E>
   void Enum(const json& obj, const char* key, const std::string& path, std::optional<E> (*parse)(std::string_view),
             E& out) {

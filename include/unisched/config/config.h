@@ -108,6 +108,10 @@ struct ExecutorSettings {
   // job's record (store.job_retention_days), which it must be shorter than.
   // Left out: WorkDirRetentionHours below.
   std::optional<double> work_dir_retention_hours;
+  // Pin each task of the local nodes to its CPU set (docs/execution.md):
+  // only where the local nodes' CPUs are the machine's own, not shared by
+  // several local nodes.
+  bool pin_cpus = false;
 };
 
 // A project of the file. Its policy keys become a model::ProjectPolicy in

@@ -67,6 +67,10 @@ struct LaunchSpec {
   std::string output_file{};
   std::string error_file{};
   std::string node;  // where it runs (its first allocated node): a local node or an agent's
+  // The task's CPUs as logical ids of its node (its share of the
+  // allocation's cpu_ids; UNISCHED_CPU_SET). Pinned to only where the
+  // executor pins (LocalExecutorOptions::pin_cpus). Empty: no set.
+  std::vector<int> cpu_set{};
   // Run in fresh network (loopback only), mount, UTS and IPC namespaces with
   // a read-only root, a private /tmp, no_new_privs and an empty capability
   // bounding set (pools[].sandbox, docs/execution.md).
@@ -248,6 +252,11 @@ struct LocalExecutorOptions {
   // after its last attempt ended (an empty one at once); zero: kept until
   // the job's record goes (Forget).
   std::chrono::seconds work_dir_retention{std::chrono::hours(24 * 7)};
+  // Pin each task to its cpu_set (sched_setaffinity), logical id k being
+  // the k-th CPU this process may run on (modulo their count): for a node
+  // that is a machine of its own, as an agent's is (executor.pin_cpus, the
+  // agent's --pin-cpus; docs/execution.md).
+  bool pin_cpus = false;
 };
 
 std::unique_ptr<Executor> MakeLocalExecutor(const LocalExecutorOptions& options, Executor::ResultSink sink);

@@ -13,13 +13,17 @@
 namespace unisched::model {
 
 // A node as the fitter sees it: its spec, its state and what is already
-// allocated on it. gpu_busy[i] tells whether spec.gpus[i] is taken.
+// allocated on it. gpu_busy[i] tells whether spec.gpus[i] is taken, and
+// cpu_busy[c] whether logical CPU c is.
 struct NodeUsage {
   NodeSpec spec;
   NodeState state = NodeState::kUp;
   int cpus_used = 0;
   int64_t memory_used_mb = 0;
   std::vector<bool> gpu_busy;  // same length as spec.gpus
+  // By logical CPU id; shorter than spec.cpus until an allocation with CPU
+  // ids is applied (a missing entry is free).
+  std::vector<bool> cpu_busy{};
 
   int FreeCpus() const { return spec.cpus - cpus_used; }
   int64_t FreeMemoryMb() const { return spec.memory_mb - memory_used_mb; }

@@ -35,6 +35,11 @@ struct NodeAllocation {
   // them: what the ledger charges GPU-seconds per (docs/ledger.md). Empty in
   // attempts stored before it existed (the ledger then looks the model up).
   std::vector<std::string> gpu_models{};
+  // The node's logical CPUs (0 .. its cpus - 1) the share holds, `cpus` of
+  // them, lowest free first: its tasks' CPU sets (UNISCHED_CPU_SET, pinned
+  // where the node's CPUs are real, docs/execution.md). Empty in attempts
+  // stored before it existed.
+  std::vector<int> cpu_ids{};
   bool operator==(const NodeAllocation&) const = default;
 };
 

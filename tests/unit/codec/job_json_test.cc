@@ -53,7 +53,8 @@ model::Job FullJob() {
                         .cpus = 8,
                         .memory_mb = 32768,
                         .gpu_indices = {2, 3},
-                        .gpu_models = {"h100", "h100"}},
+                        .gpu_models = {"h100", "h100"},
+                        .cpu_ids = {0, 1, 2, 3, 16, 17, 18, 19}},
                        {.node = "x86-c32m512g4-train-02", .cpus = 8, .memory_mb = 32768, .gpu_indices = {0, 1}}};
   second.state = model::JobState::kFailed;
   second.started_at = FromUnixMillis(1'700'000'003'000);
@@ -194,7 +195,8 @@ TEST(JobJsonTest, ContractShape) {
                                       {"cpus", 8},
                                       {"memory_mb", 32768},
                                       {"gpus", {2, 3}},
-                                      {"gpu_models", {"h100", "h100"}}}));
+                                      {"gpu_models", {"h100", "h100"}},
+                                      {"cpu_ids", {0, 1, 2, 3, 16, 17, 18, 19}}}));
   EXPECT_EQ(
       a["usage"],
       json(
@@ -323,6 +325,11 @@ TEST(JobJsonTest, WrongTypesAreErrorsNamingTheField) {
       {"bad time", [](json& d) { d["submitted_at"] = "yesterday"; }, "submitted_at"},
       {"attempt gpu", [](json& d) { d["attempts"][1]["allocation"][0]["gpus"][0] = "a"; },
        "attempts[1].allocation[0].gpus[0]"},
+      {"attempt cpu",
+       [](json& d) {
+         d["attempts"][1]["allocation"][0]["cpu_ids"] = {0, 1.5};
+       },
+       "attempts[1].allocation[0].cpu_ids[1]"},
       {"usage rss", [](json& d) { d["attempts"][1]["usage"]["max_rss_kb"] = 1.5; }, "attempts[1].usage.max_rss_kb"},
       {"cancel flag", [](json& d) { d["cancel_requested"] = "yes"; }, "cancel_requested"},
   };

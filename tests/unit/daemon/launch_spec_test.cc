@@ -33,7 +33,11 @@ model::Job TrainingJob() {
   job.resources.walltime_seconds = 7200;
   model::Attempt attempt;
   attempt.number = 2;
-  attempt.allocation = {{"gpu-01", 8, 65536, {1, 3}}};
+  attempt.allocation = {{.node = "gpu-01",
+                         .cpus = 8,
+                         .memory_mb = 65536,
+                         .gpu_indices = {1, 3},
+                         .cpu_ids = {8, 9, 10, 11, 12, 13, 14, 15}}};
   job.attempts = {model::Attempt{}, attempt};
   return job;
 }
@@ -63,6 +67,29 @@ TEST(LaunchSpecTest, TheAllocationBecomesTheCapsAndTheEnvironment) {
   EXPECT_EQ(spec.env.at("USER"), "alice");
   EXPECT_EQ(spec.env.at("PATH"), "/usr/local/bin:/usr/bin:/bin");
   EXPECT_EQ(spec.env.count("HOME"), 0u);  // nothing of the daemon's own
+  // The batch script's CPUs: its first node's share, all of it.
+  EXPECT_EQ(spec.cpu_set, (std::vector<int>{8, 9, 10, 11, 12, 13, 14, 15}));
+  EXPECT_EQ(spec.env.at("UNISCHED_CPU_SET"), "8-15");
+}
+
+TEST(LaunchSpecTest, ACpuSetIsWrittenInTheKernelsListFormat) {
+  const std::pair<std::vector<int>, std::string> cases[] = {
+      {{}, ""},
+      {{3}, "3"},
+      {{0, 1, 2, 3}, "0-3"},
+      {{8, 0, 2, 1}, "0-2,8"},  // sorted first
+      {{5, 5, 6}, "5-6"},       // each id once
+      {{0, 2, 4, 5, 6, 9}, "0,2,4-6,9"},
+  };
+  for (const auto& [ids, text] : cases) EXPECT_EQ(CpuListText(ids), text);
+}
+
+TEST(LaunchSpecTest, AnAttemptStoredBeforeCpuIdsHasNoCpuSet) {
+  model::Job job = TrainingJob();
+  job.attempts.back().allocation.front().cpu_ids.clear();
+  const executor::LaunchSpec spec = BuildLaunchSpec(DefaultConfig(), job, "alice", /*as_root=*/true);
+  EXPECT_TRUE(spec.cpu_set.empty());
+  EXPECT_EQ(spec.env.count("UNISCHED_CPU_SET"), 0u);
 }
 
 TEST(LaunchSpecTest, AMultiNodeJobsShapeIsInTheEnvironmentUnderOurNamesAndSlurms) {
@@ -132,19 +159,21 @@ TEST(LaunchSpecTest, APerNodeGangHasTasksPerNodeTasksOnEveryNodeEachWithItsPlace
   job.launch = model::LaunchMode::kPerNode;
   job.resources.nodes = 2;
   job.resources.tasks_per_node = 2;
-  job.attempts.back().allocation.push_back({"gpu-02", 8, 65536, {0, 1}});
+  job.attempts.back().allocation.push_back(
+      {.node = "gpu-02", .cpus = 8, .memory_mb = 65536, .gpu_indices = {0, 1}, .cpu_ids = {0, 1, 2, 3, 4, 5, 6, 7}});
   const config::Config config = DefaultConfig();
   const executor::LaunchSpec first = BuildLaunchSpec(config, job, "alice", /*as_root=*/true, "10.0.0.1");
   const std::vector<executor::LaunchSpec> gang = BuildGangSpecs(first, job, "alice", "10.0.0.1");
   ASSERT_EQ(gang.size(), 4u);
-  // (task, node, node rank, local rank, GPUs): ranked node by node.
-  const std::tuple<int, std::string, std::string, std::string, std::string> expected[] = {
-      {0, "gpu-01", "0", "0", "1"},
-      {1, "gpu-01", "0", "1", "3"},
-      {2, "gpu-02", "1", "0", "0"},
-      {3, "gpu-02", "1", "1", "1"},
+  // (task, node, node rank, local rank, GPUs, CPUs): ranked node by node,
+  // each task with its half of its node's GPUs and CPUs.
+  const std::tuple<int, std::string, std::string, std::string, std::string, std::string> expected[] = {
+      {0, "gpu-01", "0", "0", "1", "8-11"},
+      {1, "gpu-01", "0", "1", "3", "12-15"},
+      {2, "gpu-02", "1", "0", "0", "0-3"},
+      {3, "gpu-02", "1", "1", "1", "4-7"},
   };
-  for (const auto& [rank, node, node_rank, local_rank, gpus] : expected) {
+  for (const auto& [rank, node, node_rank, local_rank, gpus, cpus] : expected) {
     const executor::LaunchSpec& task = gang[static_cast<size_t>(rank)];
     SCOPED_TRACE("rank " + std::to_string(rank));
     EXPECT_EQ(task.task, rank);
@@ -160,6 +189,8 @@ TEST(LaunchSpecTest, APerNodeGangHasTasksPerNodeTasksOnEveryNodeEachWithItsPlace
     EXPECT_EQ(task.env.at("LOCAL_RANK"), local_rank);
     EXPECT_EQ(task.env.at("UNISCHED_NODE"), node);
     EXPECT_EQ(task.env.at("CUDA_VISIBLE_DEVICES"), gpus);  // its half of its node's two
+    EXPECT_EQ(task.env.at("UNISCHED_CPU_SET"), cpus);
+    EXPECT_EQ(CpuListText(task.cpu_set), cpus);
     EXPECT_EQ(task.env.at("WORLD_SIZE"), "4");
     EXPECT_EQ(task.env.at("SLURM_NTASKS"), "4");
     EXPECT_EQ(task.env.at("UNISCHED_NNODES"), "2");

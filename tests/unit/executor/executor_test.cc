@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <limits.h>
 #include <pwd.h>
+#include <sched.h>
 #include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -709,6 +710,48 @@ TEST_F(ExecutorTest, WithALogsDirOutputStaysOnDiskAndReleaseTakesOnlyTheControlF
   executor_->Forget(talker.job_id, 0);
   EXPECT_FALSE(fs::exists(options_.logs_dir + "/" + std::to_string(talker.job_id)));
   EXPECT_FALSE(fs::exists(options_.work_root + "/" + std::to_string(talker.job_id)));
+}
+
+// With pin_cpus, a task runs on its CPU set only: logical CPU k is the k-th
+// CPU this process may run on, modulo their count. Without it, the set is
+// only named in the environment and the task may run anywhere it could.
+TEST_F(ExecutorTest, APinnedTaskRunsOnlyOnItsCpuSet) {
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  ASSERT_EQ(::sched_getaffinity(0, sizeof mine, &mine), 0);
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &mine)) cpus.push_back(c);
+  }
+  ASSERT_FALSE(cpus.empty());
+  const std::string all = [&] {
+    std::string text;
+    for (int c : cpus) text += (text.empty() ? "" : ",") + std::to_string(c);
+    return text;
+  }();
+  // Cpus_allowed_list as a comma list, ranges expanded ("0-2" -> "0,1,2").
+  const std::string allowed_list =
+      "awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status | tr ',' '\\n' | "
+      "awk -F- '{ if (NF == 2) { for (i = $1; i <= $2; i++) print i } else print $1 }' | paste -sd,";
+  LaunchSpec unpinned = Spec({"/bin/sh", "-c", allowed_list});
+  unpinned.cpu_set = {static_cast<int>(cpus.size())};  // logical id = the count: the first CPU again
+  ASSERT_EQ(Run(unpinned).outcome, RunOutcome::kCompleted);
+  EXPECT_EQ(Stdout(unpinned), all + "\n") << "not pinned without pin_cpus";
+
+  executor_.reset();
+  options_.pin_cpus = true;
+  executor_ = MakeLocalExecutor(options_, results_.Sink());
+  LaunchSpec last = Spec({"/bin/sh", "-c", allowed_list});
+  last.cpu_set = {static_cast<int>(cpus.size()) - 1};
+  ASSERT_EQ(Run(last).outcome, RunOutcome::kCompleted);
+  EXPECT_EQ(Stdout(last), std::to_string(cpus.back()) + "\n");
+  LaunchSpec wrapped = Spec({"/bin/sh", "-c", allowed_list});
+  wrapped.cpu_set = {static_cast<int>(cpus.size())};  // past the last: modulo, the first
+  ASSERT_EQ(Run(wrapped).outcome, RunOutcome::kCompleted);
+  EXPECT_EQ(Stdout(wrapped), std::to_string(cpus.front()) + "\n");
+  EXPECT_NE(ReadFile(options_.runs_dir + "/" + std::to_string(wrapped.job_id) + "/1/supervisor.log")
+                .find("pinned to CPUs " + std::to_string(cpus.front())),
+            std::string::npos);
 }
 
 // A finished job's work directory that is not empty stays for the

@@ -68,6 +68,31 @@ TEST(NodeUsageTest, ApplyAddsAndRemovesByDeviceIndex) {
   EXPECT_THAT(node.gpu_busy, ElementsAre(false, false, false, false));
 }
 
+TEST(NodeUsageTest, CpuIdsAreTheLowestFreeOnesAndComeBackWhenTheShareEnds) {
+  std::vector<NodeUsage> nodes = {MakeNode("n").Cpus(8).MemoryMb(1000)};
+  auto place = [&](int cpus) {
+    const FitResult fit = Fit(Ptrs(nodes), MakeRequest().Cpus(cpus).MemoryMb(10), {}, "p");
+    EXPECT_TRUE(fit.allocation.has_value());
+    const NodeAllocation share = fit.allocation ? fit.allocation->front() : NodeAllocation{};
+    nodes[0].Apply(share, +1);
+    return share;
+  };
+  const NodeAllocation first = place(3);
+  EXPECT_THAT(first.cpu_ids, ElementsAre(0, 1, 2));
+  const NodeAllocation second = place(2);
+  EXPECT_THAT(second.cpu_ids, ElementsAre(3, 4));
+  nodes[0].Apply(first, -1);
+  EXPECT_THAT(place(4).cpu_ids, ElementsAre(0, 1, 2, 5)) << "the first share's ids are free again";
+  // An attempt stored before shares had ids counts, but marks no id.
+  nodes[0].Apply(NodeAllocation{"n", 1, 0, {}}, +1);
+  EXPECT_EQ(nodes[0].FreeCpus(), 1);
+  EXPECT_THAT(place(1).cpu_ids, ElementsAre(6));
+  // An id past the node's CPUs (its spec shrank since) marks nothing.
+  NodeUsage shrunk = MakeNode("s").Cpus(2);
+  shrunk.Apply(NodeAllocation{.node = "s", .cpus = 1, .gpu_indices = {}, .cpu_ids = {5}}, +1);
+  EXPECT_THAT(shrunk.cpu_busy, ElementsAre(false, false));
+}
+
 // ---- CheckNode ----
 
 TEST(CheckNodeTest, EveryPathInOrder) {
@@ -344,7 +369,15 @@ TEST(FitTest, Placements) {
     SCOPED_TRACE(c.name);
     const FitResult got = Fit(Ptrs(c.nodes), c.request, c.constraints, "p");
     ASSERT_TRUE(got.allocation.has_value()) << (got.reasons.empty() ? "" : got.reasons[0].message);
-    EXPECT_EQ(*got.allocation, c.want);
+    // CPU ids: the lowest ones, as no id is marked taken here (which ones
+    // when some are: NodeUsageTest.CpuIdsAreTheLowestFreeOnes...).
+    Allocation placed = *got.allocation;
+    for (NodeAllocation& share : placed) {
+      for (size_t k = 0; k < share.cpu_ids.size(); ++k) EXPECT_EQ(share.cpu_ids[k], static_cast<int>(k));
+      EXPECT_EQ(static_cast<int>(share.cpu_ids.size()), share.cpus);
+      share.cpu_ids.clear();
+    }
+    EXPECT_EQ(placed, c.want);
     EXPECT_TRUE(got.reasons.empty());
   }
 }
@@ -481,6 +514,7 @@ TEST(FitTest, TheSameNodeListedTwiceCountsOnce) {
 TEST(FitTest, RepeatedFitsNeverOverCommit) {
   std::vector<NodeUsage> nodes = {SmallGpuNode("a"), SmallGpuNode("b").Gpus(2, "a100")};
   std::set<std::pair<std::string, int>> handed_out;
+  std::set<std::pair<std::string, int>> cpus_handed_out;
   int placed = 0;
   for (int i = 0; i < 100; ++i) {
     const ResourceRequest request = MakeRequest().Cpus(1 + i % 3).MemoryMb(1024 * (1 + i % 2)).Gpus(i % 2);
@@ -492,6 +526,8 @@ TEST(FitTest, RepeatedFitsNeverOverCommit) {
         if (node.spec.name == share.node) node.Apply(share, +1);
       }
       for (int g : share.gpu_indices) EXPECT_TRUE(handed_out.insert({share.node, g}).second) << share.node << g;
+      EXPECT_EQ(static_cast<int>(share.cpu_ids.size()), share.cpus);
+      for (int c : share.cpu_ids) EXPECT_TRUE(cpus_handed_out.insert({share.node, c}).second) << share.node << c;
     }
   }
   EXPECT_GT(placed, 4);
