@@ -42,10 +42,11 @@ projects:
 )yaml";
 
 // Each rank prints where it stands: rank, node, world size, local rank,
-// node rank, the Slurm names, and the rendezvous address.
+// node rank, the Slurm names, the rendezvous address and its CPU set.
 constexpr const char* kWhereAmI =
     "echo \"rank=$UNISCHED_RANK node=$UNISCHED_NODE world=$WORLD_SIZE local=$SLURM_LOCALID "
-    "node_rank=$SLURM_NODEID procid=$SLURM_PROCID ntasks=$SLURM_NTASKS master=$MASTER_ADDR:$MASTER_PORT\"";
+    "node_rank=$SLURM_NODEID procid=$SLURM_PROCID ntasks=$SLURM_NTASKS master=$MASTER_ADDR:$MASTER_PORT "
+    "cpus=$UNISCHED_CPU_SET\"";
 
 json Gang(const std::string& script, int tasks_per_node = 1) {
   return {{"queue", "batch"},
@@ -98,7 +99,9 @@ TEST_F(LocalGangTest, EveryRankRunsOnItsNodeWithItsPlaceAndItsOwnOutput) {
     ASSERT_EQ(log.status, 200);
     EXPECT_EQ(log.body, "rank=" + std::to_string(rank) + " node=" + on + " world=4 local=" + std::to_string(rank % 2) +
                             " node_rank=" + std::to_string(rank / 2) + " procid=" + std::to_string(rank) +
-                            " ntasks=4 master=127.0.0.1:" + std::to_string(12000 + std::stoll(id) % 20000) + "\n");
+                            " ntasks=4 master=127.0.0.1:" + std::to_string(12000 + std::stoll(id) % 20000) +
+                            // One of its node's two CPU ids each, the lowest free: the nodes were empty.
+                            " cpus=" + std::to_string(rank % 2) + "\n");
   }
   // ?node=: the first rank on that node.
   const Reply second = daemon_.Call("GET", "/v1/jobs/" + id + "/log?node=" + allocated[1]);
@@ -291,6 +294,8 @@ TEST_F(AgentGangTest, EachRankRunsOnItsOwnAgentsNodeAndAFailureStopsTheOtherNode
         << where;
     // Its agent's MASTER_ADDR: the address the first agent reaches the daemon from.
     EXPECT_NE(where.find(" master=127.0.0.1:"), std::string::npos) << where;
+    // Its node's two CPU ids, carried to the agent with the launch.
+    EXPECT_NE(where.find(" cpus=0-1"), std::string::npos) << where;
     EXPECT_EQ(cwd.rfind(AgentDir(nodes[static_cast<size_t>(rank)]), 0), 0u) << "rank " << rank << " ran in " << cwd;
     EXPECT_EQ(job["attempts"][0]["tasks"][rank]["node"], nodes[static_cast<size_t>(rank)]);
     // Each rank's output, shipped to the daemon by its own agent before its result.
