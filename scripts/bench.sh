@@ -383,8 +383,8 @@ fi
 
 if section replay; then
 # Trace replay through the same scheduling code (docs/simulate.md).
-echo "== replay: KTH SP2 on 100 processors, Philly on GPUs"
-bash "$ROOT/scripts/kth-replay.sh" "$BUILD" || status=1
+echo "== replay: KTH SP2 and HPC2N-2002 against pyss job by job, Philly on GPUs"
+bash "$ROOT/scripts/trace-replay.sh" "$BUILD" || status=1
 fi
 exit $status
 

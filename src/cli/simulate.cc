@@ -5,6 +5,9 @@
 
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 #include <iostream>
 #include <optional>
 
@@ -71,7 +74,8 @@ int RunSimulate(const std::vector<std::string>& words) {
                                   {"config", true, false},
                                   {"processors", true, false},
                                   {"gpus", true, false},
-                                  {"policy", true, false}});
+                                  {"policy", true, false},
+                                  {"starts", true, false}});
   if (!parsed.ok()) return SimulateUsageFailure(parsed.error().message);
   const ParsedArgs& args = *parsed;
   if (args.Has("help")) {
@@ -108,6 +112,15 @@ int RunSimulate(const std::vector<std::string>& words) {
     if (report.error().code == "usage") return SimulateUsageFailure(report.error().message);
     std::cerr << "error: " << report.error().message << "\n";
     return 1;
+  }
+  if (auto path = args.Get("starts")) {
+    std::ofstream out(*path, std::ios::binary | std::ios::trunc);
+    out << sim::FormatStarts(*report);
+    out.close();
+    if (!out) {
+      std::cerr << "error: cannot write the starts to " << *path << ": " << std::strerror(errno) << "\n";
+      return 1;
+    }
   }
   if (args.Has("json")) {
     std::cout << SimulationJson(*report).dump() << "\n";

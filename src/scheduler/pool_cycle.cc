@@ -154,6 +154,26 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
   // identical jobs waiting, this keeps a saturated pool's cycle cheap.
   std::vector<char> shape_failed(shapes.size(), 0);
   std::vector<ReasonList> shape_reasons(shapes.size());
+  // Conservative pools break that rule in one place: a job's previous
+  // reservation, given back when its turn comes, frees room a request
+  // shape may already have failed to find. A start now spans [now, now + its
+  // wall time), so only a release from before that end can change its
+  // answer; `failed_reach` is the latest such end among failed shapes, so
+  // releases beyond it (most of a long queue's) cost nothing.
+  Timestamp failed_reach = Timestamp::min();
+  auto forget_failures_before = [&](Timestamp released_from) {
+    if (released_from >= failed_reach) return;
+    failed_reach = Timestamp::min();
+    for (size_t k = 0; k < shapes.size(); ++k) {
+      if (!shape_failed[k]) continue;
+      const Timestamp reach = policy::WindowEnd(now_, Walltime(shapes[k]->resources));
+      if (reach > released_from) {
+        shape_failed[k] = 0;
+      } else {
+        failed_reach = std::max(failed_reach, reach);
+      }
+    }
+  };
 
   const auto pool_name_shared = std::make_shared<const std::string>(pool_name_);
   if (explain) plan_.pending.reserve(plan_.pending.size() + ranked.size());
@@ -198,6 +218,7 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
           ++node_version_[i];
         }
         if (!state_.snapshot.move_reservations && from > now_) {
+          // Kept where it was: the room it gave back is held again.
           for (size_t i : held->second) {
             timelines_[i].Reserve(from, to, policy::PerNode(job.resources));
             ++node_version_[i];
@@ -212,6 +233,7 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
           keep_pending(info);
           continue;
         }
+        forget_failures_before(from);
       }
     }
 
@@ -283,6 +305,7 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
       if (entry.shape != kNoShape) {
         shape_failed[entry.shape] = 1;
         shape_reasons[entry.shape] = reasons;
+        failed_reach = std::max(failed_reach, end);
       }
       info.own = std::move(reasons);
     } else if (explain) {

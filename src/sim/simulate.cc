@@ -125,6 +125,12 @@ Result<SimulationReport> RunSimulation(const SimulateOptions& options, std::ostr
   report.replay_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   log << "simulate: " << report.result.passes << " scheduling passes in " << Fixed(report.replay_seconds, 2)
       << " s (longest queue: " << report.result.max_pending << " jobs)\n";
+  report.starts.reserve(jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (report.result.start_ms[i] >= 0) report.starts.push_back({jobs[i].source_id, report.result.start_ms[i]});
+  }
+  std::sort(report.starts.begin(), report.starts.end(),
+            [](const auto& a, const auto& b) { return a.source_id < b.source_id; });
   if (report.result.never_started > 0) {
     return Error::Unprocessable("jobs_never_started",
                                 std::to_string(report.result.never_started) +
@@ -149,6 +155,22 @@ std::string FormatSummary(const SimulationReport& report) {
   if (gpus) line("average completion time", Fixed(m.avg_jct_seconds, 1) + " s");
   line(gpus ? "GPU utilization" : "utilization", Fixed(m.utilization, 4));
   line("makespan", Fixed(m.makespan_seconds, 0) + " s");
+  return text;
+}
+
+std::string FormatStarts(const SimulationReport& report) {
+  std::string text;
+  text.reserve(report.starts.size() * 20);
+  for (const auto& start : report.starts) {
+    text += std::to_string(start.source_id);
+    text += ' ';
+    if (start.start_ms % 1000 == 0) {
+      text += std::to_string(start.start_ms / 1000);
+    } else {
+      text += Fixed(static_cast<double>(start.start_ms) / 1000.0, 3);
+    }
+    text += '\n';
+  }
   return text;
 }
 

@@ -6,6 +6,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "unisched/common/status.h"
 #include "unisched/model/cluster.h"
@@ -30,6 +31,13 @@ struct SimulationReport {
   std::string policy;               // "easy", or "as configured"
   SimulationResult result;
   double replay_seconds = 0;  // wall time of the replay itself (not reading the trace)
+  // Every replayed job's start, by its trace id (SWF field 1; Philly: data
+  // row), in ascending id order: what `--starts FILE` writes.
+  struct JobStart {
+    int64_t source_id = 0;
+    int64_t start_ms = 0;
+  };
+  std::vector<JobStart> starts;
 };
 
 // Checks the options, reads and cleans the trace, builds the cluster and
@@ -41,5 +49,10 @@ Result<SimulationReport> RunSimulation(const SimulateOptions& options, std::ostr
 
 // The human-readable summary printed on stdout.
 std::string FormatSummary(const SimulationReport& report);
+
+// One line per started job, `<trace id> <start time in seconds>`, in trace id
+// order: the format of the reference schedules in shared/anchors/pyss, so the
+// two compare with diff or sha256sum. Whole seconds print without decimals.
+std::string FormatStarts(const SimulationReport& report);
 
 }  // namespace unisched::sim

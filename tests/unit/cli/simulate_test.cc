@@ -1,10 +1,15 @@
-// `unisched simulate --json`: exactly the documented keys.
+// `unisched simulate`: `--json` prints exactly the documented keys, `--starts`
+// writes every job's start in the reference schedules' format.
 
 #include "cli/simulate.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <set>
+#include <sstream>
 
 namespace unisched::cli {
 namespace {
@@ -46,6 +51,34 @@ TEST(RunSimulateTest, UsageErrorsExitTwo) {
   EXPECT_EQ(RunSimulate({"--trace", "x.swf", "--processors", "many"}), 2);            // not a number
   EXPECT_EQ(RunSimulate({"--trace", "x.swf"}), 2);                                    // no cluster size
   EXPECT_EQ(RunSimulate({"--trace", "/nonexistent/x.swf", "--processors", "4"}), 1);  // unreadable
+}
+
+TEST(RunSimulateTest, StartsAreWrittenOnePerJobInTraceIdOrder) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("simulate-starts-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  // Four processors: job 7 (4 processors, 100 s) runs first; job 3 (2
+  // processors, submitted at 10 s) and job 5 (2 processors, at 10 s) wait for
+  // it, then start together at 100 s.
+  {
+    std::ofstream trace(dir / "t.swf");
+    trace << "; a header line\n"
+             "7 0 -1 100 4 -1 -1 4 100 -1 1 1 1 -1 -1 -1 -1 -1\n"
+             "5 10 -1 20 2 -1 -1 2 60 -1 1 1 1 -1 -1 -1 -1 -1\n"
+             "3 10 -1 20 2 -1 -1 2 60 -1 1 1 1 -1 -1 -1 -1 -1\n";
+  }
+  EXPECT_EQ(RunSimulate({"--trace", (dir / "t.swf").string(), "--processors", "4", "--starts",
+                         (dir / "starts").string(), "--json"}),
+            0);
+  std::ifstream starts(dir / "starts");
+  std::stringstream text;
+  text << starts.rdbuf();
+  EXPECT_EQ(text.str(), "3 100\n5 100\n7 0\n");
+  // A file that cannot be written: exit 1 after the replay.
+  EXPECT_EQ(RunSimulate({"--trace", (dir / "t.swf").string(), "--processors", "4", "--starts",
+                         (dir / "missing" / "starts").string()}),
+            1);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

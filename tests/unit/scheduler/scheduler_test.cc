@@ -534,6 +534,36 @@ TEST(SchedulerBackfillTest, ConservativeReservesForEveryBlockedJobUpToTheDepth) 
   }
 }
 
+// A job whose previous reservation blocked an identical request earlier in
+// the walk gets its room back when its turn comes, and starts now if it fits
+// there. n1 (4 cpus) is empty. Job 2 (4 cpus, 30 min) holds a reservation from
+// +10 min; job 1, the same request with a higher priority, cannot start now
+// (it would run into that reservation) and is reserved at +40. Job 2 gives its
+// room back and fits now: it starts (the trace replay's job 580 of KTH, which
+// pyss starts at 897652 s). A cycle that took job 1's failure for every job of
+// its shape left job 2 waiting with an estimated start of now.
+TEST(SchedulerBackfillTest, AJobGivingBackItsReservationStartsWhereAnIdenticalRequestCouldNot) {
+  const model::ClusterSpec cluster = FifoPool({Node("n1", 4)}, BackfillMode::kConservative);
+  for (bool move : {true, false}) {
+    SCOPED_TRACE(move ? "reservations move" : "reservations stay (an arrival in the replay)");
+    Snapshot snapshot = MakeSnapshot(EmptyUsage(cluster), {MakePending(1).Cpus(4).WalltimeSeconds(1800).Priority(10),
+                                                           MakePending(2).Cpus(4).WalltimeSeconds(1800)});
+    snapshot.pending[1].reserved_start = kNow + minutes(10);
+    snapshot.pending[1].reserved_nodes = {"n1"};
+    snapshot.move_reservations = move;
+    const Plan plan = SchedulerFor(cluster).Decide(snapshot, kNow);
+    if (move) {
+      EXPECT_THAT(StartedIds(plan), ElementsAre(2));
+      EXPECT_EQ(EstimatedStarts(plan), (std::map<model::JobId, Timestamp>{{1, kNow + minutes(40)}}));
+    } else {
+      // Kept where it was: job 2 waits for +10 min, job 1 after it.
+      EXPECT_THAT(StartedIds(plan), IsEmpty());
+      EXPECT_EQ(EstimatedStarts(plan),
+                (std::map<model::JobId, Timestamp>{{1, kNow + minutes(40)}, {2, kNow + minutes(10)}}));
+    }
+  }
+}
+
 // ReservedForJob names the first reservation of the cycle, not the one whose
 // room the job would take. In conservative mode these differ: job 3 fits now
 // on n2 and waits because of job 2's reservation there, yet is told job 1.

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# scripts/trace-replay.sh BUILD_DIR: the trace-replay benchmark and check
+# (docs/simulate.md). Replays KTH SP2 (100 processors) and HPC2N-2002 (240)
+# with each policy, compares every job's start with the reference simulator
+# pyss's (shared/anchors/pyss), prints the figures beside pyss's and the wall
+# time of each replay, and fails if any job starts at another second. Then
+# replays the Philly GPU trace (PHILLY_GPUS, default 1024 GPUs) once.
+# TRACES=kth limits it to KTH.
+set -euo pipefail
+
+BUILD=${1:?usage: scripts/trace-replay.sh BUILD_DIR}
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BIN=$(cd "$BUILD" && pwd)/unisched
+SHARED=${SHARED:-$ROOT/../shared}
+PHILLY=${PHILLY:-$SHARED/traces/gpu-philly/philly.csv.gz}
+PHILLY_GPUS=${PHILLY_GPUS:-1024}
+TRACES=${TRACES:-kth hpc2n}
+[[ -x $BIN ]] || { echo "trace-replay: $BIN is missing; build first" >&2; exit 1; }
+
+WORK=$(mktemp -d -t unisched-replay.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+
+echo "machine: $(nproc) vCPU, $(lscpu | sed -n 's/^Model name: *//p' | head -1)"
+status=0
+# trace  processors  file  pyss policy  our policy  avg_wait  avg_bsld  pyss seconds
+# (shared/anchors/pyss/README.md)
+while read -r name processors file pyss policy ref_wait ref_bsld pyss_seconds; do
+  [[ " $TRACES " == *" $name "* ]] || continue
+  trace=$SHARED/traces/$file
+  reference=$SHARED/anchors/pyss/$name-$pyss.starts.gz
+  [[ -r $trace && -r $reference ]] || { echo "trace-replay: $trace or $reference is missing" >&2; exit 1; }
+  start=$(date +%s.%N)
+  json=$("$BIN" simulate --trace "$trace" --processors "$processors" --policy "$policy" --json \
+    --starts "$WORK/starts" 2>/dev/null)
+  seconds=$(echo "$(date +%s.%N) - $start" | bc)
+  wait=$(jq -r .avg_wait_seconds <<<"$json")
+  bsld=$(jq -r .avg_bounded_slowdown <<<"$json")
+  differ=$(zcat "$reference" | diff - "$WORK/starts" | grep -c '^>' || true)
+  verdict="every job's start as pyss's"
+  if [[ $differ != 0 ]]; then
+    verdict="$differ jobs start at another time than in pyss's schedule: OFF"
+    status=1
+  fi
+  printf '%-6s %-12s wait %10.1f s (pyss %10.1f)  bsld %8.2f (pyss %8.2f)  in %6.2f s (pyss %s s, %sx)  %s\n' \
+    "$name" "$policy" "$wait" "$ref_wait" "$bsld" "$ref_bsld" "$seconds" "$pyss_seconds" \
+    "$(echo "scale=1; $pyss_seconds / $seconds" | bc)" "$verdict"
+done <<'REF'
+kth 100 hpc-kth-sp2/KTH-SP2-1996.swf.gz fcfs_scheduler fcfs 353776.4 6814.97 2.1
+kth 100 hpc-kth-sp2/KTH-SP2-1996.swf.gz easy_backfill_scheduler easy 6836.9 92.58 3.2
+kth 100 hpc-kth-sp2/KTH-SP2-1996.swf.gz conservative_scheduler conservative 7310.6 89.00 7.1
+hpc2n 240 hpc-hpc2n/HPC2N-2002-2.1-cln.swf.gz fcfs_scheduler fcfs 15842.5 207.34 32.6
+hpc2n 240 hpc-hpc2n/HPC2N-2002-2.1-cln.swf.gz easy_backfill_scheduler easy 10711.7 87.67 108.0
+hpc2n 240 hpc-hpc2n/HPC2N-2002-2.1-cln.swf.gz conservative_scheduler conservative 10790.0 86.63 1496.7
+REF
+
+if [[ -r $PHILLY ]]; then
+  start=$(date +%s.%N)
+  json=$("$BIN" simulate --trace "$PHILLY" --gpus "$PHILLY_GPUS" --json 2>/dev/null)
+  printf 'philly (%s GPUs, easy): %s in %.2f s\n' "$PHILLY_GPUS" "$json" "$(echo "$(date +%s.%N) - $start" | bc)"
+fi
+exit $status
