@@ -53,6 +53,23 @@ hpc2n 240 hpc-hpc2n/HPC2N-2002-2.1-cln.swf.gz easy_backfill_scheduler easy 10711
 hpc2n 240 hpc-hpc2n/HPC2N-2002-2.1-cln.swf.gz conservative_scheduler conservative 10790.0 86.63 1496.7
 REF
 
+# Predicted run times (docs/simulate.md): figures and the prediction's
+# accuracy; issue 20's goals are checked by PredictedBackfillTest.
+for name in $TRACES; do
+  case $name in
+    kth) trace=$SHARED/traces/hpc-kth-sp2/KTH-SP2-1996.swf.gz processors=100 ;;
+    hpc2n) trace=$SHARED/traces/hpc-hpc2n/HPC2N-2002-2.1-cln.swf.gz processors=240 ;;
+  esac
+  for policy in easy-predicted conservative-predicted; do
+    start=$(date +%s.%N)
+    json=$("$BIN" simulate --trace "$trace" --processors "$processors" --policy "$policy" --json 2>/dev/null)
+    seconds=$(echo "$(date +%s.%N) - $start" | bc)
+    jq -r --arg name "$name" --arg policy "$policy" --arg seconds "$seconds" \
+      '"\($name) \($policy): wait \(.avg_wait_seconds * 10 | round / 10) s, bsld \(.avg_bounded_slowdown * 100 | round / 100), \(.predicted_jobs) jobs predicted, MAE \(.prediction_mae_seconds | round) s, \(.prediction_under_share * 1000 | round / 10)% too short, in \($seconds | tonumber * 100 | round / 100) s"' \
+      <<<"$json"
+  done
+done
+
 if [[ -r $PHILLY ]]; then
   start=$(date +%s.%N)
   json=$("$BIN" simulate --trace "$PHILLY" --gpus "$PHILLY_GPUS" --json 2>/dev/null)

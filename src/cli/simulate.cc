@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -62,6 +63,12 @@ nlohmann::json SimulationJson(const sim::SimulationReport& report) {
                         {"avg_bounded_slowdown", m.avg_bounded_slowdown},
                         {"utilization", m.utilization},
                         {"makespan_seconds", m.makespan_seconds}};
+  const sim::PredictionAccuracy& p = report.result.prediction;
+  if (p.predicted > 0) {
+    out["predicted_jobs"] = p.predicted;
+    out["prediction_mae_seconds"] = p.MeanAbsoluteError();
+    out["prediction_under_share"] = p.UnderShare();
+  }
   if (report.format == sim::TraceFormat::kPhilly) {
     out["avg_jct_seconds"] = m.avg_jct_seconds;
     out["gpu_utilization"] = m.utilization;  // the pool's resource is its GPUs
@@ -75,7 +82,8 @@ int RunSimulate(const std::vector<std::string>& words) {
                                   {"processors", true, false},
                                   {"gpus", true, false},
                                   {"policy", true, false},
-                                  {"starts", true, false}});
+                                  {"starts", true, false},
+                                  {"planned-share", true, false}});
   if (!parsed.ok()) return SimulateUsageFailure(parsed.error().message);
   const ParsedArgs& args = *parsed;
   if (args.Has("help")) {
@@ -98,10 +106,20 @@ int RunSimulate(const std::vector<std::string>& words) {
     }
   }
   if (auto policy = args.Get("policy")) {
-    options.policy = model::ParseBackfillMode(*policy);
+    options.policy = model::ParseBackfillChoice(*policy);
     if (!options.policy) {
-      return SimulateUsageFailure("unknown --policy '" + *policy + "' (expected fcfs, easy or conservative)");
+      return SimulateUsageFailure("unknown --policy '" + *policy +
+                                  "' (expected fcfs, easy, conservative, easy-predicted or conservative-predicted)");
     }
+  }
+
+  if (auto share = args.Get("planned-share")) {
+    char* end = nullptr;
+    const double value = std::strtod(share->c_str(), &end);
+    if (share->empty() || end != share->c_str() + share->size() || !(value > 0 && value <= 1)) {
+      return SimulateUsageFailure("--planned-share must be a number in (0, 1], e.g. 0.2");
+    }
+    options.planned_share = value;
   }
 
   ProgressBar bar(isatty(STDERR_FILENO) == 1);

@@ -11,7 +11,8 @@ namespace unisched::cli {
 
 inline constexpr const char* kSimulateUsage =
     "usage: unisched simulate --trace FILE [--config FILE] [--processors N] [--gpus N] "
-    "[--policy fcfs|easy|conservative] [--json] [--starts FILE]";
+    "[--policy fcfs|easy|conservative|easy-predicted|conservative-predicted] [--planned-share X] [--json] "
+    "[--starts FILE]";
 
 // The one object `--json` prints: jobs, avg_wait_seconds, avg_bounded_slowdown,
 // utilization, makespan_seconds, plus avg_jct_seconds and gpu_utilization for

@@ -83,6 +83,26 @@ std::optional<BackfillMode> ParseBackfillMode(std::string_view text) {
   return Lookup(kBackfillModes, text);
 }
 
+namespace {
+constexpr std::string_view kPredictedSuffix = "-predicted";
+}  // namespace
+
+std::optional<BackfillChoice> ParseBackfillChoice(std::string_view text) {
+  BackfillChoice choice;
+  if (text.size() > kPredictedSuffix.size() && text.ends_with(kPredictedSuffix)) {
+    text.remove_suffix(kPredictedSuffix.size());
+    choice.predicted = true;
+  }
+  auto mode = ParseBackfillMode(text);
+  if (!mode || (choice.predicted && *mode == BackfillMode::kFcfs)) return std::nullopt;
+  choice.mode = *mode;
+  return choice;
+}
+
+std::string BackfillChoiceName(BackfillChoice choice) {
+  return std::string(ToString(choice.mode)) + (choice.predicted ? std::string(kPredictedSuffix) : "");
+}
+
 PriorityWeights QueuePolicy::Weights() const {
   if (priority_weights) return *priority_weights;
   // Defaults per policy type (docs/policy/priority.md). The tier term is

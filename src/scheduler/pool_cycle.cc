@@ -89,6 +89,7 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
   pool_name_ = pool_name;
   auto pool_it = state_.pools.find(pool_name);
   pool_ = pool_it == state_.pools.end() ? nullptr : pool_it->second;
+  predicts_ = pool_ && pool_->predict_run_times && pool_->backfill != model::BackfillMode::kFcfs;
   const model::BackfillMode mode = pool_ ? pool_->backfill : model::BackfillMode::kEasy;
   const int depth = !pool_                                       ? 1
                     : mode == model::BackfillMode::kConservative ? pool_->reservation_depth
@@ -115,7 +116,7 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
     factors.push_back(PriorityOf(scope, job->submitted_at, job->resources, job->adjustment));
     uint32_t shape = kNoShape;
     for (size_t k = 0; k < shapes.size(); ++k) {
-      if (shapes[k]->resources == job->resources && shapes[k]->constraints == job->constraints) {
+      if (SameShape(*shapes[k], *job)) {
         shape = static_cast<uint32_t>(k);
         break;
       }
@@ -166,7 +167,7 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
     failed_reach = Timestamp::min();
     for (size_t k = 0; k < shapes.size(); ++k) {
       if (!shape_failed[k]) continue;
-      const Timestamp reach = policy::WindowEnd(now_, Walltime(shapes[k]->resources));
+      const Timestamp reach = policy::WindowEnd(now_, Planned(*shapes[k]));
       if (reach > released_from) {
         shape_failed[k] = 0;
       } else {
@@ -185,7 +186,8 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
   bool pool_blocked = false;  // fcfs: a job ahead could not start
   int reservations = 0;
 
-  for (const Ranked& entry : ranked) {
+  for (size_t position = 0; position < ranked.size(); ++position) {
+    const Ranked& entry = ranked[position];
     const PendingJob& job = *entry.job;  // a reference: not read unless needed
     ++plan_.report.considered;
     model::PendingInfo info;
@@ -212,7 +214,7 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
     if (!previous_holds.empty()) {
       if (auto held = previous_holds.find(entry.id); held != previous_holds.end()) {
         const Timestamp from = std::max(*job.reserved_start, now_);
-        const Timestamp to = policy::WindowEnd(from, Walltime(job.resources));
+        const Timestamp to = policy::WindowEnd(from, Planned(job));
         for (size_t i : held->second) {
           timelines_[i].Release(from, to, policy::PerNode(job.resources));
           ++node_version_[i];
@@ -269,7 +271,7 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
     // Start now, if it fits for its whole wall time without touching a reservation.
     const bool known_failure = entry.shape != kNoShape && shape_failed[entry.shape];
     if (!known_failure) {
-      const Timestamp end = policy::WindowEnd(now_, Walltime(job.resources));
+      const Timestamp end = policy::WindowEnd(now_, Planned(job));
       t = SteadyClock::now();
       model::FitResult fit =
           model::Fit(StartableNodes(job.resources, end), job.resources, job.constraints, pool_name_, explain);
@@ -341,7 +343,7 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
       t = SteadyClock::now();
       if (auto earliest = EarliestStart(job)) {
         const auto& [start, chosen] = *earliest;
-        const Timestamp reserved_end = policy::WindowEnd(start, Walltime(job.resources));
+        const Timestamp reserved_end = policy::WindowEnd(start, Planned(job));
         for (size_t i : chosen) {
           timelines_[i].Reserve(start, reserved_end, policy::PerNode(job.resources));
           ++node_version_[i];
@@ -356,6 +358,13 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
         RecordReservation(job.id, start, chosen);
         ++reservations;
         if (explain) info.estimated_start = start;
+        if (predicts_ && mode == model::BackfillMode::kEasy && reservations == depth) {
+          // EASY with predictions backfills the shortest predicted job first
+          // (EASY++'s SJBF): the jobs behind the reserved head, by planned
+          // length, in priority order among equals.
+          std::stable_sort(ranked.begin() + static_cast<std::ptrdiff_t>(position) + 1, ranked.end(),
+                           [this](const Ranked& a, const Ranked& b) { return Planned(*a.job) < Planned(*b.job); });
+        }
       }
       plan_.report.reserve += SteadyClock::now() - t;
     }

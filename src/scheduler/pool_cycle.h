@@ -187,6 +187,24 @@ class PoolCycle {
   model::PriorityFactors PriorityOf(const ScopeInfo& scope, Timestamp submitted_at, const model::ResourceRequest& r,
                                     int adjustment) const;
   void BuildProfile(const std::vector<const RunningJob*>& running);
+  // How long a job's window is planned: its predicted run in a pool that
+  // plans with predictions (and has one for it), else its wall time.
+  std::chrono::milliseconds Planned(const JobFacts& job) const;
+  // The planned share of its prediction, in seconds; 0: plan with its wall time.
+  int64_t PlannedSeconds(const JobFacts& job) const;
+  // When a running job is planned to free its room: its expected end, or,
+  // in a pool that plans with predictions, its start plus its (corrected)
+  // prediction, whichever is first; now for a job past it.
+  Timestamp PlannedEnd(const RunningJob& job) const;
+  // Same request shape: resources, constraints and, where it plans, the
+  // planned length. Called for every pending job against each shape seen so
+  // far (up to 256): forced inline (a call per comparison cost a third of a
+  // FCFS replay), and the prediction only looked at in a pool that plans
+  // with it.
+  [[gnu::always_inline]] bool SameShape(const PendingJob& a, const PendingJob& b) const {
+    return a.resources == b.resources && a.constraints == b.constraints &&
+           (!predicts_ || a.predicted_run_seconds == b.predicted_run_seconds || Planned(a) == Planned(b));
+  }
   // Pool nodes where a job may start now for its whole wall time without
   // touching a reservation.
   std::vector<const model::NodeUsage*> StartableNodes(const model::ResourceRequest& r, Timestamp end) const;
@@ -214,6 +232,7 @@ class PoolCycle {
 
   std::string pool_name_;
   const model::PoolSpec* pool_ = nullptr;
+  bool predicts_ = false;  // the pool plans with predicted run times
   const std::vector<const model::NodeUsage*>* pool_nodes_ = nullptr;
   std::unordered_map<std::string_view, size_t> node_index_;  // views of the pool nodes' names
   std::vector<NodeTimeline> timelines_;

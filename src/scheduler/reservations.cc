@@ -4,18 +4,45 @@
 // reservations held again (docs/policy/backfill.md).
 
 #include <algorithm>
+#include <cmath>
 
 #include "scheduler/pool_cycle.h"
+#include "unisched/policy/run_time.h"
 
 namespace unisched::scheduler::internal {
+
+int64_t PoolCycle::PlannedSeconds(const JobFacts& job) const {
+  if (!predicts_ || job.predicted_run_seconds <= 0) return 0;
+  const double share = pool_->planned_share > 0 ? pool_->planned_share : 1.0;
+  int64_t planned = std::max<int64_t>(1, std::llround(static_cast<double>(job.predicted_run_seconds) * share));
+  if (job.resources.walltime_seconds > 0) planned = std::min(planned, job.resources.walltime_seconds);
+  return planned;
+}
+
+std::chrono::milliseconds PoolCycle::Planned(const JobFacts& job) const {
+  if (const int64_t planned = PlannedSeconds(job); planned > 0) return std::chrono::seconds(planned);
+  return Walltime(job.resources);
+}
+
+Timestamp PoolCycle::PlannedEnd(const RunningJob& job) const {
+  Timestamp end = job.expected_end;
+  if (const int64_t planned = PlannedSeconds(job); planned > 0) {
+    // Whole seconds run so far, rounded down: a plan of p seconds holds
+    // until start + p, and is lengthened from then on.
+    const int64_t elapsed = std::chrono::duration_cast<std::chrono::seconds>(now_ - job.started_at).count();
+    const int64_t corrected = policy::CorrectedPrediction(planned, elapsed, job.resources.walltime_seconds);
+    end = std::min(end, policy::WindowEnd(job.started_at, std::chrono::seconds(corrected)));
+  }
+  // A job past its end (in its kill grace) is about to free its room.
+  return std::max(end, now_);
+}
 
 void PoolCycle::BuildProfile(const std::vector<const RunningJob*>& running) {
   const auto& nodes = *pool_nodes_;
   std::vector<std::vector<std::pair<Timestamp, Capacity>>> releases(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) node_index_.emplace(nodes[i]->spec.name, i);
   for (const RunningJob* job : running) {
-    // A job past its end (in its kill grace) is about to free its room.
-    const Timestamp end = std::max(job->expected_end, now_);
+    const Timestamp end = PlannedEnd(*job);
     for (const auto& share : job->allocation) {
       auto it = node_index_.find(share.node);
       if (it != node_index_.end()) releases[it->second].emplace_back(end, ShareCapacity(share));
@@ -59,7 +86,7 @@ std::unordered_map<model::JobId, std::vector<size_t>> PoolCycle::HoldPreviousRes
     }
     if (held.size() != job.reserved_nodes.size()) continue;
     const Timestamp from = std::max(*job.reserved_start, now_);
-    const Timestamp to = policy::WindowEnd(from, Walltime(job.resources));
+    const Timestamp to = policy::WindowEnd(from, Planned(job));
     const Capacity need = policy::PerNode(job.resources);
     const bool fits = std::all_of(held.begin(), held.end(), [&](size_t i) {
       return CouldEverHold(*(*pool_nodes_)[i], job.resources, job.constraints) &&
@@ -105,7 +132,7 @@ std::optional<std::pair<Timestamp, std::vector<size_t>>> PoolCycle::EarliestSing
   constexpr size_t kMaxCachedShapes = 64;
   ShapeEarliest* cache = nullptr;
   for (auto& c : earliest_cache_) {
-    if (c.job->resources == job.resources && c.job->constraints == job.constraints) cache = &c;
+    if (SameShape(*c.job, job)) cache = &c;
   }
   ShapeEarliest scratch;
   if (!cache) {
@@ -116,7 +143,7 @@ std::optional<std::pair<Timestamp, std::vector<size_t>>> PoolCycle::EarliestSing
     cache->computed_at.assign(cache->eligible.size(), UINT64_MAX);
   }
   const Capacity need = policy::PerNode(job.resources);
-  const auto duration = Walltime(job.resources);
+  const auto duration = Planned(job);
   std::optional<std::pair<Timestamp, size_t>> best;
   for (size_t k = 0; k < cache->eligible.size(); ++k) {
     const size_t i = cache->eligible[k];
@@ -137,7 +164,7 @@ std::optional<std::pair<Timestamp, std::vector<size_t>>> PoolCycle::EarliestStar
   const size_t wanted = static_cast<size_t>(std::max(1, r.nodes));
   if (wanted == 1) return EarliestSingleNodeStart(job);
   const Capacity need = policy::PerNode(r);
-  const auto duration = Walltime(r);
+  const auto duration = Planned(job);
   const std::vector<size_t> eligible = Eligible(job);
   if (eligible.size() < wanted) return std::nullopt;
 

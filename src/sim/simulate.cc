@@ -67,7 +67,7 @@ Result<SimulationReport> RunSimulation(const SimulateOptions& options, std::ostr
   }
 
   SimCluster cluster;
-  const model::BackfillMode default_mode = options.policy.value_or(model::BackfillMode::kEasy);
+  const model::BackfillChoice default_mode = options.policy.value_or(model::BackfillChoice{});
   if (configured) {
     auto built = ConfiguredCluster(*config, format, options.policy);
     if (!built.ok()) return built.error();
@@ -78,10 +78,17 @@ Result<SimulationReport> RunSimulation(const SimulateOptions& options, std::ostr
     cluster = GpuCluster(*options.gpus, default_mode);
   }
 
+  if (options.planned_share) {
+    if (!(*options.planned_share > 0 && *options.planned_share <= 1)) {
+      return UsageProblem("--planned-share must be in (0, 1]");
+    }
+    for (auto& pool : cluster.config.pools) pool.planned_share = *options.planned_share;
+  }
+
   SimulationReport report;
   report.format = format;
   report.cluster = cluster.description;
-  report.policy = configured && !options.policy ? "as configured" : std::string(model::ToString(default_mode));
+  report.policy = configured && !options.policy ? "as configured" : model::BackfillChoiceName(default_mode);
 
   const int max_size = static_cast<int>(std::min<int64_t>(cluster.capacity, std::numeric_limits<int>::max()));
   Trace trace;
@@ -155,6 +162,11 @@ std::string FormatSummary(const SimulationReport& report) {
   if (gpus) line("average completion time", Fixed(m.avg_jct_seconds, 1) + " s");
   line(gpus ? "GPU utilization" : "utilization", Fixed(m.utilization, 4));
   line("makespan", Fixed(m.makespan_seconds, 0) + " s");
+  if (const PredictionAccuracy& p = report.result.prediction; p.predicted > 0) {
+    line("predicted jobs", std::to_string(p.predicted) + " (the others' users had not run a job yet)");
+    line("prediction error", Fixed(p.MeanAbsoluteError(), 0) + " s mean absolute, " + Fixed(100 * p.UnderShare(), 1) +
+                                 "% predicted too short");
+  }
   return text;
 }
 

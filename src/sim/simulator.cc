@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdlib>
 #include <queue>
 #include <unordered_map>
 #include <utility>
+
+#include "unisched/policy/run_time.h"
 
 namespace unisched::sim {
 namespace {
@@ -23,7 +26,7 @@ int64_t WalltimeSeconds(const TraceJob& job) {
   return std::max<int64_t>(1, CeilDiv(job.estimate_ms, 1000));
 }
 
-SimCluster SingleNodeCluster(model::PoolKind kind, model::BackfillMode backfill) {
+SimCluster SingleNodeCluster(model::PoolKind kind, model::BackfillChoice backfill) {
   SimCluster cluster;
   cluster.queue = "sim";
   cluster.pool = "sim-pool";
@@ -32,7 +35,8 @@ SimCluster SingleNodeCluster(model::PoolKind kind, model::BackfillMode backfill)
   pool.name = cluster.pool;
   pool.kind = kind;
   pool.nodes = {"sim-node-01"};
-  pool.backfill = backfill;
+  pool.backfill = backfill.mode;
+  pool.predict_run_times = backfill.predicted;
   pool.reservation_depth = 0;  // conservative: every blocked job
   cluster.config.pools.push_back(pool);
 
@@ -85,7 +89,7 @@ bool SimCluster::CanEverFit(const model::ResourceRequest& request) const {
   return model::Fit(pointers, request, {}, pool).allocation.has_value();
 }
 
-SimCluster CpuCluster(int processors, model::BackfillMode backfill) {
+SimCluster CpuCluster(int processors, model::BackfillChoice backfill) {
   SimCluster cluster = SingleNodeCluster(model::PoolKind::kCpu, backfill);
   cluster.nodes[0].spec.cpus = processors;
   cluster.unit = SizeUnit::kCpus;
@@ -95,7 +99,7 @@ SimCluster CpuCluster(int processors, model::BackfillMode backfill) {
   return cluster;
 }
 
-SimCluster GpuCluster(int gpus, model::BackfillMode backfill) {
+SimCluster GpuCluster(int gpus, model::BackfillChoice backfill) {
   SimCluster cluster = SingleNodeCluster(model::PoolKind::kGpu, backfill);
   model::NodeUsage& node = cluster.nodes[0];
   node.spec.cpus = kUnboundedCpus;
@@ -109,7 +113,7 @@ SimCluster GpuCluster(int gpus, model::BackfillMode backfill) {
 }
 
 Result<SimCluster> ConfiguredCluster(const config::Config& config, TraceFormat format,
-                                     std::optional<model::BackfillMode> backfill) {
+                                     std::optional<model::BackfillChoice> backfill) {
   const model::ClusterSpec& spec = config.cluster;
   const model::WorkloadKind kind =
       format == TraceFormat::kPhilly ? model::WorkloadKind::kAiTraining : model::WorkloadKind::kHpc;
@@ -120,7 +124,10 @@ Result<SimCluster> ConfiguredCluster(const config::Config& config, TraceFormat f
   SimCluster cluster;
   cluster.config = scheduler::SchedulerConfig::From(spec);
   if (backfill) {
-    for (auto& pool : cluster.config.pools) pool.backfill = *backfill;
+    for (auto& pool : cluster.config.pools) {
+      pool.backfill = backfill->mode;
+      pool.predict_run_times = backfill->predicted;
+    }
   }
   cluster.queue = queue->name;
   cluster.pool = queue->pool;
@@ -187,7 +194,10 @@ class Replay {
     snapshot_.nodes = cluster.nodes;
     snapshot_.explain = false;
     for (const auto& pool : cluster.config.pools) {
-      if (pool.name == cluster.pool) mode_ = pool.backfill;
+      if (pool.name == cluster.pool) {
+        mode_ = pool.backfill;
+        predicts_ = pool.predict_run_times;
+      }
     }
     // Arrival order is priority order only when no weight can put a newer
     // job ahead (every trace job has the same queue, tier and adjustment).
@@ -260,6 +270,7 @@ class Replay {
     result.max_pending = max_pending_;
     result.never_started = static_cast<int64_t>(snapshot_.pending.size());
     result.start_ms = start_ms_;
+    result.prediction = accuracy_;
     result.metrics = ComputeMetrics(jobs_, start_ms_, cluster_.capacity);
     return result;
   }
@@ -302,6 +313,16 @@ class Replay {
     pending.user = job.user;
     pending.submitted_at = FromUnixMillis(job.submit_ms);
     pending.resources = requests_[i];
+    if (predicts_) {
+      // A trace job has no name: its user's history predicts it.
+      pending.predicted_run_seconds = predictor_.Predict(job.user, {}, pending.resources.walltime_seconds);
+      if (pending.predicted_run_seconds > 0) {
+        const int64_t run = CeilDiv(job.run_ms, 1000);
+        ++accuracy_.predicted;
+        accuracy_.absolute_error_sum += static_cast<double>(std::abs(pending.predicted_run_seconds - run));
+        if (pending.predicted_run_seconds < run) ++accuracy_.under;
+      }
+    }
     pending_position_[job.id] = snapshot_.pending.size();
     snapshot_.pending.push_back(std::move(pending));
   }
@@ -354,6 +375,7 @@ class Replay {
     auto position = running_position_.find(jobs_[i].id);
     if (position == running_position_.end()) return;
     used_ -= jobs_[i].size;
+    if (predicts_) predictor_.Record(jobs_[i].user, {}, CeilDiv(jobs_[i].run_ms, 1000));
     for (const auto& share : snapshot_.running[position->second].allocation) ApplyShare(share, -1);
     RemoveAt(snapshot_.running, running_position_, position->second);
   }
@@ -393,6 +415,11 @@ class Replay {
   int64_t max_pending_ = 0;
   int64_t used_ = 0;  // processors (or GPUs) held by running jobs
   model::BackfillMode mode_ = model::BackfillMode::kEasy;
+  // The pool plans with predicted run times: each job gets its prediction
+  // at submission, and each end teaches the predictor.
+  bool predicts_ = false;
+  policy::RunTimePredictor predictor_;
+  PredictionAccuracy accuracy_;
   bool fifo_order_ = false;
 };
 

@@ -378,6 +378,10 @@ PendingBuilder& PendingBuilder::WalltimeSeconds(int64_t seconds) {
   job_.resources.walltime_seconds = seconds;
   return *this;
 }
+PendingBuilder& PendingBuilder::PredictedRunSeconds(int64_t seconds) {
+  job_.predicted_run_seconds = seconds;
+  return *this;
+}
 PendingBuilder& PendingBuilder::PreemptedBy(model::JobId preemptor) {
   job_.preempted_by.push_back(preemptor);
   return *this;
@@ -438,6 +442,10 @@ RunningBuilder& RunningBuilder::Gpus(int n, std::string model) {
 }
 RunningBuilder& RunningBuilder::WalltimeSeconds(int64_t seconds) {
   job_.resources.walltime_seconds = seconds;
+  return *this;
+}
+RunningBuilder& RunningBuilder::PredictedRunSeconds(int64_t seconds) {
+  job_.predicted_run_seconds = seconds;
   return *this;
 }
 RunningBuilder& RunningBuilder::StartedAt(Timestamp t) {

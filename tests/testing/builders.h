@@ -179,6 +179,7 @@ class PendingBuilder {
   PendingBuilder& Gpus(int n, std::string model = {});
   PendingBuilder& Constraint(std::string key, std::string value);
   PendingBuilder& WalltimeSeconds(int64_t seconds);  // 0: no limit
+  PendingBuilder& PredictedRunSeconds(int64_t seconds);
   PendingBuilder& PreemptedBy(model::JobId preemptor);
 
   scheduler::PendingJob Build() const { return job_; }
@@ -207,6 +208,7 @@ class RunningBuilder {
   RunningBuilder& MemoryMb(int64_t memory_mb);
   RunningBuilder& Gpus(int n, std::string model = {});
   RunningBuilder& WalltimeSeconds(int64_t seconds);
+  RunningBuilder& PredictedRunSeconds(int64_t seconds);
   RunningBuilder& StartedAt(Timestamp t);
   // Started this many seconds after TestEpoch() (negative: before).
   RunningBuilder& StartedAfter(int64_t seconds);

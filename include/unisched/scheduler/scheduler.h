@@ -49,6 +49,14 @@ struct JobFacts {
   int adjustment = 0;  // the job's own `priority`
   Timestamp submitted_at{};
   model::ResourceRequest resources;  // walltime_seconds 0: no limit
+  // How long it is predicted to run, in seconds (0: no prediction), for
+  // pools that plan with predictions (PoolSpec::predict_run_times): its
+  // reservation and the hole it may backfill into are that long, and a
+  // running job that outlives it is planned to end later by steps
+  // (policy::CorrectedPrediction). The wall-time request still bounds the
+  // real run. The caller predicts (policy::RunTimePredictor); Decide only
+  // plans with it.
+  int64_t predicted_run_seconds = 0;
 };
 // A job's facts as the cycle sees them (the daemon's one conversion).
 JobFacts FactsOf(const model::Job& job);

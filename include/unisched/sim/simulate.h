@@ -17,10 +17,11 @@ namespace unisched::sim {
 
 struct SimulateOptions {
   std::string trace_path;
-  std::string config_path;                    // empty: --processors or --gpus describe the cluster
-  std::optional<int> processors;              // SWF without a config
-  std::optional<int> gpus;                    // Philly without a config
-  std::optional<model::BackfillMode> policy;  // unset: easy, or the config's pools as configured
+  std::string config_path;                      // empty: --processors or --gpus describe the cluster
+  std::optional<int> processors;                // SWF without a config
+  std::optional<int> gpus;                      // Philly without a config
+  std::optional<model::BackfillChoice> policy;  // unset: easy, or the config's pools as configured
+  std::optional<double> planned_share;          // predicted policies: PoolSpec::planned_share (default 0.2)
 };
 
 struct SimulationReport {

@@ -53,14 +53,14 @@ struct SimCluster {
 
 // One pool "sim-pool" with one node "sim-node-01" of `processors` cpus and
 // one FIFO queue "sim" (all priorities equal: submit order decides).
-SimCluster CpuCluster(int processors, model::BackfillMode backfill);
+SimCluster CpuCluster(int processors, model::BackfillChoice backfill);
 // The same with one node of `gpus` GPUs (cpus and memory never bind).
-SimCluster GpuCluster(int gpus, model::BackfillMode backfill);
+SimCluster GpuCluster(int gpus, model::BackfillChoice backfill);
 // A configured cluster: jobs go to the default queue of workload kind hpc
 // (SWF) or ai-training (Philly), else the first queue; the pool is that
 // queue's and the nodes are that pool's. `backfill` set: every pool uses it.
 Result<SimCluster> ConfiguredCluster(const config::Config& config, TraceFormat format,
-                                     std::optional<model::BackfillMode> backfill);
+                                     std::optional<model::BackfillChoice> backfill);
 
 struct Metrics {
   int64_t jobs = 0;
@@ -75,8 +75,19 @@ inline constexpr double kBoundedSlowdownThresholdSeconds = 10;
 // The metrics of a finished replay; start_ms[i] is when jobs[i] started.
 Metrics ComputeMetrics(const std::vector<TraceJob>& jobs, const std::vector<int64_t>& start_ms, int64_t capacity);
 
+// How good the predictions of a replay on a pool that plans with predicted
+// run times were: each job's prediction at its submission against its run.
+struct PredictionAccuracy {
+  int64_t predicted = 0;          // jobs with a prediction (their user had run before)
+  int64_t under = 0;              // of which predicted shorter than they ran
+  double absolute_error_sum = 0;  // seconds
+  double MeanAbsoluteError() const { return predicted ? absolute_error_sum / static_cast<double>(predicted) : 0; }
+  double UnderShare() const { return predicted ? static_cast<double>(under) / static_cast<double>(predicted) : 0; }
+};
+
 struct SimulationResult {
   Metrics metrics;
+  PredictionAccuracy prediction;  // all zero unless the pool predicts
   std::vector<int64_t> start_ms;  // per job, in the order of the jobs given; -1: never started
   int64_t passes = 0;             // Decide calls
   int64_t never_started = 0;      // still pending when no event was left

@@ -33,6 +33,17 @@ TEST(SimulationJsonTest, SwfHasTheFiveKeys) {
   EXPECT_DOUBLE_EQ(out["avg_wait_seconds"].get<double>(), 65.5);
 }
 
+TEST(SimulationJsonTest, PredictionsAddTheirAccuracy) {
+  sim::SimulationReport report;
+  report.result.prediction.predicted = 4;
+  report.result.prediction.under = 1;
+  report.result.prediction.absolute_error_sum = 100;
+  nlohmann::json out = SimulationJson(report);
+  EXPECT_EQ(out["predicted_jobs"], 4);
+  EXPECT_DOUBLE_EQ(out["prediction_mae_seconds"].get<double>(), 25);
+  EXPECT_DOUBLE_EQ(out["prediction_under_share"].get<double>(), 0.25);
+}
+
 TEST(SimulationJsonTest, PhillyAddsCompletionTimeAndGpuUtilization) {
   sim::SimulationReport report;
   report.format = sim::TraceFormat::kPhilly;
@@ -46,9 +57,13 @@ TEST(SimulationJsonTest, PhillyAddsCompletionTimeAndGpuUtilization) {
 }
 
 TEST(RunSimulateTest, UsageErrorsExitTwo) {
-  EXPECT_EQ(RunSimulate({}), 2);                                                      // no --trace
-  EXPECT_EQ(RunSimulate({"--trace", "x.swf", "--policy", "sjf"}), 2);                 // unknown policy
-  EXPECT_EQ(RunSimulate({"--trace", "x.swf", "--processors", "many"}), 2);            // not a number
+  EXPECT_EQ(RunSimulate({}), 2);                                                  // no --trace
+  EXPECT_EQ(RunSimulate({"--trace", "x.swf", "--policy", "sjf"}), 2);             // unknown policy
+  EXPECT_EQ(RunSimulate({"--trace", "x.swf", "--processors", "many"}), 2);        // not a number
+  EXPECT_EQ(RunSimulate({"--trace", "x.swf", "--policy", "fcfs-predicted"}), 2);  // fcfs plans nothing
+  EXPECT_EQ(RunSimulate({"--trace", "x.swf", "--processors", "4", "--planned-share", "0"}), 2);
+  EXPECT_EQ(RunSimulate({"--trace", "x.swf", "--processors", "4", "--planned-share", "1.5"}), 2);
+  EXPECT_EQ(RunSimulate({"--trace", "x.swf", "--processors", "4", "--planned-share", "0.2x"}), 2);
   EXPECT_EQ(RunSimulate({"--trace", "x.swf"}), 2);                                    // no cluster size
   EXPECT_EQ(RunSimulate({"--trace", "/nonexistent/x.swf", "--processors", "4"}), 1);  // unreadable
 }

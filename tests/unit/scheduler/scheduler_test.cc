@@ -564,6 +564,73 @@ TEST(SchedulerBackfillTest, AJobGivingBackItsReservationStartsWhereAnIdenticalRe
   }
 }
 
+// Predicted run times (PoolSpec::predict_run_times; planned_share 1 here so
+// the figures read directly). n1 (8 cpus): job 90 holds 4 of them, asked for
+// 10 h, predicted to run 1 h. Head H (8 cpus, 1 h) waits for job 90; B (4
+// cpus, 2 h asked, 90 min predicted) and the two short ones S1 (4 cpus, 40 min
+// predicted) and S2 (4 cpus, 10 min predicted, lower priority) compete for the
+// 4 free cpus.
+TEST(SchedulerBackfillTest, PredictedRunTimesPlanHolesAndShadowsAndBackfillTheShortestFirst) {
+  struct Case {
+    std::string name;
+    bool predicts;
+    int started_minutes_ago;  // job 90
+    std::vector<model::JobId> want_started;
+    Timestamp want_head_estimate;
+  };
+  constexpr model::JobId kHead = 1, kB = 2, kS1 = 3, kS2 = 4;
+  const std::vector<Case> cases = {
+      {"requests: the head waits for job 90's 10 h; B, first in order, fits before that",
+       false,
+       10,
+       {kB},
+       kNow + hours(10) - minutes(10)},
+      {"predictions: the head waits 50 min; B would run past that; the shortest first: S2",
+       true,
+       10,
+       {kS2},
+       kNow + minutes(50)},
+      {"job 90 outlived its 1 h by 10 min: planned to 1 h 15 (+ 15 min), so the head waits 5 min and "
+       "nothing fits before",
+       true,
+       70,
+       {},
+       kNow + minutes(5)},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    model::ClusterSpec cluster = FifoPool({Node("n1")}, BackfillMode::kEasy);
+    cluster.pools[0].predict_run_times = c.predicts;
+    cluster.pools[0].planned_share = 1.0;
+    const Snapshot snapshot =
+        MakeSnapshot(EmptyUsage(cluster),
+                     {MakePending(kHead).Cpus(8).WalltimeSeconds(3600).Priority(40),
+                      MakePending(kB).Cpus(4).WalltimeSeconds(7200).PredictedRunSeconds(5400).Priority(30),
+                      MakePending(kS1).Cpus(4).WalltimeSeconds(7200).PredictedRunSeconds(2400).Priority(20),
+                      MakePending(kS2).Cpus(4).WalltimeSeconds(7200).PredictedRunSeconds(600).Priority(10)},
+                     {MakeRunning(90)
+                          .Cpus(4)
+                          .On("n1")
+                          .StartedAt(kNow - minutes(c.started_minutes_ago))
+                          .WalltimeSeconds(10 * 3600)
+                          .PredictedRunSeconds(3600)});
+    const Plan plan = SchedulerFor(cluster).Decide(snapshot, kNow);
+    EXPECT_EQ(StartedIds(plan), c.want_started);
+    EXPECT_EQ(EstimatedStart(plan, kHead), c.want_head_estimate);
+  }
+}
+
+// The share of a prediction a pool plans with: a fifth by default.
+TEST(SchedulerBackfillTest, APoolPlansWithItsShareOfEachPrediction) {
+  model::ClusterSpec cluster = FifoPool({Node("n1")}, BackfillMode::kEasy);
+  cluster.pools[0].predict_run_times = true;  // planned_share: the default
+  const Snapshot snapshot =
+      MakeSnapshot(EmptyUsage(cluster), {MakePending(1).Cpus(8).WalltimeSeconds(3600)},
+                   {MakeRunning(90).Cpus(8).On("n1").StartedAt(kNow).WalltimeSeconds(36000).PredictedRunSeconds(5000)});
+  const Plan plan = SchedulerFor(cluster).Decide(snapshot, kNow);
+  EXPECT_EQ(EstimatedStart(plan, 1), kNow + std::chrono::seconds(1000));  // 0.2 x 5000 s
+}
+
 // ReservedForJob names the first reservation of the cycle, not the one whose
 // room the job would take. In conservative mode these differ: job 3 fits now
 // on n2 and waits because of job 2's reservation there, yet is told job 1.

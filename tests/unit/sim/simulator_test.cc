@@ -54,6 +54,28 @@ TEST(SimulateTest, FcfsLetsNothingPassABlockedHead) {
   EXPECT_DOUBLE_EQ(r.metrics.utilization, (600.0 + 600 + 200) / (10 * 200));
 }
 
+// 10 processors. u1's first job (J1) asks 1000 s and runs 20. J2 (6 procs,
+// 500 s) runs from 30; the head J3 (all 10) is reserved from 530. u1's J4 (4
+// procs, asking 1000 s, running 20) would run into that reservation by its
+// request; predicted from u1's last run (20 s, planned 4 s), it fits before.
+TEST(SimulateTest, APredictedPoolBackfillsByTheUsersLastRuns) {
+  auto user = [](TraceJob job, std::string name) {
+    job.user = std::move(name);
+    return job;
+  };
+  const std::vector<TraceJob> jobs = {user(Job(1, 0, 10, 20, 1000), "u1"), user(Job(2, 30, 6, 500, 500), "u2"),
+                                      user(Job(3, 31, 10, 100, 100), "u3"), user(Job(4, 32, 4, 20, 1000), "u1")};
+  SimulationResult requests = Simulate(jobs, CpuCluster(10, BackfillMode::kEasy));
+  EXPECT_EQ(StartSeconds(requests), (std::vector<int64_t>{0, 30, 530, 630}));
+  EXPECT_EQ(requests.prediction.predicted, 0);
+
+  SimulationResult predicted = Simulate(jobs, CpuCluster(10, model::BackfillChoice{BackfillMode::kEasy, true}));
+  EXPECT_EQ(StartSeconds(predicted), (std::vector<int64_t>{0, 30, 530, 32}));
+  EXPECT_EQ(predicted.prediction.predicted, 1);  // only u1 had run before
+  EXPECT_EQ(predicted.prediction.under, 0);
+  EXPECT_DOUBLE_EQ(predicted.prediction.MeanAbsoluteError(), 0);
+}
+
 TEST(SimulateTest, EasyBackfillsTheShortJob) {
   for (BackfillMode mode : {BackfillMode::kEasy, BackfillMode::kConservative}) {
     SCOPED_TRACE(std::string(model::ToString(mode)));
