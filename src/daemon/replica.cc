@@ -136,7 +136,14 @@ milliseconds LeaseKeeper::Tick() {
       });
     }
     metrics_.SetLeadership(true, epoch_);
-    return renew_every;
+    // The expiry is computed before the statement waits for the lease's
+    // row: a lease taken from a holder paused in the middle of renewing it
+    // (its transaction holds the row until PostgreSQL ends it) comes back
+    // with less than its TTL left, once only ~0.6 s of 3 s, so that the
+    // paused holder, resumed and executed again, took it back before the
+    // first renewal. Renew within a third of what is left.
+    const milliseconds left{std::max<int64_t>(state->expires_in_ms, 0)};
+    return std::clamp(left / 3, milliseconds(10), renew_every);
   }
   metrics_.SetLeadership(false, state->epoch);
   if (leading_) {
