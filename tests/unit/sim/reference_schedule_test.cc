@@ -12,6 +12,7 @@
 #include <charconv>
 #include <cmath>
 #include <filesystem>
+#include <ostream>
 #include <sstream>
 #include <string_view>
 #include <unordered_map>
@@ -51,6 +52,11 @@ struct ScheduleCase {
   double avg_wait_seconds;
   double avg_bounded_slowdown;
 };
+
+// For test names and failure messages (else gtest prints the bytes).
+void PrintTo(const ScheduleCase& c, std::ostream* out) {
+  *out << c.reference << " on " << c.processors << " processors";
+}
 
 class ReferenceScheduleTest : public testing::TestWithParam<ScheduleCase> {};
 
@@ -124,6 +130,11 @@ struct PredictedCase {
   model::BackfillMode policy;
   double at_most_bounded_slowdown;
 };
+
+void PrintTo(const PredictedCase& c, std::ostream* out) {
+  *out << c.trace << " on " << c.processors << " processors, " << model::ToString(c.policy)
+       << "-predicted, average bounded slowdown at most " << c.at_most_bounded_slowdown;
+}
 
 class PredictedBackfillTest : public testing::TestWithParam<PredictedCase> {};
 
