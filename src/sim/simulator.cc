@@ -6,6 +6,7 @@
 #include <cassert>
 #include <cstdlib>
 #include <queue>
+#include <set>
 #include <unordered_map>
 #include <utility>
 
@@ -205,6 +206,13 @@ class Replay {
       if (queue.name != cluster.queue) continue;
       const model::PriorityWeights w = queue.policy.Weights();
       fifo_order_ = w.fairshare == 0 && w.age == 0 && w.size == 0;
+      // A job over a limit waits without holding anything up, so a job
+      // ahead blocks those behind it only where no limit applies.
+      no_limits_ =
+          !queue.policy.max_concurrency && queue.policy.project_quota.Empty() && queue.policy.user_quota.Empty();
+    }
+    for (const auto& project : cluster.config.projects) {
+      if (!project.quota.Empty() || !project.budget.Empty()) no_limits_ = false;
     }
     for (size_t i = 0; i < snapshot_.nodes.size(); ++i) node_index_.emplace(snapshot_.nodes[i].spec.name, i);
     job_index_.reserve(jobs.size());
@@ -215,6 +223,8 @@ class Replay {
     for (size_t i = 0; i < jobs.size(); ++i) submit_order_[i] = i;
     std::stable_sort(submit_order_.begin(), submit_order_.end(),
                      [&](size_t a, size_t b) { return jobs[a].submit_ms < jobs[b].submit_ms; });
+    rank_of_.resize(jobs.size());
+    for (size_t k = 0; k < submit_order_.size(); ++k) rank_of_[submit_order_[k]] = k;
   }
 
   SimulationResult Run(const ProgressCallback& progress) {
@@ -258,7 +268,11 @@ class Replay {
       // 3. Terminations, in start order, each with its own pass.
       for (const Termination& t : ending) {
         Finish(t.job);
-        Pass(now, /*move_reservations=*/true);
+        if (CompletionCanChangeNothing()) {
+          ++skipped_passes_;
+        } else {
+          Pass(now, /*move_reservations=*/true);
+        }
         ++handled;
         report();
       }
@@ -296,14 +310,23 @@ class Replay {
       case model::BackfillMode::kEasy:
         return jobs_[i].size > free_now;
       case model::BackfillMode::kFcfs:
-        return !queue_was_empty || jobs_[i].size > free_now;
+        return (!queue_was_empty && no_limits_) || jobs_[i].size > free_now;
       case model::BackfillMode::kConservative:
         break;
     }
     return false;
   }
 
+  // As pyss, a FCFS completion looks at the head of the queue only: when
+  // the head is larger than all that is free, the pass would start nothing
+  // (nothing passes it, and no limit lets a later job go first).
+  bool CompletionCanChangeNothing() const {
+    if (!fifo_order_ || !no_limits_ || mode_ != model::BackfillMode::kFcfs || waiting_.empty()) return false;
+    return jobs_[submit_order_[*waiting_.begin()]].size > cluster_.capacity - used_;
+  }
+
   void Submit(size_t i) {
+    waiting_.insert(rank_of_[i]);
     const TraceJob& job = jobs_[i];
     scheduler::PendingJob pending;
     pending.id = job.id;
@@ -354,6 +377,7 @@ class Replay {
     if (index == job_index_.end() || position == pending_position_.end()) return;
     const size_t i = index->second;
     const TraceJob& job = jobs_[i];
+    waiting_.erase(rank_of_[i]);
 
     scheduler::PendingJob pending = std::move(snapshot_.pending[position->second]);
     RemoveAt(snapshot_.pending, pending_position_, position->second);
@@ -421,6 +445,9 @@ class Replay {
   policy::RunTimePredictor predictor_;
   PredictionAccuracy accuracy_;
   bool fifo_order_ = false;
+  bool no_limits_ = true;        // the replay's queue and projects set no quota, cap or budget
+  std::vector<size_t> rank_of_;  // per job: its place in submit_order_
+  std::set<size_t> waiting_;     // the pending jobs' places in submit_order_: the first is the head
 };
 
 }  // namespace

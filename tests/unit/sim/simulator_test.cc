@@ -76,6 +76,23 @@ TEST(SimulateTest, APredictedPoolBackfillsByTheUsersLastRuns) {
   EXPECT_DOUBLE_EQ(predicted.prediction.MeanAbsoluteError(), 0);
 }
 
+// 12 processors, FCFS, a per-user limit of one running job: u1's second job (J2)
+// waits over its limit without holding the queue, so u2's J3, arriving
+// behind it, starts at once. (A replay that took "a job waits ahead" for
+// "nothing can start" would skip J3's pass and start it at 100.)
+TEST(SimulateTest, FcfsLetsAJobPassOneWaitingOverItsLimit) {
+  auto user = [](TraceJob job, std::string name) {
+    job.user = std::move(name);
+    return job;
+  };
+  const std::vector<TraceJob> jobs = {user(Job(1, 0, 4, 100, 100), "u1"), user(Job(2, 1, 4, 100, 100), "u1"),
+                                      user(Job(3, 2, 4, 100, 100), "u2")};
+  SimCluster cluster = CpuCluster(12, BackfillMode::kFcfs);
+  EXPECT_EQ(StartSeconds(Simulate(jobs, cluster)), (std::vector<int64_t>{0, 1, 2})) << "no limit: all fit";
+  cluster.config.queues[0].policy.user_quota.running_jobs = 1;
+  EXPECT_EQ(StartSeconds(Simulate(jobs, cluster)), (std::vector<int64_t>{0, 100, 2}));
+}
+
 TEST(SimulateTest, EasyBackfillsTheShortJob) {
   for (BackfillMode mode : {BackfillMode::kEasy, BackfillMode::kConservative}) {
     SCOPED_TRACE(std::string(model::ToString(mode)));
