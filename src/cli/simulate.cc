@@ -114,12 +114,12 @@ int RunSimulate(const std::vector<std::string>& words) {
   }
 
   if (auto share = args.Get("planned-share")) {
+    // A number here; its range is RunSimulation's to check.
     char* end = nullptr;
-    const double value = std::strtod(share->c_str(), &end);
-    if (share->empty() || end != share->c_str() + share->size() || !(value > 0 && value <= 1)) {
+    options.planned_share = std::strtod(share->c_str(), &end);
+    if (share->empty() || end != share->c_str() + share->size()) {
       return SimulateUsageFailure("--planned-share must be a number in (0, 1], e.g. 0.2");
     }
-    options.planned_share = value;
   }
 
   ProgressBar bar(isatty(STDERR_FILENO) == 1);

@@ -28,9 +28,7 @@ const PoolCycle::ScopeInfo& PoolCycle::Scope(const std::string& queue, const std
     info.weights = info.policy->Weights();
     info.project = state_.Project(project);
     info.fairshare = info.weights.fairshare > 0 ? state_.Fairshare(project, user) : 1.0;
-    info.has_limits = info.policy->max_concurrency || !info.policy->project_quota.Empty() ||
-                      !info.policy->user_quota.Empty() ||
-                      (info.project && (!info.project->quota.Empty() || !info.project->budget.Empty()));
+    info.has_limits = info.policy->SetsLimits() || (info.project && info.project->SetsLimits());
   }
   return it->second;
 }
@@ -158,7 +156,7 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
   // Conservative pools break that rule in one place: a job's previous
   // reservation, given back when its turn comes, frees room a request
   // shape may already have failed to find. A start now spans [now, now + its
-  // wall time), so only a release from before that end can change its
+  // planned length), so only a release from before that end can change its
   // answer; `failed_reach` is the latest such end among failed shapes, so
   // releases beyond it (most of a long queue's) cost nothing.
   Timestamp failed_reach = Timestamp::min();

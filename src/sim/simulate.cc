@@ -42,6 +42,9 @@ Result<SimulationReport> RunSimulation(const SimulateOptions& options, std::ostr
   }
   if (options.processors && *options.processors <= 0) return UsageProblem("--processors must be > 0");
   if (options.gpus && *options.gpus <= 0) return UsageProblem("--gpus must be > 0");
+  if (options.planned_share && !(*options.planned_share > 0 && *options.planned_share <= 1)) {
+    return UsageProblem("--planned-share must be a number in (0, 1], e.g. 0.2");
+  }
 
   std::optional<config::Config> config;
   if (configured) {
@@ -79,9 +82,6 @@ Result<SimulationReport> RunSimulation(const SimulateOptions& options, std::ostr
   }
 
   if (options.planned_share) {
-    if (!(*options.planned_share > 0 && *options.planned_share <= 1)) {
-      return UsageProblem("--planned-share must be in (0, 1]");
-    }
     for (auto& pool : cluster.config.pools) pool.planned_share = *options.planned_share;
   }
 

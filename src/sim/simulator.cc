@@ -208,11 +208,10 @@ class Replay {
       fifo_order_ = w.fairshare == 0 && w.age == 0 && w.size == 0;
       // A job over a limit waits without holding anything up, so a job
       // ahead blocks those behind it only where no limit applies.
-      no_limits_ =
-          !queue.policy.max_concurrency && queue.policy.project_quota.Empty() && queue.policy.user_quota.Empty();
+      no_limits_ = !queue.policy.SetsLimits();
     }
     for (const auto& project : cluster.config.projects) {
-      if (!project.quota.Empty() || !project.budget.Empty()) no_limits_ = false;
+      if (project.SetsLimits()) no_limits_ = false;
     }
     for (size_t i = 0; i < snapshot_.nodes.size(); ++i) node_index_.emplace(snapshot_.nodes[i].spec.name, i);
     job_index_.reserve(jobs.size());

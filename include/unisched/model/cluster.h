@@ -182,6 +182,9 @@ struct QueuePolicy {
 
   // The weights this queue orders by: priority_weights, else those of `type`.
   PriorityWeights Weights() const;
+  // A concurrency cap or a quota: a job over it waits without holding up
+  // the jobs behind it (docs/policy/quotas.md).
+  bool SetsLimits() const { return max_concurrency || !project_quota.Empty() || !user_quota.Empty(); }
 };
 
 struct QueueSpec {
@@ -216,10 +219,11 @@ struct Budget {
 // A project's policy: its fair share and its quota over all queues.
 struct ProjectPolicy {
   std::string name;
-  double shares = 1;                          // relative to the other projects
-  std::map<std::string, double> user_shares;  // users within the project; unlisted: 1
-  ResourceLimits quota;                       // over every queue
-  Budget budget{};                            // GPU-/CPU-hours per period
+  double shares = 1;                                                     // relative to the other projects
+  std::map<std::string, double> user_shares;                             // users within the project; unlisted: 1
+  ResourceLimits quota;                                                  // over every queue
+  Budget budget{};                                                       // GPU-/CPU-hours per period
+  bool SetsLimits() const { return !quota.Empty() || !budget.Empty(); }  // as QueuePolicy::SetsLimits
 };
 
 struct ClusterSpec {

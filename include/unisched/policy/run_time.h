@@ -32,8 +32,6 @@ class RunTimePredictor {
   // with the request). Never above request_seconds when that is > 0.
   int64_t Predict(std::string_view user, std::string_view name, int64_t request_seconds) const;
 
-  size_t history() const { return history_; }
-
  private:
   int64_t Mean(const std::deque<int64_t>& runs) const;
   void Push(std::deque<int64_t>& runs, int64_t run_seconds) const;

@@ -24,6 +24,16 @@ namespace {
 
 const std::string kShared = UNISCHED_SOURCE_DIR "/../shared";
 
+// A whole trace on one pool of `processors`, as `unisched simulate` replays it.
+Result<SimulationReport> Replay(const std::string& trace, int processors, model::BackfillChoice policy) {
+  SimulateOptions options;
+  options.trace_path = trace;
+  options.processors = processors;
+  options.policy = policy;
+  std::ostringstream log;
+  return RunSimulation(options, log);
+}
+
 // pyss's schedule: `<job id> <start>` per line (shared/anchors/pyss/README.md).
 std::unordered_map<int64_t, int64_t> ReferenceStarts(const std::string& text) {
   std::unordered_map<int64_t, int64_t> starts;
@@ -75,12 +85,7 @@ TEST_P(ReferenceScheduleTest, EveryJobStartsWhenPyssStartedIt) {
   const auto expected = ReferenceStarts(*text);
   ASSERT_EQ(static_cast<int64_t>(expected.size()), c.jobs);
 
-  SimulateOptions options;
-  options.trace_path = trace;
-  options.processors = c.processors;
-  options.policy = c.policy;
-  std::ostringstream log;
-  auto report = RunSimulation(options, log);
+  auto report = Replay(trace, c.processors, c.policy);
   ASSERT_TRUE(report.ok()) << report.error().message;
   ASSERT_EQ(static_cast<int64_t>(report->starts.size()), c.jobs);
   int64_t differ = 0;
@@ -145,12 +150,7 @@ TEST_P(PredictedBackfillTest, MeetsItsGoal) {
   const PredictedCase& c = GetParam();
   const std::string trace = kShared + "/traces/" + c.trace;
   if (!std::filesystem::exists(trace)) GTEST_SKIP() << trace << " is not there";
-  SimulateOptions options;
-  options.trace_path = trace;
-  options.processors = c.processors;
-  options.policy = model::BackfillChoice{c.policy, true};
-  std::ostringstream log;
-  auto report = RunSimulation(options, log);
+  auto report = Replay(trace, c.processors, model::BackfillChoice{c.policy, true});
   ASSERT_TRUE(report.ok()) << report.error().message;
   EXPECT_LE(report->result.metrics.avg_bounded_slowdown, c.at_most_bounded_slowdown);
   EXPECT_GT(report->result.prediction.predicted, report->result.metrics.jobs * 9 / 10);
