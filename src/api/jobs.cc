@@ -37,6 +37,7 @@ json JobView(const model::Job& job, const ClusterView* view) {
   model::PriorityFactors factors;
   factors.adjustment = job.priority;
   std::optional<Timestamp> estimated_start;
+  int64_t predicted_run_seconds = 0;
   if (job.state == JobState::kHeld) {
     reasons.push_back({{"code", "Held"}, {"message", "held; release it to let it be scheduled"}});
   } else if (job.state == JobState::kPending && view) {
@@ -44,6 +45,7 @@ json JobView(const model::Job& job, const ClusterView* view) {
       for (const auto& r : it->second.Reasons()) reasons.push_back({{"code", r.code}, {"message", r.message}});
       factors = it->second.priority;
       estimated_start = it->second.estimated_start;
+      predicted_run_seconds = it->second.predicted_run_seconds;
     }
   }
   out["pending_reasons"] = std::move(reasons);
@@ -54,6 +56,7 @@ json JobView(const model::Job& job, const ClusterView* view) {
                              {"size", factors.size},
                              {"adjustment", factors.adjustment}};
   out["estimated_start"] = estimated_start ? json(FormatRfc3339(*estimated_start)) : json(nullptr);
+  out["predicted_run_seconds"] = predicted_run_seconds > 0 ? json(predicted_run_seconds) : json(nullptr);
   return out;
 }
 

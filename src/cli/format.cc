@@ -263,6 +263,15 @@ std::string FormatJobDetail(const json& job) {
   add("Started", ShortTime(At(job, "started_at")));
   add("Ended", ShortTime(At(job, "ended_at")));
   if (job.is_object() && job.contains("estimated_start")) add("Est. start", ShortTime(At(job, "estimated_start")));
+  // Only in pools that plan with predicted run times (docs/policy/backfill.md).
+  if (const json& predicted = At(job, "predicted_run_seconds"); predicted.is_number_integer()) {
+    std::string text = FormatDuration(predicted.get<int64_t>());
+    if (const json& wt = At(At(job, "resources"), "walltime_seconds");
+        wt.is_number_integer() && wt.get<int64_t>() > 0) {
+      text += " (of " + FormatDuration(wt.get<int64_t>()) + " requested)";
+    }
+    add("Predicted", text);
+  }
 
   const json& attempts = At(job, "attempts");
   add("Attempts", attempts.is_array() ? std::to_string(attempts.size()) : "0");

@@ -188,6 +188,7 @@ json JobToJson(const model::Job& job) {
       // pending; stored as for a job no cycle has seen yet.
       {"priority_factors", {{"fairshare", 0}, {"age", 0}, {"tier", 0}, {"size", 0}, {"adjustment", job.priority}}},
       {"estimated_start", nullptr},
+      {"predicted_run_seconds", nullptr},
       {"attempts", std::move(attempts)},
       {"submitted_at", FormatRfc3339(job.submitted_at)},
       {"started_at", TimestampOrNull(job.started_at)},
@@ -383,6 +384,7 @@ std::string JobDocument(const model::Job& job) {
   w.Key("output_file").Str(job.output_file);
   w.Key("pending_reasons").Raw("[]");
   w.Key("pool").Str(job.pool);
+  w.Key("predicted_run_seconds").Null();
   w.Key("preempted_by").Open('[');
   for (model::JobId id : job.preempted_by) w.Str(std::to_string(id));
   w.Close(']');

@@ -17,7 +17,8 @@ namespace {
 
 const std::vector<std::string> kPoolKindNames = {"cpu", "gpu", "elastic"};
 const std::vector<std::string> kWorkloadKindNames = {"hpc", "ai-training", "ai-inference", "agent"};
-const std::vector<std::string> kBackfillNames = {"fcfs", "easy", "conservative"};
+const std::vector<std::string> kBackfillNames = {"fcfs", "easy", "conservative", "easy-predicted",
+                                                 "conservative-predicted"};
 const std::vector<std::pair<std::string, model::BudgetPeriod>> kBudgetPeriods = {
     {"day", model::BudgetPeriod::kDay}, {"week", model::BudgetPeriod::kWeek}, {"month", model::BudgetPeriod::kMonth}};
 const std::vector<std::pair<std::string, model::QuotaAction>> kQuotaActions = {{"wait", model::QuotaAction::kWait},
@@ -180,8 +181,8 @@ void ParseExecutor(const YAML::Node& node, Errors& errors, ExecutorSettings& out
 model::PoolSpec ParsePool(const YAML::Node& node, const std::string& path, Errors& errors) {
   model::PoolSpec pool;
   MapReader m(node, path,
-              {"name", "kind", "labels", "nodes", "backfill", "reservation_depth", "prices", "health_check", "sandbox",
-               "backend"},
+              {"name", "kind", "labels", "nodes", "backfill", "reservation_depth", "planned_share", "prices",
+               "health_check", "sandbox", "backend"},
               errors);
   m.Require("name");
   m.Read("name", pool.name);
@@ -196,8 +197,12 @@ model::PoolSpec ParsePool(const YAML::Node& node, const std::string& path, Error
   }
   m.Read("labels", pool.labels);
   m.Read("nodes", pool.nodes);
-  ReadEnum(m, "backfill", "backfill mode", kBackfillNames, model::ParseBackfillMode, pool.backfill, errors);
+  model::BackfillChoice backfill{pool.backfill, pool.predict_run_times};
+  ReadEnum(m, "backfill", "backfill mode", kBackfillNames, model::ParseBackfillChoice, backfill, errors);
+  pool.backfill = backfill.mode;
+  pool.predict_run_times = backfill.predicted;
   m.Read("reservation_depth", pool.reservation_depth);
+  m.Read("planned_share", pool.planned_share);
   m.Read("prices", pool.prices);
   m.Read("sandbox", pool.sandbox);
   pool.backend.clear();  // unset: derived from the nodes (DeriveNodePools)

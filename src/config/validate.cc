@@ -361,6 +361,10 @@ void ValidateCluster(const model::ClusterSpec& cluster, NameRegistry& queues, Er
     pools.Add(errors, JoinKey(path, "name"), pool.name, IsPlainName(pool.name, ""), kPlainNameRule);
     NonNegative(errors, JoinKey(path, "reservation_depth"), pool.reservation_depth,
                 "0 gives every blocked job a reservation");
+    if (!(pool.planned_share > 0 && pool.planned_share <= 1)) {
+      errors.Add(JoinKey(path, "planned_share"),
+                 "must be > 0 and <= 1: the share of a predicted run time a reservation plans with (default 0.2)");
+    }
     static const std::vector<std::string> kPriced = {"cpu_core_seconds", "cpu_seconds_used", "memory_mb_seconds",
                                                      "gpu_seconds", "instance_seconds"};
     for (const auto& [metric, price] : pool.prices) {

@@ -231,10 +231,24 @@ void Controller::RunCycle(Batch& batch, Timestamp now) {
     scheduler_ = scheduler::Scheduler(scheduler::SchedulerConfig::From(config.cluster));
     scheduler_built_from_ = &config;
   }
-  CycleSnapshot built = BuildCycleSnapshot(config,
-                                           {jobs_.active(), node_book_.nodes(), accounting_.fairshare(),
-                                            accounting_.BudgetUse(), sandbox_holds_, reservations_, pending_jobs},
-                                           now);
+  CycleState state{jobs_.active(), node_book_.nodes(), accounting_.fairshare(), accounting_.BudgetUse(), sandbox_holds_,
+                   reservations_,  pending_jobs};
+  if (std::any_of(config.cluster.pools.begin(), config.cluster.pools.end(),
+                  [](const model::PoolSpec& pool) { return pool.predict_run_times; })) {
+    RunTimeBook& run_times = jobs_.run_times();
+    // The first cycle that plans with predictions (at start, or after a
+    // config change turned them on) learns from the stored history.
+    if (!run_times.learned()) {
+      try {
+        run_times.Learn(store_.LoadLatestEndedJobs(RunTimeBook::kLatestPerKey));
+      } catch (const store::StoreFailure& e) {
+        // Planned with the requests until the store answers (a later cycle retries).
+        spdlog::warn("predicted run times: cannot read the ended jobs yet: {}", e.what());
+      }
+    }
+    if (run_times.learned()) state.run_times = &run_times;
+  }
+  CycleSnapshot built = BuildCycleSnapshot(config, state, now);
   scheduler::Snapshot& snapshot = built.snapshot;
   auto& backing_off = built.backing_off;
   if (snapshot.pending.empty()) {

@@ -8,10 +8,13 @@ namespace unisched::daemon {
 using model::Job;
 using model::JobState;
 
-scheduler::RunningJob SnapshotOfRunning(const config::Config& config, const Job& job, Timestamp now) {
+scheduler::RunningJob SnapshotOfRunning(const config::Config& config, const Job& job, Timestamp now,
+                                        int64_t predicted_run_seconds) {
   const model::Attempt* a = job.CurrentAttempt();
-  scheduler::RunningJob r = scheduler::StartedJob(scheduler::FactsOf(job), a ? a->allocation : model::Allocation{},
-                                                  job.started_at.value_or(now));
+  scheduler::JobFacts facts = scheduler::FactsOf(job);
+  facts.predicted_run_seconds = predicted_run_seconds;
+  scheduler::RunningJob r =
+      scheduler::StartedJob(std::move(facts), a ? a->allocation : model::Allocation{}, job.started_at.value_or(now));
   if (job.cancel_requested || job.preempting_for) {
     const model::QueueSpec* queue = config.cluster.FindQueue(job.queue);
     const int grace =
@@ -56,6 +59,7 @@ CycleSnapshot BuildCycleSnapshot(const config::Config& config, const CycleState&
     if (job.state == JobState::kPending) {
       scheduler::PendingJob& p = snapshot.pending.emplace_back();
       static_cast<scheduler::JobFacts&>(p) = scheduler::FactsOf(job);
+      if (state.run_times) p.predicted_run_seconds = state.run_times->PredictionFor(job);
       p.constraints = job.constraints;
       p.preempted_by = job.preempted_by;
       if (auto r = state.reservations.find(job.id); r != state.reservations.end()) {
@@ -64,7 +68,8 @@ CycleSnapshot BuildCycleSnapshot(const config::Config& config, const CycleState&
       }
       add_fairshare(job);
     } else if (job.state == JobState::kRunning) {
-      snapshot.running.push_back(SnapshotOfRunning(config, job, now));
+      snapshot.running.push_back(
+          SnapshotOfRunning(config, job, now, state.run_times ? state.run_times->PredictionFor(job) : 0));
       add_fairshare(job);  // a running job's priority decides whether it may be preempted
     }
   }

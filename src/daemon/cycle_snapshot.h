@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "daemon/run_time_book.h"
 #include "unisched/common/time.h"
 #include "unisched/config/config.h"
 #include "unisched/model/job.h"
@@ -28,6 +29,10 @@ struct CycleState {
   // The last cycle's reservations, handed back (conservative pools keep them).
   const std::unordered_map<model::JobId, scheduler::Reservation>& reservations;
   size_t pending_hint = 0;  // about how many jobs are PENDING (sizes the vector once)
+  // Set when a pool plans with predicted run times: every pending and
+  // running job's prediction (made once per job, then kept), which only
+  // such pools read.
+  RunTimeBook* run_times = nullptr;
 };
 
 struct CycleSnapshot {
@@ -41,6 +46,8 @@ CycleSnapshot BuildCycleSnapshot(const config::Config& config, const CycleState&
 
 // A RUNNING job as the scheduler sees it: while it is being stopped
 // (cancelled or preempted) its room is free by the end of its kill grace.
-scheduler::RunningJob SnapshotOfRunning(const config::Config& config, const model::Job& job, Timestamp now);
+// `predicted_run_seconds`: its prediction (RunTimeBook), 0 for none.
+scheduler::RunningJob SnapshotOfRunning(const config::Config& config, const model::Job& job, Timestamp now,
+                                        int64_t predicted_run_seconds = 0);
 
 }  // namespace unisched::daemon

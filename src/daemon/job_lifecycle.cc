@@ -139,6 +139,7 @@ void JobLifecycle::Transition(Batch& batch, Job& job, JobState to, std::string r
     if (model::IsTerminal(to)) metrics_.CountFinish(std::string(model::ToString(to)), job.pool);
   }
   job.state = to;
+  if (model::IsTerminal(to)) run_times_.Ended(job);
   job.state_reason = std::move(reason);
   batch.writes.push_back(
       [copy = job, event = store::JobEvent{clock_.Now(), event_kind, message}](store::Transaction& t) -> Status {

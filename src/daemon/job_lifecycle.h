@@ -21,6 +21,7 @@
 #include "daemon/accounting.h"
 #include "daemon/batch.h"
 #include "daemon/node_book.h"
+#include "daemon/run_time_book.h"
 #include "unisched/backend/pool_backend.h"
 #include "unisched/common/status.h"
 #include "unisched/common/time.h"
@@ -99,6 +100,8 @@ class JobLifecycle {
   const JobCounts& counts() const { return job_counts_; }
   // What running jobs and sandboxes hold, per quota scope.
   const policy::QuotaTally& running_usage() const { return running_usage_; }
+  // Predicted run times: learned from ended jobs, one per active job.
+  RunTimeBook& run_times() { return run_times_; }
   // Whether a change since the last call may let a pending job start.
   bool TakeWantsCycle() { return std::exchange(wants_cycle_, false); }
 
@@ -146,6 +149,7 @@ class JobLifecycle {
   JobCounts job_counts_;
   policy::QuotaTally running_usage_;
   bool wants_cycle_ = false;
+  RunTimeBook run_times_;
   mutable std::map<std::pair<std::string, std::string>, int64_t> unix_ids_;  // (kind, name) -> id
 };
 

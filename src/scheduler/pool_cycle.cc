@@ -189,7 +189,10 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
     const PendingJob& job = *entry.job;  // a reference: not read unless needed
     ++plan_.report.considered;
     model::PendingInfo info;
-    if (explain) info.priority = factors[entry.index];
+    if (explain) {
+      info.priority = factors[entry.index];
+      if (predicts_) info.predicted_run_seconds = job.predicted_run_seconds;
+    }
     auto keep_pending = [&](model::PendingInfo& pending) {
       if (explain) {
         pending.jobs_ahead = waiting_ahead;

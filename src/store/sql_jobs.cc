@@ -203,6 +203,19 @@ Result<std::vector<model::Job>> LoadActiveJobs(Connection& c) {
   return CollectJobs(*stmt);
 }
 
+Result<std::vector<model::Job>> LoadLatestEndedJobs(Connection& c, int per_key) {
+  // One pass over the ended jobs, ranked twice by a window (SQLite >= 3.25
+  // and PostgreSQL both have them): within the user and within (user, name).
+  auto stmt = c.Prepare(
+      "SELECT id, doc FROM (SELECT id, doc, ended_at, "
+      "ROW_NUMBER() OVER (PARTITION BY \"user\" ORDER BY ended_at DESC, id DESC) AS by_user, "
+      "ROW_NUMBER() OVER (PARTITION BY \"user\", name ORDER BY ended_at DESC, id DESC) AS by_name "
+      "FROM jobs WHERE ended_at IS NOT NULL) ranked WHERE by_user <= ? OR by_name <= ? ORDER BY ended_at, id");
+  if (!stmt.ok()) return stmt.error();
+  stmt->Bind(1, int64_t{per_key}).Bind(2, int64_t{per_key});
+  return CollectJobs(*stmt);
+}
+
 std::map<std::tuple<model::JobState, std::string, std::string>, int64_t> CountJobs(Connection& c) {
   auto stmt = OrThrow(c.Prepare("SELECT state, queue, pool, COUNT(*) FROM jobs GROUP BY state, queue, pool"));
   std::map<std::tuple<model::JobState, std::string, std::string>, int64_t> counts;

@@ -25,6 +25,7 @@ Result<std::vector<model::JobId>> DeleteJobsEndedBefore(Connection& c, Timestamp
 
 Result<JobPage> ListJobs(Connection& c, const JobFilter& filter);
 Result<std::vector<model::Job>> LoadActiveJobs(Connection& c);
+Result<std::vector<model::Job>> LoadLatestEndedJobs(Connection& c, int per_key);
 std::map<std::tuple<model::JobState, std::string, std::string>, int64_t> CountJobs(Connection& c);
 std::vector<JobEvent> ListEvents(Connection& c, model::JobId id);
 

@@ -280,6 +280,9 @@ class SqlStore final : public Store {
   std::vector<model::Job> LoadActiveJobs() const override {
     return OrThrow(sql::LoadActiveJobs(*OrThrow(readers_.Acquire())));
   }
+  std::vector<model::Job> LoadLatestEndedJobs(int per_key) const override {
+    return OrThrow(sql::LoadLatestEndedJobs(*OrThrow(readers_.Acquire()), per_key));
+  }
   std::map<std::tuple<model::JobState, std::string, std::string>, int64_t> CountJobs() const override {
     return sql::CountJobs(*OrThrow(readers_.Acquire()));
   }

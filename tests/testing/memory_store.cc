@@ -553,6 +553,28 @@ std::vector<model::Job> MemoryStore::LoadActiveJobs() const {
   return out;
 }
 
+std::vector<model::Job> MemoryStore::LoadLatestEndedJobs(int per_key) const {
+  const auto snapshot = data_->Snapshot();
+  std::vector<const model::Job*> ended;
+  for (const auto& [id, job] : snapshot->jobs) {
+    if (job.ended_at) ended.push_back(&job);
+  }
+  auto later = [](const model::Job* a, const model::Job* b) {
+    return std::tie(*a->ended_at, a->id) > std::tie(*b->ended_at, b->id);
+  };
+  std::sort(ended.begin(), ended.end(), later);
+  std::map<std::string, int> by_user;
+  std::map<std::pair<std::string, std::string>, int> by_name;
+  std::vector<model::Job> out;
+  for (const model::Job* job : ended) {
+    const bool user_latest = ++by_user[job->user] <= per_key;
+    const bool name_latest = ++by_name[{job->user, job->name}] <= per_key;
+    if (user_latest || name_latest) out.push_back(*job);
+  }
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
 std::map<std::tuple<model::JobState, std::string, std::string>, int64_t> MemoryStore::CountJobs() const {
   const auto snapshot = data_->Snapshot();
   std::map<std::tuple<model::JobState, std::string, std::string>, int64_t> counts;

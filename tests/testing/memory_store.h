@@ -51,6 +51,7 @@ class MemoryStore final : public store::Store {
   Result<model::Job> GetJob(model::JobId id) const override;
   store::JobPage ListJobs(const store::JobFilter& filter) const override;
   std::vector<model::Job> LoadActiveJobs() const override;
+  std::vector<model::Job> LoadLatestEndedJobs(int per_key) const override;
   std::map<std::tuple<model::JobState, std::string, std::string>, int64_t> CountJobs() const override;
   std::vector<store::JobEvent> ListEvents(model::JobId id) const override;
 

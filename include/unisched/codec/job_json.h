@@ -14,8 +14,9 @@ namespace unisched::codec {
 
 // The contract shape: "id" as a string, RFC 3339 timestamps (or null),
 // workload features as JSON scalars, "nodes" of the current attempt, an
-// empty "pending_reasons", "priority_factors" with only the adjustment and a
-// null "estimated_start" (the API fills these three from the scheduler).
+// empty "pending_reasons", "priority_factors" with only the adjustment, a
+// null "estimated_start" and a null "predicted_run_seconds" (the API fills
+// these four from the scheduler).
 nlohmann::json JobToJson(const model::Job& job);
 
 // JobToJson(job).dump(), written straight into a string: the same bytes,
@@ -26,7 +27,8 @@ nlohmann::json JobToJson(const model::Job& job);
 std::string JobDocument(const model::Job& job);
 
 // The inverse of JobToJson. Fields it derives ("nodes", "pending_reasons",
-// "priority_factors", "estimated_start", an attempt's "nodes") and unknown
+// "priority_factors", "estimated_start", "predicted_run_seconds", an
+// attempt's "nodes") and unknown
 // fields are ignored; absent fields keep
 // their model defaults. A field of the wrong type is a kBadRequest error
 // naming that field.

@@ -61,6 +61,9 @@ struct PendingInfo {
   std::shared_ptr<const std::string> pool;
   PriorityFactors priority;
   std::optional<Timestamp> estimated_start;  // where a reservation holds room for it
+  // In a pool that plans with predicted run times: the run it is planned
+  // with (scheduler::JobFacts::predicted_run_seconds); 0 where none.
+  int64_t predicted_run_seconds = 0;
 
   // The ordered list users see: its own reasons, then Priority "N jobs ahead in POOL".
   std::vector<PendingReason> Reasons() const;

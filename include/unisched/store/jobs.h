@@ -78,6 +78,11 @@ class JobReads {
   virtual JobPage ListJobs(const JobFilter& filter) const = 0;
   // PENDING, HELD and RUNNING jobs, oldest first: what the controller loads at start.
   virtual std::vector<model::Job> LoadActiveJobs() const = 0;
+  // Ended jobs: each user's `per_key` latest and each (user, name)'s
+  // `per_key` latest (by end time, then id), oldest end first. What the
+  // controller's run-time predictor learns from at start (run_time_book.h):
+  // replayed in this order they leave it as the whole history would.
+  virtual std::vector<model::Job> LoadLatestEndedJobs(int per_key) const = 0;
   // Job counts by (state, queue, pool), for metrics at start-up.
   virtual std::map<std::tuple<model::JobState, std::string, std::string>, int64_t> CountJobs() const = 0;
   // A job's events, oldest first.

@@ -1086,6 +1086,23 @@ TEST(PolicyKeys, EveryEnumNameParses) {
                    name + "}\n  - {name: gpu-pool, kind: gpu, nodes: [x86-c8m64g2-train-01]}\n")
             .Text()));
     EXPECT_EQ(config.cluster.FindPool("cpu-pool")->backfill, mode);
+    EXPECT_FALSE(config.cluster.FindPool("cpu-pool")->predict_run_times);
+  }
+  // The predicted modes: the same backfill, planned with predicted run times.
+  for (const auto mode : {model::BackfillMode::kEasy, model::BackfillMode::kConservative}) {
+    const std::string name = std::string(model::ToString(mode)) + "-predicted";
+    SCOPED_TRACE(name);
+    const Config config = MustLoad(LoadConfigText(
+        Doc()
+            .Pools("pools:\n  - {name: cpu-pool, kind: cpu, nodes: [x86-c8m16-hpc-01, x86-c8m16-hpc-02], backfill: " +
+                   name + ", planned_share: 0.5}\n  - {name: gpu-pool, kind: gpu, nodes: [x86-c8m64g2-train-01]}\n")
+            .Text()));
+    const model::PoolSpec& pool = *config.cluster.FindPool("cpu-pool");
+    EXPECT_EQ(pool.backfill, mode);
+    EXPECT_TRUE(pool.predict_run_times);
+    EXPECT_DOUBLE_EQ(pool.planned_share, 0.5);
+    EXPECT_FALSE(config.cluster.FindPool("gpu-pool")->predict_run_times);
+    EXPECT_DOUBLE_EQ(config.cluster.FindPool("gpu-pool")->planned_share, 0.2);
   }
 }
 
@@ -1179,7 +1196,20 @@ TEST(PolicyKeys, ReportsEveryErrorWithItsPath) {
        Doc().Pools("pools:\n  - {name: cpu-pool, kind: cpu, nodes: [x86-c8m16-hpc-01, x86-c8m16-hpc-02]}\n"
                    "  - {name: gpu-pool, kind: gpu, nodes: [x86-c8m64g2-train-01], backfill: eazy}\n"),
        {"pools[1].backfill"},
-       "unknown backfill mode 'eazy'; expected one of: fcfs, easy, conservative (did you mean 'easy'?)"},
+       "unknown backfill mode 'eazy'; expected one of: fcfs, easy, conservative, easy-predicted, "
+       "conservative-predicted (did you mean 'easy'?)"},
+      {"fcfs plans nothing, so it predicts nothing",
+       Doc().Pools("pools:\n  - {name: cpu-pool, kind: cpu, nodes: [x86-c8m16-hpc-01, x86-c8m16-hpc-02], "
+                   "backfill: fcfs-predicted}\n  - {name: gpu-pool, kind: gpu, nodes: [x86-c8m64g2-train-01]}\n"),
+       {"pools[0].backfill"},
+       "unknown backfill mode 'fcfs-predicted'; expected one of: fcfs, easy, conservative, easy-predicted, "
+       "conservative-predicted"},
+      {"a planned share outside (0, 1]",
+       Doc().Pools("pools:\n  - {name: cpu-pool, kind: cpu, nodes: [x86-c8m16-hpc-01, x86-c8m16-hpc-02], "
+                   "backfill: easy-predicted, planned_share: 0}\n"
+                   "  - {name: gpu-pool, kind: gpu, nodes: [x86-c8m64g2-train-01], planned_share: 1.5}\n"),
+       {"pools[0].planned_share", "pools[1].planned_share"},
+       "must be > 0 and <= 1: the share of a predicted run time a reservation plans with (default 0.2)"},
       {"backfill mode not a string",
        Doc().Pools("pools:\n  - {name: cpu-pool, kind: cpu, nodes: [x86-c8m16-hpc-01, x86-c8m16-hpc-02], "
                    "backfill: [easy]}\n  - {name: gpu-pool, kind: gpu, nodes: [x86-c8m64g2-train-01]}\n"),

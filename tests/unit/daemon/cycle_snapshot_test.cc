@@ -65,8 +65,9 @@ Job MakeJob(model::JobId id, const std::string& queue, JobState state) {
 
 class CycleSnapshotTest : public ::testing::Test {
  protected:
-  CycleSnapshot Build() {
-    return BuildCycleSnapshot(config_, {active_, nodes_, usage_, {}, holds_, reservations_, active_.size()}, kNow);
+  CycleSnapshot Build(RunTimeBook* run_times = nullptr) {
+    return BuildCycleSnapshot(config_, {active_, nodes_, usage_, {}, holds_, reservations_, active_.size(), run_times},
+                              kNow);
   }
   void Add(Job job) { active_.emplace(job.id, std::move(job)); }
 
@@ -176,6 +177,46 @@ TEST_F(CycleSnapshotTest, FairshareFactorsOnlyForFairshareQueuesAndReservationsA
   EXPECT_FALSE(got.snapshot.pending[0].reserved_start.has_value());
   ASSERT_EQ(got.snapshot.quota_holders.size(), 1u);
   EXPECT_EQ(got.snapshot.quota_holders[0].user, "u9");
+}
+
+TEST_F(CycleSnapshotTest, WithPredictionsEveryPendingAndRunningJobCarriesItsOwnOnce) {
+  // u1 ran 100 s and 300 s; u3 never ran. Every request is 600 s.
+  RunTimeBook run_times;
+  std::vector<Job> ended;
+  for (int64_t run : {100, 300}) {
+    Job done = MakeJob(50 + run, "plain", JobState::kRunning);
+    done.user = "u1";
+    done.state = JobState::kCompleted;
+    done.attempts.back().started_at = kNow - std::chrono::hours(1);
+    done.attempts.back().ended_at = *done.attempts.back().started_at + std::chrono::seconds(run);
+    ended.push_back(done);
+  }
+  run_times.Learn(ended);
+  Job waiting = MakeJob(1, "plain", JobState::kPending);
+  waiting.user = "u1";
+  Job running = MakeJob(2, "plain", JobState::kRunning);
+  running.user = "u1";
+  Add(waiting);
+  Add(running);
+  Add(MakeJob(3, "plain", JobState::kPending));  // u3: no history
+
+  EXPECT_EQ(Build().snapshot.pending[0].predicted_run_seconds, 0);  // no book: not planned with predictions
+  const CycleSnapshot got = Build(&run_times);
+  ASSERT_EQ(got.snapshot.pending.size(), 2u);
+  EXPECT_EQ(got.snapshot.pending[0].predicted_run_seconds, 200);  // the mean of u1's last two
+  EXPECT_EQ(got.snapshot.pending[1].predicted_run_seconds, 0);
+  ASSERT_EQ(got.snapshot.running.size(), 1u);
+  EXPECT_EQ(got.snapshot.running[0].predicted_run_seconds, 200);
+
+  // A later end of u1 changes the predictor, not the predictions made.
+  Job later = ended[0];
+  later.id = 99;
+  later.attempts.back().ended_at = *later.attempts.back().started_at + std::chrono::seconds(500);
+  run_times.Ended(later);
+  EXPECT_EQ(Build(&run_times).snapshot.pending[0].predicted_run_seconds, 200);
+  Job fresh = MakeJob(4, "plain", JobState::kPending);
+  fresh.user = "u1";
+  EXPECT_EQ(run_times.PredictionFor(fresh), 400);  // (300 + 500) / 2
 }
 
 }  // namespace

@@ -617,6 +617,10 @@ TEST(SchedulerBackfillTest, PredictedRunTimesPlanHolesAndShadowsAndBackfillTheSh
     const Plan plan = SchedulerFor(cluster).Decide(snapshot, kNow);
     EXPECT_EQ(StartedIds(plan), c.want_started);
     EXPECT_EQ(EstimatedStart(plan, kHead), c.want_head_estimate);
+    // What a pending job is planned with is shown beside its estimate, and
+    // only where the pool plans with predictions.
+    ASSERT_TRUE(plan.pending.count(kS1));
+    EXPECT_EQ(plan.pending.at(kS1).predicted_run_seconds, c.predicts ? 2400 : 0);
   }
 }
 

@@ -453,6 +453,36 @@ TEST_P(StoreTest, DeleteJobsEndedBefore) {
   EXPECT_GT(Insert(MakeJob("new")), odd);
 }
 
+TEST_P(StoreTest, LatestEndedJobsPerUserAndPerNameOldestFirst) {
+  auto ended = [](const std::string& name, const std::string& user, int64_t ended_ms) {
+    Job job = MakeJob(name, user, "default", "hpc-precision", "cpu-hpc-pool", JobState::kCompleted);
+    job.ended_at = FromUnixMillis(1'700'000'000'000 + ended_ms);
+    return job;
+  };
+  // alice: a, b, a, c, c by end time; bob: one; and a job that never ended.
+  const JobId a1 = Insert(ended("a", "alice", 10));
+  const JobId b1 = Insert(ended("b", "alice", 20));
+  const JobId a2 = Insert(ended("a", "alice", 30));
+  const JobId c1 = Insert(ended("c", "alice", 40));
+  const JobId c2 = Insert(ended("c", "alice", 40));  // the same end: the higher id is the later
+  const JobId bob = Insert(ended("a", "bob", 5));
+  Insert(MakeJob("a", "alice", "default", "hpc-precision", "cpu-hpc-pool", JobState::kRunning));
+
+  auto ids = [&](int per_key) {
+    std::vector<JobId> out;
+    for (const Job& job : store_->LoadLatestEndedJobs(per_key)) out.push_back(job.id);
+    return out;
+  };
+  // 1 per key: alice's latest (c2), the latest a (a2) and b (b1), bob's only.
+  EXPECT_EQ(ids(1), (std::vector<JobId>{bob, b1, a2, c2}));
+  // 2 per key: alice's two latest (c1, c2) and every name's two latest.
+  EXPECT_EQ(ids(2), (std::vector<JobId>{bob, a1, b1, a2, c1, c2}));
+  const auto jobs = store_->LoadLatestEndedJobs(1);
+  ASSERT_EQ(jobs.size(), 4u);
+  EXPECT_EQ(jobs[0].user, "bob");  // whole records
+  EXPECT_EQ(jobs[3].name, "c");
+}
+
 TEST_P(StoreTest, ActiveJobsAndCounts) {
   const JobId p = Insert(MakeJob("p", "alice", "default", "hpc-precision", "cpu-hpc-pool", JobState::kPending));
   const JobId r = Insert(MakeJob("r", "alice", "default", "ai-training", "gpu-train-pool", JobState::kRunning));
