@@ -69,6 +69,13 @@ nlohmann::json SimulationJson(const sim::SimulationReport& report) {
     out["prediction_mae_seconds"] = p.MeanAbsoluteError();
     out["prediction_under_share"] = p.UnderShare();
   }
+  if (const sim::EstimateAccuracy& e = report.result.estimates; e.estimated > 0) {
+    out["estimated_jobs"] = e.estimated;
+    out["estimate_error_median_seconds"] = e.median_error_seconds;
+    out["estimate_error_p90_seconds"] = e.p90_error_seconds;
+    out["estimate_early_median_seconds"] = e.median_early_seconds;
+    out["estimate_late_share"] = e.LateShare();
+  }
   if (report.format == sim::TraceFormat::kPhilly) {
     out["avg_jct_seconds"] = m.avg_jct_seconds;
     out["gpu_utilization"] = m.utilization;  // the pool's resource is its GPUs

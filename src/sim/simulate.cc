@@ -167,6 +167,11 @@ std::string FormatSummary(const SimulationReport& report) {
     line("prediction error", Fixed(p.MeanAbsoluteError(), 0) + " s mean absolute, " + Fixed(100 * p.UnderShare(), 1) +
                                  "% predicted too short");
   }
+  if (const EstimateAccuracy& e = report.result.estimates; e.estimated > 0) {
+    line("estimated at submit", std::to_string(e.estimated) + " jobs (the others started at once or got none)");
+    line("estimate error", Fixed(e.median_error_seconds, 0) + " s median, " + Fixed(e.p90_error_seconds, 0) +
+                               " s p90; " + Fixed(100 * e.LateShare(), 1) + "% started later than estimated");
+  }
   return text;
 }
 

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <queue>
 #include <set>
 #include <unordered_map>
@@ -184,6 +186,31 @@ Metrics ComputeMetrics(const std::vector<TraceJob>& jobs, const std::vector<int6
   return m;
 }
 
+EstimateAccuracy ComputeEstimateAccuracy(const std::vector<int64_t>& start_ms,
+                                         const std::vector<int64_t>& estimate_ms) {
+  EstimateAccuracy a;
+  std::vector<int64_t> errors, early;  // ms
+  for (size_t i = 0; i < start_ms.size() && i < estimate_ms.size(); ++i) {
+    if (start_ms[i] < 0 || estimate_ms[i] < 0) continue;
+    ++a.estimated;
+    if (start_ms[i] > estimate_ms[i]) ++a.late;
+    errors.push_back(std::abs(start_ms[i] - estimate_ms[i]));
+    early.push_back(estimate_ms[i] - start_ms[i]);
+  }
+  if (errors.empty()) return a;
+  // Nearest rank: the smallest value with at least p of the values at or below it.
+  auto quantile = [](std::vector<int64_t>& values, double p) {
+    const size_t rank = static_cast<size_t>(std::ceil(p * static_cast<double>(values.size())));
+    const size_t at = std::clamp<size_t>(rank, 1, values.size()) - 1;
+    std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(at), values.end());
+    return static_cast<double>(values[at]) / 1000.0;
+  };
+  a.median_error_seconds = quantile(errors, 0.5);
+  a.p90_error_seconds = quantile(errors, 0.9);
+  a.median_early_seconds = quantile(early, 0.5);
+  return a;
+}
+
 namespace {
 
 // The persistent state of a replay: the snapshot every Decide sees, kept up
@@ -191,7 +218,11 @@ namespace {
 class Replay {
  public:
   Replay(const std::vector<TraceJob>& jobs, const SimCluster& cluster)
-      : jobs_(jobs), cluster_(cluster), scheduler_(cluster.config), start_ms_(jobs.size(), -1) {
+      : jobs_(jobs),
+        cluster_(cluster),
+        scheduler_(cluster.config),
+        start_ms_(jobs.size(), -1),
+        estimate_ms_(jobs.size(), -1) {
     snapshot_.nodes = cluster.nodes;
     snapshot_.explain = false;
     for (const auto& pool : cluster.config.pools) {
@@ -259,7 +290,7 @@ class Replay {
         if (ArrivalCanChangeNothing(i, queue_was_empty)) {
           ++skipped_passes_;
         } else {
-          Pass(now, /*move_reservations=*/false);
+          Pass(now, /*move_reservations=*/false, i);
         }
         ++handled;
         report();
@@ -285,6 +316,7 @@ class Replay {
     result.start_ms = start_ms_;
     result.prediction = accuracy_;
     result.metrics = ComputeMetrics(jobs_, start_ms_, cluster_.capacity);
+    result.estimates = ComputeEstimateAccuracy(start_ms_, estimate_ms_);
     return result;
   }
 
@@ -301,13 +333,15 @@ class Replay {
   // previous pass's decisions for the others stand, and the job itself
   // cannot start if it is larger than what is free now (EASY), or if a job
   // was already waiting ahead of it (FCFS). Conservative always runs it (the
-  // new job gets its reservation then).
+  // new job gets its reservation then), and so does EASY for a job that
+  // arrives to an empty queue: it starts nothing either, but the job, the
+  // head, gets its reservation, the estimate the daemon would show.
   bool ArrivalCanChangeNothing(size_t i, bool queue_was_empty) const {
     if (!fifo_order_) return false;
     const int64_t free_now = cluster_.capacity - used_;
     switch (mode_) {
       case model::BackfillMode::kEasy:
-        return jobs_[i].size > free_now;
+        return jobs_[i].size > free_now && !queue_was_empty;
       case model::BackfillMode::kFcfs:
         return (!queue_was_empty && no_limits_) || jobs_[i].size > free_now;
       case model::BackfillMode::kConservative:
@@ -351,8 +385,9 @@ class Replay {
 
   // One scheduling pass. As in the reference simulator, conservative
   // reservations are placed again (only ever earlier) when a job ends, and
-  // left where they are when one arrives.
-  void Pass(int64_t now, bool move_reservations) {
+  // left where they are when one arrives. `arriving`: the job whose
+  // submission the pass follows; its reservation is its estimate.
+  void Pass(int64_t now, bool move_reservations, std::optional<size_t> arriving = std::nullopt) {
     if (snapshot_.pending.empty()) return;  // nothing to decide
     ++passes_;
     max_pending_ = std::max(max_pending_, static_cast<int64_t>(snapshot_.pending.size()));
@@ -362,6 +397,7 @@ class Replay {
     for (auto& r : plan.reservations) {
       auto position = pending_position_.find(r.job);
       if (position == pending_position_.end()) continue;
+      if (arriving && r.job == jobs_[*arriving].id) estimate_ms_[*arriving] = ToUnixMillis(r.start);
       scheduler::PendingJob& job = snapshot_.pending[position->second];
       job.reserved_start = r.start;
       job.reserved_nodes = std::move(r.nodes);
@@ -432,6 +468,7 @@ class Replay {
   std::unordered_map<model::JobId, size_t> running_position_;
   std::priority_queue<Termination, std::vector<Termination>, std::greater<>> terminations_;
   std::vector<int64_t> start_ms_;
+  std::vector<int64_t> estimate_ms_;  // per job: its reservation after its arrival's pass, -1: none
   int64_t next_sequence_ = 0;
   int64_t passes_ = 0;
   int64_t skipped_passes_ = 0;

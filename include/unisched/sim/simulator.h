@@ -85,9 +85,27 @@ struct PredictionAccuracy {
   double UnderShare() const { return predicted ? static_cast<double>(under) / static_cast<double>(predicted) : 0; }
 };
 
+// How far the start a job was promised when it was submitted (its
+// reservation after its arrival's pass: the daemon's `estimated_start`) was
+// from its real start. EASY promises one only to a job that arrives to an
+// empty queue and cannot start; conservative to every job that cannot
+// start; FCFS to none.
+struct EstimateAccuracy {
+  int64_t estimated = 0;            // jobs given an estimate at submission
+  int64_t late = 0;                 // of which started after it
+  double median_error_seconds = 0;  // of |start - estimate|, nearest rank
+  double p90_error_seconds = 0;     // the same, 90th percentile
+  double median_early_seconds = 0;  // of estimate - start (> 0: started earlier than promised)
+  double LateShare() const { return estimated ? static_cast<double>(late) / static_cast<double>(estimated) : 0; }
+};
+// start_ms[i] and estimate_ms[i]: jobs[i]'s start and the estimate it got at
+// submission (-1: none).
+EstimateAccuracy ComputeEstimateAccuracy(const std::vector<int64_t>& start_ms, const std::vector<int64_t>& estimate_ms);
+
 struct SimulationResult {
   Metrics metrics;
   PredictionAccuracy prediction;  // all zero unless the pool predicts
+  EstimateAccuracy estimates;
   std::vector<int64_t> start_ms;  // per job, in the order of the jobs given; -1: never started
   int64_t passes = 0;             // Decide calls
   int64_t never_started = 0;      // still pending when no event was left

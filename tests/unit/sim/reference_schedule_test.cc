@@ -25,6 +25,8 @@ namespace {
 const std::string kShared = UNISCHED_SOURCE_DIR "/../shared";
 
 // A whole trace on one pool of `processors`, as `unisched simulate` replays it.
+using model::BackfillMode;
+
 Result<SimulationReport> Replay(const std::string& trace, int processors, model::BackfillChoice policy) {
   SimulateOptions options;
   options.trace_path = trace;
@@ -105,11 +107,20 @@ TEST_P(ReferenceScheduleTest, EveryJobStartsWhenPyssStartedIt) {
   EXPECT_EQ(m.jobs, c.jobs);
   EXPECT_LE(std::abs(m.avg_wait_seconds - c.avg_wait_seconds), 0.05) << m.avg_wait_seconds;
   EXPECT_LE(std::abs(m.avg_bounded_slowdown - c.avg_bounded_slowdown), 0.005) << m.avg_bounded_slowdown;
+
+  // Estimates at submit planned with the requests are promises: a backfill
+  // never delays a reservation, so no job starts after the estimate it got.
+  const EstimateAccuracy& e = report->result.estimates;
+  if (c.policy == BackfillMode::kFcfs) {
+    EXPECT_EQ(e.estimated, 0);
+  } else {
+    EXPECT_GT(e.estimated, 0);
+    EXPECT_EQ(e.late, 0) << e.late << " of " << e.estimated << " jobs started after their estimate";
+  }
 }
 
 constexpr const char* kKth = "hpc-kth-sp2/KTH-SP2-1996.swf.gz";
 constexpr const char* kHpc2n = "hpc-hpc2n/HPC2N-2002-2.1-cln.swf.gz";
-using model::BackfillMode;
 
 INSTANTIATE_TEST_SUITE_P(
     Traces, ReferenceScheduleTest,

@@ -76,6 +76,38 @@ TEST(SimulateTest, APredictedPoolBackfillsByTheUsersLastRuns) {
   EXPECT_DOUBLE_EQ(predicted.prediction.MeanAbsoluteError(), 0);
 }
 
+// 10 processors, every job asks for all of them and 100 s. J1 runs 50 s; J2
+// arrives at 1 to an empty queue, is promised 100 (J1's requested end) and
+// starts at 50; J3 arrives at 2 behind it: conservative promises it 200 (J2's
+// requested end after its promise), and it starts at 60; EASY promises it
+// nothing (only the head has a reservation). FCFS promises nothing.
+TEST(SimulateTest, EstimatesAtSubmitAreComparedWithTheRealStarts) {
+  const std::vector<TraceJob> jobs = {Job(1, 0, 10, 50, 100), Job(2, 1, 10, 10, 100), Job(3, 2, 10, 10, 100)};
+  SimulationResult conservative = Simulate(jobs, CpuCluster(10, BackfillMode::kConservative));
+  EXPECT_EQ(StartSeconds(conservative), (std::vector<int64_t>{0, 50, 60}));
+  EXPECT_EQ(conservative.estimates.estimated, 2);
+  EXPECT_EQ(conservative.estimates.late, 0);
+  EXPECT_DOUBLE_EQ(conservative.estimates.median_error_seconds, 50);  // |50 - 100|, |60 - 200|: nearest rank
+  EXPECT_DOUBLE_EQ(conservative.estimates.p90_error_seconds, 140);
+  EXPECT_DOUBLE_EQ(conservative.estimates.median_early_seconds, 50);
+
+  SimulationResult easy = Simulate(jobs, CpuCluster(10, BackfillMode::kEasy));
+  EXPECT_EQ(StartSeconds(easy), (std::vector<int64_t>{0, 50, 60}));
+  EXPECT_EQ(easy.estimates.estimated, 1);
+  EXPECT_DOUBLE_EQ(easy.estimates.median_error_seconds, 50);
+
+  EXPECT_EQ(Simulate(jobs, CpuCluster(10, BackfillMode::kFcfs)).estimates.estimated, 0);
+
+  // A late start: estimates made with a prediction too short.
+  EstimateAccuracy late = ComputeEstimateAccuracy({100, 30, -1, 10}, {70, 40, 5, -1});
+  EXPECT_EQ(late.estimated, 2);
+  EXPECT_EQ(late.late, 1);
+  EXPECT_DOUBLE_EQ(late.LateShare(), 0.5);
+  EXPECT_DOUBLE_EQ(late.median_error_seconds, 0.010);
+  EXPECT_DOUBLE_EQ(late.p90_error_seconds, 0.030);
+  EXPECT_DOUBLE_EQ(late.median_early_seconds, -0.030);
+}
+
 // 12 processors, FCFS, a per-user limit of one running job: u1's second job (J2)
 // waits over its limit without holding the queue, so u2's J3, arriving
 // behind it, starts at once. (A replay that took "a job waits ahead" for
