@@ -15,6 +15,7 @@
 #include "api/text.h"
 #include "unisched/api/api.h"
 #include "unisched/auth/auth.h"
+#include "unisched/service/step_json.h"
 
 namespace unisched::api {
 
@@ -24,28 +25,6 @@ namespace {
 
 constexpr int64_t kMaxStepNodes = 4096;
 constexpr size_t kMaxArgBytes = 128 * 1024;  // one argument; Linux's MAX_ARG_STRLEN
-
-json StepJson(const service::StepView& step) {
-  json tasks = json::array();
-  for (const model::TaskEnd& t : step.tasks) {
-    tasks.push_back({{"rank", t.rank},
-                     {"node", t.node},
-                     {"state", std::string(model::ToString(t.state))},
-                     {"exit_code", t.exit_code ? json(*t.exit_code) : json()},
-                     {"reason", t.reason}});
-  }
-  return {{"job_id", std::to_string(step.job_id)},
-          {"attempt", step.attempt},
-          {"step", step.step},
-          {"state", std::string(model::ToString(step.state))},
-          {"exit_code", step.exit_code ? json(*step.exit_code) : json()},
-          {"reason", step.reason},
-          {"nodes", step.nodes},
-          {"tasks_per_node", step.tasks_per_node},
-          {"tasks", std::move(tasks)},
-          {"started_at", FormatRfc3339(step.started_at)},
-          {"ended_at", step.ended_at ? json(FormatRfc3339(*step.ended_at)) : json()}};
-}
 
 Result<service::StepRequest> ParseStep(const json& body) {
   if (auto e = body::CheckKeys(body, "", {"command", "nodes", "tasks_per_node", "node_names", "env"})) return *e;
@@ -128,7 +107,7 @@ void Api::StartStep(Call& call) {
       reply(FromError(started.error()));
       return;
     }
-    HttpResponse r = Json(201, StepJson(*started));
+    HttpResponse r = Json(201, service::StepToJson(*started));
     r.headers.emplace_back("Location", "/v1/jobs/" + std::to_string(id) + "/steps/" + std::to_string(started->step));
     reply(std::move(r));
   });
@@ -143,7 +122,7 @@ void Api::GetStep(Call& call) {
     return;
   }
   auto found = ctx_.steps->GetStep(job->id, static_cast<int>(*step));
-  call.reply(found.ok() ? Json(200, StepJson(*found)) : FromError(found.error()));
+  call.reply(found.ok() ? Json(200, service::StepToJson(*found)) : FromError(found.error()));
 }
 
 }  // namespace unisched::api

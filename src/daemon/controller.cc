@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <utility>
 
 #include "unisched/model/words.h"
+#include "unisched/service/step_json.h"
 
 namespace unisched::daemon {
 namespace {
@@ -48,6 +50,18 @@ void Controller::Start() {
   accounting_.RestoreFairshare(store_.LoadFairshareUsage(), clock_.Now());
   // Attempts to recover, with their backends (read before the loop owns the jobs).
   const JobLifecycle::Restart restart = jobs_.Load(store_.LoadActiveJobs(), store_.CountJobs(), clock_.Now());
+  if (steps_) {
+    std::vector<service::StepView> steps;
+    for (const store::StepRecord& record : store_.LoadActiveSteps()) {
+      auto view = service::StepFromJson(nlohmann::json::parse(record.doc, nullptr, false));
+      if (view.ok()) {
+        steps.push_back(std::move(*view));
+      } else {
+        spdlog::warn("job {} step {}: {}", record.job_id, record.step, view.error().message);
+      }
+    }
+    steps_->Restore(std::move(steps));
+  }
   spdlog::info("controller: {} active jobs loaded, {} running attempts to recover", jobs_.active().size(),
                restart.recover.size());
   for (const auto& pool : current_config().cluster.pools) {
@@ -112,8 +126,40 @@ void Controller::JobCommitted(Job job) {
   Post([this, job = std::move(job)](Batch&) mutable { jobs_.Admit(std::move(job)); });
 }
 
+namespace {
+
+// Stores a step as it is now (in the loop's batch).
+std::function<Status(store::Transaction&)> StepWrite(const service::StepView& view) {
+  return [record = store::StepRecord{view.job_id, view.step, service::StepToJson(view).dump()}](
+             store::Transaction& t) -> Status {
+    Status s = t.PutStep(record);
+    // A step of a job no longer stored (deleted by retention) has nothing
+    // to update; the rest of the batch must still commit.
+    if (!s.ok() && s.error().kind == ErrorKind::kNotFound) return Status::Ok();
+    return s;
+  };
+}
+
+}  // namespace
+
 void Controller::OnRunResult(executor::RunResult result) {
-  Post([this, result = std::move(result)](Batch& batch) { jobs_.ApplyResult(batch, result); });
+  Post([this, result = std::move(result)](Batch& batch) {
+    jobs_.ApplyResult(batch, result);
+    // Its steps end with it; those whose own end is reported later get it then.
+    if (steps_) {
+      for (const service::StepView& step :
+           steps_->EndRunning(result.job_id, result.attempt, "its attempt ended", clock_.Now())) {
+        batch.writes.push_back(StepWrite(step));
+      }
+    }
+  });
+}
+
+void Controller::OnStepEnded(int step, executor::RunResult result) {
+  Post([this, step, result = std::move(result)](Batch& batch) {
+    if (!steps_) return;
+    if (auto view = steps_->Ended(result.job_id, step, result)) batch.writes.push_back(StepWrite(*view));
+  });
 }
 
 void Controller::SetJobAccess(std::string token_secret, std::string url) {
@@ -124,7 +170,7 @@ void Controller::SetJobAccess(std::string token_secret, std::string url) {
 
 void Controller::StartStep(model::JobId job, int attempt, service::StepRequest request,
                            std::function<void(Result<service::StepView>)> done) {
-  Post([this, job, attempt, request = std::move(request), done = std::move(done)](Batch&) {
+  Post([this, job, attempt, request = std::move(request), done = std::move(done)](Batch& batch) {
     if (!steps_) {
       done(Error::Unavailable("this daemon runs no steps"));
       return;
@@ -136,18 +182,33 @@ void Controller::StartStep(model::JobId job, int attempt, service::StepRequest r
       return;
     }
     steps_->Started(planned->view);
-    const service::StepView& view = planned->view;
-    if (Status s = planned->backend->LaunchStep(job, view.attempt, view.step, planned->tasks); !s.ok()) {
-      done(s.error());
-      return;
-    }
-    done(planned->view);
+    // Stored before it runs and before its 201: a restart neither loses it
+    // nor numbers another step the same.
+    batch.writes.push_back(StepWrite(planned->view));
+    batch.after_commit.push_back([this, planned = std::move(*planned), done]() {
+      const service::StepView& view = planned.view;
+      if (Status s = planned.backend->LaunchStep(view.job_id, view.attempt, view.step, planned.tasks); !s.ok()) {
+        Post([this, view, reason = "could not be launched: " + s.error().message](Batch& later) {
+          if (auto failed = steps_->Failed(view.job_id, view.step, reason, clock_.Now())) {
+            later.writes.push_back(StepWrite(*failed));
+          }
+        });
+        done(s.error());
+        return;
+      }
+      done(view);
+    });
   });
 }
 
 Result<service::StepView> Controller::GetStep(model::JobId job, int step) const {
   if (!steps_) return Error::NotFound("this daemon runs no steps");
-  return steps_->Get(job, step);
+  auto found = steps_->Get(job, step);
+  if (found.ok() || found.error().kind != ErrorKind::kNotFound) return found;
+  // Ended a while ago (the book keeps the latest ended ones): the store has it.
+  auto stored = store_.GetStep(job, step);
+  if (!stored.ok()) return stored.error();
+  return service::StepFromJson(nlohmann::json::parse(stored->doc, nullptr, false));
 }
 
 void Controller::ControlJob(model::JobId id, JobAction action, std::string actor,

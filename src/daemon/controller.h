@@ -75,6 +75,8 @@ class Controller final : public service::ControlPlane, public service::StepPlane
 
   // From the backends' threads (the executors, the agent hub).
   void OnRunResult(executor::RunResult result) override;
+  // From the gang books: every task of a step has ended.
+  void OnStepEnded(int step, executor::RunResult result);
   // From the agent hub: a node agent's heartbeat (docs/agents.md).
   void OnAgentHeartbeat(executor::Heartbeat heartbeat, std::function<void(HeartbeatAnswer)> done) override;
 

@@ -311,8 +311,9 @@ Status Daemon::StartLeaderParts() {
   agent_gangs_ = std::make_unique<backend::GangBook>(to_controller, service::kStepTaskStride);
   steps_ = std::make_unique<StepBook>();
   for (backend::GangBook* gangs : {local_gangs_.get(), agent_gangs_.get()}) {
-    gangs->SetStepSink(
-        [steps = steps_.get()](int step, executor::RunResult result) { steps->Ended(result.job_id, step, result); });
+    gangs->SetStepSink([controller = controller_.get()](int step, executor::RunResult result) {
+      controller->OnStepEnded(step, std::move(result));
+    });
   }
   controller_->SetStepBook(steps_.get());
   auto job_secret = store_->ClusterSecret("job_token_secret", auth::GenerateToken());

@@ -329,6 +329,18 @@ CREATE TABLE baselines (
 CREATE INDEX baselines_pools ON baselines(pools, id);
 )sql";
 
+// Version 15: the steps of jobs' attempts (`unisched step`,
+// unisched/store/jobs.h StepRecord), stored when they start and when they
+// end, so a 201 for a step means it is committed and a restart numbers on.
+constexpr std::string_view kMigration15 = R"sql(
+CREATE TABLE job_steps (
+  job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  step INTEGER NOT NULL,
+  doc TEXT NOT NULL,
+  PRIMARY KEY (job_id, step)
+);
+)sql";
+
 Status Rollback(sqlite3* db, Error error) {
   if (sqlite3_get_autocommit(db) == 0) sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
   return error;
@@ -347,8 +359,8 @@ Status Exec(sqlite3* db, const std::string& sql, const std::string& what) {
 
 const std::vector<std::string_view>& Migrations() {
   static const std::vector<std::string_view> migrations = {
-      kMigration1, kMigration2, kMigration3,  kMigration4,  kMigration5,  kMigration6,  kMigration7,
-      kMigration8, kMigration9, kMigration10, kMigration11, kMigration12, kMigration13, kMigration14};
+      kMigration1, kMigration2,  kMigration3,  kMigration4,  kMigration5,  kMigration6,  kMigration7, kMigration8,
+      kMigration9, kMigration10, kMigration11, kMigration12, kMigration13, kMigration14, kMigration15};
   return migrations;
 }
 

@@ -298,10 +298,20 @@ CREATE TABLE baselines (
 CREATE INDEX baselines_pools ON baselines(pools, id);
 )sql";
 
+constexpr std::string_view kPgMigration15 = R"sql(
+CREATE TABLE job_steps (
+  job_id BIGINT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  step INTEGER NOT NULL,
+  doc TEXT NOT NULL,
+  PRIMARY KEY (job_id, step)
+);
+)sql";
+
 const std::vector<std::string_view>& PgMigrations() {
   static const std::vector<std::string_view> migrations = {
-      kPgMigration1, kPgMigration2, kPgMigration3,  kPgMigration4,  kPgMigration5,  kPgMigration6,  kPgMigration7,
-      kPgMigration8, kPgMigration9, kPgMigration10, kPgMigration11, kPgMigration12, kPgMigration13, kPgMigration14};
+      kPgMigration1,  kPgMigration2,  kPgMigration3,  kPgMigration4,  kPgMigration5,
+      kPgMigration6,  kPgMigration7,  kPgMigration8,  kPgMigration9,  kPgMigration10,
+      kPgMigration11, kPgMigration12, kPgMigration13, kPgMigration14, kPgMigration15};
   return migrations;
 }
 

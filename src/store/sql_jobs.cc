@@ -203,6 +203,46 @@ Result<std::vector<model::Job>> LoadActiveJobs(Connection& c) {
   return CollectJobs(*stmt);
 }
 
+Status PutStep(Connection& c, const StepRecord& step) {
+  auto found = c.Prepare("SELECT 1 FROM jobs WHERE id = ?");
+  if (!found.ok()) return found.error();
+  found->Bind(1, int64_t{step.job_id});
+  auto row = found->Step();
+  if (!row.ok()) return row.error();
+  if (!*row) return Error::NotFound("job " + std::to_string(step.job_id) + " not found");
+  auto stmt = c.Prepare(
+      "INSERT INTO job_steps(job_id, step, doc) VALUES(?, ?, ?) "
+      "ON CONFLICT(job_id, step) DO UPDATE SET doc = excluded.doc");
+  if (!stmt.ok()) return stmt.error();
+  stmt->Bind(1, int64_t{step.job_id}).Bind(2, int64_t{step.step}).Bind(3, step.doc);
+  return stmt->Run();
+}
+
+Result<StepRecord> GetStep(Connection& c, model::JobId job, int step) {
+  auto stmt = c.Prepare("SELECT doc FROM job_steps WHERE job_id = ? AND step = ?");
+  if (!stmt.ok()) return stmt.error();
+  stmt->Bind(1, int64_t{job}).Bind(2, int64_t{step});
+  auto row = stmt->Step();
+  if (!row.ok()) return row.error();
+  if (!*row) return Error::NotFound("job " + std::to_string(job) + " has no step " + std::to_string(step));
+  return StepRecord{job, step, stmt->Text(0)};
+}
+
+Result<std::vector<StepRecord>> LoadActiveSteps(Connection& c) {
+  auto stmt =
+      c.Prepare("SELECT s.job_id, s.step, s.doc FROM job_steps s JOIN jobs j ON j.id = s.job_id WHERE j.state IN (" +
+                StatesSql(false) + ") ORDER BY s.job_id, s.step");
+  if (!stmt.ok()) return stmt.error();
+  std::vector<StepRecord> steps;
+  for (;;) {
+    auto row = stmt->Step();
+    if (!row.ok()) return row.error();
+    if (!*row) break;
+    steps.push_back({stmt->Int(0), static_cast<int>(stmt->Int(1)), stmt->Text(2)});
+  }
+  return steps;
+}
+
 Result<std::vector<model::Job>> LoadLatestEndedJobs(Connection& c, int per_key) {
   // One pass over the ended jobs, ranked twice by a window (SQLite >= 3.25
   // and PostgreSQL both have them): within the user and within (user, name).

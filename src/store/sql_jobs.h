@@ -25,6 +25,9 @@ Result<std::vector<model::JobId>> DeleteJobsEndedBefore(Connection& c, Timestamp
 
 Result<JobPage> ListJobs(Connection& c, const JobFilter& filter);
 Result<std::vector<model::Job>> LoadActiveJobs(Connection& c);
+Status PutStep(Connection& c, const StepRecord& step);
+Result<StepRecord> GetStep(Connection& c, model::JobId job, int step);
+Result<std::vector<StepRecord>> LoadActiveSteps(Connection& c);
 Result<std::vector<model::Job>> LoadLatestEndedJobs(Connection& c, int per_key);
 std::map<std::tuple<model::JobState, std::string, std::string>, int64_t> CountJobs(Connection& c);
 std::vector<JobEvent> ListEvents(Connection& c, model::JobId id);

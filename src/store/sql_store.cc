@@ -79,6 +79,7 @@ class SqlTransaction final : public Transaction {
   Status UpdateJob(const model::Job& job) override { return sql::UpdateJob(c_, job); }
   Result<model::Job> GetJob(model::JobId id) override { return sql::GetJob(c_, id); }
   Status AppendEvent(model::JobId id, const JobEvent& event) override { return sql::AppendEvent(c_, id, event); }
+  Status PutStep(const StepRecord& step) override { return sql::PutStep(c_, step); }
   Result<std::vector<model::JobId>> DeleteJobsEndedBefore(Timestamp cutoff) override {
     return sql::DeleteJobsEndedBefore(c_, cutoff);
   }
@@ -279,6 +280,14 @@ class SqlStore final : public Store {
   }
   std::vector<model::Job> LoadActiveJobs() const override {
     return OrThrow(sql::LoadActiveJobs(*OrThrow(readers_.Acquire())));
+  }
+  Result<StepRecord> GetStep(model::JobId job, int step) const override {
+    auto lease = readers_.Acquire();
+    if (!lease.ok()) return lease.error();
+    return sql::GetStep(**lease, job, step);
+  }
+  std::vector<StepRecord> LoadActiveSteps() const override {
+    return OrThrow(sql::LoadActiveSteps(*OrThrow(readers_.Acquire())));
   }
   std::vector<model::Job> LoadLatestEndedJobs(int per_key) const override {
     return OrThrow(sql::LoadLatestEndedJobs(*OrThrow(readers_.Acquire()), per_key));

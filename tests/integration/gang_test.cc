@@ -197,6 +197,42 @@ TEST_F(LocalGangTest, ABatchScriptStartsStepsOnAllItsNodesWithUnischedStep) {
   EXPECT_EQ(daemon_.Call("GET", "/v1/jobs/" + id + "/steps/9").status, 404);
 }
 
+// Steps are stored when they start (before their 201) and when they end: a
+// daemon restart keeps them and numbers the next step after them, and a
+// step whose end it did not see ends with its attempt.
+TEST_F(LocalGangTest, StepsOutliveARestartAndTheirNumberingGoesOn) {
+  const std::string id = daemon_.Submit(Gang("exec sleep 60"));
+  ASSERT_EQ(daemon_.WaitJob(id, [](const json& j) { return j["state"] == "RUNNING"; })["state"], "RUNNING");
+  const std::string steps = "/v1/jobs/" + id + "/steps";
+  Reply first = daemon_.Call("POST", steps, json{{"command", {"true"}}});
+  ASSERT_EQ(first.status, 201) << first.body;
+  EXPECT_EQ(first.json["step"], 1);
+  auto step_state = [&](int step) { return daemon_.Call("GET", steps + "/" + std::to_string(step)).json["state"]; };
+  for (int i = 0; i < 200 && step_state(1) == "RUNNING"; ++i) std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(step_state(1), "COMPLETED");
+  Reply second = daemon_.Call("POST", steps, json{{"command", {"sleep", "20"}}});
+  ASSERT_EQ(second.status, 201) << second.body;
+  EXPECT_EQ(second.json["step"], 2);
+
+  daemon_.Stop();
+  daemon_.Start();
+  const Reply kept = daemon_.Call("GET", steps + "/1");
+  ASSERT_EQ(kept.status, 200) << kept.body;
+  EXPECT_EQ(kept.json["state"], "COMPLETED");
+  EXPECT_EQ(kept.json["tasks"].size(), 2u) << kept.body;
+  EXPECT_EQ(daemon_.Call("GET", steps + "/2").json["state"], "RUNNING");
+  Reply third = daemon_.Call("POST", steps, json{{"command", {"true"}}});
+  ASSERT_EQ(third.status, 201) << third.body;
+  EXPECT_EQ(third.json["step"], 3);  // not 1 again
+
+  ASSERT_EQ(daemon_.Call("DELETE", "/v1/jobs/" + id).status, 200);
+  daemon_.WaitTerminal(id);
+  for (int i = 0; i < 200 && step_state(2) == "RUNNING"; ++i) std::this_thread::sleep_for(50ms);
+  const Reply ended = daemon_.Call("GET", steps + "/2");
+  EXPECT_NE(ended.json["state"], "RUNNING") << ended.body;
+  EXPECT_FALSE(ended.json["ended_at"].is_null()) << ended.body;
+}
+
 // A job's token (UNISCHED_JOB_TOKEN) starts steps of its own running
 // attempt and nothing else; a forged one is refused.
 TEST_F(LocalGangTest, AJobsTokenStartsItsOwnStepsOnly) {

@@ -35,6 +35,7 @@ bool Visible(const std::optional<std::vector<std::string>>& projects, const std:
 struct MemoryStore::Tables {
   std::map<model::JobId, model::Job> jobs;
   std::map<model::JobId, std::vector<std::pair<int64_t, JobEvent>>> job_events;  // (seq, event)
+  std::map<std::pair<model::JobId, int>, std::string> steps;                     // (job, step) -> doc
   std::map<std::pair<std::string, std::string>, model::JobId> idempotency;
   std::vector<std::pair<int64_t, ClusterEvent>> events;  // (seq, event)
   std::vector<AlertRecord> alerts;
@@ -144,6 +145,11 @@ class MemoryTransaction final : public Transaction {
     t_.job_events[id].emplace_back(t_.next_seq++, event);
     return Status::Ok();
   }
+  Status PutStep(const StepRecord& step) override {
+    if (!t_.jobs.count(step.job_id)) return Error::NotFound("job " + std::to_string(step.job_id) + " not found");
+    t_.steps[{step.job_id, step.step}] = step.doc;
+    return Status::Ok();
+  }
   Result<std::vector<model::JobId>> DeleteJobsEndedBefore(Timestamp cutoff) override {
     std::vector<model::JobId> ids;
     for (auto it = t_.jobs.begin(); it != t_.jobs.end();) {
@@ -151,6 +157,7 @@ class MemoryTransaction final : public Transaction {
       if (model::IsTerminal(job.state) && job.ended_at && *job.ended_at < cutoff) {
         ids.push_back(it->first);
         t_.job_events.erase(it->first);
+        std::erase_if(t_.steps, [&](const auto& entry) { return entry.first.first == it->first; });
         std::erase_if(t_.idempotency, [&](const auto& entry) { return entry.second == it->first; });
         it = t_.jobs.erase(it);
       } else {
@@ -549,6 +556,26 @@ std::vector<model::Job> MemoryStore::LoadActiveJobs() const {
   std::vector<model::Job> out;
   for (const auto& [id, job] : snapshot->jobs) {
     if (!model::IsTerminal(job.state)) out.push_back(job);
+  }
+  return out;
+}
+
+Result<store::StepRecord> MemoryStore::GetStep(model::JobId job, int step) const {
+  const auto snapshot = data_->Snapshot();
+  auto it = snapshot->steps.find({job, step});
+  if (it == snapshot->steps.end()) {
+    return Error::NotFound("job " + std::to_string(job) + " has no step " + std::to_string(step));
+  }
+  return store::StepRecord{job, step, it->second};
+}
+
+std::vector<store::StepRecord> MemoryStore::LoadActiveSteps() const {
+  const auto snapshot = data_->Snapshot();
+  std::vector<store::StepRecord> out;
+  for (const auto& [key, doc] : snapshot->steps) {
+    auto job = snapshot->jobs.find(key.first);
+    if (job != snapshot->jobs.end() && !model::IsTerminal(job->second.state))
+      out.push_back({key.first, key.second, doc});
   }
   return out;
 }

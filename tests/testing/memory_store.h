@@ -52,6 +52,8 @@ class MemoryStore final : public store::Store {
   store::JobPage ListJobs(const store::JobFilter& filter) const override;
   std::vector<model::Job> LoadActiveJobs() const override;
   std::vector<model::Job> LoadLatestEndedJobs(int per_key) const override;
+  Result<store::StepRecord> GetStep(model::JobId job, int step) const override;
+  std::vector<store::StepRecord> LoadActiveSteps() const override;
   std::map<std::tuple<model::JobState, std::string, std::string>, int64_t> CountJobs() const override;
   std::vector<store::JobEvent> ListEvents(model::JobId id) const override;
 

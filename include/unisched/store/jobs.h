@@ -24,6 +24,16 @@ struct JobEvent {
   std::string message;
 };
 
+// A step of a job's attempt (`unisched step`, docs/execution.md "Steps"),
+// numbered per job from 1: its view as the daemon answers it, as JSON
+// (service/step_json.h). Goes with its job.
+struct StepRecord {
+  model::JobId job_id = 0;
+  int step = 0;
+  std::string doc;
+  bool operator==(const StepRecord&) const = default;
+};
+
 struct JobFilter {
   std::optional<model::JobState> state;
   std::optional<std::string> queue, pool, project, user;
@@ -69,6 +79,9 @@ class JobWrites {
   // idempotency keys; returns their ids, ascending. Idempotent: a second
   // call finds nothing more to delete.
   virtual Result<std::vector<model::JobId>> DeleteJobsEndedBefore(Timestamp cutoff) = 0;
+  // Stores a step as it is now. Idempotent: the row becomes `step` (its
+  // start, then its end). kNotFound when there is no such job.
+  virtual Status PutStep(const StepRecord& step) = 0;
 };
 
 class JobReads {
@@ -85,6 +98,11 @@ class JobReads {
   virtual std::vector<model::Job> LoadLatestEndedJobs(int per_key) const = 0;
   // Job counts by (state, queue, pool), for metrics at start-up.
   virtual std::map<std::tuple<model::JobState, std::string, std::string>, int64_t> CountJobs() const = 0;
+  // One step of a job; kNotFound when there is none.
+  virtual Result<StepRecord> GetStep(model::JobId job, int step) const = 0;
+  // The steps of PENDING, HELD and RUNNING jobs, by job and number: what
+  // the controller loads at start (numbering goes on where it stopped).
+  virtual std::vector<StepRecord> LoadActiveSteps() const = 0;
   // A job's events, oldest first.
   virtual std::vector<JobEvent> ListEvents(model::JobId id) const = 0;
 };

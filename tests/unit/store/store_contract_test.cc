@@ -483,6 +483,38 @@ TEST_P(StoreTest, LatestEndedJobsPerUserAndPerNameOldestFirst) {
   EXPECT_EQ(jobs[3].name, "c");
 }
 
+TEST_P(StoreTest, StepsAreKeptPerJobReplacedWhenTheyChangeAndGoWithTheirJob) {
+  const JobId running = Insert(MakeJob("r", "alice", "default", "hpc-precision", "cpu-hpc-pool", JobState::kRunning));
+  Job ended_job = MakeJob("d", "alice", "default", "hpc-precision", "cpu-hpc-pool", JobState::kCompleted);
+  ended_job.ended_at = FromUnixMillis(1'700'000'000'000);
+  const JobId ended = Insert(ended_job);
+  auto put = [&](const StepRecord& step) { return store_->WriteSync([&](Transaction& t) { return t.PutStep(step); }); };
+  ASSERT_TRUE(put({running, 1, R"({"state":"RUNNING"})"}).ok());
+  ASSERT_TRUE(put({running, 2, R"({"state":"RUNNING"})"}).ok());
+  ASSERT_TRUE(put({running, 1, R"({"state":"COMPLETED"})"}).ok());  // its end replaces its start
+  ASSERT_TRUE(put({ended, 1, R"({"state":"FAILED"})"}).ok());
+  const Status missing = put({ended + 1000, 1, "{}"});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().kind, ErrorKind::kNotFound);
+
+  auto one = store_->GetStep(running, 1);
+  ASSERT_TRUE(one.ok()) << one.error().message;
+  EXPECT_EQ(*one, (StepRecord{running, 1, R"({"state":"COMPLETED"})"}));
+  EXPECT_EQ(store_->GetStep(running, 3).error().kind, ErrorKind::kNotFound);
+  // At start: the active jobs' steps only, by job and number.
+  EXPECT_EQ(store_->LoadActiveSteps(), (std::vector<StepRecord>{{running, 1, R"({"state":"COMPLETED"})"},
+                                                                {running, 2, R"({"state":"RUNNING"})"}}));
+  // Deleted with their job.
+  ASSERT_TRUE(store_
+                  ->WriteSync([&](Transaction& t) -> Status {
+                    auto deleted = t.DeleteJobsEndedBefore(FromUnixMillis(1'800'000'000'000));
+                    return deleted.ok() ? Status::Ok() : Status(deleted.error());
+                  })
+                  .ok());
+  EXPECT_EQ(store_->GetStep(ended, 1).error().kind, ErrorKind::kNotFound);
+  EXPECT_TRUE(store_->GetStep(running, 2).ok());
+}
+
 TEST_P(StoreTest, ActiveJobsAndCounts) {
   const JobId p = Insert(MakeJob("p", "alice", "default", "hpc-precision", "cpu-hpc-pool", JobState::kPending));
   const JobId r = Insert(MakeJob("r", "alice", "default", "ai-training", "gpu-train-pool", JobState::kRunning));
