@@ -4,7 +4,7 @@
 # with each policy, compares every job's start with the reference simulator
 # pyss's (shared/anchors/pyss), prints the figures beside pyss's and the wall
 # time of each replay, and fails if any job starts at another second. Then
-# replays the Philly GPU trace (PHILLY_GPUS, default 1024 GPUs) once.
+# replays the Philly GPU trace (PHILLY_GPUS, default 640 GPUs: issue 20's figure) once.
 # TRACES=kth limits it to KTH.
 set -euo pipefail
 
@@ -13,7 +13,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BIN=$(cd "$BUILD" && pwd)/unisched
 SHARED=${SHARED:-$ROOT/../shared}
 PHILLY=${PHILLY:-$SHARED/traces/gpu-philly/philly.csv.gz}
-PHILLY_GPUS=${PHILLY_GPUS:-1024}
+PHILLY_GPUS=${PHILLY_GPUS:-640}
 TRACES=${TRACES:-kth hpc2n}
 [[ -x $BIN ]] || { echo "trace-replay: $BIN is missing; build first" >&2; exit 1; }
 

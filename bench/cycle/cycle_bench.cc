@@ -2,10 +2,11 @@
 // daemon and the simulator run) over a large synthetic cluster: 10,000 nodes
 // in two pools, nearly full with running jobs, and 100,000 pending jobs of
 // twenty shapes from 200 users in 20 projects (one node in fifty has room). Prints p50/p99 cycle time and
-// the process's peak memory for EASY and for conservative backfill with a
+// the process's peak memory for FCFS, EASY and conservative backfill with a
 // reservation depth of 1,000, as one JSON line per policy.
 //
-// usage: unisched-cycle-bench [--nodes N] [--pending N] [--runs N] [--seed N] [--policy easy|conservative|both]
+// usage: unisched-cycle-bench [--nodes N] [--pending N] [--runs N] [--seed N]
+//                             [--policy fcfs|easy|conservative|all]
 
 #include <sys/resource.h>
 
@@ -29,7 +30,7 @@ struct Options {
   int pending = 100000;
   int runs = 5;
   unsigned seed = 42;
-  std::string policy = "both";  // easy | conservative | both
+  std::string policy = "all";  // fcfs | easy | conservative | all
 };
 
 std::string NodeName(const char* kind, int i) {
@@ -193,12 +194,18 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "unknown flag %s\nusage: unisched-cycle-bench [--nodes N] [--pending N] [--runs N] [--seed N] "
-                   "[--policy easy|conservative|both]\n",
+                   "[--policy fcfs|easy|conservative|all]\n",
                    flag.c_str());
       return 2;
     }
   }
-  if (o.policy != "conservative") Run(o, "easy", model::BackfillMode::kEasy, 1);
-  if (o.policy != "easy") Run(o, "conservative-depth-1000", model::BackfillMode::kConservative, 1000);
+  const bool all = o.policy == "all" || o.policy == "both";  // "both": the old name of every policy
+  if (!all && o.policy != "fcfs" && o.policy != "easy" && o.policy != "conservative") {
+    std::fprintf(stderr, "unknown policy %s; expected fcfs, easy, conservative or all\n", o.policy.c_str());
+    return 2;
+  }
+  if (all || o.policy == "fcfs") Run(o, "fcfs", model::BackfillMode::kFcfs, 0);
+  if (all || o.policy == "easy") Run(o, "easy", model::BackfillMode::kEasy, 1);
+  if (all || o.policy == "conservative") Run(o, "conservative-depth-1000", model::BackfillMode::kConservative, 1000);
   return 0;
 }

@@ -20,7 +20,13 @@ std::string JoinIds(const std::vector<model::JobId>& ids) {
 
 const PoolCycle::ScopeInfo& PoolCycle::Scope(const std::string& queue, const std::string& project,
                                              const std::string& user) {
+  if (last_scope_ && last_scope_key_.user == user && last_scope_key_.project == project &&
+      last_scope_key_.queue == queue) {
+    return *last_scope_;
+  }
   auto [it, inserted] = scopes_.try_emplace(ScopeKey{queue, project, user});
+  last_scope_key_ = it->first;  // views of the first job's strings, which outlive the cycle
+  last_scope_ = &it->second;
   if (inserted) {
     ScopeInfo& info = it->second;
     info.queue_spec = state_.Queue(queue);
@@ -82,7 +88,7 @@ void PoolCycle::Hold(const model::Allocation& allocation, Timestamp from, Timest
 }
 
 void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>& jobs,
-                    const std::vector<const RunningJob*>& running) {
+                    const std::vector<const RunningJob*>& running, const std::vector<uint32_t>* order) {
   const bool explain = state_.snapshot.explain;
   pool_name_ = pool_name;
   auto pool_it = state_.pools.find(pool_name);
@@ -95,12 +101,19 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
                                                                  : 0;
   pool_nodes_ = &nodes_.Pool(pool_name);
   for (const auto* n : *pool_nodes_) pool_cpus_ += int64_t{n->spec.cpus};
+  bool pool_may_preempt = false;
   for (const auto& [name, queue] : state_.queues) {
-    if (queue->pool == pool_name) max_tier_ = std::max(max_tier_, queue->priority_tier);
+    if (queue->pool != pool_name) continue;
+    max_tier_ = std::max(max_tier_, queue->priority_tier);
+    pool_may_preempt = pool_may_preempt || queue->policy.can_preempt;
   }
 
+  // The phases' times (CycleReport) are taken where reasons are explained,
+  // as in the daemon: a replay's passes are too short to afford the clock.
+  const bool timed = explain;
+  auto clock = [timed] { return timed ? SteadyClock::now() : SteadyClock::time_point{}; };
   // 1. Priorities and order.
-  auto t = SteadyClock::now();
+  auto t = clock();
   std::vector<Ranked> ranked;
   ranked.reserve(jobs.size());
   std::vector<model::PriorityFactors> factors;
@@ -109,12 +122,25 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
   // jobs are visited in memory order.
   std::vector<const PendingJob*> shapes;
   constexpr size_t kMaxShapes = 256;
-  for (const PendingJob* job : jobs) {
+  // shape_failed and shape_reasons grow with `shapes` (below).
+  std::vector<char> shape_failed;
+  std::vector<ReasonList> shape_reasons;
+  std::vector<uint64_t> shape_hashes;  // ShapeHash of each of `shapes`
+  auto rank = [&](const PendingJob* job) {
     const ScopeInfo& scope = Scope(job->queue, job->project, job->user);
-    factors.push_back(PriorityOf(scope, job->submitted_at, job->resources, job->adjustment));
+    // In the caller's order the priority only matters to preemption and to
+    // what explain shows.
+    factors.push_back(order && !explain && !scope.policy->can_preempt
+                          ? model::PriorityFactors{}
+                          : PriorityOf(scope, job->submitted_at, job->resources, job->adjustment));
     uint32_t shape = kNoShape;
-    for (size_t k = 0; k < shapes.size(); ++k) {
-      if (SameShape(*shapes[k], *job)) {
+    // Candidates by a hash of what SameShape compares: with hundreds of
+    // shapes (every wall time its own) comparing the job with each cost
+    // more than the rest of its visit; a scan of their hashes is a few
+    // cache lines.
+    const uint64_t key = ShapeHash(*job);
+    for (size_t k = 0; k < shape_hashes.size(); ++k) {
+      if (shape_hashes[k] == key && SameShape(*shapes[k], *job)) {
         shape = static_cast<uint32_t>(k);
         break;
       }
@@ -122,19 +148,76 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
     if (shape == kNoShape && shapes.size() < kMaxShapes) {
       shape = static_cast<uint32_t>(shapes.size());
       shapes.push_back(job);
+      shape_hashes.push_back(key);
+      shape_failed.push_back(0);
+      shape_reasons.emplace_back();
     }
     ranked.push_back({job, &scope, factors.back().Total(), job->submitted_at, job->id, shape,
                       static_cast<uint32_t>(factors.size() - 1)});
+  };
+  // EASY, once the head holds its reservation, in the caller's order and
+  // with nothing to explain or preempt: a job that cannot start now is
+  // passed over without being looked at, and one that asks a node for more
+  // than any node has free cannot start now (a cheap test before the scope,
+  // the shape and the fit).
+  bool backfilling = false;
+  const bool pass_over_unstartable = order && !explain && !pool_may_preempt && mode == model::BackfillMode::kEasy &&
+                                     !(pool_ && pool_->PlacedByBackend());
+  bool most_free_stale = true;
+  Capacity most_free;
+  auto cannot_start_now = [&](const PendingJob& job) {
+    if (most_free_stale) {
+      most_free = Capacity{};
+      for (const model::NodeUsage* n : *pool_nodes_) {
+        if (n->state != model::NodeState::kUp) continue;
+        most_free.cpus = std::max<int64_t>(most_free.cpus, n->FreeCpus());
+        most_free.memory_mb = std::max(most_free.memory_mb, n->FreeMemoryMb());
+        most_free.gpus = std::max<int64_t>(most_free.gpus, n->FreeGpus(""));
+      }
+      most_free_stale = false;
+    }
+    return !most_free.Covers(policy::PerNode(job.resources));
+  };
+  // In the caller's order: the next job of it, ranked; false when none is left.
+  size_t next_in_order = 0;
+  auto take_next = [&]() {
+    while (order && next_in_order < order->size()) {
+      // The jobs are scattered in memory and most are passed over after one
+      // look at their request: fetch a few ahead.
+      constexpr size_t kAhead = 8;
+      if (next_in_order + kAhead < order->size()) {
+        __builtin_prefetch(&state_.snapshot.pending[(*order)[next_in_order + kAhead]].resources);
+      }
+      const PendingJob* job = &state_.snapshot.pending[(*order)[next_in_order++]];
+      if (backfilling && pass_over_unstartable && cannot_start_now(*job)) {
+        ++plan_.report.considered;
+        ++plan_.report.passed_over;
+        continue;
+      }
+      rank(job);
+      return true;
+    }
+    return false;
+  };
+  // Every job is needed at once where reasons are explained, reservations
+  // held from the last cycle are looked up, or the tail is re-sorted.
+  const bool take_all = explain || mode == model::BackfillMode::kConservative || predicts_;
+  if (!order) {
+    for (const PendingJob* job : jobs) rank(job);
+    std::sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
+      if (a.priority != b.priority) return a.priority > b.priority;
+      if (a.submitted_at != b.submitted_at) return a.submitted_at < b.submitted_at;
+      return a.id < b.id;
+    });
+  } else if (take_all) {
+    ranked.reserve(order->size());
+    while (take_next()) {
+    }
   }
-  std::sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
-    if (a.priority != b.priority) return a.priority > b.priority;
-    if (a.submitted_at != b.submitted_at) return a.submitted_at < b.submitted_at;
-    return a.id < b.id;
-  });
-  plan_.report.order += SteadyClock::now() - t;
+  plan_.report.order += clock() - t;
 
   // 2. Profile.
-  t = SteadyClock::now();
+  t = clock();
   BuildProfile(running);
   std::map<model::JobId, std::vector<model::JobId>> victims_in_flight;
   for (const RunningJob* r : running) {
@@ -144,15 +227,13 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
   // before them are placed, so each job only ever moves earlier.
   std::unordered_map<model::JobId, std::vector<size_t>> previous_holds;
   if (mode == model::BackfillMode::kConservative) previous_holds = HoldPreviousReservations(ranked);
-  plan_.report.reserve += SteadyClock::now() - t;
+  plan_.report.reserve += clock() - t;
 
   // Requests known not to start now: capacity only shrinks during a cycle,
   // so an identical request cannot start later in it either. Its reasons
   // are reused as first found in the cycle (free amounts they quote may have
   // shrunk since; the next cycle refreshes them). With thousands of
   // identical jobs waiting, this keeps a saturated pool's cycle cheap.
-  std::vector<char> shape_failed(shapes.size(), 0);
-  std::vector<ReasonList> shape_reasons(shapes.size());
   // Conservative pools break that rule in one place: a job's previous
   // reservation, given back when its turn comes, frees room a request
   // shape may already have failed to find. A start now spans [now, now + its
@@ -184,7 +265,14 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
   bool pool_blocked = false;  // fcfs: a job ahead could not start
   int reservations = 0;
 
-  for (size_t position = 0; position < ranked.size(); ++position) {
+  for (size_t position = 0;; ++position) {
+    // Strict FCFS: nothing passes a blocked job; without reasons to give
+    // the jobs behind it, the pass is over.
+    if (pool_blocked && !explain) {
+      if (order) plan_.report.passed_over += static_cast<int>(order->size() - next_in_order);
+      break;
+    }
+    if (position >= ranked.size() && !take_next()) break;
     const Ranked& entry = ranked[position];
     const PendingJob& job = *entry.job;  // a reference: not read unless needed
     ++plan_.report.considered;
@@ -273,12 +361,13 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
     const bool known_failure = entry.shape != kNoShape && shape_failed[entry.shape];
     if (!known_failure) {
       const Timestamp end = policy::WindowEnd(now_, Planned(job));
-      t = SteadyClock::now();
+      t = clock();
       model::FitResult fit =
           model::Fit(StartableNodes(job.resources, end), job.resources, job.constraints, pool_name_, explain);
-      plan_.report.fit += SteadyClock::now() - t;
+      plan_.report.fit += clock() - t;
       if (fit.allocation) {
         nodes_.Apply(*fit.allocation, +1);
+        most_free_stale = true;
         Hold(*fit.allocation, now_, end, /*is_reservation=*/false);
         tally_.Add({job.queue, job.project, job.user}, policy::AmountOf(job.resources));
         plan_.starts.push_back({job.id, std::move(*fit.allocation)});
@@ -341,7 +430,7 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
     if (mode == model::BackfillMode::kFcfs) {
       pool_blocked = true;
     } else if (depth == 0 || reservations < depth) {
-      t = SteadyClock::now();
+      t = clock();
       if (auto earliest = EarliestStart(job)) {
         const auto& [start, chosen] = *earliest;
         const Timestamp reserved_end = policy::WindowEnd(start, Planned(job));
@@ -359,6 +448,7 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
         RecordReservation(job.id, start, chosen);
         ++reservations;
         if (explain) info.estimated_start = start;
+        backfilling = mode == model::BackfillMode::kEasy && reservations == depth;
         if (predicts_ && mode == model::BackfillMode::kEasy && reservations == depth) {
           // EASY with predictions backfills the shortest predicted job first
           // (EASY++'s SJBF): the jobs behind the reserved head, by planned
@@ -367,7 +457,7 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
                            [this](const Ranked& a, const Ranked& b) { return Planned(*a.job) < Planned(*b.job); });
         }
       }
-      plan_.report.reserve += SteadyClock::now() - t;
+      plan_.report.reserve += clock() - t;
     }
     keep_pending(info);
   }

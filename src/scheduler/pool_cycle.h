@@ -135,8 +135,11 @@ class PoolCycle {
   PoolCycle(const SchedulerState& state, WorkingNodes& nodes, policy::QuotaTally& tally, Plan& plan, Timestamp now)
       : state_(state), nodes_(nodes), tally_(tally), plan_(plan), now_(now) {}
 
+  // `jobs`: the pool's pending jobs, ranked here; or, with `order`
+  // (Snapshot::pending_order), none: the snapshot's jobs in that order,
+  // taken as the walk needs them.
   void Run(const std::string& pool_name, std::vector<const PendingJob*>& jobs,
-           const std::vector<const RunningJob*>& running);
+           const std::vector<const RunningJob*>& running, const std::vector<uint32_t>* order = nullptr);
 
  private:
   struct ScopeInfo;
@@ -201,6 +204,23 @@ class PoolCycle {
   // far (up to 256): forced inline (a call per comparison cost a third of a
   // FCFS replay), and the prediction only looked at in a pool that plans
   // with it.
+  // Equal for jobs of the same shape (SameShape): mixes what it compares
+  // but the constraints' contents.
+  uint64_t ShapeHash(const PendingJob& job) const {
+    const model::ResourceRequest& r = job.resources;
+    uint64_t h = 0x9E3779B97F4A7C15ULL;
+    auto mix = [&h](uint64_t v) { h = (h ^ v) * 0xBF58476D1CE4E5B9ULL + (h >> 29); };
+    mix(static_cast<uint64_t>(r.nodes));
+    mix(static_cast<uint64_t>(r.cpus));
+    mix(static_cast<uint64_t>(r.memory_mb));
+    mix(static_cast<uint64_t>(r.gpus));
+    mix(r.gpu_model.size());
+    mix(static_cast<uint64_t>(r.walltime_seconds));
+    mix(static_cast<uint64_t>(r.tasks_per_node));
+    mix(job.constraints.size());
+    if (predicts_) mix(static_cast<uint64_t>(Planned(job).count()));
+    return h;
+  }
   [[gnu::always_inline]] bool SameShape(const PendingJob& a, const PendingJob& b) const {
     return a.resources == b.resources && a.constraints == b.constraints &&
            (!predicts_ || a.predicted_run_seconds == b.predicted_run_seconds || Planned(a) == Planned(b));
@@ -258,6 +278,10 @@ class PoolCycle {
   std::unordered_set<model::JobId> being_preempted_;
   // Keys view the snapshot's strings, which outlive the cycle.
   std::unordered_map<ScopeKey, ScopeInfo, ScopeKeyHash> scopes_;
+  // The last scope looked up: jobs next to each other in a queue are often
+  // one user's (a burst of submissions), so most lookups end here.
+  ScopeKey last_scope_key_{};
+  const ScopeInfo* last_scope_ = nullptr;
 };
 
 }  // namespace unisched::scheduler::internal

@@ -30,6 +30,9 @@ Scheduler::Scheduler(SchedulerConfig config) : config_(std::move(config)) {
   for (const auto& q : config_.queues) queues_.emplace(q.name, &q);
   for (const auto& p : config_.pools) pools_.emplace(p.name, &p);
   for (const auto& p : config_.projects) projects_.emplace(p.name, &p);
+  counts_limits_ =
+      std::any_of(config_.queues.begin(), config_.queues.end(), [](const auto& q) { return q.policy.SetsLimits(); }) ||
+      std::any_of(config_.projects.begin(), config_.projects.end(), [](const auto& p) { return p.SetsLimits(); });
 }
 
 JobFacts FactsOf(const model::Job& job) {
@@ -64,13 +67,30 @@ Plan Scheduler::Decide(const Snapshot& snapshot, Timestamp now) const {
 
   // Grouped by pool name (views of the snapshot's strings: one hash per
   // job, not a string-keyed tree walk).
+  // What running jobs and sandboxes hold per quota scope: read only where
+  // a limit is checked.
   policy::QuotaTally tally;
-  std::unordered_map<std::string_view, std::vector<const RunningJob*>> running_by_pool;
-  for (const auto& r : snapshot.running) {
-    tally.Add({r.queue, r.project, r.user}, policy::AmountOf(r.resources));
-    running_by_pool[r.pool].push_back(&r);
+  if (counts_limits_) {
+    for (const auto& r : snapshot.running) tally.Add({r.queue, r.project, r.user}, policy::AmountOf(r.resources));
+    for (const auto& h : snapshot.quota_holders) tally.Add({h.queue, h.project, h.user}, h.amount);
   }
-  for (const auto& h : snapshot.quota_holders) tally.Add({h.queue, h.project, h.user}, h.amount);
+  if (!snapshot.pending_order.empty()) {
+    // The caller's order, one pool (Snapshot::pending_order): nothing to
+    // group or rank here.
+    const std::string& pool = snapshot.pending[snapshot.pending_order.front()].pool;
+    std::vector<const RunningJob*> running;
+    for (const auto& r : snapshot.running) {
+      if (r.pool == pool) running.push_back(&r);
+    }
+    std::vector<const PendingJob*> none;
+    PoolCycle cycle(state, nodes, tally, plan, now);
+    cycle.Run(pool, none, running, &snapshot.pending_order);
+    plan.pending.Seal();
+    plan.report.total = SteadyClock::now() - cycle_start;
+    return plan;
+  }
+  std::unordered_map<std::string_view, std::vector<const RunningJob*>> running_by_pool;
+  for (const auto& r : snapshot.running) running_by_pool[r.pool].push_back(&r);
   std::unordered_map<std::string_view, std::vector<const PendingJob*>> pending_by_pool;
   for (const auto& job : snapshot.pending) pending_by_pool[job.pool].push_back(&job);
   // Pools in name order; within a pool the snapshot's order is irrelevant

@@ -353,13 +353,21 @@ class Replay {
   // As pyss, a FCFS completion looks at the head of the queue only: when
   // the head is larger than all that is free, the pass would start nothing
   // (nothing passes it, and no limit lets a later job go first).
+  // EASY, whatever the order: when every waiting job is larger than all
+  // that is free, nothing can start, and an EASY pass keeps nothing but its
+  // starts (its reservation is made again by the next pass). Conservative
+  // passes move reservations earlier, so they always run.
   bool CompletionCanChangeNothing() const {
-    if (!fifo_order_ || !no_limits_ || mode_ != model::BackfillMode::kFcfs || waiting_.empty()) return false;
-    return jobs_[submit_order_[*waiting_.begin()]].size > cluster_.capacity - used_;
+    if (waiting_.empty()) return false;
+    const int64_t free_now = cluster_.capacity - used_;
+    if (mode_ == model::BackfillMode::kEasy) return *pending_sizes_.begin() > free_now;
+    if (!fifo_order_ || !no_limits_ || mode_ != model::BackfillMode::kFcfs) return false;
+    return jobs_[submit_order_[*waiting_.begin()]].size > free_now;
   }
 
   void Submit(size_t i) {
     waiting_.insert(rank_of_[i]);
+    pending_sizes_.insert(jobs_[i].size);
     const TraceJob& job = jobs_[i];
     scheduler::PendingJob pending;
     pending.id = job.id;
@@ -379,8 +387,25 @@ class Replay {
         if (pending.predicted_run_seconds < run) ++accuracy_.under;
       }
     }
-    pending_position_[job.id] = snapshot_.pending.size();
+    const uint32_t position = static_cast<uint32_t>(snapshot_.pending.size());
+    pending_position_[job.id] = position;
     snapshot_.pending.push_back(std::move(pending));
+    if (fifo_order_) {
+      // Every job has the same priority: Decide's order is (submission, id),
+      // and jobs arrive in submission order, so the new one goes last but
+      // for ties of its submission time.
+      auto& order = snapshot_.pending_order;
+      auto at = order.end();
+      while (at != order.begin()) {
+        const scheduler::PendingJob& before = snapshot_.pending[*(at - 1)];
+        if (before.submitted_at < snapshot_.pending[position].submitted_at ||
+            (before.submitted_at == snapshot_.pending[position].submitted_at && before.id < job.id)) {
+          break;
+        }
+        --at;
+      }
+      order.insert(at, position);
+    }
   }
 
   // One scheduling pass. As in the reference simulator, conservative
@@ -413,9 +438,18 @@ class Replay {
     const size_t i = index->second;
     const TraceJob& job = jobs_[i];
     waiting_.erase(rank_of_[i]);
+    pending_sizes_.erase(pending_sizes_.find(job.size));
 
-    scheduler::PendingJob pending = std::move(snapshot_.pending[position->second]);
-    RemoveAt(snapshot_.pending, pending_position_, position->second);
+    const size_t at = position->second;
+    scheduler::PendingJob pending = std::move(snapshot_.pending[at]);
+    if (fifo_order_) {
+      // Out of the order; the last job moves into its place in `pending`.
+      auto& order = snapshot_.pending_order;
+      order.erase(std::find(order.begin(), order.end(), static_cast<uint32_t>(at)));
+      const auto last = static_cast<uint32_t>(snapshot_.pending.size() - 1);
+      if (at != last) *std::find(order.begin(), order.end(), last) = static_cast<uint32_t>(at);
+    }
+    RemoveAt(snapshot_.pending, pending_position_, at);
 
     for (const auto& share : start.allocation) ApplyShare(share, +1);
     // Its request's wall time is the trace's (RequestFor): the end the
@@ -481,9 +515,10 @@ class Replay {
   policy::RunTimePredictor predictor_;
   PredictionAccuracy accuracy_;
   bool fifo_order_ = false;
-  bool no_limits_ = true;        // the replay's queue and projects set no quota, cap or budget
-  std::vector<size_t> rank_of_;  // per job: its place in submit_order_
-  std::set<size_t> waiting_;     // the pending jobs' places in submit_order_: the first is the head
+  bool no_limits_ = true;             // the replay's queue and projects set no quota, cap or budget
+  std::vector<size_t> rank_of_;       // per job: its place in submit_order_
+  std::set<size_t> waiting_;          // the pending jobs' places in submit_order_: the first is the head
+  std::multiset<int> pending_sizes_;  // the pending jobs' sizes: the first is the smallest
 };
 
 }  // namespace

@@ -39,6 +39,14 @@ std::string_view Trim(std::string_view s) {
 // The whole of `text` as a number (SWF fields are integers in practice, but
 // the format allows decimals).
 std::optional<double> ParseNumber(std::string_view text) {
+  // Nearly every field is an integer, which parses several times faster
+  // than a double; anything else (a decimal, a huge value) takes the double
+  // parse, as before.
+  int64_t whole = 0;
+  if (auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), whole);
+      ec == std::errc() && end == text.data() + text.size()) {
+    return static_cast<double>(whole);
+  }
   double value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) return std::nullopt;

@@ -113,6 +113,16 @@ struct Snapshot {
   // unless their start has come. The daemon moves them every cycle; the
   // simulator only when a job ends, as the reference simulator does.
   bool move_reservations = true;
+  // Optional, for a caller that keeps its queue in order (the trace replay,
+  // whose FIFO queue's priorities never change): every index of `pending`
+  // once, in the order Decide would rank them (priority, then submission,
+  // then id), all of them in one pool. The caller vouches for it; one whose
+  // priorities move with time (an age weight) or differ by fairshare must
+  // not give it. Decide then takes the jobs in this order without ranking
+  // them, one at a time as the walk reaches them; with `explain` false a
+  // FCFS pool's walk stops at its first blocked job, so a pass costs what it
+  // starts, not the queue behind it (docs/scheduling-cycle.md).
+  std::vector<uint32_t> pending_order{};
 };
 
 struct Start {
@@ -136,12 +146,16 @@ struct Reservation {
 
 struct CycleReport {
   // order: priorities and sorting; fit: placing jobs now; reserve: profiles
-  // and reservations; total: the whole cycle.
+  // and reservations (these three only with Snapshot::explain); total: the
+  // whole cycle.
   std::chrono::nanoseconds order{0}, fit{0}, reserve{0}, total{0};
   int considered = 0;
   int started = 0;
   int reservations = 0;
   int preempted = 0;
+  // With a kept order (Snapshot::pending_order): jobs the walk never ranked,
+  // passed over or behind where it stopped.
+  int passed_over = 0;
 };
 
 struct Plan {
@@ -184,6 +198,9 @@ class Scheduler {
   std::map<std::string, const model::QueueSpec*, std::less<>> queues_;
   std::map<std::string, const model::PoolSpec*, std::less<>> pools_;
   std::map<std::string, const model::ProjectPolicy*, std::less<>> projects_;
+  // Some queue or project sets a quota, cap or budget: only then does a
+  // cycle tally what running jobs hold.
+  bool counts_limits_ = false;
 };
 
 }  // namespace unisched::scheduler
