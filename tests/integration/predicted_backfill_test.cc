@@ -7,8 +7,6 @@
 
 #include <gtest/gtest.h>
 
-#include <thread>
-
 #include "testing/daemon.h"
 
 namespace unisched::testing {
@@ -48,18 +46,6 @@ json Job(const std::string& name, int cpus, int walltime, const std::string& scr
               {"command", {"/bin/sh", "-c", script}}};
 }
 
-template <class Pred>
-json WaitFor(TestDaemon& d, const std::string& id, Pred pred, std::chrono::seconds deadline = 30s) {
-  const auto until = std::chrono::steady_clock::now() + deadline;
-  json job;
-  while (std::chrono::steady_clock::now() < until) {
-    job = d.Call("GET", "/v1/jobs/" + id).json;
-    if (pred(job)) return job;
-    std::this_thread::sleep_for(50ms);
-  }
-  return job;
-}
-
 TEST(PredictedBackfillDaemonTest, AShortPredictionBackfillsWhatTheRequestWouldNotAndOutlivesARestart) {
   TestDaemon d;
   d.UseConfigText(kConfig);
@@ -69,7 +55,7 @@ TEST(PredictedBackfillDaemonTest, AShortPredictionBackfillsWhatTheRequestWouldNo
   // Half the node for up to an hour, before the user has any history: it is
   // planned with its request, so the node is full until then.
   const std::string blocker = d.Submit(Job("blocker", 2, 3600, "sleep 300"));
-  ASSERT_EQ(WaitFor(d, blocker, running)["state"], "RUNNING");
+  ASSERT_EQ(d.WaitJob(blocker, running)["state"], "RUNNING");
   // Two short runs in the other half teach the predictor (about 1 s each).
   for (int i = 0; i < 2; ++i) {
     const std::string sim = d.Submit(Job("sim", 2, 3600, "sleep 1"));
@@ -77,7 +63,7 @@ TEST(PredictedBackfillDaemonTest, AShortPredictionBackfillsWhatTheRequestWouldNo
   }
   // The whole node: blocked until the blocker's hour is up.
   const std::string big = d.Submit(Job("big", 4, 600, "true"));
-  json waiting = WaitFor(d, big, [](const json& j) { return !j["estimated_start"].is_null(); });
+  json waiting = d.WaitJob(big, [](const json& j) { return !j["estimated_start"].is_null(); });
   ASSERT_EQ(waiting["state"], "PENDING") << waiting.dump();
   ASSERT_TRUE(waiting["predicted_run_seconds"].is_number_integer()) << waiting.dump();
   const int64_t predicted = waiting["predicted_run_seconds"];
@@ -93,7 +79,7 @@ TEST(PredictedBackfillDaemonTest, AShortPredictionBackfillsWhatTheRequestWouldNo
   // A restart learns the same history from the store.
   d.Stop();
   d.Start();
-  json again = WaitFor(d, big, [](const json& j) { return j["predicted_run_seconds"].is_number_integer(); });
+  json again = d.WaitJob(big, [](const json& j) { return j["predicted_run_seconds"].is_number_integer(); });
   EXPECT_EQ(again["state"], "PENDING") << again.dump();
   EXPECT_EQ(again["predicted_run_seconds"], predicted) << again.dump();
   // Only a pending job shows one.

@@ -651,8 +651,7 @@ TEST(SchedulerPropertyTest, AKeptOrderPlansAsTheRanking) {
     World w = RandomWorld(seed, {.quotas = seed % 3 != 0});
     const std::string pool = seed % 2 == 0 ? "gpu" : "cpu";
     const bool may_preempt = seed % 4 == 1;
-    w.cluster.queues.push_back(
-        MakeQueue(pool + "-fifo").Pool(pool).PolicyType("fifo").CanPreempt(may_preempt).Build());
+    w.cluster.queues.push_back(MakeQueue(pool + "-fifo").Pool(pool).PolicyType("fifo").CanPreempt(may_preempt).Build());
     std::vector<PendingJob> kept;
     for (PendingJob job : w.snapshot.pending) {
       if (job.pool != pool) continue;
