@@ -4,6 +4,7 @@
 #include "scheduler/pool_cycle.h"
 
 #include <algorithm>
+#include <cassert>
 
 namespace unisched::scheduler::internal {
 
@@ -189,6 +190,7 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
         __builtin_prefetch(&state_.snapshot.pending[(*order)[next_in_order + kAhead]].resources);
       }
       const PendingJob* job = &state_.snapshot.pending[(*order)[next_in_order++]];
+      assert(job->pool == pool_name && "Snapshot::pending_order: every job in one pool");
       if (backfilling && pass_over_unstartable && cannot_start_now(*job)) {
         ++plan_.report.considered;
         ++plan_.report.passed_over;
@@ -226,7 +228,12 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
   // Conservative: previous reservations hold their room while the jobs
   // before them are placed, so each job only ever moves earlier.
   std::unordered_map<model::JobId, std::vector<size_t>> previous_holds;
-  if (mode == model::BackfillMode::kConservative) previous_holds = HoldPreviousReservations(ranked);
+  if (mode == model::BackfillMode::kConservative) {
+    previous_holds = HoldPreviousReservations(ranked);
+    // Every blocked job up to the depth gets one.
+    const size_t most = depth == 0 ? ranked.size() : std::min(ranked.size(), static_cast<size_t>(depth));
+    plan_.reservations.reserve(plan_.reservations.size() + most);
+  }
   plan_.report.reserve += clock() - t;
 
   // Requests known not to start now: capacity only shrinks during a cycle,

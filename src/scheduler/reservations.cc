@@ -75,6 +75,7 @@ std::unordered_map<model::JobId, std::vector<size_t>> PoolCycle::HoldPreviousRes
   // before them are placed, so each job only ever moves earlier. One that no
   // longer fits where it was (its node went down) is placed afresh.
   std::unordered_map<model::JobId, std::vector<size_t>> previous_holds;
+  previous_holds.reserve(ranked.size());  // most waiting jobs hold one: no rehashing as they are added
   for (const Ranked& entry : ranked) {
     const PendingJob& job = *entry.job;
     if (!job.reserved_start || job.reserved_nodes.empty()) continue;
@@ -107,6 +108,7 @@ std::unordered_map<model::JobId, std::vector<size_t>> PoolCycle::HoldPreviousRes
 
 void PoolCycle::RecordReservation(model::JobId job, Timestamp start, const std::vector<size_t>& node_indices) {
   Reservation r{job, start, {}};
+  r.nodes.reserve(node_indices.size());
   for (size_t i : node_indices) r.nodes.push_back((*pool_nodes_)[i]->spec.name);
   plan_.reservations.push_back(std::move(r));
   ++plan_.report.reservations;
