@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <set>
 #include <string_view>
+#include <unordered_set>
 #include <utility>
 
 #include "unisched/model/words.h"
@@ -352,9 +353,13 @@ FitResult Fit(const std::vector<const NodeUsage*>& nodes, const ResourceRequest&
   if (static_cast<int>(chosen.size()) < request.nodes) {
     if (!explain) return result;
     std::vector<NodeEval> evals;
-    std::set<std::string> seen;
+    // Distinct nodes only (a hand-built list may name one twice); hashed:
+    // a pool of thousands of nodes is explained once per request shape and
+    // cycle, and an ordered set of their names cost more than the rest.
+    std::unordered_set<std::string_view> seen;
+    seen.reserve(nodes.size());
     for (const NodeUsage* node : nodes) {
-      if (node == nullptr || !seen.insert(node->spec.name).second) continue;  // distinct nodes only
+      if (node == nullptr || !seen.insert(node->spec.name).second) continue;
       evals.push_back(Evaluate(*node, request, constraints, /*ignore_usage=*/false));
     }
     if (evals.empty()) {
