@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <nlohmann/json.hpp>
 #include <utility>
 
 #include "unisched/model/words.h"
@@ -53,7 +52,7 @@ void Controller::Start() {
   if (steps_) {
     std::vector<service::StepView> steps;
     for (const store::StepRecord& record : store_.LoadActiveSteps()) {
-      auto view = service::StepFromJson(nlohmann::json::parse(record.doc, nullptr, false));
+      auto view = service::StepFromDocument(record.doc);
       if (view.ok()) {
         steps.push_back(std::move(*view));
       } else {
@@ -208,7 +207,7 @@ Result<service::StepView> Controller::GetStep(model::JobId job, int step) const 
   // Ended a while ago (the book keeps the latest ended ones): the store has it.
   auto stored = store_.GetStep(job, step);
   if (!stored.ok()) return stored.error();
-  return service::StepFromJson(nlohmann::json::parse(stored->doc, nullptr, false));
+  return service::StepFromDocument(stored->doc);
 }
 
 void Controller::ControlJob(model::JobId id, JobAction action, std::string actor,

@@ -199,13 +199,9 @@ class PoolCycle {
   // in a pool that plans with predictions, its start plus its (corrected)
   // prediction, whichever is first; now for a job past it.
   Timestamp PlannedEnd(const RunningJob& job) const;
-  // Same request shape: resources, constraints and, where it plans, the
-  // planned length. Called for every pending job against each shape seen so
-  // far (up to 256): forced inline (a call per comparison cost a third of a
-  // FCFS replay), and the prediction only looked at in a pool that plans
-  // with it.
   // Equal for jobs of the same shape (SameShape): mixes what it compares
-  // but the constraints' contents.
+  // but the constraints' contents, so that a job is compared in full only
+  // with the shapes whose hash it has.
   uint64_t ShapeHash(const PendingJob& job) const {
     const model::ResourceRequest& r = job.resources;
     uint64_t h = 0x9E3779B97F4A7C15ULL;
@@ -221,6 +217,10 @@ class PoolCycle {
     if (predicts_) mix(static_cast<uint64_t>(Planned(job).count()));
     return h;
   }
+  // Same request shape: resources, constraints and, where it plans, the
+  // planned length. Called for every pending job: forced inline (a call per
+  // comparison cost a third of a FCFS replay), and the prediction only
+  // looked at in a pool that plans with it.
   [[gnu::always_inline]] bool SameShape(const PendingJob& a, const PendingJob& b) const {
     return a.resources == b.resources && a.constraints == b.constraints &&
            (!predicts_ || a.predicted_run_seconds == b.predicted_run_seconds || Planned(a) == Planned(b));
@@ -279,7 +279,7 @@ class PoolCycle {
   // Keys view the snapshot's strings, which outlive the cycle.
   std::unordered_map<ScopeKey, ScopeInfo, ScopeKeyHash> scopes_;
   // The last scope looked up: jobs next to each other in a queue are often
-  // one user's (a burst of submissions), so most lookups end here.
+  // one user's (a burst of submissions), so many lookups end here.
   ScopeKey last_scope_key_{};
   const ScopeInfo* last_scope_ = nullptr;
 };

@@ -65,8 +65,6 @@ Plan Scheduler::Decide(const Snapshot& snapshot, Timestamp now) const {
   WorkingNodes nodes(snapshot.nodes);
   const SchedulerState state{snapshot, queues_, pools_, projects_};
 
-  // Grouped by pool name (views of the snapshot's strings: one hash per
-  // job, not a string-keyed tree walk).
   // What running jobs and sandboxes hold per quota scope: read only where
   // a limit is checked.
   policy::QuotaTally tally;
@@ -85,25 +83,25 @@ Plan Scheduler::Decide(const Snapshot& snapshot, Timestamp now) const {
     std::vector<const PendingJob*> none;
     PoolCycle cycle(state, nodes, tally, plan, now);
     cycle.Run(pool, none, running, &snapshot.pending_order);
-    plan.pending.Seal();
-    plan.report.total = SteadyClock::now() - cycle_start;
-    return plan;
-  }
-  std::unordered_map<std::string_view, std::vector<const RunningJob*>> running_by_pool;
-  for (const auto& r : snapshot.running) running_by_pool[r.pool].push_back(&r);
-  std::unordered_map<std::string_view, std::vector<const PendingJob*>> pending_by_pool;
-  for (const auto& job : snapshot.pending) pending_by_pool[job.pool].push_back(&job);
-  // Pools in name order; within a pool the snapshot's order is irrelevant
-  // (the sort is total).
-  std::vector<std::string_view> pools;
-  for (const auto& [pool, jobs] : pending_by_pool) pools.push_back(pool);
-  std::sort(pools.begin(), pools.end());
-  static const std::vector<const RunningJob*> kNoneRunning;
-  for (std::string_view pool : pools) {
-    auto running = running_by_pool.find(pool);
-    PoolCycle cycle(state, nodes, tally, plan, now);
-    cycle.Run(std::string(pool), pending_by_pool[pool],
-              running == running_by_pool.end() ? kNoneRunning : running->second);
+  } else {
+    // Grouped by pool name (views of the snapshot's strings: one hash per
+    // job, not a string-keyed tree walk).
+    std::unordered_map<std::string_view, std::vector<const RunningJob*>> running_by_pool;
+    for (const auto& r : snapshot.running) running_by_pool[r.pool].push_back(&r);
+    std::unordered_map<std::string_view, std::vector<const PendingJob*>> pending_by_pool;
+    for (const auto& job : snapshot.pending) pending_by_pool[job.pool].push_back(&job);
+    // Pools in name order; within a pool the snapshot's order is irrelevant
+    // (the sort is total).
+    std::vector<std::string_view> pools;
+    for (const auto& [pool, jobs] : pending_by_pool) pools.push_back(pool);
+    std::sort(pools.begin(), pools.end());
+    static const std::vector<const RunningJob*> kNoneRunning;
+    for (std::string_view pool : pools) {
+      auto running = running_by_pool.find(pool);
+      PoolCycle cycle(state, nodes, tally, plan, now);
+      cycle.Run(std::string(pool), pending_by_pool[pool],
+                running == running_by_pool.end() ? kNoneRunning : running->second);
+    }
   }
   plan.pending.Seal();
   plan.report.total = SteadyClock::now() - cycle_start;

@@ -70,4 +70,10 @@ Result<StepView> StepFromJson(const json& doc) {
   }
 }
 
+Result<StepView> StepFromDocument(const std::string& doc) {
+  const json parsed = json::parse(doc, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded()) return Error::Internal("a stored step is not valid JSON");
+  return StepFromJson(parsed);
+}
+
 }  // namespace unisched::service

@@ -253,8 +253,6 @@ class Replay {
     for (size_t i = 0; i < jobs.size(); ++i) submit_order_[i] = i;
     std::stable_sort(submit_order_.begin(), submit_order_.end(),
                      [&](size_t a, size_t b) { return jobs[a].submit_ms < jobs[b].submit_ms; });
-    rank_of_.resize(jobs.size());
-    for (size_t k = 0; k < submit_order_.size(); ++k) rank_of_[submit_order_[k]] = k;
   }
 
   SimulationResult Run(const ProgressCallback& progress) {
@@ -358,15 +356,16 @@ class Replay {
   // starts (its reservation is made again by the next pass). Conservative
   // passes move reservations earlier, so they always run.
   bool CompletionCanChangeNothing() const {
-    if (waiting_.empty()) return false;
+    if (snapshot_.pending.empty()) return false;
     const int64_t free_now = cluster_.capacity - used_;
     if (mode_ == model::BackfillMode::kEasy) return *pending_sizes_.begin() > free_now;
     if (!fifo_order_ || !no_limits_ || mode_ != model::BackfillMode::kFcfs) return false;
-    return jobs_[submit_order_[*waiting_.begin()]].size > free_now;
+    // In FIFO order the kept order's first job is the head.
+    const scheduler::PendingJob& head = snapshot_.pending[snapshot_.pending_order.front()];
+    return jobs_[job_index_.at(head.id)].size > free_now;
   }
 
   void Submit(size_t i) {
-    waiting_.insert(rank_of_[i]);
     pending_sizes_.insert(jobs_[i].size);
     const TraceJob& job = jobs_[i];
     scheduler::PendingJob pending;
@@ -437,7 +436,6 @@ class Replay {
     if (index == job_index_.end() || position == pending_position_.end()) return;
     const size_t i = index->second;
     const TraceJob& job = jobs_[i];
-    waiting_.erase(rank_of_[i]);
     pending_sizes_.erase(pending_sizes_.find(job.size));
 
     const size_t at = position->second;
@@ -516,8 +514,6 @@ class Replay {
   PredictionAccuracy accuracy_;
   bool fifo_order_ = false;
   bool no_limits_ = true;             // the replay's queue and projects set no quota, cap or budget
-  std::vector<size_t> rank_of_;       // per job: its place in submit_order_
-  std::set<size_t> waiting_;          // the pending jobs' places in submit_order_: the first is the head
   std::multiset<int> pending_sizes_;  // the pending jobs' sizes: the first is the smallest
 };
 

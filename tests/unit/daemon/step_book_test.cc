@@ -85,6 +85,11 @@ TEST(StepJsonTest, WhatTheStoreKeepsReadsBackTheSame) {
   EXPECT_FALSE(service::StepFromJson(broken).ok());
   broken.erase("state");
   EXPECT_FALSE(service::StepFromJson(broken).ok());
+  // A stored document reads back through its text too; text that is not JSON is an error, not a throw.
+  auto stored = service::StepFromDocument(service::StepToJson(step).dump());
+  ASSERT_TRUE(stored.ok()) << stored.error().message;
+  EXPECT_EQ(stored->tasks, step.tasks);
+  EXPECT_FALSE(service::StepFromDocument("{\"job_id\":").ok());
 }
 
 }  // namespace
