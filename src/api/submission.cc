@@ -3,6 +3,7 @@
 #include <set>
 
 #include "api/body.h"
+#include "unisched/model/dependency.h"
 #include "unisched/model/output_pattern.h"
 
 namespace unisched::api {
@@ -43,7 +44,7 @@ Result<Submission> ParseSubmission(const json& body) {
   }
   if (auto e = CheckKeys(body, "",
                          {"name", "project", "queue", "workload", "resources", "constraints", "launch", "command",
-                          "env", "priority", "max_retries", "output_file", "error_file"})) {
+                          "env", "priority", "max_retries", "output_file", "error_file", "dependency"})) {
     return *e;
   }
   Submission s;
@@ -217,6 +218,14 @@ Result<Submission> ParseSubmission(const json& body) {
     int64_t retries = 0;
     if (auto e = ReadInt(body, "max_retries", "max_retries", 0, kMaxRetries, retries)) return *e;
     s.max_retries = static_cast<int>(retries);
+  }
+  // Slurm's --dependency text; the jobs it names are checked at admission
+  // (they must exist and be visible to the caller).
+  if (auto it = body.find("dependency"); it != body.end() && !it->is_null()) {
+    if (!it->is_string()) return WrongType("dependency", "a string, e.g. \"afterok:12:13\"", *it);
+    auto dependency = model::ParseDependency(it->get_ref<const std::string&>());
+    if (!dependency.ok()) return dependency.error();
+    s.dependency = std::move(dependency).value();
   }
   return s;
 }

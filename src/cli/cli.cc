@@ -47,11 +47,13 @@ constexpr CommandInfo kCommands[] = {
      "[--name N] [--project P] [--queue Q] [--kind hpc|ai-training|ai-inference|agent] [--feature K=V]... "
      "[--nodes N] [--cpus N] [--memory-mb N] [--gpus N] [--gpu-model M] [--walltime SECONDS|--time HH:MM:SS] "
      "[--constraint K=V]... [--env K=V]... [--priority N] [--idempotency-key K] [--wait] [--json] "
-     "[--launch batch|per_node] [--tasks-per-node K] [-o|--output PATTERN] [-e|--error PATTERN] -- COMMAND "
-     "[ARGS...]\n"
+     "[--launch batch|per_node] [--tasks-per-node K] [-o|--output PATTERN] [-e|--error PATTERN] "
+     "[-d|--dependency afterok:ID[:ID...],...] -- COMMAND [ARGS...]\n"
      "  -o/-e copy each task's stdout/stderr to files named by Slurm's patterns: %j job id, %t rank, %N node,\n"
      "  %u user, %x job name, %A/%a array id/index, %% a '%' (e.g. -o slurm-%j.out; relative under\n"
-     "  executor.output_dir). Without -e, stderr goes to the -o file.",
+     "  executor.output_dir). Without -e, stderr goes to the -o file.\n"
+     "  -d waits for other jobs as Slurm's --dependency: after, afterany, afterok, afternotok, singleton;\n"
+     "  terms joined by ',' all hold, by '?' one holds (docs/dependencies.md).",
      "submit a job"},
     {"jobs", "[--state S] [--queue Q] [--pool P] [--project P] [--user U] [--limit N] [--cursor C] [--json]",
      "list jobs"},

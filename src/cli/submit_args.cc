@@ -57,7 +57,7 @@ const std::vector<FlagSpec>& SubmitFlags() {
       {"priority", true, false},       {"idempotency-key", true, false},
       {"wait", false, false},          {"output", true, false, 'o'},
       {"error", true, false, 'e'},     {"launch", true, false},
-      {"tasks-per-node", true, false},
+      {"tasks-per-node", true, false}, {"dependency", true, false, 'd'},
   };
   return kFlags;
 }
@@ -124,10 +124,10 @@ Result<SubmitRequest> BuildSubmitRequest(const ParsedArgs& args) {
     if (!obj.empty()) body[key] = std::move(obj);
   }
 
-  // Slurm's -o/-e patterns and the launch mode go as they are: the daemon
+  // Slurm's -o/-e patterns, the launch mode and -d/--dependency go as they are: the daemon
   // checks them and names the field of a bad one.
-  for (const auto& [flag, key] :
-       {std::pair{"output", "output_file"}, std::pair{"error", "error_file"}, std::pair{"launch", "launch"}}) {
+  for (const auto& [flag, key] : {std::pair{"output", "output_file"}, std::pair{"error", "error_file"},
+                                  std::pair{"launch", "launch"}, std::pair{"dependency", "dependency"}}) {
     if (auto v = args.Get(flag)) body[key] = *v;
   }
   body["command"] = args.rest;

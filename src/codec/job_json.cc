@@ -179,6 +179,7 @@ json JobToJson(const model::Job& job) {
       {"error_file", job.error_file},
       {"command", job.command},
       {"env", job.env},
+      {"dependency", model::ToString(job.dependency)},
       {"priority", job.priority},
       {"routing", {{"pool", job.routing.pool}, {"queue", job.routing.queue}, {"reason", job.routing.reason}}},
       {"nodes", json(job.NodeNames())},
@@ -370,6 +371,7 @@ std::string JobDocument(const model::Job& job) {
   w.Key("command").StringArray(job.command);
   w.Key("config_version").Str(job.config_version);
   w.Key("constraints").StringMap(job.constraints);
+  w.Key("dependency").Str(model::ToString(job.dependency));
   w.Key("eligible_at").Time(job.eligible_at);
   w.Key("ended_at").Time(job.ended_at);
   w.Key("env").StringMap(job.env);
@@ -490,6 +492,16 @@ Result<model::Job> JobFromJson(const json& doc) {
   d.String(doc, "output_file", "output_file", job.output_file);  // absent (before -o): none
   d.String(doc, "error_file", "error_file", job.error_file);
   d.Integer(doc, "priority", "priority", job.priority);
+  std::string dependency;  // absent (before dependencies): none
+  d.String(doc, "dependency", "dependency", dependency);
+  if (!dependency.empty() && !d.failed()) {
+    auto parsed = model::ParseDependency(dependency);
+    if (parsed.ok()) {
+      job.dependency = std::move(parsed).value();
+    } else {
+      d.Fail("dependency", parsed.error().message);
+    }
+  }
   if (const json* r = d.Object(doc, "routing", "routing")) {
     d.String(*r, "pool", "routing.pool", job.routing.pool);
     d.String(*r, "queue", "routing.queue", job.routing.queue);

@@ -137,7 +137,8 @@ ChangeClass ClassifyDifference(const ConfigDifference& d) {
   }
   // baseline: read by `unisched baseline` from the version in force, at each run.
   if (top == "routing" || top == "projects" || top == "users" || top == "baseline" ||
-      StartsWith(path, "alerts.rules") || path == "scheduler.fairshare_gpu_weight") {
+      StartsWith(path, "alerts.rules") || path == "scheduler.fairshare_gpu_weight" ||
+      path == "scheduler.kill_invalid_dependency") {
     return {ChangeScope::kLive, ""};
   }
   if (path == "alerts" && (d.before == kAbsent || d.after == kAbsent)) {

@@ -308,29 +308,40 @@ void Controller::RunCycle(Batch& batch, Timestamp now) {
     }
     if (run_times.learned()) state.run_times = &run_times;
   }
+  DependencyBook& dependencies = jobs_.dependencies();
+  state.ended_state = [&dependencies](model::JobId id) { return dependencies.EndedState(id); };
   CycleSnapshot built = BuildCycleSnapshot(config, state, now);
+  dependencies.Prune();
   scheduler::Snapshot& snapshot = built.snapshot;
-  auto& backing_off = built.backing_off;
-  if (snapshot.pending.empty()) {
-    if (!pending_->empty() || !backing_off.empty()) {
-      auto infos = std::make_shared<service::PendingInfoMap>();
-      for (auto& [id, info] : backing_off) infos->emplace(id, std::move(info));
-      infos->Seal();
-      pending_ = std::move(infos);
+  auto& held_back = built.held_back;
+  for (auto& [id, why] : built.never_satisfied) {
+    if (config.cluster.kill_invalid_dependency) {
+      jobs_.CancelUnsatisfiable(batch, id, why);
+    } else {
+      auto job = jobs_.active().find(id);
+      held_back.emplace_back(id, HeldBackInfo(job == jobs_.active().end() ? "" : job->second.pool,
+                                              "DependencyNeverSatisfied", "can never start: " + why));
     }
-    reservations_.clear();
-    return;
   }
-  const auto started = std::chrono::steady_clock::now();
-  scheduler::Plan plan = scheduler_.Decide(snapshot, now);
-  metrics_.ObserveCycle(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-
-  for (const auto& start : plan.starts) jobs_.StartAttempt(batch, start.job, start.allocation, now);
-  for (const auto& preemption : plan.preemptions) jobs_.Preempt(batch, preemption);
+  scheduler::Plan plan;
+  if (!snapshot.pending.empty()) {
+    const auto started = std::chrono::steady_clock::now();
+    plan = scheduler_.Decide(snapshot, now);
+    metrics_.ObserveCycle(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    for (const auto& start : plan.starts) jobs_.StartAttempt(batch, start.job, start.allocation, now);
+    for (const auto& preemption : plan.preemptions) jobs_.Preempt(batch, preemption);
+  }
   reservations_.clear();
   for (auto& r : plan.reservations) reservations_.emplace(r.job, std::move(r));
-  // Pending jobs by pool and first reason: what an alert on "GPU jobs stuck
-  // on quota" reads. Series of a (pool, code) no job has any more go to 0.
+  if (!held_back.empty()) {
+    for (auto& [id, info] : held_back) plan.pending.emplace(id, std::move(info));
+    plan.pending.Seal();
+  }
+  // Nothing waits now and nothing did: the published view stays as it is.
+  if (plan.pending.empty() && pending_->empty()) return;
+  // Pending jobs by pool and first reason (held back ones too): what an
+  // alert on "GPU jobs stuck on quota" reads. Series of a (pool, code) no
+  // job has any more go to 0.
   std::map<std::pair<std::string, std::string>, int> by_reason;
   for (auto& [key, count] : pending_by_reason_) by_reason[key] = 0;
   for (const auto& [id, info] : plan.pending) {
@@ -343,10 +354,6 @@ void Controller::RunCycle(Batch& batch, Timestamp now) {
   }
   for (const auto& [key, count] : by_reason) metrics_.SetPendingByReason(key.first, key.second, count);
   pending_by_reason_ = std::move(by_reason);
-  if (!backing_off.empty()) {
-    for (auto& [id, info] : backing_off) plan.pending.emplace(id, std::move(info));
-    plan.pending.Seal();
-  }
   pending_ = std::make_shared<const service::PendingInfoMap>(std::move(plan.pending));
 }
 

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string_view>
+
+#include "unisched/policy/dependency.h"
 
 namespace unisched::daemon {
 
@@ -26,6 +29,14 @@ scheduler::RunningJob SnapshotOfRunning(const config::Config& config, const Job&
   return r;
 }
 
+model::PendingInfo HeldBackInfo(const std::string& pool, std::string code, std::string message) {
+  model::PendingInfo info;
+  info.own = std::make_shared<const std::vector<model::PendingReason>>(
+      std::vector<model::PendingReason>{{std::move(code), std::move(message)}});
+  info.pool = std::make_shared<const std::string>(pool);
+  return info;
+}
+
 CycleSnapshot BuildCycleSnapshot(const config::Config& config, const CycleState& state, Timestamp now) {
   CycleSnapshot out;
   scheduler::Snapshot& snapshot = out.snapshot;
@@ -44,33 +55,77 @@ CycleSnapshot BuildCycleSnapshot(const config::Config& config, const CycleState&
   // Sized once: with a deep backlog the vector holds 100,000 jobs and its
   // regrowth (copies and fresh pages) cost more than filling it.
   snapshot.pending.reserve(state.pending_hint);
+  auto offer = [&](const Job& job) {
+    scheduler::PendingJob& p = snapshot.pending.emplace_back();
+    static_cast<scheduler::JobFacts&>(p) = scheduler::FactsOf(job);
+    if (state.run_times) p.predicted_run_seconds = state.run_times->PredictionFor(job);
+    p.constraints = job.constraints;
+    p.preempted_by = job.preempted_by;
+    if (auto r = state.reservations.find(job.id); r != state.reservations.end()) {
+      p.reserved_start = r->second.start;
+      p.reserved_nodes = r->second.nodes;
+    }
+    add_fairshare(job);
+  };
+  // Jobs whose dependency is checked once every job has been seen (a
+  // singleton needs the earliest active job of its user and name).
+  std::vector<const Job*> dependent;
+  bool any_singleton = false;
   for (const auto& [id, job] : state.active) {
     if (job.state == JobState::kPending && job.eligible_at && *job.eligible_at > now) {
-      model::PendingInfo info;
       const bool launch = job.state_reason == "LaunchRetry";
-      info.own = std::make_shared<const std::vector<model::PendingReason>>(std::vector<model::PendingReason>{
-          {launch ? "LaunchRetry" : "Retry",
-           std::string(launch ? "waiting to retry the launch until " : "waiting to retry until ") +
-               FormatRfc3339(*job.eligible_at) + " (" + job.state_reason + ")"}});
-      info.pool = std::make_shared<const std::string>(job.pool);
-      out.backing_off.emplace_back(id, std::move(info));
+      out.held_back.emplace_back(
+          id, HeldBackInfo(job.pool, launch ? "LaunchRetry" : "Retry",
+                           std::string(launch ? "waiting to retry the launch until " : "waiting to retry until ") +
+                               FormatRfc3339(*job.eligible_at) + " (" + job.state_reason + ")"));
       continue;
     }
     if (job.state == JobState::kPending) {
-      scheduler::PendingJob& p = snapshot.pending.emplace_back();
-      static_cast<scheduler::JobFacts&>(p) = scheduler::FactsOf(job);
-      if (state.run_times) p.predicted_run_seconds = state.run_times->PredictionFor(job);
-      p.constraints = job.constraints;
-      p.preempted_by = job.preempted_by;
-      if (auto r = state.reservations.find(job.id); r != state.reservations.end()) {
-        p.reserved_start = r->second.start;
-        p.reserved_nodes = r->second.nodes;
+      // A dependency is met once, before the first start: a requeued job
+      // (it has attempts) is not held back again.
+      if (!job.dependency.empty() && job.attempts.empty()) {
+        dependent.push_back(&job);
+        any_singleton = any_singleton || job.dependency.HasSingleton();
+        continue;
       }
-      add_fairshare(job);
+      offer(job);
     } else if (job.state == JobState::kRunning) {
       snapshot.running.push_back(
           SnapshotOfRunning(config, job, now, state.run_times ? state.run_times->PredictionFor(job) : 0));
       add_fairshare(job);  // a running job's priority decides whether it may be preempted
+    }
+  }
+  if (!dependent.empty()) {
+    // The earliest active (pending, held or running) job per user and name:
+    // a singleton waits for it unless it is that job. `active` is in id
+    // order, which is submission order.
+    std::map<std::pair<std::string_view, std::string_view>, model::JobId> first_of_name;
+    if (any_singleton) {
+      for (const auto& [id, job] : state.active) first_of_name.try_emplace({job.user, job.name}, id);
+    }
+    const policy::JobStateLookup state_of = [&](model::JobId id) -> std::optional<JobState> {
+      if (auto it = state.active.find(id); it != state.active.end()) return it->second.state;
+      if (state.ended_state) return state.ended_state(id);
+      return std::nullopt;
+    };
+    for (const Job* job : dependent) {
+      model::JobId blocker = 0;
+      if (job->dependency.HasSingleton()) {
+        auto first = first_of_name.find({job->user, job->name});
+        if (first != first_of_name.end() && first->second != job->id) blocker = first->second;
+      }
+      policy::DependencyCheck check = policy::CheckDependency(job->dependency, state_of, blocker);
+      switch (check.status) {
+        case policy::DependencyStatus::kMet:
+          offer(*job);
+          break;
+        case policy::DependencyStatus::kWaiting:
+          out.held_back.emplace_back(job->id, HeldBackInfo(job->pool, "Dependency", "waits for " + check.why));
+          break;
+        case policy::DependencyStatus::kNever:
+          out.never_satisfied.emplace_back(job->id, std::move(check.why));
+          break;
+      }
     }
   }
   for (const auto& [scope, amount] : state.sandbox_holds) {

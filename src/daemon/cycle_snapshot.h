@@ -5,7 +5,10 @@
 // controller). Pure so the choice of what a cycle sees is tested with
 // tables of jobs and a fixed time.
 
+#include <functional>
 #include <map>
+#include <optional>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -33,14 +36,25 @@ struct CycleState {
   // running job's prediction (made once per job, then kept), which only
   // such pools read.
   RunTimeBook* run_times = nullptr;
+  // How a job that is not active ended (DependencyBook::EndedState), for
+  // the dependencies of pending jobs; unset: as if no such job existed.
+  std::function<std::optional<model::JobState>(model::JobId)> ended_state{};
 };
 
 struct CycleSnapshot {
   scheduler::Snapshot snapshot;
-  // PENDING jobs waiting out a retry backoff: not offered to the scheduler;
-  // their pending reason says until when they wait.
-  std::vector<std::pair<model::JobId, model::PendingInfo>> backing_off;
+  // PENDING jobs not offered to the scheduler, with their pending reason:
+  // waiting out a retry backoff (until when) or for their dependency (for
+  // which jobs; docs/dependencies.md).
+  std::vector<std::pair<model::JobId, model::PendingInfo>> held_back;
+  // PENDING jobs whose dependency can never hold, with why: cancelled, or
+  // left waiting, per scheduler.kill_invalid_dependency (the controller's
+  // choice). Not offered to the scheduler either.
+  std::vector<std::pair<model::JobId, std::string>> never_satisfied;
 };
+
+// The pending reason of a job held back: one reason, in `pool`.
+model::PendingInfo HeldBackInfo(const std::string& pool, std::string code, std::string message);
 
 CycleSnapshot BuildCycleSnapshot(const config::Config& config, const CycleState& state, Timestamp now);
 

@@ -33,7 +33,8 @@ JobLifecycle::JobLifecycle(const config::LiveConfig& live, store::Store& store, 
       clock_(clock),
       node_book_(nodes),
       accounting_(accounting),
-      on_result_(std::move(on_result)) {}
+      on_result_(std::move(on_result)),
+      dependencies_(store) {}
 
 JobLifecycle::Restart JobLifecycle::Load(std::vector<Job> active, JobCounts counts, Timestamp now) {
   job_counts_ = std::move(counts);
@@ -139,13 +140,28 @@ void JobLifecycle::Transition(Batch& batch, Job& job, JobState to, std::string r
     if (model::IsTerminal(to)) metrics_.CountFinish(std::string(model::ToString(to)), job.pool);
   }
   job.state = to;
-  if (model::IsTerminal(to)) run_times_.Ended(job);
+  if (model::IsTerminal(to)) {
+    run_times_.Ended(job);
+    dependencies_.Ended(job.id, to);
+  }
   job.state_reason = std::move(reason);
   batch.writes.push_back(
       [copy = job, event = store::JobEvent{clock_.Now(), event_kind, message}](store::Transaction& t) -> Status {
         if (auto s = t.UpdateJob(copy); !s.ok()) return s;
         return t.AppendEvent(copy.id, event);
       });
+}
+
+void JobLifecycle::CancelUnsatisfiable(Batch& batch, model::JobId id, const std::string& reason) {
+  auto it = active_.find(id);
+  if (it == active_.end() || it->second.state != JobState::kPending) return;
+  Job& job = it->second;
+  job.ended_at = clock_.Now();
+  Transition(batch, job, JobState::kCancelled, "DependencyNeverSatisfied: " + reason, "cancelled",
+             "dependency never satisfied: " + reason);
+  spdlog::info("job {} cancelled: its dependency can never hold ({})", id, reason);
+  active_.erase(it);
+  wants_cycle_ = true;  // its own dependants learn it in the next cycle
 }
 
 void JobLifecycle::Preempt(Batch& batch, const scheduler::Preemption& p) {

@@ -20,6 +20,7 @@
 
 #include "daemon/accounting.h"
 #include "daemon/batch.h"
+#include "daemon/dependency_book.h"
 #include "daemon/node_book.h"
 #include "daemon/run_time_book.h"
 #include "unisched/backend/pool_backend.h"
@@ -102,6 +103,11 @@ class JobLifecycle {
   const policy::QuotaTally& running_usage() const { return running_usage_; }
   // Predicted run times: learned from ended jobs, one per active job.
   RunTimeBook& run_times() { return run_times_; }
+  // How the jobs waiting jobs depend on ended.
+  DependencyBook& dependencies() { return dependencies_; }
+  // A PENDING job whose dependency can never hold ends CANCELLED with
+  // `reason` (scheduler.kill_invalid_dependency); anything else is left.
+  void CancelUnsatisfiable(Batch& batch, model::JobId id, const std::string& reason);
   // Whether a change since the last call may let a pending job start.
   bool TakeWantsCycle() { return std::exchange(wants_cycle_, false); }
 
@@ -150,6 +156,7 @@ class JobLifecycle {
   policy::QuotaTally running_usage_;
   bool wants_cycle_ = false;
   RunTimeBook run_times_;
+  DependencyBook dependencies_;
   mutable std::map<std::pair<std::string, std::string>, int64_t> unix_ids_;  // (kind, name) -> id
 };
 

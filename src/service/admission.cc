@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "unisched/policy/dependency.h"
+
 namespace unisched::service {
 namespace {
 
@@ -207,6 +209,41 @@ std::optional<model::PendingReason> SandboxSlotLimit(const model::ClusterSpec& c
   if (!queue) return std::nullopt;
   return policy::CheckLimits(held, scope, SandboxResources(limits), queue->policy,
                              cluster.FindProject(std::string(scope.project)));
+}
+
+std::optional<Error> DependencyRefusal(const auth::Principal& who, const JobRequest& request,
+                                       const std::function<Result<model::Job>(model::JobId)>& find_job) {
+  const model::Dependency& dependency = request.dependency;
+  if (dependency.empty()) return std::nullopt;
+  if (dependency.HasSingleton() && request.name.empty()) {
+    return Error::Unprocessable("invalid_value",
+                                "dependency singleton waits for earlier jobs of the same user and name: give the job "
+                                "a name",
+                                "name");
+  }
+  std::map<model::JobId, model::JobState> states;
+  for (model::JobId id : dependency.NamedJobs()) {
+    auto job = find_job(id);
+    if (!job.ok() || !auth::CanReadJob(who, *job)) {
+      return Error::Unprocessable("unknown_job",
+                                  "dependency names job " + std::to_string(id) +
+                                      ", which does not exist or is not visible to you; name your own jobs or your "
+                                      "projects' jobs",
+                                  "dependency");
+    }
+    states.emplace(id, job->state);
+  }
+  const policy::DependencyCheck check = policy::CheckDependency(dependency, [&](model::JobId id) {
+    auto it = states.find(id);
+    return it == states.end() ? std::nullopt : std::optional<model::JobState>(it->second);
+  });
+  if (check.status == policy::DependencyStatus::kNever) {
+    return Error::Unprocessable("dependency_never_satisfied",
+                                "dependency '" + model::ToString(dependency) + "' can never hold: " + check.why +
+                                    "; submit without it or name other jobs",
+                                "dependency");
+  }
+  return std::nullopt;
 }
 
 }  // namespace unisched::service

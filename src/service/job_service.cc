@@ -31,6 +31,10 @@ void JobService::Submit(const auth::Principal& who, JobRequest request, std::str
     done(admitted.error());
     return;
   }
+  if (auto refused = DependencyRefusal(who, request, [this](model::JobId id) { return store_.GetJob(id); })) {
+    done(*refused);
+    return;
+  }
   if (idempotency_key.size() > 255) {
     done(Error::Unprocessable("invalid_value", "Idempotency-Key must be at most 255 characters", "Idempotency-Key"));
     return;
@@ -53,6 +57,7 @@ void JobService::Submit(const auth::Principal& who, JobRequest request, std::str
   job.error_file = std::move(admitted->error_file);
   job.priority = request.priority;
   job.max_retries = request.max_retries;
+  job.dependency = std::move(request.dependency);
   job.routing = {route.pool, route.queue, route.reason};
   job.submitted_at = clock_.Now();
   job.config_version = config.VersionFor(job.queue);

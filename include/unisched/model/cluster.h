@@ -234,6 +234,11 @@ struct ClusterSpec {
   std::vector<ProjectPolicy> projects;     // shares and quotas of projects
   double fairshare_half_life_hours = 168;  // usage loses half its weight in this time
   double fairshare_gpu_weight = 16;        // one GPU-second is charged as this many CPU-seconds
+  // A pending job whose dependency can never hold (afterok on a job that
+  // failed) is cancelled; false leaves it PENDING with reason
+  // DependencyNeverSatisfied (Slurm's kill_invalid_depend, inverted default
+  // there; docs/dependencies.md).
+  bool kill_invalid_dependency = true;
 
   const PoolSpec* FindPool(std::string_view name) const;
   const QueueSpec* FindQueue(std::string_view name) const;

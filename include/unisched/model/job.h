@@ -11,6 +11,7 @@
 
 #include "unisched/common/time.h"
 #include "unisched/model/cluster.h"
+#include "unisched/model/dependency.h"
 #include "unisched/model/resources.h"
 
 namespace unisched::model {
@@ -205,6 +206,9 @@ struct Job {
   // while a retry waits out its backoff, when it may start.
   std::optional<int> max_retries;
   std::optional<Timestamp> eligible_at;
+  // Jobs it waits for (Slurm's --dependency; model/dependency.h): checked
+  // until its first start, never after (a requeued job has met it).
+  Dependency dependency;
 
   // The latest attempt, or nullptr before the first start.
   const Attempt* CurrentAttempt() const { return attempts.empty() ? nullptr : &attempts.back(); }

@@ -38,6 +38,7 @@ struct JobRequest {
   std::string error_file;
   int priority = 0;
   std::optional<int> max_retries;  // overrides the queue's (docs/policy/retries.md)
+  model::Dependency dependency;    // docs/dependencies.md
 };
 
 // Where an admitted job goes, with the queue's defaults applied.
@@ -59,6 +60,15 @@ using SandboxHoldsSource = std::function<SandboxHolds()>;
 Result<JobAdmission> AdmitJob(const config::Config& config, const ClusterView& view,
                               const SandboxHoldsSource& sandboxes, const auth::Principal& who,
                               const JobRequest& request);
+
+// Why a job's dependency is refused at submission, or nullopt
+// (docs/dependencies.md): every job it names must exist and be one `who`
+// may read (else 422 naming it, one answer for both, so a dependency cannot
+// probe other projects' job ids); a singleton needs a job name; and it must
+// still be able to hold (afterok on a job that already FAILED is refused, not
+// accepted to be cancelled). `find_job` reads a job from the store.
+std::optional<Error> DependencyRefusal(const auth::Principal& who, const JobRequest& request,
+                                       const std::function<Result<model::Job>(model::JobId)>& find_job);
 
 // An API sandbox as its creator asked for it; absent values take the
 // sandbox defaults of its queue (SandboxDefaults).

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "testing/load_config.h"
 
 namespace unisched::daemon {
@@ -66,13 +68,18 @@ Job MakeJob(model::JobId id, const std::string& queue, JobState state) {
 class CycleSnapshotTest : public ::testing::Test {
  protected:
   CycleSnapshot Build(RunTimeBook* run_times = nullptr) {
-    return BuildCycleSnapshot(config_, {active_, nodes_, usage_, {}, holds_, reservations_, active_.size(), run_times},
-                              kNow);
+    CycleState state{active_, nodes_, usage_, {}, holds_, reservations_, active_.size(), run_times};
+    state.ended_state = [this](model::JobId id) -> std::optional<JobState> {
+      auto it = ended_.find(id);
+      return it == ended_.end() ? std::nullopt : std::optional<JobState>(it->second);
+    };
+    return BuildCycleSnapshot(config_, state, kNow);
   }
   void Add(Job job) { active_.emplace(job.id, std::move(job)); }
 
   config::Config config_ = testing::LoadConfigOrFail(kConfig);
   std::map<model::JobId, Job> active_;
+  std::map<model::JobId, JobState> ended_;  // jobs no longer active, as the dependency book knows them
   std::vector<model::NodeUsage> nodes_;
   policy::DecayedUsage usage_{3600.0};
   service::SandboxHolds holds_;
@@ -85,7 +92,7 @@ TEST_F(CycleSnapshotTest, EachLiveStateGoesWhereTheSchedulerExpectsIt) {
     JobState state;
     std::optional<Timestamp> eligible_at;
     std::string state_reason;
-    size_t pending, running, backing_off;
+    size_t pending, running, held_back;
     std::string reason_code;
   };
   const std::vector<Case> cases = {
@@ -107,9 +114,9 @@ TEST_F(CycleSnapshotTest, EachLiveStateGoesWhereTheSchedulerExpectsIt) {
     const CycleSnapshot got = Build();
     EXPECT_EQ(got.snapshot.pending.size(), c.pending);
     EXPECT_EQ(got.snapshot.running.size(), c.running);
-    ASSERT_EQ(got.backing_off.size(), c.backing_off);
-    if (c.backing_off > 0) {
-      const model::PendingInfo& info = got.backing_off[0].second;
+    ASSERT_EQ(got.held_back.size(), c.held_back);
+    if (c.held_back > 0) {
+      const model::PendingInfo& info = got.held_back[0].second;
       ASSERT_TRUE(info.own && !info.own->empty());
       EXPECT_EQ(info.own->front().code, c.reason_code);
       EXPECT_NE(info.own->front().message.find(FormatRfc3339(*c.eligible_at)), std::string::npos)
@@ -123,6 +130,106 @@ TEST_F(CycleSnapshotTest, EachLiveStateGoesWhereTheSchedulerExpectsIt) {
       EXPECT_EQ(p.resources, job.resources);
     }
   }
+}
+
+// Jobs 1 (RUNNING) and 2 (PENDING) are active; 3 ended COMPLETED, 4 ended
+// FAILED, 5 never existed. Job 9 (PENDING) depends as the case says.
+TEST_F(CycleSnapshotTest, ADependentJobIsOfferedOnlyOnceItsDependencyHolds) {
+  struct Case {
+    const char* dependency;
+    const char* where;  // offered | waiting | never
+    const char* why;    // in the reason (waiting) or the never-satisfied note
+  };
+  const std::vector<Case> cases = {
+      {"afterok:3", "offered", ""},
+      {"afterok:1", "waiting", "job 1 to end COMPLETED (afterok; it is RUNNING)"},
+      {"afterok:4", "never", "job 4 ended FAILED; afterok needs COMPLETED"},
+      {"afternotok:4", "offered", ""},
+      {"afternotok:3", "never", "job 3 ended COMPLETED"},
+      {"afterany:3:4", "offered", ""},
+      {"afterany:1", "waiting", "job 1 to end (afterany"},
+      {"after:1", "offered", ""},
+      {"after:2", "waiting", "job 2 to start (after; it is PENDING)"},
+      {"afterok:5", "never", "job 5 does not exist"},
+      {"afterok:3,afterok:1", "waiting", "job 1 to end COMPLETED"},
+      {"afterok:3,afterok:4", "never", "job 4 ended FAILED"},
+      {"afterok:4?afterok:3", "offered", ""},
+      {"afterok:4?afterok:1", "waiting", "one of: job 1 to end COMPLETED"},
+      {"afterok:4?afterok:5", "never", "job 4 ended FAILED; afterok needs COMPLETED; job 5 does not exist"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.dependency);
+    active_.clear();
+    ended_ = {{3, JobState::kCompleted}, {4, JobState::kFailed}};
+    Add(MakeJob(1, "plain", JobState::kRunning));
+    Add(MakeJob(2, "plain", JobState::kPending));
+    Job job = MakeJob(9, "plain", JobState::kPending);
+    job.dependency = model::ParseDependency(c.dependency).value();
+    Add(job);
+    const CycleSnapshot got = Build();
+    const bool offered = std::any_of(got.snapshot.pending.begin(), got.snapshot.pending.end(),
+                                     [](const scheduler::PendingJob& p) { return p.id == 9; });
+    EXPECT_EQ(offered, std::string(c.where) == "offered");
+    if (std::string(c.where) == "waiting") {
+      ASSERT_EQ(got.held_back.size(), 1u);
+      EXPECT_EQ(got.held_back[0].first, 9);
+      const model::PendingReason& reason = got.held_back[0].second.own->front();
+      EXPECT_EQ(reason.code, "Dependency");
+      EXPECT_NE(reason.message.find(c.why), std::string::npos) << reason.message;
+    } else {
+      EXPECT_TRUE(got.held_back.empty());
+    }
+    if (std::string(c.where) == "never") {
+      ASSERT_EQ(got.never_satisfied.size(), 1u);
+      EXPECT_EQ(got.never_satisfied[0].first, 9);
+      EXPECT_NE(got.never_satisfied[0].second.find(c.why), std::string::npos) << got.never_satisfied[0].second;
+    } else {
+      EXPECT_TRUE(got.never_satisfied.empty());
+    }
+  }
+}
+
+TEST_F(CycleSnapshotTest, ASingletonWaitsForTheEarliestActiveJobOfItsUserAndName) {
+  auto named = [](model::JobId id, JobState state, const std::string& user, const std::string& name) {
+    Job job = MakeJob(id, "plain", state);
+    job.user = user;
+    job.name = name;
+    job.dependency = model::ParseDependency("singleton").value();
+    return job;
+  };
+  Add(named(1, JobState::kRunning, "ana", "nightly"));
+  Add(named(2, JobState::kPending, "ana", "nightly"));  // waits for 1
+  Add(named(3, JobState::kPending, "ana", "nightly"));  // waits for 1 too (the earliest)
+  Add(named(4, JobState::kPending, "bo", "nightly"));   // another user: free
+  Add(named(5, JobState::kPending, "ana", "weekly"));   // another name: free
+  const CycleSnapshot got = Build();
+  std::vector<model::JobId> offered;
+  for (const auto& p : got.snapshot.pending) offered.push_back(p.id);
+  EXPECT_EQ(offered, (std::vector<model::JobId>{4, 5}));
+  ASSERT_EQ(got.held_back.size(), 2u);
+  EXPECT_NE(got.held_back[0].second.own->front().message.find("job 1 of the same user and name to end (singleton)"),
+            std::string::npos);
+
+  // Once 1 has ended, only 2 goes: 3 waits for it.
+  active_.erase(1);
+  const CycleSnapshot next = Build();
+  offered.clear();
+  for (const auto& p : next.snapshot.pending) offered.push_back(p.id);
+  EXPECT_EQ(offered, (std::vector<model::JobId>{2, 4, 5}));
+  ASSERT_EQ(next.held_back.size(), 1u);
+  EXPECT_EQ(next.held_back[0].first, 3);
+}
+
+TEST_F(CycleSnapshotTest, ARequeuedJobIsNotHeldBackByItsDependencyAgain) {
+  Add(MakeJob(1, "plain", JobState::kRunning));
+  Job job = MakeJob(9, "plain", JobState::kPending);
+  job.dependency = model::ParseDependency("afterok:1").value();
+  job.attempts.emplace_back();  // it started once: its dependency held then
+  Add(job);
+  const CycleSnapshot got = Build();
+  ASSERT_EQ(got.snapshot.pending.size(), 1u);
+  EXPECT_EQ(got.snapshot.pending[0].id, 9);
+  EXPECT_TRUE(got.held_back.empty());
 }
 
 TEST_F(CycleSnapshotTest, ARunningJobsRoomIsFreeAtItsWalltimeOrWhenItsStopGraceEnds) {

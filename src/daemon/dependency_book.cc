@@ -1,0 +1,32 @@
+#include "daemon/dependency_book.h"
+
+#include <spdlog/spdlog.h>
+
+namespace unisched::daemon {
+
+std::optional<model::JobState> DependencyBook::EndedState(model::JobId id) {
+  asked_.insert(id);
+  if (auto it = ended_.find(id); it != ended_.end()) return it->second;
+  auto stored = store_.GetJob(id);
+  if (!stored.ok()) {
+    if (stored.error().kind == ErrorKind::kNotFound) {
+      ended_.emplace(id, std::nullopt);
+      return std::nullopt;
+    }
+    spdlog::warn("dependency: cannot read job {} from the store: {}", id, stored.error().message);
+    return model::JobState::kPending;
+  }
+  // Only an end is kept: a job not active yet not ended is one whose
+  // change the store has not caught up with (read again next cycle).
+  if (model::IsTerminal(stored->state)) ended_.emplace(id, stored->state);
+  return stored->state;
+}
+
+void DependencyBook::Prune() {
+  for (auto it = ended_.begin(); it != ended_.end();) {
+    it = asked_.count(it->first) ? std::next(it) : ended_.erase(it);
+  }
+  asked_.clear();
+}
+
+}  // namespace unisched::daemon
