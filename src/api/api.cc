@@ -45,7 +45,7 @@ std::vector<std::string> SplitPath(std::string_view path) {
 }
 
 bool IsMutating(const std::string& method) {
-  return method == "POST" || method == "DELETE" || method == "PUT";
+  return method == "POST" || method == "DELETE" || method == "PUT" || method == "PATCH";
 }
 
 }  // namespace
@@ -84,6 +84,8 @@ Api::Api(ApiContext context)
   add("DELETE", "/v1/jobs/{id}", &Api::CancelJob);
   add("POST", "/v1/jobs/{id}/hold", &Api::HoldJob);
   add("POST", "/v1/jobs/{id}/release", &Api::ReleaseJob);
+  add("POST", "/v1/jobs/{id}/requeue", &Api::RequeueJob);
+  add("PATCH", "/v1/jobs/{id}", &Api::UpdateJob);
   add("GET", "/v1/jobs/{id}/log", &Api::JobLog);
   routes_.back().query = {QueryParam::Choice("stream", {"stdout", "stderr"}),
                           QueryParam::Integer("attempt", 1, 1'000'000),
@@ -112,9 +114,10 @@ Api::Api(ApiContext context)
   routes_.back().query = {QueryParam::Integer("limit", 1, 10000)};
   add("GET", "/v1/whoami", &Api::WhoAmI);
   add("GET", "/v1/usage", &Api::Usage);
-  routes_.back().query = {QueryParam::Time("from"), QueryParam::Time("to"),
-                          QueryParam::ChoiceList("group_by", {"user", "project", "queue", "pool", "workload_kind"}),
-                          QueryParam::Choice("format", {"json", "csv"})};
+  routes_.back().query = {
+      QueryParam::Time("from"), QueryParam::Time("to"),
+      QueryParam::ChoiceList("group_by", {"user", "project", "queue", "pool", "workload_kind", "job"}),
+      QueryParam::Choice("format", {"json", "csv"})};
   add("GET", "/v1/usage/reconcile", &Api::Reconcile);
   add("GET", "/v1/events", &Api::ListEvents);
   routes_.back().query = {QueryParam::Text("kind"), QueryParam::Text("object", 512), QueryParam::Time("since"),

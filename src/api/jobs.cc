@@ -44,6 +44,9 @@ json JobView(const model::Job& job, const ClusterView* view) {
     if (auto it = view->pending->find(job.id); it != view->pending->end()) {
       for (const auto& r : it->second.Reasons()) reasons.push_back({{"code", r.code}, {"message", r.message}});
       factors = it->second.priority;
+      // A job held back from the cycle (a retry's backoff, a dependency)
+      // has no ranked terms, but its own adjustment still holds.
+      factors.adjustment = job.priority;
       estimated_start = it->second.estimated_start;
       predicted_run_seconds = it->second.predicted_run_seconds;
     }
@@ -170,6 +173,31 @@ void Api::HoldJob(Call& call) {
 }
 void Api::ReleaseJob(Call& call) {
   ControlJobAction(call, ControlPlane::JobAction::kRelease);
+}
+
+void Api::RequeueJob(Call& call) {
+  ControlJobAction(call, ControlPlane::JobAction::kRequeue);
+}
+
+void Api::UpdateJob(Call& call) {
+  auto body = body::ParseObject(call.request.body, R"({"resources": {"walltime_seconds": 600}})");
+  if (!body.ok()) {
+    call.reply(FromError(body.error()));
+    return;
+  }
+  auto update = ParseJobUpdate(*body);
+  if (!update.ok()) {
+    call.reply(FromError(update.error()));
+    return;
+  }
+  auto reply = call.reply;
+  ctx_.jobs->Update(*call.principal, call.Param("id"), *update, [reply, this](Result<model::Job> result) {
+    if (!result.ok()) {
+      reply(FromError(result.error()));
+      return;
+    }
+    reply(Json(200, JobView(*result, ctx_.control->View().get())));
+  });
 }
 
 void Api::JobEvents(Call& call) {

@@ -230,4 +230,33 @@ Result<Submission> ParseSubmission(const json& body) {
   return s;
 }
 
+Result<service::JobUpdate> ParseJobUpdate(const json& body) {
+  if (auto e = CheckKeys(body, "", {"queue", "priority", "resources"})) return *e;
+  service::JobUpdate update;
+  if (auto it = body.find("queue"); it != body.end() && !it->is_null()) {
+    std::string queue;
+    if (auto e = body::ReadString(body, "queue", "queue", kMaxNameLength, queue)) return *e;
+    if (queue.empty()) return Error::Unprocessable("invalid_value", "queue must not be empty", "queue");
+    update.queue = queue;
+  }
+  if (auto it = body.find("priority"); it != body.end() && !it->is_null()) {
+    int64_t priority = 0;
+    if (auto e = ReadInt(body, "priority", "priority", -1000000, 1000000, priority)) return *e;
+    update.priority = static_cast<int>(priority);
+  }
+  if (auto res = body.find("resources"); res != body.end() && !res->is_null()) {
+    if (!res->is_object()) return WrongType("resources", "an object", *res);
+    if (auto e = CheckKeys(*res, "resources", {"walltime_seconds"})) return *e;
+    if (auto it = res->find("walltime_seconds"); it != res->end() && !it->is_null()) {
+      int64_t walltime = 0;
+      if (auto e =
+              ReadInt(*res, "walltime_seconds", "resources.walltime_seconds", 1, int64_t{10} * 365 * 86400, walltime)) {
+        return *e;
+      }
+      update.walltime_seconds = walltime;
+    }
+  }
+  return update;
+}
+
 }  // namespace unisched::api

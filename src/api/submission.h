@@ -19,4 +19,9 @@ using Submission = service::JobRequest;
 // silently.
 Result<Submission> ParseSubmission(const nlohmann::json& body);
 
+// PATCH /v1/jobs/{id}: {"queue", "priority", "resources": {"walltime_seconds"}},
+// with the same types and bounds as a submission; any other key is 400
+// unknown_field.
+Result<service::JobUpdate> ParseJobUpdate(const nlohmann::json& body);
+
 }  // namespace unisched::api

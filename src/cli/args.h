@@ -68,7 +68,7 @@ Result<int64_t> ParseDuration(std::string_view text);
 Result<std::pair<std::string, std::string>> ParseKeyValue(std::string_view text, const std::string& flag);
 
 // The keys GET /v1/usage can group by (shared/contract/api-v1.md).
-inline constexpr const char* kUsageGroupKeys[] = {"user", "project", "queue", "pool", "workload_kind"};
+inline constexpr const char* kUsageGroupKeys[] = {"user", "project", "queue", "pool", "workload_kind", "job"};
 
 // "project, queue" -> {"project", "queue"}: comma-separated usage group keys,
 // each one of kUsageGroupKeys and given once; otherwise a usage error.

@@ -23,6 +23,7 @@
 #include "cli/format.h"
 #include "cli/session.h"
 #include "cli/simulate.h"
+#include "cli/slurm_commands.h"
 #include "cli/step_command.h"
 #include "cli/submit_args.h"
 #include "unisched/client/http_client.h"
@@ -59,6 +60,11 @@ constexpr CommandInfo kCommands[] = {
      "list jobs"},
     {"job", "ID [--json]", "show one job, with its routing and pending reasons"},
     {"cancel", "ID [ID...] [--json]", "cancel jobs"},
+    {"requeue", "ID [ID...] [--json]", "stop running jobs and queue them again (scontrol requeue)"},
+    {"update", kUpdateUsage, "change a waiting job's time limit, priority or queue (scontrol update)"},
+    {"squeue", kSqueueUsage, "list waiting and running jobs as squeue does"},
+    {"sacct", kSacctUsage, "per-job accounting rows as sacct prints them"},
+    {"scancel", kScancelUsage, "cancel jobs by ID or by user, name, state or queue"},
     {"hold", "ID [ID...] [--json]", "hold pending jobs"},
     {"release", "ID [ID...] [--json]", "release held jobs"},
     {"log",
@@ -73,7 +79,8 @@ constexpr CommandInfo kCommands[] = {
     {"whoami", "[--json]", "show the token's user, role and projects"},
     {"usage",
      "[--from RFC3339] [--to RFC3339] [--group-by KEY[,KEY...]] [--csv|--json]\n"
-     "  KEY: user, project, queue, pool, workload_kind. Times like 2026-01-01T00:00:00Z; no --from/--to: all time.\n"
+     "  KEY: user, project, queue, pool, workload_kind, job. Times like 2026-01-01T00:00:00Z; no --from/--to: all "
+     "time.\n"
      "  Metrics are resource-seconds (3600 = 1 hour); a metric not measured is shown as \"-\", never 0.",
      "show ledger usage totals (CPU, memory, GPU, instance seconds)"},
     {"reconcile",
@@ -209,13 +216,20 @@ int RunSubmit(Session& session, const ParsedArgs& args, const CommandInfo& info)
   } else {
     std::cout << FinalStateLine(*final_job) << "\n";
   }
-  return StringField(*final_job, "state") == "COMPLETED" ? 0 : 1;
+  // As sbatch --wait: the job's own exit code (1 for an end without one).
+  if (StringField(*final_job, "state") == "COMPLETED") return 0;
+  const auto code = final_job->find("exit_code");
+  if (code != final_job->end() && code->is_number_integer()) {
+    const int64_t exit_code = code->get<int64_t>();
+    if (exit_code > 0 && exit_code < 256) return static_cast<int>(exit_code);
+  }
+  return 1;
 }
 
 int RunJobs(Session& session, const ParsedArgs& args, const CommandInfo& info) {
   if (!args.positionals.empty()) return UsageFailure(info, "unexpected argument '" + args.positionals[0] + "'");
   std::string state = args.Get("state").value_or("");
-  std::transform(state.begin(), state.end(), state.begin(), [](unsigned char c) { return std::toupper(c); });
+  state = Upper(state);
   if (auto limit = args.Get("limit")) {
     if (auto n = ParseInteger(*limit, "limit"); !n.ok()) return UsageFailure(info, n.error().message);
   }
@@ -259,7 +273,7 @@ int RunJob(Session& session, const ParsedArgs& args, const CommandInfo& info) {
   return 0;
 }
 
-// cancel, hold and release: one call per ID; every ID is tried even when
+// cancel, hold, release and requeue: one call per ID; every ID is tried even when
 // one fails.
 int RunJobAction(Session& session, const ParsedArgs& args, const CommandInfo& info) {
   if (args.positionals.empty()) return UsageFailure(info, std::string(info.name) + " needs at least one job ID");
@@ -282,6 +296,10 @@ int RunJobAction(Session& session, const ParsedArgs& args, const CommandInfo& in
     if (command == "cancel") {
       std::cout << (state == "CANCELLED" ? "Cancelled job " + id
                                          : "Cancel requested for job " + id + " (now " + state + ")")
+                << "\n";
+    } else if (command == "requeue") {
+      std::cout << (state == "RUNNING" ? "Requeue requested for job " + id + " (its attempt is being stopped)"
+                                       : "Job " + id + " waits already (" + state + ")")
                 << "\n";
     } else {
       std::cout << (command == "hold" ? "Held job " : "Released job ") << id << " (now " << state << ")\n";
@@ -525,6 +543,10 @@ std::vector<FlagSpec> FlagsFor(const std::string& command) {
             {"all", false, false}};
   }
   if (command == "config") return ConfigFlags();
+  if (command == "squeue") return SqueueFlags();
+  if (command == "sacct") return SacctFlags();
+  if (command == "scancel") return ScancelFlags();
+  if (command == "update") return UpdateFlags();
   if (command == "baseline") return BaselineFlags();
   if (command == "usage") {
     return {{"from", true, false}, {"to", true, false}, {"group-by", true, false}, {"csv", false, false}};
@@ -587,7 +609,14 @@ int Dispatch(const CommandInfo& info, const std::vector<std::string>& words) {
   if (command == "submit") return RunSubmit(session, args, info);
   if (command == "jobs") return RunJobs(session, args, info);
   if (command == "job") return RunJob(session, args, info);
-  if (command == "cancel" || command == "hold" || command == "release") return RunJobAction(session, args, info);
+  if (command == "cancel" || command == "hold" || command == "release" || command == "requeue") {
+    return RunJobAction(session, args, info);
+  }
+  const auto usage_failure = [&info](const std::string& message) { return UsageFailure(info, message); };
+  if (command == "squeue") return RunSqueue(session, args, usage_failure);
+  if (command == "sacct") return RunSacct(session, args, usage_failure);
+  if (command == "scancel") return RunScancel(session, args, usage_failure);
+  if (command == "update") return RunUpdate(session, args, usage_failure);
   if (command == "log" || command == "logs") return RunLog(session, args, info);
   if (command == "events") {
     if (args.positionals.size() != 1) return UsageFailure(info, "events needs exactly one job ID");

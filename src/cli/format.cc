@@ -87,6 +87,11 @@ std::string CellText(const json& value) {
   return value.dump();
 }
 
+std::string Upper(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::toupper(c); });
+  return text;
+}
+
 std::string FormatDuration(int64_t seconds) {
   if (seconds < 0) seconds = 0;
   const int64_t days = seconds / 86400;
@@ -329,16 +334,11 @@ namespace {
 // The metric columns of GET /v1/usage, in the contract's order.
 constexpr const char* kUsageMetrics[] = {"cpu_core_seconds", "cpu_seconds_used", "memory_mb_seconds", "gpu_seconds",
                                          "instance_seconds", "instance_minutes", "storage_gb_hours",  "network_bytes"};
-constexpr const char* kUsageGroupOrder[] = {"user", "project", "queue", "pool", "workload_kind"};
+constexpr const char* kUsageGroupOrder[] = {"user", "project", "queue", "pool", "workload_kind", "job"};
 
 template <size_t N>
 bool Contains(const char* const (&list)[N], const std::string& key) {
   return std::find(std::begin(list), std::end(list), key) != std::end(list);
-}
-
-std::string Upper(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::toupper(c); });
-  return text;
 }
 
 void AddOnce(std::vector<std::string>& keys, const std::string& key) {

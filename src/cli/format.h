@@ -18,6 +18,9 @@ std::string FormatTable(const std::vector<std::string>& header, const std::vecto
 // lists of scalars comma-joined, objects as k=v,k=v.
 std::string CellText(const nlohmann::json& value);
 
+// "pending" -> "PENDING" (ASCII).
+std::string Upper(std::string text);
+
 // 5400 -> "01:30:00"; 90061 -> "1-01:01:01" (the form --time accepts).
 std::string FormatDuration(int64_t seconds);
 

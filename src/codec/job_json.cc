@@ -196,6 +196,7 @@ json JobToJson(const model::Job& job) {
       {"ended_at", TimestampOrNull(job.ended_at)},
       {"config_version", job.config_version},
       {"cancel_requested", job.cancel_requested},
+      {"requeue_requested", job.requeue_requested},
       {"preempting_for", job.preempting_for ? json(std::to_string(*job.preempting_for)) : json(nullptr)},
       {"preempted_by", std::move(preempted_by)},
       {"stop_requested_at", TimestampOrNull(job.stop_requested_at)},
@@ -402,6 +403,7 @@ std::string JobDocument(const model::Job& job) {
   w.Close('}');
   w.Key("project").Str(job.project);
   w.Key("queue").Str(job.queue);
+  w.Key("requeue_requested").Bool(job.requeue_requested);
   const auto& r = job.resources;
   w.Key("resources").Open('{');
   w.Key("cpus").Int(r.cpus);
@@ -522,6 +524,7 @@ Result<model::Job> JobFromJson(const json& doc) {
   d.Time(doc, "ended_at", "ended_at", job.ended_at);
   d.String(doc, "config_version", "config_version", job.config_version);
   d.Bool(doc, "cancel_requested", "cancel_requested", job.cancel_requested);
+  d.Bool(doc, "requeue_requested", "requeue_requested", job.requeue_requested);  // absent (before requeue): false
   if (const json* v = d.Field(doc, "preempting_for")) {
     model::JobId id = 0;
     d.JobIdValue(*v, "preempting_for", id);

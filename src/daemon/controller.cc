@@ -217,6 +217,15 @@ void Controller::ControlJob(model::JobId id, JobAction action, std::string actor
   });
 }
 
+void Controller::UpdateJob(model::JobId id, JobChange change, std::string actor,
+                           std::function<void(Result<Job>)> done) {
+  Post([this, id, change = std::move(change), actor = std::move(actor), done = std::move(done)](Batch& batch) {
+    // A reservation made in its old queue or pool is not its own any more.
+    reservations_.erase(id);
+    jobs_.ApplyUpdate(batch, id, change, actor, done);
+  });
+}
+
 void Controller::SetNodeState(std::string node, bool drain, std::string reason, std::string actor,
                               std::function<void(Result<service::ClusterView::Node>)> done) {
   Post([this, node = std::move(node), drain, reason = std::move(reason), actor = std::move(actor),

@@ -82,6 +82,8 @@ class Controller final : public service::ControlPlane, public service::StepPlane
 
   // service::ControlPlane
   void JobCommitted(model::Job job) override;
+  void UpdateJob(model::JobId id, JobChange change, std::string actor,
+                 std::function<void(Result<model::Job>)> done) override;
   void ControlJob(model::JobId id, JobAction action, std::string actor,
                   std::function<void(Result<model::Job>)> done) override;
   void SetNodeState(std::string node, bool drain, std::string reason, std::string actor,

@@ -18,7 +18,7 @@ scheduler::RunningJob SnapshotOfRunning(const config::Config& config, const Job&
   facts.predicted_run_seconds = predicted_run_seconds;
   scheduler::RunningJob r =
       scheduler::StartedJob(std::move(facts), a ? a->allocation : model::Allocation{}, job.started_at.value_or(now));
-  if (job.cancel_requested || job.preempting_for) {
+  if (job.cancel_requested || job.preempting_for || job.requeue_requested) {
     const model::QueueSpec* queue = config.cluster.FindQueue(job.queue);
     const int grace =
         job.preempting_for && queue ? queue->policy.preempt_grace_seconds : config.executor.kill_grace_seconds;

@@ -46,7 +46,7 @@ JobLifecycle::Restart JobLifecycle::Load(std::vector<Job> active, JobCounts coun
         TallyRunning(job, +1);
         accounting_.ResumeCharging(job, *a, store_.LoadLedgerCharged(job.id, a->number), now);
         restart.recover.push_back({&BackendOf(job), AttemptLaunchOf(job)});
-        if (job.cancel_requested || job.preempting_for) {
+        if (job.cancel_requested || job.preempting_for || job.requeue_requested) {
           restart.stop.emplace_back(&BackendOf(job), job.id, a->number,
                                     !job.cancel_requested && job.preempting_for.has_value());
         }
@@ -198,6 +198,7 @@ void JobLifecycle::FinishPreemption(Batch& batch, Job& job, model::Attempt& atte
   attempt.state = JobState::kCancelled;
   attempt.reason = "preempted by job " + std::to_string(preemptor);
   job.preempting_for.reset();
+  job.requeue_requested = false;  // preempted first: its queue's preempt_action decides
   job.stop_requested_at.reset();
   job.preempted_by.push_back(preemptor);
   wants_cycle_ = true;
@@ -213,6 +214,20 @@ void JobLifecycle::FinishPreemption(Batch& batch, Job& job, model::Attempt& atte
   Transition(batch, job, JobState::kCancelled, "Preempted", "cancelled",
              "preempted by job " + std::to_string(preemptor) + "; its queue cancels preempted jobs");
   active_.erase(job.id);
+}
+
+void JobLifecycle::FinishRequeue(Batch& batch, Job& job, model::Attempt& attempt) {
+  attempt.state = JobState::kCancelled;
+  attempt.reason = "requeued";
+  job.requeue_requested = false;
+  job.stop_requested_at.reset();
+  job.exit_code.reset();
+  job.started_at.reset();
+  job.ended_at.reset();
+  wants_cycle_ = true;
+  Transition(batch, job, JobState::kPending, "Requeued", "requeued",
+             "requeued: attempt " + std::to_string(attempt.number) + " stopped; back to PENDING for attempt " +
+                 std::to_string(attempt.number + 1));
 }
 
 void JobLifecycle::TallyRunning(const Job& job, int sign) {
@@ -271,8 +286,20 @@ void JobLifecycle::ApplyResult(Batch& batch, const executor::RunResult& result) 
     FinishPreemption(batch, job, *attempt);
     return;
   }
-  // It ended on its own (or was cancelled by a person) while being preempted.
+  if (job.requeue_requested && result.outcome == executor::RunOutcome::kCancelled && !job.cancel_requested) {
+    attempt->process_started_at = result.started_at;
+    attempt->ended_at = result.ended_at.value_or(now);
+    attempt->exit_code = result.exit_code;
+    attempt->usage = result.usage;
+    ReleaseAllocation(*attempt);
+    accounting_.CloseCharging(batch, job, *attempt);
+    FinishRequeue(batch, job, *attempt);
+    return;
+  }
+  // It ended on its own (or was cancelled by a person) while being
+  // preempted or requeued: it ends as it ended.
   job.preempting_for.reset();
+  job.requeue_requested = false;
   attempt->state = to;
   attempt->process_started_at = result.started_at;
   attempt->ended_at = result.ended_at.value_or(now);
@@ -331,8 +358,9 @@ void JobLifecycle::ApplyControl(Batch& batch, model::JobId id, JobAction action,
       done(stored.error());
       return;
     }
-    done(Error::Conflict(
-        "job_finished", "job " + std::to_string(id) + " already ended " + std::string(model::ToString(stored->state))));
+    std::string message = "job " + std::to_string(id) + " already ended " + std::string(model::ToString(stored->state));
+    if (action == JobAction::kRequeue) message += "; a finished job stays finished: submit it again to run it again";
+    done(Error::Conflict("job_finished", message));
     return;
   }
   Job& job = it->second;
@@ -374,6 +402,33 @@ void JobLifecycle::ApplyControl(Batch& batch, model::JobId id, JobAction action,
       reply_after_commit(job);
       wants_cycle_ = true;
       return;
+    case JobAction::kRequeue:
+      if (job.state != JobState::kRunning) {
+        reply_after_commit(job);  // PENDING or HELD: it waits already
+        return;
+      }
+      if (job.cancel_requested) {
+        done(Error::Conflict("invalid_state",
+                             "job " + std::to_string(id) + " is being cancelled; it cannot be requeued"));
+        return;
+      }
+      if (!job.requeue_requested && !job.preempting_for) {
+        job.requeue_requested = true;
+        job.stop_requested_at = clock_.Now();
+        batch.writes.push_back(
+            [copy = job,
+             event = store::JobEvent{clock_.Now(), "requeue_requested",
+                                     "requeue requested by " + actor + ": its attempt is stopped, then PENDING again"}](
+                store::Transaction& t) -> Status {
+              if (auto s = t.UpdateJob(copy); !s.ok()) return s;
+              return t.AppendEvent(copy.id, event);
+            });
+        batch.after_commit.push_back([backend = &BackendOf(job), id, attempt = job.CurrentAttempt()->number] {
+          backend->Cancel(id, attempt, false);
+        });
+      }
+      reply_after_commit(job);
+      return;
     case JobAction::kRelease:
       if (job.state != JobState::kHeld) {
         done(Error::Conflict("invalid_state", "only HELD jobs can be released; job " + std::to_string(id) + " is " +
@@ -385,6 +440,35 @@ void JobLifecycle::ApplyControl(Batch& batch, model::JobId id, JobAction action,
       wants_cycle_ = true;
       return;
   }
+}
+
+void JobLifecycle::ApplyUpdate(Batch& batch, model::JobId id, const service::ControlPlane::JobChange& change,
+                               const std::string& actor, const std::function<void(Result<Job>)>& done) {
+  auto it = active_.find(id);
+  if (it == active_.end() || (it->second.state != JobState::kPending && it->second.state != JobState::kHeld)) {
+    done(Error::Conflict("invalid_state", "job " + std::to_string(id) +
+                                              " is no longer PENDING or HELD: only waiting jobs can be updated"));
+    return;
+  }
+  Job& job = it->second;
+  if (job.queue != change.queue || job.pool != change.pool) {
+    --job_counts_[{job.state, job.queue, job.pool}];
+    ++job_counts_[{job.state, change.queue, change.pool}];
+  }
+  job.queue = change.queue;
+  job.pool = change.pool;
+  job.routing = {change.pool, change.queue, change.routing_reason};
+  job.config_version = change.config_version;
+  job.resources.walltime_seconds = change.walltime_seconds;
+  job.priority = change.priority;
+  batch.writes.push_back(
+      [copy = job, event = store::JobEvent{clock_.Now(), "updated", change.summary + " (by " + actor + ")"}](
+          store::Transaction& t) -> Status {
+        if (auto s = t.UpdateJob(copy); !s.ok()) return s;
+        return t.AppendEvent(copy.id, event);
+      });
+  batch.after_commit.push_back([done, copy = job] { done(copy); });
+  wants_cycle_ = true;
 }
 
 void JobLifecycle::FailJobsOnNode(Batch& batch, const std::string& node, const std::string& why, Timestamp now) {

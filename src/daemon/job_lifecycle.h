@@ -74,6 +74,10 @@ class JobLifecycle {
   void ApplyResult(Batch& batch, const executor::RunResult& result);
   void ApplyControl(Batch& batch, model::JobId id, JobAction action, const std::string& actor,
                     const std::function<void(Result<model::Job>)>& done);
+  // PATCH /v1/jobs/{id}, planned by service::PlanJobUpdate: applied if the
+  // job still waits (PENDING or HELD), else 409.
+  void ApplyUpdate(Batch& batch, model::JobId id, const service::ControlPlane::JobChange& change,
+                   const std::string& actor, const std::function<void(Result<model::Job>)>& done);
   // What a job's tasks get to reach the daemon (`unisched step`): the
   // secret job tokens are made with, and the daemon's URL as this machine's
   // jobs reach it (an agent puts its own). Set once the daemon listens.
@@ -120,6 +124,8 @@ class JobLifecycle {
   void TallyRunning(const model::Job& job, int sign);
   // A preempted attempt has ended: requeue the job or cancel it, per its queue.
   void FinishPreemption(Batch& batch, model::Job& job, model::Attempt& attempt);
+  // A requeued attempt has stopped: the job goes back to PENDING.
+  void FinishRequeue(Batch& batch, model::Job& job, model::Attempt& attempt);
   // Its attempt ended `ended` (FAILED or NODE_FAIL): back to PENDING when its
   // queue or the job allows a retry (policy::DecideRetry). False: it ends.
   bool RequeueForRetry(Batch& batch, model::Job& job, model::JobState ended, Timestamp now);

@@ -246,4 +246,65 @@ std::optional<Error> DependencyRefusal(const auth::Principal& who, const JobRequ
   return std::nullopt;
 }
 
+Result<ControlPlane::JobChange> PlanJobUpdate(const config::Config& config, const ClusterView& view,
+                                              const SandboxHoldsSource& sandboxes, const auth::Principal& who,
+                                              const model::Job& job, const JobUpdate& update) {
+  const std::string id = std::to_string(job.id);
+  if (model::IsTerminal(job.state)) {
+    return Error::Conflict("job_finished", "job " + id + " already ended " + std::string(model::ToString(job.state)) +
+                                               "; a finished job cannot be updated");
+  }
+  if (job.state != model::JobState::kPending && job.state != model::JobState::kHeld) {
+    return Error::Conflict("invalid_state", "only PENDING or HELD jobs can be updated; job " + id + " is " +
+                                                std::string(model::ToString(job.state)) +
+                                                " (requeue it first to change how it runs next)");
+  }
+  if (!update.queue && !update.walltime_seconds && !update.priority) {
+    return Error::Unprocessable("invalid_value",
+                                "nothing to change: give queue, priority or resources.walltime_seconds");
+  }
+  model::ResourceRequest resources = job.resources;
+  if (update.walltime_seconds) resources.walltime_seconds = *update.walltime_seconds;
+  auto route =
+      router::Route(config.cluster, {job.workload, resources, job.constraints, update.queue.value_or(job.queue)});
+  if (!route.ok()) return route.error();
+  const bool admin = auth::CanRaisePriority(who, job.queue) && auth::CanRaisePriority(who, route->queue);
+  const int64_t before = job.resources.walltime_seconds;
+  const int64_t after = route->resources.walltime_seconds;
+  if (after > before && before > 0 && !admin) {
+    return Error{ErrorKind::kForbidden, "forbidden",
+                 "only platform-admins and admins of queue " + job.queue + " may raise a time limit (" +
+                     std::to_string(before) + " s); you may lower it",
+                 "resources.walltime_seconds"};
+  }
+  const int priority = update.priority.value_or(job.priority);
+  if (priority > 0 && priority != job.priority && !auth::CanRaisePriority(who, route->queue)) {
+    return Error{ErrorKind::kForbidden, "forbidden",
+                 "only platform-admins and admins of queue " + route->queue +
+                     " may set a priority above 0; you may set 0 or lower",
+                 "priority"};
+  }
+  const bool moves = route->queue != job.queue;
+  if (moves) {
+    const policy::JobScope scope{route->queue, job.project, job.user};
+    if (auto refused = QuotaRefusal(
+            config.cluster, view, [&] { return HeldFor(view, sandboxes(), scope); }, scope, route->resources)) {
+      return *refused;
+    }
+  }
+  ControlPlane::JobChange change;
+  change.queue = route->queue;
+  change.pool = route->pool;
+  change.routing_reason = moves ? "moved to queue " + route->queue + " by an update" : job.routing.reason;
+  change.config_version = moves ? config.VersionFor(route->queue) : job.config_version;
+  change.walltime_seconds = after;
+  change.priority = priority;
+  auto note = [&](const std::string& what) { change.summary += (change.summary.empty() ? "" : "; ") + what; };
+  if (after != before) note("time limit " + std::to_string(before) + " -> " + std::to_string(after) + " s");
+  if (priority != job.priority) note("priority " + std::to_string(job.priority) + " -> " + std::to_string(priority));
+  if (moves) note("queue " + job.queue + " -> " + route->queue + " (pool " + route->pool + ")");
+  if (change.summary.empty()) change.summary = "no change";
+  return change;
+}
+
 }  // namespace unisched::service

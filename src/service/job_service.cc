@@ -160,6 +160,27 @@ void JobService::Control(const auth::Principal& who, const std::string& job_id, 
   control_.ControlJob(job->id, action, who.user, std::move(done));
 }
 
+void JobService::Update(const auth::Principal& who, const std::string& job_id, const JobUpdate& update,
+                        std::function<void(Result<model::Job>)> done) {
+  auto job = VisibleJob(who, job_id);
+  if (!job.ok()) {
+    done(job.error());
+    return;
+  }
+  if (!auth::CanControlJob(who, *job)) {
+    done(Error::Forbidden("user " + who.user + " may not update job " + std::to_string(job->id) + " of user " +
+                          job->user));
+    return;
+  }
+  auto change = PlanJobUpdate(
+      current_config(), *control_.View(), [this] { return SandboxHoldsNow(); }, who, *job, update);
+  if (!change.ok()) {
+    done(change.error());
+    return;
+  }
+  control_.UpdateJob(job->id, std::move(change).value(), who.user, std::move(done));
+}
+
 void JobService::CreateSandbox(const auth::Principal& who, SandboxRequest request,
                                std::function<void(Result<nlohmann::json>)> done) {
   if (!sandboxes_) {

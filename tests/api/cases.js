@@ -306,6 +306,19 @@ async function prepare(id, status, mediaType, refused = false) {
       if (s === 404) return {path: job(999999, '/hold')};
       if (s === 409) return {path: job(ctx.jobDone, '/hold')};
       break;
+    case 'requeueJob':
+      // A job that has started or still waits: 200 either way (docs/slurm.md).
+      if (s === 200) return {path: job(await submit(hpcJob('sleep 600')), '/requeue')};
+      if (s === 404) return {path: job(999999, '/requeue')};
+      if (s === 409) return {path: job(ctx.jobDone, '/requeue')};
+      break;
+    case 'updateJob':
+      if (s === 200) return {path: job(await submit(gpuJob())), body: {resources: {walltime_seconds: 600}, priority: -1}};
+      if (s === 404) return {path: job(999999), body: {priority: -1}};
+      if (s === 409) return {path: job(ctx.jobDone), body: {priority: -1}};
+      if (s === 422) return {path: job(await submit(gpuJob())), body: {queue: 'no-such-queue'}};
+      if (s === 400) return Object.assign({path: job(ctx.pending)}, malformed);
+      break;
     case 'releaseJob':
       if (s === 200) {
         const held = await submit(gpuJob());

@@ -785,11 +785,16 @@ std::map<std::pair<model::JobId, int>, LedgerCharged> MemoryStore::LoadAllLedger
 }
 
 std::vector<UsageRow> MemoryStore::QueryUsage(const UsageQuery& q) const {
-  static const std::set<std::string> kGroupColumns = {"user", "project", "queue", "pool", "workload_kind"};
+  static const std::set<std::string> kGroupColumns = {"user", "project", "queue", "pool", "workload_kind", "job"};
   for (const auto& g : q.group_by) {
     if (!kGroupColumns.count(g)) throw std::invalid_argument("unknown group_by column " + g);
   }
-  auto column = [](const LedgerEntry& e, const std::string& name) -> const std::string& {
+  // A job id sorts as a number (SQL orders the integer column): padded here.
+  auto column = [](const LedgerEntry& e, const std::string& name) -> std::string {
+    if (name == "job") {
+      std::string id = std::to_string(e.job);
+      return std::string(20 - id.size(), '0') + id;
+    }
     if (name == "user") return e.user;
     if (name == "project") return e.project;
     if (name == "queue") return e.queue;
@@ -807,7 +812,9 @@ std::vector<UsageRow> MemoryStore::QueryUsage(const UsageQuery& q) const {
     std::vector<std::string> values;
     for (const auto& g : q.group_by) values.push_back(column(e, g));
     UsageRow& row = rows[values];
-    for (size_t i = 0; i < q.group_by.size(); ++i) row.group[q.group_by[i]] = values[i];
+    for (size_t i = 0; i < q.group_by.size(); ++i) {
+      row.group[q.group_by[i]] = q.group_by[i] == "job" ? std::to_string(e.job) : values[i];
+    }
     row.metrics[e.metric] += e.quantity;
   }
   std::vector<UsageRow> out;

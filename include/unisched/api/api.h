@@ -204,6 +204,8 @@ class Api {
   void CancelJob(Call& call);
   void HoldJob(Call& call);
   void ReleaseJob(Call& call);
+  void RequeueJob(Call& call);
+  void UpdateJob(Call& call);
   void JobLog(Call& call);
   void StartStep(Call& call);
   void GetStep(Call& call);

@@ -194,6 +194,9 @@ struct Job {
   std::optional<Timestamp> ended_at;
   std::string config_version;  // the config the job was admitted under
   bool cancel_requested = false;
+  // Requeue asked for while RUNNING (POST /v1/jobs/{id}/requeue): its
+  // attempt is being stopped; when it has, the job goes back to PENDING.
+  bool requeue_requested = false;
   // Preemption: while set, this RUNNING job is being stopped to make room for
   // that job. preempted_by lists every job that ever preempted this one; it
   // may never preempt them back (no preemption loops).

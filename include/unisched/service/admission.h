@@ -70,6 +70,24 @@ Result<JobAdmission> AdmitJob(const config::Config& config, const ClusterView& v
 std::optional<Error> DependencyRefusal(const auth::Principal& who, const JobRequest& request,
                                        const std::function<Result<model::Job>(model::JobId)>& find_job);
 
+// PATCH /v1/jobs/{id}: what may change of a waiting job (absent: unchanged).
+struct JobUpdate {
+  std::optional<std::string> queue;
+  std::optional<int64_t> walltime_seconds;
+  std::optional<int> priority;
+};
+
+// The change `update` makes to `job`, or why not (docs/slurm.md, "Updating
+// a waiting job"): only a PENDING or HELD job (409 otherwise); the job is
+// routed again to its (new) queue, so a wall time above the queue's maximum
+// or a queue that cannot run it is 422 naming the field; raising the time
+// limit or a priority above 0 needs an admin of the queue or a
+// platform-admin (403: users may lower their time limit and priority, as in
+// Slurm); a new queue's quotas refuse as at submission.
+Result<ControlPlane::JobChange> PlanJobUpdate(const config::Config& config, const ClusterView& view,
+                                              const SandboxHoldsSource& sandboxes, const auth::Principal& who,
+                                              const model::Job& job, const JobUpdate& update);
+
 // An API sandbox as its creator asked for it; absent values take the
 // sandbox defaults of its queue (SandboxDefaults).
 struct SandboxRequest {

@@ -56,6 +56,10 @@ class JobService {
 
   // The job `job_id` if the caller may see it; NotFound both when it does
   // not exist and when it is hidden (no one learns of others' jobs).
+  // PATCH /v1/jobs/{id}: who may control the job (its owner, admins of its
+  // queue, platform-admins) changes it as PlanJobUpdate allows.
+  void Update(const auth::Principal& who, const std::string& job_id, const JobUpdate& update,
+              std::function<void(Result<model::Job>)> done);
   Result<model::Job> VisibleJob(const auth::Principal& who, const std::string& job_id) const;
 
   // Admits an API sandbox (the job path's router, quotas and budgets), then

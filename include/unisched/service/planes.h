@@ -102,7 +102,16 @@ class StepPlane {
 // The control side of the daemon: the controller.
 class ControlPlane {
  public:
-  enum class JobAction { kCancel, kHold, kRelease };
+  // kRequeue: a RUNNING job's attempt is stopped and the job goes back to
+  // PENDING (a PENDING or HELD job is left as it is: it already waits).
+  enum class JobAction { kCancel, kHold, kRelease, kRequeue };
+  // What an update of a waiting job sets (service::PlanJobUpdate made it).
+  struct JobChange {
+    std::string queue, pool, routing_reason, config_version;
+    int64_t walltime_seconds = 0;
+    int priority = 0;
+    std::string summary;  // "time limit 3600 -> 600 s; priority 0 -> -5" for its event
+  };
   virtual ~ControlPlane() = default;
   // A job was durably committed; the scheduler takes it from here. Called
   // before the 201 is sent, so later requests about it are ordered after it.
@@ -111,6 +120,13 @@ class ControlPlane {
   // NotFound / Conflict (terminal job, wrong state).
   virtual void ControlJob(model::JobId id, JobAction action, std::string actor,
                           std::function<void(Result<model::Job>)> done) = 0;
+  // Applies a change to a PENDING or HELD job; done gets the job as
+  // committed, or NotFound / Conflict (it started or ended meanwhile).
+  virtual void UpdateJob(model::JobId id, JobChange change, std::string actor,
+                         std::function<void(Result<model::Job>)> done) {
+    (void)id, (void)change, (void)actor;
+    done(Error::Unavailable("this control plane does not update jobs"));
+  }
   // Drain (drain=true) or resume a node; done gets the node's view.
   virtual void SetNodeState(std::string node, bool drain, std::string reason, std::string actor,
                             std::function<void(Result<ClusterView::Node>)> done) = 0;

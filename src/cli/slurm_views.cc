@@ -1,0 +1,330 @@
+// squeue's and sacct's views (cli/slurm_views.h).
+
+#include "cli/slurm_views.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <optional>
+
+#include "cli/args.h"
+#include "cli/format.h"
+
+namespace unisched::cli {
+namespace {
+
+using nlohmann::json;
+
+std::string Text(const json& job, const char* key) {
+  auto it = job.find(key);
+  if (it == job.end() || it->is_null()) return "";
+  if (it->is_string()) return it->get<std::string>();
+  return it->dump();
+}
+
+int64_t Int(const json& obj, const char* key) {
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_number() ? it->get<int64_t>() : 0;
+}
+
+std::optional<Timestamp> TimeOf(const json& job, const char* key) {
+  const std::string text = Text(job, key);
+  return text.empty() ? std::nullopt : ParseRfc3339(text);
+}
+
+// Slurm's elapsed form: M:SS under an hour, H:MM:SS under a day, D-HH:MM:SS.
+std::string SlurmDuration(int64_t seconds) {
+  if (seconds < 0) seconds = 0;
+  char buf[64];
+  if (seconds < 3600) {
+    std::snprintf(buf, sizeof buf, "%lld:%02lld", static_cast<long long>(seconds / 60),
+                  static_cast<long long>(seconds % 60));
+    return buf;
+  }
+  if (seconds < 86400) {
+    std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", static_cast<long long>(seconds / 3600),
+                  static_cast<long long>(seconds % 3600 / 60), static_cast<long long>(seconds % 60));
+    return buf;
+  }
+  return FormatDuration(seconds);
+}
+
+// How long the job has run: since its start, up to its end or now.
+int64_t UsedSeconds(const json& job, Timestamp now) {
+  auto started = TimeOf(job, "started_at");
+  if (!started) return 0;
+  const Timestamp until = TimeOf(job, "ended_at").value_or(now);
+  return std::chrono::duration_cast<std::chrono::seconds>(until - *started).count();
+}
+
+std::string Limit(const json& job) {
+  const int64_t limit = Int(job.value("resources", json::object()), "walltime_seconds");
+  return limit > 0 ? SlurmDuration(limit) : "UNLIMITED";
+}
+
+std::string NodeList(const json& job) {
+  std::string list;
+  for (const auto& n : job.value("nodes", json::array())) {
+    if (n.is_string()) list += (list.empty() ? "" : ",") + n.get<std::string>();
+  }
+  return list;
+}
+
+std::string FirstReason(const json& job) {
+  const json reasons = job.value("pending_reasons", json::array());
+  if (!reasons.empty() && reasons[0].is_object()) return reasons[0].value("code", "");
+  return job.value("state", "") == "HELD" ? "Held" : "None";
+}
+
+std::string ExitCode(const json& job) {
+  // Slurm's code:signal; a killed job's signal is in its reason, not here.
+  const auto code = job.find("exit_code");
+  return (code != job.end() && code->is_number() ? std::to_string(code->get<int64_t>()) : "0") + ":0";
+}
+
+std::string Fit(std::string value, int width, bool right) {
+  if (width <= 0) return value;
+  const auto w = static_cast<size_t>(width);
+  if (value.size() > w) value.resize(w);
+  const std::string pad(w - value.size(), ' ');
+  return right ? pad + value : value + pad;
+}
+
+}  // namespace
+
+std::string CompactState(const std::string& state) {
+  static const std::map<std::string, std::string> kCodes = {
+      {"PENDING", "PD"}, {"HELD", "PD"},      {"RUNNING", "R"},  {"COMPLETED", "CD"},
+      {"FAILED", "F"},   {"CANCELLED", "CA"}, {"TIMEOUT", "TO"}, {"NODE_FAIL", "NF"}};
+  auto it = kCodes.find(state);
+  return it == kCodes.end() ? state : it->second;
+}
+
+Result<std::string> FormatSqueue(const std::vector<json>& jobs, const std::string& format, Timestamp now) {
+  struct Piece {
+    std::string literal;
+    char field = 0;
+    int width = 0;
+    bool right = false;
+  };
+  std::vector<Piece> pieces;
+  for (size_t i = 0; i < format.size(); ++i) {
+    if (format[i] != '%') {
+      if (pieces.empty() || pieces.back().field) pieces.emplace_back();
+      pieces.back().literal += format[i];
+      continue;
+    }
+    Piece p;
+    ++i;
+    if (i < format.size() && format[i] == '%') {
+      pieces.push_back({"%", 0, 0, false});
+      continue;
+    }
+    bool left = false;
+    if (i < format.size() && format[i] == '-') left = true, ++i;
+    if (i < format.size() && format[i] == '.') p.right = true, ++i;
+    while (i < format.size() && std::isdigit(static_cast<unsigned char>(format[i]))) {
+      p.width = p.width * 10 + (format[i++] - '0');
+      if (p.width > 1000) return UsageError("--format: a width above 1000", "format");
+    }
+    if (left) p.right = false;
+    if (i >= format.size()) return UsageError("--format ends inside a field: '" + format + "'", "format");
+    p.field = format[i];
+    if (std::string("ijuaPqtTMlDCbRrNQVSe").find(p.field) == std::string::npos) {
+      return UsageError(std::string("--format: %") + p.field +
+                            " is not a field; use i j u a P q t T M l D C b R r N Q V S e (docs/slurm.md)",
+                        "format");
+    }
+    pieces.push_back(p);
+  }
+  auto value = [&](const json& job, char field) -> std::string {
+    const json resources = job.value("resources", json::object());
+    const bool waiting = job.value("state", "") == "PENDING" || job.value("state", "") == "HELD";
+    switch (field) {
+      case 'i':
+        return Text(job, "id");
+      case 'j':
+        return Text(job, "name");
+      case 'u':
+        return Text(job, "user");
+      case 'a':
+        return Text(job, "project");
+      case 'P':
+        return Text(job, "queue");
+      case 'q':
+        return Text(job, "pool");
+      case 't':
+        return CompactState(job.value("state", ""));
+      case 'T':
+        return job.value("state", "");
+      case 'M':
+        return SlurmDuration(UsedSeconds(job, now));
+      case 'l':
+        return Limit(job);
+      case 'D':
+        return std::to_string(std::max<int64_t>(1, Int(resources, "nodes")));
+      case 'C':
+        return std::to_string(Int(resources, "nodes") * Int(resources, "cpus"));
+      case 'b':
+        return Int(resources, "gpus") > 0 ? "gpu:" + std::to_string(Int(resources, "gpus")) : "N/A";
+      case 'R':
+        return waiting ? "(" + FirstReason(job) + ")" : NodeList(job);
+      case 'r':
+        return waiting ? FirstReason(job) : "None";
+      case 'N':
+        return NodeList(job);
+      case 'Q':
+        return Text(job, "priority");
+      case 'V':
+        return ShortTime(job.value("submitted_at", json()));
+      case 'S':
+        return ShortTime(job.value("started_at", json()));
+      case 'e':
+        return ShortTime(job.value("ended_at", json()));
+    }
+    return "";
+  };
+  auto line = [&](const std::function<std::string(char)>& cell) {
+    std::string out;
+    for (const auto& p : pieces) out += p.field ? Fit(cell(p.field), p.width, p.right) : p.literal;
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    return out + "\n";
+  };
+  static const std::map<char, const char*> kHeaders = {{'i', "JOBID"},
+                                                       {'j', "NAME"},
+                                                       {'u', "USER"},
+                                                       {'a', "ACCOUNT"},
+                                                       {'P', "PARTITION"},
+                                                       {'q', "POOL"},
+                                                       {'t', "ST"},
+                                                       {'T', "STATE"},
+                                                       {'M', "TIME"},
+                                                       {'l', "TIME_LIMIT"},
+                                                       {'D', "NODES"},
+                                                       {'C', "CPUS"},
+                                                       {'b', "TRES_PER_NODE"},
+                                                       {'R', "NODELIST(REASON)"},
+                                                       {'r', "REASON"},
+                                                       {'N', "NODELIST"},
+                                                       {'Q', "PRIORITY"},
+                                                       {'V', "SUBMIT_TIME"},
+                                                       {'S', "START_TIME"},
+                                                       {'e', "END_TIME"}};
+  std::string out = line([](char f) { return std::string(kHeaders.at(f)); });
+  for (const auto& job : jobs) out += line([&](char f) { return value(job, f); });
+  return out;
+}
+
+Result<std::string> FormatSacct(const std::vector<json>& jobs, const json& usage_by_job, const std::string& format,
+                                Timestamp now) {
+  struct Field {
+    std::string name;  // as Slurm spells it
+    int width = 0;
+  };
+  static const std::vector<std::string> kFields = {
+      "JobID",  "JobName", "User",       "Account",   "Partition",  "State",      "ExitCode",  "Submit",
+      "Start",  "End",     "Elapsed",    "Timelimit", "AllocCPUS",  "AllocNodes", "AllocGPUS", "NodeList",
+      "Reason", "CPUTime", "CPUTimeRAW", "TotalCPU",  "GPUTimeRAW", "MaxRSS"};
+  std::vector<Field> fields;
+  size_t from = 0;
+  while (from <= format.size()) {
+    const size_t comma = format.find(',', from);
+    std::string word = format.substr(from, comma == std::string::npos ? std::string::npos : comma - from);
+    from = comma == std::string::npos ? format.size() + 1 : comma + 1;
+    if (word.empty()) continue;
+    Field f;
+    if (const size_t pct = word.find('%'); pct != std::string::npos) {
+      try {
+        f.width = std::stoi(word.substr(pct + 1));
+      } catch (const std::exception&) {
+        return UsageError("--format: '" + word + "' has no width after %", "format");
+      }
+      word.resize(pct);
+    }
+    auto lower = [](std::string s) {
+      std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+      return s;
+    };
+    auto known =
+        std::find_if(kFields.begin(), kFields.end(), [&](const std::string& k) { return lower(k) == lower(word); });
+    if (known == kFields.end()) {
+      std::string list;
+      for (const auto& k : kFields) list += (list.empty() ? "" : ",") + k;
+      return UsageError("--format: '" + word + "' is not a field; fields: " + list, "format");
+    }
+    f.name = *known;
+    if (f.width == 0) f.width = f.name == "JobID" || f.name == "NodeList" ? 12 : 10;
+    fields.push_back(f);
+  }
+  if (fields.empty()) return UsageError("--format names no field", "format");
+  auto metric = [&](const json& job, const char* name) -> std::optional<double> {
+    auto row = usage_by_job.find(Text(job, "id"));
+    if (row == usage_by_job.end() || !row->contains(name) || !(*row)[name].is_number()) return std::nullopt;
+    return (*row)[name].get<double>();
+  };
+  auto value = [&](const json& job, const std::string& name) -> std::string {
+    const json resources = job.value("resources", json::object());
+    if (name == "JobID") return Text(job, "id");
+    if (name == "JobName") return Text(job, "name");
+    if (name == "User") return Text(job, "user");
+    if (name == "Account") return Text(job, "project");
+    if (name == "Partition") return Text(job, "queue");
+    if (name == "State") return job.value("state", "");
+    if (name == "ExitCode") return ExitCode(job);
+    if (name == "Submit") return ShortTime(job.value("submitted_at", json()));
+    if (name == "Start") return ShortTime(job.value("started_at", json()));
+    if (name == "End") return ShortTime(job.value("ended_at", json()));
+    if (name == "Elapsed") return FormatDuration(UsedSeconds(job, now));
+    if (name == "Timelimit") return Limit(job);
+    if (name == "AllocCPUS") return std::to_string(Int(resources, "nodes") * Int(resources, "cpus"));
+    if (name == "AllocNodes") return std::to_string(Int(resources, "nodes"));
+    if (name == "AllocGPUS") return std::to_string(Int(resources, "nodes") * Int(resources, "gpus"));
+    if (name == "NodeList") return NodeList(job);
+    if (name == "Reason") return job.value("state_reason", "");
+    if (name == "CPUTime" || name == "CPUTimeRAW") {
+      auto seconds = metric(job, "cpu_core_seconds");
+      if (!seconds) return "";
+      const auto whole = static_cast<int64_t>(std::llround(*seconds));
+      return name == "CPUTime" ? FormatDuration(whole) : std::to_string(whole);
+    }
+    if (name == "TotalCPU") {
+      auto seconds = metric(job, "cpu_seconds_used");
+      return seconds ? FormatDuration(static_cast<int64_t>(std::llround(*seconds))) : "";
+    }
+    if (name == "GPUTimeRAW") {
+      auto seconds = metric(job, "gpu_seconds");
+      return seconds ? std::to_string(static_cast<int64_t>(std::llround(*seconds))) : "";
+    }
+    if (name == "MaxRSS") {
+      int64_t most = 0;
+      for (const auto& a : job.value("attempts", json::array())) {
+        if (a.contains("usage") && a["usage"].is_object()) most = std::max(most, Int(a["usage"], "max_rss_kb"));
+      }
+      return most > 0 ? std::to_string(most) + "K" : "";
+    }
+    return "";
+  };
+  std::string out, rule;
+  for (size_t i = 0; i < fields.size(); ++i) {
+    out += (i ? " " : "") + Fit(fields[i].name, fields[i].width, false);
+    rule += (i ? " " : "") + std::string(static_cast<size_t>(fields[i].width), '-');
+  }
+  out += "\n" + rule + "\n";
+  for (const auto& job : jobs) {
+    std::string row;
+    for (size_t i = 0; i < fields.size(); ++i) {
+      // Text columns on the left, numbers on the right, as sacct prints them.
+      const std::string v = value(job, fields[i].name);
+      const bool number = fields[i].name != "JobID" && !v.empty() &&
+                          std::all_of(v.begin(), v.end(), [](unsigned char c) { return std::isdigit(c); });
+      row += (i ? " " : "") + Fit(v, fields[i].width, number);
+    }
+    while (!row.empty() && row.back() == ' ') row.pop_back();
+    out += row + "\n";
+  }
+  return out;
+}
+
+}  // namespace unisched::cli
