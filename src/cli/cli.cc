@@ -74,6 +74,9 @@ constexpr CommandInfo kCommands[] = {
     {"logs", "ID [--stderr] [-f|--follow] [--attempt N] [--rank R | --node NAME] [--step S]", "the same as log"},
     {"events", "ID [--json]", "show a job's events"},
     {"nodes", "[--json]", "list nodes"},
+    {"drain", "NODE [NODE...] [--reason TEXT] [--json]",
+     "stop starting jobs on nodes; running ones finish (scontrol update State=DRAIN, platform-admin)"},
+    {"resume", "NODE [NODE...] [--json]", "let drained nodes take jobs again (State=RESUME, platform-admin)"},
     {"queues", "[--json]", "list queues"},
     {"pools", "[--json]", "list pools"},
     {"whoami", "[--json]", "show the token's user, role and projects"},
@@ -306,6 +309,32 @@ int RunJobAction(Session& session, const ParsedArgs& args, const CommandInfo& in
     }
   }
   if (as_json && !results.empty()) std::cout << (results.size() == 1 ? results[0] : results).dump() << "\n";
+  return status;
+}
+
+// drain and resume: one call per node; every node is tried even when one fails.
+int RunNodeAction(Session& session, const ParsedArgs& args, const CommandInfo& info) {
+  if (args.positionals.empty()) return UsageFailure(info, std::string(info.name) + " needs at least one node name");
+  const bool drain = std::string(info.name) == "drain";
+  json results = json::array();
+  int status = 0;
+  for (const auto& name : args.positionals) {
+    json body = json::object();
+    if (drain) body["reason"] = args.Get("reason").value_or("drained with unisched drain");
+    auto node = session.CallJson("POST", "/v1/nodes/" + UrlEncode(name) + (drain ? "/drain" : "/resume"), body.dump(),
+                                 {{"Content-Type", "application/json"}});
+    if (!node) {
+      status = 1;
+      continue;
+    }
+    if (args.Has("json")) {
+      results.push_back(*node);
+    } else {
+      std::cout << (drain ? "Draining node " : "Resumed node ") << name << " (now " << node->value("state", "?")
+                << ")\n";
+    }
+  }
+  if (args.Has("json") && !results.empty()) std::cout << (results.size() == 1 ? results[0] : results).dump() << "\n";
   return status;
 }
 
@@ -543,6 +572,7 @@ std::vector<FlagSpec> FlagsFor(const std::string& command) {
             {"all", false, false}};
   }
   if (command == "config") return ConfigFlags();
+  if (command == "drain") return {{"reason", true, false}};
   if (command == "squeue") return SqueueFlags();
   if (command == "sacct") return SacctFlags();
   if (command == "scancel") return ScancelFlags();
@@ -623,6 +653,7 @@ int Dispatch(const CommandInfo& info, const std::vector<std::string>& words) {
     return RunShow(session, args, JobPath(args.positionals[0]) + "/events", FormatEventsTable);
   }
   if (command == "nodes") return RunShow(session, args, "/v1/nodes", FormatNodesTable);
+  if (command == "drain" || command == "resume") return RunNodeAction(session, args, info);
   if (command == "queues") return RunShow(session, args, "/v1/queues", FormatQueuesTable);
   if (command == "pools") return RunShow(session, args, "/v1/pools", FormatPoolsTable);
   if (command == "whoami") return RunShow(session, args, "/v1/whoami", FormatWhoAmI);

@@ -197,6 +197,15 @@ TEST_F(SlurmHabitsTest, TheCliSpeaksSqueueSacctScancelAndWaitsWithTheJobsExitCod
   EXPECT_NE(requeue.out.find("Requeue requested for job " + running), std::string::npos) << requeue.out;
   d().WaitJob(running, [](const json& j) { return j["attempts"].size() == 2; });
   EXPECT_EQ(d().RunCli({"scancel", running}).exit_code, 0);
+
+  // Draining and resuming a node.
+  const auto drain = d().RunCli({"drain", "x86-c8m16-hpc-01", "--reason", "disk swap"});
+  EXPECT_EQ(drain.exit_code, 0) << drain.err;
+  EXPECT_NE(drain.out.find("Draining node x86-c8m16-hpc-01"), std::string::npos) << drain.out;
+  const json nodes = d().Call("GET", "/v1/nodes").json;
+  EXPECT_NE(nodes.dump().find("disk swap"), std::string::npos) << nodes.dump();
+  EXPECT_EQ(d().RunCli({"resume", "x86-c8m16-hpc-01"}).exit_code, 0);
+  EXPECT_EQ(d().RunCli({"drain"}).exit_code, 2);
 }
 
 }  // namespace
