@@ -245,6 +245,7 @@ Status Daemon::StartParts() {
   if (!adopted.ok()) return adopted.error();
   live_ = std::make_unique<config::LiveConfig>(std::move(*adopted));
   if (config_.server.replica.enabled) return StartReplica();
+  metrics_.SetLeadership(true, 0);  // without replicas it leads alone
   if (Status s = StartLeaderParts(); !s.ok()) return s;
   if (Status s = Listen([api = api_.get()](api::HttpRequest req, api::Respond respond) {
         api->Handle(std::move(req), std::move(respond));
@@ -382,17 +383,31 @@ Status Daemon::StartLeaderParts() {
   housekeeper_->OnMinute([api = api_.get()](Timestamp now) { api->FlushAudit(now); });
   housekeeper_->Start();
   metrics_.SetConfigVersion(config.number, config.canary_number);
+  DeclareConfiguredSeries(config);
   // A new config version: its users into the store, callers' roles again.
   config_keeper_->Attach(
       *live_, [store = store_.get()] { return store->LoadActiveJobs(); },
       [this](const config::Config& now) {
         metrics_.SetConfigVersion(now.number, now.canary_number);
+        DeclareConfiguredSeries(now);
         if (Status s = SyncUsersAndBootstrap(now, *store_, admin_token_, clock_); !s.ok()) {
           spdlog::error("config version {}: cannot update its users: {}", now.number, s.error().message);
         }
         api_->InvalidateCredentials();
       });
   return Status::Ok();
+}
+
+void Daemon::DeclareConfiguredSeries(const config::Config& config) {
+  std::vector<std::string> pools, rules;
+  std::vector<metrics::Metrics::KnownQueue> queues;
+  for (const auto& p : config.cluster.pools) pools.push_back(p.name);
+  for (const auto& q : config.cluster.queues) {
+    const model::PoolSpec* pool = config.cluster.FindPool(q.pool);
+    queues.push_back({q.name, q.pool, pool != nullptr && pool->sandbox});
+  }
+  for (const auto& r : config.alerts.rules) rules.push_back(r.name);
+  metrics_.DeclareConfigured(pools, queues, rules);
 }
 
 Status Daemon::Listen(api::Handler handler) {

@@ -92,6 +92,8 @@ class Daemon {
   Status StartLeaderParts();
   Status MakeBackends(backend::BackendSet& set);
   Status Listen(api::Handler handler);
+  // metrics::Metrics::DeclareConfigured for `config`'s pools, queues and alert rules.
+  void DeclareConfiguredSeries(const config::Config& config);
   // With server.replica: standby until the lease is ours (docs/replicas.md).
   Status StartReplica();
   Status Lead(int64_t epoch);

@@ -45,6 +45,7 @@ Status SandboxManager::Start() {
     images_.Load(store_);
     for (const auto& image : configured) warm_.RaiseTarget(image.name, image.warm);
     sandboxes_.ResumeIds(store_.MaxSandboxId());
+    PublishMetrics();  // every image's series from the start, at 0
   }
 
   // Sandboxes of a previous run: their inits ended with that daemon (the

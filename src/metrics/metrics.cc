@@ -214,6 +214,44 @@ Metrics::Metrics() : impl_(std::make_unique<Impl>()) {
   // Present from the start, as Prometheus' conventions ask of a gauge an
   // alert reads: no discrepancy known, never reconciled (timestamp 0).
   SetLedgerReconciliation(0, 0, 0, 0, 0);
+  // Series whose label values are fixed by the code, at 0 (DeclareConfigured
+  // says why).
+  for (const char* reason : {"missing", "invalid", "revoked", "expired"})
+    impl_->unauthenticated.Add({{"reason", reason}});
+  for (const char* limit : {"total", "per_client"}) impl_->connections_refused.Add({{"limit", limit}});
+  for (const char* start : {"warm", "cold"}) impl_->sandbox_create.Add({{"start", start}}, impl_->latency_buckets);
+  for (const char* kind : {"interim", "final", "sample"}) impl_->ledger_entries.Add({{"kind", kind}});
+  for (const char* resource : {"cpu_core", "cpu_used", "gpu", "instance"}) {
+    impl_->charged_seconds.Add({{"resource", resource}});
+    impl_->corrected_seconds.Add({{"resource", resource}});
+  }
+  for (const char* resource : {"memory", "storage"}) {
+    impl_->charged_byte_seconds.Add({{"resource", resource}});
+    impl_->corrected_byte_seconds.Add({{"resource", resource}});
+  }
+  impl_->charged_bytes.Add({{"resource", "network"}});
+  impl_->corrected_bytes.Add({{"resource", "network"}});
+}
+
+void Metrics::DeclareConfigured(const std::vector<std::string>& pools, const std::vector<KnownQueue>& queues,
+                                const std::vector<std::string>& alert_rules) {
+  static constexpr const char* kTerminal[] = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL"};
+  for (const auto& pool : pools) {
+    impl_->started.Add({{"pool", pool}});
+    for (const char* state : kTerminal) impl_->finished.Add({{"state", state}, {"pool", pool}});
+  }
+  for (const auto& q : queues) {
+    {
+      std::lock_guard<std::mutex> lock(impl_->submissions_mu);
+      if (!impl_->submission_series.count(q.name)) {
+        impl_->submission_series.emplace(q.name, &impl_->submissions.Add({{"queue", q.name}}));
+      }
+    }
+    impl_->preemptions.Add({{"pool", q.pool}, {"queue", q.name}});
+    if (q.sandbox_pool) impl_->sandbox_execs.Add({{"queue", q.name}});
+  }
+  // A rule not firing is 0, not absent (the alert book sets them as they change).
+  for (const auto& rule : alert_rules) impl_->alerts_firing.Add({{"alert", rule}});
 }
 Metrics::~Metrics() = default;
 

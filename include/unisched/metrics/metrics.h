@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace unisched::metrics {
 
@@ -62,7 +63,8 @@ class Metrics {
   // at a cap, limit total|per_client (counter).
   void CountConnectionRefused(const std::string& limit);
   // unisched_replica_leader (gauge, 1 while this replica leads) and
-  // unisched_leader_epoch (gauge, the lease's epoch as last read); replicas only.
+  // unisched_leader_epoch (gauge, the lease's epoch as last read). A daemon
+  // without replicas leads alone: 1, epoch 0.
   void SetLeadership(bool leading, int64_t epoch);
   // unisched_config_version{role}: the config version in force, role
   // current or canary (0: no canary) (gauge; docs/config-versions.md).
@@ -71,6 +73,20 @@ class Metrics {
   void CountTakeover();
   // unisched_store_commit_seconds (histogram) and unisched_store_batch_size (histogram).
   void ObserveCommit(double seconds, double batch_size);
+
+  // Every series whose labels the config names, at 0 (Prometheus'
+  // practice: a counter that exists before its first increment makes that
+  // increment a rate an alert sees; a dashboard finds each series). Pools
+  // get their start and end counters (each terminal state), queues their
+  // submission and preemption counters (and, on sandbox pools, their exec
+  // counter), alert rules their firing gauge. Called at start and for each
+  // new config version; series of names no longer configured stay.
+  struct KnownQueue {
+    std::string name, pool;
+    bool sandbox_pool = false;
+  };
+  void DeclareConfigured(const std::vector<std::string>& pools, const std::vector<KnownQueue>& queues,
+                         const std::vector<std::string>& alert_rules);
 
   // The Prometheus text format (version 0.0.4) of every series.
   std::string Serialize() const;
