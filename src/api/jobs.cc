@@ -16,6 +16,7 @@
 #include "api/submission.h"
 #include "api/usage_figures.h"
 #include "unisched/api/api.h"
+#include "unisched/codec/batch_json.h"
 #include "unisched/codec/job_json.h"
 #include "unisched/model/words.h"
 
@@ -71,31 +72,44 @@ void Api::SubmitJob(Call& call) {
     call.reply(FromError(body.error()));
     return;
   }
-  auto parsed = ParseSubmission(*body);
+  std::vector<model::BatchWarning> warnings;
+  auto parsed = ParseSubmission(*body, &warnings);
   if (!parsed.ok()) {
     call.reply(FromError(parsed.error()));
     return;
   }
+  // A batch script's directives that were read but not followed: in the
+  // 201 answer only (docs/slurm-users.md), never stored with the job.
+  struct WithWarnings {
+    json warnings;
+    bool warned;
+    json operator()(json job) const {
+      if (warned) job["warnings"] = warnings;
+      return job;
+    }
+  } with_warnings{codec::BatchWarningsToJson(warnings), !warnings.empty()};
   // Refusals are audited by the API as any other call; an accepted job's
   // record is committed with it.
   auto state = call.state;
   auto reply = call.reply;
   ctx_.jobs->Submit(*call.principal, std::move(parsed).value(), call.request.Header("idempotency-key"), "POST /v1/jobs",
-                    [this, state, reply](Result<service::JobService::Submitted> submitted) {
+                    [this, state, reply, with_warnings](Result<service::JobService::Submitted> submitted) {
                       if (!submitted.ok()) {
                         reply(FromError(submitted.error()));
                         return;
                       }
                       state->audited = true;
                       if (submitted->replayed) {
-                        auto r = Json(201, JobView(*submitted->replayed, ctx_.jobs->View().get()));
+                        auto r = Json(201, with_warnings(JobView(*submitted->replayed, ctx_.jobs->View().get())));
                         r.headers.emplace_back("Idempotent-Replayed", "true");
                         reply(std::move(r));
                         return;
                       }
                       HttpResponse r;
                       r.status = 201;
-                      r.body = *submitted->document;
+                      // The stored document as it is, unless there are warnings to add.
+                      r.body = with_warnings.warned ? with_warnings(json::parse(*submitted->document)).dump()
+                                                    : *submitted->document;
                       r.headers.emplace_back("Location", "/v1/jobs/" + std::to_string(submitted->id));
                       reply(std::move(r));
                     });

@@ -3,6 +3,8 @@
 #include <set>
 
 #include "api/body.h"
+#include "unisched/codec/batch_json.h"
+#include "unisched/model/batch_script.h"
 #include "unisched/model/dependency.h"
 #include "unisched/model/output_pattern.h"
 
@@ -28,25 +30,11 @@ std::optional<std::string> ScalarText(const json& v) {
   return std::nullopt;
 }
 
-bool ValidEnvName(const std::string& name) {
-  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
-  for (char c : name) {
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
-  }
-  return true;
-}
+constexpr size_t kMaxPathBytes = 4096;
 
-}  // namespace
-
-Result<Submission> ParseSubmission(const json& body) {
-  if (!body.is_object()) {
-    return Error::BadRequest("malformed_json", "the request body must be a JSON object describing the job");
-  }
-  if (auto e = CheckKeys(body, "",
-                         {"name", "project", "queue", "workload", "resources", "constraints", "launch", "command",
-                          "env", "priority", "max_retries", "output_file", "error_file", "dependency"})) {
-    return *e;
-  }
+// The body's fields, whether the client gave them or a script's directives
+// did (ParseSubmission merges those in first).
+Result<Submission> ParseFields(const json& body) {
   Submission s;
 
   if (auto e = body::ReadString(body, "name", "name", kMaxNameLength, s.name)) return *e;
@@ -162,7 +150,7 @@ Result<Submission> ParseSubmission(const json& body) {
   if (cmd == body.end() || cmd->is_null()) {
     return Error::Unprocessable("missing_field",
                                 "command is required: a non-empty list of strings, e.g. [\"/bin/sh\", \"-c\", "
-                                "\"echo hello\"]",
+                                "\"echo hello\"] (or a batch script in script)",
                                 "command");
   }
   if (!cmd->is_array()) return WrongType("command", "a list of strings", *cmd);
@@ -185,7 +173,7 @@ Result<Submission> ParseSubmission(const json& body) {
     for (const auto& [key, value] : env->items()) {
       const std::string field = "env." + key;
       if (!value.is_string()) return WrongType(field, "a string", value);
-      if (!ValidEnvName(key)) {
+      if (!model::IsEnvName(key)) {
         return Error::Unprocessable("invalid_value", "env name '" + key + "' is not valid; use letters, digits and '_'",
                                     field);
       }
@@ -211,6 +199,14 @@ Result<Submission> ParseSubmission(const json& body) {
     *out = pattern;
   }
 
+  // Slurm's -D: where the job starts (its account must be able to enter it).
+  if (auto e = body::ReadString(body, "workdir", "workdir", kMaxPathBytes, s.workdir)) return *e;
+  if (!s.workdir.empty() && s.workdir.front() != '/') {
+    return Error::Unprocessable("invalid_value",
+                                "workdir '" + s.workdir + "' is relative; give an absolute path on the job's nodes",
+                                "workdir");
+  }
+
   int64_t priority = 0;
   if (auto e = ReadInt(body, "priority", "priority", -1000000, 1000000, priority)) return *e;
   s.priority = static_cast<int>(priority);
@@ -228,6 +224,88 @@ Result<Submission> ParseSubmission(const json& body) {
     s.dependency = std::move(dependency).value();
   }
   return s;
+}
+
+// The body of a job with a batch script: the script's directives as body
+// fields, under the body's own (docs/slurm-users.md).
+Result<Submission> ParseScriptSubmission(const json& body, const std::string& script,
+                                         std::vector<model::BatchWarning>* warnings) {
+  model::BatchOptions options;
+  if (Status read = model::ReadBatchScript(script, options); !read.ok()) return read.error();
+  // The body's own fields win: the directives for them are skipped.
+  model::DropSettingsGiven(options, [&body](std::string_view path) {
+    auto has = [](const json& obj, std::string_view key) {
+      auto it = obj.find(std::string(key));  // end() for a non-object
+      return it != obj.end() && !it->is_null();
+    };
+    const size_t dot = path.find('.');
+    if (dot == std::string_view::npos) return has(body, path);
+    const std::string outer(path.substr(0, dot));
+    return has(body, outer) && has(body.at(outer), path.substr(dot + 1));
+  });
+  model::SubmitContext context;  // the API has no submitting environment nor directory
+  if (auto res = body.find("resources"); res != body.end() && res->is_object()) {
+    if (auto cpus = res->find("cpus"); cpus != res->end() && cpus->is_number_integer()) {
+      context.cpus = cpus->get<int64_t>();
+    }
+  }
+  auto request = model::ResolveBatchOptions(options, context);
+  if (!request.ok()) return request.error();
+  const json fragment = codec::BatchRequestToBody(*request);
+  // Directives for fields this server does not have yet are refused, not
+  // dropped: an array run once, or a job that does not wait for its
+  // dependency, would be wrong work.
+  for (const auto& [key, what] : {std::pair{"array", "job arrays"}}) {
+    if (fragment.contains(key)) {
+      return Error::Unprocessable(
+          "invalid_value",
+          request->sources.at(key).Where() + ": this server does not support " + what + " yet; remove the directive",
+          "script");
+    }
+  }
+  json merged = body;
+  const std::vector<std::string> from_script = codec::MergeUnder(merged, fragment);
+  const bool workload_given = merged.contains("workload") && !merged["workload"].is_null();
+  if (!workload_given) merged["workload"] = {{"kind", "hpc"}};
+  // command[0] only names the script; without a command, "script".
+  if (!merged.contains("command") || merged["command"].is_null()) merged["command"] = json::array({"script"});
+  auto parsed = ParseFields(merged);
+  if (!parsed.ok()) {
+    Error e = parsed.error();
+    // A value a directive gave: say which.
+    for (const std::string& path : from_script) {
+      if (e.field == path || e.field.rfind(path + ".", 0) == 0) {
+        if (auto source = request->sources.find(path); source != request->sources.end()) {
+          e.message += " (from the script's " + source->second.Where() + ")";
+        }
+        break;
+      }
+    }
+    return e;
+  }
+  Submission s = std::move(parsed).value();
+  s.script = script;
+  s.workload_from_queue = !workload_given;
+  if (warnings != nullptr) *warnings = std::move(request->warnings);
+  return s;
+}
+
+}  // namespace
+
+Result<Submission> ParseSubmission(const json& body, std::vector<model::BatchWarning>* warnings) {
+  if (!body.is_object()) {
+    return Error::BadRequest("malformed_json", "the request body must be a JSON object describing the job");
+  }
+  if (auto e =
+          CheckKeys(body, "",
+                    {"name", "project", "queue", "workload", "resources", "constraints", "launch", "command", "script",
+                     "env", "workdir", "priority", "max_retries", "output_file", "error_file", "dependency"})) {
+    return *e;
+  }
+  auto script = body.find("script");
+  if (script == body.end() || script->is_null()) return ParseFields(body);
+  if (!script->is_string()) return WrongType("script", "a string (a batch script, starting with #!)", *script);
+  return ParseScriptSubmission(body, script->get<std::string>(), warnings);
 }
 
 Result<service::JobUpdate> ParseJobUpdate(const json& body) {

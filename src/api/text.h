@@ -6,11 +6,12 @@
 #include <optional>
 #include <string_view>
 
+#include "unisched/model/words.h"
+
 namespace unisched::api {
 
-// Whether `text` is well-formed UTF-8 (RFC 3629: no overlong forms, no
-// surrogates, nothing above U+10FFFF).
-bool IsUtf8(std::string_view text);
+// Whether `text` is well-formed UTF-8 (model/words.h).
+using model::IsUtf8;
 
 // A decimal integer: an optional '-' and digits only, within int64; nullopt
 // otherwise ("1e9", "+1", " 1", "0x10" and 2^63 are not).

@@ -6,6 +6,8 @@
 #include <cctype>
 #include <charconv>
 
+#include "unisched/model/batch_script.h"
+
 namespace unisched::cli {
 
 std::optional<std::string> ParsedArgs::Get(const std::string& name) const {
@@ -112,34 +114,22 @@ Result<int64_t> ParseInteger(std::string_view text, const std::string& flag) {
 }
 
 Result<int64_t> ParseDuration(std::string_view text) {
-  const std::string original(text);
-  auto bad = [&]() {
-    return UsageError("--time must be HH:MM:SS or D-HH:MM:SS (e.g. 01:30:00), got '" + original + "'", "time");
-  };
-  auto number = [](std::string_view part, int64_t& out) {
-    if (part.empty() || part.size() > 9) return false;
-    for (char c : part) {
-      if (!std::isdigit(static_cast<unsigned char>(c))) return false;
-    }
-    std::from_chars(part.data(), part.data() + part.size(), out);
-    return true;
-  };
-  int64_t days = 0;
-  if (auto dash = text.find('-'); dash != std::string_view::npos) {
-    if (!number(text.substr(0, dash), days)) return bad();
-    text.remove_prefix(dash + 1);
+  // One parser for --time and #SBATCH -t: the server's, too.
+  const auto seconds = model::ParseSlurmTime(text);
+  if (!seconds) {
+    return UsageError(
+        "--time takes Slurm's formats: minutes, minutes:seconds, hours:minutes:seconds, days-hours, "
+        "days-hours:minutes, days-hours:minutes:seconds (e.g. 90, 1:30:00, 2-12); got '" +
+            std::string(text) + "'",
+        "time");
   }
-  int64_t parts[3] = {0, 0, 0};
-  for (int i = 0; i < 3; ++i) {
-    const size_t colon = text.find(':');
-    if ((i < 2) != (colon != std::string_view::npos)) return bad();
-    if (!number(text.substr(0, colon), parts[i])) return bad();
-    text = i < 2 ? text.substr(colon + 1) : std::string_view();
+  if (*seconds == model::kUnlimitedTime || *seconds == 0) {
+    return UsageError(
+        "--time must be longer than zero: unisched has no unlimited wall time (leave --time out for "
+        "the queue's default)",
+        "time");
   }
-  if (parts[1] >= 60 || parts[2] >= 60) return bad();
-  const int64_t seconds = ((days * 24 + parts[0]) * 60 + parts[1]) * 60 + parts[2];
-  if (seconds <= 0) return UsageError("--time must be longer than zero", "time");
-  return seconds;
+  return *seconds;
 }
 
 Result<std::pair<std::string, std::string>> ParseKeyValue(std::string_view text, const std::string& flag) {

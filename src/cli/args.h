@@ -60,8 +60,9 @@ Result<ParsedArgs> ParseArgs(const std::vector<std::string>& args, const std::ve
 // A whole decimal integer (optional sign), or a usage error naming `flag`.
 Result<int64_t> ParseInteger(std::string_view text, const std::string& flag);
 
-// "HH:MM:SS" or "D-HH:MM:SS" (minutes and seconds below 60) -> seconds, as
-// Slurm's --time writes it. "01:30:00" -> 5400.
+// Slurm's --time formats -> seconds (model::ParseSlurmTime): "90" (minutes),
+// "1:30" (minutes:seconds), "01:30:00" -> 5400, "2-12" (days-hours), ...
+// Zero and UNLIMITED are usage errors: a job's wall time is bounded.
 Result<int64_t> ParseDuration(std::string_view text);
 
 // Splits "KEY=VALUE" at the first '='; the key must be non-empty.

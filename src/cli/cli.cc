@@ -3,15 +3,21 @@
 
 #include "unisched/cli/cli.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -21,6 +27,7 @@
 #include "cli/baseline_command.h"
 #include "cli/config_command.h"
 #include "cli/format.h"
+#include "cli/sbatch_args.h"
 #include "cli/session.h"
 #include "cli/simulate.h"
 #include "cli/slurm_commands.h"
@@ -46,16 +53,29 @@ struct CommandInfo {
 constexpr CommandInfo kCommands[] = {
     {"submit",
      "[--name N] [--project P] [--queue Q] [--kind hpc|ai-training|ai-inference|agent] [--feature K=V]... "
-     "[--nodes N] [--cpus N] [--memory-mb N] [--gpus N] [--gpu-model M] [--walltime SECONDS|--time HH:MM:SS] "
+     "[--nodes N] [--cpus N] [--memory-mb N] [--gpus N] [--gpu-model M] [--walltime SECONDS|--time TIME] "
      "[--constraint K=V]... [--env K=V]... [--priority N] [--idempotency-key K] [--wait] [--json] "
      "[--launch batch|per_node] [--tasks-per-node K] [-o|--output PATTERN] [-e|--error PATTERN] "
      "[-d|--dependency afterok:ID[:ID...],...] -- COMMAND [ARGS...]\n"
      "  -o/-e copy each task's stdout/stderr to files named by Slurm's patterns: %j job id, %t rank, %N node,\n"
      "  %u user, %x job name, %A/%a array id/index, %% a '%' (e.g. -o slurm-%j.out; relative under\n"
-     "  executor.output_dir). Without -e, stderr goes to the -o file.\n"
+     "  executor.output_dir). Without -e, stderr goes to the -o file. TIME in Slurm's formats: minutes,\n"
+     "  m:s, h:m:s, d-h, d-h:m, d-h:m:s (90 is 90 minutes). A Slurm batch script: `unisched sbatch`.\n"
      "  -d waits for other jobs as Slurm's --dependency: after, afterany, afterok, afternotok, singleton;\n"
      "  terms joined by ',' all hold, by '?' one holds (docs/dependencies.md).",
      "submit a job"},
+    {"sbatch",
+     "[OPTIONS] [SCRIPT [ARGS...]]\n"
+     "  Submits a Slurm batch script: its #SBATCH directives, then these options (the same; they win):\n"
+     "  -J NAME, -p QUEUE, -A PROJECT, -N NODES, -n TASKS, --ntasks-per-node N, -c CPUS_PER_TASK,\n"
+     "  --mem SIZE|--mem-per-cpu SIZE (K, M, G, T; M by default), --gres gpu[:MODEL]:N|--gpus [MODEL:]N|\n"
+     "  --gpus-per-node [MODEL:]N|--gpus-per-task [MODEL:]N, -t TIME (minutes, m:s, h:m:s, d-h, d-h:m, d-h:m:s),\n"
+     "  -o/-e PATTERN (%j %x %u %N %t %A %a), -D DIR, --export ALL|NONE|NAME[=VALUE],..., -C LABEL[=VALUE]&...,\n"
+     "  --array INDICES[%MAX], -d DEPENDENCY, --requeue|--no-requeue, --parsable, -W|--wait, --wrap COMMAND;\n"
+     "  and unisched's --kind hpc|ai-training|ai-inference|agent (default: what the queue serves),\n"
+     "  --feature K=V, --idempotency-key K, --json. Without SCRIPT or --wrap the script is read from standard\n"
+     "  input. Unsupported directives are warnings; docs/slurm-users.md maps every Slurm option.",
+     "submit a Slurm batch script (#SBATCH directives)"},
     {"jobs", "[--state S] [--queue Q] [--pool P] [--project P] [--user U] [--limit N] [--cursor C] [--json]",
      "list jobs"},
     {"job", "ID [--json]", "show one job, with its routing and pending reasons"},
@@ -183,6 +203,18 @@ std::string FinalStateLine(const json& job) {
   return line;
 }
 
+// The exit status of a command that waited for its job, as sbatch --wait:
+// 0 when it COMPLETED, else the job's own exit code (1 for an end without one).
+int WaitExitStatus(const json& job) {
+  if (StringField(job, "state") == "COMPLETED") return 0;
+  const auto code = job.find("exit_code");
+  if (code != job.end() && code->is_number_integer()) {
+    const int64_t exit_code = code->get<int64_t>();
+    if (exit_code > 0) return static_cast<int>(std::min<int64_t>(exit_code, 255));
+  }
+  return 1;
+}
+
 int RunSubmit(Session& session, const ParsedArgs& args, const CommandInfo& info) {
   auto request = BuildSubmitRequest(args);
   if (!request.ok()) return UsageFailure(info, request.error().message);
@@ -219,14 +251,111 @@ int RunSubmit(Session& session, const ParsedArgs& args, const CommandInfo& info)
   } else {
     std::cout << FinalStateLine(*final_job) << "\n";
   }
-  // As sbatch --wait: the job's own exit code (1 for an end without one).
-  if (StringField(*final_job, "state") == "COMPLETED") return 0;
-  const auto code = final_job->find("exit_code");
-  if (code != final_job->end() && code->is_number_integer()) {
-    const int64_t exit_code = code->get<int64_t>();
-    if (exit_code > 0 && exit_code < 256) return static_cast<int>(exit_code);
+  return WaitExitStatus(*final_job);
+}
+
+// At most model::kMaxScriptBytes of `in` (one byte more, so that a larger
+// script is refused by the parser with its size, not cut short).
+std::string ReadScriptText(std::istream& in) {
+  std::string text(model::kMaxScriptBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  return text;
+}
+
+// What sbatch reads from around it: the script, standard input, the
+// environment (--export=ALL), the directory and the host.
+SbatchSurroundings SbatchIo() {
+  SbatchSurroundings io;
+  io.read_script = [](const std::string& path) -> Result<std::string> {
+    std::ifstream in(path, std::ios::binary);
+    struct stat st {};
+    if (!in || ::stat(path.c_str(), &st) != 0) {
+      return Error::BadRequest("unreadable_script", "cannot read the script " + path + ": " + std::strerror(errno));
+    }
+    if (S_ISDIR(st.st_mode)) return Error::BadRequest("unreadable_script", path + " is a directory, not a script");
+    return ReadScriptText(in);
+  };
+  io.read_stdin = []() -> Result<std::string> { return ReadScriptText(std::cin); };
+  std::map<std::string, std::string> environment;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string entry = *e;
+    const size_t eq = entry.find('=');
+    if (eq != std::string::npos) environment.emplace(entry.substr(0, eq), entry.substr(eq + 1));
   }
-  return 1;
+  io.context.environment = std::move(environment);
+  std::string dir(4096, '\0');
+  if (::getcwd(dir.data(), dir.size()) != nullptr) io.context.directory = dir.c_str();
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) == 0) io.context.host = host;
+  return io;
+}
+
+// sbatch's exit status is the job's with --wait, as Slurm's.
+int RunSbatch(Session& session, const SbatchRequest& req) {
+  std::set<std::string> printed;
+  for (const std::string& line : SbatchWarningLines(req.script_name, req.warnings)) {
+    std::cerr << line << "\n";
+    printed.insert(line);
+  }
+  std::map<std::string, std::string> headers;
+  if (!req.idempotency_key.empty()) headers["Idempotency-Key"] = req.idempotency_key;
+  // The body is UTF-8 (the parser checked the script; --export=ALL skips
+  // values that are not text): the replacement never changes a byte.
+  auto response =
+      session.Exchange("POST", "/v1/jobs", req.body.dump(-1, ' ', false, json::error_handler_t::replace), headers);
+  if (!response) return 1;
+  if (response->status < 200 || response->status >= 300) {
+    // A server without arrays or dependencies yet refuses the field: say
+    // which option that is.
+    const json refusal = json::parse(response->body, nullptr, false);
+    const json error = refusal.is_object() ? refusal.value("error", json::object()) : json::object();
+    const std::string field = StringField(error, "field");
+    if (StringField(error, "code") == "unknown_field" && (field == "array" || field == "dependency")) {
+      std::cerr << "unisched sbatch: error: this unisched server does not support "
+                << (field == "array" ? "job arrays (--array)" : "job dependencies (--dependency)")
+                << " yet; submit without it\n";
+      return 1;
+    }
+    Session::PrintRefusal(*response);
+    return 1;
+  }
+  std::string raw = response->body;
+  const json job = json::parse(raw, nullptr, false);
+  const std::string id = StringField(job, "id");
+  if (id.empty()) {
+    std::cerr << "error: the daemon's answer to the submission has no job id\n";
+    return 1;
+  }
+  // The server's warnings repeat the directives' we printed; the rest are new.
+  if (job.contains("warnings") && job["warnings"].is_array()) {
+    for (const json& w : job["warnings"]) {
+      if (!w.is_object()) continue;
+      const model::BatchWarning warning{{w.value("line", 0), w.value("option", "")}, w.value("message", "")};
+      for (const std::string& line : SbatchWarningLines(req.script_name, {warning})) {
+        if (printed.insert(line).second) std::cerr << line << "\n";
+      }
+    }
+  }
+  const bool as_json = req.args.Has("json");
+  if (req.parsable) {
+    std::cout << id << "\n";
+  } else if (!as_json) {
+    std::cout << "Submitted batch job " << id << "\n";  // Slurm's words: scripts read the id from them
+  }
+  if (!req.wait) {
+    if (as_json && !req.parsable) PrintBody(raw);
+    return 0;
+  }
+  std::cout.flush();
+  auto final_job = WaitForJob(session, id, &raw);
+  if (!final_job) return 1;
+  if (as_json) {
+    PrintBody(raw);
+  } else if (!req.parsable) {
+    std::cout << FinalStateLine(*final_job) << "\n";
+  }
+  return WaitExitStatus(*final_job);
 }
 
 int RunJobs(Session& session, const ParsedArgs& args, const CommandInfo& info) {
@@ -591,9 +720,23 @@ int Dispatch(const CommandInfo& info, const std::vector<std::string>& words) {
   const bool sandbox_exec = command == "sandbox" && !words.empty() && words[0] == "exec";
   // With "--", flags may come anywhere before it; without, before the ID.
   const bool has_dashes = std::find(words.begin(), words.end(), "--") != words.end();
-  auto parsed = sandbox_exec ? ParseArgs(std::vector<std::string>(words.begin() + 1, words.end()), FlagsFor(command),
-                                         /*stop_at_positional=*/!has_dashes)
-                             : ParseArgs(words, FlagsFor(command), /*stop_at_positional=*/command == "submit");
+  // sbatch reads its words with the batch script parser (sbatch_args.h),
+  // the script and the environment with them.
+  std::optional<SbatchRequest> sbatch;
+  if (command == "sbatch") {
+    auto built = BuildSbatchRequest(words, SbatchIo());
+    if (!built.ok()) {
+      if (IsUsageError(built.error())) return UsageFailure(info, built.error().message);
+      std::cerr << "unisched sbatch: error: " << built.error().message << "\n";
+      return 1;
+    }
+    sbatch = std::move(built).value();
+  }
+  Result<ParsedArgs> parsed =
+      sbatch         ? Result<ParsedArgs>(sbatch->args)
+      : sandbox_exec ? ParseArgs(std::vector<std::string>(words.begin() + 1, words.end()), FlagsFor(command),
+                                 /*stop_at_positional=*/!has_dashes)
+                     : ParseArgs(words, FlagsFor(command), /*stop_at_positional=*/command == "submit");
   if (parsed.ok() && sandbox_exec) parsed->positionals.insert(parsed->positionals.begin(), "exec");
   if (!parsed.ok()) return UsageFailure(info, parsed.error().message);
   const ParsedArgs& args = *parsed;
@@ -637,6 +780,7 @@ int Dispatch(const CommandInfo& info, const std::vector<std::string>& words) {
   Session session(*settings, endpoint->host, endpoint->port, std::move(tls));
 
   if (command == "submit") return RunSubmit(session, args, info);
+  if (command == "sbatch") return RunSbatch(session, *sbatch);
   if (command == "jobs") return RunJobs(session, args, info);
   if (command == "job") return RunJob(session, args, info);
   if (command == "cancel" || command == "hold" || command == "release" || command == "requeue") {

@@ -252,6 +252,15 @@ std::string FormatJobDetail(const json& job) {
   add("Resources", resources.empty() ? "-" : resources);
   add("Constraints", CellText(At(job, "constraints")));
   add("Command", ShellJoin(At(job, "command")));
+  // A batch script: its #! line and length (--json has the whole text).
+  if (const json& script = At(job, "script"); script.is_string() && !script.get<std::string>().empty()) {
+    const std::string& text = script.get_ref<const std::string&>();
+    const size_t lines = static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + (text.back() != '\n');
+    add("Script", text.substr(0, text.find('\n')) + " (" + std::to_string(lines) + " lines; --json shows it)");
+  }
+  if (const json& workdir = At(job, "workdir"); workdir.is_string() && !workdir.get<std::string>().empty()) {
+    add("Workdir", workdir.get<std::string>());
+  }
   std::string priority = CellText(At(job, "priority"));
   if (const json& f = At(job, "priority_factors"); f.is_object()) {
     // The named terms that sum to the priority (docs/policy/priority.md).

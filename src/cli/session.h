@@ -55,6 +55,12 @@ class Session {
     return Reached(client_.Request(method, target, body, headers));
   }
 
+  // Prints a refusal (a response outside 2xx) and a hint for its status.
+  static void PrintRefusal(const client::ClientResponse& response) {
+    std::cerr << FormatApiError(response.status, response.body) << "\n";
+    if (std::string hint = HintForStatus(response.status); !hint.empty()) std::cerr << hint << "\n";
+  }
+
   // A GET whose body is handed to on_body as it arrives (HttpClient::Follow);
   // the response's status and headers, or nullopt after printing why not.
   std::optional<client::ClientResponse> Follow(const std::string& target,
@@ -92,8 +98,7 @@ class Session {
   static std::optional<client::ClientResponse> Succeeded(std::optional<client::ClientResponse> response) {
     if (!response) return std::nullopt;
     if (response->status < 200 || response->status >= 300) {
-      std::cerr << FormatApiError(response->status, response->body) << "\n";
-      if (std::string hint = HintForStatus(response->status); !hint.empty()) std::cerr << hint << "\n";
+      PrintRefusal(*response);
       return std::nullopt;
     }
     return response;

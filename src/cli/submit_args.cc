@@ -45,6 +45,23 @@ const char* const kKinds[] = {"hpc", "ai-training", "ai-inference", "agent"};
 
 }  // namespace
 
+Result<json> BuildWorkload(const std::optional<std::string>& kind_flag, const std::vector<std::string>& features) {
+  const std::string kind = kind_flag.value_or("hpc");
+  bool known = false;
+  for (const char* k : kKinds) known |= kind == k;
+  if (!known)
+    return UsageError("--kind must be one of hpc, ai-training, ai-inference, agent; got '" + kind + "'", "kind");
+  json workload = {{"kind", kind}};
+  for (const auto& text : features) {
+    auto kv = ParseKeyValue(text, "feature");
+    if (!kv.ok()) return kv.error();
+    if (kv->first == "kind")
+      return UsageError("use --kind to set the workload kind, not --feature kind=...", "feature");
+    workload[kv->first] = FeatureValue(kv->second);
+  }
+  return workload;
+}
+
 const std::vector<FlagSpec>& SubmitFlags() {
   static const std::vector<FlagSpec> kFlags = {
       {"name", true, false},           {"project", true, false},
@@ -76,20 +93,9 @@ Result<SubmitRequest> BuildSubmitRequest(const ParsedArgs& args) {
     if (auto v = args.Get(key)) body[key] = *v;
   }
 
-  std::string kind = args.Get("kind").value_or("hpc");
-  bool known = false;
-  for (const char* k : kKinds) known |= kind == k;
-  if (!known)
-    return UsageError("--kind must be one of hpc, ai-training, ai-inference, agent; got '" + kind + "'", "kind");
-  json workload = {{"kind", kind}};
-  for (const auto& text : args.All("feature")) {
-    auto kv = ParseKeyValue(text, "feature");
-    if (!kv.ok()) return kv.error();
-    if (kv->first == "kind")
-      return UsageError("use --kind to set the workload kind, not --feature kind=...", "feature");
-    workload[kv->first] = FeatureValue(kv->second);
-  }
-  body["workload"] = std::move(workload);
+  auto workload = BuildWorkload(args.Get("kind"), args.All("feature"));
+  if (!workload.ok()) return workload.error();
+  body["workload"] = std::move(workload).value();
 
   json resources = json::object();
   struct IntFlag {

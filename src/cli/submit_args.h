@@ -3,6 +3,7 @@
 // check argv against the JSON it produces.
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,10 @@ struct SubmitRequest {
   std::string idempotency_key;  // sent as the Idempotency-Key header when non-empty
   bool wait = false;            // poll until the job ends
 };
+
+// {"kind": KIND, features...} from --kind (default hpc) and --feature K=V
+// items: numeric values become JSON numbers ("gpu_memory_gb=80" -> 80).
+Result<nlohmann::json> BuildWorkload(const std::optional<std::string>& kind, const std::vector<std::string>& features);
 
 // The flags of `submit` (CommonFlags() come on top).
 const std::vector<FlagSpec>& SubmitFlags();

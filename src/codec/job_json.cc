@@ -178,8 +178,10 @@ json JobToJson(const model::Job& job) {
       {"output_file", job.output_file},
       {"error_file", job.error_file},
       {"command", job.command},
+      {"script", job.script.str()},
       {"env", job.env},
       {"dependency", model::ToString(job.dependency)},
+      {"workdir", job.workdir},
       {"priority", job.priority},
       {"routing", {{"pool", job.routing.pool}, {"queue", job.routing.queue}, {"reason", job.routing.reason}}},
       {"nodes", json(job.NodeNames())},
@@ -419,12 +421,14 @@ std::string JobDocument(const model::Job& job) {
   w.Key("queue").Str(job.routing.queue);
   w.Key("reason").Str(job.routing.reason);
   w.Close('}');
+  w.Key("script").Str(job.script.str());
   w.Key("started_at").Time(job.started_at);
   w.Key("state").Str(model::ToString(job.state));
   w.Key("state_reason").Str(job.state_reason);
   w.Key("stop_requested_at").Time(job.stop_requested_at);
   w.Key("submitted_at").Str(FormatRfc3339(job.submitted_at));
   w.Key("user").Str(job.user);
+  w.Key("workdir").Str(job.workdir);
   // The workload: its features and "kind" (which wins over a feature of
   // that name), merged in key order. A feature's text is a JSON number or
   // boolean exactly when FeatureValueToJson makes it one, and then prints
@@ -491,6 +495,11 @@ Result<model::Job> JobFromJson(const json& doc) {
   d.StringMap(doc, "constraints", "constraints", job.constraints);
   d.StringList(doc, "command", "command", job.command);
   d.StringMap(doc, "env", "env", job.env);
+  // Both absent from documents written before batch scripts: a command, in the work directory.
+  std::string script;
+  d.String(doc, "script", "script", script);
+  job.script = model::ScriptText(std::move(script));
+  d.String(doc, "workdir", "workdir", job.workdir);
   d.String(doc, "output_file", "output_file", job.output_file);  // absent (before -o): none
   d.String(doc, "error_file", "error_file", job.error_file);
   d.Integer(doc, "priority", "priority", job.priority);

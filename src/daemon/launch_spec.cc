@@ -169,6 +169,8 @@ executor::LaunchSpec BuildLaunchSpec(const config::Config& config, const model::
   spec.job_id = job.id;
   spec.attempt = attempt.number;
   spec.argv = job.command;
+  spec.script = job.script.str();
+  spec.chdir = job.workdir;
   spec.env = JobEnvironment(job, attempt, unix_user, TaskPlace{0, 0, 0, master_address, 0, true});
   spec.unix_user = unix_user;
   spec.walltime_seconds = job.resources.walltime_seconds;
@@ -291,6 +293,7 @@ Result<std::vector<executor::LaunchSpec>> BuildStepSpecs(const executor::LaunchS
   step_job.attempts.back().allocation = nodes;
   executor::LaunchSpec base = first;
   base.argv = request.command;
+  base.script.clear();  // a step runs its command, in the batch script's directory (chdir kept, as srun's)
   // A step's output is `unisched step`'s, which prints it into the batch
   // script's output (and so its -o file), as srun's.
   step_job.output_file.clear();

@@ -23,7 +23,9 @@ constexpr std::string_view kForm =
     "write TYPE:JOBID[:JOBID...] terms joined by ',' (all must hold) or '?' (one is enough), e.g. "
     "\"afterok:12:13,afterany:14\", or \"singleton\"; types: after, afterany, afterok, afternotok, singleton";
 
-std::vector<std::string_view> Split(std::string_view text, char separator) {
+// Unlike model::Split (words.h), empty items are kept: "afterok:12," has an
+// empty term, which is an error to report, not to skip.
+std::vector<std::string_view> SplitKeepingEmpty(std::string_view text, char separator) {
   std::vector<std::string_view> parts;
   size_t from = 0;
   while (true) {
@@ -70,9 +72,9 @@ Result<Dependency> ParseDependency(std::string_view text, const std::string& fie
   out.any = text.find('?') != std::string_view::npos;
   if (has_and && out.any) return bad("',' and '?' cannot be mixed (Slurm's rule too)");
   size_t named = 0;
-  for (std::string_view term_text : Split(text, out.any ? '?' : ',')) {
+  for (std::string_view term_text : SplitKeepingEmpty(text, out.any ? '?' : ',')) {
     if (term_text.empty()) return bad("a term is empty");
-    const std::vector<std::string_view> words = Split(term_text, ':');
+    const std::vector<std::string_view> words = SplitKeepingEmpty(term_text, ':');
     const auto type =
         std::find_if(std::begin(kTypes), std::end(kTypes), [&](const TypeName& t) { return t.name == words.front(); });
     if (type == std::end(kTypes)) {

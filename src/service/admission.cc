@@ -2,6 +2,7 @@
 
 #include "unisched/service/admission.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "unisched/policy/dependency.h"
@@ -80,15 +81,20 @@ std::optional<Error> QuotaRefusal(const model::ClusterSpec& cluster, const Clust
   return std::nullopt;
 }
 
-// An output file pattern as stored: absolute as given, relative under the
-// shared output directory; refused (naming `field`) when relative without one.
-Result<std::string> PlaceOutputFile(const config::Config& config, const std::string& pattern, const char* field) {
+// An output file pattern as stored: absolute as given; relative under the
+// job's workdir (Slurm's rule: relative to the working directory), else
+// under the shared output directory; refused (naming `field`) when relative
+// without either.
+Result<std::string> PlaceOutputFile(const config::Config& config, const std::string& pattern, const char* field,
+                                    const std::string& workdir) {
   if (pattern.empty() || pattern.front() == '/') return pattern;
+  if (!workdir.empty()) return workdir + (workdir.back() == '/' ? "" : "/") + pattern;
   if (config.executor.output_dir.empty()) {
     return Error::Unprocessable("invalid_value",
                                 std::string(field) + " '" + pattern +
                                     "' is relative, and this cluster has no shared output directory "
-                                    "(executor.output_dir); give an absolute path on storage every node mounts",
+                                    "(executor.output_dir); give an absolute path on storage every node mounts, "
+                                    "or a workdir",
                                 field);
   }
   return config.executor.output_dir + "/" + pattern;
@@ -99,7 +105,18 @@ Result<JobAdmission> AdmitJob(const config::Config& config, const ClusterView& v
                               const JobRequest& request) {
   auto project = ResolveProject(config, who, request.project);
   if (!project.ok()) return project.error();
-  auto route = router::Route(config.cluster, {request.workload, request.resources, request.constraints, request.queue});
+  // A batch script names a queue as Slurm names a partition, with no
+  // workload kind: it is the kind the queue serves (its first).
+  model::Workload workload = request.workload;
+  if (request.workload_from_queue && request.queue) {
+    const model::QueueSpec* queue = config.cluster.FindQueue(*request.queue);
+    if (queue != nullptr && !queue->workload_kinds.empty() &&
+        std::find(queue->workload_kinds.begin(), queue->workload_kinds.end(), workload.kind) ==
+            queue->workload_kinds.end()) {
+      workload.kind = queue->workload_kinds.front();
+    }
+  }
+  auto route = router::Route(config.cluster, {workload, request.resources, request.constraints, request.queue});
   if (!route.ok()) return route.error();
   const policy::JobScope scope{route->queue, *project, who.user};
   if (auto refused = QuotaRefusal(
@@ -111,12 +128,12 @@ Result<JobAdmission> AdmitJob(const config::Config& config, const ClusterView& v
                  "only platform-admins and admins of queue " + route->queue + " may submit with a priority above 0",
                  "priority"};
   }
-  auto output_file = PlaceOutputFile(config, request.output_file, "output_file");
+  auto output_file = PlaceOutputFile(config, request.output_file, "output_file", request.workdir);
   if (!output_file.ok()) return output_file.error();
-  auto error_file = PlaceOutputFile(config, request.error_file, "error_file");
+  auto error_file = PlaceOutputFile(config, request.error_file, "error_file", request.workdir);
   if (!error_file.ok()) return error_file.error();
-  return JobAdmission{std::move(project).value(), std::move(route).value(), std::move(output_file).value(),
-                      std::move(error_file).value()};
+  return JobAdmission{std::move(project).value(), workload.kind, std::move(route).value(),
+                      std::move(output_file).value(), std::move(error_file).value()};
 }
 
 SandboxLimits SandboxDefaults(const config::Config& config, const model::QueueSpec& queue,

@@ -48,11 +48,14 @@ void JobService::Submit(const auth::Principal& who, JobRequest request, std::str
   job.pool = route.pool;
   job.state = model::JobState::kPending;
   job.workload = std::move(request.workload);
+  job.workload.kind = admitted->kind;
   job.resources = route.resources;
   job.constraints = std::move(request.constraints);
   job.launch = request.launch;
   job.command = std::move(request.command);
+  job.script = model::ScriptText(std::move(request.script));
   job.env = std::move(request.env);
+  job.workdir = std::move(request.workdir);
   job.output_file = std::move(admitted->output_file);
   job.error_file = std::move(admitted->error_file);
   job.priority = request.priority;

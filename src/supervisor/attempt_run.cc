@@ -379,6 +379,12 @@ void AttemptRun::FinishWith(const RunResult& result) {
   containment::Containment& containment = setup_.containment();
   const std::string contained_by = containment.Describe();
   if (Status s = containment.Destroy(); !s.ok()) output_.Log("%s", s.error().message.c_str());
+  // The batch script's file goes with its attempt (the job's processes are
+  // gone), so that a job that left nothing else leaves an empty work
+  // directory, removed at once (executor::Release).
+  if (const JobSpec& job = setup_.job_spec(); !job.script_file.empty()) {
+    (void)::unlink((spec_.work_dir + "/" + job.script_file).c_str());
+  }
   if (!control_.WriteResult(result, contained_by)) exit_status_ = 1;
   setup_.ReleaseUid();
 }

@@ -43,6 +43,8 @@ enum Step : int {
   kStepExec,
   kStepSyscallFilter,
   kStepAffinity,
+  kStepScript,
+  kStepWorkdir,
 };
 
 [[noreturn]] void ChildFail(int fd, int step, int err) {
@@ -102,6 +104,32 @@ Error StartError(const std::string& what, int err) {
     }
     if (pid < 0 && errno == ECHILD) ::_exit(127);
   }
+}
+
+// In the child, as the job's account with the work directory as its cwd:
+// the batch script into a file of its own (a new inode each time: an
+// earlier attempt's interpreter may still be reading the old one; never
+// through a link someone left there), then into the job's -D directory.
+// System calls only (the child may share our memory).
+void WriteScriptAndEnter(int fd, const JobSpec& spec) {
+  if (!spec.script.empty()) {
+    const char* name = spec.script_file.c_str();
+    if (::unlink(name) != 0 && errno != ENOENT) ChildFail(fd, kStepScript, errno);
+    const int out = ::open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0700);
+    if (out < 0) ChildFail(fd, kStepScript, errno);
+    const char* data = spec.script.data();
+    size_t left = spec.script.size();
+    while (left > 0) {
+      const ssize_t n = ::write(out, data, left);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) ChildFail(fd, kStepScript, n < 0 ? errno : EIO);
+      data += n;
+      left -= static_cast<size_t>(n);
+    }
+    // Closed before the exec: a file open for writing cannot be executed (ETXTBSY).
+    if (::close(out) != 0) ChildFail(fd, kStepScript, errno);
+  }
+  if (!spec.chdir.empty() && ::chdir(spec.chdir.c_str()) != 0) ChildFail(fd, kStepWorkdir, errno);
 }
 
 // Everything the job's child needs, prepared by the parent.
@@ -167,6 +195,7 @@ constexpr size_t kChildStackBytes = 256 << 10;
     const char* step = "";
     if (int e = isolation::DropPrivileges(account.uid, account.gid, &step)) ChildFail(fd, kStepSetuid, e);
     // EnterIsolation made the work directory the working directory.
+    WriteScriptAndEnter(fd, spec);
     RunAsInit(fd, a.argv, a.envp);
   }
   if (account.switch_user) {
@@ -176,6 +205,7 @@ constexpr size_t kChildStackBytes = 256 << 10;
   }
   // After the switch, so the job's own account must be able to enter it.
   if (!spec.work_dir.empty() && ::chdir(spec.work_dir.c_str()) != 0) ChildFail(fd, kStepChdir, errno);
+  WriteScriptAndEnter(fd, spec);
   // execvpe searches the supervisor's PATH (set by the caller), never
   // passing it on: the job sees envp only.
   ::execvpe(a.argv[0], a.argv, a.envp);
@@ -195,6 +225,9 @@ Result<JobProcess> StartJob(const JobSpec& spec, const containment::Containment&
   for (const auto& [k, v] : spec.env) env_strings.push_back(k + "=" + v);
   std::vector<char*> argv;
   for (const std::string& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  // A batch script runs in argv[0]'s place (an absolute path: no search);
+  // its #! line names the interpreter, which gets the path as $0.
+  if (!spec.script.empty()) argv[0] = const_cast<char*>(spec.script_path.c_str());
   argv.push_back(nullptr);
   std::vector<char*> envp;
   for (std::string& e : env_strings) envp.push_back(e.data());
@@ -299,7 +332,17 @@ std::string DescribeLaunchError(const LaunchError& error, const JobSpec& spec) {
     case kStepChdir:
       return "cannot change to working directory '" + spec.work_dir + "': " + what;
     case kStepExec:
+      if (!spec.script.empty()) {
+        // The kernel's ENOENT for a script is usually its interpreter's.
+        const std::string shebang = spec.script.substr(0, spec.script.find('\n'));
+        return "cannot execute the batch script (" + shebang + "): " + what +
+               (error.err == ENOENT ? "; is its interpreter installed on the node?" : "");
+      }
       return "cannot execute '" + (spec.argv.empty() ? std::string() : spec.argv[0]) + "': " + what;
+    case kStepScript:
+      return "cannot write the batch script into the work directory '" + spec.work_dir + "': " + what;
+    case kStepWorkdir:
+      return "cannot change to the job's workdir '" + spec.chdir + "' as user '" + user + "': " + what;
     case kStepSyscallFilter:
       return "cannot install the sandbox's system call filter: " + what;
     case kStepAffinity:

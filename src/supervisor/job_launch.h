@@ -33,6 +33,15 @@ struct JobSpec {
   std::vector<std::string> argv;
   std::map<std::string, std::string> env;
   std::string work_dir;
+  // A batch script (executor::LaunchSpec::script): written by the child,
+  // as the job's account, to `script_file` in the work directory (its
+  // cwd then), and executed in argv[0]'s place as `script_path` (the same
+  // file as the job sees it: under kSandboxHome for an isolated job).
+  std::string script;
+  std::string script_file;
+  std::string script_path;
+  // Where the job starts instead of work_dir (Slurm's -D); "": work_dir.
+  std::string chdir;
   Account account;
   // The sandbox of docs/sandboxes.md (isolation::EnterIsolation) in fresh
   // pid, network, mount, UTS and IPC namespaces, as account.uid with every

@@ -23,6 +23,14 @@ std::optional<JobSetup::Failure> JobSetup::Prepare(const files::AttemptSpec& spe
   job_spec_.env = launch.env;
   job_spec_.work_dir = spec.work_dir;
   job_spec_.isolate = launch.isolate;
+  job_spec_.chdir = launch.chdir;
+  if (!launch.script.empty()) {
+    if (spec.work_dir.empty()) return Failure{"a batch script needs a work directory to be written to"};
+    job_spec_.script = launch.script;
+    job_spec_.script_file = executor::ScriptFileName(launch.attempt, launch.task);
+    job_spec_.script_path =
+        (launch.isolate ? std::string(isolation::kSandboxHome) : spec.work_dir) + "/" + job_spec_.script_file;
+  }
   job_spec_.open_files_limit = open_files_limit;
   if (spec.pin_cpus && !launch.cpu_set.empty()) PinTo(launch.cpu_set, output);
   if (auto failure = TakeAccount(spec)) return failure;

@@ -49,6 +49,15 @@ struct LaunchSpec {
   // launch everywhere; an attempt ends when all its tasks have.
   int task = 0;
   std::vector<std::string> argv;
+  // A batch script (model::Job::script): written by the job's own account
+  // as an executable file in its work directory (ScriptFileName), which
+  // runs in argv[0]'s place, so that its #! line picks the interpreter and
+  // argv[1..] are its arguments (docs/execution.md, "Batch scripts").
+  // Empty: argv runs.
+  std::string script{};
+  // The directory the job starts in (Slurm's -D, model::Job::workdir);
+  // empty: its work directory.
+  std::string chdir{};
   // The complete environment of the job; nothing else is passed on.
   std::map<std::string, std::string> env;
   std::string unix_user;  // account to run as; empty: the daemon's own (only allowed when not root)
@@ -87,6 +96,14 @@ struct LaunchSpec {
 // attempt had before gangs), "<attempt>.<task>" for a gang's other ranks.
 inline std::string TaskDirName(int attempt, int task) {
   return task == 0 ? std::to_string(attempt) : std::to_string(attempt) + "." + std::to_string(task);
+}
+
+// The file a task's batch script is written to, in its job's work
+// directory: one per attempt and task, so that tasks sharing a node, and an
+// old attempt still ending, never see another's being written. The
+// supervisor removes it when its attempt ends.
+inline std::string ScriptFileName(int attempt, int task) {
+  return "unisched-script." + TaskDirName(attempt, task);
 }
 
 // The inverse of TaskDirName: (attempt, task), or nullopt for any other name.

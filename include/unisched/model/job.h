@@ -157,6 +157,27 @@ struct Attempt {
   std::optional<Timestamp> RunStart() const { return process_started_at ? process_started_at : started_at; }
 };
 
+// A batch script's text (docs/slurm-users.md): fixed once submitted, and
+// shared by every copy of its job rather than copied with it, because the
+// daemon copies active jobs often (views, batches, lists) and a script may
+// be up to kMaxScriptBytes (batch_script.h).
+class ScriptText {
+ public:
+  ScriptText() = default;
+  explicit ScriptText(std::string text)
+      : text_(text.empty() ? nullptr : std::make_shared<const std::string>(std::move(text))) {}
+  // "" for a job that runs its command.
+  const std::string& str() const {
+    static const std::string kNone;
+    return text_ ? *text_ : kNone;
+  }
+  bool empty() const { return text_ == nullptr; }
+  bool operator==(const ScriptText& other) const { return text_ == other.text_ || str() == other.str(); }
+
+ private:
+  std::shared_ptr<const std::string> text_;
+};
+
 struct Routing {
   std::string pool;
   std::string queue;
@@ -177,11 +198,20 @@ struct Job {
   ResourceRequest resources;
   Labels constraints;  // node labels the job requires
   LaunchMode launch = LaunchMode::kBatch;
+  // What runs: `command`, or, for a batch script (`script` not empty), the
+  // script written to a file in the job's work directory and executed with
+  // command[1..] as its arguments; command[0] then only names the script
+  // (sbatch's SCRIPT, shown as the job's command) and is replaced by the
+  // file's path at launch (docs/execution.md, "Batch scripts").
   std::vector<std::string> command;
+  ScriptText script;
   std::map<std::string, std::string> env;
+  // The directory the job starts in (Slurm's -D): absolute; empty: its
+  // work directory <work_root>/<job>.
+  std::string workdir;
   // Where each task's stdout and stderr are copied (Slurm's -o and -e): an
-  // absolute pattern (output_pattern.h), a relative one made absolute under
-  // executor.output_dir when submitted. error_file empty: stderr goes to
+  // absolute pattern (output_pattern.h), a relative one made absolute when
+  // submitted, under `workdir` as in Slurm, else under executor.output_dir. error_file empty: stderr goes to
   // output_file too; both empty: the captured log only.
   std::string output_file;
   std::string error_file;

@@ -30,6 +30,10 @@ std::string GpuPhrase(int64_t n, const std::string& model);
 std::string Join(const std::vector<std::string>& items, char separator);
 // "a,,b," -> {"a", "b"}: the non-empty items between separators.
 std::vector<std::string> Split(std::string_view text, char separator);
+// Whether `text` is well-formed UTF-8 (RFC 3629: no overlong forms, no
+// surrogates, nothing above U+10FFFF): what JSON bodies and a job's
+// environment and script may hold.
+bool IsUtf8(std::string_view text);
 // "arch=x86, rack=r1".
 std::string JoinLabels(const Labels& labels);
 

@@ -32,9 +32,15 @@ struct JobRequest {
   model::ResourceRequest resources;
   model::Labels constraints;
   model::LaunchMode launch = model::LaunchMode::kBatch;
-  std::vector<std::string> command;
+  std::vector<std::string> command;  // a script's name and arguments with `script`
+  std::string script;                // a batch script (model::Job::script); "": none
+  // No workload was given (a script's submission): the kind its named
+  // queue serves, else hpc's (AdmitJob decides).
+  bool workload_from_queue = false;
   std::map<std::string, std::string> env;
-  std::string output_file;  // Slurm's -o and -e patterns (model::Job); relative: under executor.output_dir
+  std::string workdir;  // Slurm's -D (model::Job::workdir): absolute, or "" for the work directory
+  std::string
+      output_file;  // Slurm's -o and -e patterns (model::Job); relative: under workdir, else executor.output_dir
   std::string error_file;
   int priority = 0;
   std::optional<int> max_retries;  // overrides the queue's (docs/policy/retries.md)
@@ -44,6 +50,7 @@ struct JobRequest {
 // Where an admitted job goes, with the queue's defaults applied.
 struct JobAdmission {
   std::string project;
+  model::WorkloadKind kind = model::WorkloadKind::kHpc;  // the request's, or its queue's (workload_from_queue)
   router::RouteDecision route;
   std::string output_file;  // the request's, made absolute
   std::string error_file;

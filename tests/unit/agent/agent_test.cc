@@ -38,8 +38,12 @@ TEST(WireTest, LaunchSpecResultHeartbeatAndCommandsRoundTrip) {
   spec.walltime_seconds = 60;
   spec.limits.memory_bytes = 1 << 20;
   spec.node = "x86-c2m2-hpc-01";
+  spec.script = "#!/bin/bash\necho \"$@\"\n";  // a batch script reaches an agent's node whole
+  spec.chdir = "/scratch/run";
   auto back = executor::LaunchSpecFromJson(executor::LaunchSpecToJson(spec));
   ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->script, spec.script);
+  EXPECT_EQ(back->chdir, spec.chdir);
   EXPECT_EQ(back->job_id, 42);
   EXPECT_EQ(back->attempt, 2);
   EXPECT_EQ(back->argv, spec.argv);

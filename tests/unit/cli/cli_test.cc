@@ -10,6 +10,7 @@
 
 #include "cli/args.h"
 #include "cli/format.h"
+#include "cli/sbatch_args.h"
 #include "cli/submit_args.h"
 
 namespace unisched::cli {
@@ -119,7 +120,8 @@ TEST(SubmitArgsTest, RejectsBadArgumentsAsUsageErrors) {
       {{"--feature", "precision", "--", "x"}, "--feature takes KEY=VALUE"},
       {{"--feature", "kind=agent", "--", "x"}, "use --kind"},
       {{"--env", "=x", "--", "x"}, "--env takes KEY=VALUE"},
-      {{"--time", "90", "--", "x"}, "--time must be HH:MM:SS"},
+      {{"--time", "1h", "--", "x"}, "--time takes Slurm's formats"},
+      {{"--time", "UNLIMITED", "--", "x"}, "unisched has no unlimited wall time"},
       {{"--time", "01:00:00", "--walltime", "60", "--", "x"}, "either --walltime or --time"},
       {{"--bogus", "--", "x"}, "unknown option '--bogus'"},
       {{"--cpus"}, "option '--cpus' needs a value"},
@@ -134,6 +136,133 @@ TEST(SubmitArgsTest, RejectsBadArgumentsAsUsageErrors) {
     ASSERT_FALSE(req.ok());
     EXPECT_TRUE(IsUsageError(req.error()));
     EXPECT_NE(req.error().message.find(c.message_contains), std::string::npos) << req.error().message;
+  }
+}
+
+// `unisched sbatch` with its script, standard input and surroundings given.
+struct Sbatch {
+  std::map<std::string, std::string> files;
+  std::string stdin_text;
+  model::SubmitContext context;
+
+  Result<SbatchRequest> Build(const std::vector<std::string>& words) const {
+    SbatchSurroundings io;
+    io.read_script = [this](const std::string& path) -> Result<std::string> {
+      auto it = files.find(path);
+      if (it == files.end()) return Error::BadRequest("unreadable_script", "cannot read the script " + path);
+      return it->second;
+    };
+    io.read_stdin = [this]() -> Result<std::string> { return stdin_text; };
+    io.context = context;
+    return BuildSbatchRequest(words, io);
+  }
+};
+
+TEST(SbatchArgsTest, BuildsTheBodyFromTheDirectivesAndTheCommandLineOverThem) {
+  Sbatch sbatch;
+  const std::string script =
+      "#!/bin/bash\n"
+      "#SBATCH -J sim -p hpc-precision -A genomics\n"
+      "#SBATCH -N 2 --ntasks-per-node=4 -c 2 --mem-per-cpu=1G\n"
+      "#SBATCH --gres=gpu:a100:1 -t 1-12 -o slurm-%j.out -e slurm-%j.err\n"
+      "#SBATCH --constraint=interconnect=ib --no-requeue --export=NONE\n"
+      "srun ./sim\n";
+  sbatch.files["job.sh"] = script;
+  sbatch.context.directory = "/home/alice";
+  auto req = sbatch.Build({"-t", "30", "--kind", "ai-training", "--idempotency-key", "k-1", "job.sh", "in.dat", "-v"});
+  ASSERT_TRUE(req.ok()) << req.error().message;
+  const json want = {
+      {"name", "sim"},
+      {"queue", "hpc-precision"},
+      {"project", "genomics"},
+      {"workload", {{"kind", "ai-training"}}},
+      {"resources",
+       {{"nodes", 2},
+        {"tasks_per_node", 4},
+        {"cpus", 8},
+        {"memory_mb", 8192},
+        {"gpus", 1},
+        {"gpu_model", "a100"},
+        {"walltime_seconds", 1800}}},  // -t 30 on the command line: 30 minutes
+      {"constraints", {{"interconnect", "ib"}}},
+      {"output_file", "slurm-%j.out"},
+      {"error_file", "slurm-%j.err"},
+      {"env", {{"SLURM_SUBMIT_DIR", "/home/alice"}}},
+      {"max_retries", 0},
+      {"script", script},
+      {"command", {"job.sh", "in.dat", "-v"}},  // the script's name and its own arguments
+  };
+  EXPECT_EQ(req->body, want) << req->body.dump();
+  EXPECT_EQ(req->idempotency_key, "k-1");
+  EXPECT_EQ(req->script_name, "job.sh");
+  EXPECT_FALSE(req->parsable || req->wait);
+  std::vector<std::string> lines = SbatchWarningLines(req->script_name, req->warnings);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].rfind("unisched sbatch: warning: job.sh: line 5: --no-requeue: the job is never retried", 0), 0u)
+      << lines[0];
+}
+
+TEST(SbatchArgsTest, WrapStandardInputArraysDependenciesAndTheClientsOwnOptions) {
+  Sbatch sbatch;
+  sbatch.context.environment = std::map<std::string, std::string>{
+      {"HOME", "/home/alice"}, {"UNISCHED_TOKEN", "t0k3n"}, {"UNISCHED_URL", "http://x"}, {"API_TOKEN", "s3cr3t"}};
+  auto wrapped = sbatch.Build({"--wrap", "hostname", "--parsable", "-W", "--array=0-9%2", "-d", "afterok:12:13",
+                               "--url", "http://127.0.0.1:1", "--json"});
+  ASSERT_TRUE(wrapped.ok()) << wrapped.error().message;
+  EXPECT_EQ(wrapped->body.at("script"),
+            "#!/bin/sh\n# This script was created by unisched sbatch --wrap.\n\nhostname\n");
+  EXPECT_EQ(wrapped->body.at("command"), json({"wrap"}));
+  EXPECT_EQ(wrapped->body.at("array"), json({{"indices", "0-9"}, {"max_running", 2}}));
+  EXPECT_EQ(wrapped->body.at("dependency"), "afterok:12:13");
+  // --export=ALL (sbatch's default) copies the environment without the
+  // client's URL and token or anything like a credential.
+  EXPECT_EQ(wrapped->body.at("env"), json({{"HOME", "/home/alice"}}));
+  EXPECT_FALSE(wrapped->body.contains("workload"));  // the server gives it its queue's kind
+  EXPECT_TRUE(wrapped->parsable && wrapped->wait);
+  EXPECT_EQ(wrapped->args.Get("url"), "http://127.0.0.1:1");
+  EXPECT_TRUE(wrapped->args.Has("json"));
+
+  sbatch.stdin_text = "#!/usr/bin/env python3\n#SBATCH -J from-stdin\nprint(1)\n";
+  auto piped = sbatch.Build({"-t", "5"});
+  ASSERT_TRUE(piped.ok()) << piped.error().message;
+  EXPECT_EQ(piped->body.at("name"), "from-stdin");
+  EXPECT_EQ(piped->body.at("command"), json({"stdin"}));
+  EXPECT_EQ(piped->script_name, "standard input");
+
+  auto help = sbatch.Build({"--help"});
+  ASSERT_TRUE(help.ok());
+  EXPECT_TRUE(help->args.Has("help"));
+}
+
+TEST(SbatchArgsTest, RefusalsNameTheScriptLineOrTheOption) {
+  Sbatch sbatch;
+  sbatch.files["job.sh"] = "#!/bin/sh\n#SBATCH --mem=lots\ntrue\n";
+  sbatch.files["plain.sh"] = "echo no shebang\n";
+  struct Case {
+    std::vector<std::string> words;
+    bool usage;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {{"job.sh"}, false, "job.sh: line 2: --mem=lots: 'lots' is not a size"},
+      {{"--mem=2G", "job.sh"}, true, ""},  // the command line's --mem replaces the bad one: accepted
+      {{"plain.sh"}, false, "plain.sh: line 1: a batch script starts with #!"},
+      {{"missing.sh"}, false, "cannot read the script missing.sh"},
+      {{"--bogus", "job.sh"}, true, "unknown option '--bogus'"},
+      {{"--wrap", "true", "job.sh"}, true, "either a script or --wrap"},
+      {{"-t", "soon", "--mem=1G", "job.sh"}, false, "-t soon: 'soon' is not a time"},
+      {{"--kind", "gpu", "--mem=1G", "job.sh"}, true, "--kind must be one of"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.words.front());
+    auto req = sbatch.Build(c.words);
+    if (c.says.empty()) {
+      EXPECT_TRUE(req.ok()) << req.error().message;
+      continue;
+    }
+    ASSERT_FALSE(req.ok());
+    EXPECT_EQ(IsUsageError(req.error()), c.usage) << req.error().message;
+    EXPECT_NE(req.error().message.find(c.says), std::string::npos) << req.error().message;
   }
 }
 
@@ -180,15 +309,29 @@ TEST(ArgsTest, ParsesDurations) {
     std::string text;
     std::optional<int64_t> want;
   };
+  // Every format of Slurm's --time (model::ParseSlurmTime has the full
+  // table); zero and unlimited are refused: a job's wall time is bounded.
   const std::vector<Case> cases = {
-      {"01:30:00", 5400},          {"00:00:01", 1},
-      {"100:00:00", 360000},       {"1-00:00:00", 86400},
-      {"2-03:04:05", 183845},      {"1:2:3", 3723},
-      {"00:00:00", std::nullopt},  {"90", std::nullopt},
-      {"01:30", std::nullopt},     {"01:60:00", std::nullopt},
-      {"01:00:60", std::nullopt},  {"", std::nullopt},
-      {"a:b:c", std::nullopt},     {"01:30:00:00", std::nullopt},
-      {"-01:00:00", std::nullopt}, {"1-", std::nullopt},
+      {"01:30:00", 5400},
+      {"00:00:01", 1},
+      {"100:00:00", 360000},
+      {"1-00:00:00", 86400},
+      {"2-03:04:05", 183845},
+      {"1:2:3", 3723},
+      {"90", 5400},
+      {"01:30", 90},
+      {"0:05", 5},
+      {"2-12", 216000},
+      {"2-03:04", 183840},
+      {"01:60:00", 7200},
+      {"00:00:00", std::nullopt},
+      {"0", std::nullopt},
+      {"UNLIMITED", std::nullopt},
+      {"", std::nullopt},
+      {"a:b:c", std::nullopt},
+      {"01:30:00:00", std::nullopt},
+      {"-01:00:00", std::nullopt},
+      {"1-", std::nullopt},
       {" 01:00:00", std::nullopt},
   };
   for (const auto& c : cases) {
@@ -364,6 +507,16 @@ TEST(FormatTest, JobDetailShowsRoutingAttemptsAndEachPendingReason) {
   EXPECT_NE(done_text.find("Exit code:   3\n"), std::string::npos);
   EXPECT_NE(done_text.find("Nodes:       gpu-01,gpu-02\n"), std::string::npos);
   EXPECT_EQ(done_text.find("Pending reasons"), std::string::npos);
+  EXPECT_EQ(done_text.find("Script:"), std::string::npos);  // a command, no batch script
+
+  json batch = SampleJob();
+  batch["command"] = {"train.sh", "--epochs", "3"};
+  batch["script"] = "#!/bin/bash\n#SBATCH -J train\nsrun python3 train.py\n";
+  batch["workdir"] = "/scratch/alice";
+  const std::string batch_text = FormatJobDetail(batch);
+  EXPECT_NE(batch_text.find("Command:     train.sh --epochs 3\n"), std::string::npos) << batch_text;
+  EXPECT_NE(batch_text.find("Script:      #!/bin/bash (3 lines; --json shows it)\n"), std::string::npos) << batch_text;
+  EXPECT_NE(batch_text.find("Workdir:     /scratch/alice\n"), std::string::npos) << batch_text;
 }
 
 TEST(FormatTest, ListTables) {

@@ -31,8 +31,10 @@ model::Job FullJob() {
                    .tasks_per_node = 2};
   job.launch = model::LaunchMode::kPerNode;
   job.constraints = {{"interconnect", "ib"}};
-  job.command = {"/bin/sh", "-c", "echo hello"};
+  job.command = {"train.sh", "--epochs", "3"};
+  job.script = model::ScriptText("#!/bin/bash\n#SBATCH -J sim-42 --gres=gpu:2\nsrun \"python3\" train.py \"$@\"\n");
   job.env = {{"KEY", "value"}, {"OTHER", ""}};
+  job.workdir = "/scratch/alice/sim-42";
   job.priority = 17;
   job.routing = {.pool = "gpu-train-pool", .queue = "ai-training", .reason = "rule gpu-jobs"};
   job.exit_code = 3;
@@ -98,6 +100,8 @@ model::Job FreshJob() {
 TEST(JobJsonTest, FreshJobWithNullTimestampsRoundTrips) {
   const model::Job job = FreshJob();
   const json doc = JobToJson(job);
+  EXPECT_EQ(doc["script"], "");  // a command, no batch script
+  EXPECT_EQ(doc["workdir"], "");
   EXPECT_TRUE(doc["started_at"].is_null());
   EXPECT_TRUE(doc["ended_at"].is_null());
   EXPECT_TRUE(doc["exit_code"].is_null());
@@ -168,7 +172,9 @@ TEST(JobJsonTest, ContractShape) {
                                     {"walltime_seconds", 7200}}));
   EXPECT_EQ(doc["launch"], "per_node");
   EXPECT_EQ(doc["constraints"], json({{"interconnect", "ib"}}));
-  EXPECT_EQ(doc["command"], json({"/bin/sh", "-c", "echo hello"}));
+  EXPECT_EQ(doc["command"], json({"train.sh", "--epochs", "3"}));
+  EXPECT_EQ(doc["script"], "#!/bin/bash\n#SBATCH -J sim-42 --gres=gpu:2\nsrun \"python3\" train.py \"$@\"\n");
+  EXPECT_EQ(doc["workdir"], "/scratch/alice/sim-42");
   EXPECT_EQ(doc["routing"], json({{"pool", "gpu-train-pool"}, {"queue", "ai-training"}, {"reason", "rule gpu-jobs"}}));
   EXPECT_EQ(doc["nodes"], json({"x86-c32m512g4-train-01", "x86-c32m512g4-train-02"}));
   EXPECT_EQ(doc["exit_code"], 3);
@@ -302,6 +308,19 @@ TEST(JobJsonTest, IgnoresDerivedAndUnknownFields) {
   auto back = JobFromJson(doc);
   ASSERT_TRUE(back.ok()) << back.error().message;
   EXPECT_EQ(*back, FullJob());
+}
+
+// Documents stored before batch scripts have neither field: a command, in
+// the work directory.
+TEST(JobJsonTest, ADocumentWithoutScriptOrWorkdirRunsItsCommandInTheWorkDirectory) {
+  json doc = JobToJson(FullJob());
+  doc.erase("script");
+  doc.erase("workdir");
+  auto back = JobFromJson(doc);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_TRUE(back->script.empty());
+  EXPECT_EQ(back->workdir, "");
+  EXPECT_EQ(back->command, FullJob().command);
 }
 
 TEST(JobJsonTest, WrongTypesAreErrorsNamingTheField) {

@@ -72,6 +72,28 @@ TEST(LaunchSpecTest, TheAllocationBecomesTheCapsAndTheEnvironment) {
   EXPECT_EQ(spec.env.at("UNISCHED_CPU_SET"), "8-15");
 }
 
+// A batch script job: the script travels in the spec (to a local node's
+// supervisor or an agent's), argv is the script's name and arguments, and
+// the job starts in its workdir; its steps run commands there.
+TEST(LaunchSpecTest, ABatchScriptAndItsWorkdirTravelInTheSpecButNotIntoItsSteps) {
+  model::Job job = TrainingJob();
+  job.command = {"train.sh", "--epochs", "3"};
+  job.script = model::ScriptText("#!/bin/bash\nsrun python3 train.py \"$@\"\n");
+  job.workdir = "/scratch/alice";
+  const executor::LaunchSpec spec = BuildLaunchSpec(DefaultConfig(), job, "alice", /*as_root=*/true);
+  EXPECT_EQ(spec.script, job.script.str());
+  EXPECT_EQ(spec.argv, job.command);
+  EXPECT_EQ(spec.chdir, "/scratch/alice");
+  service::StepRequest step;
+  step.command = {"hostname"};
+  auto steps = BuildStepSpecs(spec, job, step, 1, "alice");
+  ASSERT_TRUE(steps.ok()) << steps.error().message;
+  ASSERT_FALSE(steps->empty());
+  EXPECT_EQ(steps->front().argv, std::vector<std::string>{"hostname"});
+  EXPECT_EQ(steps->front().script, "");
+  EXPECT_EQ(steps->front().chdir, "/scratch/alice");  // as srun inherits the batch script's directory
+}
+
 TEST(LaunchSpecTest, ACpuSetIsWrittenInTheKernelsListFormat) {
   const std::pair<std::vector<int>, std::string> cases[] = {
       {{}, ""},

@@ -38,6 +38,8 @@ AttemptSpec FullSpec() {
   spec.log_dir = "/var/lib/unisched/runs/123456789012/3";
   spec.account = ResolvedAccount{1001, 1001, {27, 1001}};
   l.ids = UnixIds{2000003, 2000001, {2000001, 2000002}};
+  l.script = "#!/bin/sh\necho \"$1\"\n";
+  l.chdir = "/scratch/alice";
   return spec;
 }
 
@@ -49,6 +51,8 @@ TEST(AttemptFilesTest, ASpecSurvivesARoundTripWithEveryField) {
   EXPECT_EQ(l.job_id, spec.launch.job_id);
   EXPECT_EQ(l.attempt, 3);
   EXPECT_EQ(l.argv, spec.launch.argv);
+  EXPECT_EQ(l.script, spec.launch.script);
+  EXPECT_EQ(l.chdir, "/scratch/alice");
   EXPECT_EQ(l.env, spec.launch.env);
   EXPECT_EQ(l.unix_user, "alice");
   EXPECT_EQ(l.walltime_seconds, 3600);
@@ -76,7 +80,8 @@ TEST(AttemptFilesTest, ASpecSurvivesARoundTripWithEveryField) {
 
 TEST(AttemptFilesTest, FieldsOlderSpecsLackKeepTheirDefaults) {
   json doc = SpecToJson(FullSpec());
-  for (const char* key : {"preempt_grace_seconds", "limits", "isolate", "sandbox_uids", "log_dir", "account", "ids"}) {
+  for (const char* key :
+       {"preempt_grace_seconds", "limits", "isolate", "sandbox_uids", "log_dir", "account", "ids", "script", "chdir"}) {
     doc.erase(key);
   }
   auto back = SpecFromDocument(doc);
@@ -86,6 +91,8 @@ TEST(AttemptFilesTest, FieldsOlderSpecsLackKeepTheirDefaults) {
   EXPECT_FALSE(back->launch.isolate);
   EXPECT_EQ(back->log_dir, "");
   EXPECT_FALSE(back->account.has_value());
+  EXPECT_EQ(back->launch.script, "");  // argv runs ...
+  EXPECT_EQ(back->launch.chdir, "");   // ... in the work directory
 }
 
 TEST(AttemptFilesTest, AMalformedSpecIsRefusedNamingTheField) {

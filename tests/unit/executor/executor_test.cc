@@ -250,6 +250,68 @@ TEST_F(ExecutorTest, MissingCommandIsALaunchFailure) {
   }
 }
 
+// A batch script (LaunchSpec::script): written by the job's account into
+// its work directory and executed in argv[0]'s place, so that its #! line
+// picks the interpreter and argv[1..] are its arguments; the file goes
+// with the attempt.
+TEST_F(ExecutorTest, ABatchScriptRunsWithItsInterpreterAndArguments) {
+  LaunchSpec spec = Spec({"job.sh", "one", "two words"});
+  spec.script = "#!/bin/bash\n#SBATCH -J ignored-here\necho \"$0|$1|$2|$#|${BASH_VERSION:+bash}|$(id -u)\"\n";
+  const RunResult r = Run(spec);
+  ASSERT_EQ(r.outcome, RunOutcome::kCompleted) << r.reason;
+  const std::string work = options_.work_root + "/" + std::to_string(spec.job_id);
+  EXPECT_EQ(Stdout(spec),
+            work + "/unisched-script.1|one|two words|2|bash|" + std::to_string(::getpwnam(kJobUser)->pw_uid) + "\n");
+  EXPECT_FALSE(fs::exists(work + "/unisched-script.1"));
+  // Nothing else was left: the work directory goes at once.
+  executor_->Release(spec.job_id, spec.attempt);
+  EXPECT_FALSE(fs::exists(work));
+
+  // A file of that name left in the work directory (a link, even) is
+  // replaced, never written through.
+  LaunchSpec again = Spec({"job.sh"});
+  again.script = "#!/bin/sh\ncat unisched-script.1 | head -c 9\n";
+  const std::string again_work = options_.work_root + "/" + std::to_string(again.job_id);
+  fs::create_directories(again_work);
+  ASSERT_EQ(::chown(again_work.c_str(), ::getpwnam(kJobUser)->pw_uid, 0), 0);
+  const std::string target = base_ + "/not-the-jobs";
+  std::ofstream(target) << "untouched\n";
+  fs::create_symlink(target, again_work + "/unisched-script.1");
+  ASSERT_EQ(Run(again).outcome, RunOutcome::kCompleted);
+  EXPECT_EQ(Stdout(again), "#!/bin/sh");
+  EXPECT_EQ(ReadFile(target), "untouched\n");
+}
+
+TEST_F(ExecutorTest, ABatchScriptsLaunchFailuresSayWhatIsMissing) {
+  LaunchSpec no_interpreter = Spec({"job.sh"});
+  no_interpreter.script = "#!/no/such/interpreter -x\ntrue\n";
+  const RunResult r = Run(no_interpreter);
+  EXPECT_EQ(r.outcome, RunOutcome::kLaunchFailed);
+  EXPECT_EQ(r.reason,
+            "cannot execute the batch script (#!/no/such/interpreter -x): No such file or directory; is its "
+            "interpreter installed on the node?");
+
+  LaunchSpec no_dir = Spec({"/bin/pwd"});
+  no_dir.chdir = base_ + "/no/such/dir";
+  const RunResult d = Run(no_dir);
+  EXPECT_EQ(d.outcome, RunOutcome::kLaunchFailed);
+  EXPECT_EQ(d.reason, "cannot change to the job's workdir '" + no_dir.chdir + "' as user '" + kJobUser +
+                          "': No such file or directory");
+}
+
+TEST_F(ExecutorTest, AJobWithAWorkdirStartsThere) {
+  const std::string dir = base_ + "/shared";
+  ASSERT_TRUE(fs::create_directory(dir));
+  ::chmod(dir.c_str(), 0777);
+  LaunchSpec spec = Spec({"job.sh"});
+  spec.script = "#!/bin/sh\npwd; echo made > here.txt\n";
+  spec.chdir = dir;
+  const RunResult r = Run(spec);
+  ASSERT_EQ(r.outcome, RunOutcome::kCompleted) << r.reason;
+  EXPECT_EQ(Stdout(spec), dir + "\n");
+  EXPECT_EQ(ReadFile(dir + "/here.txt"), "made\n");
+}
+
 TEST_F(ExecutorTest, RunsAsTheJobAccountWithExactlyTheGivenEnvironment) {
   ::setenv("UNISCHED_TEST_LEAK", "must-not-reach-the-job", 1);
   LaunchSpec env_spec = Spec({"/usr/bin/env"});

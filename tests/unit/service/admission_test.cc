@@ -88,6 +88,38 @@ TEST(AdmitJobTest, ChecksProjectRouteAndPriorityNamingTheField) {
   EXPECT_EQ(admitted->route.resources.walltime_seconds, 900);  // the queue's default_walltime_hours: 0.25
 }
 
+// A batch script names a queue (-p) and no kind: the job takes the kind
+// the queue serves; relative -o/-e files are under its workdir (Slurm's rule).
+TEST(AdmitJobTest, AScriptsQueueGivesItsKindAndItsWorkdirHoldsRelativeOutput) {
+  const config::Config config = Load(DefaultConfigText());
+  const ClusterView view;
+  const auth::Principal admin{"root", auth::Role::kPlatformAdmin, {"default"}, {}, "", ""};
+  JobRequest script;
+  script.command = {"train.sh"};
+  script.script = "#!/bin/sh\ntrue\n";
+  script.workload_from_queue = true;  // kind hpc until the queue says otherwise
+  script.queue = "ai-training";
+  script.resources.gpus = 1;
+  script.workdir = "/scratch/alice";
+  script.output_file = "slurm-%j.out";
+  auto admitted = AdmitJob(config, view, NoSandboxes, admin, script);
+  ASSERT_TRUE(admitted.ok()) << admitted.error().message;
+  EXPECT_EQ(admitted->kind, model::WorkloadKind::kAiTraining);
+  EXPECT_EQ(admitted->route.queue, "ai-training");
+  EXPECT_EQ(admitted->output_file, "/scratch/alice/slurm-%j.out");
+  // A queue serving hpc keeps it; a job that gave its kind keeps it (and
+  // meets the queue's refusal).
+  script.queue = "hpc-precision";
+  script.resources.gpus = 0;
+  EXPECT_EQ(AdmitJob(config, view, NoSandboxes, admin, script)->kind, model::WorkloadKind::kHpc);
+  script.workload_from_queue = false;
+  script.queue = "ai-training";
+  script.resources.gpus = 1;
+  auto mismatch = AdmitJob(config, view, NoSandboxes, admin, script);
+  ASSERT_FALSE(mismatch.ok());
+  EXPECT_EQ(mismatch.error().code, "queue_mismatch");
+}
+
 TEST(AdmitSandboxTest, TheRoutersRefusalsNameTheSandboxsFields) {
   const config::Config config = Load(DefaultConfigText());
   const ClusterView view;
