@@ -215,6 +215,21 @@ int WaitExitStatus(const json& job) {
   return 1;
 }
 
+// --wait: polls until the job ends, prints it (its JSON, or its final line
+// unless `quiet`) and exits as sbatch --wait does.
+int WaitAndReport(Session& session, const std::string& id, bool as_json, bool quiet) {
+  std::cout.flush();
+  std::string raw;
+  auto final_job = WaitForJob(session, id, &raw);
+  if (!final_job) return 1;
+  if (as_json) {
+    PrintBody(raw);
+  } else if (!quiet) {
+    std::cout << FinalStateLine(*final_job) << "\n";
+  }
+  return WaitExitStatus(*final_job);
+}
+
 int RunSubmit(Session& session, const ParsedArgs& args, const CommandInfo& info) {
   auto request = BuildSubmitRequest(args);
   if (!request.ok()) return UsageFailure(info, request.error().message);
@@ -243,15 +258,7 @@ int RunSubmit(Session& session, const ParsedArgs& args, const CommandInfo& info)
     if (as_json) PrintBody(raw);
     return 0;
   }
-  std::cout.flush();
-  auto final_job = WaitForJob(session, id, &raw);
-  if (!final_job) return 1;
-  if (as_json) {
-    PrintBody(raw);
-  } else {
-    std::cout << FinalStateLine(*final_job) << "\n";
-  }
-  return WaitExitStatus(*final_job);
+  return WaitAndReport(session, id, as_json, /*quiet=*/false);
 }
 
 // At most model::kMaxScriptBytes of `in` (one byte more, so that a larger
@@ -347,15 +354,7 @@ int RunSbatch(Session& session, const SbatchRequest& req) {
     if (as_json && !req.parsable) PrintBody(raw);
     return 0;
   }
-  std::cout.flush();
-  auto final_job = WaitForJob(session, id, &raw);
-  if (!final_job) return 1;
-  if (as_json) {
-    PrintBody(raw);
-  } else if (!req.parsable) {
-    std::cout << FinalStateLine(*final_job) << "\n";
-  }
-  return WaitExitStatus(*final_job);
+  return WaitAndReport(session, id, as_json, /*quiet=*/req.parsable);
 }
 
 int RunJobs(Session& session, const ParsedArgs& args, const CommandInfo& info) {

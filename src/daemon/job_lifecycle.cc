@@ -216,6 +216,18 @@ void JobLifecycle::FinishPreemption(Batch& batch, Job& job, model::Attempt& atte
   active_.erase(job.id);
 }
 
+void JobLifecycle::StopAttempt(Batch& batch, Job& job, const std::string& event_kind, const std::string& message) {
+  job.stop_requested_at = clock_.Now();
+  batch.writes.push_back(
+      [copy = job, event = store::JobEvent{clock_.Now(), event_kind, message}](store::Transaction& t) -> Status {
+        if (auto s = t.UpdateJob(copy); !s.ok()) return s;
+        return t.AppendEvent(copy.id, event);
+      });
+  batch.after_commit.push_back([backend = &BackendOf(job), id = job.id, attempt = job.CurrentAttempt()->number] {
+    backend->Cancel(id, attempt, false);
+  });
+}
+
 void JobLifecycle::FinishRequeue(Batch& batch, Job& job, model::Attempt& attempt) {
   attempt.state = JobState::kCancelled;
   attempt.reason = "requeued";
@@ -372,16 +384,7 @@ void JobLifecycle::ApplyControl(Batch& batch, model::JobId id, JobAction action,
       if (job.state == JobState::kRunning) {
         if (!job.cancel_requested) {
           job.cancel_requested = true;
-          job.stop_requested_at = clock_.Now();
-          batch.writes.push_back(
-              [copy = job, event = store::JobEvent{clock_.Now(), "cancel_requested", "cancel requested by " + actor}](
-                  store::Transaction& t) -> Status {
-                if (auto s = t.UpdateJob(copy); !s.ok()) return s;
-                return t.AppendEvent(copy.id, event);
-              });
-          batch.after_commit.push_back([backend = &BackendOf(job), id, attempt = job.CurrentAttempt()->number] {
-            backend->Cancel(id, attempt, false);
-          });
+          StopAttempt(batch, job, "cancel_requested", "cancel requested by " + actor);
         }
         reply_after_commit(job);
         return;
@@ -414,18 +417,8 @@ void JobLifecycle::ApplyControl(Batch& batch, model::JobId id, JobAction action,
       }
       if (!job.requeue_requested && !job.preempting_for) {
         job.requeue_requested = true;
-        job.stop_requested_at = clock_.Now();
-        batch.writes.push_back(
-            [copy = job,
-             event = store::JobEvent{clock_.Now(), "requeue_requested",
-                                     "requeue requested by " + actor + ": its attempt is stopped, then PENDING again"}](
-                store::Transaction& t) -> Status {
-              if (auto s = t.UpdateJob(copy); !s.ok()) return s;
-              return t.AppendEvent(copy.id, event);
-            });
-        batch.after_commit.push_back([backend = &BackendOf(job), id, attempt = job.CurrentAttempt()->number] {
-          backend->Cancel(id, attempt, false);
-        });
+        StopAttempt(batch, job, "requeue_requested",
+                    "requeue requested by " + actor + ": its attempt is stopped, then PENDING again");
       }
       reply_after_commit(job);
       return;

@@ -124,6 +124,10 @@ class JobLifecycle {
   void TallyRunning(const model::Job& job, int sign);
   // A preempted attempt has ended: requeue the job or cancel it, per its queue.
   void FinishPreemption(Batch& batch, model::Job& job, model::Attempt& attempt);
+  // Asks a RUNNING job's attempt to stop (SIGTERM, SIGKILL after the kill
+  // grace): the job's row and an event of `event_kind` are stored, and its
+  // backend told once they are committed.
+  void StopAttempt(Batch& batch, model::Job& job, const std::string& event_kind, const std::string& message);
   // A requeued attempt has stopped: the job goes back to PENDING.
   void FinishRequeue(Batch& batch, model::Job& job, model::Attempt& attempt);
   // Its attempt ended `ended` (FAILED or NODE_FAIL): back to PENDING when its

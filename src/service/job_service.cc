@@ -148,16 +148,22 @@ Result<model::Job> JobService::VisibleJob(const auth::Principal& who, const std:
   return job;
 }
 
+Result<model::Job> JobService::ControllableJob(const auth::Principal& who, const std::string& job_id,
+                                               const std::string& verb) const {
+  auto job = VisibleJob(who, job_id);
+  if (!job.ok()) return job.error();
+  if (!auth::CanControlJob(who, *job)) {
+    return Error::Forbidden("user " + who.user + " may not " + verb + " job " + std::to_string(job->id) + " of user " +
+                            job->user);
+  }
+  return job;
+}
+
 void JobService::Control(const auth::Principal& who, const std::string& job_id, ControlPlane::JobAction action,
                          std::function<void(Result<model::Job>)> done) {
-  auto job = VisibleJob(who, job_id);
+  auto job = ControllableJob(who, job_id, "control");
   if (!job.ok()) {
     done(job.error());
-    return;
-  }
-  if (!auth::CanControlJob(who, *job)) {
-    done(Error::Forbidden("user " + who.user + " may not control job " + std::to_string(job->id) + " of user " +
-                          job->user));
     return;
   }
   control_.ControlJob(job->id, action, who.user, std::move(done));
@@ -165,14 +171,9 @@ void JobService::Control(const auth::Principal& who, const std::string& job_id, 
 
 void JobService::Update(const auth::Principal& who, const std::string& job_id, const JobUpdate& update,
                         std::function<void(Result<model::Job>)> done) {
-  auto job = VisibleJob(who, job_id);
+  auto job = ControllableJob(who, job_id, "update");
   if (!job.ok()) {
     done(job.error());
-    return;
-  }
-  if (!auth::CanControlJob(who, *job)) {
-    done(Error::Forbidden("user " + who.user + " may not update job " + std::to_string(job->id) + " of user " +
-                          job->user));
     return;
   }
   auto change = PlanJobUpdate(

@@ -60,6 +60,10 @@ class JobService {
   // queue, platform-admins) changes it as PlanJobUpdate allows.
   void Update(const auth::Principal& who, const std::string& job_id, const JobUpdate& update,
               std::function<void(Result<model::Job>)> done);
+  // A job `who` may read (else 404) and control (else 403 saying it may
+  // not `verb` it): its owner, admins of its queue, platform-admins.
+  Result<model::Job> ControllableJob(const auth::Principal& who, const std::string& job_id,
+                                     const std::string& verb) const;
   Result<model::Job> VisibleJob(const auth::Principal& who, const std::string& job_id) const;
 
   // Admits an API sandbox (the job path's router, quotas and budgets), then
