@@ -311,6 +311,7 @@ Result<std::string> FormatSacct(const std::vector<json>& jobs, const json& usage
     out += (i ? " " : "") + Fit(fields[i].name, fields[i].width, false);
     rule += (i ? " " : "") + std::string(static_cast<size_t>(fields[i].width), '-');
   }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
   out += "\n" + rule + "\n";
   for (const auto& job : jobs) {
     std::string row;
