@@ -145,6 +145,35 @@ Result<std::vector<model::JobId>> DeleteJobsEndedBefore(Connection& c, Timestamp
   return ids;
 }
 
+Result<std::vector<WaitingJob>> ListWaitingJobs(Connection& c, const JobFilter& visibility) {
+  std::vector<Param> params;
+  std::string sql =
+      "SELECT id, name, \"user\", project, queue, pool, state, submitted_at FROM jobs WHERE state IN ('PENDING', "
+      "'HELD')";
+  if (visibility.visible_projects) {
+    sql += VisibleClause(c, "", *visibility.visible_projects, visibility.visible_queues, params);
+  }
+  sql += " ORDER BY submitted_at, id";
+  auto select = c.Prepare(sql);
+  if (!select.ok()) return select.error();
+  BindAll(*select, params);
+  std::vector<WaitingJob> out;
+  for (;;) {
+    auto row = select->Step();
+    if (!row.ok()) return row.error();
+    if (!*row) return out;
+    WaitingJob& w = out.emplace_back();
+    w.id = select->Int(0);
+    w.name = select->Text(1);
+    w.user = select->Text(2);
+    w.project = select->Text(3);
+    w.queue = select->Text(4);
+    w.pool = select->Text(5);
+    w.state = model::ParseJobState(select->Text(6)).value_or(model::JobState::kPending);
+    w.submitted_at = FromUnixMillis(select->Int(7));
+  }
+}
+
 Result<JobPage> ListJobs(Connection& c, const JobFilter& filter) {
   std::string where = " WHERE TRUE";
   std::vector<Param> params;

@@ -24,6 +24,7 @@ Status AppendEvent(Connection& c, model::JobId id, const JobEvent& event);
 Result<std::vector<model::JobId>> DeleteJobsEndedBefore(Connection& c, Timestamp cutoff);
 
 Result<JobPage> ListJobs(Connection& c, const JobFilter& filter);
+Result<std::vector<WaitingJob>> ListWaitingJobs(Connection& c, const JobFilter& visibility);
 Result<std::vector<model::Job>> LoadActiveJobs(Connection& c);
 Status PutStep(Connection& c, const StepRecord& step);
 Result<StepRecord> GetStep(Connection& c, model::JobId job, int step);

@@ -275,6 +275,9 @@ class SqlStore final : public Store {
     if (!lease.ok()) return lease.error();
     return sql::GetJob(**lease, id);
   }
+  std::vector<WaitingJob> ListWaitingJobs(const JobFilter& visibility) const override {
+    return OrThrow(sql::ListWaitingJobs(*OrThrow(readers_.Acquire()), visibility));
+  }
   JobPage ListJobs(const JobFilter& filter) const override {
     return OrThrow(sql::ListJobs(*OrThrow(readers_.Acquire()), filter));
   }

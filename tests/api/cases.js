@@ -329,6 +329,11 @@ async function prepare(id, status, mediaType, refused = false) {
       if (s === 409) return {path: job(ctx.jobDone, '/release')};
       break;
 
+    case 'getPendingReport':
+      if (s === 200) return {path: '/v1/reports/pending', query: {limit: '5'}};
+      if (s === 422) return {path: '/v1/reports/pending', query: {limit: '0'}, invalid: `${bad}: limit below its minimum (1)`};
+      if (s === 400) return {path: '/v1/reports/pending', query: {limit: 'ten'}, invalid: `${bad}: limit is not a number`};
+      break;
     case 'listPools': return {path: '/v1/pools'};
     case 'listQueues': return {path: '/v1/queues'};
     case 'listNodes': return {path: '/v1/nodes'};

@@ -120,6 +120,43 @@ TEST_F(DependencyTest, ASingletonWaitsForTheEarlierJobOfItsName) {
   EXPECT_GE(*ParseRfc3339(b["started_at"].get<std::string>()), *ParseRfc3339(a["ended_at"].get<std::string>()));
 }
 
+// GET /v1/reports/pending groups the waiting jobs by why they wait, within
+// the caller's rights.
+TEST_F(DependencyTest, ThePendingReportGroupsWaitingJobsByTheirReason) {
+  const std::string alice = d().CreateUser("alice", "user", {"default"});
+  const std::string bob = d().CreateUser("bob", "user", {"physics"});
+  const std::string running = d().Submit(Job("sleep 30"));
+  const std::string first = d().Submit(Job("true", "afterok:" + running));
+  const std::string second = d().Submit(Job("true", "afterok:" + running));
+  const std::string held = d().Submit(Job("sleep 30", "afterok:" + running));
+  ASSERT_EQ(d().Call("POST", "/v1/jobs/" + held + "/hold").status, 200);
+  WaitReason(second, "Dependency");
+
+  const Reply report = d().Call("GET", "/v1/reports/pending?limit=2", {}, {}, &alice);
+  ASSERT_EQ(report.status, 200) << report.body;
+  EXPECT_EQ(report.json["total"], 3) << report.body;
+  ASSERT_EQ(report.json["by_reason"].size(), 2u) << report.body;
+  const json& dependency = report.json["by_reason"][0];  // the largest group first
+  EXPECT_EQ(dependency["code"], "Dependency");
+  EXPECT_EQ(dependency["count"], 2);
+  EXPECT_EQ(dependency["pools"]["cpu"], 2);
+  EXPECT_EQ(dependency["longest_waiting_job"], first);
+  EXPECT_NE(dependency["example"].get<std::string>().find("job " + running), std::string::npos);
+  EXPECT_EQ(report.json["by_reason"][1]["code"], "Held");
+  ASSERT_EQ(report.json["longest"].size(), 2u);  // limit
+  EXPECT_EQ(report.json["longest"][0]["id"], first);
+  EXPECT_EQ(report.json["longest"][0]["reason"]["code"], "Dependency");
+  EXPECT_GE(report.json["longest"][0]["waiting_seconds"].get<int64_t>(), 0);
+
+  // Another project's member sees none of them.
+  const Reply others = d().Call("GET", "/v1/reports/pending", {}, {}, &bob);
+  ASSERT_EQ(others.status, 200);
+  EXPECT_EQ(others.json["total"], 0);
+  EXPECT_TRUE(others.json["by_reason"].empty());
+  EXPECT_EQ(d().Call("GET", "/v1/reports/pending?limit=0").status, 422);
+  d().Call("DELETE", "/v1/jobs/" + running);
+}
+
 TEST_F(DependencyTest, BadDependenciesAreRefusedAtSubmitAndChangeNothing) {
   const std::string alice = d().CreateUser("alice", "user", {"default"});
   const std::string bob = d().CreateUser("bob", "user", {"physics"});

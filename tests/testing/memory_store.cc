@@ -551,6 +551,19 @@ JobPage MemoryStore::ListJobs(const JobFilter& f) const {
   return page;
 }
 
+std::vector<WaitingJob> MemoryStore::ListWaitingJobs(const JobFilter& f) const {
+  const auto snapshot = data_->Snapshot();
+  std::vector<WaitingJob> out;
+  for (const auto& [id, job] : snapshot->jobs) {
+    if (job.state != model::JobState::kPending && job.state != model::JobState::kHeld) continue;
+    if (!Visible(f.visible_projects, f.visible_queues, job.project, job.queue)) continue;
+    out.push_back({job.id, job.name, job.user, job.project, job.queue, job.pool, job.state, job.submitted_at});
+  }
+  std::stable_sort(out.begin(), out.end(),  // ids ascending already: ties stay in id order
+                   [](const WaitingJob& a, const WaitingJob& b) { return a.submitted_at < b.submitted_at; });
+  return out;
+}
+
 std::vector<model::Job> MemoryStore::LoadActiveJobs() const {
   const auto snapshot = data_->Snapshot();
   std::vector<model::Job> out;

@@ -50,6 +50,7 @@ class MemoryStore final : public store::Store {
 
   Result<model::Job> GetJob(model::JobId id) const override;
   store::JobPage ListJobs(const store::JobFilter& filter) const override;
+  std::vector<store::WaitingJob> ListWaitingJobs(const store::JobFilter& visibility) const override;
   std::vector<model::Job> LoadActiveJobs() const override;
   std::vector<model::Job> LoadLatestEndedJobs(int per_key) const override;
   Result<store::StepRecord> GetStep(model::JobId job, int step) const override;

@@ -231,6 +231,7 @@ class Api {
   void ListAudit(Call& call);
   void WhoAmI(Call& call);
   void Usage(Call& call);
+  void PendingReport(Call& call);
   void Reconcile(Call& call);
   void ListEvents(Call& call);
   void CreateNodeToken(Call& call);

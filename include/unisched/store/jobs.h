@@ -45,6 +45,14 @@ struct JobFilter {
   std::optional<model::JobId> cursor;  // return jobs with id < cursor (newest first)
 };
 
+// A PENDING or HELD job as a report lists it: who, where, since when.
+struct WaitingJob {
+  model::JobId id = 0;
+  std::string name, user, project, queue, pool;
+  model::JobState state = model::JobState::kPending;
+  Timestamp submitted_at{};
+};
+
 struct JobPage {
   std::vector<model::Job> jobs;  // newest first
   int64_t total = 0;             // all matches, ignoring limit and cursor
@@ -89,6 +97,10 @@ class JobReads {
   virtual ~JobReads() = default;
   virtual Result<model::Job> GetJob(model::JobId id) const = 0;
   virtual JobPage ListJobs(const JobFilter& filter) const = 0;
+  // PENDING and HELD jobs the filter's visibility lets through (its other
+  // fields are ignored), longest waiting first (submitted_at, then id):
+  // columns only, no job document, for GET /v1/reports/pending.
+  virtual std::vector<WaitingJob> ListWaitingJobs(const JobFilter& visibility) const = 0;
   // PENDING, HELD and RUNNING jobs, oldest first: what the controller loads at start.
   virtual std::vector<model::Job> LoadActiveJobs() const = 0;
   // Ended jobs: each user's `per_key` latest and each (user, name)'s

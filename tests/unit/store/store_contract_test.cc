@@ -483,6 +483,35 @@ TEST_P(StoreTest, LatestEndedJobsPerUserAndPerNameOldestFirst) {
   EXPECT_EQ(jobs[3].name, "c");
 }
 
+TEST_P(StoreTest, WaitingJobsAreListedLongestWaitingFirstWithinTheirVisibility) {
+  auto at = [](const std::string& name, const std::string& project, JobState state, int64_t submitted_ms) {
+    Job job = MakeJob(name, "alice", project, "hpc-precision", "cpu-hpc-pool", state);
+    job.submitted_at = FromUnixMillis(1'700'000'000'000 + submitted_ms);
+    return job;
+  };
+  const JobId late = Insert(at("late", "default", JobState::kPending, 30));
+  const JobId held = Insert(at("held", "default", JobState::kHeld, 10));
+  const JobId tie = Insert(at("tie", "default", JobState::kPending, 10));  // same time: id order
+  Insert(at("running", "default", JobState::kRunning, 0));
+  Insert(at("done", "default", JobState::kCompleted, 0));
+  const JobId other = Insert(at("other", "physics", JobState::kPending, 20));
+  auto ids = [&](const JobFilter& f) {
+    std::vector<JobId> out;
+    for (const auto& w : store_->ListWaitingJobs(f)) out.push_back(w.id);
+    return out;
+  };
+  EXPECT_EQ(ids({}), (std::vector<JobId>{held, tie, other, late}));
+  JobFilter mine;
+  mine.visible_projects = std::vector<std::string>{"default"};
+  EXPECT_EQ(ids(mine), (std::vector<JobId>{held, tie, late}));
+  const auto rows = store_->ListWaitingJobs(mine);
+  EXPECT_EQ(rows[0].state, JobState::kHeld);
+  EXPECT_EQ(rows[0].name, "held");
+  EXPECT_EQ(rows[0].queue, "hpc-precision");
+  EXPECT_EQ(rows[0].pool, "cpu-hpc-pool");
+  EXPECT_EQ(rows[2].submitted_at, FromUnixMillis(1'700'000'000'030));
+}
+
 TEST_P(StoreTest, StepsAreKeptPerJobReplacedWhenTheyChangeAndGoWithTheirJob) {
   const JobId running = Insert(MakeJob("r", "alice", "default", "hpc-precision", "cpu-hpc-pool", JobState::kRunning));
   Job ended_job = MakeJob("d", "alice", "default", "hpc-precision", "cpu-hpc-pool", JobState::kCompleted);
