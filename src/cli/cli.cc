@@ -27,6 +27,8 @@
 #include "cli/baseline_command.h"
 #include "cli/config_command.h"
 #include "cli/format.h"
+#include "cli/job_wait.h"
+#include "cli/sandbox_command.h"
 #include "cli/sbatch_args.h"
 #include "cli/session.h"
 #include "cli/simulate.h"
@@ -41,8 +43,6 @@ namespace {
 using client::ClientResponse;
 using client::HttpClient;
 using nlohmann::json;
-
-constexpr const char* kTerminalStates[] = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL"};
 
 struct CommandInfo {
   const char* name;
@@ -166,68 +166,6 @@ void PrintHelp(std::ostream& out) {
 int UsageFailure(const CommandInfo& c, const std::string& message) {
   std::cerr << "error: " << message << "\n" << UsageLine(c) << "\n";
   return 2;
-}
-
-std::string JobPath(const std::string& id) {
-  return "/v1/jobs/" + UrlEncode(id);
-}
-
-std::string StringField(const json& obj, const char* key) {
-  if (!obj.is_object()) return {};
-  auto it = obj.find(key);
-  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-bool IsTerminal(const std::string& state) {
-  return std::any_of(std::begin(kTerminalStates), std::end(kTerminalStates), [&](const char* s) { return state == s; });
-}
-
-// Polls the job until it ends (20 ms, doubling to 1 s between polls).
-std::optional<json> WaitForJob(Session& session, const std::string& id, std::string* raw) {
-  auto delay = std::chrono::milliseconds(20);
-  for (;;) {
-    auto job = session.CallJson("GET", JobPath(id), {}, {}, raw);
-    if (!job) return std::nullopt;
-    if (IsTerminal(StringField(*job, "state"))) return job;
-    std::this_thread::sleep_for(delay);
-    delay = std::min(delay * 2, std::chrono::milliseconds(1000));
-  }
-}
-
-std::string FinalStateLine(const json& job) {
-  std::string line = "Job " + StringField(job, "id") + " " + StringField(job, "state");
-  if (auto it = job.find("exit_code"); it != job.end() && it->is_number_integer()) {
-    line += " (exit code " + std::to_string(it->get<int>()) + ")";
-  }
-  if (std::string reason = StringField(job, "state_reason"); !reason.empty()) line += ": " + reason;
-  return line;
-}
-
-// The exit status of a command that waited for its job, as sbatch --wait:
-// 0 when it COMPLETED, else the job's own exit code (1 for an end without one).
-int WaitExitStatus(const json& job) {
-  if (StringField(job, "state") == "COMPLETED") return 0;
-  const auto code = job.find("exit_code");
-  if (code != job.end() && code->is_number_integer()) {
-    const int64_t exit_code = code->get<int64_t>();
-    if (exit_code > 0) return static_cast<int>(std::min<int64_t>(exit_code, 255));
-  }
-  return 1;
-}
-
-// --wait: polls until the job ends, prints it (its JSON, or its final line
-// unless `quiet`) and exits as sbatch --wait does.
-int WaitAndReport(Session& session, const std::string& id, bool as_json, bool quiet) {
-  std::cout.flush();
-  std::string raw;
-  auto final_job = WaitForJob(session, id, &raw);
-  if (!final_job) return 1;
-  if (as_json) {
-    PrintBody(raw);
-  } else if (!quiet) {
-    std::cout << FinalStateLine(*final_job) << "\n";
-  }
-  return WaitExitStatus(*final_job);
 }
 
 int RunSubmit(Session& session, const ParsedArgs& args, const CommandInfo& info) {
@@ -509,25 +447,6 @@ int RunLog(Session& session, const ParsedArgs& args, const CommandInfo& info) {
   }
 }
 
-// GET a resource and print it as a table (or the raw JSON with --json);
-// the body, or nullopt when the call failed (already reported).
-std::optional<json> Show(Session& session, const ParsedArgs& args, const std::string& target,
-                         const std::function<std::string(const json&)>& format) {
-  std::string raw;
-  auto body = session.CallJson("GET", target, {}, {}, &raw);
-  if (!body) return std::nullopt;
-  if (args.Has("json")) {
-    PrintBody(raw);
-  } else {
-    std::cout << format(*body);
-  }
-  return body;
-}
-
-int RunShow(Session& session, const ParsedArgs& args, const std::string& target, std::string (*format)(const json&)) {
-  return Show(session, args, target, format) ? 0 : 1;
-}
-
 int RunUsage(Session& session, const ParsedArgs& args, const CommandInfo& info) {
   if (!args.positionals.empty()) return UsageFailure(info, "unexpected argument '" + args.positionals[0] + "'");
   const bool as_csv = args.Has("csv");
@@ -560,127 +479,6 @@ int RunReconcile(Session& session, const ParsedArgs& args, const CommandInfo& in
   auto body = Show(session, args, "/v1/usage/reconcile", FormatReconcile);
   if (!body) return 1;
   return DiscrepancyCount(*body) == 0 ? 0 : 1;
-}
-
-std::string SandboxPath(const std::string& id) {
-  return "/v1/sandboxes/" + UrlEncode(id);
-}
-
-// Positive integer flag into body[key]; false (reported) when malformed.
-bool IntegerFlag(const ParsedArgs& args, const std::string& flag, json& target, const std::string& key,
-                 const CommandInfo& info) {
-  auto value = args.Get(flag);
-  if (!value) return true;
-  char* end = nullptr;
-  const long long n = std::strtoll(value->c_str(), &end, 10);
-  if (value->empty() || *end != '\0' || n <= 0) {
-    UsageFailure(info, "--" + flag + " must be a positive integer, got '" + *value + "'");
-    return false;
-  }
-  target[key] = n;
-  return true;
-}
-
-// `unisched sandbox SUB ...`: positionals[0] is SUB (docs/sandboxes.md).
-int RunSandbox(Session& session, const ParsedArgs& args, const CommandInfo& info) {
-  const std::string sub = args.positionals.empty() ? "" : args.positionals[0];
-  const bool as_json = args.Has("json");
-  if (sub == "create") {
-    if (args.positionals.size() != 1) return UsageFailure(info, "sandbox create takes no arguments, only flags");
-    json body = json::object();
-    for (const char* key : {"image", "project", "queue"}) {
-      if (auto v = args.Get(key)) body[key] = *v;
-    }
-    json limits = json::object();
-    if (!IntegerFlag(args, "cpus", limits, "cpus", info) ||
-        !IntegerFlag(args, "memory-mb", limits, "memory_mb", info) ||
-        !IntegerFlag(args, "timeout", limits, "timeout_seconds", info) ||
-        !IntegerFlag(args, "idle-timeout", body, "idle_timeout_seconds", info)) {
-      return 2;
-    }
-    if (!limits.empty()) body["limits"] = limits;
-    std::string raw;
-    auto created = session.CallJson("POST", "/v1/sandboxes", body.dump(), {}, &raw);
-    if (!created) return 1;
-    if (as_json) {
-      PrintBody(raw);
-    } else {
-      std::cout << StringField(*created, "id") << "\n";
-    }
-    return 0;
-  }
-  if (sub == "exec") {
-    // ID -- COMMAND: the ID is a positional and rest the command; without
-    // "--", rest is ID COMMAND.
-    std::vector<std::string> rest = args.rest;
-    std::string id;
-    if (args.positionals.size() == 2) {
-      id = args.positionals[1];
-    } else if (args.positionals.size() == 1 && !rest.empty()) {
-      id = rest.front();
-      rest.erase(rest.begin());
-    } else {
-      return UsageFailure(info, "sandbox exec needs one sandbox ID and a command");
-    }
-    if (rest.empty())
-      return UsageFailure(info, "sandbox exec needs a command after the ID, e.g. -- python3 -c 'print(1)'");
-    json body = {{"argv", rest}};
-    if (!IntegerFlag(args, "timeout", body, "timeout_seconds", info)) return 2;
-    json env = json::object();
-    for (const std::string& kv : args.All("env")) {
-      const size_t eq = kv.find('=');
-      if (eq == std::string::npos || eq == 0) return UsageFailure(info, "--env takes K=V, got '" + kv + "'");
-      env[kv.substr(0, eq)] = kv.substr(eq + 1);
-    }
-    if (!env.empty()) body["env"] = env;
-    if (auto file = args.Get("stdin-file")) {
-      std::ostringstream text;
-      if (*file == "-") {
-        text << std::cin.rdbuf();
-      } else {
-        std::ifstream in(*file, std::ios::binary);
-        if (!in) return UsageFailure(info, "cannot read --stdin-file " + *file);
-        text << in.rdbuf();
-      }
-      body["stdin"] = text.str();
-    }
-    std::string raw;
-    auto result = session.CallJson("POST", SandboxPath(id) + "/exec",
-                                   body.dump(-1, ' ', false, json::error_handler_t::replace), {}, &raw);
-    if (!result) return 1;
-    if (as_json) {
-      PrintBody(raw);
-    } else {
-      std::cout << StringField(*result, "stdout") << std::flush;
-      std::cerr << StringField(*result, "stderr");
-      if (result->value("timed_out", false)) std::cerr << "unisched: the command hit its time cap and was killed\n";
-    }
-    // Like `docker exec`: the command's own exit status.
-    return std::clamp(result->value("exit_code", 1), 0, 255);
-  }
-  if (sub == "rm") {
-    if (args.positionals.size() < 2) return UsageFailure(info, "sandbox rm needs at least one sandbox ID");
-    int status = 0;
-    for (size_t i = 1; i < args.positionals.size(); ++i) {
-      auto removed = session.CallJson("DELETE", SandboxPath(args.positionals[i]));
-      if (!removed) {
-        status = 1;
-        continue;
-      }
-      if (as_json) {
-        std::cout << removed->dump() << "\n";
-      } else {
-        std::cout << "Removed sandbox " << args.positionals[i] << " (" << removed->value("execs", 0) << " execs)\n";
-      }
-    }
-    return status;
-  }
-  if (sub == "ls") {
-    return RunShow(session, args, std::string("/v1/sandboxes") + (args.Has("all") ? "?all=true" : ""),
-                   FormatSandboxesTable);
-  }
-  return UsageFailure(info, sub.empty() ? "sandbox needs a subcommand: create, exec, rm or ls"
-                                        : "unknown sandbox subcommand '" + sub + "' (create, exec, rm, ls)");
 }
 
 std::vector<FlagSpec> FlagsFor(const std::string& command) {
@@ -802,7 +600,9 @@ int Dispatch(const CommandInfo& info, const std::vector<std::string>& words) {
   if (command == "whoami") return RunShow(session, args, "/v1/whoami", FormatWhoAmI);
   if (command == "usage") return RunUsage(session, args, info);
   if (command == "reconcile") return RunReconcile(session, args, info);
-  if (command == "sandbox") return RunSandbox(session, args, info);
+  if (command == "sandbox") {
+    return RunSandbox(session, args, [&info](const std::string& message) { return UsageFailure(info, message); });
+  }
   if (command == "config") {
     return RunConfig(session, args, [&info](const std::string& message) { return UsageFailure(info, message); });
   }

@@ -24,6 +24,13 @@ inline void PrintBody(const std::string& body) {
   if (body.empty() || body.back() != '\n') std::cout << "\n";
 }
 
+// A string field of a JSON object ("" when absent or not a string).
+inline std::string StringField(const nlohmann::json& obj, const char* key) {
+  if (!obj.is_object()) return {};
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 inline Result<std::string> ReadWholeFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Error::BadRequest("unreadable_file", "cannot read token file " + path);
@@ -107,5 +114,28 @@ class Session {
   ConnectionSettings settings_;
   client::HttpClient client_;
 };
+
+// What a command calls to print a usage error; it returns the exit status.
+using UsageFailureFn = std::function<int(const std::string&)>;
+
+// GET a resource and print it as a table (or the raw JSON with --json);
+// the body, or nullopt when the call failed (already reported).
+inline std::optional<nlohmann::json> Show(Session& session, const ParsedArgs& args, const std::string& target,
+                                          const std::function<std::string(const nlohmann::json&)>& format) {
+  std::string raw;
+  auto body = session.CallJson("GET", target, {}, {}, &raw);
+  if (!body) return std::nullopt;
+  if (args.Has("json")) {
+    PrintBody(raw);
+  } else {
+    std::cout << format(*body);
+  }
+  return body;
+}
+
+inline int RunShow(Session& session, const ParsedArgs& args, const std::string& target,
+                   std::string (*format)(const nlohmann::json&)) {
+  return Show(session, args, target, format) ? 0 : 1;
+}
 
 }  // namespace unisched::cli

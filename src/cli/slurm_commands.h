@@ -32,7 +32,6 @@ std::vector<FlagSpec> SacctFlags();
 std::vector<FlagSpec> ScancelFlags();
 std::vector<FlagSpec> UpdateFlags();
 
-using UsageFailureFn = std::function<int(const std::string&)>;
 int RunSqueue(Session& session, const ParsedArgs& args, const UsageFailureFn& usage_failure);
 int RunSacct(Session& session, const ParsedArgs& args, const UsageFailureFn& usage_failure);
 int RunScancel(Session& session, const ParsedArgs& args, const UsageFailureFn& usage_failure);
