@@ -444,10 +444,12 @@ class BaselineRun {
     command.push_back("--mpi");
     log_ << "dgemm over MPI across all " << spread->up.size() << " nodes of " << pool.name << "\n";
     // OpenMPI's node daemons on nodes that share one machine (local nodes)
-    // race to make their shared session directory under /tmp ("mkdir ...
+    // raced to make their shared session directory under /tmp ("mkdir ...
     // File exists", then "ORTE was unable to reliably start one or more
-    // daemons"; about one run in ten here). Such a run started no rank: it
-    // is run once more.
+    // daemons"; about one run in ten here, both tries of a CI run once).
+    // Each node of a job now has a TMPDIR of its own (executor::TmpDirPath),
+    // so they no longer meet; a run whose daemons still did not start
+    // started no rank, and is run once more.
     JobRun run;
     for (int run_number = 1; run_number <= 2; ++run_number) {
       run =

@@ -109,9 +109,16 @@ void LocalExecutor::Release(model::JobId job_id, int attempt) {
   // One that is not empty is kept for executor.work_dir_retention_hours
   // from now: its mtime says when (the job's processes are gone, so nothing
   // else changes its entries until a next attempt), and SweepWorkDirs reads it.
+  // The job's TMPDIRs (TmpDirPath) go first when empty: rmdir never
+  // follows a link the job's account may have put in their place, and
+  // leaves one that holds files with the work directory's retention.
   std::lock_guard lock(mu_);
   if (AnyAttemptTracked(job_id)) return;
   const std::string work = WorkDir(job_id);
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(work, ec)) {
+    if (IsTmpDirName(entry.path().filename().string())) (void)::rmdir(entry.path().c_str());
+  }
   if (::rmdir(work.c_str()) != 0 && (errno == ENOTEMPTY || errno == EEXIST)) {
     (void)::utimensat(AT_FDCWD, work.c_str(), nullptr, 0);
   }

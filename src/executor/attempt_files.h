@@ -158,6 +158,7 @@ inline nlohmann::json SpecToJson(const AttemptSpec& spec) {
   if (spec.pin_cpus) j["pin_cpus"] = true;
   if (!l.script.empty()) j["script"] = l.script;
   if (!l.chdir.empty()) j["chdir"] = l.chdir;
+  if (!l.node.empty()) j["node"] = l.node;
   if (!l.output_file.empty()) j["output_file"] = l.output_file;
   if (!l.error_file.empty()) j["error_file"] = l.error_file;
   if (l.ids) j["ids"] = {{"uid", l.ids->uid}, {"gid", l.ids->gid}, {"groups", l.ids->groups}};
@@ -214,6 +215,7 @@ inline Result<AttemptSpec> SpecFromDocument(const nlohmann::json& j) {
   r.Bool(j, "pin_cpus", "pin_cpus", spec.pin_cpus);
   r.String(j, "script", "script", l.script);                 // absent: argv runs
   r.String(j, "chdir", "chdir", l.chdir);                    // absent: the work directory
+  r.String(j, "node", "node", l.node);                       // absent (written before TMPDIRs): none
   r.String(j, "output_file", "output_file", l.output_file);  // absent: no copy
   r.String(j, "error_file", "error_file", l.error_file);
   // {"uid", "gid", "groups"} under `key`: an account as numbers.

@@ -46,7 +46,8 @@ Int IntegerOr(const json& obj, const char* key, Int fallback, const std::string&
 
 json LaunchSpecToJson(const LaunchSpec& spec) {
   // The supervisor's spec format, minus what only the side that runs it
-  // knows (its work directory, whether it uses cgroups), plus the node.
+  // knows (its work directory, whether it uses cgroups). The node is
+  // always sent: an agent reads "" for a spec without one.
   json doc = files::SpecToJson(files::AttemptSpec{spec, "", false, std::nullopt, ""});
   doc.erase("work_dir");
   doc.erase("use_cgroups");
@@ -61,7 +62,6 @@ Result<LaunchSpec> LaunchSpecFromJson(const json& doc) {
   full["use_cgroups"] = false;
   auto spec = files::SpecFromDocument(full);
   if (!spec.ok()) return spec.error();
-  spec->launch.node = doc.value("node", std::string());
   return spec->launch;
 }
 

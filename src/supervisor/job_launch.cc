@@ -45,6 +45,7 @@ enum Step : int {
   kStepAffinity,
   kStepScript,
   kStepWorkdir,
+  kStepTmpDir,
 };
 
 [[noreturn]] void ChildFail(int fd, int step, int err) {
@@ -205,6 +206,9 @@ constexpr size_t kChildStackBytes = 256 << 10;
   }
   // After the switch, so the job's own account must be able to enter it.
   if (!spec.work_dir.empty() && ::chdir(spec.work_dir.c_str()) != 0) ChildFail(fd, kStepChdir, errno);
+  if (!spec.tmp_dir.empty() && ::mkdir(spec.tmp_dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    ChildFail(fd, kStepTmpDir, errno);
+  }
   WriteScriptAndEnter(fd, spec);
   // execvpe searches the supervisor's PATH (set by the caller), never
   // passing it on: the job sees envp only.
@@ -343,6 +347,8 @@ std::string DescribeLaunchError(const LaunchError& error, const JobSpec& spec) {
       return "cannot write the batch script into the work directory '" + spec.work_dir + "': " + what;
     case kStepWorkdir:
       return "cannot change to the job's workdir '" + spec.chdir + "' as user '" + user + "': " + what;
+    case kStepTmpDir:
+      return "cannot create the job's TMPDIR '" + spec.tmp_dir + "' as user '" + user + "': " + what;
     case kStepSyscallFilter:
       return "cannot install the sandbox's system call filter: " + what;
     case kStepAffinity:

@@ -42,6 +42,11 @@ struct JobSpec {
   std::string script_path;
   // Where the job starts instead of work_dir (Slurm's -D); "": work_dir.
   std::string chdir;
+  // The job's TMPDIR on this node (executor::TmpDirPath): made by the
+  // child, as the job's account, 0700 (one already there is kept), so that
+  // tasks of one job on different nodes of one machine never share
+  // temporary files. "": none (an isolated job has a private /tmp).
+  std::string tmp_dir;
   Account account;
   // The sandbox of docs/sandboxes.md (isolation::EnterIsolation) in fresh
   // pid, network, mount, UTS and IPC namespaces, as account.uid with every

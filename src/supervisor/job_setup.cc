@@ -35,6 +35,15 @@ std::optional<JobSetup::Failure> JobSetup::Prepare(const files::AttemptSpec& spe
   if (spec.pin_cpus && !launch.cpu_set.empty()) PinTo(launch.cpu_set, output);
   if (auto failure = TakeAccount(spec)) return failure;
   if (auto failure = MakeWorkDir(spec.work_dir, job_spec_.account)) return failure;
+  // A TMPDIR per job and node, as Slurm sites give with job_container/tmpfs:
+  // local nodes share one machine's /tmp, where programs that name their
+  // files after the host (Open MPI's session directories) would collide.
+  // One the job sets itself is kept; a task that names no node (a spec
+  // written by hand) gets none.
+  if (!launch.isolate && !spec.work_dir.empty() && !launch.node.empty() && job_spec_.env.count("TMPDIR") == 0) {
+    job_spec_.tmp_dir = executor::TmpDirPath(spec.work_dir, launch.node);
+    job_spec_.env["TMPDIR"] = job_spec_.tmp_dir;
+  }
 
   const containment::Limits& limits = launch.limits;
   if (spec.use_cgroups) {

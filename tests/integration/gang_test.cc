@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <set>
 #include <thread>
 
 #include "testing/agent_process.h"
@@ -112,6 +113,36 @@ TEST_F(LocalGangTest, EveryRankRunsOnItsNodeWithItsPlaceAndItsOwnOutput) {
   EXPECT_NE(no_rank.body.find("its ranks are 0 to 3"), std::string::npos) << no_rank.body;
   EXPECT_EQ(daemon_.Call("GET", "/v1/jobs/" + id + "/log?node=x86-nowhere-01").status, 404);
   EXPECT_EQ(daemon_.Call("GET", "/v1/jobs/" + id + "/log?stream=stdin").status, 422);
+}
+
+// Local nodes share one machine's /tmp: each job gets a TMPDIR per node
+// in its work directory, private to its account, shared by its ranks on
+// that node (as Slurm's per-job /tmp); one the job sets is kept.
+TEST_F(LocalGangTest, EachNodeOfAJobHasATmpdirOfItsOwn) {
+  const std::string id =
+      daemon_.Submit(Gang("touch \"$TMPDIR/rank-$UNISCHED_RANK\" && echo \"$TMPDIR\" && "
+                          "stat -c %a \"$TMPDIR\"",
+                          2));
+  const json job = daemon_.WaitTerminal(id);
+  ASSERT_EQ(job["state"], "COMPLETED") << job.dump(2);
+  const std::vector<std::string> allocated = job["nodes"];
+  std::set<std::string> dirs;
+  for (int rank = 0; rank < 4; ++rank) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    const std::string out = daemon_.Call("GET", "/v1/jobs/" + id + "/log?rank=" + std::to_string(rank)).body;
+    const std::string dir = out.substr(0, out.find('\n'));
+    EXPECT_TRUE(dir.size() > 0 && dir[0] == '/') << out;
+    EXPECT_NE(dir.find("/" + id + "/tmp." + allocated[static_cast<size_t>(rank / 2)]), std::string::npos) << out;
+    EXPECT_NE(out.find("\n700\n"), std::string::npos) << out;
+    dirs.insert(dir);
+  }
+  EXPECT_EQ(dirs.size(), 2u) << "one per node, shared by the node's two ranks";
+
+  json own = Gang("echo \"$TMPDIR\"");
+  own["env"] = {{"TMPDIR", "/var/tmp"}};
+  const std::string kept = daemon_.Submit(own);
+  ASSERT_EQ(daemon_.WaitTerminal(kept)["state"], "COMPLETED");
+  EXPECT_EQ(daemon_.Call("GET", "/v1/jobs/" + kept + "/log?rank=1").body, "/var/tmp\n");
 }
 
 TEST_F(LocalGangTest, TheFirstRankThatFailsStopsTheOthersOnEveryNode) {

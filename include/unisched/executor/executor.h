@@ -98,6 +98,17 @@ inline std::string TaskDirName(int attempt, int task) {
   return task == 0 ? std::to_string(attempt) : std::to_string(attempt) + "." + std::to_string(task);
 }
 
+// A job's TMPDIR on `node`, in its work directory (shared by the job's
+// tasks and attempts on that node): "<work_dir>/tmp.<node>". The executor
+// removes an empty one when the attempt is released; one holding files
+// stays with the work directory.
+inline std::string TmpDirPath(const std::string& work_dir, const std::string& node) {
+  return work_dir + "/tmp." + node;
+}
+inline bool IsTmpDirName(std::string_view name) {
+  return name.size() > 4 && name.substr(0, 4) == "tmp.";
+}
+
 // The file a task's batch script is written to, in its job's work
 // directory: one per attempt and task, so that tasks sharing a node, and an
 // old attempt still ending, never see another's being written. The

@@ -312,6 +312,32 @@ TEST_F(ExecutorTest, AJobWithAWorkdirStartsThere) {
   EXPECT_EQ(ReadFile(dir + "/here.txt"), "made\n");
 }
 
+// A task that names its node gets TMPDIR=<work>/tmp.<node>, made by its
+// account; an empty one goes with the attempt (and the work directory with
+// it), one holding files stays with the work directory.
+TEST_F(ExecutorTest, ATaskOnANodeHasATmpdirInItsWorkDirectory) {
+  LaunchSpec empty = Spec({"/bin/sh", "-c", "echo \"$TMPDIR\"; stat -c '%U %a' \"$TMPDIR\""});
+  empty.node = "x86-c4m4-hpc-01";
+  ASSERT_EQ(Run(empty).outcome, RunOutcome::kCompleted);
+  const std::string work = options_.work_root + "/" + std::to_string(empty.job_id);
+  EXPECT_EQ(Stdout(empty), work + "/tmp.x86-c4m4-hpc-01\n" + kJobUser + " 700\n");
+  executor_->Release(empty.job_id, empty.attempt);
+  EXPECT_FALSE(fs::exists(work)) << "nothing was written: nothing stays";
+
+  LaunchSpec writer = Spec({"/bin/sh", "-c", "echo kept > \"$TMPDIR/file\""});
+  writer.node = "x86-c4m4-hpc-02";
+  ASSERT_EQ(Run(writer).outcome, RunOutcome::kCompleted);
+  executor_->Release(writer.job_id, writer.attempt);
+  const std::string kept = options_.work_root + "/" + std::to_string(writer.job_id) + "/tmp.x86-c4m4-hpc-02/file";
+  EXPECT_EQ(ReadFile(kept), "kept\n");
+
+  LaunchSpec own = Spec({"/bin/sh", "-c", "echo \"$TMPDIR\""});
+  own.node = "x86-c4m4-hpc-01";
+  own.env = {{"TMPDIR", "/var/tmp"}};
+  ASSERT_EQ(Run(own).outcome, RunOutcome::kCompleted);
+  EXPECT_EQ(Stdout(own), "/var/tmp\n");
+}
+
 TEST_F(ExecutorTest, RunsAsTheJobAccountWithExactlyTheGivenEnvironment) {
   ::setenv("UNISCHED_TEST_LEAK", "must-not-reach-the-job", 1);
   LaunchSpec env_spec = Spec({"/usr/bin/env"});
