@@ -5,7 +5,7 @@
 # Prints the machine, the store's synchronous mode and the figures.
 #
 # Knobs (environment): SECTIONS (all; or a list of: http stores failover
-# access cycle agents gangs sandboxes ledger disk replay) FAILOVERS (50) BASELINE_BUILD (stores: another
+# access arrays cycle agents gangs sandboxes ledger disk replay) FAILOVERS (50) BASELINE_BUILD (stores: another
 # revision's build directory, benchmarked first) SUBMIT_CONNECTIONS (64) SUBMIT_SECONDS (10)
 # E2E_JOBS (5000) E2E_CONNECTIONS (16) LATENCY_RUNS (200) CONFIG
 # (config/unisched.yaml) CYCLE_RUNS (7) LEDGER_ENTRIES (10000000; the ledger
@@ -25,6 +25,7 @@ E2E_CONNECTIONS=${E2E_CONNECTIONS:-16}
 LATENCY_RUNS=${LATENCY_RUNS:-200}
 
 for bin in "$BUILD/unisched" "$BUILD/unisched-bench" "$BUILD/unisched-cycle-bench" "$BUILD/unisched-ledger-bench" \
+  "$BUILD/unisched-array-bench" \
   "$BUILD/unisched-agents-bench" "$BUILD/unisched-sandbox-bench" "$BUILD/unisched-spawn-floor"; do
   [[ -x $bin ]] || { echo "bench: $bin is missing; build first (make build)" >&2; exit 1; }
 done
@@ -134,7 +135,7 @@ echo "  binary:  $BUILD/unisched"
 echo "  note:    the load generator and the daemon share this machine's CPUs"
 echo
 
-SECTIONS=${SECTIONS:-http stores failover access cycle agents gangs sandboxes ledger disk replay}
+SECTIONS=${SECTIONS:-http stores failover access arrays cycle agents gangs sandboxes ledger disk replay}
 section() { [[ " $SECTIONS " == *" $1 "* ]]; }
 
 status=0
@@ -261,6 +262,32 @@ CONFIG=$WORK/limited.yaml
 { cat "$SAVED_CONFIG"; printf '\naccess:\n  roles:\n    user: {requests_per_second: 100, burst: 200}\n'; } >"$CONFIG"
 flood_run flood-limited
 CONFIG=$SAVED_CONFIG
+fi
+
+if section arrays; then
+# Job arrays (docs/arrays.md): a 100,000-task array submitted in one request
+# (curl's time from send to the 201, and the rows it made), then the daemon's
+# cycle code on that array against 100,000 ordinary pending jobs.
+echo "== arrays: a 100,000-task array in one request; its cycle against 100,000 ordinary jobs"
+start_daemon arrays
+TOKEN=$(cat "$STATE/admin.token")
+# A dependency on a sleeping job keeps the array waiting while it is measured.
+BLOCKER=$(curl -sf -H "Authorization: Bearer $TOKEN" -X POST "$URL/v1/jobs" \
+  -d '{"workload": {"kind": "hpc"}, "command": ["sleep", "600"]}' | sed -E 's/.*"id":"([0-9]+)".*/\1/')
+for run in 1 2 3; do
+  curl -s -o "$WORK/array.json" -w "  submit 100,000 tasks (run $run): %{http_code} in %{time_total} s\n" \
+    -H "Authorization: Bearer $TOKEN" -X POST "$URL/v1/jobs" \
+    -d "{\"workload\": {\"kind\": \"hpc\"}, \"command\": [\"true\"], \"dependency\": \"afterok:$BLOCKER\",
+         \"array\": {\"indices\": \"0-99999\"}}" || status=1
+done
+curl -s -o /dev/null -w "  one ordinary job for comparison: %{http_code} in %{time_total} s\n" \
+  -H "Authorization: Bearer $TOKEN" -X POST "$URL/v1/jobs" \
+  -d "{\"workload\": {\"kind\": \"hpc\"}, \"command\": [\"true\"], \"dependency\": \"afterok:$BLOCKER\"}" || status=1
+echo "  rows in the store's jobs table: $(sqlite3 "$STATE/unisched.db" 'SELECT count(*) FROM jobs' 2>/dev/null || echo '?')"
+stop_daemon
+"$BUILD/unisched-array-bench" --runs "${CYCLE_RUNS:-7}" || status=1
+[[ -z ${BENCH_JSON:-} ]] || "$BUILD/unisched-array-bench" --runs "${CYCLE_RUNS:-7}" >>"$BENCH_JSON"
+echo
 fi
 
 if section cycle; then

@@ -79,7 +79,8 @@ Api::Api(ApiContext context)
                           QueryParam::Text("project"),
                           QueryParam::Text("user"),
                           QueryParam::Integer("limit", 0, 1000),
-                          QueryParam::Integer("cursor", 1, INT64_MAX)};
+                          QueryParam::Integer("cursor", 1, INT64_MAX),
+                          QueryParam::Text("array", 32)};
   add("GET", "/v1/jobs/{id}", &Api::GetJob);
   add("DELETE", "/v1/jobs/{id}", &Api::CancelJob);
   add("POST", "/v1/jobs/{id}/hold", &Api::HoldJob);

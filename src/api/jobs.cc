@@ -129,10 +129,47 @@ void Api::ListJobs(Call& call) {
     filter.visible_projects = who.projects;
     if (who.role == auth::Role::kQueueAdmin) filter.visible_queues = who.queues;
   }
+  // ?array=ID: that array's tasks, expanded: those started (their own
+  // rows, newest first), then, on the first page, those still waiting in
+  // the array as they will start (docs/arrays.md).
+  std::optional<model::Job> parent;
+  if (auto array = call.Query("array")) {
+    auto found = ctx_.jobs->VisibleJob(who, *array);
+    if (!found.ok()) {
+      call.reply(FromError(found.error()));
+      return;
+    }
+    if (!found->array) {
+      call.reply(FromError(Error::Unprocessable(
+          "invalid_value", "job " + *array + " is not an array; list it with GET /v1/jobs/" + *array, "array")));
+      return;
+    }
+    const model::JobArray& a = *found->array;
+    filter.ids = std::make_pair(a.first_task_id, a.first_task_id + a.indices.Count());
+    parent = std::move(found).value();
+  }
   auto page = ctx_.store->ListJobs(filter);
   auto view = ctx_.control->View();
   json jobs = json::array();
   for (const auto& job : page.jobs) jobs.push_back(JobView(job, view.get()));
+  if (parent) {
+    const model::JobArray& a = *parent->array;
+    const bool waits = parent->state == JobState::kPending || parent->state == JobState::kHeld;
+    if (waits && !filter.state.has_value()) {
+      page.total += a.waiting.Count();
+      if (!filter.cursor && !page.next_cursor) {
+        const int64_t room = std::max<int64_t>(0, filter.limit - static_cast<int64_t>(jobs.size()));
+        for (int64_t index : a.waiting.First(room)) {
+          model::Job task = model::ArrayTaskOf(*parent, index);
+          if (parent->state == JobState::kHeld) {
+            task.state = JobState::kHeld;
+            task.state_reason = parent->state_reason;
+          }
+          jobs.push_back(JobView(task, view.get()));
+        }
+      }
+    }
+  }
   call.reply(Json(200, {{"jobs", std::move(jobs)},
                         {"total", page.total},
                         {"next_cursor", page.next_cursor ? json(std::to_string(*page.next_cursor)) : json(nullptr)}}));

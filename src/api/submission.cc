@@ -1,5 +1,6 @@
 #include "api/submission.h"
 
+#include <charconv>
 #include <set>
 
 #include "api/body.h"
@@ -223,6 +224,42 @@ Result<Submission> ParseFields(const json& body) {
     if (!dependency.ok()) return dependency.error();
     s.dependency = std::move(dependency).value();
   }
+  // Slurm's --array: {"indices": "1-1000:2", "max_running": 50}, or the
+  // cap written Slurm's way, "1-1000:2%50" (docs/arrays.md).
+  if (auto it = body.find("array"); it != body.end() && !it->is_null()) {
+    if (!it->is_object())
+      return WrongType("array", "an object, e.g. {\"indices\": \"1-100\", \"max_running\": 10}", *it);
+    if (auto e = CheckKeys(*it, "array", {"indices", "max_running"})) return *e;
+    std::string indices;
+    if (auto e = body::ReadString(*it, "indices", "array.indices", 65536, indices)) return *e;
+    int64_t max_running = 0;
+    if (auto e = ReadInt(*it, "max_running", "array.max_running", 0, model::kMaxArrayTasks, max_running)) return *e;
+    if (const size_t percent = indices.find('%'); percent != std::string::npos) {
+      int64_t cap = 0;
+      const std::string text = indices.substr(percent + 1);
+      auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), cap);
+      if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || cap < 1) {
+        return Error::Unprocessable("invalid_value",
+                                    "the cap after '%' in '" + indices + "' must be a whole number of tasks, 1 or more",
+                                    "array.indices");
+      }
+      if (max_running != 0 && max_running != cap) {
+        return Error::Unprocessable("invalid_value",
+                                    "'" + indices + "' caps the array at " + text + " but max_running is " +
+                                        std::to_string(max_running) + "; give the cap once",
+                                    "array.max_running");
+      }
+      max_running = cap;
+      indices.resize(percent);
+    }
+    auto set = model::IndexSet::Parse(indices, "array.indices");
+    if (!set.ok()) return set.error();
+    model::JobArray array;
+    array.indices = std::move(set).value();
+    array.waiting = array.indices;
+    array.max_running = max_running;
+    s.array = std::move(array);
+  }
   return s;
 }
 
@@ -252,17 +289,6 @@ Result<Submission> ParseScriptSubmission(const json& body, const std::string& sc
   auto request = model::ResolveBatchOptions(options, context);
   if (!request.ok()) return request.error();
   const json fragment = codec::BatchRequestToBody(*request);
-  // Directives for fields this server does not have yet are refused, not
-  // dropped: an array run once, or a job that does not wait for its
-  // dependency, would be wrong work.
-  for (const auto& [key, what] : {std::pair{"array", "job arrays"}}) {
-    if (fragment.contains(key)) {
-      return Error::Unprocessable(
-          "invalid_value",
-          request->sources.at(key).Where() + ": this server does not support " + what + " yet; remove the directive",
-          "script");
-    }
-  }
   json merged = body;
   const std::vector<std::string> from_script = codec::MergeUnder(merged, fragment);
   const bool workload_given = merged.contains("workload") && !merged["workload"].is_null();
@@ -296,10 +322,10 @@ Result<Submission> ParseSubmission(const json& body, std::vector<model::BatchWar
   if (!body.is_object()) {
     return Error::BadRequest("malformed_json", "the request body must be a JSON object describing the job");
   }
-  if (auto e =
-          CheckKeys(body, "",
-                    {"name", "project", "queue", "workload", "resources", "constraints", "launch", "command", "script",
-                     "env", "workdir", "priority", "max_retries", "output_file", "error_file", "dependency"})) {
+  if (auto e = CheckKeys(
+          body, "",
+          {"name", "project", "queue", "workload", "resources", "constraints", "launch", "command", "script", "env",
+           "workdir", "priority", "max_retries", "output_file", "error_file", "dependency", "array"})) {
     return *e;
   }
   auto script = body.find("script");

@@ -24,6 +24,23 @@ std::string Text(const json& job, const char* key) {
   return it->dump();
 }
 
+// A job's id as Slurm prints it: "123_7" for a task of an array, and for an
+// array's waiting tasks "123_[5-99%10]" (its waiting indices and cap).
+std::string SlurmJobId(const json& job) {
+  if (job.contains("array_job_id") && job["array_job_id"].is_string()) {
+    return job["array_job_id"].get<std::string>() + "_" + std::to_string(job.value("array_task_id", int64_t{0}));
+  }
+  if (job.contains("array") && job["array"].is_object()) {
+    const json& array = job["array"];
+    const std::string waiting = array.value("waiting", "");
+    if (!waiting.empty()) {
+      const int64_t cap = array.value("max_running", int64_t{0});
+      return Text(job, "id") + "_[" + waiting + (cap > 0 ? "%" + std::to_string(cap) : "") + "]";
+    }
+  }
+  return Text(job, "id");
+}
+
 int64_t Int(const json& obj, const char* key) {
   auto it = obj.find(key);
   return it != obj.end() && it->is_number() ? it->get<int64_t>() : 0;
@@ -144,7 +161,7 @@ Result<std::string> FormatSqueue(const std::vector<json>& jobs, const std::strin
     const bool waiting = job.value("state", "") == "PENDING" || job.value("state", "") == "HELD";
     switch (field) {
       case 'i':
-        return Text(job, "id");
+        return SlurmJobId(job);
       case 'j':
         return Text(job, "name");
       case 'u':
@@ -266,7 +283,7 @@ Result<std::string> FormatSacct(const std::vector<json>& jobs, const json& usage
   };
   auto value = [&](const json& job, const std::string& name) -> std::string {
     const json resources = job.value("resources", json::object());
-    if (name == "JobID") return Text(job, "id");
+    if (name == "JobID") return SlurmJobId(job);
     if (name == "JobName") return Text(job, "name");
     if (name == "User") return Text(job, "user");
     if (name == "Account") return Text(job, "project");

@@ -155,7 +155,7 @@ json JobToJson(const model::Job& job) {
   for (model::JobId id : job.preempted_by) preempted_by.push_back(std::to_string(id));
 
   const auto& r = job.resources;
-  return {
+  json out = {
       {"id", std::to_string(job.id)},
       {"name", job.name},
       {"user", job.user},
@@ -205,6 +205,12 @@ json JobToJson(const model::Job& job) {
       {"max_retries", IntOrNull(job.max_retries)},
       {"eligible_at", TimestampOrNull(job.eligible_at)},
   };
+  if (job.array) out["array"] = ArrayToJson(*job.array);
+  if (job.array_task) {
+    out["array_job_id"] = std::to_string(job.array_task->array_job_id);
+    out["array_task_id"] = job.array_task->index;
+  }
+  return out;
 }
 
 namespace {
@@ -356,6 +362,8 @@ class DocWriter {
 }  // namespace
 
 std::string JobDocument(const model::Job& job) {
+  // Arrays and their tasks are rare on this path: dump() prints them.
+  if (job.array || job.array_task) return JobToJson(job).dump(-1, ' ', false, json::error_handler_t::replace);
   std::string out;
   out.reserve(1024);
   DocWriter w(out);
@@ -550,8 +558,54 @@ Result<model::Job> JobFromJson(const json& doc) {
     }
   }
 
+  if (const json* a = d.Object(doc, "array", "array")) {
+    model::JobArray array;
+    std::string indices, waiting;
+    d.String(*a, "indices", "array.indices", indices);
+    d.String(*a, "waiting", "array.waiting", waiting);
+    d.Integer(*a, "max_running", "array.max_running", array.max_running);
+    if (const json* first = d.Field(*a, "first_task_id"))
+      d.JobIdValue(*first, "array.first_task_id", array.first_task_id);
+    if (const json* t = d.Object(*a, "tasks", "array.tasks")) {
+      d.Integer(*t, "completed", "array.tasks.completed", array.tasks_completed);
+      d.Integer(*t, "failed", "array.tasks.failed", array.tasks_failed);
+    }
+    if (!d.failed()) {
+      auto all = model::IndexSet::Parse(indices, "array.indices");
+      if (!all.ok()) return Error::BadRequest("invalid_job_document", all.error().message, "array.indices");
+      array.indices = std::move(all).value();
+      if (!waiting.empty()) {
+        auto left = model::IndexSet::Parse(waiting, "array.waiting");
+        if (!left.ok()) return Error::BadRequest("invalid_job_document", left.error().message, "array.waiting");
+        array.waiting = std::move(left).value();
+      }
+      job.array = std::move(array);
+    }
+  }
+  if (const json* parent = d.Field(doc, "array_job_id")) {
+    model::ArrayTask task;
+    d.JobIdValue(*parent, "array_job_id", task.array_job_id);
+    d.Integer(doc, "array_task_id", "array_task_id", task.index);
+    if (!d.failed()) job.array_task = task;
+  }
+
   if (d.failed()) return d.TakeError();
   return job;
+}
+
+json ArrayToJson(const model::JobArray& array) {
+  const int64_t total = array.indices.Count();
+  const int64_t waiting = array.waiting.Count();
+  return {{"indices", array.indices.ToString()},
+          {"waiting", array.waiting.ToString()},
+          {"max_running", array.max_running},
+          {"first_task_id", std::to_string(array.first_task_id)},
+          {"tasks",
+           {{"total", total},
+            {"waiting", waiting},
+            {"active", array.ActiveTasks()},
+            {"completed", array.tasks_completed},
+            {"failed", array.tasks_failed}}}};
 }
 
 }  // namespace unisched::codec

@@ -55,7 +55,7 @@ CycleSnapshot BuildCycleSnapshot(const config::Config& config, const CycleState&
   // Sized once: with a deep backlog the vector holds 100,000 jobs and its
   // regrowth (copies and fresh pages) cost more than filling it.
   snapshot.pending.reserve(state.pending_hint);
-  auto offer = [&](const Job& job) {
+  auto offer_one = [&](const Job& job) -> scheduler::PendingJob& {
     scheduler::PendingJob& p = snapshot.pending.emplace_back();
     static_cast<scheduler::JobFacts&>(p) = scheduler::FactsOf(job);
     if (state.run_times) p.predicted_run_seconds = state.run_times->PredictionFor(job);
@@ -66,6 +66,38 @@ CycleSnapshot BuildCycleSnapshot(const config::Config& config, const CycleState&
       p.reserved_nodes = r->second.nodes;
     }
     add_fairshare(job);
+    return p;
+  };
+  // An array offers its waiting tasks as pending jobs of their own (the
+  // parent's facts, each task's id), at most max_running minus those active;
+  // the rest wait with Slurm's reason JobArrayTaskLimit (docs/arrays.md).
+  auto offer = [&](const Job& job) {
+    if (!job.array) {
+      offer_one(job);
+      return;
+    }
+    const model::JobArray& array = *job.array;
+    int64_t room = array.waiting.Count();
+    if (array.max_running > 0) {
+      room = std::min(room, std::max<int64_t>(0, array.max_running - array.ActiveTasks()));
+    }
+    for (int64_t index : array.waiting.First(room)) {
+      scheduler::PendingJob& p = offer_one(job);
+      p.id = array.first_task_id + array.indices.OrdinalOf(index).value_or(0);
+      if (auto r = state.reservations.find(p.id); r != state.reservations.end()) {
+        p.reserved_start = r->second.start;
+        p.reserved_nodes = r->second.nodes;
+      } else {
+        p.reserved_start.reset();
+        p.reserved_nodes.clear();
+      }
+    }
+    if (room < array.waiting.Count()) {
+      out.held_back.emplace_back(
+          job.id, HeldBackInfo(job.pool, "JobArrayTaskLimit",
+                               std::to_string(array.waiting.Count() - room) + " tasks wait: the array runs at most " +
+                                   std::to_string(array.max_running) + " at once"));
+    }
   };
   // Jobs whose dependency is checked once every job has been seen (a
   // singleton needs the earliest active job of its user and name).
@@ -89,7 +121,7 @@ CycleSnapshot BuildCycleSnapshot(const config::Config& config, const CycleState&
         continue;
       }
       offer(job);
-    } else if (job.state == JobState::kRunning) {
+    } else if (job.state == JobState::kRunning && !job.array) {  // a parent runs nothing itself
       snapshot.running.push_back(
           SnapshotOfRunning(config, job, now, state.run_times ? state.run_times->PredictionFor(job) : 0));
       add_fairshare(job);  // a running job's priority decides whether it may be preempted

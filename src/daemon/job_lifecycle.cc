@@ -52,6 +52,7 @@ JobLifecycle::Restart JobLifecycle::Load(std::vector<Job> active, JobCounts coun
         }
       }
     }
+    if (job.array) array_parents_.emplace(job.array->first_task_id, job.id);
     active_.emplace(job.id, std::move(job));
   }
   return restart;
@@ -60,12 +61,15 @@ JobLifecycle::Restart JobLifecycle::Load(std::vector<Job> active, JobCounts coun
 void JobLifecycle::Admit(Job job) {
   ++job_counts_[{job.state, job.queue, job.pool}];
   const model::JobId id = job.id;
+  if (job.array) array_parents_.emplace(job.array->first_task_id, id);
   active_.emplace(id, std::move(job));
   wants_cycle_ = true;
 }
 
 void JobLifecycle::StartAttempt(Batch& batch, model::JobId id, const model::Allocation& allocation, Timestamp now) {
   auto it = active_.find(id);
+  // A task of an array is split off its parent when it starts.
+  if (it == active_.end() && SplitArrayTask(batch, id, now)) it = active_.find(id);
   if (it == active_.end() || it->second.state != JobState::kPending) return;
   Job& job = it->second;
   node_book_.Apply(allocation, +1);
@@ -141,7 +145,7 @@ void JobLifecycle::Transition(Batch& batch, Job& job, JobState to, std::string r
   }
   job.state = to;
   if (model::IsTerminal(to)) {
-    run_times_.Ended(job);
+    if (!job.array) run_times_.Ended(job);  // a parent ran nothing itself
     dependencies_.Ended(job.id, to);
   }
   job.state_reason = std::move(reason);
@@ -150,6 +154,10 @@ void JobLifecycle::Transition(Batch& batch, Job& job, JobState to, std::string r
         if (auto s = t.UpdateJob(copy); !s.ok()) return s;
         return t.AppendEvent(copy.id, event);
       });
+  if (model::IsTerminal(to)) {
+    if (job.array) array_parents_.erase(job.array->first_task_id);
+    if (job.array_task) ArrayTaskEnded(batch, job);
+  }
 }
 
 void JobLifecycle::CancelUnsatisfiable(Batch& batch, model::JobId id, const std::string& reason) {
@@ -364,6 +372,7 @@ bool JobLifecycle::RequeueForRetry(Batch& batch, Job& job, JobState ended, Times
 void JobLifecycle::ApplyControl(Batch& batch, model::JobId id, JobAction action, const std::string& actor,
                                 const std::function<void(Result<Job>)>& done) {
   auto it = active_.find(id);
+  if (it == active_.end() && ControlWaitingArrayTask(batch, id, action, actor, done)) return;
   if (it == active_.end()) {
     auto stored = store_.GetJob(id);
     if (!stored.ok()) {
@@ -379,6 +388,15 @@ void JobLifecycle::ApplyControl(Batch& batch, model::JobId id, JobAction action,
   auto reply_after_commit = [&batch, &done](const Job& copy) {
     batch.after_commit.push_back([done, copy] { done(copy); });
   };
+  if (job.array && action == JobAction::kCancel) {
+    reply_after_commit(CancelArray(batch, id, actor));
+    return;
+  }
+  if (job.array && action == JobAction::kRequeue) {
+    done(Error::Conflict("invalid_state",
+                         "job " + std::to_string(id) + " is an array; requeue its tasks (ID_INDEX ids) one by one"));
+    return;
+  }
   switch (action) {
     case JobAction::kCancel:
       if (job.state == JobState::kRunning) {

@@ -14,6 +14,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -116,6 +117,28 @@ class JobLifecycle {
   bool TakeWantsCycle() { return std::exchange(wants_cycle_, false); }
 
  private:
+  // Arrays (job_arrays.cc, docs/arrays.md). The plan started `task_id`, a
+  // task still waiting in its array's parent: it becomes an active job of
+  // its own (its row inserted, the parent's waiting indices stored). False:
+  // no waiting task has that id.
+  bool SplitArrayTask(Batch& batch, model::JobId task_id, Timestamp now);
+  // A task ended (from Transition): counted in its parent, which ends with
+  // its last task.
+  void ArrayTaskEnded(Batch& batch, const model::Job& task);
+  // `action` on a task still waiting in its array (`id` is its task id): a
+  // cancel takes its index out of the array's waiting ones; hold, release
+  // and requeue are 409 (they apply to the whole array). False: no task of
+  // an active array waits with that id.
+  bool ControlWaitingArrayTask(Batch& batch, model::JobId id, JobAction action, const std::string& actor,
+                               const std::function<void(Result<model::Job>)>& done);
+  // The parent whose tasks' ids include `task_id`, if it is active.
+  model::Job* ArrayParentOf(model::JobId task_id);
+  // Stores the parent, or ends it when no task waits or runs.
+  void EndArrayIfDone(Batch& batch, model::Job& parent);
+  // Cancels the array: its waiting tasks never start, its active ones are
+  // cancelled; it ends CANCELLED with the last of them. Returns the parent
+  // as it is then.
+  model::Job CancelArray(Batch& batch, model::JobId parent_id, const std::string& actor);
   // Changes a job's state: counts, the stored row and an event.
   void Transition(Batch& batch, model::Job& job, model::JobState to, std::string reason, const std::string& event_kind,
                   const std::string& message);
@@ -162,6 +185,10 @@ class JobLifecycle {
   backend::BackendSet backends_;
 
   std::map<model::JobId, model::Job> active_;
+  // Active arrays' parents by their first task's id: a task id's parent is
+  // the entry at or before it.
+  std::map<model::JobId, model::JobId> array_parents_;
+  std::optional<model::Job> last_ended_array_;  // the parent EndArrayIfDone ended last, as it ended
   JobCounts job_counts_;
   policy::QuotaTally running_usage_;
   bool wants_cycle_ = false;

@@ -155,7 +155,13 @@ namespace {
 // and node); as sbatch, stderr goes to the output file when no error file
 // is named.
 void PlaceOutputFiles(executor::LaunchSpec& spec, const model::Job& job) {
-  const model::OutputPlace place{job.id, spec.task, spec.node, job.user, job.name};
+  const model::OutputPlace place{job.id,
+                                 spec.task,
+                                 spec.node,
+                                 job.user,
+                                 job.name,
+                                 job.array_task ? job.array_task->array_job_id : 0,
+                                 job.array_task ? job.array_task->index : 0};
   spec.output_file = job.output_file.empty() ? std::string() : model::ExpandOutputPattern(job.output_file, place);
   spec.error_file = job.error_file.empty() ? spec.output_file : model::ExpandOutputPattern(job.error_file, place);
 }

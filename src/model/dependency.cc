@@ -78,7 +78,9 @@ Result<Dependency> ParseDependency(std::string_view text, const std::string& fie
     const auto type =
         std::find_if(std::begin(kTypes), std::end(kTypes), [&](const TypeName& t) { return t.name == words.front(); });
     if (type == std::end(kTypes)) {
-      if (words.front() == "aftercorr") return bad("aftercorr relates tasks of job arrays, which unisched has not yet");
+      if (words.front() == "aftercorr")
+        return bad(
+            "aftercorr (task by task between job arrays) is not supported yet; afterok:ID waits for a whole array");
       return bad("'" + std::string(words.front()) + "' is not a dependency type");
     }
     DependencyTerm term{type->type, {}};

@@ -61,11 +61,13 @@ std::string ExpandOutputPattern(std::string_view pattern, const OutputPlace& pla
     std::string value;
     switch (pattern[letter]) {
       case 'j':
-      case 'A':
         value = Padded(std::to_string(place.job), width);
         break;
+      case 'A':
+        value = Padded(std::to_string(place.array_job > 0 ? place.array_job : place.job), width);
+        break;
       case 'a':
-        value = Padded("0", width);
+        value = Padded(std::to_string(place.array_job > 0 ? place.array_index : 0), width);
         break;
       case 't':
         value = Padded(std::to_string(place.task), width);

@@ -61,6 +61,7 @@ void JobService::Submit(const auth::Principal& who, JobRequest request, std::str
   job.priority = request.priority;
   job.max_retries = request.max_retries;
   job.dependency = std::move(request.dependency);
+  job.array = std::move(request.array);
   job.routing = {route.pool, route.queue, route.reason};
   job.submitted_at = clock_.Now();
   job.config_version = config.VersionFor(job.queue);
@@ -74,7 +75,8 @@ void JobService::Submit(const auth::Principal& who, JobRequest request, std::str
     return;
   }
   job.id = *id;
-  auto document = std::make_shared<const std::string>(codec::JobDocument(job));
+  // An array's document names its first task's id, reserved in the write.
+  auto document = std::make_shared<std::string>(job.array ? std::string() : codec::JobDocument(job));
 
   struct Outcome {
     model::JobId id = 0;
@@ -100,6 +102,14 @@ void JobService::Submit(const auth::Principal& who, JobRequest request, std::str
             outcome->replayed = true;
             return Status::Ok();
           }
+        }
+        if (job.array) {
+          // One id per task, consecutive, so the tasks' ids follow their
+          // indices (docs/arrays.md); no task has a row until it starts.
+          auto first = t.ReserveJobIds(job.array->indices.Count());
+          if (!first.ok()) return first.error();
+          committed->array->first_task_id = *first;
+          *document = codec::JobDocument(job);
         }
         auto id = t.InsertJob(job, idempotency_key, *document);
         if (!id.ok()) return id.error();
@@ -134,7 +144,29 @@ SandboxHolds JobService::SandboxHoldsNow() const {
   return sandboxes_ ? sandboxes_->Holds() : SandboxHolds{};
 }
 
+namespace {
+
+// "123_7": an array's id and a task's index (Slurm's name for a task).
+std::optional<std::pair<model::JobId, int64_t>> ParseTaskName(const std::string& text) {
+  const size_t underscore = text.find('_');
+  if (underscore == std::string::npos) return std::nullopt;
+  try {
+    size_t used = 0;
+    const model::JobId parent = std::stoll(text.substr(0, underscore), &used);
+    if (used != underscore || parent <= 0) return std::nullopt;
+    const std::string index_text = text.substr(underscore + 1);
+    const int64_t index = std::stoll(index_text, &used);
+    if (used != index_text.size() || index < 0) return std::nullopt;
+    return std::make_pair(parent, index);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
 Result<model::Job> JobService::VisibleJob(const auth::Principal& who, const std::string& job_id) const {
+  if (auto task = ParseTaskName(job_id)) return VisibleArrayTask(who, task->first, task->second);
   model::JobId id = 0;
   try {
     size_t used = 0;
@@ -146,6 +178,34 @@ Result<model::Job> JobService::VisibleJob(const auth::Principal& who, const std:
   auto job = store_.GetJob(id);
   if (!job.ok() || !auth::CanReadJob(who, *job)) return Error::NotFound("no job " + job_id);
   return job;
+}
+
+Result<model::Job> JobService::VisibleArrayTask(const auth::Principal& who, model::JobId parent_id,
+                                                int64_t index) const {
+  const std::string name = model::ArrayTaskName(parent_id, index);
+  auto parent = store_.GetJob(parent_id);
+  if (!parent.ok() || !auth::CanReadJob(who, *parent)) return Error::NotFound("no job " + name);
+  if (!parent->array) {
+    return Error::NotFound("no job " + name + ": job " + std::to_string(parent_id) + " is not an array");
+  }
+  const model::JobArray& array = *parent->array;
+  auto task_id = model::ArrayTaskId(array, index);
+  if (!task_id) {
+    return Error::NotFound("no job " + name + ": array " + std::to_string(parent_id) + " has the indices " +
+                           array.indices.ToString());
+  }
+  // Started: a job of its own; waiting: as it will start; neither: it
+  // never started and never will (cancelled while waiting).
+  if (auto stored = store_.GetJob(*task_id); stored.ok()) return stored;
+  model::Job task = model::ArrayTaskOf(*parent, index);
+  if (!array.waiting.Contains(index)) {
+    task.state = model::JobState::kCancelled;
+    task.state_reason = "cancelled before it started";
+  } else if (parent->state == model::JobState::kHeld) {
+    task.state = model::JobState::kHeld;
+    task.state_reason = parent->state_reason;
+  }
+  return task;
 }
 
 Result<model::Job> JobService::ControllableJob(const auth::Principal& who, const std::string& job_id,

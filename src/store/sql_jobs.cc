@@ -191,6 +191,11 @@ Result<JobPage> ListJobs(Connection& c, const JobFilter& filter) {
   equals("project", filter.project);
   equals("\"user\"", filter.user);
   if (filter.visible_projects) where += VisibleClause(c, "", *filter.visible_projects, filter.visible_queues, params);
+  if (filter.ids) {
+    where += " AND id >= ? AND id < ?";
+    params.emplace_back(int64_t{filter.ids->first});
+    params.emplace_back(int64_t{filter.ids->second});
+  }
 
   ReadSnapshot snapshot(c);
   JobPage page;

@@ -117,6 +117,7 @@ class SqlTransaction final : public Transaction {
 
   // Reserves `count` job ids in this transaction (SqlStore::ReserveBlockAhead).
   Result<model::JobId> ReserveBlock(int64_t count) { return ReserveIdBlock(c_, count); }
+  Result<model::JobId> ReserveJobIds(int64_t count) override { return ReserveIdBlock(c_, count); }
 
  private:
   Connection& c_;

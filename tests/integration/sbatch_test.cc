@@ -173,21 +173,22 @@ TEST_F(SbatchTest, TheApiReadsAScriptsDirectives) {
   ASSERT_EQ(job["state"], "COMPLETED") << job.dump(2);
   EXPECT_EQ(Log(id), "python 1 py api\n");
 
-  // What cannot be followed is refused, naming the line.
-  const Reply array = daemon_.Call("POST", "/v1/jobs", json{{"script", "#!/bin/sh\n#SBATCH --array=1-3\ntrue\n"}});
-  EXPECT_EQ(array.status, 422) << array.body;
-  EXPECT_EQ(array.json["error"]["field"], "script");
-  EXPECT_NE(array.json["error"]["message"].get<std::string>().find("line 2: --array=1-3"), std::string::npos)
-      << array.body;
+  // An array directive makes an array (docs/arrays.md).
+  const Reply array = daemon_.Call("POST", "/v1/jobs", json{{"script", "#!/bin/sh\n#SBATCH --array=1-3%2\ntrue\n"}});
+  ASSERT_EQ(array.status, 201) << array.body;
+  EXPECT_EQ(array.json["array"]["indices"], "1-3");
+  EXPECT_EQ(array.json["array"]["max_running"], 2);
 }
 
-// Arrays and dependencies are passed on by the client; a server without
-// them refuses the field, and sbatch says which option that is.
-TEST_F(SbatchTest, TheClientSaysWhichOptionTheServerDoesNotSupport) {
+// Arrays and dependencies are passed on by the client to the server.
+TEST_F(SbatchTest, ArraysAndDependenciesReachTheServer) {
   const std::string script = WriteScript("plain.sh", "#!/bin/sh\ntrue\n");
-  auto array = daemon_.RunCli({"sbatch", "--array=1-10%2", script});
-  EXPECT_EQ(array.exit_code, 1);
-  EXPECT_NE(array.err.find("does not support job arrays (--array) yet"), std::string::npos) << array.err;
+  auto array = daemon_.RunCli({"sbatch", "--parsable", "--array=1-10%2", script});
+  ASSERT_EQ(array.exit_code, 0) << array.err;
+  const std::string array_id = array.out.substr(0, array.out.find('\n'));
+  const json parent = daemon_.Call("GET", "/v1/jobs/" + array_id).json;
+  EXPECT_EQ(parent["array"]["indices"], "1-10");
+  EXPECT_EQ(parent["array"]["max_running"], 2);
   // Dependencies are the server's (docs/dependencies.md): -d reaches it.
   auto first = daemon_.RunCli({"sbatch", "--parsable", script});
   ASSERT_EQ(first.exit_code, 0) << first.err;

@@ -105,6 +105,8 @@ class MemoryTransaction final : public Transaction {
   MemoryTransaction(MemoryStore::Tables& t, std::atomic<model::JobId>& next_job_id)
       : t_(t), next_job_id_(next_job_id) {}
 
+  Result<model::JobId> ReserveJobIds(int64_t count) override { return next_job_id_.fetch_add(count); }
+
   Result<model::JobId> InsertJob(const model::Job& job, const std::string& key, const std::string& doc) override {
     (void)doc;  // the record is the job itself
     if (!key.empty()) {
@@ -537,7 +539,8 @@ JobPage MemoryStore::ListJobs(const JobFilter& f) const {
     const model::Job& job = it->second;
     if ((f.state && job.state != *f.state) || (f.queue && job.queue != *f.queue) || (f.pool && job.pool != *f.pool) ||
         (f.project && job.project != *f.project) || (f.user && job.user != *f.user) ||
-        !Visible(f.visible_projects, f.visible_queues, job.project, job.queue)) {
+        !Visible(f.visible_projects, f.visible_queues, job.project, job.queue) ||
+        (f.ids && (job.id < f.ids->first || job.id >= f.ids->second))) {
       continue;
     }
     ++page.total;

@@ -33,6 +33,9 @@ std::string JobDocument(const model::Job& job);
 // their model defaults. A field of the wrong type is a kBadRequest error
 // naming that field.
 Result<model::Job> JobFromJson(const nlohmann::json& doc);
+// An array parent's "array" member: its indices, those still waiting, its
+// cap, the id of its first task and counts of its tasks per state.
+nlohmann::json ArrayToJson(const model::JobArray& array);
 
 // A feature's text as the JSON scalar it spells: "80" -> 80, "1.5" -> 1.5,
 // "true" -> true, anything else (including "080" or "1.50", whose number

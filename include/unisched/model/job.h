@@ -12,6 +12,7 @@
 #include "unisched/common/time.h"
 #include "unisched/model/cluster.h"
 #include "unisched/model/dependency.h"
+#include "unisched/model/job_array.h"
 #include "unisched/model/resources.h"
 
 namespace unisched::model {
@@ -242,6 +243,10 @@ struct Job {
   // Jobs it waits for (Slurm's --dependency; model/dependency.h): checked
   // until its first start, never after (a requeued job has met it).
   Dependency dependency;
+  // An array's parent (its tasks wait in it until they start), or a task
+  // of an array (model/job_array.h, docs/arrays.md); neither: an ordinary job.
+  std::optional<JobArray> array;
+  std::optional<ArrayTask> array_task;
 
   // The latest attempt, or nullptr before the first start.
   const Attempt* CurrentAttempt() const { return attempts.empty() ? nullptr : &attempts.back(); }

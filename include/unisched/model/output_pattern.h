@@ -19,6 +19,9 @@ struct OutputPlace {
   std::string node;
   std::string user;
   std::string name;
+  // A task of an array: its array's id (%A) and its index (%a).
+  JobId array_job = 0;
+  int64_t array_index = 0;
 };
 
 // "" when `pattern` is one, else why not (the letters it may use): empty,

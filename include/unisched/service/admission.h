@@ -43,8 +43,9 @@ struct JobRequest {
       output_file;  // Slurm's -o and -e patterns (model::Job); relative: under workdir, else executor.output_dir
   std::string error_file;
   int priority = 0;
-  std::optional<int> max_retries;  // overrides the queue's (docs/policy/retries.md)
-  model::Dependency dependency;    // docs/dependencies.md
+  std::optional<int> max_retries;        // overrides the queue's (docs/policy/retries.md)
+  model::Dependency dependency;          // docs/dependencies.md
+  std::optional<model::JobArray> array;  // an array's indices and cap (docs/arrays.md); none: one job
 };
 
 // Where an admitted job goes, with the queue's defaults applied.

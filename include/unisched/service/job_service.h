@@ -64,7 +64,13 @@ class JobService {
   // not `verb` it): its owner, admins of its queue, platform-admins.
   Result<model::Job> ControllableJob(const auth::Principal& who, const std::string& job_id,
                                      const std::string& verb) const;
+  // `job_id` is an id, or an array's task as Slurm names it, "123_7"
+  // (VisibleArrayTask).
   Result<model::Job> VisibleJob(const auth::Principal& who, const std::string& job_id) const;
+  // Task `index` of the array `parent_id`: its own job once started, else
+  // as it waits in its array (PENDING, or HELD with it), or CANCELLED when it
+  // was cancelled before it started (docs/arrays.md).
+  Result<model::Job> VisibleArrayTask(const auth::Principal& who, model::JobId parent_id, int64_t index) const;
 
   // Admits an API sandbox (the job path's router, quotas and budgets), then
   // has the sandbox plane start it (waiting for a slot as its queue's

@@ -41,6 +41,8 @@ struct JobFilter {
   // queue is in `queues` match (an empty list matches nothing).
   std::optional<std::vector<std::string>> visible_projects;
   std::vector<std::string> visible_queues;
+  // Only ids in [first, end): an array's tasks (docs/arrays.md).
+  std::optional<std::pair<model::JobId, model::JobId>> ids;
   int limit = 100;                     // 0: count only
   std::optional<model::JobId> cursor;  // return jobs with id < cursor (newest first)
 };
@@ -72,6 +74,9 @@ class JobWrites {
   // submission is recognised by its key (FindIdempotentJob).
   virtual Result<model::JobId> InsertJob(const model::Job& job, const std::string& idempotency_key,
                                          const std::string& doc = {}) = 0;
+  // Reserves `count` consecutive job ids (an array's tasks, docs/arrays.md)
+  // and returns the first; committed with the transaction, never reused.
+  virtual Result<model::JobId> ReserveJobIds(int64_t count) = 0;
   // The job id a (user, key) pair was first used for, if any. Keys go with
   // their job (DeleteJobsEndedBefore).
   virtual std::optional<model::JobId> FindIdempotentJob(const std::string& user, const std::string& key) = 0;

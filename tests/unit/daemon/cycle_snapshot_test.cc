@@ -328,3 +328,71 @@ TEST_F(CycleSnapshotTest, WithPredictionsEveryPendingAndRunningJobCarriesItsOwnO
 
 }  // namespace
 }  // namespace unisched::daemon
+
+namespace unisched::daemon {
+namespace {
+
+// An array (docs/arrays.md) is offered as its waiting tasks, each with its
+// own id, at most max_running minus its active tasks; the rest wait with
+// JobArrayTaskLimit. A RUNNING parent (every task started) is not a running
+// job: it holds nothing.
+TEST_F(CycleSnapshotTest, AnArrayIsOfferedAsItsWaitingTasksUpToItsCap) {
+  struct Case {
+    const char* what;
+    const char* indices;
+    const char* waiting;
+    int64_t max_running;
+    int64_t completed;
+    std::vector<model::JobId> offered;
+    bool limited;
+  };
+  // first_task_id 100: the task at ordinal k has id 100 + k.
+  const std::vector<Case> cases = {
+      {"no cap", "1-7:2", "1-7:2", 0, 0, {100, 101, 102, 103}, false},
+      {"capped, none started", "1-7:2", "1-7:2", 2, 0, {100, 101}, true},
+      {"capped, two active", "1-7:2", "5-7:2", 2, 0, {}, true},
+      {"capped, one active one done", "1-7:2", "5-7:2", 2, 1, {102}, true},
+      {"capped, room for all left", "1-7:2", "7", 3, 1, {103}, false},
+      {"a list", "0,10,20", "10,20", 0, 1, {101, 102}, false},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.what);
+    active_.clear();
+    Job parent = MakeJob(7, "plain", JobState::kPending);
+    model::JobArray array;
+    array.indices = model::IndexSet::Parse(c.indices, "x").value();
+    array.waiting = model::IndexSet::Parse(c.waiting, "x").value();
+    array.max_running = c.max_running;
+    array.first_task_id = 100;
+    array.tasks_completed = c.completed;
+    parent.array = array;
+    Add(parent);
+    const CycleSnapshot got = Build();
+    std::vector<model::JobId> offered;
+    for (const auto& p : got.snapshot.pending) {
+      offered.push_back(p.id);
+      EXPECT_EQ(p.resources, parent.resources);
+      EXPECT_EQ(p.submitted_at, parent.submitted_at);
+    }
+    EXPECT_EQ(offered, c.offered);
+    ASSERT_EQ(got.held_back.size(), c.limited ? 1u : 0u);
+    if (c.limited) {
+      EXPECT_EQ(got.held_back[0].first, 7);
+      EXPECT_EQ(got.held_back[0].second.own->front().code, "JobArrayTaskLimit");
+    }
+  }
+  active_.clear();
+  Job running = MakeJob(7, "plain", JobState::kRunning);
+  running.attempts.clear();
+  model::JobArray all_started;
+  all_started.indices = model::IndexSet::Parse("0-3", "x").value();
+  all_started.first_task_id = 100;
+  running.array = all_started;
+  Add(running);
+  const CycleSnapshot got = Build();
+  EXPECT_TRUE(got.snapshot.running.empty());
+  EXPECT_TRUE(got.snapshot.pending.empty());
+}
+
+}  // namespace
+}  // namespace unisched::daemon

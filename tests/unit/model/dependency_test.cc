@@ -51,7 +51,7 @@ TEST(ParseDependencyTest, BadTextIsRefusedNamingWhatIsWrong) {
       {"afterok:12,", "a term is empty"},
       {"afterok:1,afterany:2?afterok:3", "',' and '?' cannot be mixed"},
       {"afterfoo:1", "'afterfoo' is not a dependency type"},
-      {"aftercorr:1", "job arrays"},
+      {"aftercorr:1", "afterok:ID waits for a whole array"},
       {"after:1+5", "a delay after a job"},
       {"singleton:4", "singleton names no jobs"},
       {"AfterOK:1", "'AfterOK' is not a dependency type"},

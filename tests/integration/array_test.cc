@@ -1,0 +1,240 @@
+// Job arrays through the real daemon (docs/arrays.md): one submission, tasks
+// that start as jobs of their own with their index in their environment, at
+// most max_running at once; the array's state follows its tasks; cancelled
+// whole or per task; kept across a restart; 100,000 tasks in one request
+// with one row.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "testing/daemon.h"
+#include "unisched/common/time.h"
+
+namespace unisched::testing {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kConfig = R"yaml(
+server:
+  scheduler_tick_seconds: 0.1
+pools:
+  - name: cpu
+    kind: cpu
+    nodes: [x86-c8m16-hpc-01]
+nodes:
+  - name: x86-c8m16-hpc-01
+    cpus: 8
+    memory_mb: 16384
+queues:
+  - name: batch
+    pool: cpu
+projects:
+  - name: default
+)yaml";
+
+json Array(const std::string& script, const std::string& indices, int max_running = 0) {
+  json job = ShellJob("batch", script);
+  job["array"] = {{"indices", indices}};
+  if (max_running > 0) job["array"]["max_running"] = max_running;
+  return job;
+}
+
+class ArrayTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    daemon_.UseConfigText(kConfig);
+    daemon_.Start();
+  }
+  TestDaemon& d() { return daemon_; }
+  // Every task of the array, expanded (started ones and waiting ones).
+  json Tasks(const std::string& id) { return d().Call("GET", "/v1/jobs?limit=1000&array=" + id).json; }
+  TestDaemon daemon_;
+};
+
+TEST_F(ArrayTest, EveryTaskRunsOnceWithItsIndexAndAtMostMaxRunningAtOnce) {
+  const Reply submitted =
+      d().Call("POST", "/v1/jobs",
+               Array("echo $SLURM_ARRAY_JOB_ID $SLURM_ARRAY_TASK_ID $UNISCHED_ARRAY_TASK_COUNT $SLURM_ARRAY_TASK_MIN "
+                     "$SLURM_ARRAY_TASK_MAX $SLURM_ARRAY_TASK_STEP; sleep 0.3",
+                     "1-7:2", 2));
+  ASSERT_EQ(submitted.status, 201) << submitted.body;
+  const std::string id = submitted.json["id"];
+  EXPECT_EQ(submitted.json["array"]["indices"], "1-7:2");
+  EXPECT_EQ(submitted.json["array"]["tasks"]["total"], 4);
+  EXPECT_EQ(submitted.json["array"]["tasks"]["waiting"], 4);
+
+  const json parent = d().WaitTerminal(id);
+  ASSERT_EQ(parent["state"], "COMPLETED") << parent.dump(2);
+  EXPECT_EQ(parent["array"]["tasks"]["completed"], 4);
+  EXPECT_EQ(parent["array"]["waiting"], "");
+  EXPECT_TRUE(parent["attempts"].empty());
+
+  const json tasks = Tasks(id);
+  ASSERT_EQ(tasks["jobs"].size(), 4u) << tasks.dump(2);
+  EXPECT_EQ(tasks["total"], 4);
+  std::vector<std::pair<Timestamp, int>> edges;  // +1 at a start, -1 at an end
+  std::vector<int64_t> indices;
+  for (const json& task : tasks["jobs"]) {
+    EXPECT_EQ(task["state"], "COMPLETED") << task.dump();
+    EXPECT_EQ(task["array_job_id"], id);
+    const int64_t index = task["array_task_id"];
+    indices.push_back(index);
+    const Reply log = d().Call("GET", "/v1/jobs/" + task["id"].get<std::string>() + "/log");
+    EXPECT_EQ(log.body, id + " " + std::to_string(index) + " 4 1 7 2\n");
+    // Slurm's name for it finds the same job.
+    EXPECT_EQ(d().Call("GET", "/v1/jobs/" + id + "_" + std::to_string(index)).json["id"], task["id"]);
+    edges.emplace_back(*ParseRfc3339(task["started_at"].get<std::string>()), +1);
+    edges.emplace_back(*ParseRfc3339(task["ended_at"].get<std::string>()), -1);
+  }
+  std::sort(indices.begin(), indices.end());
+  EXPECT_EQ(indices, (std::vector<int64_t>{1, 3, 5, 7}));
+  std::sort(edges.begin(), edges.end());  // an end before a start at the same instant
+  int running = 0, most = 0;
+  for (const auto& [at, step] : edges) most = std::max(most, running += step);
+  EXPECT_EQ(most, 2) << "max_running 2, and two could run at once";
+  EXPECT_EQ(d().Call("GET", "/v1/jobs/" + id + "_4").status, 404);
+}
+
+TEST_F(ArrayTest, AFailedTaskFailsTheArrayAndDependantsSeeTheWholeArray) {
+  const std::string id = d().Submit(Array("exit $((SLURM_ARRAY_TASK_ID == 1))", "0-2"));
+  const std::string on_success = d().Submit([&] {
+    json job = ShellJob("batch", "true");
+    job["dependency"] = "afterok:" + id;
+    return job;
+  }());
+  const std::string either = d().Submit([&] {
+    json job = ShellJob("batch", "true");
+    job["dependency"] = "afterany:" + id;
+    return job;
+  }());
+  const json parent = d().WaitTerminal(id);
+  ASSERT_EQ(parent["state"], "FAILED") << parent.dump(2);
+  EXPECT_EQ(parent["array"]["tasks"]["completed"], 2);
+  EXPECT_EQ(parent["array"]["tasks"]["failed"], 1);
+  EXPECT_EQ(d().Call("GET", "/v1/jobs/" + id + "_1").json["state"], "FAILED");
+  EXPECT_EQ(d().WaitTerminal(either)["state"], "COMPLETED");
+  EXPECT_EQ(d().WaitTerminal(on_success)["state"], "CANCELLED");
+}
+
+TEST_F(ArrayTest, CancellingTheArrayStopsItsRunningTaskAndNoWaitingOneStarts) {
+  const std::string id = d().Submit(Array("sleep 30", "0-99", 1));
+  d().WaitJob(id, [](const json& j) { return j["array"]["tasks"]["active"] == 1; });
+  const json listed = Tasks(id);
+  EXPECT_EQ(listed["total"], 100);
+  EXPECT_EQ(listed["jobs"].size(), 100u);
+  EXPECT_EQ(listed["jobs"][1]["state"], "PENDING") << listed["jobs"][1].dump();
+  // A waiting task has its reason: the array's cap.
+  const json waiting = d().Call("GET", "/v1/jobs/" + id).json;
+  ASSERT_FALSE(waiting["pending_reasons"].empty()) << waiting.dump(2);
+  EXPECT_EQ(waiting["pending_reasons"][0]["code"], "JobArrayTaskLimit");
+
+  const Reply cancel = d().Call("DELETE", "/v1/jobs/" + id);
+  ASSERT_EQ(cancel.status, 200) << cancel.body;
+  const json parent = d().WaitTerminal(id);
+  EXPECT_EQ(parent["state"], "CANCELLED") << parent.dump(2);
+  EXPECT_EQ(parent["array"]["tasks"]["failed"], 100);
+  EXPECT_EQ(d().Call("GET", "/v1/jobs/" + id + "_0").json["state"], "CANCELLED");
+  const json never = d().Call("GET", "/v1/jobs/" + id + "_50").json;
+  EXPECT_EQ(never["state"], "CANCELLED");
+  EXPECT_EQ(never["state_reason"], "cancelled before it started");
+  EXPECT_EQ(Tasks(id)["jobs"].size(), 1u) << "only the task that started has a row";
+}
+
+TEST_F(ArrayTest, OneWaitingTaskIsCancelledAloneAndTheOthersRun) {
+  const std::string id = d().Submit(Array("sleep 0.3", "0-3", 1));
+  const Reply cancel = d().Call("DELETE", "/v1/jobs/" + id + "_3");
+  ASSERT_EQ(cancel.status, 200) << cancel.body;
+  EXPECT_EQ(cancel.json["state"], "CANCELLED");
+  EXPECT_EQ(cancel.json["array_task_id"], 3);
+  EXPECT_EQ(d().Call("POST", "/v1/jobs/" + id + "_2/hold").status, 409);
+  const json parent = d().WaitTerminal(id);
+  EXPECT_EQ(parent["state"], "FAILED") << "not every task completed: " << parent.dump(2);
+  EXPECT_EQ(parent["array"]["tasks"]["completed"], 3);
+  EXPECT_EQ(parent["array"]["tasks"]["failed"], 1);
+}
+
+TEST_F(ArrayTest, AnArrayGoesOnAcrossARestartAndEachTaskRunsOnce) {
+  // Written by the job's account.
+  const std::string dir = d().state_dir() + "/marks";
+  std::filesystem::create_directories(dir);
+  std::filesystem::permissions(dir, std::filesystem::perms::all);
+  const std::string id = d().Submit(Array("echo x >> " + dir + "/task-$SLURM_ARRAY_TASK_ID && sleep 0.5", "0-5", 2));
+  d().WaitJob(id, [](const json& j) { return j["array"]["tasks"]["active"] == 2; });
+  d().Stop();
+  d().Start();
+  const json parent = d().WaitTerminal(id);
+  ASSERT_EQ(parent["state"], "COMPLETED") << parent.dump(2);
+  EXPECT_EQ(parent["array"]["tasks"]["completed"], 6);
+  for (int index = 0; index < 6; ++index) {
+    EXPECT_EQ(ReadFile(dir + "/task-" + std::to_string(index)), "x\n") << index;
+  }
+}
+
+TEST_F(ArrayTest, AHundredThousandTasksAreOneRequestAndOneRow) {
+  const std::string blocker = d().Submit(ShellJob("batch", "sleep 60"));
+  json big = Array("true", "0-99999");
+  big["dependency"] = "afterok:" + blocker;
+  const Reply submitted = d().Call("POST", "/v1/jobs", big);
+  ASSERT_EQ(submitted.status, 201) << submitted.body;
+  const std::string id = submitted.json["id"];
+  EXPECT_EQ(submitted.json["array"]["tasks"]["total"], 100000);
+  const json page = d().Call("GET", "/v1/jobs?limit=3&array=" + id).json;
+  EXPECT_EQ(page["total"], 100000);
+  ASSERT_EQ(page["jobs"].size(), 3u);
+  EXPECT_EQ(page["jobs"][2]["array_task_id"], 2);
+  EXPECT_EQ(page["jobs"][2]["state"], "PENDING");
+  // The task ids were reserved at submit: no later job takes one.
+  const int64_t first = std::stoll(submitted.json["array"]["first_task_id"].get<std::string>());
+  const int64_t next = std::stoll(d().Submit(ShellJob("batch", "true")));
+  EXPECT_TRUE(next < first || next >= first + 100000) << next;
+  EXPECT_EQ(d().Call("DELETE", "/v1/jobs/" + id).json["state"], "CANCELLED");
+  EXPECT_EQ(d().Call("DELETE", "/v1/jobs/" + blocker).status, 200);
+}
+
+TEST_F(ArrayTest, BadArraysAreRefusedWithTheFieldAndNothingIsMade) {
+  struct Case {
+    json array;
+    const char* field;
+    const char* says;
+  };
+  const std::vector<Case> cases = {
+      {{{"indices", "5-1"}}, "array.indices", "runs backwards"},
+      {{{"indices", "1-4%0"}}, "array.indices", "1 or more"},
+      {{{"indices", "1-4%2"}, {"max_running", 3}}, "array.max_running", "give the cap once"},
+      {{{"indices", "1-4"}, {"max_running", -1}}, "array.max_running", ""},
+      {{{"indices", "0-1000000"}}, "array.indices", "at most 1000000 tasks"},
+      {{{"indices", "1-4"}, {"extra", 1}}, "array.extra", ""},
+      {json("1-4"), "array", ""},
+  };
+  const int64_t before = d().Call("GET", "/v1/jobs?limit=0").json["total"];
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.array.dump());
+    json job = ShellJob("batch", "true");
+    job["array"] = c.array;
+    const Reply r = d().Call("POST", "/v1/jobs", job);
+    EXPECT_TRUE(r.status == 422 || r.status == 400) << r.body;
+    EXPECT_EQ(r.json["error"]["field"], c.field) << r.body;
+    EXPECT_NE(r.json["error"]["message"].get<std::string>().find(c.says), std::string::npos) << r.body;
+  }
+  EXPECT_EQ(d().Call("GET", "/v1/jobs?limit=0").json["total"], before);
+}
+
+TEST_F(ArrayTest, SqueueShowsWaitingTasksCollapsedAndStartedOnesByName) {
+  const std::string id = d().Submit(Array("sleep 30", "1-9", 2));
+  d().WaitJob(id, [](const json& j) { return j["array"]["tasks"]["active"] == 2; });
+  const auto out = d().RunCli({"squeue", "--format", "%i %T"});
+  ASSERT_EQ(out.exit_code, 0) << out.err;
+  EXPECT_NE(out.out.find(id + "_[3-9%2] PENDING"), std::string::npos) << out.out;
+  EXPECT_NE(out.out.find(id + "_1 RUNNING"), std::string::npos) << out.out;
+  EXPECT_NE(out.out.find(id + "_2 RUNNING"), std::string::npos) << out.out;
+  EXPECT_EQ(d().Call("DELETE", "/v1/jobs/" + id).status, 200);
+  EXPECT_EQ(d().WaitTerminal(id)["state"], "CANCELLED");
+}
+
+}  // namespace
+}  // namespace unisched::testing
