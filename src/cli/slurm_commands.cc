@@ -6,6 +6,7 @@
 #include <set>
 
 #include "cli/slurm_views.h"
+#include "unisched/model/job_array.h"
 
 namespace unisched::cli {
 namespace {
@@ -166,10 +167,15 @@ int RunSacct(Session& session, const ParsedArgs& args, const UsageFailureFn& usa
     jobs.push_back(std::move(job));
   }
   // Each job's ledger totals: charges of the window's jobs may end after
-  // it (a job still running), so the usage is not cut to the window.
+  // it (a job still running), so the usage is not cut to the window's end;
+  // none is before the earliest of their submissions, where it starts.
   json usage_by_job = json::object();
   if (!jobs.empty()) {
-    auto usage = session.CallJson("GET", "/v1/usage?group_by=job");
+    Timestamp earliest = end;
+    for (const auto& job : jobs) {
+      if (auto submitted = ParseRfc3339(job.value("submitted_at", ""))) earliest = std::min(earliest, *submitted);
+    }
+    auto usage = session.CallJson("GET", "/v1/usage?group_by=job&from=" + FormatRfc3339(earliest));
     if (!usage) return 1;
     for (const auto& row : (*usage)["rows"]) {
       if (row.contains("job") && row["job"].is_string()) usage_by_job[row["job"].get<std::string>()] = row;
@@ -189,7 +195,19 @@ int RunSacct(Session& session, const ParsedArgs& args, const UsageFailureFn& usa
 }
 
 int RunScancel(Session& session, const ParsedArgs& args, const UsageFailureFn& usage_failure) {
-  std::vector<std::string> ids = args.positionals;
+  // Slurm's task ranges, 123_[1-5,9]: one id per task (docs/arrays.md).
+  std::vector<std::string> ids;
+  for (const std::string& id : args.positionals) {
+    const size_t open = id.find("_[");
+    if (open == std::string::npos || id.back() != ']') {
+      ids.push_back(id);
+      continue;
+    }
+    auto tasks = model::IndexSet::Parse(id.substr(open + 2, id.size() - open - 3), "job id");
+    if (!tasks.ok()) return usage_failure(id + ": " + tasks.error().message);
+    if (tasks->Count() > 10000) return usage_failure(id + ": at most 10000 tasks at once; cancel the array by its id");
+    for (int64_t index : tasks->First(tasks->Count())) ids.push_back(id.substr(0, open) + "_" + std::to_string(index));
+  }
   const bool filtered =
       args.Has("me") || args.Has("user") || args.Has("name") || args.Has("state") || args.Has("queue");
   if (ids.empty() && !filtered) {

@@ -232,6 +232,11 @@ TEST_F(ArrayTest, SqueueShowsWaitingTasksCollapsedAndStartedOnesByName) {
   EXPECT_NE(out.out.find(id + "_[3-9%2] PENDING"), std::string::npos) << out.out;
   EXPECT_NE(out.out.find(id + "_1 RUNNING"), std::string::npos) << out.out;
   EXPECT_NE(out.out.find(id + "_2 RUNNING"), std::string::npos) << out.out;
+  // scancel takes Slurm's task ranges: two waiting tasks go.
+  const auto cancelled = d().RunCli({"scancel", id + "_[5-6]"});
+  ASSERT_EQ(cancelled.exit_code, 0) << cancelled.err;
+  EXPECT_EQ(cancelled.out, "Cancelled job " + id + "_5\nCancelled job " + id + "_6\n");
+  EXPECT_EQ(d().Call("GET", "/v1/jobs/" + id).json["array"]["waiting"], "3-4,7-9");
   EXPECT_EQ(d().Call("DELETE", "/v1/jobs/" + id).status, 200);
   EXPECT_EQ(d().WaitTerminal(id)["state"], "CANCELLED");
 }
