@@ -116,6 +116,8 @@ Api::Api(ApiContext context)
   add("GET", "/v1/whoami", &Api::WhoAmI);
   add("GET", "/v1/reports/pending", &Api::PendingReport);
   routes_.back().query = {QueryParam::Integer("limit", 1, 1000)};
+  add("GET", "/v1/reports/cost", &Api::CostReport);
+  routes_.back().query = {QueryParam::Time("from"), QueryParam::Time("to"), QueryParam::Integer("top", 1, 100)};
   add("GET", "/v1/usage", &Api::Usage);
   routes_.back().query = {
       QueryParam::Time("from"), QueryParam::Time("to"),

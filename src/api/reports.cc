@@ -1,7 +1,9 @@
-// GET /v1/reports/pending (docs/policy/pending-reasons.md, "Why jobs
-// wait"): the seed's troubleshooting table for "job pending for a long
-// time" turned into an answer: waiting jobs grouped by the first reason the
-// last cycle gave them, each group's longest wait, and the longest waits.
+// The reports (issue 22): GET /v1/reports/pending (docs/policy/pending-reasons.md,
+// "Why jobs wait"): the seed's troubleshooting table for "job pending for a
+// long time" turned into an answer: waiting jobs grouped by the first reason
+// the last cycle gave them, each group's longest wait, and the longest waits.
+// GET /v1/reports/cost (docs/ledger.md, "Cost report"): unit costs per
+// workload kind and the top spenders.
 
 #include <algorithm>
 #include <map>
@@ -11,7 +13,9 @@
 
 #include "api/call.h"
 #include "api/responses.h"
+#include "api/usage_figures.h"
 #include "unisched/api/api.h"
+#include "unisched/ledger/ledger.h"
 
 namespace unisched::api {
 
@@ -90,6 +94,76 @@ void Api::PendingReport(Call& call) {
                         {"total", waiting.size()},
                         {"by_reason", std::move(by_reason)},
                         {"longest", std::move(longest)}}));
+}
+
+// GET /v1/reports/cost (docs/ledger.md, "Cost report"): what each kind of
+// workload costs per unit, from the ledger and the pools' prices, over a
+// window, and who spends most. Scoped as GET /v1/usage.
+void Api::CostReport(Call& call) {
+  store::UsageQuery query;
+  query.from = call.QueryTime("from");
+  query.to = call.QueryTime("to");
+  ScopeUsageQuery(*call.principal, query);
+  const auto top = static_cast<size_t>(call.QueryInt("top", 10));
+  auto metric = [](const store::UsageRow& row, const std::string& name) {
+    auto it = row.metrics.find(name);
+    return it == row.metrics.end() ? 0.0 : it->second;
+  };
+  // Per job (one row each, priced at its pool): the kinds' totals and
+  // their job counts.
+  struct Kind {
+    int64_t jobs = 0;
+    double cost = 0, cpu_core_seconds = 0, gpu_seconds = 0, instance_seconds = 0;
+  };
+  std::map<std::string, Kind> kinds;
+  query.group_by = {"workload_kind", "job"};
+  double total = 0;
+  for (const store::UsageRow& row : PricedUsage(query)) {
+    Kind& k = kinds[row.group.at("workload_kind")];
+    ++k.jobs;
+    k.cost += metric(row, "cost");
+    k.cpu_core_seconds += metric(row, ledger::kCpuCoreSeconds);
+    k.gpu_seconds += metric(row, ledger::kGpuSeconds);
+    k.instance_seconds += metric(row, ledger::kInstanceSeconds);
+    total += metric(row, "cost");
+  }
+  // cost / units, null where the kind used none of that unit.
+  auto per = [](double cost, double units) { return units > 0 ? json(cost / units) : json(nullptr); };
+  json by_kind = json::array();
+  for (const auto& [name, k] : kinds) {
+    by_kind.push_back({{"workload_kind", name},
+                       {"jobs", k.jobs},
+                       {"cost", k.cost},
+                       {"cpu_hours", k.cpu_core_seconds / 3600.0},
+                       {"gpu_hours", k.gpu_seconds / 3600.0},
+                       {"instance_minutes", k.instance_seconds / 60.0},
+                       {"cost_per_job", per(k.cost, static_cast<double>(k.jobs))},
+                       {"cost_per_cpu_hour", per(k.cost, k.cpu_core_seconds / 3600.0)},
+                       {"cost_per_gpu_hour", per(k.cost, k.gpu_seconds / 3600.0)},
+                       {"cost_per_instance_minute", per(k.cost, k.instance_seconds / 60.0)}});
+  }
+  // The largest spenders first, with their share of the total.
+  auto spenders = [&](const std::string& key) {
+    query.group_by = {key};
+    std::vector<store::UsageRow> rows = PricedUsage(query);
+    std::stable_sort(rows.begin(), rows.end(), [&](const store::UsageRow& a, const store::UsageRow& b) {
+      return metric(a, "cost") > metric(b, "cost");
+    });
+    json out = json::array();
+    for (size_t i = 0; i < rows.size() && i < top; ++i) {
+      const double cost = metric(rows[i], "cost");
+      out.push_back({{key, rows[i].group.at(key)}, {"cost", cost}, {"share", total > 0 ? cost / total : 0.0}});
+    }
+    return out;
+  };
+  json report = {{"generated_at", FormatRfc3339(ctx_.clock->Now())},
+                 {"from", query.from ? json(FormatRfc3339(*query.from)) : json(nullptr)},
+                 {"to", query.to ? json(FormatRfc3339(*query.to)) : json(nullptr)},
+                 {"total_cost", total},
+                 {"by_workload_kind", std::move(by_kind)}};
+  report["top_projects"] = spenders("project");
+  report["top_users"] = spenders("user");
+  call.reply(Json(200, std::move(report)));
 }
 
 }  // namespace unisched::api

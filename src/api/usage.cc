@@ -22,27 +22,7 @@ namespace unisched::api {
 
 using nlohmann::json;
 
-void Api::Usage(Call& call) {
-  store::UsageQuery query;
-  query.from = call.QueryTime("from");
-  query.to = call.QueryTime("to");
-  if (auto groups = call.Query("group_by")) {
-    std::string rest = *groups;
-    while (!rest.empty()) {
-      const size_t comma = rest.find(',');
-      const std::string name = rest.substr(0, comma);
-      rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
-      if (std::find(query.group_by.begin(), query.group_by.end(), name) == query.group_by.end()) {
-        query.group_by.push_back(name);
-      }
-    }
-  }
-  const std::string format = call.Query("format").value_or("json");
-  const auth::Principal& who = *call.principal;
-  if (!auth::IsPlatformAdmin(who)) {
-    query.visible_projects = who.projects;
-    if (who.role == auth::Role::kQueueAdmin) query.visible_queues = who.queues;
-  }
+std::vector<store::UsageRow> Api::PricedUsage(const store::UsageQuery& query) const {
   std::vector<store::UsageRow> rows;
   const auto& pools = ctx_.config->Current().cluster.pools;
   const bool priced =
@@ -69,6 +49,35 @@ void Api::Usage(Call& call) {
     for (auto& [key, row] : folded) rows.push_back(std::move(row));
   }
   for (auto& row : rows) AddInstanceMinutes(row.metrics);
+  return rows;
+}
+
+// Usage seen as `who` may: their projects' (and a queue-admin's queues'); all for platform admins.
+void ScopeUsageQuery(const auth::Principal& who, store::UsageQuery& query) {
+  if (!auth::IsPlatformAdmin(who)) {
+    query.visible_projects = who.projects;
+    if (who.role == auth::Role::kQueueAdmin) query.visible_queues = who.queues;
+  }
+}
+
+void Api::Usage(Call& call) {
+  store::UsageQuery query;
+  query.from = call.QueryTime("from");
+  query.to = call.QueryTime("to");
+  if (auto groups = call.Query("group_by")) {
+    std::string rest = *groups;
+    while (!rest.empty()) {
+      const size_t comma = rest.find(',');
+      const std::string name = rest.substr(0, comma);
+      rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+      if (std::find(query.group_by.begin(), query.group_by.end(), name) == query.group_by.end()) {
+        query.group_by.push_back(name);
+      }
+    }
+  }
+  const std::string format = call.Query("format").value_or("json");
+  ScopeUsageQuery(*call.principal, query);
+  const std::vector<store::UsageRow> rows = PricedUsage(query);
   if (format == "csv") {
     // Columns: the groups, then every metric any row has (absent: empty).
     std::set<std::string> metric_names;

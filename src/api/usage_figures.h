@@ -7,8 +7,10 @@
 #include <map>
 #include <string>
 
+#include "unisched/auth/auth.h"
 #include "unisched/ledger/ledger.h"
 #include "unisched/model/cluster.h"
+#include "unisched/store/accounting.h"
 
 namespace unisched::api {
 
@@ -33,5 +35,9 @@ inline void AddInstanceMinutes(std::map<std::string, double>& metrics) {
     metrics["instance_minutes"] = std::round(it->second / 60.0 * 100.0) / 100.0;
   }
 }
+
+// Limits `query` to the usage `who` may read: their projects' (and a
+// queue-admin's queues'); everything for platform admins (usage.cc).
+void ScopeUsageQuery(const auth::Principal& who, store::UsageQuery& query);
 
 }  // namespace unisched::api

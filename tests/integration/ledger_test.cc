@@ -213,6 +213,69 @@ TEST_F(LedgerTest, KnownUsageIsChargedToTheRightProjectAndQueue) {
   EXPECT_EQ(d().Call("GET", "/v1/usage?group_by=colour").status, 422);  // unknown: parsed, out of range
 }
 
+// GET /v1/reports/cost: the unit cost per workload kind from the ledger at
+// the pools' prices, and the top spenders with their shares; it agrees with
+// /v1/usage, and a user sees only their projects'.
+TEST_F(LedgerTest, TheCostReportGivesUnitCostsPerWorkloadKindAndTheTopSpenders) {
+  auto gpu = [&](const std::string& project) {
+    return d().Submit({{"workload", {{"kind", "ai-training"}}},
+                       {"project", project},
+                       {"resources", {{"cpus", 2}, {"gpus", 1}, {"memory_mb", 512}}},
+                       {"command", {"sleep", "1"}}});
+  };
+  const std::string a = gpu("genomics"), b = gpu("genomics"), c = gpu("default");
+  for (const auto& id : {a, b, c}) ASSERT_EQ(d().WaitTerminal(id)["state"], "COMPLETED");
+  const std::string burner = d().Submit(
+      {{"workload", {{"kind", "agent"}}}, {"resources", {{"cpus", 1}, {"memory_mb", 256}}}, {"command", {"true"}}});
+  ASSERT_EQ(d().WaitTerminal(burner)["state"], "COMPLETED");
+
+  const Reply r = d().Call("GET", "/v1/reports/cost?top=5");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json& report = r.json;
+  json training, agent;
+  for (const auto& k : report["by_workload_kind"]) {
+    if (k["workload_kind"] == "ai-training") training = k;
+    if (k["workload_kind"] == "agent") agent = k;
+  }
+  ASSERT_FALSE(training.is_null()) << report.dump(2);
+  EXPECT_EQ(training["jobs"], 3) << report.dump(2);
+  // The same totals as /v1/usage's, and each unit cost is cost / units.
+  json usage;
+  const json by_kind = Usage("group_by=workload_kind");
+  for (const auto& row : by_kind["rows"]) {
+    if (row["workload_kind"] == "ai-training") usage = row;
+  }
+  ASSERT_FALSE(usage.is_null()) << by_kind.dump(2);
+  ASSERT_TRUE(training["cost"].is_number() && training["cpu_hours"].is_number() && training["gpu_hours"].is_number())
+      << report.dump(2);
+  const double cost = training["cost"];
+  EXPECT_NEAR(cost, usage["cost"].get<double>(), 1e-9);
+  EXPECT_GT(cost, 0);
+  EXPECT_NEAR(training["gpu_hours"].get<double>(), usage["gpu_seconds"].get<double>() / 3600, 1e-9);
+  EXPECT_NEAR(training["cost_per_job"].get<double>(), cost / 3, 1e-9);
+  EXPECT_NEAR(training["cost_per_gpu_hour"].get<double>(), cost / training["gpu_hours"].get<double>(), 1e-9);
+  EXPECT_NEAR(training["cost_per_cpu_hour"].get<double>(), cost / training["cpu_hours"].get<double>(), 1e-9);
+  EXPECT_TRUE(training["cost_per_instance_minute"].is_null()) << "no instance-minutes: no unit cost";
+  ASSERT_FALSE(agent.is_null()) << report.dump(2);
+  EXPECT_EQ(agent["cost"], 0);  // the agents pool has no prices
+  EXPECT_NEAR(report["total_cost"].get<double>(), cost, 1e-9);
+  // Genomics ran two of the three GPU jobs: it spends most.
+  ASSERT_GE(report["top_projects"].size(), 2u) << report.dump(2);
+  EXPECT_EQ(report["top_projects"][0]["project"], "genomics");
+  double shares = 0;
+  for (const auto& p : report["top_projects"]) shares += p["share"].get<double>();
+  EXPECT_NEAR(shares, 1.0, 1e-9);
+  EXPECT_EQ(report["top_users"][0]["user"], "admin");
+
+  // A user of another project sees none of it.
+  const std::string outsider = d().CreateUser("outsider", "user", {"tiny"});
+  const Reply theirs = d().Call("GET", "/v1/reports/cost", std::string(), {}, &outsider);
+  ASSERT_EQ(theirs.status, 200) << theirs.body;
+  EXPECT_EQ(theirs.json["total_cost"], 0);
+  EXPECT_TRUE(theirs.json["by_workload_kind"].empty()) << theirs.body;
+  EXPECT_EQ(d().Call("GET", "/v1/reports/cost?top=0").status, 422);
+}
+
 TEST_F(LedgerTest, Kill9DuringInterimChargingReconcilesAfterRestart) {
   const std::string id = d().Submit({{"workload", {{"kind", "ai-training"}}},
                                      {"resources", {{"cpus", 2}, {"gpus", 2}, {"memory_mb", 512}}},

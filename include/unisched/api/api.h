@@ -231,7 +231,11 @@ class Api {
   void ListAudit(Call& call);
   void WhoAmI(Call& call);
   void Usage(Call& call);
+  // Ledger sums for `query` with each row's cost at its pools' prices and
+  // its instance-minutes (usage.cc).
+  std::vector<store::UsageRow> PricedUsage(const store::UsageQuery& query) const;
   void PendingReport(Call& call);
+  void CostReport(Call& call);
   void Reconcile(Call& call);
   void ListEvents(Call& call);
   void CreateNodeToken(Call& call);
