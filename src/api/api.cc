@@ -116,12 +116,15 @@ Api::Api(ApiContext context)
   add("GET", "/v1/whoami", &Api::WhoAmI);
   add("GET", "/v1/reports/pending", &Api::PendingReport);
   routes_.back().query = {QueryParam::Integer("limit", 1, 1000)};
+  add("GET", "/v1/reports/capacity", &Api::CapacityReport);
+  routes_.back().query = {QueryParam::Time("from"), QueryParam::Time("to"),
+                          QueryParam::Integer("target_headroom_percent", 0, 90)};
   add("GET", "/v1/reports/cost", &Api::CostReport);
   routes_.back().query = {QueryParam::Time("from"), QueryParam::Time("to"), QueryParam::Integer("top", 1, 100)};
   add("GET", "/v1/usage", &Api::Usage);
   routes_.back().query = {
       QueryParam::Time("from"), QueryParam::Time("to"),
-      QueryParam::ChoiceList("group_by", {"user", "project", "queue", "pool", "workload_kind", "job"}),
+      QueryParam::ChoiceList("group_by", {"user", "project", "queue", "pool", "workload_kind", "job", "hour"}),
       QueryParam::Choice("format", {"json", "csv"})};
   add("GET", "/v1/usage/reconcile", &Api::Reconcile);
   add("GET", "/v1/events", &Api::ListEvents);

@@ -166,4 +166,89 @@ void Api::CostReport(Call& call) {
   call.reply(Json(200, std::move(report)));
 }
 
+// GET /v1/reports/capacity (docs/ledger.md, "Capacity report"): each
+// pool's utilisation per hour over a window, from the ledger's hourly sums
+// against the pool's capacity in the config; its peak and average; the
+// headroom the peak leaves against a target; and the nodes idle now, since
+// when. Scoped as /v1/usage: a user's curves are their projects' share.
+void Api::CapacityReport(Call& call) {
+  const Timestamp now = ctx_.clock->Now();
+  store::UsageQuery query;
+  query.to = call.QueryTime("to").value_or(now);
+  query.from = call.QueryTime("from").value_or(*query.to - std::chrono::hours(24 * 7));
+  if (*query.from >= *query.to) {
+    call.reply(FromError(Error::Unprocessable("invalid_value", "from must be before to", "from")));
+    return;
+  }
+  const int64_t target = call.QueryInt("target_headroom_percent", 25);
+  ScopeUsageQuery(*call.principal, query);
+  query.group_by = {"pool", "hour"};
+  // Allocated core- and GPU-seconds per (pool, hour start).
+  std::map<std::string, std::map<std::string, std::pair<double, double>>> used;
+  for (const store::UsageRow& row : PricedUsage(query)) {
+    auto metric = [&row](const char* name) {
+      auto it = row.metrics.find(name);
+      return it == row.metrics.end() ? 0.0 : it->second;
+    };
+    auto& cell = used[row.group.at("pool")][row.group.at("hour")];
+    cell.first += metric(ledger::kCpuCoreSeconds);
+    cell.second += metric(ledger::kGpuSeconds);
+  }
+  const double window_seconds = std::chrono::duration<double>(*query.to - *query.from).count();
+  const config::Config& config = ctx_.config->Current();
+  json pools = json::array();
+  for (const model::PoolSpec& pool : config.cluster.pools) {
+    int64_t cpus = 0, gpus = 0;
+    for (const std::string& name : pool.nodes) {
+      if (const model::NodeSpec* node = config.cluster.FindNode(name)) {
+        cpus += node->cpus;
+        gpus += static_cast<int64_t>(node->gpus.size());
+      }
+    }
+    // Utilisation of an hour: what was allocated in it over what the pool
+    // could have given (capacity x 3600 s). The binding resource is the
+    // GPUs of a pool that has them, else the CPUs.
+    const bool by_gpu = gpus > 0;
+    json hours = json::array();
+    double peak = 0, total_cpu = 0, total_gpu = 0;
+    for (const auto& [hour, cell] : used[pool.name]) {
+      const double cpu = cpus > 0 ? cell.first / (static_cast<double>(cpus) * 3600.0) : 0.0;
+      const double gpu = gpus > 0 ? cell.second / (static_cast<double>(gpus) * 3600.0) : 0.0;
+      total_cpu += cell.first;
+      total_gpu += cell.second;
+      peak = std::max(peak, by_gpu ? gpu : cpu);
+      hours.push_back(
+          {{"hour", hour}, {"cpu_utilisation", cpu}, {"gpu_utilisation", by_gpu ? json(gpu) : json(nullptr)}});
+    }
+    const double capacity = static_cast<double>(by_gpu ? gpus : cpus) * window_seconds;
+    const double average = capacity > 0 ? (by_gpu ? total_gpu : total_cpu) / capacity : 0.0;
+    const double headroom = 1.0 - peak;
+    json idle = json::array();
+    for (const auto& node : ctx_.control->View()->nodes) {
+      if (node.usage.spec.pool != pool.name || !node.idle_since || node.usage.state != model::NodeState::kUp) continue;
+      idle.push_back(
+          {{"node", node.usage.spec.name},
+           {"idle_since", FormatRfc3339(*node.idle_since)},
+           {"idle_seconds",
+            std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::seconds>(now - *node.idle_since).count())}});
+    }
+    pools.push_back({{"pool", pool.name},
+                     {"nodes", pool.nodes.size()},
+                     {"cpus", cpus},
+                     {"gpus", gpus},
+                     {"resource", by_gpu ? "gpu" : "cpu"},
+                     {"peak_utilisation", peak},
+                     {"average_utilisation", average},
+                     {"headroom", headroom},
+                     {"meets_target", headroom * 100.0 >= static_cast<double>(target)},
+                     {"hours", std::move(hours)},
+                     {"idle_nodes", std::move(idle)}});
+  }
+  call.reply(Json(200, {{"generated_at", FormatRfc3339(now)},
+                        {"from", FormatRfc3339(*query.from)},
+                        {"to", FormatRfc3339(*query.to)},
+                        {"target_headroom_percent", target},
+                        {"pools", std::move(pools)}}));
+}
+
 }  // namespace unisched::api

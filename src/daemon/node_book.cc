@@ -36,6 +36,10 @@ NodeBook::NodeBook(const config::Config& config, const Clock& clock)
 }
 
 void NodeBook::Load(const std::vector<store::NodeStateRecord>& stored, Timestamp now) {
+  // Idle since the start at the latest; recovered attempts take theirs back.
+  for (const auto& n : nodes_) {
+    if (!Busy(n)) idle_since_.try_emplace(n.spec.name, now);
+  }
   for (auto& n : nodes_) {
     if (!n.spec.agent) continue;
     n.state = model::NodeState::kDown;
@@ -61,6 +65,11 @@ void NodeBook::Apply(const model::Allocation& allocation, int sign) {
     if (!n) continue;
     n->Apply(share, sign);
     if (sign < 0 && n->state == model::NodeState::kDraining && !Busy(*n)) n->state = model::NodeState::kDrained;
+    if (Busy(*n)) {
+      idle_since_.erase(share.node);
+    } else {
+      idle_since_.try_emplace(share.node, clock_.Now());
+    }
   }
 }
 
@@ -185,6 +194,7 @@ std::vector<service::ClusterView::Node> NodeBook::Views() const {
     auto heard = last_heartbeat_.find(n.spec.name);
     const bool awaiting = reason != reasons_.end() && reason->second == kAwaitingAgent;
     views.push_back({n, reason == reasons_.end() ? "" : reason->second, std::nullopt});
+    if (auto idle = idle_since_.find(n.spec.name); idle != idle_since_.end()) views.back().idle_since = idle->second;
     // The daemon's start counts for the timeout, not as a heartbeat seen.
     if (heard != last_heartbeat_.end() && !awaiting) views.back().last_heartbeat = heard->second;
   }

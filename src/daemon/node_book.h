@@ -82,7 +82,10 @@ class NodeBook {
   std::unordered_map<std::string, size_t> node_index_;  // name -> position in nodes_ and config nodes
   std::map<std::string, std::string> reasons_;
   std::map<std::string, Timestamp> last_heartbeat_;  // agent nodes
-  std::map<std::string, std::string> addresses_;     // agent nodes, as their agents report them
+  // Nodes running nothing, since when: the end of their last allocation, or
+  // the daemon's start (GET /v1/reports/capacity's idle nodes).
+  std::map<std::string, Timestamp> idle_since_;
+  std::map<std::string, std::string> addresses_;  // agent nodes, as their agents report them
   BlackHoleDetector black_holes_;
   std::map<std::pair<std::string, std::string>, int> published_counts_;  // what PublishGauges last set
 };

@@ -69,13 +69,20 @@ std::map<std::pair<model::JobId, int>, LedgerCharged> LedgerSums(Connection& c,
 }
 
 std::vector<UsageRow> QueryUsage(Connection& c, const UsageQuery& q) {
-  static const std::set<std::string> kGroupColumns = {"user", "project", "queue", "pool", "workload_kind", "job"};
-  std::string columns;
+  static const std::set<std::string> kGroupColumns = {"user",          "project", "queue", "pool",
+                                                      "workload_kind", "job",     "hour"};
+  // `columns` for the rollup, `raw_columns` for the entries: the same but
+  // for the hour, which an entry has as its interval_end's (integer
+  // division in SQLite and PostgreSQL alike: both operands are integers).
+  std::string columns, raw_columns;
   bool by_job = false;
   for (const auto& g : q.group_by) {
     if (!kGroupColumns.count(g)) throw std::invalid_argument("unknown group_by column " + g);
     by_job = by_job || g == "job";
-    columns += g == "job" ? std::string("job_id, ") : "\"" + g + "\", ";  // quoted: user is a keyword of PostgreSQL
+    const std::string column =
+        g == "job" ? std::string("job_id") : "\"" + g + "\"";  // quoted: user is a keyword of PostgreSQL
+    columns += column + ", ";
+    raw_columns += (g == "hour" ? std::string("interval_end / 3600000 AS hour") : column) + ", ";
   }
   // The window (from, to] on interval_end, split into the whole hours it
   // covers, summed from the hourly rollup (migration 4), and the partial
@@ -121,8 +128,8 @@ std::vector<UsageRow> QueryUsage(Connection& c, const UsageQuery& q) {
     std::string where = "TRUE";
     if (q.from) where += " AND interval_end > " + std::to_string(ToUnixMillis(*q.from));
     if (q.to) where += " AND interval_end <= " + std::to_string(ToUnixMillis(*q.to));
-    const std::string sql = "SELECT " + group + ", SUM(quantity) FROM ledger WHERE " + where + visible + " GROUP BY " +
-                            group + " ORDER BY " + group;
+    const std::string sql = "SELECT " + raw_columns + "metric, SUM(quantity) FROM ledger WHERE " + where + visible +
+                            " GROUP BY " + group + " ORDER BY " + group;
     auto stmt = OrThrow(c.Prepare(sql));
     for (size_t i = 0; i < visible_params.size(); ++i) stmt.Bind(static_cast<int>(i + 1), visible_params[i]);
     std::vector<UsageRow> rows;
@@ -130,23 +137,25 @@ std::vector<UsageRow> QueryUsage(Connection& c, const UsageQuery& q) {
     while (OrThrow(stmt.Step())) {
       std::map<std::string, std::string> key;
       for (int i = 0; i < n; ++i)
-        key[q.group_by[i]] = q.group_by[i] == "job" ? std::to_string(stmt.Int(i)) : stmt.Text(i);
+        key[q.group_by[i]] =
+            q.group_by[i] == "job" || q.group_by[i] == "hour" ? std::to_string(stmt.Int(i)) : stmt.Text(i);
       if (rows.empty() || rows.back().group != key) rows.push_back({key, {}});
       rows.back().metrics[stmt.Text(n)] += stmt.Double(n + 1);
     }
     return rows;
   }
   const std::string sql = "SELECT " + group + ", SUM(quantity) FROM (SELECT " + group +
-                          ", quantity FROM ledger_hourly " + rollup_where + visible + " UNION ALL SELECT " + group +
-                          ", quantity FROM ledger WHERE (" + raw_where + ")" + visible + ") AS window_rows GROUP BY " +
-                          group + " ORDER BY " + group;
+                          ", quantity FROM ledger_hourly " + rollup_where + visible + " UNION ALL SELECT " +
+                          raw_columns + "metric, quantity FROM ledger WHERE (" + raw_where + ")" + visible +
+                          ") AS window_rows GROUP BY " + group + " ORDER BY " + group;
   auto stmt = OrThrow(c.Prepare(sql));
   for (size_t i = 0; i < params.size(); ++i) stmt.Bind(static_cast<int>(i + 1), params[i]);
   std::vector<UsageRow> rows;
   const int n = static_cast<int>(q.group_by.size());
   while (OrThrow(stmt.Step())) {
     std::map<std::string, std::string> key;
-    for (int i = 0; i < n; ++i) key[q.group_by[i]] = stmt.Text(i);
+    for (int i = 0; i < n; ++i)
+      key[q.group_by[i]] = q.group_by[i] == "hour" ? std::to_string(stmt.Int(i)) : stmt.Text(i);
     if (rows.empty() || rows.back().group != key) rows.push_back({key, {}});
     rows.back().metrics[stmt.Text(n)] += stmt.Double(n + 1);
   }

@@ -334,6 +334,11 @@ async function prepare(id, status, mediaType, refused = false) {
       if (s === 422) return {path: '/v1/reports/pending', query: {limit: '0'}, invalid: `${bad}: limit below its minimum (1)`};
       if (s === 400) return {path: '/v1/reports/pending', query: {limit: 'ten'}, invalid: `${bad}: limit is not a number`};
       break;
+    case 'getCapacityReport':
+      if (s === 200) return {path: '/v1/reports/capacity', query: {target_headroom_percent: '20'}};
+      if (s === 422) return {path: '/v1/reports/capacity', query: {target_headroom_percent: '95'}, invalid: `${bad}: target above its maximum (90)`};
+      if (s === 400) return {path: '/v1/reports/capacity', query: {to: 'now'}, invalid: `${bad}: to is not RFC 3339`};
+      break;
     case 'getCostReport':
       if (s === 200) return {path: '/v1/reports/cost', query: {top: '3'}};
       if (s === 422) return {path: '/v1/reports/cost', query: {top: '0'}, invalid: `${bad}: top below its minimum (1)`};

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "testing/daemon.h"
@@ -274,6 +275,71 @@ TEST_F(LedgerTest, TheCostReportGivesUnitCostsPerWorkloadKindAndTheTopSpenders) 
   EXPECT_EQ(theirs.json["total_cost"], 0);
   EXPECT_TRUE(theirs.json["by_workload_kind"].empty()) << theirs.body;
   EXPECT_EQ(d().Call("GET", "/v1/reports/cost?top=0").status, 422);
+}
+
+// Usage by hour, and GET /v1/reports/capacity: each pool's utilisation per
+// hour against its capacity, its peak and average, the headroom left, and
+// the nodes idle now.
+TEST_F(LedgerTest, TheCapacityReportGivesUtilisationPerHourPeakHeadroomAndIdleNodes) {
+  const Timestamp before = SystemClock().Now();
+  const std::string id = d().Submit({{"workload", {{"kind", "ai-training"}}},
+                                     {"resources", {{"cpus", 2}, {"gpus", 2}, {"memory_mb", 512}}},
+                                     {"command", {"sleep", "1"}}});
+  ASSERT_EQ(d().WaitTerminal(id)["state"], "COMPLETED");
+  const std::string from = FormatRfc3339(before - std::chrono::hours(2));
+
+  // GPU-seconds by the hour they ended in (one hour, or two when the job
+  // ran across an hour's end).
+  const json by_hour = Usage("group_by=pool,hour&from=" + from);
+  std::map<std::string, double> gpu_seconds;
+  for (const auto& row : by_hour["rows"]) {
+    if (row["pool"] != "gpu-pool") continue;
+    const std::string hour = row["hour"];
+    const auto start = ParseRfc3339(hour);
+    ASSERT_TRUE(start.has_value()) << hour;
+    EXPECT_EQ(ToUnixMillis(*start) % 3'600'000, 0) << hour;
+    gpu_seconds[hour] = row["gpu_seconds"].get<double>();
+  }
+  ASSERT_FALSE(gpu_seconds.empty()) << by_hour.dump(2);
+
+  const Reply r = d().Call("GET", "/v1/reports/capacity?target_headroom_percent=30&from=" + from);
+  ASSERT_EQ(r.status, 200) << r.body;
+  json gpu, agents;
+  for (const auto& p : r.json["pools"]) {
+    if (p["pool"] == "gpu-pool") gpu = p;
+    if (p["pool"] == "agents") agents = p;
+  }
+  ASSERT_FALSE(gpu.is_null()) << r.body;
+  EXPECT_EQ(gpu["resource"], "gpu");
+  EXPECT_EQ(gpu["gpus"], 2);
+  EXPECT_EQ(gpu["cpus"], 8);
+  ASSERT_EQ(gpu["hours"].size(), gpu_seconds.size()) << gpu.dump(2);
+  double peak = 0, total = 0;
+  for (const auto& h : gpu["hours"]) {
+    const double utilisation = gpu_seconds.at(h["hour"].get<std::string>()) / (2 * 3600.0);
+    EXPECT_NEAR(h["gpu_utilisation"].get<double>(), utilisation, 1e-12);
+    peak = std::max(peak, utilisation);
+    total += gpu_seconds.at(h["hour"].get<std::string>());
+  }
+  EXPECT_NEAR(gpu["peak_utilisation"].get<double>(), peak, 1e-12);
+  EXPECT_NEAR(gpu["headroom"].get<double>(), 1 - peak, 1e-12);
+  EXPECT_EQ(gpu["meets_target"], true);
+  const double window = std::chrono::duration<double>(*ParseRfc3339(r.json["to"].get<std::string>()) -
+                                                      *ParseRfc3339(r.json["from"].get<std::string>()))
+                            .count();
+  EXPECT_NEAR(gpu["average_utilisation"].get<double>(), total / (2 * window), 1e-9);
+  // Both nodes run nothing now: idle since the job ended (gpu) or the start (agents).
+  ASSERT_EQ(gpu["idle_nodes"].size(), 1u) << gpu.dump(2);
+  EXPECT_EQ(gpu["idle_nodes"][0]["node"], "x86-c8m16g2-train-01");
+  EXPECT_GE(*ParseRfc3339(gpu["idle_nodes"][0]["idle_since"].get<std::string>()), before);
+  ASSERT_FALSE(agents.is_null()) << r.body;
+  EXPECT_EQ(agents["resource"], "cpu");
+  EXPECT_TRUE(agents["hours"].empty());
+  EXPECT_EQ(agents["peak_utilisation"], 0);
+  EXPECT_EQ(agents["idle_nodes"].size(), 1u);
+
+  EXPECT_EQ(d().Call("GET", "/v1/reports/capacity?from=" + FormatRfc3339(before) + "&to=" + from).status, 422);
+  EXPECT_EQ(d().Call("GET", "/v1/reports/capacity?target_headroom_percent=95").status, 422);
 }
 
 TEST_F(LedgerTest, Kill9DuringInterimChargingReconcilesAfterRestart) {

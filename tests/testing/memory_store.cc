@@ -801,16 +801,20 @@ std::map<std::pair<model::JobId, int>, LedgerCharged> MemoryStore::LoadAllLedger
 }
 
 std::vector<UsageRow> MemoryStore::QueryUsage(const UsageQuery& q) const {
-  static const std::set<std::string> kGroupColumns = {"user", "project", "queue", "pool", "workload_kind", "job"};
+  static const std::set<std::string> kGroupColumns = {"user",          "project", "queue", "pool",
+                                                      "workload_kind", "job",     "hour"};
   for (const auto& g : q.group_by) {
     if (!kGroupColumns.count(g)) throw std::invalid_argument("unknown group_by column " + g);
   }
-  // A job id sorts as a number (SQL orders the integer column): padded here.
-  auto column = [](const LedgerEntry& e, const std::string& name) -> std::string {
-    if (name == "job") {
-      std::string id = std::to_string(e.job);
-      return std::string(20 - id.size(), '0') + id;
-    }
+  auto padded = [](int64_t n) {
+    std::string text = std::to_string(n);
+    return std::string(20 - text.size(), '0') + text;
+  };
+  auto unpadded = [](const std::string& text) { return std::to_string(std::stoll(text)); };
+  // A job id or hour sorts as a number (SQL orders the integer column): padded here.
+  auto column = [&padded](const LedgerEntry& e, const std::string& name) -> std::string {
+    if (name == "job") return padded(e.job);
+    if (name == "hour") return padded(ToUnixMillis(e.end) / 3'600'000);
     if (name == "user") return e.user;
     if (name == "project") return e.project;
     if (name == "queue") return e.queue;
@@ -829,7 +833,7 @@ std::vector<UsageRow> MemoryStore::QueryUsage(const UsageQuery& q) const {
     for (const auto& g : q.group_by) values.push_back(column(e, g));
     UsageRow& row = rows[values];
     for (size_t i = 0; i < q.group_by.size(); ++i) {
-      row.group[q.group_by[i]] = q.group_by[i] == "job" ? std::to_string(e.job) : values[i];
+      row.group[q.group_by[i]] = q.group_by[i] == "job" || q.group_by[i] == "hour" ? unpadded(values[i]) : values[i];
     }
     row.metrics[e.metric] += e.quantity;
   }

@@ -236,6 +236,7 @@ class Api {
   std::vector<store::UsageRow> PricedUsage(const store::UsageQuery& query) const;
   void PendingReport(Call& call);
   void CostReport(Call& call);
+  void CapacityReport(Call& call);
   void Reconcile(Call& call);
   void ListEvents(Call& call);
   void CreateNodeToken(Call& call);

@@ -44,6 +44,9 @@ struct ClusterView {
     model::NodeUsage usage;
     std::string reason;                         // why drained/down
     std::optional<Timestamp> last_heartbeat{};  // agent nodes: its agent's last heartbeat
+    // Running nothing since then (its last allocation's end, or the
+    // daemon's start); unset while it runs something.
+    std::optional<Timestamp> idle_since{};
   };
   std::vector<Node> nodes;
   std::map<std::string, int> pending_by_queue;

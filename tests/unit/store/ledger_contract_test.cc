@@ -86,6 +86,39 @@ TEST_P(LedgerStoreTest, UsageGroupsFiltersAndHidesOtherProjects) {
   EXPECT_DOUBLE_EQ(visible[0].metrics.at("cpu_core_seconds"), 10);
 }
 
+// group_by hour: the hour of each entry's end (Unix ms / 3,600,000), from
+// the rollup for whole hours and from the entries at the window's edges
+// alike, in hour order, with another key.
+TEST_P(LedgerStoreTest, UsageGroupsByTheHourOfEachEntrysEnd) {
+  const int64_t first_hour = ToUnixMillis(kT0) / 3'600'000;
+  const int64_t into_hour = ToUnixMillis(kT0) % 3'600'000 / 1000;  // kT0's seconds into its hour
+  Append(Entry("a", 1, "genomics", "cpu_core_seconds", 60, 0, 60));
+  Append(Entry("b", 1, "genomics", "cpu_core_seconds", 30, 60, 90));
+  Append(Entry("c", 2, "genomics", "cpu_core_seconds", 7, 3600, 3600 - into_hour + 3600 + 5));  // two hours on
+  Append(Entry("d", 2, "climate", "cpu_core_seconds", 5, 0, 10));
+  for (bool window : {false, true}) {
+    SCOPED_TRACE(window ? "an edge of the window inside an hour" : "no window");
+    UsageQuery q;
+    q.group_by = {"project", "hour"};
+    if (window) q.from = kT0 + std::chrono::seconds(1);  // the entries' ends are all after it
+    const auto rows = store_->QueryUsage(q);
+    ASSERT_EQ(rows.size(), 3u);
+    EXPECT_EQ(rows[0].group.at("project"), "climate");
+    EXPECT_EQ(rows[0].group.at("hour"), std::to_string(first_hour));
+    EXPECT_EQ(rows[1].group.at("project"), "genomics");
+    EXPECT_EQ(rows[1].group.at("hour"), std::to_string(first_hour));
+    EXPECT_DOUBLE_EQ(rows[1].metrics.at("cpu_core_seconds"), 90);
+    EXPECT_EQ(rows[2].group.at("hour"), std::to_string(first_hour + 2));
+    EXPECT_DOUBLE_EQ(rows[2].metrics.at("cpu_core_seconds"), 7);
+  }
+  UsageQuery by_job;
+  by_job.group_by = {"job", "hour"};
+  const auto rows = store_->QueryUsage(by_job);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[2].group.at("job"), "2");
+  EXPECT_EQ(rows[2].group.at("hour"), std::to_string(first_hour + 2));
+}
+
 TEST_P(LedgerStoreTest, DuplicatedRowsAreCounted) {
   Append(Entry("a", 1, "genomics", "cpu_core_seconds", 60, 0, 60));
   Append(Entry("a-copy", 1, "genomics", "cpu_core_seconds", 60, 0, 60));  // same interval, other key
