@@ -319,6 +319,7 @@ void Controller::RunCycle(Batch& batch, Timestamp now) {
   }
   DependencyBook& dependencies = jobs_.dependencies();
   state.ended_state = [&dependencies](model::JobId id) { return dependencies.EndedState(id); };
+  state.ended_array = [&dependencies](model::JobId id) { return dependencies.EndedArray(id); };
   CycleSnapshot built = BuildCycleSnapshot(config, state, now);
   dependencies.Prune();
   scheduler::Snapshot& snapshot = built.snapshot;

@@ -37,6 +37,92 @@ model::PendingInfo HeldBackInfo(const std::string& pool, std::string code, std::
   return info;
 }
 
+namespace {
+
+// aftercorr (docs/arrays.md): task i of `job` (an array) waits for task i
+// of each array its aftercorr terms name to end COMPLETED; where a named
+// array has no index i, that array does not hold it back. Offers the
+// waiting tasks whose corresponding tasks completed, in index order, up to
+// `room`; those that wait are held back on the parent with reason
+// Dependency; those whose corresponding task ended otherwise (or never
+// ran) can never start.
+template <class OfferTask>
+void OfferCorrespondingTasks(const Job& job, int64_t room, const CycleState& state, CycleSnapshot& out,
+                             const OfferTask& offer_task) {
+  const model::JobArray& array = *job.array;
+  // The named arrays: active ones from the controller, ended ones from the book.
+  std::vector<std::pair<model::JobId, std::optional<model::JobArray>>> named;
+  for (const auto& term : job.dependency.terms) {
+    if (term.type != model::DependencyType::kAfterCorr) continue;
+    for (model::JobId id : term.jobs) {
+      auto it = state.active.find(id);
+      if (it != state.active.end()) {
+        named.emplace_back(id, it->second.array);
+      } else {
+        named.emplace_back(id, state.ended_array ? state.ended_array(id) : std::nullopt);
+      }
+    }
+  }
+  int64_t offered = 0, waiting = 0, limited = 0;
+  std::string first_why;
+  for (int64_t index : array.waiting.First(array.waiting.Count())) {
+    bool ready = true, never = false;
+    std::string why;
+    for (const auto& [id, other] : named) {
+      if (!other) {
+        never = true;
+        why = "job " + std::to_string(id) + " is no array (aftercorr)";
+        break;
+      }
+      const auto task = model::ArrayTaskId(*other, index);
+      if (!task) continue;  // no task i there
+      const std::string name = model::ArrayTaskName(id, index);
+      if (other->waiting.Contains(index)) {
+        ready = false;
+        why = "task " + name + " to end COMPLETED (aftercorr; it has not started)";
+        continue;
+      }
+      std::optional<model::JobState> s;
+      if (auto it = state.active.find(*task); it != state.active.end()) {
+        s = it->second.state;
+      } else if (state.ended_state) {
+        s = state.ended_state(*task);
+      }
+      if (s == model::JobState::kCompleted) continue;
+      if (!s || model::IsTerminal(*s)) {
+        never = true;
+        why = "task " + name + (s ? " ended " + std::string(model::ToString(*s)) : std::string(" never ran")) +
+              "; aftercorr needs it COMPLETED";
+        break;
+      }
+      ready = false;
+      why = "task " + name + " to end COMPLETED (aftercorr; it is " + std::string(model::ToString(*s)) + ")";
+    }
+    const model::JobId task_id = array.first_task_id + array.indices.OrdinalOf(index).value_or(0);
+    if (never) {
+      out.never_satisfied.emplace_back(task_id, why);
+    } else if (!ready) {
+      if (waiting++ == 0) first_why = why;
+    } else if (offered < room) {
+      offer_task(job, index);
+      ++offered;
+    } else {
+      ++limited;
+    }
+  }
+  if (waiting > 0) {
+    out.held_back.emplace_back(
+        job.id,
+        HeldBackInfo(job.pool, "Dependency", std::to_string(waiting) + " tasks wait, the first for " + first_why));
+  } else if (limited > 0) {
+    out.held_back.emplace_back(job.id, HeldBackInfo(job.pool, "JobArrayTaskLimit",
+                                                    std::to_string(limited) + " tasks wait: the array runs at most " +
+                                                        std::to_string(array.max_running) + " at once"));
+  }
+}
+
+}  // namespace
+
 CycleSnapshot BuildCycleSnapshot(const config::Config& config, const CycleState& state, Timestamp now) {
   CycleSnapshot out;
   scheduler::Snapshot& snapshot = out.snapshot;
@@ -71,6 +157,18 @@ CycleSnapshot BuildCycleSnapshot(const config::Config& config, const CycleState&
   // An array offers its waiting tasks as pending jobs of their own (the
   // parent's facts, each task's id), at most max_running minus those active;
   // the rest wait with Slurm's reason JobArrayTaskLimit (docs/arrays.md).
+  auto offer_task = [&](const Job& job, int64_t index) {
+    const model::JobArray& array = *job.array;
+    scheduler::PendingJob& p = offer_one(job);
+    p.id = array.first_task_id + array.indices.OrdinalOf(index).value_or(0);
+    if (auto r = state.reservations.find(p.id); r != state.reservations.end()) {
+      p.reserved_start = r->second.start;
+      p.reserved_nodes = r->second.nodes;
+    } else {
+      p.reserved_start.reset();
+      p.reserved_nodes.clear();
+    }
+  };
   auto offer = [&](const Job& job) {
     if (!job.array) {
       offer_one(job);
@@ -81,17 +179,11 @@ CycleSnapshot BuildCycleSnapshot(const config::Config& config, const CycleState&
     if (array.max_running > 0) {
       room = std::min(room, std::max<int64_t>(0, array.max_running - array.ActiveTasks()));
     }
-    for (int64_t index : array.waiting.First(room)) {
-      scheduler::PendingJob& p = offer_one(job);
-      p.id = array.first_task_id + array.indices.OrdinalOf(index).value_or(0);
-      if (auto r = state.reservations.find(p.id); r != state.reservations.end()) {
-        p.reserved_start = r->second.start;
-        p.reserved_nodes = r->second.nodes;
-      } else {
-        p.reserved_start.reset();
-        p.reserved_nodes.clear();
-      }
+    if (job.dependency.HasAfterCorr()) {
+      OfferCorrespondingTasks(job, room, state, out, offer_task);
+      return;
     }
+    for (int64_t index : array.waiting.First(room)) offer_task(job, index);
     if (room < array.waiting.Count()) {
       out.held_back.emplace_back(
           job.id, HeldBackInfo(job.pool, "JobArrayTaskLimit",
@@ -146,7 +238,9 @@ CycleSnapshot BuildCycleSnapshot(const config::Config& config, const CycleState&
         auto first = first_of_name.find({job->user, job->name});
         if (first != first_of_name.end() && first->second != job->id) blocker = first->second;
       }
-      policy::DependencyCheck check = policy::CheckDependency(job->dependency, state_of, blocker);
+      // aftercorr is checked task by task when the array is offered.
+      policy::DependencyCheck check = policy::CheckDependency(
+          job->dependency.HasAfterCorr() ? job->dependency.WithoutAfterCorr() : job->dependency, state_of, blocker);
       switch (check.status) {
         case policy::DependencyStatus::kMet:
           offer(*job);

@@ -39,6 +39,9 @@ struct CycleState {
   // How a job that is not active ended (DependencyBook::EndedState), for
   // the dependencies of pending jobs; unset: as if no such job existed.
   std::function<std::optional<model::JobState>(model::JobId)> ended_state{};
+  // The array of a job that is not active (DependencyBook::EndedArray), for
+  // aftercorr; unset: none.
+  std::function<std::optional<model::JobArray>(model::JobId)> ended_array{};
 };
 
 struct CycleSnapshot {

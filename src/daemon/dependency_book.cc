@@ -22,9 +22,22 @@ std::optional<model::JobState> DependencyBook::EndedState(model::JobId id) {
   return stored->state;
 }
 
+std::optional<model::JobArray> DependencyBook::EndedArray(model::JobId id) {
+  asked_.insert(id);
+  if (auto it = arrays_.find(id); it != arrays_.end()) return it->second;
+  auto stored = store_.GetJob(id);
+  if (!stored.ok() && stored.error().kind != ErrorKind::kNotFound) return std::nullopt;  // asked again next cycle
+  std::optional<model::JobArray> array = stored.ok() ? stored->array : std::nullopt;
+  arrays_.emplace(id, array);
+  return array;
+}
+
 void DependencyBook::Prune() {
   for (auto it = ended_.begin(); it != ended_.end();) {
     it = asked_.count(it->first) ? std::next(it) : ended_.erase(it);
+  }
+  for (auto it = arrays_.begin(); it != arrays_.end();) {
+    it = asked_.count(it->first) ? std::next(it) : arrays_.erase(it);
   }
   asked_.clear();
 }

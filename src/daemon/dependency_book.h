@@ -28,6 +28,10 @@ class DependencyBook {
   // store's retention). A store that cannot answer gives PENDING (the
   // dependant waits, and a later cycle asks again): never a wrong end.
   std::optional<model::JobState> EndedState(model::JobId id);
+  // The array of a job that is not active (its indices and first task id),
+  // for aftercorr (docs/arrays.md): read from the store once; nullopt when
+  // there is no such job or it is no array.
+  std::optional<model::JobArray> EndedArray(model::JobId id);
   // Forgets every recorded end no EndedState call asked about since the
   // last Prune.
   void Prune();
@@ -36,6 +40,7 @@ class DependencyBook {
  private:
   store::Store& store_;
   std::unordered_map<model::JobId, std::optional<model::JobState>> ended_;
+  std::unordered_map<model::JobId, std::optional<model::JobArray>> arrays_;
   std::unordered_set<model::JobId> asked_;
 };
 

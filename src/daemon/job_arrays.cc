@@ -71,20 +71,32 @@ bool JobLifecycle::ControlWaitingArrayTask(Batch& batch, model::JobId id, JobAct
                                               std::to_string(parent.id) + ", or cancel the task"));
     return true;
   }
-  array.waiting.Remove(index);
+  auto task = CancelWaitingArrayTask(batch, id, "cancelled by " + actor + " before it started");
+  batch.after_commit.push_back([done, task = *task] { done(task); });
+  return true;
+}
+
+std::optional<Job> JobLifecycle::CancelWaitingArrayTask(Batch& batch, model::JobId id, const std::string& reason) {
+  Job* found = ArrayParentOf(id);
+  if (!found) return std::nullopt;
+  Job& parent = *found;
+  model::JobArray& array = *parent.array;
+  const int64_t index = array.indices.At(id - array.first_task_id);
+  if (!array.waiting.Remove(index)) return std::nullopt;
   ++array.tasks_failed;
   Job task = model::ArrayTaskOf(parent, index);
   task.state = JobState::kCancelled;
-  task.state_reason = "cancelled by " + actor + " before it started";
+  task.state_reason = reason;
   task.ended_at = clock_.Now();
+  dependencies_.Ended(id, JobState::kCancelled);
   batch.writes.push_back([parent_id = parent.id,
                           event = store::JobEvent{clock_.Now(), "task_cancelled",
-                                                  "task " + name + " cancelled by " + actor + " before it started"}](
+                                                  "task " + model::ArrayTaskName(parent.id, index) + ": " + reason}](
                              store::Transaction& t) -> Status { return t.AppendEvent(parent_id, event); });
+  spdlog::info("array {}: task {} cancelled before it started: {}", parent.id, index, reason);
   EndArrayIfDone(batch, parent);
-  batch.after_commit.push_back([done, task] { done(task); });
   wants_cycle_ = true;
-  return true;
+  return task;
 }
 
 void JobLifecycle::ArrayTaskEnded(Batch& batch, const Job& task) {

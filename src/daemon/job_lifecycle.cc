@@ -162,7 +162,12 @@ void JobLifecycle::Transition(Batch& batch, Job& job, JobState to, std::string r
 
 void JobLifecycle::CancelUnsatisfiable(Batch& batch, model::JobId id, const std::string& reason) {
   auto it = active_.find(id);
-  if (it == active_.end() || it->second.state != JobState::kPending) return;
+  // A task still waiting in its array (aftercorr): it never starts.
+  if (it == active_.end()) {
+    CancelWaitingArrayTask(batch, id, "DependencyNeverSatisfied: " + reason);
+    return;
+  }
+  if (it->second.state != JobState::kPending) return;
   Job& job = it->second;
   job.ended_at = clock_.Now();
   Transition(batch, job, JobState::kCancelled, "DependencyNeverSatisfied: " + reason, "cancelled",

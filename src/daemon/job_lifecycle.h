@@ -131,6 +131,10 @@ class JobLifecycle {
   // an active array waits with that id.
   bool ControlWaitingArrayTask(Batch& batch, model::JobId id, JobAction action, const std::string& actor,
                                const std::function<void(Result<model::Job>)>& done);
+  // Takes a task still waiting in its array out of it (it never starts):
+  // CANCELLED with `reason`, counted in the parent, an event on the parent.
+  // The task as it ended; nullopt: no task of an active array waits with that id.
+  std::optional<model::Job> CancelWaitingArrayTask(Batch& batch, model::JobId id, const std::string& reason);
   // The parent whose tasks' ids include `task_id`, if it is active.
   model::Job* ArrayParentOf(model::JobId task_id);
   // Stores the parent, or ends it when no task waits or runs.

@@ -16,12 +16,13 @@ struct TypeName {
 constexpr TypeName kTypes[] = {
     {DependencyType::kAfter, "after"},         {DependencyType::kAfterAny, "afterany"},
     {DependencyType::kAfterOk, "afterok"},     {DependencyType::kAfterNotOk, "afternotok"},
-    {DependencyType::kSingleton, "singleton"},
+    {DependencyType::kSingleton, "singleton"}, {DependencyType::kAfterCorr, "aftercorr"},
 };
 
 constexpr std::string_view kForm =
     "write TYPE:JOBID[:JOBID...] terms joined by ',' (all must hold) or '?' (one is enough), e.g. "
-    "\"afterok:12:13,afterany:14\", or \"singleton\"; types: after, afterany, afterok, afternotok, singleton";
+    "\"afterok:12:13,afterany:14\", or \"singleton\"; types: after, afterany, afterok, afternotok, aftercorr, "
+    "singleton";
 
 // Unlike model::Split (words.h), empty items are kept: "afterok:12," has an
 // empty term, which is an error to report, not to skip.
@@ -61,6 +62,17 @@ bool Dependency::HasSingleton() const {
                      [](const DependencyTerm& t) { return t.type == DependencyType::kSingleton; });
 }
 
+bool Dependency::HasAfterCorr() const {
+  return std::any_of(terms.begin(), terms.end(),
+                     [](const DependencyTerm& t) { return t.type == DependencyType::kAfterCorr; });
+}
+
+Dependency Dependency::WithoutAfterCorr() const {
+  Dependency out = *this;
+  std::erase_if(out.terms, [](const DependencyTerm& t) { return t.type == DependencyType::kAfterCorr; });
+  return out;
+}
+
 Result<Dependency> ParseDependency(std::string_view text, const std::string& field) {
   Dependency out;
   if (text.empty()) return out;
@@ -77,13 +89,11 @@ Result<Dependency> ParseDependency(std::string_view text, const std::string& fie
     const std::vector<std::string_view> words = SplitKeepingEmpty(term_text, ':');
     const auto type =
         std::find_if(std::begin(kTypes), std::end(kTypes), [&](const TypeName& t) { return t.name == words.front(); });
-    if (type == std::end(kTypes)) {
-      if (words.front() == "aftercorr")
-        return bad(
-            "aftercorr (task by task between job arrays) is not supported yet; afterok:ID waits for a whole array");
-      return bad("'" + std::string(words.front()) + "' is not a dependency type");
-    }
+    if (type == std::end(kTypes)) return bad("'" + std::string(words.front()) + "' is not a dependency type");
     DependencyTerm term{type->type, {}};
+    if (term.type == DependencyType::kAfterCorr && out.any) {
+      return bad("aftercorr pairs tasks one by one and cannot be one of '?' alternatives");
+    }
     if (term.type == DependencyType::kSingleton) {
       if (words.size() > 1) return bad("singleton names no jobs");
     } else if (words.size() < 2) {

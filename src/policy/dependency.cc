@@ -37,6 +37,7 @@ DependencyCheck CheckJob(DependencyType type, model::JobId id, const std::option
       if (ended) return {};
       return {DependencyStatus::kWaiting, job + " to end other than COMPLETED (afternotok" + now};
     case DependencyType::kSingleton:
+    case DependencyType::kAfterCorr:  // task by task, when the array is offered (daemon/cycle_snapshot.cc)
       break;
   }
   return {};

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <set>
 
 #include "unisched/policy/dependency.h"
 
@@ -238,6 +240,16 @@ std::optional<Error> DependencyRefusal(const auth::Principal& who, const JobRequ
                                 "a name",
                                 "name");
   }
+  if (dependency.HasAfterCorr() && !request.array) {
+    return Error::Unprocessable("invalid_value",
+                                "aftercorr starts each task of an array after the task of the same index of the named "
+                                "arrays: give this job an array, or use afterok",
+                                "dependency");
+  }
+  std::set<model::JobId> corresponding;
+  for (const auto& term : dependency.terms) {
+    if (term.type == model::DependencyType::kAfterCorr) corresponding.insert(term.jobs.begin(), term.jobs.end());
+  }
   std::map<model::JobId, model::JobState> states;
   for (model::JobId id : dependency.NamedJobs()) {
     auto job = find_job(id);
@@ -246,6 +258,12 @@ std::optional<Error> DependencyRefusal(const auth::Principal& who, const JobRequ
                                   "dependency names job " + std::to_string(id) +
                                       ", which does not exist or is not visible to you; name your own jobs or your "
                                       "projects' jobs",
+                                  "dependency");
+    }
+    if (corresponding.count(id) && !job->array) {
+      return Error::Unprocessable("invalid_value",
+                                  "aftercorr names job " + std::to_string(id) +
+                                      ", which is no array; aftercorr pairs tasks of arrays (afterok waits for a job)",
                                   "dependency");
     }
     states.emplace(id, job->state);

@@ -199,8 +199,16 @@ Result<model::Job> JobService::VisibleArrayTask(const auth::Principal& who, mode
   if (auto stored = store_.GetJob(*task_id); stored.ok()) return stored;
   model::Job task = model::ArrayTaskOf(*parent, index);
   if (!array.waiting.Contains(index)) {
+    // Why: the parent's event for it (JobLifecycle::CancelWaitingArrayTask).
     task.state = model::JobState::kCancelled;
     task.state_reason = "cancelled before it started";
+    const std::string prefix = "task " + name + ": ";
+    for (const auto& event : store_.ListEvents(parent_id)) {
+      if (event.kind == "task_cancelled" && event.message.rfind(prefix, 0) == 0) {
+        task.state_reason = event.message.substr(prefix.size());
+        task.ended_at = event.time;
+      }
+    }
   } else if (parent->state == model::JobState::kHeld) {
     task.state = model::JobState::kHeld;
     task.state_reason = parent->state_reason;

@@ -121,6 +121,50 @@ TEST_F(ArrayTest, AFailedTaskFailsTheArrayAndDependantsSeeTheWholeArray) {
   EXPECT_EQ(d().WaitTerminal(on_success)["state"], "CANCELLED");
 }
 
+// aftercorr: each task of the second array starts once the task of the
+// same index of the first completed; one whose partner failed is cancelled
+// (DependencyNeverSatisfied); an index the first array lacks waits for
+// nothing.
+TEST_F(ArrayTest, AftercorrPairsTasksByIndex) {
+  const std::string first =
+      d().Submit(Array("sleep 0.$SLURM_ARRAY_TASK_ID; exit $((SLURM_ARRAY_TASK_ID == 1))", "0-2"));
+  json second = Array("true", "0-3");
+  second["dependency"] = "aftercorr:" + first;
+  const std::string id = d().Submit(second);
+  const json parent = d().WaitTerminal(id);
+  EXPECT_EQ(parent["state"], "FAILED") << parent.dump(2);
+  EXPECT_EQ(parent["array"]["tasks"]["completed"], 3);
+  EXPECT_EQ(parent["array"]["tasks"]["failed"], 1);
+  for (int index : {0, 2}) {
+    SCOPED_TRACE(index);
+    const json mine = d().Call("GET", "/v1/jobs/" + id + "_" + std::to_string(index)).json;
+    const json partner = d().Call("GET", "/v1/jobs/" + first + "_" + std::to_string(index)).json;
+    ASSERT_EQ(mine["state"], "COMPLETED") << mine.dump();
+    EXPECT_GE(*ParseRfc3339(mine["started_at"].get<std::string>()),
+              *ParseRfc3339(partner["ended_at"].get<std::string>()));
+  }
+  const json never = d().Call("GET", "/v1/jobs/" + id + "_1").json;
+  EXPECT_EQ(never["state"], "CANCELLED");
+  EXPECT_NE(
+      never["state_reason"].get<std::string>().find("DependencyNeverSatisfied: task " + first + "_1 ended FAILED"),
+      std::string::npos)
+      << never.dump();
+  EXPECT_EQ(d().Call("GET", "/v1/jobs/" + id + "_3").json["state"], "COMPLETED");
+
+  // Refused at submit: aftercorr on a job that is no array, or naming one.
+  json plain = ShellJob("batch", "true");
+  plain["dependency"] = "aftercorr:" + first;
+  const Reply no_array = d().Call("POST", "/v1/jobs", plain);
+  EXPECT_EQ(no_array.status, 422) << no_array.body;
+  EXPECT_NE(no_array.body.find("give this job an array"), std::string::npos) << no_array.body;
+  const std::string single = d().Submit(ShellJob("batch", "true"));
+  json names_single = Array("true", "0-1");
+  names_single["dependency"] = "aftercorr:" + single;
+  const Reply not_array = d().Call("POST", "/v1/jobs", names_single);
+  EXPECT_EQ(not_array.status, 422) << not_array.body;
+  EXPECT_NE(not_array.body.find("which is no array"), std::string::npos) << not_array.body;
+}
+
 TEST_F(ArrayTest, CancellingTheArrayStopsItsRunningTaskAndNoWaitingOneStarts) {
   const std::string id = d().Submit(Array("sleep 30", "0-99", 1));
   d().WaitJob(id, [](const json& j) { return j["array"]["tasks"]["active"] == 1; });

@@ -22,6 +22,7 @@ enum class DependencyType {
   kAfterOk,     // the named jobs have ended COMPLETED
   kAfterNotOk,  // the named jobs have ended, not COMPLETED
   kSingleton,   // no earlier job of the same user and name is still active
+  kAfterCorr,   // an array's task i after task i of the named arrays ended COMPLETED (docs/arrays.md)
 };
 std::string_view ToString(DependencyType type);  // "after", "afterany", ...
 
@@ -39,6 +40,10 @@ struct Dependency {
   // Every job named, once each, in the order first written.
   std::vector<JobId> NamedJobs() const;
   bool HasSingleton() const;
+  bool HasAfterCorr() const;
+  // The terms that apply to the job as a whole: all but aftercorr, which
+  // applies task by task (policy::CorrespondingDependency).
+  Dependency WithoutAfterCorr() const;
   bool operator==(const Dependency&) const = default;
 };
 

@@ -73,6 +73,10 @@ class CycleSnapshotTest : public ::testing::Test {
       auto it = ended_.find(id);
       return it == ended_.end() ? std::nullopt : std::optional<JobState>(it->second);
     };
+    state.ended_array = [this](model::JobId id) -> std::optional<model::JobArray> {
+      auto it = ended_arrays_.find(id);
+      return it == ended_arrays_.end() ? std::nullopt : std::optional<model::JobArray>(it->second);
+    };
     return BuildCycleSnapshot(config_, state, kNow);
   }
   void Add(Job job) { active_.emplace(job.id, std::move(job)); }
@@ -80,6 +84,7 @@ class CycleSnapshotTest : public ::testing::Test {
   config::Config config_ = testing::LoadConfigOrFail(kConfig);
   std::map<model::JobId, Job> active_;
   std::map<model::JobId, JobState> ended_;  // jobs no longer active, as the dependency book knows them
+  std::map<model::JobId, model::JobArray> ended_arrays_;
   std::vector<model::NodeUsage> nodes_;
   policy::DecayedUsage usage_{3600.0};
   service::SandboxHolds holds_;
@@ -392,6 +397,66 @@ TEST_F(CycleSnapshotTest, AnArrayIsOfferedAsItsWaitingTasksUpToItsCap) {
   const CycleSnapshot got = Build();
   EXPECT_TRUE(got.snapshot.running.empty());
   EXPECT_TRUE(got.snapshot.pending.empty());
+}
+
+// aftercorr: task i of array 8 waits for task i of array 7 (ids 100 + i)
+// to end COMPLETED. Of 7's tasks, 0 completed, 1 runs, 2 failed, 3 has not
+// started; 7 has no task 4. So 8 offers tasks 0 and 4 (ids 200, 204), holds
+// 1 and 3 back, and task 2 (id 202) can never start; the same when 7 has
+// ended and its array comes from the book.
+TEST_F(CycleSnapshotTest, AftercorrOffersATaskOnceItsCorrespondingTaskCompleted) {
+  for (bool seven_ended : {false, true}) {
+    SCOPED_TRACE(seven_ended ? "array 7 ended" : "array 7 active");
+    active_.clear();
+    ended_.clear();
+    model::JobArray seven;
+    seven.indices = model::IndexSet::Parse("0-3", "x").value();
+    if (!seven_ended) seven.waiting = model::IndexSet::Parse("3", "x").value();
+    seven.first_task_id = 100;
+    Job parent7 = MakeJob(7, "plain", JobState::kRunning);
+    parent7.attempts.clear();
+    parent7.array = seven;
+    ended_[100] = JobState::kCompleted;
+    ended_[102] = JobState::kFailed;
+    if (seven_ended) {
+      ended_[101] = JobState::kCompleted;  // 1 completed too; 3 never ran
+      ended_arrays_[7] = seven;
+    } else {
+      Add(parent7);
+      Job running = MakeJob(101, "plain", JobState::kRunning);
+      running.array_task = model::ArrayTask{7, 1};
+      Add(running);
+    }
+    Job eight = MakeJob(8, "plain", JobState::kPending);
+    model::JobArray tasks;
+    tasks.indices = model::IndexSet::Parse("0-4", "x").value();
+    tasks.waiting = tasks.indices;
+    tasks.first_task_id = 200;
+    eight.array = tasks;
+    eight.dependency = model::ParseDependency("aftercorr:7").value();
+    Add(eight);
+    const CycleSnapshot got = Build();
+    std::vector<model::JobId> offered;
+    for (const auto& p : got.snapshot.pending) offered.push_back(p.id);
+    std::vector<model::JobId> never;
+    for (const auto& [id, why] : got.never_satisfied) never.push_back(id);
+    if (seven_ended) {
+      EXPECT_EQ(offered, (std::vector<model::JobId>{200, 201, 204}));
+      EXPECT_EQ(never, (std::vector<model::JobId>{202, 203}));  // 3 never ran
+      EXPECT_TRUE(got.held_back.empty());
+    } else {
+      EXPECT_EQ(offered, (std::vector<model::JobId>{200, 204}));
+      EXPECT_EQ(never, (std::vector<model::JobId>{202}));
+      ASSERT_EQ(got.held_back.size(), 1u);
+      EXPECT_EQ(got.held_back[0].first, 8);
+      EXPECT_EQ(got.held_back[0].second.own->front().code, "Dependency");
+      EXPECT_NE(got.held_back[0].second.own->front().message.find("2 tasks wait, the first for task 7_1"),
+                std::string::npos)
+          << got.held_back[0].second.own->front().message;
+    }
+    EXPECT_NE(got.never_satisfied[0].second.find("task 7_2 ended FAILED"), std::string::npos)
+        << got.never_satisfied[0].second;
+  }
 }
 
 }  // namespace

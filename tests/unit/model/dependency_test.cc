@@ -26,6 +26,7 @@ TEST(ParseDependencyTest, SlurmsFormsParseAndPrintBackCanonically) {
       {"after:7", {{{T::kAfter, {7}}}, false}, "after:7"},
       {"singleton", {{{T::kSingleton, {}}}, false}, "singleton"},
       {"singleton,afterok:3", {{{T::kSingleton, {}}, {T::kAfterOk, {3}}}, false}, "singleton,afterok:3"},
+      {"aftercorr:12,afterok:3", {{{T::kAfterCorr, {12}}, {T::kAfterOk, {3}}}, false}, "aftercorr:12,afterok:3"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.text);
@@ -51,7 +52,7 @@ TEST(ParseDependencyTest, BadTextIsRefusedNamingWhatIsWrong) {
       {"afterok:12,", "a term is empty"},
       {"afterok:1,afterany:2?afterok:3", "',' and '?' cannot be mixed"},
       {"afterfoo:1", "'afterfoo' is not a dependency type"},
-      {"aftercorr:1", "afterok:ID waits for a whole array"},
+      {"aftercorr:1?afterok:2", "cannot be one of '?' alternatives"},
       {"after:1+5", "a delay after a job"},
       {"singleton:4", "singleton names no jobs"},
       {"AfterOK:1", "'AfterOK' is not a dependency type"},
