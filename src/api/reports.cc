@@ -3,7 +3,8 @@
 // long time" turned into an answer: waiting jobs grouped by the first reason
 // the last cycle gave them, each group's longest wait, and the longest waits.
 // GET /v1/reports/cost (docs/ledger.md, "Cost report"): unit costs per
-// workload kind and the top spenders.
+// workload kind and the top spenders. GET /v1/reports/capacity (docs/ledger.md,
+// "Capacity report"): utilisation per pool and hour, headroom, idle nodes.
 
 #include <algorithm>
 #include <map>
@@ -96,6 +97,16 @@ void Api::PendingReport(Call& call) {
                         {"longest", std::move(longest)}}));
 }
 
+namespace {
+
+// A usage row's total of `metric`; 0 where it has none.
+double Metric(const store::UsageRow& row, const std::string& metric) {
+  auto it = row.metrics.find(metric);
+  return it == row.metrics.end() ? 0.0 : it->second;
+}
+
+}  // namespace
+
 // GET /v1/reports/cost (docs/ledger.md, "Cost report"): what each kind of
 // workload costs per unit, from the ledger and the pools' prices, over a
 // window, and who spends most. Scoped as GET /v1/usage.
@@ -105,10 +116,6 @@ void Api::CostReport(Call& call) {
   query.to = call.QueryTime("to");
   ScopeUsageQuery(*call.principal, query);
   const auto top = static_cast<size_t>(call.QueryInt("top", 10));
-  auto metric = [](const store::UsageRow& row, const std::string& name) {
-    auto it = row.metrics.find(name);
-    return it == row.metrics.end() ? 0.0 : it->second;
-  };
   // Per job (one row each, priced at its pool): the kinds' totals and
   // their job counts.
   struct Kind {
@@ -121,11 +128,11 @@ void Api::CostReport(Call& call) {
   for (const store::UsageRow& row : PricedUsage(query)) {
     Kind& k = kinds[row.group.at("workload_kind")];
     ++k.jobs;
-    k.cost += metric(row, "cost");
-    k.cpu_core_seconds += metric(row, ledger::kCpuCoreSeconds);
-    k.gpu_seconds += metric(row, ledger::kGpuSeconds);
-    k.instance_seconds += metric(row, ledger::kInstanceSeconds);
-    total += metric(row, "cost");
+    k.cost += Metric(row, "cost");
+    k.cpu_core_seconds += Metric(row, ledger::kCpuCoreSeconds);
+    k.gpu_seconds += Metric(row, ledger::kGpuSeconds);
+    k.instance_seconds += Metric(row, ledger::kInstanceSeconds);
+    total += Metric(row, "cost");
   }
   // cost / units, null where the kind used none of that unit.
   auto per = [](double cost, double units) { return units > 0 ? json(cost / units) : json(nullptr); };
@@ -147,11 +154,11 @@ void Api::CostReport(Call& call) {
     query.group_by = {key};
     std::vector<store::UsageRow> rows = PricedUsage(query);
     std::stable_sort(rows.begin(), rows.end(), [&](const store::UsageRow& a, const store::UsageRow& b) {
-      return metric(a, "cost") > metric(b, "cost");
+      return Metric(a, "cost") > Metric(b, "cost");
     });
     json out = json::array();
     for (size_t i = 0; i < rows.size() && i < top; ++i) {
-      const double cost = metric(rows[i], "cost");
+      const double cost = Metric(rows[i], "cost");
       out.push_back({{key, rows[i].group.at(key)}, {"cost", cost}, {"share", total > 0 ? cost / total : 0.0}});
     }
     return out;
@@ -186,13 +193,9 @@ void Api::CapacityReport(Call& call) {
   // Allocated core- and GPU-seconds per (pool, hour start).
   std::map<std::string, std::map<std::string, std::pair<double, double>>> used;
   for (const store::UsageRow& row : PricedUsage(query)) {
-    auto metric = [&row](const char* name) {
-      auto it = row.metrics.find(name);
-      return it == row.metrics.end() ? 0.0 : it->second;
-    };
     auto& cell = used[row.group.at("pool")][row.group.at("hour")];
-    cell.first += metric(ledger::kCpuCoreSeconds);
-    cell.second += metric(ledger::kGpuSeconds);
+    cell.first += Metric(row, ledger::kCpuCoreSeconds);
+    cell.second += Metric(row, ledger::kGpuSeconds);
   }
   const double window_seconds = std::chrono::duration<double>(*query.to - *query.from).count();
   const config::Config& config = ctx_.config->Current();

@@ -1,6 +1,5 @@
 #include "api/submission.h"
 
-#include <charconv>
 #include <set>
 
 #include "api/body.h"
@@ -234,30 +233,18 @@ Result<Submission> ParseFields(const json& body) {
     if (auto e = body::ReadString(*it, "indices", "array.indices", 65536, indices)) return *e;
     int64_t max_running = 0;
     if (auto e = ReadInt(*it, "max_running", "array.max_running", 0, model::kMaxArrayTasks, max_running)) return *e;
-    if (const size_t percent = indices.find('%'); percent != std::string::npos) {
-      int64_t cap = 0;
-      const std::string text = indices.substr(percent + 1);
-      auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), cap);
-      if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || cap < 1) {
-        return Error::Unprocessable("invalid_value",
-                                    "the cap after '%' in '" + indices + "' must be a whole number of tasks, 1 or more",
-                                    "array.indices");
-      }
-      if (max_running != 0 && max_running != cap) {
-        return Error::Unprocessable("invalid_value",
-                                    "'" + indices + "' caps the array at " + text + " but max_running is " +
-                                        std::to_string(max_running) + "; give the cap once",
-                                    "array.max_running");
-      }
-      max_running = cap;
-      indices.resize(percent);
+    auto spec = model::ParseArraySpec(indices, "array.indices");
+    if (!spec.ok()) return spec.error();
+    if (spec->max_running != 0 && max_running != 0 && spec->max_running != max_running) {
+      return Error::Unprocessable("invalid_value",
+                                  "'" + indices + "' caps the array at " + std::to_string(spec->max_running) +
+                                      " but max_running is " + std::to_string(max_running) + "; give the cap once",
+                                  "array.max_running");
     }
-    auto set = model::IndexSet::Parse(indices, "array.indices");
-    if (!set.ok()) return set.error();
     model::JobArray array;
-    array.indices = std::move(set).value();
+    array.indices = std::move(spec->indices);
     array.waiting = array.indices;
-    array.max_running = max_running;
+    array.max_running = spec->max_running != 0 ? spec->max_running : max_running;
     s.array = std::move(array);
   }
   return s;

@@ -11,6 +11,7 @@
 
 #include "model/batch_errors.h"
 #include "unisched/model/batch_script.h"
+#include "unisched/model/job_array.h"
 #include "unisched/model/output_pattern.h"
 #include "unisched/model/words.h"
 
@@ -78,29 +79,6 @@ Result<std::optional<GpuCount>> ParseGres(const BatchOptions::Setting& s, std::v
     gpu = g;
   }
   return gpu;
-}
-
-// Slurm's --array indices: "0-15", "1-1000:2", "1,3,5-9" (each index or
-// range once, ranges low to high, steps of at least 1).
-bool ValidArrayIndices(std::string_view text) {
-  if (text.empty()) return false;
-  for (const std::string& item : Split(text, ',')) {
-    std::string_view range = item;
-    if (const size_t colon = range.find(':'); colon != std::string_view::npos) {
-      auto step = Whole(range.substr(colon + 1));
-      if (!step || *step < 1) return false;
-      range = range.substr(0, colon);
-      if (range.find('-') == std::string_view::npos) return false;  // a step needs a range
-    }
-    const size_t dash = range.find('-');
-    auto low = Whole(range.substr(0, dash));
-    if (!low) return false;
-    if (dash != std::string_view::npos) {
-      auto high = Whole(range.substr(dash + 1));
-      if (!high || *high < *low) return false;
-    }
-  }
-  return text.front() != ',' && text.back() != ',' && text.find(",,") == std::string_view::npos;
 }
 
 std::string Upper(std::string_view text) {
@@ -424,20 +402,12 @@ class Resolver {
 
   Status Rest() {
     if (const auto* s = Get("array")) {
-      std::string indices = s->value;
+      auto spec = ParseArraySpec(s->value, "script");
+      if (!spec.ok()) return Bad(*s, spec.error().message);
+      // Passed on as written (the server reads it again); the cap apart.
       std::optional<int64_t> max_running;
-      if (const size_t percent = indices.find('%'); percent != std::string::npos) {
-        auto n = Count(*s, indices.substr(percent + 1), 1, kMaxArrayRunning, "the cap after '%'");
-        if (!n.ok()) return n.error();
-        max_running = *n;
-        indices.resize(percent);
-      }
-      if (!ValidArrayIndices(indices)) {
-        return Bad(*s, "'" + s->value +
-                           "' is not an array; write indices as N, N-M or N-M:STEP separated by ',', and an "
-                           "optional %MAX (at most MAX tasks at once), e.g. --array=1-1000:2%50");
-      }
-      Set(out_.array, BatchArray{std::move(indices), max_running}, "array", *s);
+      if (spec->max_running > 0) max_running = spec->max_running;
+      Set(out_.array, BatchArray{s->value.substr(0, s->value.find('%')), max_running}, "array", *s);
     }
     if (const auto* s = Get("dependency")) {
       if (s->value.empty()) return Bad(*s, "give dependencies, e.g. --dependency=afterok:12:13");
@@ -484,7 +454,6 @@ class Resolver {
     return Status::Ok();
   }
 
-  static constexpr int64_t kMaxArrayRunning = 1'000'000;
   const BatchOptions& options_;
   const SubmitContext& context_;
   BatchRequest out_;

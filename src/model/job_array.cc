@@ -26,8 +26,8 @@ constexpr std::string_view kArrayExample =
 
 Result<IndexSet> IndexSet::Parse(std::string_view text, const std::string& field) {
   auto bad = [&](const std::string& what) {
-    return Error::Unprocessable("invalid_value", "'" + std::string(text) + "': " + what + std::string(kArrayExample),
-                                field);
+    return Error::Unprocessable(
+        "invalid_value", "'" + std::string(text) + "' is not an array: " + what + std::string(kArrayExample), field);
   };
   if (text.empty()) return bad("an array needs at least one index");
   std::vector<IndexRange> items;
@@ -87,6 +87,26 @@ Result<IndexSet> IndexSet::Parse(std::string_view text, const std::string& field
     i = next;
   }
   return set;
+}
+
+Result<ArraySpec> ParseArraySpec(std::string_view text, const std::string& field) {
+  ArraySpec spec;
+  const size_t percent = text.find('%');
+  if (percent != std::string_view::npos) {
+    const std::string_view cap = text.substr(percent + 1);
+    auto n = WholeNumber(cap);
+    if (!n || *n < 1 || *n > kMaxArrayTasks) {
+      return Error::Unprocessable("invalid_value",
+                                  "'" + std::string(text) + "': the cap after '%' must be a whole number from 1 to " +
+                                      std::to_string(kMaxArrayTasks) + " (tasks at once), e.g. 1-1000:2%50",
+                                  field);
+    }
+    spec.max_running = *n;
+  }
+  auto indices = IndexSet::Parse(text.substr(0, percent), field);
+  if (!indices.ok()) return indices.error();
+  spec.indices = std::move(indices).value();
+  return spec;
 }
 
 int64_t IndexSet::Count() const {

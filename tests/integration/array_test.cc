@@ -248,7 +248,7 @@ TEST_F(ArrayTest, BadArraysAreRefusedWithTheFieldAndNothingIsMade) {
   };
   const std::vector<Case> cases = {
       {{{"indices", "5-1"}}, "array.indices", "runs backwards"},
-      {{{"indices", "1-4%0"}}, "array.indices", "1 or more"},
+      {{{"indices", "1-4%0"}}, "array.indices", "the cap after '%'"},
       {{{"indices", "1-4%2"}, {"max_running", 3}}, "array.max_running", "give the cap once"},
       {{{"indices", "1-4"}, {"max_running", -1}}, "array.max_running", ""},
       {{{"indices", "0-1000000"}}, "array.indices", "at most 1000000 tasks"},

@@ -62,6 +62,16 @@ class IndexSet {
 inline constexpr int64_t kMaxArrayIndex = 4'000'000;
 inline constexpr int64_t kMaxArrayTasks = 1'000'000;
 
+// Slurm's --array text: the indices (IndexSet::Parse) and an optional
+// trailing %MAX, the cap on tasks running at once ("1-1000:2%50"). The one
+// reader of that text: `unisched sbatch`, #SBATCH lines and the API's
+// array.indices. A bad text is a 422 naming `field`.
+struct ArraySpec {
+  IndexSet indices;
+  int64_t max_running = 0;  // 0: no %MAX
+};
+Result<ArraySpec> ParseArraySpec(std::string_view text, const std::string& field);
+
 // What the parent of an array keeps.
 struct JobArray {
   IndexSet indices;             // every task's, as submitted

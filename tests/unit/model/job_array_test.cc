@@ -103,6 +103,30 @@ TEST(IndexSetTest, AHundredThousandTasksAreOneRange) {
   EXPECT_EQ(set.Count(), 99000);
 }
 
+// The whole --array text: indices and the %MAX cap, one reader for the
+// CLI, #SBATCH lines and the API.
+TEST(ParseArraySpecTest, ReadsTheIndicesAndTheCap) {
+  auto capped = ParseArraySpec("1-1000:2%50", "array.indices");
+  ASSERT_TRUE(capped.ok()) << capped.error().message;
+  EXPECT_EQ(capped->indices.ToString(), "1-999:2");
+  EXPECT_EQ(capped->max_running, 50);
+  auto plain = ParseArraySpec("0-3", "array.indices");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->max_running, 0);
+  for (const char* bad : {"1-4%0", "1-4%", "1-4%x", "1-4%1000001"}) {
+    SCOPED_TRACE(bad);
+    auto r = ParseArraySpec(bad, "array.indices");
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().field, "array.indices");
+    EXPECT_NE(r.error().message.find("the cap after '%' must be a whole number from 1 to 1000000"), std::string::npos)
+        << r.error().message;
+  }
+  auto backwards = ParseArraySpec("5-1%2", "array.indices");
+  ASSERT_FALSE(backwards.ok());
+  EXPECT_NE(backwards.error().message.find("'5-1' is not an array: the range '5-1' runs backwards"), std::string::npos)
+      << backwards.error().message;
+}
+
 TEST(ArrayTaskNameTest, IsSlurmsIdUnderscoreIndex) {
   EXPECT_EQ(ArrayTaskName(123, 7), "123_7");
 }
