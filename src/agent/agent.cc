@@ -435,7 +435,10 @@ class Agent {
       if (running_.count(key) || finished_.count(key)) return;
       running_.insert(key);
     }
-    std::ofstream(SpecFile(spec.job_id, spec.attempt, spec.task, ".json")) << executor::LaunchSpecToJson(spec).dump();
+    // Recovery re-attaches to a running attempt and needs no secret: none
+    // is written to disk.
+    std::ofstream(SpecFile(spec.job_id, spec.attempt, spec.task, ".json"))
+        << executor::LaunchSpecToJson(spec, /*with_secrets=*/false).dump();
     if (Status s = executor_->Launch(spec); !s) {
       // Transient (out of descriptors here, say) travels to the daemon,
       // which then launches a new attempt instead of counting a failure.

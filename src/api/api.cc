@@ -156,6 +156,12 @@ Api::Api(ApiContext context)
   routes_.back().query = {QueryParam::Integer("limit", 1, 1000)};
   add("POST", "/v1/config/rollback", &Api::RollbackConfig);
   add("POST", "/v1/config/promote", &Api::PromoteConfig);
+  add("POST", "/v1/secrets", &Api::CreateSecret);
+  add("GET", "/v1/secrets", &Api::ListSecrets);
+  routes_.back().query = {QueryParam::Text("project")};
+  add("GET", "/v1/secrets/{project}/{name}", &Api::GetSecret);
+  add("PUT", "/v1/secrets/{project}/{name}", &Api::RotateSecret);
+  add("DELETE", "/v1/secrets/{project}/{name}", &Api::DeleteSecret);
   add("POST", "/v1/baselines", &Api::RecordBaseline);
   add("GET", "/v1/baselines", &Api::ListBaselines);
   routes_.back().query = {QueryParam::Integer("limit", 1, 1000), QueryParam::Text("pools", 4096)};

@@ -187,6 +187,61 @@ Result<Submission> ParseFields(const json& body) {
     }
   }
 
+  // Secrets by name, each a file or an env variable (docs/secrets.md); that
+  // the job's project has them is checked at admission.
+  if (auto secrets = body.find("secrets"); secrets != body.end() && !secrets->is_null()) {
+    constexpr const char* kShape =
+        "a list of secret names or {\"name\": ..., \"env\": ...} objects, e.g. [\"db-password\", "
+        "{\"name\": \"aws-key\", \"env\": \"AWS_SECRET_ACCESS_KEY\"}]";
+    if (!secrets->is_array()) return WrongType("secrets", kShape, *secrets);
+    if (secrets->size() > model::kMaxSecretsPerJob) {
+      return Error::Unprocessable("invalid_value",
+                                  "secrets may name at most " + std::to_string(model::kMaxSecretsPerJob) + " secrets",
+                                  "secrets");
+    }
+    for (size_t i = 0; i < secrets->size(); ++i) {
+      const json& item = (*secrets)[i];
+      const std::string field = "secrets[" + std::to_string(i) + "]";
+      model::SecretUse use;
+      if (item.is_string()) {
+        use.name = item.get<std::string>();
+      } else if (item.is_object()) {
+        if (auto e = CheckKeys(item, field, {"name", "env"})) return *e;
+        if (auto e = body::ReadString(item, "name", field + ".name", 256, use.name)) return *e;
+        if (auto e = body::ReadString(item, "env", field + ".env", 256, use.env)) return *e;
+      } else {
+        return WrongType(field, kShape, item);
+      }
+      const std::string name_field = item.is_object() ? field + ".name" : field;
+      if (std::string why = model::CheckSecretName(use.name); !why.empty()) {
+        return Error::Unprocessable("invalid_value", "secret name '" + use.name + "' " + why, name_field);
+      }
+      if (!use.env.empty()) {
+        if (!model::IsEnvName(use.env) || use.env.rfind("UNISCHED_", 0) == 0) {
+          return Error::Unprocessable("invalid_value",
+                                      "env '" + use.env +
+                                          "' is not a variable the job may set: use letters, digits and '_', not "
+                                          "starting with a digit or UNISCHED_",
+                                      field + ".env");
+        }
+        if (s.env.count(use.env) != 0) {
+          return Error::Unprocessable("invalid_value",
+                                      "env '" + use.env + "' is set in env as well; give it one value",
+                                      field + ".env");
+        }
+      }
+      for (const auto& earlier : s.secrets) {
+        if (earlier.name == use.name || (!use.env.empty() && earlier.env == use.env)) {
+          return Error::Unprocessable("invalid_value",
+                                      earlier.name == use.name ? "secret '" + use.name + "' is named twice"
+                                                               : "env '" + use.env + "' is given two secrets",
+                                      field);
+        }
+      }
+      s.secrets.push_back(std::move(use));
+    }
+  }
+
   // Slurm's -o and -e: file name patterns (model/output_pattern.h).
   for (const auto& [key, out] : {std::pair{"output_file", &s.output_file}, std::pair{"error_file", &s.error_file}}) {
     auto it = body.find(key);
@@ -312,7 +367,7 @@ Result<Submission> ParseSubmission(const json& body, std::vector<model::BatchWar
   if (auto e = CheckKeys(
           body, "",
           {"name", "project", "queue", "workload", "resources", "constraints", "launch", "command", "script", "env",
-           "workdir", "priority", "max_retries", "output_file", "error_file", "dependency", "array"})) {
+           "workdir", "priority", "max_retries", "output_file", "error_file", "dependency", "array", "secrets"})) {
     return *e;
   }
   auto script = body.find("script");

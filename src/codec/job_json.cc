@@ -27,6 +27,18 @@ json NodeNamesOf(const model::Allocation& allocation) {
   return names;
 }
 
+// [{"name": "db-password"}, {"name": "aws-key", "env": "AWS_SECRET_ACCESS_KEY"}]:
+// names only, never a value.
+json SecretsToJson(const std::vector<model::SecretUse>& secrets) {
+  json list = json::array();
+  for (const auto& use : secrets) {
+    json item = {{"name", use.name}};
+    if (!use.env.empty()) item["env"] = use.env;
+    list.push_back(std::move(item));
+  }
+  return list;
+}
+
 json AttemptToJson(const model::Attempt& attempt) {
   json allocation = json::array();
   for (const auto& a : attempt.allocation) {
@@ -180,6 +192,7 @@ json JobToJson(const model::Job& job) {
       {"command", job.command},
       {"script", job.script.str()},
       {"env", job.env},
+      {"secrets", SecretsToJson(job.secrets)},
       {"dependency", model::ToString(job.dependency)},
       {"workdir", job.workdir},
       {"priority", job.priority},
@@ -430,6 +443,7 @@ std::string JobDocument(const model::Job& job) {
   w.Key("reason").Str(job.routing.reason);
   w.Close('}');
   w.Key("script").Str(job.script.str());
+  w.Key("secrets").Raw(job.secrets.empty() ? std::string("[]") : SecretsToJson(job.secrets).dump());
   w.Key("started_at").Time(job.started_at);
   w.Key("state").Str(model::ToString(job.state));
   w.Key("state_reason").Str(job.state_reason);
@@ -508,6 +522,16 @@ Result<model::Job> JobFromJson(const json& doc) {
   d.String(doc, "script", "script", script);
   job.script = model::ScriptText(std::move(script));
   d.String(doc, "workdir", "workdir", job.workdir);
+  if (auto it = doc.find("secrets"); it != doc.end() && it->is_array()) {  // absent (before secrets): none
+    for (const auto& use : *it) {
+      model::SecretUse parsed;
+      if (use.is_object()) {
+        d.String(use, "name", "secrets.name", parsed.name);
+        d.String(use, "env", "secrets.env", parsed.env);
+      }
+      job.secrets.push_back(std::move(parsed));
+    }
+  }
   d.String(doc, "output_file", "output_file", job.output_file);  // absent (before -o): none
   d.String(doc, "error_file", "error_file", job.error_file);
   d.Integer(doc, "priority", "priority", job.priority);

@@ -130,9 +130,10 @@ void ParseStore(const YAML::Node& node, Errors& errors, StoreSettings& out) {
   MapReader m(node, "store",
               {"backend", "postgresql", "synchronous", "group_commit_max_batch", "job_retention_days",
                "audit_retention_days", "audit_max_rows", "max_log_bytes", "accounting_interval_seconds",
-               "storage_sample_interval_seconds", "reconcile_interval_seconds"},
+               "storage_sample_interval_seconds", "reconcile_interval_seconds", "secrets_key_file"},
               errors);
   m.Read("backend", out.backend);
+  m.Read("secrets_key_file", out.secrets_key_file);
   MapReader pg(m.Get("postgresql"), m.PathOf("postgresql"), {"conninfo", "password_file", "password_env"}, errors);
   pg.Read("conninfo", out.postgresql.conninfo);
   pg.Read("password_file", out.postgresql.password_file);

@@ -161,6 +161,10 @@ void Controller::OnStepEnded(int step, executor::RunResult result) {
   });
 }
 
+void Controller::SetSecretVault(const service::SecretVault* vault) {
+  jobs_.SetSecretVault(vault);
+}
+
 void Controller::SetJobAccess(std::string token_secret, std::string url) {
   Post([this, token_secret = std::move(token_secret), url = std::move(url)](Batch&) mutable {
     jobs_.SetJobAccess(std::move(token_secret), std::move(url));
@@ -184,6 +188,8 @@ void Controller::StartStep(model::JobId job, int attempt, service::StepRequest r
     // Stored before it runs and before its 201: a restart neither loses it
     // nor numbers another step the same.
     batch.writes.push_back(StepWrite(planned->view));
+    for (auto& audit : planned->audits) batch.writes.push_back(std::move(audit));
+    planned->audits.clear();
     batch.after_commit.push_back([this, planned = std::move(*planned), done]() {
       const service::StepView& view = planned.view;
       if (Status s = planned.backend->LaunchStep(view.job_id, view.attempt, view.step, planned.tasks); !s.ok()) {

@@ -67,6 +67,8 @@ class Controller final : public service::ControlPlane, public service::StepPlane
   // What jobs get to call the daemon (LaunchSpec env UNISCHED_JOB_TOKEN and
   // UNISCHED_URL, JobLifecycle::SetJobAccess); applied in the loop.
   void SetJobAccess(std::string token_secret, std::string url);
+  // REQUIRES: before Start. Where launches read their jobs' secrets.
+  void SetSecretVault(const service::SecretVault* vault);
   // Loads state from the store, recovers running attempts, starts the loop.
   void Start();
   // Stops the loop; running jobs keep running (their supervisors outlive us).

@@ -268,6 +268,32 @@ void Daemon::GiveJobsAccess() {
   controller_->SetJobAccess(job_token_secret_, url);
 }
 
+// The key secrets are sealed with (docs/secrets.md): store.secrets_key_file,
+// made on the first start. Every replica of one store must hold the same
+// key: the first to start records its id in the store, and a replica with
+// another key refuses to start (a key file it just made is removed again).
+Status Daemon::OpenSecretVault() {
+  const std::string key_file = config_.store.secrets_key_file.empty()
+                                   ? (fs::path(state_dir_) / "secrets.key").string()
+                                   : config_.store.secrets_key_file;
+  std::error_code ec;
+  const bool existed = fs::exists(key_file, ec);
+  auto box = auth::SecretBox::OpenKeyFile(key_file, /*create=*/true);
+  if (!box.ok()) return box.error();
+  auto recorded = store_->ClusterSecret("secrets_key_id", box->key_id());
+  if (!recorded.ok()) return Error::Internal("cannot set up the secrets key: " + recorded.error().message);
+  if (*recorded != box->key_id()) {
+    if (!existed) fs::remove(key_file, ec);
+    return Error::Internal("the secrets key " + key_file + " (key " + box->key_id() +
+                           ") is not the one this store's secrets are sealed with (key " + *recorded +
+                           "); copy the key file of the replica that made it (store.secrets_key_file, "
+                           "docs/secrets.md)");
+  }
+  if (!existed) spdlog::info("secrets key made: {} (key {})", key_file, box->key_id());
+  vault_ = std::make_unique<service::SecretVault>(*store_, std::move(*box), clock_);
+  return Status::Ok();
+}
+
 Status Daemon::StartLeaderParts() {
   const fs::path state_dir = state_dir_;
   const config::Config& config = live_->Current();
@@ -320,6 +346,8 @@ Status Daemon::StartLeaderParts() {
   auto job_secret = store_->ClusterSecret("job_token_secret", auth::GenerateToken());
   if (!job_secret.ok()) return Error::Internal("cannot set up job tokens: " + job_secret.error().message);
   job_token_secret_ = *job_secret;
+  if (Status s = OpenSecretVault(); !s.ok()) return s;
+  controller_->SetSecretVault(vault_.get());
   local_executor_ = executor::MakeLocalExecutor(exec_options, [gangs = local_gangs_.get()](executor::RunResult result) {
     gangs->OnTaskResult(std::move(result));
   });
@@ -369,6 +397,7 @@ Status Daemon::StartLeaderParts() {
   context.ready = [controller = controller_.get()] { return controller->Ready(); };
   context.steps = controller_.get();
   context.job_token_secret = job_token_secret_;
+  context.secrets = vault_.get();
   api_ = std::make_unique<api::Api>(context);
 
   controller_->Start();

@@ -32,6 +32,7 @@
 #include "unisched/executor/executor.h"
 #include "unisched/metrics/metrics.h"
 #include "unisched/service/job_service.h"
+#include "unisched/service/secret_vault.h"
 #include "unisched/store/store.h"
 
 namespace unisched::daemon {
@@ -90,6 +91,7 @@ class Daemon {
   // Everything that acts on the cluster: one daemon starts them at once, a
   // replica when it takes the lease (rebuilt from the database).
   Status StartLeaderParts();
+  Status OpenSecretVault();
   Status MakeBackends(backend::BackendSet& set);
   Status Listen(api::Handler handler);
   // metrics::Metrics::DeclareConfigured for `config`'s pools, queues and alert rules.
@@ -122,6 +124,7 @@ class Daemon {
   // Made before the executors, which call them, and so outlive them.
   std::unique_ptr<StepBook> steps_;
   std::string job_token_secret_;  // the cluster's, for job tokens (auth::MintJobToken)
+  std::unique_ptr<service::SecretVault> vault_;  // docs/secrets.md
   std::unique_ptr<backend::GangBook> local_gangs_;
   std::unique_ptr<backend::GangBook> agent_gangs_;
   std::unique_ptr<executor::Executor> local_executor_;

@@ -103,6 +103,14 @@ void JobLifecycle::StartAttempt(Batch& batch, model::JobId id, const model::Allo
     unreadable =
         executor::TransientLaunchError("not launched: the store could not be read (" + e.error().message + ")");
   }
+  if (built && !job.secrets.empty()) {
+    std::vector<executor::LaunchSpec*> tasks{&built->spec};
+    for (executor::LaunchSpec& task : built->gang) tasks.push_back(&task);
+    if (Status s = AddSecrets(batch, job, std::move(tasks)); !s.ok()) {
+      unreadable = s.error();
+      built.reset();
+    }
+  }
   batch.after_commit.push_back(
       [this, backend = &BackendOf(job), launch = std::move(built), unreadable, id = job.id, number = attempt.number] {
         Status s = launch ? backend->Launch(*launch) : Status(unreadable);
@@ -542,6 +550,29 @@ backend::AttemptLaunch JobLifecycle::AttemptLaunchOf(const Job& job) const {
   return launch;
 }
 
+Status JobLifecycle::AddSecrets(Batch& batch, const Job& job, std::vector<executor::LaunchSpec*> tasks) const {
+  if (job.secrets.empty()) return Status::Ok();
+  const int attempt = job.CurrentAttempt() ? job.CurrentAttempt()->number : 0;
+  for (const model::SecretUse& use : job.secrets) {
+    auto value = vault_ ? vault_->Reveal(job.project, use.name)
+                        : Result<std::string>(Error::Unavailable("this daemon has no secret store"));
+    if (!value.ok()) {
+      const std::string why = "not launched: secret '" + use.name + "' of project " + job.project +
+                              " cannot be read: " + value.error().message;
+      if (value.error().kind == ErrorKind::kUnavailable) return executor::TransientLaunchError(why);
+      return Error::Unprocessable("secret_unavailable", why);
+    }
+    for (executor::LaunchSpec* task : tasks) task->secrets.push_back({use.name, *value, use.env});
+    // Every use audited: who, which secret, which attempt; never the value.
+    store::AuditRecord audit{clock_.Now(), job.user, "secret.use",
+                             "secret/" + job.project + "/" + use.name,
+                             "job " + std::to_string(job.id) + " attempt " + std::to_string(attempt) +
+                                 (use.env.empty() ? " as a file" : " as $" + use.env)};
+    batch.writes.push_back([audit = std::move(audit)](store::Transaction& t) { return t.AppendAudit(audit); });
+  }
+  return Status::Ok();
+}
+
 void JobLifecycle::SetJobAccess(std::string token_secret, std::string url) {
   job_token_secret_ = std::move(token_secret);
   job_url_ = std::move(url);
@@ -582,6 +613,14 @@ Result<JobLifecycle::PlannedStep> JobLifecycle::PlanStep(model::JobId id, int at
   for (executor::LaunchSpec& task : *tasks) {
     AddJobAccess(task);
     planned.view.nodes.push_back(task.node);
+  }
+  if (!job->secrets.empty()) {
+    // A step's tasks are the job's too: they get its secrets.
+    std::vector<executor::LaunchSpec*> step_tasks;
+    for (executor::LaunchSpec& task : *tasks) step_tasks.push_back(&task);
+    Batch audits;
+    if (Status s = AddSecrets(audits, *job, std::move(step_tasks)); !s.ok()) return s.error();
+    planned.audits = std::move(audits.writes);
   }
   planned.view.job_id = id;
   planned.view.attempt = current.number;

@@ -36,6 +36,7 @@
 #include "unisched/policy/quota.h"
 #include "unisched/scheduler/scheduler.h"
 #include "unisched/service/planes.h"
+#include "unisched/service/secret_vault.h"
 #include "unisched/store/store.h"
 
 namespace unisched::daemon {
@@ -83,12 +84,16 @@ class JobLifecycle {
   // secret job tokens are made with, and the daemon's URL as this machine's
   // jobs reach it (an agent puts its own). Set once the daemon listens.
   void SetJobAccess(std::string token_secret, std::string url);
+  // Where a launch reads its job's secrets (docs/secrets.md). REQUIRES:
+  // before the first launch; null: a job that names secrets fails to launch.
+  void SetSecretVault(const service::SecretVault* vault) { vault_ = vault; }
   // A step of a running job: its tasks and its view, numbered by `next_step`,
   // and the backend to launch them on. `attempt` 0: any running attempt.
   struct PlannedStep {
     backend::PoolBackend* backend = nullptr;
     std::vector<executor::LaunchSpec> tasks;
     service::StepView view;
+    std::vector<std::function<Status(store::Transaction&)>> audits;  // the uses of the job's secrets
   };
   Result<PlannedStep> PlanStep(model::JobId id, int attempt, const service::StepRequest& request,
                                const std::function<int()>& next_step, Timestamp now) const;
@@ -168,8 +173,14 @@ class JobLifecycle {
   // An allocated id, from the store once, then from memory: an allocation
   // never changes.
   std::optional<int64_t> UnixId(const std::string& kind, const std::string& name) const;
-  // The current attempt as its backend gets it.
+  // The current attempt as its backend gets it. Without secrets when it is
+  // recovered: its tasks run already, with theirs.
   backend::AttemptLaunch AttemptLaunchOf(const model::Job& job) const;
+  // The job's secrets into each task of `launch` (its first and its gang's),
+  // and an audit record of each use into `batch`. An error names the secret
+  // that could not be read; the launch then fails (transient when the store
+  // could not be read).
+  Status AddSecrets(Batch& batch, const model::Job& job, std::vector<executor::LaunchSpec*> tasks) const;
   backend::PoolBackend& BackendOf(const model::Job& job) const;
   std::string BackendNameOf(const model::Job& job) const;
 
@@ -184,6 +195,7 @@ class JobLifecycle {
   void AddJobAccess(executor::LaunchSpec& spec) const;
   std::string job_token_secret_;
   std::string job_url_;
+  const service::SecretVault* vault_ = nullptr;
   Accounting& accounting_;
   std::function<void(executor::RunResult)> on_result_;
   backend::BackendSet backends_;

@@ -162,6 +162,11 @@ inline nlohmann::json SpecToJson(const AttemptSpec& spec) {
   if (!l.output_file.empty()) j["output_file"] = l.output_file;
   if (!l.error_file.empty()) j["error_file"] = l.error_file;
   if (l.ids) j["ids"] = {{"uid", l.ids->uid}, {"gid", l.ids->gid}, {"groups", l.ids->groups}};
+  if (!l.secrets.empty()) {
+    nlohmann::json secrets = nlohmann::json::array();
+    for (const auto& s : l.secrets) secrets.push_back({{"name", s.name}, {"value", s.value}, {"env", s.env}});
+    j["secrets"] = std::move(secrets);
+  }
   if (spec.account) {
     j["account"] = {{"uid", spec.account->uid}, {"gid", spec.account->gid}, {"groups", spec.account->groups}};
   }
@@ -239,6 +244,17 @@ inline Result<AttemptSpec> SpecFromDocument(const nlohmann::json& j) {
     spec.account = std::move(account);
   }
   if (UnixIds ids; read_ids("ids", ids.uid, ids.gid, ids.groups)) l.ids = std::move(ids);
+  if (const nlohmann::json* secrets = r.Array(j, "secrets", "secrets")) {  // absent: none
+    for (size_t i = 0; i < secrets->size() && !r.failed(); ++i) {
+      const std::string field = "secrets[" + std::to_string(i) + "]";
+      SecretValue secret;
+      for (const char* key : {"name", "value"}) r.Require((*secrets)[i], key, field + "." + key);
+      r.String((*secrets)[i], "name", field + ".name", secret.name);
+      r.String((*secrets)[i], "value", field + ".value", secret.value);
+      r.String((*secrets)[i], "env", field + ".env", secret.env);
+      l.secrets.push_back(std::move(secret));
+    }
+  }
   if (r.failed()) return Error::BadRequest("bad_spec", "malformed spec: " + r.TakeError().message);
   if (l.task < 0) return Error::BadRequest("bad_spec", "task must not be negative");
   if (l.argv.empty()) return Error::BadRequest("bad_spec", "argv is empty");

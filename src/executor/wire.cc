@@ -44,13 +44,14 @@ Int IntegerOr(const json& obj, const char* key, Int fallback, const std::string&
 
 }  // namespace
 
-json LaunchSpecToJson(const LaunchSpec& spec) {
+json LaunchSpecToJson(const LaunchSpec& spec, bool with_secrets) {
   // The supervisor's spec format, minus what only the side that runs it
   // knows (its work directory, whether it uses cgroups). The node is
   // always sent: an agent reads "" for a spec without one.
   json doc = files::SpecToJson(files::AttemptSpec{spec, "", false, std::nullopt, ""});
   doc.erase("work_dir");
   doc.erase("use_cgroups");
+  if (!with_secrets) doc.erase("secrets");
   doc["node"] = spec.node;
   return doc;
 }

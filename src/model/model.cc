@@ -125,6 +125,16 @@ std::string_view ToString(NodeState state) {
 std::optional<NodeState> ParseNodeState(std::string_view text) {
   return Lookup(kNodeStates, text);
 }
+std::string CheckSecretName(std::string_view name) {
+  if (name.empty() || name.size() > 128) return "must be 1 to 128 characters";
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); };
+  if (!alnum(name.front())) return "must start with a letter or digit";
+  for (char c : name) {
+    if (!alnum(c) && c != '.' && c != '_' && c != '-') return "may hold only letters, digits, '.', '_' and '-'";
+  }
+  return "";
+}
+
 std::string_view ToString(JobState state) {
   return Name(kJobStates, state);
 }

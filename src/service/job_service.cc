@@ -35,6 +35,23 @@ void JobService::Submit(const auth::Principal& who, JobRequest request, std::str
     done(*refused);
     return;
   }
+  // A secret must exist in the job's project when the job is accepted: a
+  // typo fails now, not at launch. (One deleted later fails the launch.)
+  for (size_t i = 0; i < request.secrets.size(); ++i) {
+    auto found = store_.GetSecret(admitted->project, request.secrets[i].name);
+    if (!found.ok()) {
+      done(found.error());
+      return;
+    }
+    if (!found->has_value()) {
+      done(Error::Unprocessable("unknown_secret",
+                                "project " + admitted->project + " has no secret named '" + request.secrets[i].name +
+                                    "'; POST /v1/secrets makes one, GET /v1/secrets?project=" + admitted->project +
+                                    " lists them",
+                                "secrets[" + std::to_string(i) + "]"));
+      return;
+    }
+  }
   if (idempotency_key.size() > 255) {
     done(Error::Unprocessable("invalid_value", "Idempotency-Key must be at most 255 characters", "Idempotency-Key"));
     return;
@@ -55,6 +72,7 @@ void JobService::Submit(const auth::Principal& who, JobRequest request, std::str
   job.command = std::move(request.command);
   job.script = model::ScriptText(std::move(request.script));
   job.env = std::move(request.env);
+  job.secrets = std::move(request.secrets);
   job.workdir = std::move(request.workdir);
   job.output_file = std::move(admitted->output_file);
   job.error_file = std::move(admitted->error_file);

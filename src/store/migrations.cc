@@ -341,6 +341,23 @@ CREATE TABLE job_steps (
 );
 )sql";
 
+// Version 16: secrets (unisched/store/secrets.h, docs/secrets.md), their
+// values sealed with a key that is not in the database.
+constexpr std::string_view kMigration16 = R"sql(
+CREATE TABLE secrets (
+  project TEXT NOT NULL,
+  name TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  sealed TEXT NOT NULL,
+  description TEXT NOT NULL,
+  created_by TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  updated_by TEXT NOT NULL,
+  updated_at INTEGER NOT NULL,
+  PRIMARY KEY (project, name)
+);
+)sql";
+
 Status Rollback(sqlite3* db, Error error) {
   if (sqlite3_get_autocommit(db) == 0) sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
   return error;
@@ -360,7 +377,8 @@ Status Exec(sqlite3* db, const std::string& sql, const std::string& what) {
 const std::vector<std::string_view>& Migrations() {
   static const std::vector<std::string_view> migrations = {
       kMigration1, kMigration2,  kMigration3,  kMigration4,  kMigration5,  kMigration6,  kMigration7, kMigration8,
-      kMigration9, kMigration10, kMigration11, kMigration12, kMigration13, kMigration14, kMigration15};
+      kMigration9, kMigration10, kMigration11, kMigration12, kMigration13, kMigration14, kMigration15,
+      kMigration16};
   return migrations;
 }
 

@@ -307,11 +307,27 @@ CREATE TABLE job_steps (
 );
 )sql";
 
+constexpr std::string_view kPgMigration16 = R"sql(
+CREATE TABLE secrets (
+  project TEXT NOT NULL,
+  name TEXT NOT NULL,
+  version BIGINT NOT NULL,
+  sealed TEXT NOT NULL,
+  description TEXT NOT NULL,
+  created_by TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  updated_by TEXT NOT NULL,
+  updated_at BIGINT NOT NULL,
+  PRIMARY KEY (project, name)
+);
+)sql";
+
 const std::vector<std::string_view>& PgMigrations() {
   static const std::vector<std::string_view> migrations = {
       kPgMigration1,  kPgMigration2,  kPgMigration3,  kPgMigration4,  kPgMigration5,
       kPgMigration6,  kPgMigration7,  kPgMigration8,  kPgMigration9,  kPgMigration10,
-      kPgMigration11, kPgMigration12, kPgMigration13, kPgMigration14, kPgMigration15};
+      kPgMigration11, kPgMigration12, kPgMigration13, kPgMigration14, kPgMigration15,
+      kPgMigration16};
   return migrations;
 }
 

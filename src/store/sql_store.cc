@@ -27,6 +27,7 @@
 #include "store/job_id_pool.h"
 #include "store/sql_accounting.h"
 #include "store/sql_baselines.h"
+#include "store/sql_secrets.h"
 #include "store/sql_common.h"
 #include "store/sql_config.h"
 #include "store/sql_events.h"
@@ -401,6 +402,23 @@ class SqlStore final : public Store {
   }
   Result<ConfigHead> ChangeConfig(const ConfigChange& change) override {
     return OnLease([&](Connection& c) { return sql::ChangeConfig(c, change); });
+  }
+
+  // ---- secrets (secrets.h) ----
+  Status InsertSecret(const SecretRecord& secret) override {
+    return OnLease([&](Connection& c) { return sql::InsertSecret(c, secret); });
+  }
+  Result<std::optional<SecretRecord>> RotateSecret(const SecretRecord& secret) override {
+    return OnLease([&](Connection& c) { return sql::RotateSecret(c, secret); });
+  }
+  Result<std::optional<SecretRecord>> GetSecret(const std::string& project, const std::string& name) override {
+    return OnLease([&](Connection& c) { return sql::GetSecret(c, project, name); });
+  }
+  Result<std::vector<SecretRecord>> ListSecrets(const std::string& project) override {
+    return OnLease([&](Connection& c) { return sql::ListSecrets(c, project); });
+  }
+  Result<bool> DeleteSecret(const std::string& project, const std::string& name) override {
+    return OnLease([&](Connection& c) { return sql::DeleteSecret(c, project, name); });
   }
 
   // ---- baseline runs (baselines.h) ----

@@ -143,6 +143,10 @@ void AttemptRun::Start() {
   const auto path = launch.env.find("PATH");
   ::setenv("PATH", path != launch.env.end() ? path->second.c_str() : kDefaultSearchPath, 1);
   auto job = StartJob(setup_.job_spec(), setup_.containment());
+  // The job has its secrets (or never will): none stays in our memory.
+  setup_.ForgetSecrets();
+  for (auto& secret : spec_.launch.secrets) ::explicit_bzero(secret.value.data(), secret.value.size());
+  spec_.launch.secrets.clear();
   if (!job.ok()) {
     result_.reason = job.error().message;
     result_.transient = job.error().code == executor::kTransientLaunchCode;  // no pipe, no process: try later

@@ -10,6 +10,7 @@
 #include <grp.h>
 #include <linux/close_range.h>
 #include <sched.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -46,6 +47,7 @@ enum Step : int {
   kStepScript,
   kStepWorkdir,
   kStepTmpDir,
+  kStepSecrets,
 };
 
 [[noreturn]] void ChildFail(int fd, int step, int err) {
@@ -133,6 +135,70 @@ void WriteScriptAndEnter(int fd, const JobSpec& spec) {
   if (!spec.chdir.empty() && ::chdir(spec.chdir.c_str()) != 0) ChildFail(fd, kStepWorkdir, errno);
 }
 
+// "/proc/self/fd/<fd>" into `buf`, without the library (the child may
+// share our memory): a mount target that is exactly the directory opened,
+// never a link someone put in its place.
+const char* FdPath(int fd, char (&buf)[32]) {
+  char digits[12];
+  int n = 0;
+  do {
+    digits[n++] = static_cast<char>('0' + fd % 10);
+    fd /= 10;
+  } while (fd > 0 && n < 11);
+  const char prefix[] = "/proc/self/fd/";
+  size_t i = 0;
+  for (; prefix[i] != '\0'; ++i) buf[i] = prefix[i];
+  while (n > 0) buf[i++] = digits[--n];
+  buf[i] = '\0';
+  return buf;
+}
+
+// In the child, still root, after the isolation (whose mount namespace it
+// then uses): the secret files on a tmpfs of the job's own. A job that is
+// not isolated gets a mount namespace here, a slave of the host's so that
+// later host mounts (an automounted file system) still reach it. System
+// calls only.
+void MountSecrets(int fd, const JobSpec& spec) {
+  if (spec.secret_files.empty()) return;
+  if (!spec.isolate) {
+    if (::unshare(CLONE_NEWNS) != 0) ChildFail(fd, kStepSecrets, errno);
+    if (::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0) ChildFail(fd, kStepSecrets, errno);
+  }
+  const char* dir = spec.secrets_dir.c_str();
+  if (::mkdir(dir, 0700) != 0 && errno != EEXIST) ChildFail(fd, kStepSecrets, errno);
+  // The work directory is the job's: a link left there must not redirect the mount.
+  const int under = ::open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (under < 0) ChildFail(fd, kStepSecrets, errno);
+  char path[32];
+  if (::mount("tmpfs", FdPath(under, path), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+              spec.secrets_mount_options.c_str()) != 0) {
+    ChildFail(fd, kStepSecrets, errno);
+  }
+  ::close(under);
+  const int top = ::open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);  // the tmpfs now
+  if (top < 0) ChildFail(fd, kStepSecrets, errno);
+  for (const auto& [name, content] : spec.secret_files) {
+    const int out = ::openat(top, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0400);
+    if (out < 0) ChildFail(fd, kStepSecrets, errno);
+    const char* data = content.data();
+    size_t left = content.size();
+    while (left > 0) {
+      const ssize_t n = ::write(out, data, left);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) ChildFail(fd, kStepSecrets, n < 0 ? errno : EIO);
+      data += n;
+      left -= static_cast<size_t>(n);
+    }
+    if (::fchown(out, spec.account.uid, spec.account.gid) != 0) ChildFail(fd, kStepSecrets, errno);
+    ::close(out);
+  }
+  if (::mount(nullptr, FdPath(top, path), nullptr, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+              nullptr) != 0) {
+    ChildFail(fd, kStepSecrets, errno);
+  }
+  ::close(top);
+}
+
 // Everything the job's child needs, prepared by the parent.
 struct ChildArgs {
   const JobSpec* spec;
@@ -183,6 +249,7 @@ constexpr size_t kChildStackBytes = 256 << 10;
     const char* step = "";
     if (int e = isolation::EnterIsolation(*a.isolation_spec, &step)) ChildFail(fd, kStepIsolation, e);
   }
+  MountSecrets(fd, spec);
   if (::dup2(a.devnull, 0) < 0 || ::dup2(a.out, 1) < 0 || ::dup2(a.err, 2) < 0) ChildFail(fd, kStepStdio, errno);
   // Nothing of the supervisor leaks into the job; the report pipe is
   // already close-on-exec and must stay open until the exec.
@@ -353,6 +420,9 @@ std::string DescribeLaunchError(const LaunchError& error, const JobSpec& spec) {
       return "cannot install the sandbox's system call filter: " + what;
     case kStepAffinity:
       return "cannot pin the job to its CPU set: " + what;
+    case kStepSecrets:
+      return "cannot put the job's secrets into a private tmpfs at '" + spec.secrets_dir + "': " + what +
+             (error.err == ELOOP || error.err == ENOTDIR ? " (something other than a directory is in its place)" : "");
   }
   return "launch failed (step " + std::to_string(error.step) + "): " + what;
 }

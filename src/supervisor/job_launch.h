@@ -47,6 +47,16 @@ struct JobSpec {
   // tasks of one job on different nodes of one machine never share
   // temporary files. "": none (an isolated job has a private /tmp).
   std::string tmp_dir;
+  // The job's secret files (docs/secrets.md): the child, still root, makes
+  // `secrets_dir` (the path it sees: under kSandboxHome when isolated),
+  // mounts a tmpfs on it with `secrets_mount_options` in a mount namespace
+  // of the job's own (an isolated job's is its sandbox's), writes each
+  // (file name, content) there, owned by the job's uid, mode 0400, and
+  // makes it read-only. Nobody outside the job sees the files, and they go
+  // when its last process ends. Empty: none.
+  std::string secrets_dir;
+  std::string secrets_mount_options;
+  std::vector<std::pair<std::string, std::string>> secret_files;
   Account account;
   // The sandbox of docs/sandboxes.md (isolation::EnterIsolation) in fresh
   // pid, network, mount, UTS and IPC namespaces, as account.uid with every

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <string.h>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -35,6 +36,7 @@ std::optional<JobSetup::Failure> JobSetup::Prepare(const files::AttemptSpec& spe
   if (spec.pin_cpus && !launch.cpu_set.empty()) PinTo(launch.cpu_set, output);
   if (auto failure = TakeAccount(spec)) return failure;
   if (auto failure = MakeWorkDir(spec.work_dir, job_spec_.account)) return failure;
+  if (auto failure = TakeSecrets(spec)) return failure;
   // A TMPDIR per job and node, as Slurm sites give with job_container/tmpfs:
   // local nodes share one machine's /tmp, where programs that name their
   // files after the host (Open MPI's session directories) would collide.
@@ -127,6 +129,57 @@ std::optional<JobSetup::Failure> JobSetup::TakeAccount(const files::AttemptSpec&
     account.name = launch.unix_user;  // the executor found it is ours: no switch
   }
   return std::nullopt;
+}
+
+// The job's secrets (docs/secrets.md): those asked for as variables into
+// its environment, the rest as files for the child to write into a tmpfs
+// of the job's own (JobSpec::secret_files), which takes root.
+std::optional<JobSetup::Failure> JobSetup::TakeSecrets(const files::AttemptSpec& spec) {
+  const executor::LaunchSpec& launch = spec.launch;
+  size_t bytes = 0;
+  for (const auto& secret : launch.secrets) {
+    if (!secret.env.empty()) {
+      job_spec_.env[secret.env] = secret.value;
+      secret_env_names_.push_back(secret.env);
+      continue;
+    }
+    // A name the API checked (model::CheckSecretName); checked again, as
+    // it becomes a file name here.
+    if (secret.name.empty() || secret.name.find('/') != std::string::npos || secret.name[0] == '.') {
+      return Failure{"a secret's name '" + secret.name + "' cannot be a file name"};
+    }
+    job_spec_.secret_files.emplace_back(secret.name, secret.value);
+    bytes += secret.value.size();
+  }
+  if (job_spec_.secret_files.empty()) return std::nullopt;
+  if (spec.work_dir.empty()) return Failure{"secret files need a work directory to be mounted in"};
+  if (::geteuid() != 0 || !job_spec_.account.switch_user) {
+    return Failure{"secrets as files need a supervisor running as root (a private tmpfs is mounted for them); ask "
+                   "for them as variables ({\"name\": ..., \"env\": ...}) with a daemon that is not root"};
+  }
+  const std::string dir_name = executor::kSecretsDirName;
+  job_spec_.secrets_dir =
+      (launch.isolate ? std::string(isolation::kSandboxHome) : spec.work_dir) + "/" + dir_name;
+  // Room for the files with a page each to spare, and inodes for them only.
+  const size_t size = bytes + (job_spec_.secret_files.size() + 4) * 4096;
+  job_spec_.secrets_mount_options = "mode=0500,uid=" + std::to_string(job_spec_.account.uid) +
+                                    ",gid=" + std::to_string(job_spec_.account.gid) + ",size=" +
+                                    std::to_string(size) + ",nr_inodes=" +
+                                    std::to_string(job_spec_.secret_files.size() + 4);
+  job_spec_.env["UNISCHED_SECRETS_DIR"] = job_spec_.secrets_dir;
+  return std::nullopt;
+}
+
+void JobSetup::ForgetSecrets() {
+  for (auto& [name, content] : job_spec_.secret_files) ::explicit_bzero(content.data(), content.size());
+  job_spec_.secret_files.clear();
+  for (const std::string& name : secret_env_names_) {
+    if (auto it = job_spec_.env.find(name); it != job_spec_.env.end()) {
+      ::explicit_bzero(it->second.data(), it->second.size());
+      job_spec_.env.erase(it);
+    }
+  }
+  secret_env_names_.clear();
 }
 
 // <work_root>/<job>, shared by the job's attempts and private to its

@@ -34,15 +34,20 @@ class JobSetup {
   containment::Containment& containment() { return containment_; }
   // Once the attempt's result is written: its sandbox uid is free again.
   void ReleaseUid() { uid_lease_ = isolation::UidLease(); }
+  // Once the job started: the secret files' contents are wiped from our
+  // memory (the job's tmpfs holds them now).
+  void ForgetSecrets();
 
  private:
   std::optional<Failure> TakeAccount(const executor::files::AttemptSpec& spec);
+  std::optional<Failure> TakeSecrets(const executor::files::AttemptSpec& spec);
   std::optional<Failure> MakeWorkDir(const std::string& work, const Account& account);
   // JobSpec::affinity for the node's logical CPUs `cpu_set`.
   void PinTo(const std::vector<int>& cpu_set, AttemptOutput& output);
 
   JobSpec job_spec_;
   containment::Containment containment_;
+  std::vector<std::string> secret_env_names_;  // variables holding a secret, wiped by ForgetSecrets
   isolation::UidLease uid_lease_;  // sandboxed jobs: their own uid, held until the attempt ends
 };
 

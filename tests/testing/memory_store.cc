@@ -79,6 +79,8 @@ struct MemoryStore::Data {
   ConfigHead config_head;
   // Baseline runs (baselines.h), under `mu`.
   std::vector<BaselineRecord> baselines;  // id i + 1 at [i]
+  // Secrets (secrets.h) by (project, name), under `mu`.
+  std::map<std::pair<std::string, std::string>, SecretRecord> secrets;
 };
 
 struct MemoryStore::Queue {
@@ -462,6 +464,52 @@ Result<std::vector<BaselineRecord>> MemoryStore::ListBaselines(const std::string
     if (pools.empty() || it->pools == pools) newest_first.push_back(*it);
   }
   return newest_first;
+}
+
+Status MemoryStore::InsertSecret(const SecretRecord& secret) {
+  std::lock_guard lock(data_->mu);
+  SecretRecord stored = secret;
+  stored.version = 1;
+  stored.updated_by = secret.created_by;
+  stored.updated_at = secret.created_at;
+  if (!data_->secrets.emplace(std::make_pair(secret.project, secret.name), std::move(stored)).second) {
+    return Error::Conflict("secret_exists", "project " + secret.project + " already has a secret named " + secret.name);
+  }
+  return Status::Ok();
+}
+
+Result<std::optional<SecretRecord>> MemoryStore::RotateSecret(const SecretRecord& secret) {
+  std::lock_guard lock(data_->mu);
+  auto it = data_->secrets.find({secret.project, secret.name});
+  if (it == data_->secrets.end()) return std::optional<SecretRecord>();
+  SecretRecord& stored = it->second;
+  ++stored.version;
+  stored.sealed = secret.sealed;
+  if (!secret.description.empty()) stored.description = secret.description;
+  stored.updated_by = secret.updated_by;
+  stored.updated_at = secret.updated_at;
+  return std::optional<SecretRecord>(stored);
+}
+
+Result<std::optional<SecretRecord>> MemoryStore::GetSecret(const std::string& project, const std::string& name) {
+  std::lock_guard lock(data_->mu);
+  auto it = data_->secrets.find({project, name});
+  if (it == data_->secrets.end()) return std::optional<SecretRecord>();
+  return std::optional<SecretRecord>(it->second);
+}
+
+Result<std::vector<SecretRecord>> MemoryStore::ListSecrets(const std::string& project) {
+  std::lock_guard lock(data_->mu);
+  std::vector<SecretRecord> secrets;
+  for (const auto& [key, secret] : data_->secrets) {
+    if (project.empty() || key.first == project) secrets.push_back(secret);
+  }
+  return secrets;
+}
+
+Result<bool> MemoryStore::DeleteSecret(const std::string& project, const std::string& name) {
+  std::lock_guard lock(data_->mu);
+  return data_->secrets.erase({project, name}) > 0;
 }
 
 void MemoryStore::WriterLoop() {

@@ -45,6 +45,11 @@ class MemoryStore final : public store::Store {
   Result<int64_t> InsertBaseline(const store::BaselineRecord& baseline) override;
   Result<std::optional<store::BaselineRecord>> GetBaseline(int64_t id) override;
   Result<std::vector<store::BaselineRecord>> ListBaselines(const std::string& pools, int limit) override;
+  Status InsertSecret(const store::SecretRecord& secret) override;
+  Result<std::optional<store::SecretRecord>> RotateSecret(const store::SecretRecord& secret) override;
+  Result<std::optional<store::SecretRecord>> GetSecret(const std::string& project, const std::string& name) override;
+  Result<std::vector<store::SecretRecord>> ListSecrets(const std::string& project) override;
+  Result<bool> DeleteSecret(const std::string& project, const std::string& name) override;
   int SchemaVersion() const override { return 1; }
   void Close() override;
 

@@ -28,6 +28,7 @@
 #include "unisched/policy/quota.h"
 #include "unisched/service/job_service.h"
 #include "unisched/service/planes.h"
+#include "unisched/service/secret_vault.h"
 #include "unisched/store/store.h"
 
 namespace unisched::api {
@@ -83,6 +84,7 @@ struct ApiContext {
   SandboxPlane* sandboxes = nullptr;        // null: 503 for /v1/sandboxes and /v1/images
   service::ConfigPlane* configs = nullptr;  // null: 503 for /v1/config
   service::StepPlane* steps = nullptr;      // null: 503 for /v1/jobs/{id}/steps
+  service::SecretVault* secrets = nullptr;  // null: 503 for writes of /v1/secrets
   // Checks job tokens (auth::CheckJobToken); empty: none is accepted.
   std::string job_token_secret;
   metrics::Metrics* metrics = nullptr;
@@ -251,6 +253,11 @@ class Api {
   void ExecSandbox(Call& call);
   void PutSandboxFile(Call& call);
   void GetSandboxFile(Call& call);
+  void CreateSecret(Call& call);
+  void RotateSecret(Call& call);
+  void ListSecrets(Call& call);
+  void GetSecret(Call& call);
+  void DeleteSecret(Call& call);
   void RecordBaseline(Call& call);
   void ListBaselines(Call& call);
   void GetBaseline(Call& call);

@@ -76,6 +76,10 @@ struct StoreSettings {
   int accounting_interval_seconds = 60;       // running jobs are charged to the ledger this often
   int storage_sample_interval_seconds = 300;  // storage GB-hours sampled this often; 0: never
   int reconcile_interval_seconds = 3600;      // the ledger reconciled this often; 0: only on request
+  // The key secrets are sealed with (docs/secrets.md): a 0600 file of 64 hex
+  // digits, made at first start when missing. Empty: <state dir>/secrets.key.
+  // Replicas of one store need copies of the same file.
+  std::string secrets_key_file;
 };
 
 // One Unix account per unisched user (docs/accounts.md): a user without a

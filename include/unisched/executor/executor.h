@@ -40,6 +40,20 @@ struct UnixIds {
   std::vector<uint32_t> groups;  // supplementary: every project of the user
 };
 
+// A secret's value as one launch delivers it (docs/secrets.md): the file
+// <secrets dir>/<name>, or the variable `env`. Only in memory and on the
+// wire: never written to disk by the daemon, an agent or a supervisor.
+struct SecretValue {
+  std::string name;
+  std::string value;
+  std::string env;  // empty: a file
+};
+
+// The directory of a task's secret files, as the job sees it: a tmpfs
+// mounted there in the job's own mount namespace (invisible to everyone
+// else), under its work directory.
+inline constexpr char kSecretsDirName[] = ".unisched-secrets";
+
 struct LaunchSpec {
   model::JobId job_id = 0;
   int attempt = 1;
@@ -89,6 +103,8 @@ struct LaunchSpec {
   int64_t sandbox_uid_base = 0;
   int64_t sandbox_uid_count = 0;
   std::string sandbox_uid_lock_dir{};
+  // The job's secrets, decrypted by the daemon for this launch only.
+  std::vector<SecretValue> secrets{};
 };
 
 // The name of a task's directory under its job's: the attempt number for

@@ -19,7 +19,9 @@
 
 namespace unisched::executor {
 
-nlohmann::json LaunchSpecToJson(const LaunchSpec& spec);
+// with_secrets false: without the secrets' values, for a copy kept on disk
+// (an agent's record of what it launched, which only recovery reads).
+nlohmann::json LaunchSpecToJson(const LaunchSpec& spec, bool with_secrets = true);
 Result<LaunchSpec> LaunchSpecFromJson(const nlohmann::json& doc);
 nlohmann::json RunResultToJson(const RunResult& result);
 Result<RunResult> RunResultFromJson(const nlohmann::json& doc);

@@ -179,6 +179,22 @@ class ScriptText {
   std::shared_ptr<const std::string> text_;
 };
 
+// A secret of the job's project the job gets at launch (docs/secrets.md):
+// as the file $UNISCHED_SECRETS_DIR/<name> on a tmpfs only the job sees,
+// or, when `env` names a variable, in that variable. Only the name is kept
+// with the job; the value is read, decrypted and handed over per launch.
+struct SecretUse {
+  std::string name;
+  std::string env;  // empty: a file
+  bool operator==(const SecretUse&) const = default;
+};
+
+// Why `name` cannot name a secret, or "" when it can: 1 to 128 letters,
+// digits, '.', '_' and '-', starting with a letter or digit (it is also the
+// secret's file name in the job's secrets directory).
+std::string CheckSecretName(std::string_view name);
+inline constexpr size_t kMaxSecretsPerJob = 64;
+
 struct Routing {
   std::string pool;
   std::string queue;
@@ -207,6 +223,7 @@ struct Job {
   std::vector<std::string> command;
   ScriptText script;
   std::map<std::string, std::string> env;
+  std::vector<SecretUse> secrets;
   // The directory the job starts in (Slurm's -D): absolute; empty: its
   // work directory <work_root>/<job>.
   std::string workdir;

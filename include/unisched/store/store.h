@@ -11,6 +11,7 @@
 // reads; code that needs one concern takes that part (e.g. JobReads&).
 //   config_versions.h  accepted config texts by version, the running one
 //   baselines.h   performance baseline runs
+//   secrets.h     secrets, sealed
 //   lease.h       the leader lease of daemon replicas
 //
 // Two implementations share one engine (sql_store.cc: one writer thread,
@@ -47,6 +48,7 @@
 #include "unisched/store/lease.h"
 #include "unisched/store/nodes.h"
 #include "unisched/store/sandboxes.h"
+#include "unisched/store/secrets.h"
 
 namespace unisched::store {
 
@@ -97,6 +99,7 @@ class Transaction : public JobWrites,
 class Store : public LeaderLease,
               public ConfigVersions,
               public Baselines,
+              public Secrets,
               public JobReads,
               public EventReads,
               public IdentityReads,

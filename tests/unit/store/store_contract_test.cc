@@ -120,6 +120,57 @@ TEST_P(StoreTest, ReservedRangesOfIdsAreNeverHandedOutAgain) {
   }
 }
 
+TEST_P(StoreTest, SecretsAreMadeOnceRotatedListedAndDeleted) {
+  store::SecretRecord secret;
+  secret.project = "genomics";
+  secret.name = "db-password";
+  secret.sealed = "v1.sealed-one";
+  secret.description = "the results database";
+  secret.created_by = "alice";
+  secret.created_at = FromUnixMillis(1000);
+  ASSERT_TRUE(store_->InsertSecret(secret).ok());
+  Status again = store_->InsertSecret(secret);
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.error().code, "secret_exists");
+
+  auto got = store_->GetSecret("genomics", "db-password");
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_EQ((*got)->version, 1);
+  EXPECT_EQ((*got)->sealed, "v1.sealed-one");
+  EXPECT_EQ((*got)->updated_by, "alice");
+  EXPECT_EQ(ToUnixMillis((*got)->updated_at), 1000);
+
+  store::SecretRecord rotation = secret;
+  rotation.sealed = "v1.sealed-two";
+  rotation.description = "";  // kept
+  rotation.updated_by = "bob";
+  rotation.updated_at = FromUnixMillis(2000);
+  auto rotated = store_->RotateSecret(rotation);
+  ASSERT_TRUE(rotated.ok() && rotated->has_value());
+  EXPECT_EQ((*rotated)->version, 2);
+  EXPECT_EQ((*rotated)->sealed, "v1.sealed-two");
+  EXPECT_EQ((*rotated)->description, "the results database");
+  EXPECT_EQ((*rotated)->created_by, "alice");
+  EXPECT_EQ((*rotated)->updated_by, "bob");
+  rotation.name = "nothing-here";
+  auto missing = store_->RotateSecret(rotation);
+  ASSERT_TRUE(missing.ok());
+  EXPECT_FALSE(missing->has_value());
+
+  secret.project = "physics";
+  ASSERT_TRUE(store_->InsertSecret(secret).ok());  // the same name in another project
+  EXPECT_EQ(store_->ListSecrets("")->size(), 2u);
+  auto genomics = store_->ListSecrets("genomics");
+  ASSERT_TRUE(genomics.ok());
+  ASSERT_EQ(genomics->size(), 1u);
+  EXPECT_EQ(genomics->front().version, 2);
+
+  EXPECT_TRUE(*store_->DeleteSecret("genomics", "db-password"));
+  EXPECT_FALSE(*store_->DeleteSecret("genomics", "db-password"));
+  EXPECT_FALSE(store_->GetSecret("genomics", "db-password")->has_value());
+  EXPECT_TRUE(store_->GetSecret("physics", "db-password")->has_value());
+}
+
 TEST_P(StoreTest, UpdateRewritesColumnsAndDocument) {
   const JobId id = Insert(MakeJob("job"));
   Job job = *store_->GetJob(id);
