@@ -23,14 +23,10 @@ constexpr const char* kExample =
 constexpr size_t kMaxDescriptionBytes = 1024;
 
 json View(const store::SecretRecord& secret) {
-  return {{"project", secret.project},
-          {"name", secret.name},
-          {"version", secret.version},
-          {"description", secret.description},
-          {"created_by", secret.created_by},
-          {"created_at", FormatRfc3339(secret.created_at)},
-          {"updated_by", secret.updated_by},
-          {"updated_at", FormatRfc3339(secret.updated_at)}};
+  return {{"project", secret.project},       {"name", secret.name},
+          {"version", secret.version},       {"description", secret.description},
+          {"created_by", secret.created_by}, {"created_at", FormatRfc3339(secret.created_at)},
+          {"updated_by", secret.updated_by}, {"updated_at", FormatRfc3339(secret.updated_at)}};
 }
 
 bool MayManage(const auth::Principal& who, const std::string& project) {
@@ -75,8 +71,8 @@ void Api::CreateSecret(Call& call) {
     return;
   }
   if (!MayManage(who, project)) {
-    call.reply(ErrorResponse(403, "forbidden", "user " + who.user + " is not a member of project " + project,
-                             "project"));
+    call.reply(
+        ErrorResponse(403, "forbidden", "user " + who.user + " is not a member of project " + project, "project"));
     return;
   }
   if (!body->contains("name") || (*body)["name"].is_null()) {
@@ -148,8 +144,8 @@ void Api::ListSecrets(Call& call) {
   const auth::Principal& who = *call.principal;
   const std::string project = call.Query("project").value_or("");
   if (!project.empty() && !MayManage(who, project)) {
-    call.reply(ErrorResponse(403, "forbidden", "user " + who.user + " is not a member of project " + project,
-                             "project"));
+    call.reply(
+        ErrorResponse(403, "forbidden", "user " + who.user + " is not a member of project " + project, "project"));
     return;
   }
   auto rows = ctx_.store->ListSecrets(project);

@@ -225,8 +225,7 @@ Result<Submission> ParseFields(const json& body) {
                                       field + ".env");
         }
         if (s.env.count(use.env) != 0) {
-          return Error::Unprocessable("invalid_value",
-                                      "env '" + use.env + "' is set in env as well; give it one value",
+          return Error::Unprocessable("invalid_value", "env '" + use.env + "' is set in env as well; give it one value",
                                       field + ".env");
         }
       }

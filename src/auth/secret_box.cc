@@ -91,8 +91,8 @@ Result<SecretBox> SecretBox::OpenKeyFile(const std::string& path, bool create) {
     const std::string temp = path + ".new";
     int out = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (out < 0) return Error::Internal("cannot create " + temp + ": " + std::strerror(errno));
-    const bool written = ::write(out, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
-                         ::fsync(out) == 0;
+    const bool written =
+        ::write(out, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(out) == 0;
     ::close(out);
     // link, not rename: a key another daemon made meanwhile is kept.
     if (!written || (::link(temp.c_str(), path.c_str()) != 0 && errno != EEXIST)) {

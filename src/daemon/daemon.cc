@@ -273,9 +273,8 @@ void Daemon::GiveJobsAccess() {
 // key: the first to start records its id in the store, and a replica with
 // another key refuses to start (a key file it just made is removed again).
 Status Daemon::OpenSecretVault() {
-  const std::string key_file = config_.store.secrets_key_file.empty()
-                                   ? (fs::path(state_dir_) / "secrets.key").string()
-                                   : config_.store.secrets_key_file;
+  const std::string key_file = config_.store.secrets_key_file.empty() ? (fs::path(state_dir_) / "secrets.key").string()
+                                                                      : config_.store.secrets_key_file;
   std::error_code ec;
   const bool existed = fs::exists(key_file, ec);
   auto box = auth::SecretBox::OpenKeyFile(key_file, /*create=*/true);

@@ -123,7 +123,7 @@ class Daemon {
   // Between each executor and the controller: one result per gang attempt.
   // Made before the executors, which call them, and so outlive them.
   std::unique_ptr<StepBook> steps_;
-  std::string job_token_secret_;  // the cluster's, for job tokens (auth::MintJobToken)
+  std::string job_token_secret_;                 // the cluster's, for job tokens (auth::MintJobToken)
   std::unique_ptr<service::SecretVault> vault_;  // docs/secrets.md
   std::unique_ptr<backend::GangBook> local_gangs_;
   std::unique_ptr<backend::GangBook> agent_gangs_;

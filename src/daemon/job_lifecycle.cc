@@ -564,8 +564,7 @@ Status JobLifecycle::AddSecrets(Batch& batch, const Job& job, std::vector<execut
     }
     for (executor::LaunchSpec* task : tasks) task->secrets.push_back({use.name, *value, use.env});
     // Every use audited: who, which secret, which attempt; never the value.
-    store::AuditRecord audit{clock_.Now(), job.user, "secret.use",
-                             "secret/" + job.project + "/" + use.name,
+    store::AuditRecord audit{clock_.Now(), job.user, "secret.use", "secret/" + job.project + "/" + use.name,
                              "job " + std::to_string(job.id) + " attempt " + std::to_string(attempt) +
                                  (use.env.empty() ? " as a file" : " as $" + use.env)};
     batch.writes.push_back([audit = std::move(audit)](store::Transaction& t) { return t.AppendAudit(audit); });

@@ -73,8 +73,8 @@ Result<std::optional<SecretRecord>> GetSecret(Connection& c, const std::string& 
 }
 
 Result<std::vector<SecretRecord>> ListSecrets(Connection& c, const std::string& project) {
-  auto read = c.Prepare(std::string(kColumns) + (project.empty() ? "" : " WHERE project = ?1") +
-                        " ORDER BY project, name");
+  auto read =
+      c.Prepare(std::string(kColumns) + (project.empty() ? "" : " WHERE project = ?1") + " ORDER BY project, name");
   if (!read.ok()) return read.error();
   if (!project.empty()) read->Bind(1, project);
   std::vector<SecretRecord> secrets;

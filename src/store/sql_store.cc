@@ -27,7 +27,6 @@
 #include "store/job_id_pool.h"
 #include "store/sql_accounting.h"
 #include "store/sql_baselines.h"
-#include "store/sql_secrets.h"
 #include "store/sql_common.h"
 #include "store/sql_config.h"
 #include "store/sql_events.h"
@@ -35,6 +34,7 @@
 #include "store/sql_jobs.h"
 #include "store/sql_lease.h"
 #include "store/sql_sandboxes.h"
+#include "store/sql_secrets.h"
 #include "unisched/store/store.h"
 
 namespace unisched::store {

@@ -3,11 +3,11 @@
 #include "supervisor/job_setup.h"
 
 #include <sched.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <string.h>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -154,18 +154,17 @@ std::optional<JobSetup::Failure> JobSetup::TakeSecrets(const files::AttemptSpec&
   if (job_spec_.secret_files.empty()) return std::nullopt;
   if (spec.work_dir.empty()) return Failure{"secret files need a work directory to be mounted in"};
   if (::geteuid() != 0 || !job_spec_.account.switch_user) {
-    return Failure{"secrets as files need a supervisor running as root (a private tmpfs is mounted for them); ask "
-                   "for them as variables ({\"name\": ..., \"env\": ...}) with a daemon that is not root"};
+    return Failure{
+        "secrets as files need a supervisor running as root (a private tmpfs is mounted for them); ask "
+        "for them as variables ({\"name\": ..., \"env\": ...}) with a daemon that is not root"};
   }
   const std::string dir_name = executor::kSecretsDirName;
-  job_spec_.secrets_dir =
-      (launch.isolate ? std::string(isolation::kSandboxHome) : spec.work_dir) + "/" + dir_name;
+  job_spec_.secrets_dir = (launch.isolate ? std::string(isolation::kSandboxHome) : spec.work_dir) + "/" + dir_name;
   // Room for the files with a page each to spare, and inodes for them only.
   const size_t size = bytes + (job_spec_.secret_files.size() + 4) * 4096;
   job_spec_.secrets_mount_options = "mode=0500,uid=" + std::to_string(job_spec_.account.uid) +
-                                    ",gid=" + std::to_string(job_spec_.account.gid) + ",size=" +
-                                    std::to_string(size) + ",nr_inodes=" +
-                                    std::to_string(job_spec_.secret_files.size() + 4);
+                                    ",gid=" + std::to_string(job_spec_.account.gid) + ",size=" + std::to_string(size) +
+                                    ",nr_inodes=" + std::to_string(job_spec_.secret_files.size() + 4);
   job_spec_.env["UNISCHED_SECRETS_DIR"] = job_spec_.secrets_dir;
   return std::nullopt;
 }

@@ -48,7 +48,7 @@ class JobSetup {
   JobSpec job_spec_;
   containment::Containment containment_;
   std::vector<std::string> secret_env_names_;  // variables holding a secret, wiped by ForgetSecrets
-  isolation::UidLease uid_lease_;  // sandboxed jobs: their own uid, held until the attempt ends
+  isolation::UidLease uid_lease_;              // sandboxed jobs: their own uid, held until the attempt ends
 };
 
 }  // namespace unisched::supervisor

@@ -185,6 +185,8 @@ async function setup() {
   ctx.ended = (await must('POST', '/v1/sandboxes', {}, ADMIN, 201)).id;
   await must('DELETE', `/v1/sandboxes/${ctx.ended}`);
   ctx.baseline = (await must('POST', '/v1/baselines', baselineBody(), ADMIN, 201)).id;
+  await call('POST', '/v1/secrets', {name: 'conformance-secret', value: 'not-a-real-secret'});  // 409 on a rerun
+  ctx.secretCount = 0;
   ctx.ready = true;
   return ctx;
 }
@@ -577,6 +579,37 @@ async function prepare(id, status, mediaType, refused = false) {
     case 'getBaseline':
       if (s === 200) return {path: `/v1/baselines/${ctx.baseline}`};
       if (s === 404) return {path: '/v1/baselines/999999'};
+      break;
+
+    case 'createSecret': {
+      const fresh = {name: `conformance-${Date.now()}-${++ctx.secretCount}`, value: 'not-a-real-secret'};
+      if (s === 201) return {path: '/v1/secrets', body: fresh};
+      if (s === 409) return {path: '/v1/secrets', body: {name: 'conformance-secret', value: 'v'}};
+      if (s === 422) return {path: '/v1/secrets', body: Object.assign(fresh, {project: 'no-such-project'})};
+      if (s === 400) return Object.assign({path: '/v1/secrets'}, malformed);
+      break;
+    }
+    case 'listSecrets':
+      if (s === 200) return {path: '/v1/secrets', query: {project: 'default'}};
+      if (s === 422) return {path: '/v1/secrets', query: {project: 'p'.repeat(300)}, invalid: `${bad}: project longer than 256`};
+      break;
+    case 'getSecret':
+      if (s === 200) return {path: '/v1/secrets/default/conformance-secret'};
+      if (s === 404) return {path: '/v1/secrets/default/no-such-secret'};
+      break;
+    case 'rotateSecret':
+      if (s === 200) return {path: '/v1/secrets/default/conformance-secret', body: {value: 'rotated'}};
+      if (s === 404) return {path: '/v1/secrets/default/no-such-secret', body: {value: 'v'}};
+      if (s === 422) return {path: '/v1/secrets/default/conformance-secret', body: {value: 'v', versions: 2}};
+      if (s === 400) return Object.assign({path: '/v1/secrets/default/conformance-secret'}, malformed);
+      break;
+    case 'deleteSecret':
+      if (s === 200) {
+        const name = `conformance-gone-${Date.now()}-${++ctx.secretCount}`;
+        await must('POST', '/v1/secrets', {name, value: 'v'}, admin, 201);
+        return {path: `/v1/secrets/default/${name}`};
+      }
+      if (s === 404) return {path: '/v1/secrets/default/no-such-secret'};
       break;
   }
   return {unknown: `no request for ${id} ${status} ${mediaType || ''}`};

@@ -39,7 +39,7 @@ struct JobRequest {
   bool workload_from_queue = false;
   std::map<std::string, std::string> env;
   std::vector<model::SecretUse> secrets;  // docs/secrets.md: must exist in the job's project
-  std::string workdir;  // Slurm's -D (model::Job::workdir): absolute, or "" for the work directory
+  std::string workdir;                    // Slurm's -D (model::Job::workdir): absolute, or "" for the work directory
   std::string
       output_file;  // Slurm's -o and -e patterns (model::Job); relative: under workdir, else executor.output_dir
   std::string error_file;

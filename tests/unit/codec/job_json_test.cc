@@ -34,6 +34,7 @@ model::Job FullJob() {
   job.command = {"train.sh", "--epochs", "3"};
   job.script = model::ScriptText("#!/bin/bash\n#SBATCH -J sim-42 --gres=gpu:2\nsrun \"python3\" train.py \"$@\"\n");
   job.env = {{"KEY", "value"}, {"OTHER", ""}};
+  job.secrets = {{"db-password", ""}, {"aws-key", "AWS_SECRET_ACCESS_KEY"}};
   job.workdir = "/scratch/alice/sim-42";
   job.priority = 17;
   job.routing = {.pool = "gpu-train-pool", .queue = "ai-training", .reason = "rule gpu-jobs"};

@@ -9,6 +9,8 @@
 
 #include <functional>
 
+#include "unisched/executor/wire.h"
+
 namespace unisched::executor::files {
 namespace {
 
@@ -40,6 +42,7 @@ AttemptSpec FullSpec() {
   l.ids = UnixIds{2000003, 2000001, {2000001, 2000002}};
   l.script = "#!/bin/sh\necho \"$1\"\n";
   l.chdir = "/scratch/alice";
+  l.secrets = {{"db-password", "hunter2", ""}, {"aws-key", "AKIA...", "AWS_SECRET_ACCESS_KEY"}};
   return spec;
 }
 
@@ -76,6 +79,24 @@ TEST(AttemptFilesTest, ASpecSurvivesARoundTripWithEveryField) {
   EXPECT_EQ(l.ids->uid, 2000003u);
   EXPECT_EQ(l.ids->gid, 2000001u);
   EXPECT_EQ(l.ids->groups, (std::vector<uint32_t>{2000001, 2000002}));
+  ASSERT_EQ(l.secrets.size(), 2u);
+  EXPECT_EQ(l.secrets[0].name, "db-password");
+  EXPECT_EQ(l.secrets[0].value, "hunter2");
+  EXPECT_EQ(l.secrets[0].env, "");
+  EXPECT_EQ(l.secrets[1].env, "AWS_SECRET_ACCESS_KEY");
+}
+
+// What an agent keeps on disk of a launch: everything recovery needs, no
+// secret's value.
+TEST(AttemptFilesTest, TheCopyKeptOnDiskHoldsNoSecret) {
+  const LaunchSpec spec = FullSpec().launch;
+  EXPECT_NE(LaunchSpecToJson(spec).dump().find("hunter2"), std::string::npos);  // the wire carries it
+  const json kept = LaunchSpecToJson(spec, /*with_secrets=*/false);
+  EXPECT_EQ(kept.dump().find("hunter2"), std::string::npos);
+  auto back = LaunchSpecFromJson(kept);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_TRUE(back->secrets.empty());
+  EXPECT_EQ(back->argv, spec.argv);
 }
 
 TEST(AttemptFilesTest, FieldsOlderSpecsLackKeepTheirDefaults) {
