@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "testing/agent_process.h"
 #include "testing/daemon.h"
 
 namespace unisched::testing {
@@ -182,6 +183,61 @@ TEST_F(SecretsTest, AValueReachesItsJobsAndNothingElse) {
   // The key is outside the database, its own, 0600.
   EXPECT_EQ(fs::status(d.state_dir() + "/secrets.key").permissions() & fs::perms::all,
             fs::perms::owner_read | fs::perms::owner_write);
+}
+
+// Through a node agent: the value travels in the launch command, and the
+// agent's record of the launch on its disk holds none.
+TEST_F(SecretsTest, AnAgentsJobGetsItAndTheAgentKeepsNoCopy) {
+  if (::geteuid() != 0) GTEST_SKIP() << "secret files need a root supervisor (a private tmpfs)";
+  TestDaemon d;
+  d.UseConfigText(R"yaml(
+server:
+  scheduler_tick_seconds: 0.1
+health:
+  heartbeat_interval_seconds: 1
+pools:
+  - name: cpu
+    kind: cpu
+    nodes: [x86-c2m2-hpc-01]
+nodes:
+  - {name: x86-c2m2-hpc-01, cpus: 2, memory_mb: 1024, agent: true}
+queues:
+  - name: batch
+    pool: cpu
+projects:
+  - name: default
+)yaml");
+  d.Start();
+  AgentFleet agents(d, "cpu", {"x86-c2m2-hpc-01"});
+  ASSERT_TRUE(d.WaitNodes("up")) << d.Call("GET", "/v1/nodes").body;
+  const std::string value = RandomValue("planted-agent");
+  // The same value under two names: one as a file, one as a variable.
+  for (const char* name : {"key", "key-again"}) {
+    ASSERT_EQ(Call(d, "POST", "/v1/secrets", json{{"name", name}, {"value", value}}.dump()).status, 201);
+  }
+  const std::string id =
+      d.Submit({{"workload", {{"kind", "hpc"}}},
+                {"queue", "batch"},
+                {"command",
+                 {"/bin/sh", "-c",
+                  "[ -n \"$K\" ] && [ \"$(cat $UNISCHED_SECRETS_DIR/key)\" = \"$K\" ] && echo both-ok; sleep 2"}},
+                {"secrets", json::array({"key", {{"name", "key-again"}, {"env", "K"}}})}});
+  // While it runs, the agent's record of the launch is on its disk: no value in it.
+  d.WaitJob(id, [&](const json& j) {
+    return j["state"] != "RUNNING" ||
+           d.Call("GET", "/v1/jobs/" + id + "/log").body.find("both-ok") != std::string::npos;
+  });
+  EXPECT_EQ(FilesHolding(agents.Dir("x86-c2m2-hpc-01"), {value}), std::vector<std::string>());
+  const json done = d.WaitTerminal(id);
+  EXPECT_EQ(done["state"], "COMPLETED") << done.dump();
+  EXPECT_EQ(done["nodes"], json::array({"x86-c2m2-hpc-01"}));
+  const std::string log = Call(d, "GET", "/v1/jobs/" + id + "/log").body;
+  EXPECT_NE(log.find("both-ok"), std::string::npos) << log;
+  Call(d, "GET", "/v1/jobs/" + id);
+  EXPECT_EQ(answers_.find(value), std::string::npos);
+  EXPECT_EQ(FilesHolding(agents.Dir("x86-c2m2-hpc-01"), {value}), std::vector<std::string>());
+  d.Stop();
+  EXPECT_EQ(FilesHolding(d.state_dir(), {value}), std::vector<std::string>());
 }
 
 TEST_F(SecretsTest, RulesAtSubmitAndAtLaunch) {
