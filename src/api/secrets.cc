@@ -19,7 +19,7 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kExample =
-    R"({"project": "genomics", "name": "results-db-password", "value": "...", "description": "what it is for"})";
+    R"({"project": "default", "name": "results-db-password", "value": "...", "description": "what it is for"})";
 constexpr size_t kMaxDescriptionBytes = 1024;
 
 json View(const store::SecretRecord& secret) {
@@ -43,11 +43,24 @@ std::optional<Error> ReadValue(const json& body, std::string& value) {
   return body::ReadString(body, "value", "value", service::SecretVault::kMaxValueBytes, value, /*empty_ok=*/false);
 }
 
+// A project the caller is not in: 403 whether or not the secret exists, so
+// the answer says nothing about another project's secrets.
+HttpResponse NotMember(const auth::Principal& who, const std::string& project) {
+  return ErrorResponse(403, "forbidden", "user " + who.user + " is not a member of project " + project);
+}
+
+HttpResponse NoSuchSecret(const std::string& project, const std::string& name) {
+  return ErrorResponse(
+      404, "not_found",
+      "project " + project + " has no secret named '" + name + "'; GET /v1/secrets?project=" + project + " lists them");
+}
+
 }  // namespace
 
 void Api::CreateSecret(Call& call) {
   if (ctx_.secrets == nullptr) {
-    call.reply(ErrorResponse(503, "unavailable", "this daemon keeps no secrets (it is not the leader)"));
+    call.reply(ErrorResponse(503, "unavailable",
+                             ctx_.secrets_problem.empty() ? "this daemon keeps no secrets" : ctx_.secrets_problem));
     return;
   }
   auto body = body::ParseObject(call.request.body, kExample);
@@ -60,9 +73,23 @@ void Api::CreateSecret(Call& call) {
     return;
   }
   const auth::Principal& who = *call.principal;
+  // Every field's type and size first (400), then what the values mean (422, 403).
   std::string project, name, value, description;
-  if (auto e = body::ReadString(*body, "project", "project", 256, project)) {
-    call.reply(FromError(*e));
+  if (!body->contains("name") || (*body)["name"].is_null()) {
+    call.reply(ErrorResponse(422, "missing_field", "name is required, e.g. " + std::string(kExample), "name"));
+    return;
+  }
+  for (auto e :
+       {body::ReadString(*body, "project", "project", 256, project), body::ReadString(*body, "name", "name", 256, name),
+        body::ReadString(*body, "description", "description", kMaxDescriptionBytes, description),
+        ReadValue(*body, value)}) {
+    if (e) {
+      call.reply(FromError(*e));
+      return;
+    }
+  }
+  if (std::string why = model::CheckSecretName(name); !why.empty()) {
+    call.reply(ErrorResponse(422, "invalid_value", "name '" + name + "' " + why, "name"));
     return;
   }
   if (project.empty()) project = who.projects.size() == 1 ? who.projects.front() : "default";
@@ -75,26 +102,6 @@ void Api::CreateSecret(Call& call) {
         ErrorResponse(403, "forbidden", "user " + who.user + " is not a member of project " + project, "project"));
     return;
   }
-  if (!body->contains("name") || (*body)["name"].is_null()) {
-    call.reply(ErrorResponse(422, "missing_field", "name is required, e.g. " + std::string(kExample), "name"));
-    return;
-  }
-  if (auto e = body::ReadString(*body, "name", "name", 256, name)) {
-    call.reply(FromError(*e));
-    return;
-  }
-  if (std::string why = model::CheckSecretName(name); !why.empty()) {
-    call.reply(ErrorResponse(422, "invalid_value", "name '" + name + "' " + why, "name"));
-    return;
-  }
-  if (auto e = body::ReadString(*body, "description", "description", kMaxDescriptionBytes, description)) {
-    call.reply(FromError(*e));
-    return;
-  }
-  if (auto e = ReadValue(*body, value)) {
-    call.reply(FromError(*e));
-    return;
-  }
   auto made = ctx_.secrets->Create(project, name, value, description, who.user);
   if (!made.ok()) {
     call.reply(FromError(made.error()));
@@ -105,13 +112,14 @@ void Api::CreateSecret(Call& call) {
 
 void Api::RotateSecret(Call& call) {
   if (ctx_.secrets == nullptr) {
-    call.reply(ErrorResponse(503, "unavailable", "this daemon keeps no secrets (it is not the leader)"));
+    call.reply(ErrorResponse(503, "unavailable",
+                             ctx_.secrets_problem.empty() ? "this daemon keeps no secrets" : ctx_.secrets_problem));
     return;
   }
   const std::string& project = call.Param("project");
   const std::string& name = call.Param("name");
   if (!MayManage(*call.principal, project)) {
-    call.reply(ErrorResponse(404, "not_found", "no secret " + project + "/" + name + " you may manage"));
+    call.reply(NotMember(*call.principal, project));
     return;
   }
   auto body = body::ParseObject(call.request.body, R"({"value": "...", "description": "what it is for"})");
@@ -163,37 +171,36 @@ void Api::ListSecrets(Call& call) {
 void Api::GetSecret(Call& call) {
   const std::string& project = call.Param("project");
   const std::string& name = call.Param("name");
-  std::optional<store::SecretRecord> found;
-  if (MayManage(*call.principal, project)) {
-    auto row = ctx_.store->GetSecret(project, name);
-    if (!row.ok()) {
-      call.reply(FromError(row.error()));
-      return;
-    }
-    found = std::move(*row);
-  }
-  // One answer for "none" and "not yours": names do not leak across projects.
-  if (!found) {
-    call.reply(ErrorResponse(404, "not_found", "no secret " + project + "/" + name + " you may manage"));
+  if (!MayManage(*call.principal, project)) {
+    call.reply(NotMember(*call.principal, project));
     return;
   }
-  call.reply(Json(200, View(*found)));
+  auto found = ctx_.store->GetSecret(project, name);
+  if (!found.ok()) {
+    call.reply(FromError(found.error()));
+    return;
+  }
+  if (!found->has_value()) {
+    call.reply(NoSuchSecret(project, name));
+    return;
+  }
+  call.reply(Json(200, View(**found)));
 }
 
 void Api::DeleteSecret(Call& call) {
   const std::string& project = call.Param("project");
   const std::string& name = call.Param("name");
-  std::optional<store::SecretRecord> found;
-  if (MayManage(*call.principal, project)) {
-    auto row = ctx_.store->GetSecret(project, name);
-    if (!row.ok()) {
-      call.reply(FromError(row.error()));
-      return;
-    }
-    found = std::move(*row);
+  if (!MayManage(*call.principal, project)) {
+    call.reply(NotMember(*call.principal, project));
+    return;
   }
-  if (!found) {
-    call.reply(ErrorResponse(404, "not_found", "no secret " + project + "/" + name + " you may manage"));
+  auto found = ctx_.store->GetSecret(project, name);
+  if (!found.ok()) {
+    call.reply(FromError(found.error()));
+    return;
+  }
+  if (!found->has_value()) {
+    call.reply(NoSuchSecret(project, name));
     return;
   }
   auto deleted = ctx_.store->DeleteSecret(project, name);
@@ -201,7 +208,7 @@ void Api::DeleteSecret(Call& call) {
     call.reply(FromError(deleted.error()));
     return;
   }
-  json view = View(*found);
+  json view = View(**found);
   view["deleted"] = *deleted;
   call.reply(Json(200, view));
 }

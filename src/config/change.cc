@@ -136,7 +136,8 @@ ChangeClass ClassifyDifference(const ConfigDifference& d) {
     return {ChangeScope::kLive, ""};
   }
   // baseline: read by `unisched baseline` from the version in force, at each run.
-  if (top == "routing" || top == "projects" || top == "users" || top == "baseline" ||
+  // storage: each launch reads the shared file systems of the version in force.
+  if (top == "routing" || top == "projects" || top == "users" || top == "baseline" || top == "storage" ||
       StartsWith(path, "alerts.rules") || path == "scheduler.fairshare_gpu_weight" ||
       path == "scheduler.kill_invalid_dependency") {
     return {ChangeScope::kLive, ""};

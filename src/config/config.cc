@@ -92,6 +92,12 @@ void SortBySection(std::vector<ConfigError>& errors) {
 
 }  // namespace
 
+std::string SharedVariable(const std::string& name) {
+  std::string var = "UNISCHED_SHARED_";
+  for (char c : name) var.push_back(c == '-' ? '_' : (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c);
+  return var;
+}
+
 double WorkDirRetentionHours(const Config& config) {
   if (config.executor.work_dir_retention_hours) return *config.executor.work_dir_retention_hours;
   constexpr double kWeekHours = 24.0 * 7;

@@ -568,6 +568,25 @@ void ParseBaseline(const YAML::Node& node, Errors& errors, BaselineSettings& out
   m.Read("gpu_device", out.gpu_device);
 }
 
+SharedFileSystem ParseSharedFileSystem(const YAML::Node& node, const std::string& path, Errors& errors) {
+  SharedFileSystem fs;
+  MapReader m(node, path, {"name", "path", "mount", "read_only", "pools", "project_dirs"}, errors);
+  m.Require("name");
+  m.Require("path", "the directory on every node of its pools, e.g. /srv/lustre/unisched");
+  m.Read("name", fs.name);
+  m.Read("path", fs.path);
+  m.Read("mount", fs.mount);
+  m.Read("read_only", fs.read_only);
+  m.Read("pools", fs.pools);
+  m.Read("project_dirs", fs.project_dirs);
+  return fs;
+}
+
+void ParseStorage(const YAML::Node& node, Errors& errors, StorageSettings& out) {
+  MapReader m(node, "storage", {"shared"}, errors);
+  out.shared = ParseList<SharedFileSystem>(m, "shared", errors, ParseSharedFileSystem);
+}
+
 ImageSpec ParseImage(const YAML::Node& node, const std::string& path, Errors& errors) {
   ImageSpec image;
   MapReader m(node, path, {"name", "version", "rootfs", "binds", "warm"}, errors);
@@ -584,7 +603,7 @@ Config ParseConfig(const YAML::Node& root, Errors& errors) {
   Config config;
   MapReader m(root, "",
               {"server", "store", "executor", "scheduler", "health", "alerts", "pools", "nodes", "queues", "routing",
-               "projects", "users", "sandboxes", "images", "access", "baseline"},
+               "projects", "users", "sandboxes", "images", "access", "baseline", "storage"},
               errors);
   if (!m.is_map()) return config;
   ParseAccess(m.Get("access"), errors, config.access);
@@ -596,6 +615,7 @@ Config ParseConfig(const YAML::Node& root, Errors& errors) {
   ParseAlerts(m.Get("alerts"), errors, config.alerts);
   ParseExecutor(m.Get("executor"), errors, config.executor);
   ParseBaseline(m.Get("baseline"), errors, config.baseline);
+  ParseStorage(m.Get("storage"), errors, config.storage);
   ParseScheduler(m.Get("scheduler"), errors, config.cluster);
 
   m.Require("pools", "list the resource pools, e.g. pools: [{name: cpu-hpc-pool, kind: cpu, nodes: [...]}]");

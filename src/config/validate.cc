@@ -194,6 +194,53 @@ void ValidateSandboxes(const Config& config, const NameRegistry& queues, Errors&
   }
 }
 
+// Absolute, normalized (no "." or ".." parts, no trailing or doubled '/'),
+// not the root, and free of what a mount option or an env value cannot hold.
+bool IsPlainAbsolutePath(const std::string& p) {
+  if (p.size() < 2 || p.front() != '/' || p.back() == '/') return false;
+  if (p.find("//") != std::string::npos || p.find('\0') != std::string::npos || p.find(',') != std::string::npos) {
+    return false;
+  }
+  for (const std::string part : {"/./", "/../"}) {
+    if ((p + "/").find(part) != std::string::npos) return false;
+  }
+  return true;
+}
+
+void ValidateStorage(const Config& config, Errors& errors) {
+  std::map<std::string, std::string> names, variables;
+  // A job's private mounts are bounded (the supervisor's kMaxBinds).
+  if (config.storage.shared.size() > 32) errors.Add("storage.shared", "may list at most 32 file systems");
+  for (size_t i = 0; i < config.storage.shared.size(); ++i) {
+    const SharedFileSystem& fs = config.storage.shared[i];
+    const std::string path = "storage.shared[" + std::to_string(i) + "]";
+    if (!IsPlainName(fs.name, "")) {
+      errors.Add(JoinKey(path, "name"), "invalid name '" + fs.name + "'; " + std::string(kPlainNameRule));
+    } else if (!names.emplace(fs.name, path).second) {
+      errors.Add(JoinKey(path, "name"),
+                 "duplicate shared file system '" + fs.name + "' (first at " + names[fs.name] + ")");
+    } else if (const std::string var = SharedVariable(fs.name); !variables.emplace(var, path).second) {
+      errors.Add(JoinKey(path, "name"),
+                 "'" + fs.name + "' gives jobs the same variable " + var + " as " + variables[var] + "; rename one");
+    }
+    if (!IsPlainAbsolutePath(fs.path)) {
+      errors.Add(JoinKey(path, "path"),
+                 "must be an absolute directory path without '.', '..', ',' or a trailing "
+                 "'/', e.g. /srv/lustre/unisched");
+    }
+    if (!fs.mount.empty() && !IsPlainAbsolutePath(fs.mount)) {
+      errors.Add(JoinKey(path, "mount"),
+                 "must be an absolute directory path without '.', '..', ',' or a trailing "
+                 "'/', e.g. /shared");
+    }
+    for (size_t j = 0; j < fs.pools.size(); ++j) {
+      if (config.cluster.FindPool(fs.pools[j]) == nullptr) {
+        errors.Add(JoinKey(path, "pools") + "[" + std::to_string(j) + "]", "unknown pool '" + fs.pools[j] + "'");
+      }
+    }
+  }
+}
+
 void ValidateAlerts(const AlertSettings& a, const NameRegistry& queues, Errors& errors) {
   static const std::vector<std::string> kKinds = {"node_down", "node_drained_automatically", "pending_age",
                                                   "ledger_discrepancy", "store_errors"};
@@ -657,6 +704,7 @@ std::vector<ConfigError> ValidateConfig(const Config& config) {
   ValidateAlerts(config.alerts, queues, errors);
   ValidateSandboxes(config, queues, errors);
   ValidateBaseline(config.baseline, errors);
+  ValidateStorage(config, errors);
   return errors.Take();
 }
 

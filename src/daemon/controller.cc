@@ -161,8 +161,8 @@ void Controller::OnStepEnded(int step, executor::RunResult result) {
   });
 }
 
-void Controller::SetSecretVault(const service::SecretVault* vault) {
-  jobs_.SetSecretVault(vault);
+void Controller::SetSecretVault(const service::SecretVault* vault, std::string problem) {
+  jobs_.SetSecretVault(vault, std::move(problem));
 }
 
 void Controller::SetJobAccess(std::string token_secret, std::string url) {

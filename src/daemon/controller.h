@@ -68,7 +68,7 @@ class Controller final : public service::ControlPlane, public service::StepPlane
   // UNISCHED_URL, JobLifecycle::SetJobAccess); applied in the loop.
   void SetJobAccess(std::string token_secret, std::string url);
   // REQUIRES: before Start. Where launches read their jobs' secrets.
-  void SetSecretVault(const service::SecretVault* vault);
+  void SetSecretVault(const service::SecretVault* vault, std::string problem);
   // Loads state from the store, recovers running attempts, starts the loop.
   void Start();
   // Stops the loop; running jobs keep running (their supervisors outlive us).

@@ -282,11 +282,15 @@ Status Daemon::OpenSecretVault() {
   auto recorded = store_->ClusterSecret("secrets_key_id", box->key_id());
   if (!recorded.ok()) return Error::Internal("cannot set up the secrets key: " + recorded.error().message);
   if (*recorded != box->key_id()) {
+    // Not a reason to stop: everything but secrets works, and a standby
+    // that cannot take over would be worse (docs/secrets.md).
     if (!existed) fs::remove(key_file, ec);
-    return Error::Internal("the secrets key " + key_file + " (key " + box->key_id() +
-                           ") is not the one this store's secrets are sealed with (key " + *recorded +
-                           "); copy the key file of the replica that made it (store.secrets_key_file, "
-                           "docs/secrets.md)");
+    secrets_problem_ = "the secrets key " + key_file + " (key " + box->key_id() +
+                       ") is not the one this store's secrets are sealed with (key " + *recorded +
+                       "); copy the key file of the daemon that made it there (store.secrets_key_file, "
+                       "docs/secrets.md) and restart";
+    spdlog::critical("{}", secrets_problem_);
+    return Status::Ok();
   }
   if (!existed) spdlog::info("secrets key made: {} (key {})", key_file, box->key_id());
   vault_ = std::make_unique<service::SecretVault>(*store_, std::move(*box), clock_);
@@ -346,7 +350,7 @@ Status Daemon::StartLeaderParts() {
   if (!job_secret.ok()) return Error::Internal("cannot set up job tokens: " + job_secret.error().message);
   job_token_secret_ = *job_secret;
   if (Status s = OpenSecretVault(); !s.ok()) return s;
-  controller_->SetSecretVault(vault_.get());
+  controller_->SetSecretVault(vault_.get(), secrets_problem_);
   local_executor_ = executor::MakeLocalExecutor(exec_options, [gangs = local_gangs_.get()](executor::RunResult result) {
     gangs->OnTaskResult(std::move(result));
   });
@@ -397,6 +401,7 @@ Status Daemon::StartLeaderParts() {
   context.steps = controller_.get();
   context.job_token_secret = job_token_secret_;
   context.secrets = vault_.get();
+  context.secrets_problem = secrets_problem_;
   api_ = std::make_unique<api::Api>(context);
 
   controller_->Start();

@@ -124,7 +124,8 @@ class Daemon {
   // Made before the executors, which call them, and so outlive them.
   std::unique_ptr<StepBook> steps_;
   std::string job_token_secret_;                 // the cluster's, for job tokens (auth::MintJobToken)
-  std::unique_ptr<service::SecretVault> vault_;  // docs/secrets.md
+  std::unique_ptr<service::SecretVault> vault_;  // docs/secrets.md; null with secrets_problem_
+  std::string secrets_problem_;                  // why secrets are closed here (a key file of another store)
   std::unique_ptr<backend::GangBook> local_gangs_;
   std::unique_ptr<backend::GangBook> agent_gangs_;
   std::unique_ptr<executor::Executor> local_executor_;

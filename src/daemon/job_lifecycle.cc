@@ -555,7 +555,8 @@ Status JobLifecycle::AddSecrets(Batch& batch, const Job& job, std::vector<execut
   const int attempt = job.CurrentAttempt() ? job.CurrentAttempt()->number : 0;
   for (const model::SecretUse& use : job.secrets) {
     auto value = vault_ ? vault_->Reveal(job.project, use.name)
-                        : Result<std::string>(Error::Unavailable("this daemon has no secret store"));
+                        : Result<std::string>(Error::Unavailable(
+                              vault_problem_.empty() ? "this daemon has no secrets key" : vault_problem_));
     if (!value.ok()) {
       const std::string why = "not launched: secret '" + use.name + "' of project " + job.project +
                               " cannot be read: " + value.error().message;

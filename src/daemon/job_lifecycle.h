@@ -85,8 +85,12 @@ class JobLifecycle {
   // jobs reach it (an agent puts its own). Set once the daemon listens.
   void SetJobAccess(std::string token_secret, std::string url);
   // Where a launch reads its job's secrets (docs/secrets.md). REQUIRES:
-  // before the first launch; null: a job that names secrets fails to launch.
-  void SetSecretVault(const service::SecretVault* vault) { vault_ = vault; }
+  // before the first launch. Null: a job that names secrets is not launched
+  // (a transient failure, saying `problem`: it waits for a daemon that can).
+  void SetSecretVault(const service::SecretVault* vault, std::string problem) {
+    vault_ = vault;
+    vault_problem_ = std::move(problem);
+  }
   // A step of a running job: its tasks and its view, numbered by `next_step`,
   // and the backend to launch them on. `attempt` 0: any running attempt.
   struct PlannedStep {
@@ -196,6 +200,7 @@ class JobLifecycle {
   std::string job_token_secret_;
   std::string job_url_;
   const service::SecretVault* vault_ = nullptr;
+  std::string vault_problem_;
   Accounting& accounting_;
   std::function<void(executor::RunResult)> on_result_;
   backend::BackendSet backends_;

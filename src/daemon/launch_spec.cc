@@ -205,6 +205,17 @@ executor::LaunchSpec BuildLaunchSpec(const config::Config& config, const model::
     spec.sandbox_uid_count = config.sandboxes.uid_count;
     spec.sandbox_uid_lock_dir = config.sandboxes.uid_lock_dir;
   }
+  // The shared file systems given to the job's pool (docs/data.md).
+  for (const config::SharedFileSystem& fs : config.storage.shared) {
+    if (!fs.pools.empty() && std::find(fs.pools.begin(), fs.pools.end(), job.pool) == fs.pools.end()) continue;
+    executor::SharedMount mount;
+    mount.path = fs.path;
+    mount.mount = fs.mount.empty() ? fs.path : fs.mount;
+    mount.read_only = fs.read_only;
+    if (fs.project_dirs) mount.project = job.project;
+    mount.variable = config::SharedVariable(fs.name);
+    spec.shared.push_back(std::move(mount));
+  }
   PlaceOutputFiles(spec, job);
   return spec;
 }

@@ -162,6 +162,17 @@ inline nlohmann::json SpecToJson(const AttemptSpec& spec) {
   if (!l.output_file.empty()) j["output_file"] = l.output_file;
   if (!l.error_file.empty()) j["error_file"] = l.error_file;
   if (l.ids) j["ids"] = {{"uid", l.ids->uid}, {"gid", l.ids->gid}, {"groups", l.ids->groups}};
+  if (!l.shared.empty()) {
+    nlohmann::json shared = nlohmann::json::array();
+    for (const auto& m : l.shared) {
+      shared.push_back({{"path", m.path},
+                        {"mount", m.mount},
+                        {"read_only", m.read_only},
+                        {"project", m.project},
+                        {"variable", m.variable}});
+    }
+    j["shared"] = std::move(shared);
+  }
   if (!l.secrets.empty()) {
     nlohmann::json secrets = nlohmann::json::array();
     for (const auto& s : l.secrets) secrets.push_back({{"name", s.name}, {"value", s.value}, {"env", s.env}});
@@ -244,6 +255,20 @@ inline Result<AttemptSpec> SpecFromDocument(const nlohmann::json& j) {
     spec.account = std::move(account);
   }
   if (UnixIds ids; read_ids("ids", ids.uid, ids.gid, ids.groups)) l.ids = std::move(ids);
+  if (const nlohmann::json* shared = r.Array(j, "shared", "shared")) {  // absent: none
+    for (size_t i = 0; i < shared->size() && !r.failed(); ++i) {
+      const std::string field = "shared[" + std::to_string(i) + "]";
+      const nlohmann::json& item = (*shared)[i];
+      SharedMount m;
+      for (const char* key : {"path", "mount", "variable"}) r.Require(item, key, field + "." + key);
+      r.String(item, "path", field + ".path", m.path);
+      r.String(item, "mount", field + ".mount", m.mount);
+      r.Bool(item, "read_only", field + ".read_only", m.read_only);
+      r.String(item, "project", field + ".project", m.project);
+      r.String(item, "variable", field + ".variable", m.variable);
+      l.shared.push_back(std::move(m));
+    }
+  }
   if (const nlohmann::json* secrets = r.Array(j, "secrets", "secrets")) {  // absent: none
     for (size_t i = 0; i < secrets->size() && !r.failed(); ++i) {
       const std::string field = "secrets[" + std::to_string(i) + "]";

@@ -48,6 +48,8 @@ enum Step : int {
   kStepWorkdir,
   kStepTmpDir,
   kStepSecrets,
+  kStepSharedStorage,
+  kStepMountNamespace,
 };
 
 [[noreturn]] void ChildFail(int fd, int step, int err) {
@@ -153,17 +155,8 @@ const char* FdPath(int fd, char (&buf)[32]) {
   return buf;
 }
 
-// In the child, still root, after the isolation (whose mount namespace it
-// then uses): the secret files on a tmpfs of the job's own. A job that is
-// not isolated gets a mount namespace here, a slave of the host's so that
-// later host mounts (an automounted file system) still reach it. System
-// calls only.
 void MountSecrets(int fd, const JobSpec& spec) {
   if (spec.secret_files.empty()) return;
-  if (!spec.isolate) {
-    if (::unshare(CLONE_NEWNS) != 0) ChildFail(fd, kStepSecrets, errno);
-    if (::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0) ChildFail(fd, kStepSecrets, errno);
-  }
   const char* dir = spec.secrets_dir.c_str();
   if (::mkdir(dir, 0700) != 0 && errno != EEXIST) ChildFail(fd, kStepSecrets, errno);
   // The work directory is the job's: a link left there must not redirect the mount.
@@ -197,6 +190,74 @@ void MountSecrets(int fd, const JobSpec& spec) {
     ChildFail(fd, kStepSecrets, errno);
   }
   ::close(top);
+}
+
+// The shared file systems' sources, opened (O_PATH) in the job's mount
+// namespace before an isolated job's view hides them (its /tmp, /home and
+// /dev/shm are fresh tmpfs): a bind from the descriptor still reaches them.
+// At most kMaxBinds (config checks). System calls only.
+constexpr size_t kMaxBinds = 32;
+void OpenBindSources(int fd, const JobSpec& spec, int (&sources)[kMaxBinds]) {
+  for (size_t i = 0; i < spec.binds.size() && i < kMaxBinds; ++i) {
+    sources[i] = ::open(spec.binds[i].source.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (sources[i] < 0) ChildFail(fd, kStepSharedStorage, errno);
+  }
+}
+
+// mkdir -p of `path` (absolute), as far as it is missing: a bind target
+// under an isolated job's fresh tmpfs (/tmp, /home) is made there; on its
+// read-only root it must exist already. System calls only.
+void MakeTarget(int fd, const std::string& path) {
+  char buf[4096];
+  if (path.size() >= sizeof buf) ChildFail(fd, kStepSharedStorage, ENAMETOOLONG);
+  for (size_t i = 0; i <= path.size(); ++i) {
+    buf[i] = path[i];  // path[size()] is the NUL
+    if (i > 0 && (path[i] == '/' || i == path.size())) {
+      buf[i] = '\0';
+      if (::mkdir(buf, 0755) == 0) {
+        // Traversable by the job whatever the supervisor's umask.
+        if (::chmod(buf, 0755) != 0) ChildFail(fd, kStepSharedStorage, errno);
+      } else if (errno != EEXIST) {
+        ChildFail(fd, kStepSharedStorage, errno);
+      }
+      buf[i] = path[i];
+    }
+  }
+}
+
+// In the child, still root, after the isolation (whose mount namespace it
+// then uses): the shared file systems' binds, then the secret files on a
+// tmpfs of the job's own. A job that is not isolated gets a mount namespace
+// here, a slave of the host's so that later host mounts (an automounted
+// file system) still reach it. `sources`: the binds' sources as
+// OpenBindSources opened them (an isolated job's, before its isolation);
+// null: opened here. System calls only.
+void MountPrivately(int fd, const JobSpec& spec, int (*sources)[kMaxBinds]) {
+  if (spec.secret_files.empty() && spec.binds.empty()) return;
+  int opened[kMaxBinds];
+  if (!spec.isolate) {
+    if (::unshare(CLONE_NEWNS) != 0) ChildFail(fd, kStepMountNamespace, errno);
+    if (::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0) ChildFail(fd, kStepMountNamespace, errno);
+  }
+  if (sources == nullptr) {
+    OpenBindSources(fd, spec, opened);
+    sources = &opened;
+  }
+  for (size_t i = 0; i < spec.binds.size() && i < kMaxBinds; ++i) {
+    const JobSpec::Bind& bind = spec.binds[i];
+    char source[32];
+    MakeTarget(fd, bind.target);
+    if (::mount(FdPath((*sources)[i], source), bind.target.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+      ChildFail(fd, kStepSharedStorage, errno);
+    }
+    ::close((*sources)[i]);
+    // A bind keeps its source mount's flags; this sets them: read-only as
+    // configured, writable otherwise (also under an isolated job's
+    // read-only root), never setuid or devices.
+    const unsigned long flags = MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | (bind.read_only ? MS_RDONLY : 0);
+    if (::mount(nullptr, bind.target.c_str(), nullptr, flags, nullptr) != 0) ChildFail(fd, kStepSharedStorage, errno);
+  }
+  MountSecrets(fd, spec);
 }
 
 // Everything the job's child needs, prepared by the parent.
@@ -243,13 +304,15 @@ constexpr size_t kChildStackBytes = 256 << 10;
   if (spec.affinity && ::sched_setaffinity(0, sizeof(cpu_set_t), &*spec.affinity) != 0) {
     ChildFail(fd, kStepAffinity, errno);
   }
+  int sources[kMaxBinds];
   if (spec.isolate) {
     // The pid namespace came with the clone.
     if (::unshare(CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC) != 0) ChildFail(fd, kStepIsolation, errno);
+    OpenBindSources(fd, spec, sources);
     const char* step = "";
     if (int e = isolation::EnterIsolation(*a.isolation_spec, &step)) ChildFail(fd, kStepIsolation, e);
   }
-  MountSecrets(fd, spec);
+  MountPrivately(fd, spec, spec.isolate ? &sources : nullptr);
   if (::dup2(a.devnull, 0) < 0 || ::dup2(a.out, 1) < 0 || ::dup2(a.err, 2) < 0) ChildFail(fd, kStepStdio, errno);
   // Nothing of the supervisor leaks into the job; the report pipe is
   // already close-on-exec and must stay open until the exec.
@@ -420,6 +483,10 @@ std::string DescribeLaunchError(const LaunchError& error, const JobSpec& spec) {
       return "cannot install the sandbox's system call filter: " + what;
     case kStepAffinity:
       return "cannot pin the job to its CPU set: " + what;
+    case kStepMountNamespace:
+      return "cannot give the job a mount namespace of its own (for its shared file systems and secrets): " + what;
+    case kStepSharedStorage:
+      return "cannot bind the job's shared file systems: " + what;
     case kStepSecrets:
       return "cannot put the job's secrets into a private tmpfs at '" + spec.secrets_dir + "': " + what +
              (error.err == ELOOP || error.err == ENOTDIR ? " (something other than a directory is in its place)" : "");

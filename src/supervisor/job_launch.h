@@ -54,6 +54,17 @@ struct JobSpec {
   // (file name, content) there, owned by the job's uid, mode 0400, and
   // makes it read-only. Nobody outside the job sees the files, and they go
   // when its last process ends. Empty: none.
+  // The shared file systems to bind (docs/data.md): `source` (the node's
+  // path) at `target` (the job's), read-only or not, in the job's own
+  // mount namespace (the same one as the secrets'; an isolated job's
+  // sandbox). A file system the job sees at its node's path, read-write,
+  // needs none unless the job is isolated (whose root is read-only).
+  struct Bind {
+    std::string source;
+    std::string target;
+    bool read_only = false;
+  };
+  std::vector<Bind> binds;
   std::string secrets_dir;
   std::string secrets_mount_options;
   std::vector<std::pair<std::string, std::string>> secret_files;

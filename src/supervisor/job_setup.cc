@@ -36,6 +36,7 @@ std::optional<JobSetup::Failure> JobSetup::Prepare(const files::AttemptSpec& spe
   if (spec.pin_cpus && !launch.cpu_set.empty()) PinTo(launch.cpu_set, output);
   if (auto failure = TakeAccount(spec)) return failure;
   if (auto failure = MakeWorkDir(spec.work_dir, job_spec_.account)) return failure;
+  if (auto failure = TakeSharedStorage(spec)) return failure;
   if (auto failure = TakeSecrets(spec)) return failure;
   // A TMPDIR per job and node, as Slurm sites give with job_container/tmpfs:
   // local nodes share one machine's /tmp, where programs that name their
@@ -111,7 +112,9 @@ std::optional<JobSetup::Failure> JobSetup::TakeAccount(const files::AttemptSpec&
     account.switch_user = true;
     account.name = "sandbox uid " + std::to_string(uid_lease_.uid());
     account.uid = uid_lease_.uid();
-    account.gid = uid_lease_.uid();
+    // Its project's group when it has one (executor.user_accounts), so that
+    // it reaches its project's directory on shared storage, and no other.
+    account.gid = launch.ids && launch.ids->gid != 0 ? launch.ids->gid : uid_lease_.uid();
     job_spec_.env["HOME"] = isolation::kSandboxHome;
   } else if (spec.account) {
     // Resolved by the executor: no NSS module is loaded here (attempt_files.h).
@@ -127,6 +130,55 @@ std::optional<JobSetup::Failure> JobSetup::TakeAccount(const files::AttemptSpec&
     return Failure{"refusing to run a job as root: the spec names no account for '" + launch.unix_user + "'"};
   } else {
     account.name = launch.unix_user;  // the executor found it is ours: no switch
+  }
+  return std::nullopt;
+}
+
+// The shared file systems of the job's pool (docs/data.md): each must be a
+// directory on this node; the job's project directory is made when missing
+// (its project's group, 2770: its members' jobs share it, no one else's
+// enter it); UNISCHED_SHARED_<NAME> names where the job finds its files; and
+// what the job sees elsewhere than at the node's path, or read-only, or
+// (isolated) writable under its read-only root, is bound for the child.
+std::optional<JobSetup::Failure> JobSetup::TakeSharedStorage(const files::AttemptSpec& spec) {
+  const executor::LaunchSpec& launch = spec.launch;
+  const bool root = ::geteuid() == 0;
+  for (const executor::SharedMount& fs : launch.shared) {
+    struct stat st {};
+    const bool found = ::stat(fs.path.c_str(), &st) == 0;
+    if (!found || !S_ISDIR(st.st_mode)) {
+      return Failure{"shared file system " + fs.path + " is not on node '" + launch.node +
+                     "': " + (found ? std::string("not a directory") : std::string(std::strerror(errno))) +
+                     " (storage.shared[].path must exist on every node of the pool)"};
+    }
+    if (!fs.project.empty() && !fs.read_only) {
+      const std::string dir = fs.path + "/" + fs.project;
+      // The project's group: its allocated one, else the job's own.
+      const gid_t group = launch.ids && launch.ids->gid != 0 ? launch.ids->gid : job_spec_.account.gid;
+      if (::mkdir(dir.c_str(), 0700) == 0) {
+        if (root && (::chown(dir.c_str(), 0, group) != 0 || ::chmod(dir.c_str(), 02770) != 0)) {
+          return Failure{"cannot give the project directory " + dir + " to group " + std::to_string(group) + ": " +
+                         std::strerror(errno)};
+        }
+        if (!root) ::chmod(dir.c_str(), 0770);
+      } else if (errno != EEXIST) {
+        return Failure{"cannot make the project directory " + dir + ": " + std::strerror(errno)};
+      }
+    }
+    job_spec_.env[fs.variable] = fs.project.empty() ? fs.mount : fs.mount + "/" + fs.project;
+    if (fs.mount != fs.path || fs.read_only || launch.isolate) {
+      if (!root) {
+        return Failure{"shared file system " + fs.path + " is seen at " + fs.mount +
+                       (fs.read_only ? " read-only" : "") +
+                       ", which takes a bind mount, which takes a supervisor running as root"};
+      }
+      if (::stat(fs.mount.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+        return Failure{"shared file system " + fs.path + " is to be seen at " + fs.mount +
+                       ", which is not a directory on node '" + launch.node +
+                       "' (create it there: storage.shared[].mount must exist on the nodes)"};
+      }
+      job_spec_.binds.push_back({fs.path, fs.mount, fs.read_only});
+    }
   }
   return std::nullopt;
 }

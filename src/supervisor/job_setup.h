@@ -40,6 +40,7 @@ class JobSetup {
 
  private:
   std::optional<Failure> TakeAccount(const executor::files::AttemptSpec& spec);
+  std::optional<Failure> TakeSharedStorage(const executor::files::AttemptSpec& spec);
   std::optional<Failure> TakeSecrets(const executor::files::AttemptSpec& spec);
   std::optional<Failure> MakeWorkDir(const std::string& work, const Account& account);
   // JobSpec::affinity for the node's logical CPUs `cpu_set`.

@@ -592,6 +592,7 @@ async function prepare(id, status, mediaType, refused = false) {
     case 'listSecrets':
       if (s === 200) return {path: '/v1/secrets', query: {project: 'default'}};
       if (s === 422) return {path: '/v1/secrets', query: {project: 'p'.repeat(300)}, invalid: `${bad}: project longer than 256`};
+      if (s === 400) return {skip: 'needs a project that is not UTF-8, which no JSON-Schema states (tests/integration/status_rule_test.cc sends one)'};
       break;
     case 'getSecret':
       if (s === 200) return {path: '/v1/secrets/default/conformance-secret'};

@@ -128,6 +128,7 @@ class AuthMatrixTest : public ::testing::Test {
     Reply node_throwaway = d_.Call("POST", "/v1/node-tokens", json{{"pool", "agent-pool"}});
     ASSERT_EQ(node_throwaway.status, 201) << node_throwaway.body;
     throwaway_node_token_id_ = node_throwaway.json["id"];
+    ASSERT_EQ(as_alice("POST", "/v1/secrets", {{"name", "matrix-secret"}, {"value", "v"}}).status, 201);
 
     Reply expiring = as_alice("POST", "/v1/users/alice/tokens", {{"expires_in_seconds", 1}});
     Reply revoked = as_alice("POST", "/v1/users/alice/tokens", json::object());
@@ -166,6 +167,10 @@ class AuthMatrixTest : public ::testing::Test {
     if (path.rfind("/v1/nodes/", 0) == 0) put("{name}", "x86-c64m256-hpc-01");
     if (path.rfind("/v1/images/", 0) == 0) put("{name}", "matrix-image");
     if (path.rfind("/v1/baselines/", 0) == 0) put("{id}", "1");
+    if (path.rfind("/v1/secrets/", 0) == 0) {
+      put("{project}", "default");
+      put("{name}", "matrix-secret");
+    }
     put("{path}", "matrix.txt");
     put("{step}", "1");
     if (op.id == "agentLogs") path += "?node=" + kAgentNode + "&job=" + job_id_ + "&attempt=1&stream=stdout&offset=0";
@@ -187,6 +192,8 @@ class AuthMatrixTest : public ::testing::Test {
         {"execSandbox", {{"command", {"true"}}}},
         {"createImage", {{"name", "matrix-image"}}},
         {"recordBaseline", {{"pools", {"cpu-hpc-pool"}}, {"figures", json::array()}}},
+        {"createSecret", {{"project", "default"}, {"name", "matrix-" + std::to_string(++users)}, {"value", "v"}}},
+        {"rotateSecret", {{"value", "v2"}}},
     };
     if (op.id == "putSandboxFile") return "hello";
     if (auto it = bodies.find(op.id); it != bodies.end()) return it->second.dump();

@@ -279,9 +279,11 @@ TEST_F(SecretsTest, RulesAtSubmitAndAtLaunch) {
   // Another project's member sees none of it and cannot use it.
   const std::string bob = d.CreateUser("bob", "user", {"physics"});
   EXPECT_EQ(Call(d, "GET", "/v1/secrets", "", &bob).json["secrets"].size(), 0u);
-  EXPECT_EQ(Call(d, "GET", "/v1/secrets/default/token", "", &bob).status, 404);
-  EXPECT_EQ(Call(d, "PUT", "/v1/secrets/default/token", json{{"value", "w"}}.dump(), &bob).status, 404);
-  EXPECT_EQ(Call(d, "DELETE", "/v1/secrets/default/token", "", &bob).status, 404);
+  // 403 for the project, the same for a secret it has and one it has not.
+  EXPECT_EQ(Call(d, "GET", "/v1/secrets/default/token", "", &bob).status, 403);
+  EXPECT_EQ(Call(d, "GET", "/v1/secrets/default/no-such", "", &bob).status, 403);
+  EXPECT_EQ(Call(d, "PUT", "/v1/secrets/default/token", json{{"value", "w"}}.dump(), &bob).status, 403);
+  EXPECT_EQ(Call(d, "DELETE", "/v1/secrets/default/token", "", &bob).status, 403);
   EXPECT_EQ(
       Call(d, "POST", "/v1/secrets", json{{"project", "default"}, {"name", "b"}, {"value", "v"}}.dump(), &bob).status,
       403);

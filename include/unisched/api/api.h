@@ -84,7 +84,8 @@ struct ApiContext {
   SandboxPlane* sandboxes = nullptr;        // null: 503 for /v1/sandboxes and /v1/images
   service::ConfigPlane* configs = nullptr;  // null: 503 for /v1/config
   service::StepPlane* steps = nullptr;      // null: 503 for /v1/jobs/{id}/steps
-  service::SecretVault* secrets = nullptr;  // null: 503 for writes of /v1/secrets
+  service::SecretVault* secrets = nullptr;  // null: 503 for writes of /v1/secrets, saying secrets_problem
+  std::string secrets_problem;
   // Checks job tokens (auth::CheckJobToken); empty: none is accepted.
   std::string job_token_secret;
   metrics::Metrics* metrics = nullptr;

@@ -177,6 +177,24 @@ struct ImageSpec {
   int warm = 0;                      // pre-started idle instances kept ready
 };
 
+// A shared file system (docs/data.md): a directory every node of its pools
+// has at `path` (a parallel file system's mount, NFS, ...), seen by jobs at
+// `mount`, read-write or read-only. With project_dirs each project has
+// <path>/<project>, group-owned by the project's group (mode 2770), and its
+// jobs find theirs in UNISCHED_SHARED_<NAME>.
+struct SharedFileSystem {
+  std::string name;   // plain name; the variable is UNISCHED_SHARED_<NAME upper-cased, '-' as '_'>
+  std::string path;   // on the nodes, absolute
+  std::string mount;  // inside jobs, absolute; empty: path
+  bool read_only = false;
+  std::vector<std::string> pools{};  // empty: every pool
+  bool project_dirs = true;
+};
+
+struct StorageSettings {
+  std::vector<SharedFileSystem> shared;
+};
+
 // Sandboxes (docs/sandboxes.md): the runtime of API sandboxes and agent jobs.
 struct SandboxSettings {
   std::string init_path;         // empty: unisched-sandbox beside the binary
@@ -230,6 +248,7 @@ struct Config {
   AccessSettings access;
   SandboxSettings sandboxes;
   std::vector<ImageSpec> images;
+  StorageSettings storage;
   AlertSettings alerts;
   StoreSettings store;
   HealthSettings health;
@@ -283,6 +302,9 @@ std::vector<ConfigError> ValidateImage(const ImageSpec& image);
 // job records' retention (store.job_retention_days) when that is shorter,
 // since it must end before the record's.
 double WorkDirRetentionHours(const Config& config);
+// The variable a job finds a shared file system in: UNISCHED_SHARED_ and its
+// name upper-cased with '-' as '_' ("scratch-2" -> UNISCHED_SHARED_SCRATCH_2).
+std::string SharedVariable(const std::string& name);
 // The text of config/unisched.yaml, compiled into the binary.
 std::string_view EmbeddedDefaultConfig();
 // The config at `path`, or the embedded default when `path` is empty (what

@@ -54,6 +54,16 @@ struct SecretValue {
 // else), under its work directory.
 inline constexpr char kSecretsDirName[] = ".unisched-secrets";
 
+// A shared file system as one launch sees it (config storage.shared,
+// docs/data.md).
+struct SharedMount {
+  std::string path;   // on the node
+  std::string mount;  // inside the job (== path: no bind needed unless read-only)
+  bool read_only = false;
+  std::string project;   // with project directories: the job's, <path>/<project>; "": none
+  std::string variable;  // UNISCHED_SHARED_<NAME>: <mount>, or <mount>/<project>
+};
+
 struct LaunchSpec {
   model::JobId job_id = 0;
   int attempt = 1;
@@ -103,6 +113,8 @@ struct LaunchSpec {
   int64_t sandbox_uid_base = 0;
   int64_t sandbox_uid_count = 0;
   std::string sandbox_uid_lock_dir{};
+  // The shared file systems of the job's pool.
+  std::vector<SharedMount> shared{};
   // The job's secrets, decrypted by the daemon for this launch only.
   std::vector<SecretValue> secrets{};
 };
