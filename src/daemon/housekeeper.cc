@@ -166,6 +166,22 @@ int Housekeeper::SampleStorage(Timestamp now) {
       e.key = "storage/" + project.name + "/" + dir + "/" + start_ms;
     }
   }
+  // Projects' directories on shared file systems (storage.shared with
+  // project_dirs), where this machine sees them: charged to the project.
+  for (const auto& fs : current_config().storage.shared) {
+    if (!fs.project_dirs) continue;
+    for (const auto& project : current_config().projects) {
+      const std::string dir = fs.path + "/" + project.name;
+      std::error_code ec;
+      if (!std::filesystem::is_directory(dir, ec)) continue;  // none made yet, or not mounted here
+      auto bytes = measure(dir);
+      if (!bytes) continue;
+      ledger::Subject subject;
+      subject.project = project.name;
+      store::LedgerEntry& e = charge(subject, "shared:" + fs.name, "", *bytes);
+      e.key = "storage/" + project.name + "/shared:" + fs.name + "/" + start_ms;
+    }
+  }
   // Running jobs' work directories: charged to the job's current attempt.
   store::JobFilter filter;
   filter.state = model::JobState::kRunning;

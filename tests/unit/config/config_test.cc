@@ -1463,6 +1463,42 @@ TEST(SandboxKeys, BadValuesAreReportedWithTheirPaths) {
   }
 }
 
+TEST(StorageKeys, SharedFileSystemsAreReadAndChecked) {
+  const Config set = MustLoad(LoadConfigText(
+      Doc()
+          .Extra("storage: {shared: [{name: ref-genomes, path: /lustre/refs, mount: /refs, read_only: true, "
+                 "project_dirs: false}, {name: data, path: /lustre/u}]}\n")
+          .Text()));
+  ASSERT_EQ(set.storage.shared.size(), 2u);
+  EXPECT_EQ(set.storage.shared[0].mount, "/refs");
+  EXPECT_TRUE(set.storage.shared[0].read_only);
+  EXPECT_FALSE(set.storage.shared[0].project_dirs);
+  EXPECT_TRUE(set.storage.shared[1].project_dirs);   // the default
+  EXPECT_TRUE(set.storage.shared[1].pools.empty());  // every pool
+  EXPECT_EQ(SharedVariable("ref-genomes"), "UNISCHED_SHARED_REF_GENOMES");
+  struct Case {
+    std::string extra;
+    std::vector<std::string> paths;
+  };
+  const std::vector<Case> cases = {
+      {"storage: {shared: [{path: /a}]}\n", {"storage.shared[0].name"}},
+      {"storage: {shared: [{name: a}]}\n", {"storage.shared[0].path"}},
+      {"storage: {shared: [{name: A, path: /a}]}\n", {"storage.shared[0].name"}},
+      {"storage: {shared: [{name: a, path: relative}]}\n", {"storage.shared[0].path"}},
+      {"storage: {shared: [{name: a, path: /a/../b}]}\n", {"storage.shared[0].path"}},
+      {"storage: {shared: [{name: a, path: /a/}]}\n", {"storage.shared[0].path"}},
+      {"storage: {shared: [{name: a, path: /a, mount: 'x,y'}]}\n", {"storage.shared[0].mount"}},
+      {"storage: {shared: [{name: a, path: /a, pools: [nope]}]}\n", {"storage.shared[0].pools[0]"}},
+      {"storage: {shared: [{name: a, path: /a}, {name: a, path: /b}]}\n", {"storage.shared[1].name"}},
+      {"storage: {shared: [{name: a-b, path: /a}, {name: a_b, path: /b}]}\n", {"storage.shared[1].name"}},
+      {"storage: {shared: [{name: a, path: /a, sise: 1}]}\n", {"storage.shared[0].sise"}},
+  };
+  for (const Case& c : cases) {
+    const auto errors = ErrorsOf(LoadConfigText(Doc().Extra(c.extra).Text()));
+    EXPECT_EQ(PathsOf(errors), c.paths) << c.extra << Dump(errors);
+  }
+}
+
 TEST(BaselineKeys, TheGpuCommandIsOptionalAndChecked) {
   EXPECT_EQ(MustLoad(LoadConfigText(Doc().Text())).baseline.gpu_command, "");
   const Config set =

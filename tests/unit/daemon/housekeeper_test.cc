@@ -137,6 +137,23 @@ TEST_F(HousekeeperTest, SamplesEachIntervalOnceForProjectsAndRunningJobs) {
               1e-15);
 }
 
+// A project's directory on a shared file system with project directories is
+// the project's storage too; a project without one yet is not charged.
+TEST_F(HousekeeperTest, ProjectDirectoriesOnSharedStorageAreChargedToTheirProject) {
+  config_.projects[0].storage_paths.clear();
+  config::ProjectSpec physics;
+  physics.name = "physics";
+  config_.projects.push_back(physics);
+  config_.storage.shared = {{"data", data_.path(), "", false, {}, true}};
+  fs::create_directory(data_.path() + "/genomics");
+  std::ofstream(data_.path() + "/genomics/reads.fq") << std::string(100000, 'A');
+  const config::LiveConfig live(config_);
+  Housekeeper keeper(live, *store_, metrics_, clock_, work_root());
+  EXPECT_EQ(keeper.SampleStorage(clock_.Now()), 1);
+  EXPECT_GT(StorageOf("genomics"), 0);
+  EXPECT_EQ(StorageOf("physics"), -1);
+}
+
 TEST_F(HousekeeperTest, AnUnreadablePathIsNotChargedAtAll) {
   config_.projects[0].storage_paths = {data_.path() + "/does-not-exist"};
   const config::LiveConfig live(config_);

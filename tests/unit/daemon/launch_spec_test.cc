@@ -94,6 +94,30 @@ TEST(LaunchSpecTest, ABatchScriptAndItsWorkdirTravelInTheSpecButNotIntoItsSteps)
   EXPECT_EQ(steps->front().chdir, "/scratch/alice");  // as srun inherits the batch script's directory
 }
 
+// The shared file systems of the job's pool, and only those, travel in its
+// spec with the project whose directory it gets (docs/data.md).
+TEST(LaunchSpecTest, TheSharedFileSystemsOfItsPoolTravelWithItsProject) {
+  config::Config config = DefaultConfig();
+  config.storage.shared = {{"data", "/lustre/u", "", false, {}, true},
+                           {"ref-genomes", "/lustre/refs", "/refs", true, {"gpu-train-pool"}, false},
+                           {"hpc-only", "/scratch", "", false, {"cpu-hpc-pool"}, true}};
+  const executor::LaunchSpec spec = BuildLaunchSpec(config, TrainingJob(), "alice", /*as_root=*/true);
+  ASSERT_EQ(spec.shared.size(), 2u);
+  EXPECT_EQ(spec.shared[0].path, "/lustre/u");
+  EXPECT_EQ(spec.shared[0].mount, "/lustre/u");  // seen where the node has it
+  EXPECT_EQ(spec.shared[0].project, "genomics");
+  EXPECT_EQ(spec.shared[0].variable, "UNISCHED_SHARED_DATA");
+  EXPECT_EQ(spec.shared[1].mount, "/refs");
+  EXPECT_TRUE(spec.shared[1].read_only);
+  EXPECT_EQ(spec.shared[1].project, "");  // one tree for everyone
+  EXPECT_EQ(spec.shared[1].variable, "UNISCHED_SHARED_REF_GENOMES");
+  // A gang's tasks carry them too.
+  model::Job gang = TrainingJob();
+  gang.launch = model::LaunchMode::kPerNode;
+  gang.resources.tasks_per_node = 2;
+  for (const auto& task : BuildGangSpecs(spec, gang, "alice", "10.0.0.1")) EXPECT_EQ(task.shared.size(), 2u);
+}
+
 TEST(LaunchSpecTest, ACpuSetIsWrittenInTheKernelsListFormat) {
   const std::pair<std::vector<int>, std::string> cases[] = {
       {{}, ""},
