@@ -23,6 +23,8 @@ run_packages=(
   libsqlite3-dev libpq-dev prometheus-cpp-dev libssl-dev zlib1g-dev
   # the daemon's allocator (CMakeLists.txt says why)
   libjemalloc-dev
+  # object stores (docs/data.md): S3 over libcurl (its SigV4 signing), S3's XML answers
+  libcurl4-openssl-dev libtinyxml2-dev
   # the sandboxes' system call filter (linked statically into unisched-sandbox and the supervisor)
   libseccomp-dev
   # `unisched baseline`: DGEMM through OpenBLAS, across nodes through OpenMPI (docs/baseline.md);
@@ -46,6 +48,8 @@ test_packages=(
   clang libfuzzer-14-dev
   # multi-node tests: OpenMPI across agents in network namespaces joined by veth (iproute2)
   iproute2
+  # object-store tests: Ceph's S3 gateway on a throw-away single-node cluster (tests/s3/radosgw.sh)
+  ceph-mon ceph-osd radosgw ceph-common uuid-runtime
 )
 packages=("${run_packages[@]}")
 $run_only || packages+=("${test_packages[@]}")
