@@ -30,6 +30,7 @@
 #include "cli/job_wait.h"
 #include "cli/sandbox_command.h"
 #include "cli/sbatch_args.h"
+#include "cli/secret_command.h"
 #include "cli/session.h"
 #include "cli/simulate.h"
 #include "cli/slurm_commands.h"
@@ -54,7 +55,8 @@ constexpr CommandInfo kCommands[] = {
     {"submit",
      "[--name N] [--project P] [--queue Q] [--kind hpc|ai-training|ai-inference|agent] [--feature K=V]... "
      "[--nodes N] [--cpus N] [--memory-mb N] [--gpus N] [--gpu-model M] [--walltime SECONDS|--time TIME] "
-     "[--constraint K=V]... [--env K=V]... [--priority N] [--idempotency-key K] [--wait] [--json] "
+     "[--constraint K=V]... [--env K=V]... [--secret NAME[=ENV]]... [--priority N] [--idempotency-key K] [--wait] "
+     "[--json] "
      "[--launch batch|per_node] [--tasks-per-node K] [-o|--output PATTERN] [-e|--error PATTERN] "
      "[-d|--dependency afterok:ID[:ID...],...] -- COMMAND [ARGS...]\n"
      "  -o/-e copy each task's stdout/stderr to files named by Slurm's patterns: %j job id, %t rank, %N node,\n"
@@ -121,6 +123,15 @@ constexpr CommandInfo kCommands[] = {
      "  create prints the new sandbox's ID; exec prints the command's output and exits with its exit code\n"
      "  (docs/sandboxes.md).",
      "create, use and remove agent sandboxes"},
+    {"secret",
+     "create NAME [--project P] [--description TEXT] [--json]   (the value from standard input)\n"
+     "       unisched secret rotate NAME [--project P] [--description TEXT] [--json]   (the new value from standard "
+     "input)\n"
+     "       unisched secret ls [--project P] [--json]\n"
+     "       unisched secret rm NAME [--project P] [--json]\n"
+     "  A project's secrets (docs/secrets.md): jobs name them with `submit --secret NAME[=ENV]`. A value is never\n"
+     "  taken from the command line (ps would show it) and never shown again.",
+     "make, rotate, list and delete a project's secrets"},
     {"config", kConfigUsage, "show, apply, canary and roll back config versions (platform-admin)"},
     {"baseline", kBaselineUsage, "measure and record the performance baseline, compare with the last (launch check 6)"},
     {"help", "[COMMAND]", "show this help, or one command's usage"},
@@ -498,6 +509,7 @@ std::vector<FlagSpec> FlagsFor(const std::string& command) {
             {"all", false, false}};
   }
   if (command == "config") return ConfigFlags();
+  if (command == "secret") return {{"project", true, false}, {"description", true, false}};
   if (command == "drain") return {{"reason", true, false}};
   if (command == "squeue") return SqueueFlags();
   if (command == "sacct") return SacctFlags();
@@ -602,6 +614,9 @@ int Dispatch(const CommandInfo& info, const std::vector<std::string>& words) {
   if (command == "reconcile") return RunReconcile(session, args, info);
   if (command == "sandbox") {
     return RunSandbox(session, args, [&info](const std::string& message) { return UsageFailure(info, message); });
+  }
+  if (command == "secret") {
+    return RunSecret(session, args, [&info](const std::string& message) { return UsageFailure(info, message); });
   }
   if (command == "config") {
     return RunConfig(session, args, [&info](const std::string& message) { return UsageFailure(info, message); });

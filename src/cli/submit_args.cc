@@ -64,17 +64,29 @@ Result<json> BuildWorkload(const std::optional<std::string>& kind_flag, const st
 
 const std::vector<FlagSpec>& SubmitFlags() {
   static const std::vector<FlagSpec> kFlags = {
-      {"name", true, false},           {"project", true, false},
-      {"queue", true, false},          {"kind", true, false},
-      {"feature", true, true},         {"nodes", true, false},
-      {"cpus", true, false},           {"memory-mb", true, false},
-      {"gpus", true, false},           {"gpu-model", true, false},
-      {"walltime", true, false},       {"time", true, false},
-      {"constraint", true, true},      {"env", true, true},
-      {"priority", true, false},       {"idempotency-key", true, false},
-      {"wait", false, false},          {"output", true, false, 'o'},
-      {"error", true, false, 'e'},     {"launch", true, false},
-      {"tasks-per-node", true, false}, {"dependency", true, false, 'd'},
+      {"name", true, false},
+      {"project", true, false},
+      {"queue", true, false},
+      {"kind", true, false},
+      {"feature", true, true},
+      {"nodes", true, false},
+      {"cpus", true, false},
+      {"memory-mb", true, false},
+      {"gpus", true, false},
+      {"gpu-model", true, false},
+      {"walltime", true, false},
+      {"time", true, false},
+      {"constraint", true, true},
+      {"env", true, true},
+      {"secret", true, true},
+      {"priority", true, false},
+      {"idempotency-key", true, false},
+      {"wait", false, false},
+      {"output", true, false, 'o'},
+      {"error", true, false, 'e'},
+      {"launch", true, false},
+      {"tasks-per-node", true, false},
+      {"dependency", true, false, 'd'},
   };
   return kFlags;
 }
@@ -128,6 +140,16 @@ Result<SubmitRequest> BuildSubmitRequest(const ParsedArgs& args) {
       obj[kv->first] = kv->second;
     }
     if (!obj.empty()) body[key] = std::move(obj);
+  }
+
+  // --secret NAME (a file in $UNISCHED_SECRETS_DIR) or NAME=VAR (in $VAR): docs/secrets.md.
+  for (const auto& text : args.All("secret")) {
+    const size_t eq = text.find('=');
+    if (eq == std::string::npos) {
+      body["secrets"].push_back(text);
+    } else {
+      body["secrets"].push_back({{"name", text.substr(0, eq)}, {"env", text.substr(eq + 1)}});
+    }
   }
 
   // Slurm's -o/-e patterns, the launch mode and -d/--dependency go as they are: the daemon

@@ -9,6 +9,7 @@
 // before the launch fails the attempt with the reason.
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -238,6 +239,43 @@ projects:
   EXPECT_EQ(FilesHolding(agents.Dir("x86-c2m2-hpc-01"), {value}), std::vector<std::string>());
   d.Stop();
   EXPECT_EQ(FilesHolding(d.state_dir(), {value}), std::vector<std::string>());
+}
+
+// The CLI: the value from standard input (never the command line), then a
+// job that names it with --secret.
+TEST_F(SecretsTest, TheCliTakesTheValueFromStandardInputAndSubmitNamesIt) {
+  TestDaemon d;
+  d.Start();
+  const std::string value = RandomValue("planted-cli");
+  const std::string cli =
+      std::string("env UNISCHED_URL=") + d.url() + " UNISCHED_TOKEN=" + d.admin_token() + " " + UNISCHED_BINARY;
+  auto sh = [&](const std::string& cmd) {
+    std::string out;
+    FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
+    char buf[4096];
+    for (size_t n; p != nullptr && (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+    const int rc = p != nullptr ? ::pclose(p) : -1;
+    return std::make_pair(WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, out);
+  };
+  auto [made_rc, made] = sh("echo " + value + " | " + cli + " secret create token --description 'for the hub'");
+  EXPECT_EQ(made_rc, 0) << made;
+  EXPECT_NE(made.find("Created secret default/token (version 1)"), std::string::npos) << made;
+  EXPECT_EQ(made.find(value), std::string::npos);
+  auto [ls_rc, ls] = sh(cli + " secret ls");
+  EXPECT_EQ(ls_rc, 0) << ls;
+  EXPECT_NE(ls.find("for the hub"), std::string::npos) << ls;
+  auto [run_rc, run] =
+      sh(cli + " submit --wait --kind hpc --secret token=HUB_TOKEN -- /bin/sh -c '[ \"$HUB_TOKEN\" = " + value +
+         " ] && echo matched'");
+  EXPECT_EQ(run_rc, 0) << run;
+  auto [rotated_rc, rotated] = sh("printf new-value | " + cli + " secret rotate token");
+  EXPECT_EQ(rotated_rc, 0) << rotated;
+  EXPECT_NE(rotated.find("(version 2)"), std::string::npos) << rotated;
+  auto [rm_rc, rm] = sh(cli + " secret rm token");
+  EXPECT_EQ(rm_rc, 0) << rm;
+  EXPECT_EQ(Call(d, "GET", "/v1/secrets").json["secrets"].size(), 0u);
+  auto [bad_rc, bad] = sh(cli + " secret frob x");
+  EXPECT_EQ(bad_rc, 2) << bad;
 }
 
 TEST_F(SecretsTest, RulesAtSubmitAndAtLaunch) {
