@@ -168,47 +168,37 @@ void Api::ListSecrets(Call& call) {
   call.reply(Json(200, {{"secrets", std::move(list)}}));
 }
 
-void Api::GetSecret(Call& call) {
+// The secret of the call's path, or nullopt after answering why not (403,
+// 404 or the store's error).
+std::optional<store::SecretRecord> Api::SecretOfPath(Call& call) {
   const std::string& project = call.Param("project");
   const std::string& name = call.Param("name");
   if (!MayManage(*call.principal, project)) {
     call.reply(NotMember(*call.principal, project));
-    return;
+    return std::nullopt;
   }
   auto found = ctx_.store->GetSecret(project, name);
   if (!found.ok()) {
     call.reply(FromError(found.error()));
-    return;
+    return std::nullopt;
   }
-  if (!found->has_value()) {
-    call.reply(NoSuchSecret(project, name));
-    return;
-  }
-  call.reply(Json(200, View(**found)));
+  if (!found->has_value()) call.reply(NoSuchSecret(project, name));
+  return std::move(*found);
+}
+
+void Api::GetSecret(Call& call) {
+  if (auto found = SecretOfPath(call)) call.reply(Json(200, View(*found)));
 }
 
 void Api::DeleteSecret(Call& call) {
-  const std::string& project = call.Param("project");
-  const std::string& name = call.Param("name");
-  if (!MayManage(*call.principal, project)) {
-    call.reply(NotMember(*call.principal, project));
-    return;
-  }
-  auto found = ctx_.store->GetSecret(project, name);
-  if (!found.ok()) {
-    call.reply(FromError(found.error()));
-    return;
-  }
-  if (!found->has_value()) {
-    call.reply(NoSuchSecret(project, name));
-    return;
-  }
-  auto deleted = ctx_.store->DeleteSecret(project, name);
+  const auto found = SecretOfPath(call);
+  if (!found) return;
+  auto deleted = ctx_.store->DeleteSecret(found->project, found->name);
   if (!deleted.ok()) {
     call.reply(FromError(deleted.error()));
     return;
   }
-  json view = View(**found);
+  json view = View(*found);
   view["deleted"] = *deleted;
   call.reply(Json(200, view));
 }

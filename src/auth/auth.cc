@@ -36,17 +36,21 @@ std::optional<Role> ParseRole(std::string_view text) {
   return std::nullopt;
 }
 
-std::string HashToken(std::string_view token) {
-  std::array<unsigned char, SHA256_DIGEST_LENGTH> digest{};
-  SHA256(reinterpret_cast<const unsigned char*>(token.data()), token.size(), digest.data());
+std::string HexEncode(std::string_view bytes) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
-  out.reserve(digest.size() * 2);
-  for (unsigned char b : digest) {
+  out.reserve(bytes.size() * 2);
+  for (unsigned char b : bytes) {
     out.push_back(kHex[b >> 4]);
     out.push_back(kHex[b & 0xf]);
   }
   return out;
+}
+
+std::string HashToken(std::string_view token) {
+  std::array<unsigned char, SHA256_DIGEST_LENGTH> digest{};
+  SHA256(reinterpret_cast<const unsigned char*>(token.data()), token.size(), digest.data());
+  return HexEncode(std::string_view(reinterpret_cast<const char*>(digest.data()), digest.size()));
 }
 
 std::string GenerateToken() {

@@ -14,22 +14,13 @@
 #include <memory>
 #include <vector>
 
+#include "unisched/auth/auth.h"
+
 namespace unisched::auth {
 
 namespace {
 
 constexpr char kVersion[] = "v1";
-
-std::string ToHex(std::string_view bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes.size() * 2);
-  for (unsigned char b : bytes) {
-    out.push_back(kDigits[b >> 4]);
-    out.push_back(kDigits[b & 0xf]);
-  }
-  return out;
-}
 
 int HexDigit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -53,7 +44,7 @@ bool FromHex(std::string_view hex, std::string& out) {
 std::string KeyId(std::string_view key) {
   unsigned char digest[SHA256_DIGEST_LENGTH];
   SHA256(reinterpret_cast<const unsigned char*>(key.data()), key.size(), digest);
-  return ToHex(std::string_view(reinterpret_cast<const char*>(digest), 8));
+  return HexEncode(std::string_view(reinterpret_cast<const char*>(digest), 8));
 }
 
 struct CipherFree {
@@ -86,7 +77,7 @@ Result<SecretBox> SecretBox::OpenKeyFile(const std::string& path, bool create) {
     if (RAND_bytes(reinterpret_cast<unsigned char*>(key.data()), static_cast<int>(key.size())) != 1) {
       return Broken("no random bytes for a new key");
     }
-    const std::string text = ToHex(key) + "\n";
+    const std::string text = HexEncode(key) + "\n";
     // O_EXCL: two daemons starting at once never both write a key.
     const std::string temp = path + ".new";
     int out = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -152,7 +143,7 @@ Result<std::string> SecretBox::Seal(std::string_view plain, std::string_view con
   }
   total += kTagBytes;
   const std::string sealed(reinterpret_cast<const char*>(out.data()), static_cast<size_t>(total));
-  return std::string(kVersion) + "." + key_id_ + "." + ToHex(nonce) + "." + ToHex(sealed);
+  return std::string(kVersion) + "." + key_id_ + "." + HexEncode(nonce) + "." + HexEncode(sealed);
 }
 
 Result<std::string> SecretBox::Open(std::string_view sealed, std::string_view context) const {

@@ -145,6 +145,16 @@ Result<S3Url> ParseS3Url(const std::string& url, const std::string& field) {
 }
 
 struct S3Client::Request {
+  // `method` on bucket/key?query, named so in messages ("HEAD s3 b/k").
+  static Request For(std::string method, const std::string& bucket, const std::string& key, std::string query = {}) {
+    Request req;
+    req.what = method + " s3 " + bucket + (key.empty() ? "" : "/" + key);
+    req.method = std::move(method);
+    req.bucket = bucket;
+    req.key = key;
+    req.query = std::move(query);
+    return req;
+  }
   std::string method = "GET";
   std::string bucket, key;
   std::string query;  // canonical: keys sorted, values UriEncoded
@@ -377,10 +387,7 @@ Result<S3Client::Response> S3Client::Send(Request& req) const {
 }
 
 Status S3Client::CreateBucket(const std::string& bucket) const {
-  Request req;
-  req.method = "PUT";
-  req.bucket = bucket;
-  req.what = "PUT bucket " + bucket;
+  Request req = Request::For("PUT", bucket, "");
   auto r = Send(req);
   if (!r.ok()) return r.error();
   return Status::Ok();
@@ -390,11 +397,10 @@ Result<std::vector<ObjectInfo>> S3Client::List(const std::string& bucket, const 
   std::vector<ObjectInfo> objects;
   std::string token;
   for (;;) {
-    Request req;
-    req.bucket = bucket;
     // Keys in byte order, as SigV4's canonical query has them.
-    req.query = (token.empty() ? "" : "continuation-token=" + UriEncode(token, false) + "&") +
-                "list-type=2&prefix=" + UriEncode(prefix, false);
+    Request req = Request::For("GET", bucket, "",
+                               (token.empty() ? "" : "continuation-token=" + UriEncode(token, false) + "&") +
+                                   "list-type=2&prefix=" + UriEncode(prefix, false));
     req.what = "list s3 bucket " + bucket + " prefix '" + prefix + "'";
     auto r = Send(req);
     if (!r.ok()) return r.error();
@@ -420,11 +426,7 @@ Result<std::vector<ObjectInfo>> S3Client::List(const std::string& bucket, const 
 }
 
 Result<std::optional<ObjectInfo>> S3Client::Head(const std::string& bucket, const std::string& key) const {
-  Request req;
-  req.method = "HEAD";
-  req.bucket = bucket;
-  req.key = key;
-  req.what = "HEAD s3 " + bucket + "/" + key;
+  Request req = Request::For("HEAD", bucket, key);
   auto r = Send(req);
   if (!r.ok()) return r.error();
   if (r->status == 404) return std::optional<ObjectInfo>();
@@ -437,11 +439,7 @@ Result<std::optional<ObjectInfo>> S3Client::Head(const std::string& bucket, cons
 }
 
 Status S3Client::Delete(const std::string& bucket, const std::string& key) const {
-  Request req;
-  req.method = "DELETE";
-  req.bucket = bucket;
-  req.key = key;
-  req.what = "DELETE s3 " + bucket + "/" + key;
+  Request req = Request::For("DELETE", bucket, key);
   auto r = Send(req);
   if (!r.ok()) return r.error();
   return Status::Ok();
@@ -466,15 +464,11 @@ Result<TransferStats> S3Client::Upload(const std::string& bucket, const std::str
     ::close(fd);
     return md5.error();
   }
-  Request req;
-  req.method = "PUT";
-  req.bucket = bucket;
-  req.key = key;
+  Request req = Request::For("PUT", bucket, key);
   req.in_fd = fd;
   req.in_size = size;
   req.headers = {"Content-MD5: " + *md5, "Content-Type: application/octet-stream"};
   req.progress = &progress;
-  req.what = "PUT s3 " + bucket + "/" + key;
   auto r = Send(req);
   ::close(fd);
   if (!r.ok()) return r.error();
@@ -488,12 +482,7 @@ Result<TransferStats> S3Client::Upload(const std::string& bucket, const std::str
 Result<TransferStats> S3Client::UploadParts(const std::string& bucket, const std::string& key, const std::string& file,
                                             int64_t size, const Progress& progress) const {
   const std::string what = "multipart upload of s3 " + bucket + "/" + key;
-  Request start;
-  start.method = "POST";
-  start.bucket = bucket;
-  start.key = key;
-  start.query = "uploads=";
-  start.what = "POST s3 " + bucket + "/" + key + "?uploads";
+  Request start = Request::For("POST", bucket, key, "uploads=");
   auto started = Send(start);
   if (!started.ok()) return started.error();
   tinyxml2::XMLDocument doc;
@@ -504,11 +493,7 @@ Result<TransferStats> S3Client::UploadParts(const std::string& bucket, const std
   if (upload_id.empty()) return Error::Unavailable(what + ": the server gave no UploadId");
   const std::string id_query = "uploadId=" + UriEncode(upload_id, false);
   auto abort = [&] {
-    Request req;
-    req.method = "DELETE";
-    req.bucket = bucket;
-    req.key = key;
-    req.query = id_query;
+    Request req = Request::For("DELETE", bucket, key, id_query);
     req.what = "abort " + what;
     (void)Send(req);
   };
@@ -536,12 +521,8 @@ Result<TransferStats> S3Client::UploadParts(const std::string& bucket, const std
       auto md5 = Md5OfRange(fd, offset, length);
       Result<Response> r = md5.ok() ? Result<Response>(Error::Internal("")) : Result<Response>(md5.error());
       if (md5.ok()) {
-        Request req;
-        req.method = "PUT";
-        req.bucket = bucket;
-        req.key = key;
         // partNumber sorts before uploadId, as the canonical query needs.
-        req.query = "partNumber=" + std::to_string(i + 1) + "&" + id_query;
+        Request req = Request::For("PUT", bucket, key, "partNumber=" + std::to_string(i + 1) + "&" + id_query);
         req.in_fd = fd;
         req.in_offset = offset;
         req.in_size = length;
@@ -575,11 +556,7 @@ Result<TransferStats> S3Client::UploadParts(const std::string& bucket, const std
             "</ETag></Part>";
   }
   body += "</CompleteMultipartUpload>";
-  Request complete;
-  complete.method = "POST";
-  complete.bucket = bucket;
-  complete.key = key;
-  complete.query = id_query;
+  Request complete = Request::For("POST", bucket, key, id_query);
   complete.body = std::move(body);
   complete.headers = {"Content-Type: application/xml"};
   complete.what = "complete " + what;
@@ -616,12 +593,9 @@ Result<TransferStats> S3Client::Download(const std::string& bucket, const std::s
                            std::to_string(std::hash<std::thread::id>()(std::this_thread::get_id()) % 100000);
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Error::Internal("cannot create " + temp + ": " + std::strerror(errno));
-  Request req;
-  req.bucket = bucket;
-  req.key = key;
+  Request req = Request::For("GET", bucket, key);
   req.out_fd = fd;
   req.progress = &progress;
-  req.what = "GET s3 " + bucket + "/" + key;
   auto r = Send(req);
   const bool synced = r.ok() && ::fsync(fd) == 0;
   ::close(fd);

@@ -4,9 +4,9 @@
 
 namespace unisched::service {
 
-Result<store::SecretRecord> SecretVault::Create(const std::string& project, const std::string& name,
+Result<store::SecretRecord> SecretVault::Sealed(const std::string& project, const std::string& name,
                                                 const std::string& value, const std::string& description,
-                                                const std::string& who) {
+                                                const std::string& who) const {
   auto sealed = box_.Seal(value, Context(project, name));
   if (!sealed.ok()) return sealed.error();
   store::SecretRecord record;
@@ -16,30 +16,30 @@ Result<store::SecretRecord> SecretVault::Create(const std::string& project, cons
   record.description = description;
   record.created_by = record.updated_by = who;
   record.created_at = record.updated_at = clock_.Now();
-  if (Status s = store_.InsertSecret(record); !s.ok()) return s.error();
+  return record;
+}
+
+Result<store::SecretRecord> SecretVault::Create(const std::string& project, const std::string& name,
+                                                const std::string& value, const std::string& description,
+                                                const std::string& who) {
+  auto record = Sealed(project, name, value, description, who);
+  if (!record.ok()) return record.error();
+  if (Status s = store_.InsertSecret(*record); !s.ok()) return s.error();
   return record;
 }
 
 Result<store::SecretRecord> SecretVault::Rotate(const std::string& project, const std::string& name,
                                                 const std::string& value, const std::string& description,
                                                 const std::string& who) {
-  auto sealed = box_.Seal(value, Context(project, name));
-  if (!sealed.ok()) return sealed.error();
-  store::SecretRecord record;
-  record.project = project;
-  record.name = name;
-  record.sealed = std::move(*sealed);
-  record.description = description;
-  record.updated_by = who;
-  record.updated_at = clock_.Now();
-  auto rotated = store_.RotateSecret(record);
+  auto record = Sealed(project, name, value, description, who);
+  if (!record.ok()) return record.error();
+  auto rotated = store_.RotateSecret(*record);
   if (!rotated.ok()) return rotated.error();
   if (!rotated->has_value()) {
     return Error::NotFound("project " + project + " has no secret named '" + name + "'; POST /v1/secrets makes one");
   }
   return std::move(**rotated);
 }
-
 Result<std::string> SecretVault::Reveal(const std::string& project, const std::string& name) const {
   auto found = store_.GetSecret(project, name);
   if (!found.ok()) return found.error();

@@ -42,7 +42,17 @@ command -v radosgw >/dev/null || { echo "radosgw.sh: Ceph's radosgw is not insta
 [ -d "$dir" ] && stop
 D=$dir/cluster
 mkdir -p "$D"/{mon,osd0,run,log,rgw}
-fail() { echo "radosgw.sh: $*" >&2; [ -f "$D/log/mon.a.log" ] && tail -5 "$D/log/mon.a.log" >&2; stop; exit 1; }
+fail() {
+  echo "radosgw.sh: $*" >&2
+  for log in "$D"/log/*.log; do [ -f "$log" ] && { echo "== $log" >&2; grep -v NetHandler "$log" | tail -5 >&2; }; done
+  stop
+  # A daemon of a cluster stopped just before may still hold a port: once more, a little later.
+  if [ "${RADOSGW_RETRY:-0}" -lt 2 ]; then
+    sleep 2
+    RADOSGW_RETRY=$((${RADOSGW_RETRY:-0} + 1)) exec "$0" start "$dir" "$port"
+  fi
+  exit 1
+}
 fsid=$(uuidgen)
 cat > "$D/ceph.conf" <<CONF
 [global]

@@ -259,6 +259,8 @@ class Api {
   void ListSecrets(Call& call);
   void GetSecret(Call& call);
   void DeleteSecret(Call& call);
+  // The secret of the call's path, or nullopt after answering why not.
+  std::optional<store::SecretRecord> SecretOfPath(Call& call);
   void RecordBaseline(Call& call);
   void ListBaselines(Call& call);
   void GetBaseline(Call& call);

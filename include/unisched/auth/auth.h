@@ -40,6 +40,8 @@ inline bool LooksLikeJobToken(std::string_view token) {
   return token.rfind("usj_", 0) == 0;
 }
 
+// Lower-case hex of bytes.
+std::string HexEncode(std::string_view bytes);
 // Hex SHA-256 of a token: what the store keeps.
 std::string HashToken(std::string_view token);
 // A new random token ("usk_" + 43 base64url characters, 256 bits from getrandom).

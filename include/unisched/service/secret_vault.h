@@ -35,6 +35,9 @@ class SecretVault {
   const std::string& key_id() const { return box_.key_id(); }
 
  private:
+  // The record of `value` sealed for (project, name), made or set by `who` now.
+  Result<store::SecretRecord> Sealed(const std::string& project, const std::string& name, const std::string& value,
+                                     const std::string& description, const std::string& who) const;
   // What binds a sealed value to its row (auth::SecretBox's context).
   static std::string Context(const std::string& project, const std::string& name) { return project + "/" + name; }
 
