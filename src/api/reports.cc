@@ -199,6 +199,11 @@ void Api::CapacityReport(Call& call) {
   }
   const double window_seconds = std::chrono::duration<double>(*query.to - *query.from).count();
   const config::Config& config = ctx_.config->Current();
+  // The ratio between pools (S14), in nodes: each pool's share of the
+  // platform's nodes, of its busy nodes (average utilisation x nodes: the
+  // nodes its work kept busy over the window), and the configured target.
+  double all_nodes = 0, all_busy = 0;
+  std::map<std::string, double> busy_nodes;
   json pools = json::array();
   for (const model::PoolSpec& pool : config.cluster.pools) {
     int64_t cpus = 0, gpus = 0;
@@ -235,6 +240,9 @@ void Api::CapacityReport(Call& call) {
            {"idle_seconds",
             std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::seconds>(now - *node.idle_since).count())}});
     }
+    busy_nodes[pool.name] = average * static_cast<double>(pool.nodes.size());
+    all_nodes += static_cast<double>(pool.nodes.size());
+    all_busy += busy_nodes[pool.name];
     pools.push_back({{"pool", pool.name},
                      {"nodes", pool.nodes.size()},
                      {"cpus", cpus},
@@ -246,6 +254,13 @@ void Api::CapacityReport(Call& call) {
                      {"meets_target", headroom * 100.0 >= static_cast<double>(target)},
                      {"hours", std::move(hours)},
                      {"idle_nodes", std::move(idle)}});
+  }
+  for (json& p : pools) {
+    const model::PoolSpec* pool = config.cluster.FindPool(p["pool"].get<std::string>());
+    const double nodes = p["nodes"].get<double>();
+    p["share_of_nodes_percent"] = all_nodes > 0 ? 100.0 * nodes / all_nodes : 0.0;
+    p["share_of_busy_nodes_percent"] = all_busy > 0 ? 100.0 * busy_nodes[pool->name] / all_busy : 0.0;
+    p["target_share_percent"] = pool->target_share_percent > 0 ? json(pool->target_share_percent) : json(nullptr);
   }
   call.reply(Json(200, {{"generated_at", FormatRfc3339(now)},
                         {"from", FormatRfc3339(*query.from)},

@@ -185,7 +185,7 @@ model::PoolSpec ParsePool(const YAML::Node& node, const std::string& path, Error
   model::PoolSpec pool;
   MapReader m(node, path,
               {"name", "kind", "labels", "nodes", "backfill", "reservation_depth", "planned_share", "prices",
-               "health_check", "sandbox", "backend"},
+               "health_check", "sandbox", "backend", "target_share_percent"},
               errors);
   m.Require("name");
   m.Read("name", pool.name);
@@ -207,6 +207,7 @@ model::PoolSpec ParsePool(const YAML::Node& node, const std::string& path, Error
   m.Read("reservation_depth", pool.reservation_depth);
   m.Read("planned_share", pool.planned_share);
   m.Read("prices", pool.prices);
+  m.Read("target_share_percent", pool.target_share_percent);
   m.Read("sandbox", pool.sandbox);
   pool.backend.clear();  // unset: derived from the nodes (DeriveNodePools)
   m.Read("backend", pool.backend);

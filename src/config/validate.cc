@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <regex>
@@ -205,6 +206,21 @@ bool IsPlainAbsolutePath(const std::string& p) {
     if ((p + "/").find(part) != std::string::npos) return false;
   }
   return true;
+}
+
+// The pools' target shares (capacity planning): where any is set, they make
+// the whole platform, 100.
+void ValidateTargetShares(const model::ClusterSpec& cluster, Errors& errors) {
+  double sum = 0;
+  bool any = false;
+  for (const auto& pool : cluster.pools) {
+    sum += pool.target_share_percent;
+    any = any || pool.target_share_percent > 0;
+  }
+  if (any && std::abs(sum - 100.0) > 0.01) {
+    errors.Add("pools", "the pools' target_share_percent add up to " + std::to_string(static_cast<int>(sum)) +
+                            "; give every pool its share of the nodes so that they add up to 100");
+  }
 }
 
 void ValidateStorage(const Config& config, Errors& errors) {
@@ -422,6 +438,9 @@ void ValidateCluster(const model::ClusterSpec& cluster, NameRegistry& queues, Er
         errors.Add(price_path, "unknown ledger metric; expected one of: " + names);
       }
       NonNegative(errors, price_path, price, "a price per hour of the metric");
+    }
+    if (pool.target_share_percent < 0 || pool.target_share_percent > 100) {
+      errors.Add(JoinKey(path, "target_share_percent"), "must be between 0 and 100 (percent of the platform's nodes)");
     }
     const std::string check_path = JoinKey(path, "health_check");
     Positive(errors, JoinKey(check_path, "interval_seconds"), pool.health_check_interval_seconds);
@@ -705,6 +724,7 @@ std::vector<ConfigError> ValidateConfig(const Config& config) {
   ValidateSandboxes(config, queues, errors);
   ValidateBaseline(config.baseline, errors);
   ValidateStorage(config, errors);
+  ValidateTargetShares(config.cluster, errors);
   return errors.Take();
 }
 

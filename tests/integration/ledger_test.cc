@@ -40,9 +40,11 @@ pools:
     kind: gpu
     nodes: [x86-c8m16g2-train-01]
     prices: {gpu_seconds: 3600, cpu_core_seconds: 36}   # 1 per GPU-second, 0.01 per core-second
+    target_share_percent: 70
   - name: agents
     kind: elastic
     nodes: [x86-c8m16-agent-01]
+    target_share_percent: 30
 nodes:
   - name: x86-c8m16g2-train-01
     cpus: 8
@@ -337,6 +339,13 @@ TEST_F(LedgerTest, TheCapacityReportGivesUtilisationPerHourPeakHeadroomAndIdleNo
   EXPECT_TRUE(agents["hours"].empty());
   EXPECT_EQ(agents["peak_utilisation"], 0);
   EXPECT_EQ(agents["idle_nodes"].size(), 1u);
+  // The ratio between pools, in nodes: half the nodes each, all the busy
+  // ones the GPU pool's, against targets of 70 and 30.
+  EXPECT_EQ(gpu["share_of_nodes_percent"], 50.0);
+  EXPECT_EQ(gpu["share_of_busy_nodes_percent"], 100.0);
+  EXPECT_EQ(gpu["target_share_percent"], 70.0);
+  EXPECT_EQ(agents["share_of_busy_nodes_percent"], 0.0);
+  EXPECT_EQ(agents["target_share_percent"], 30.0);
 
   EXPECT_EQ(d().Call("GET", "/v1/reports/capacity?from=" + FormatRfc3339(before) + "&to=" + from).status, 422);
   EXPECT_EQ(d().Call("GET", "/v1/reports/capacity?target_headroom_percent=95").status, 422);

@@ -103,6 +103,11 @@ struct PoolSpec {
   // Price per hour of a ledger metric on this pool (docs/ledger.md), e.g.
   // {"gpu_seconds": 2.5} = 2.5 per GPU card-hour. Unpriced metrics cost 0.
   std::map<std::string, double> prices{};
+  // Capacity planning (S14): the share of the platform's nodes this pool
+  // should have, in percent; the capacity report sets it beside the pool's
+  // share of the nodes and of the busy nodes. 0: none set. Where pools set
+  // one, they sum to 100.
+  double target_share_percent = 0;
   // Run by the agents of this pool's nodes; a failure drains the node
   // (docs/agents.md). Empty command: no check.
   // Its jobs run isolated (LaunchSpec::isolate: no network but loopback, a

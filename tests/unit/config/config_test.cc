@@ -1499,6 +1499,23 @@ TEST(StorageKeys, SharedFileSystemsAreReadAndChecked) {
   }
 }
 
+TEST(PoolKeys, TargetSharesAreOptionalAndAddUpTo100) {
+  const std::string two_pools = Doc().Text();
+  EXPECT_EQ(MustLoad(LoadConfigText(two_pools)).cluster.pools[0].target_share_percent, 0);
+  auto with = [&](const std::string& first, const std::string& second) {
+    std::string text = two_pools;
+    text.replace(text.find("  - name: cpu-pool\n"), 19,
+                 "  - name: cpu-pool\n    target_share_percent: " + first + "\n");
+    text.replace(text.find("  - name: gpu-pool\n"), 19,
+                 "  - name: gpu-pool\n    target_share_percent: " + second + "\n");
+    return LoadConfigText(text);
+  };
+  EXPECT_EQ(MustLoad(with("60", "40")).cluster.pools[1].target_share_percent, 40);
+  EXPECT_EQ(PathsOf(ErrorsOf(with("60", "30"))), std::vector<std::string>{"pools"});
+  EXPECT_EQ(PathsOf(ErrorsOf(with("120", "-20"))),
+            (std::vector<std::string>{"pools[0].target_share_percent", "pools[1].target_share_percent"}));
+}
+
 TEST(BaselineKeys, TheGpuCommandIsOptionalAndChecked) {
   EXPECT_EQ(MustLoad(LoadConfigText(Doc().Text())).baseline.gpu_command, "");
   const Config set =
