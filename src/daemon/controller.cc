@@ -480,6 +480,11 @@ void Controller::Publish() {
   view->budget_use = accounting_.BudgetUse();
   view->running_usage = jobs_.running_usage();
   view->sandbox_holds = published_sandbox_holds_;
+  if (published_array_changes_ != jobs_.array_parents_changes()) {
+    published_array_changes_ = jobs_.array_parents_changes();
+    published_array_parents_ = std::make_shared<std::map<model::JobId, model::JobId>>(jobs_.array_parents());
+  }
+  view->array_parents = published_array_parents_;
   // Gauges are set only when their value changed: this runs after every
   // batch of commands (thousands a second under a submission load), and
   // each set looks its series up by a label map.

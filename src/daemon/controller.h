@@ -141,6 +141,11 @@ class Controller final : public service::ControlPlane, public service::StepPlane
   service::SandboxHolds sandbox_holds_;
   // sandbox_holds_ as views share it, replaced when a sandbox begins or ends.
   std::shared_ptr<const service::SandboxHolds> published_sandbox_holds_ = std::make_shared<service::SandboxHolds>();
+  // The active arrays as last published (ClusterView::array_parents), and
+  // which change of JobLifecycle's they are.
+  std::shared_ptr<const std::map<model::JobId, model::JobId>> published_array_parents_ =
+      std::make_shared<std::map<model::JobId, model::JobId>>();
+  uint64_t published_array_changes_ = 0;
   // Ledger charges, budget use and fairshare usage.
   Accounting accounting_;
   // The active jobs and every change of their state.

@@ -52,7 +52,10 @@ JobLifecycle::Restart JobLifecycle::Load(std::vector<Job> active, JobCounts coun
         }
       }
     }
-    if (job.array) array_parents_.emplace(job.array->first_task_id, job.id);
+    if (job.array) {
+      array_parents_.emplace(job.array->first_task_id, job.id);
+      ++array_parents_changes_;
+    }
     active_.emplace(job.id, std::move(job));
   }
   return restart;
@@ -61,7 +64,10 @@ JobLifecycle::Restart JobLifecycle::Load(std::vector<Job> active, JobCounts coun
 void JobLifecycle::Admit(Job job) {
   ++job_counts_[{job.state, job.queue, job.pool}];
   const model::JobId id = job.id;
-  if (job.array) array_parents_.emplace(job.array->first_task_id, id);
+  if (job.array) {
+    array_parents_.emplace(job.array->first_task_id, id);
+    ++array_parents_changes_;
+  }
   active_.emplace(id, std::move(job));
   wants_cycle_ = true;
 }
@@ -163,7 +169,7 @@ void JobLifecycle::Transition(Batch& batch, Job& job, JobState to, std::string r
         return t.AppendEvent(copy.id, event);
       });
   if (model::IsTerminal(to)) {
-    if (job.array) array_parents_.erase(job.array->first_task_id);
+    if (job.array && array_parents_.erase(job.array->first_task_id) > 0) ++array_parents_changes_;
     if (job.array_task) ArrayTaskEnded(batch, job);
   }
 }

@@ -113,6 +113,10 @@ class JobLifecycle {
 
   const std::map<model::JobId, model::Job>& active() const { return active_; }
   const JobCounts& counts() const { return job_counts_; }
+  // Active arrays by their first task's id -> the parent's id, and a count
+  // of its changes (the controller republishes it only then).
+  const std::map<model::JobId, model::JobId>& array_parents() const { return array_parents_; }
+  uint64_t array_parents_changes() const { return array_parents_changes_; }
   // What running jobs and sandboxes hold, per quota scope.
   const policy::QuotaTally& running_usage() const { return running_usage_; }
   // Predicted run times: learned from ended jobs, one per active job.
@@ -209,6 +213,7 @@ class JobLifecycle {
   // Active arrays' parents by their first task's id: a task id's parent is
   // the entry at or before it.
   std::map<model::JobId, model::JobId> array_parents_;
+  uint64_t array_parents_changes_ = 0;
   std::optional<model::Job> last_ended_array_;  // the parent EndArrayIfDone ended last, as it ended
   JobCounts job_counts_;
   policy::QuotaTally running_usage_;

@@ -153,6 +153,12 @@ void JobService::Submit(const auth::Principal& who, JobRequest request, std::str
         }
         const model::JobId id = committed->id;
         metrics_.CountSubmission(committed->queue);
+        if (committed->array) {
+          // Known before the 201, so a GET of a task's id after it finds it
+          // even before the controller has published the array.
+          std::lock_guard lock(arrays_mu_);
+          arrays_[committed->array->first_task_id] = id;
+        }
         control_.JobCommitted(std::move(*committed));
         done(Submitted{id, std::move(document), std::nullopt});
       });
@@ -194,6 +200,31 @@ Result<model::Job> JobService::VisibleJob(const auth::Principal& who, const std:
     return Error::NotFound("no job " + job_id + ": job ids are positive integers");
   }
   auto job = store_.GetJob(id);
+  if (!job.ok()) {
+    // A task that has not started has no row: found through its array
+    // (ids follow the indices from the first task's), one this daemon
+    // accepted or, after a restart, an active one (the controller's view).
+    // (first task id, array id) at or before `id` in `parents`.
+    auto covering = [id](const std::map<model::JobId, model::JobId>& parents) {
+      auto entry = parents.upper_bound(id);
+      return entry == parents.begin() ? std::optional<std::pair<model::JobId, model::JobId>>()
+                                      : std::optional<std::pair<model::JobId, model::JobId>>(*std::prev(entry));
+    };
+    std::optional<std::pair<model::JobId, model::JobId>> candidates[2];
+    {
+      std::lock_guard lock(arrays_mu_);
+      candidates[0] = covering(arrays_);
+    }
+    candidates[1] = covering(*control_.View()->array_parents);
+    for (const auto& candidate : candidates) {
+      if (!candidate) continue;
+      const auto [first, parent_id] = *candidate;
+      auto parent = store_.GetJob(parent_id);
+      if (parent.ok() && parent->array && id - first < parent->array->indices.Count()) {
+        return VisibleArrayTask(who, parent->id, parent->array->indices.At(id - first));
+      }
+    }
+  }
   if (!job.ok() || !auth::CanReadJob(who, *job)) return Error::NotFound("no job " + job_id);
   return job;
 }

@@ -236,6 +236,20 @@ TEST_F(ArrayTest, AHundredThousandTasksAreOneRequestAndOneRow) {
   const int64_t first = std::stoll(submitted.json["array"]["first_task_id"].get<std::string>());
   const int64_t next = std::stoll(d().Submit(ShellJob("batch", "true")));
   EXPECT_TRUE(next < first || next >= first + 100000) << next;
+  // A waiting task is found by its own id too (it has no row yet), and
+  // cancelled by it alone.
+  const Reply by_id = d().Call("GET", "/v1/jobs/" + std::to_string(first + 70000));
+  ASSERT_EQ(by_id.status, 200) << by_id.body;
+  EXPECT_EQ(by_id.json["name"], submitted.json["name"]);
+  EXPECT_EQ(by_id.json["array_task_id"], 70000);
+  EXPECT_EQ(by_id.json["state"], "PENDING");
+  EXPECT_EQ(by_id.json["id"], std::to_string(first + 70000));
+  const Reply cancelled = d().Call("DELETE", "/v1/jobs/" + std::to_string(first + 5));
+  ASSERT_EQ(cancelled.status, 200) << cancelled.body;
+  EXPECT_EQ(cancelled.json["array_task_id"], 5);
+  EXPECT_EQ(cancelled.json["state"], "CANCELLED");
+  EXPECT_EQ(d().Call("GET", "/v1/jobs/" + id + "_5").json["state"], "CANCELLED");
+  EXPECT_EQ(d().Call("GET", "/v1/jobs/" + std::to_string(first + 100000)).status, 404);  // past the array
   EXPECT_EQ(d().Call("DELETE", "/v1/jobs/" + id).json["state"], "CANCELLED");
   EXPECT_EQ(d().Call("DELETE", "/v1/jobs/" + blocker).status, 200);
 }

@@ -6,7 +6,9 @@
 // live parts; callers only parse and render.
 
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -92,6 +94,10 @@ class JobService {
   SandboxPlane* sandboxes_;
   metrics::Metrics& metrics_;
   const Clock& clock_;
+  // Arrays this daemon accepted: their first task's id -> the array's id,
+  // so that a task's own id finds it from its 201 on (VisibleJob).
+  mutable std::mutex arrays_mu_;
+  std::map<model::JobId, model::JobId> arrays_;
 };
 
 }  // namespace unisched::service

@@ -60,6 +60,11 @@ struct ClusterView {
   std::shared_ptr<const SandboxHolds> sandbox_holds = std::make_shared<SandboxHolds>();
   // Projects with a budget: their use in the current period.
   std::map<std::string, policy::BudgetUse> budget_use;
+  // Active job arrays: their first task's id -> the array's (parent's) id,
+  // so a task that has not started (no row of its own) is found by its id.
+  // Shared between views until an array begins or ends.
+  std::shared_ptr<const std::map<model::JobId, model::JobId>> array_parents =
+      std::make_shared<std::map<model::JobId, model::JobId>>();
 };
 
 // Steps: commands started inside a running job on its nodes (`unisched
