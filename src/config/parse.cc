@@ -571,7 +571,7 @@ void ParseBaseline(const YAML::Node& node, Errors& errors, BaselineSettings& out
 
 SharedFileSystem ParseSharedFileSystem(const YAML::Node& node, const std::string& path, Errors& errors) {
   SharedFileSystem fs;
-  MapReader m(node, path, {"name", "path", "mount", "read_only", "pools", "project_dirs"}, errors);
+  MapReader m(node, path, {"name", "path", "mount", "read_only", "pools", "project_dirs", "charge_storage"}, errors);
   m.Require("name");
   m.Require("path", "the directory on every node of its pools, e.g. /srv/lustre/unisched");
   m.Read("name", fs.name);
@@ -580,6 +580,7 @@ SharedFileSystem ParseSharedFileSystem(const YAML::Node& node, const std::string
   m.Read("read_only", fs.read_only);
   m.Read("pools", fs.pools);
   m.Read("project_dirs", fs.project_dirs);
+  m.Read("charge_storage", fs.charge_storage);
   return fs;
 }
 

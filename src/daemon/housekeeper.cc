@@ -169,7 +169,7 @@ int Housekeeper::SampleStorage(Timestamp now) {
   // Projects' directories on shared file systems (storage.shared with
   // project_dirs), where this machine sees them: charged to the project.
   for (const auto& fs : current_config().storage.shared) {
-    if (!fs.project_dirs) continue;
+    if (!fs.project_dirs || !fs.charge_storage) continue;
     for (const auto& project : current_config().projects) {
       const std::string dir = fs.path + "/" + project.name;
       std::error_code ec;

@@ -189,6 +189,10 @@ struct SharedFileSystem {
   bool read_only = false;
   std::vector<std::string> pools{};  // empty: every pool
   bool project_dirs = true;
+  // Its project directories measured and charged as storage_gb_hours (a
+  // walk of each tree, like du -s: on a file system of many millions of
+  // files a site may rather take its quota tool's figures).
+  bool charge_storage = true;
 };
 
 struct StorageSettings {

@@ -152,6 +152,11 @@ TEST_F(HousekeeperTest, ProjectDirectoriesOnSharedStorageAreChargedToTheirProjec
   EXPECT_EQ(keeper.SampleStorage(clock_.Now()), 1);
   EXPECT_GT(StorageOf("genomics"), 0);
   EXPECT_EQ(StorageOf("physics"), -1);
+  // A file system too large to walk is left out when asked.
+  config_.storage.shared[0].charge_storage = false;
+  const config::LiveConfig off(config_);
+  Housekeeper quiet(off, *store_, metrics_, clock_, work_root());
+  EXPECT_EQ(quiet.SampleStorage(clock_.Now() + std::chrono::seconds(60)), 0);
 }
 
 TEST_F(HousekeeperTest, AnUnreadablePathIsNotChargedAtAll) {
