@@ -364,7 +364,11 @@ Result<S3Client::Response> S3Client::Send(Request& req) const {
       std::this_thread::sleep_for(std::chrono::milliseconds(pick(jitter)));
       continue;
     }
-    if (!r.ok()) return r.error();
+    if (!r.ok()) {
+      Error e = r.error();
+      if (attempt > 1) e.message += " (after " + std::to_string(attempt) + " attempts)";
+      return e;
+    }
     r->retries = attempt - 1;
     if (r->status >= 200 && r->status < 300) return r;
     if (req.method == "HEAD" && r->status == 404) return r;

@@ -187,13 +187,11 @@ TEST(S3ClientRetryTest, AnUnreachableServerIsRetriedThenReported) {
   S3Options options;
   options.max_attempts = 3;
   options.backoff = std::chrono::milliseconds(10);
-  const auto t0 = std::chrono::steady_clock::now();
   auto listed = S3Client(nowhere, options).List("bucket", "");
   ASSERT_FALSE(listed.ok());
   EXPECT_EQ(listed.error().code, "s3_unreachable");
   EXPECT_EQ(listed.error().kind, ErrorKind::kUnavailable);
-  // Two waits of the backoff at least: 10 ms, then 20 ms (halved by jitter at most).
-  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(15));
+  EXPECT_NE(listed.error().message.find("after 3 attempts"), std::string::npos) << listed.error().message;
 }
 
 TEST(S3UrlTest, StoreBucketAndKeyOrAClearError) {
