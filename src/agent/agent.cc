@@ -459,6 +459,7 @@ class Agent {
     h.labels = o_.labels;
     h.address = address_;
     h.wait_ms = wait_ms;
+    h.staging = executor_->Staging();
     std::lock_guard lock(mu_);
     h.running.assign(running_.begin(), running_.end());
     h.healthy = healthy_;

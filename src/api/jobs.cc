@@ -183,6 +183,17 @@ void Api::GetJob(Call& call) {
   }
   json view = JobView(*job, ctx_.control->View().get());
   view["usage"] = JobUsage(*job);
+  // A running job's phase (docs/data.md): staging_in, running, staging_out.
+  view["phase"] = nullptr;
+  view["progress"] = nullptr;
+  if (job->state == model::JobState::kRunning) {
+    if (auto staging = ctx_.control->StagingOf(job->id)) {
+      view["phase"] = staging->phase;
+      view["progress"] = {{"bytes_done", staging->bytes_done}, {"bytes_total", staging->bytes_total}};
+    } else {
+      view["phase"] = "running";
+    }
+  }
   call.reply(Json(200, std::move(view)));
 }
 
@@ -200,7 +211,7 @@ json Api::JobUsage(const model::Job& job) const {
   if (!metrics.empty()) {
     const model::PoolSpec* pool = ctx_.config->Current().cluster.FindPool(job.pool);
     if (pool && !pool->prices.empty()) metrics["cost"] = CostAtPrices(metrics, pool);
-    AddInstanceMinutes(metrics);
+    AddDerivedMetrics(metrics);
   }
   return metrics;
 }

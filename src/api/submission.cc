@@ -34,6 +34,55 @@ constexpr size_t kMaxPathBytes = 4096;
 
 // The body's fields, whether the client gave them or a script's directives
 // did (ParseSubmission merges those in first).
+// "data": {"stage_in": [{"from": "s3://...", "to": "input/"}], "stage_out":
+// [{"from": "output/", "to": "s3://.../{job_id}/", "when": "success"}]}
+// (docs/data.md). Shapes here; the stores and what the project may use at
+// admission (service::StagingRefusal).
+std::optional<Error> ReadDataStaging(const json& body, model::DataStaging& out) {
+  auto data = body.find("data");
+  if (data == body.end() || data->is_null()) return std::nullopt;
+  constexpr const char* kShape =
+      "an object, e.g. {\"stage_in\": [{\"from\": \"s3://STORE/bucket/prefix/\", \"to\": \"input/\"}], "
+      "\"stage_out\": [{\"from\": \"output/\", \"to\": \"s3://STORE/bucket/results/{job_id}/\"}]}";
+  if (!data->is_object()) return WrongType("data", kShape, *data);
+  if (auto e = CheckKeys(*data, "data", {"stage_in", "stage_out"})) return *e;
+  for (const char* list : {"stage_in", "stage_out"}) {
+    auto items = data->find(list);
+    if (items == data->end() || items->is_null()) continue;
+    const std::string list_field = std::string("data.") + list;
+    if (!items->is_array()) return WrongType(list_field, "a list of {\"from\": ..., \"to\": ...} objects", *items);
+    const bool in = std::string_view(list) == "stage_in";
+    for (size_t i = 0; i < items->size(); ++i) {
+      const json& item = (*items)[i];
+      const std::string field = list_field + "[" + std::to_string(i) + "]";
+      if (!item.is_object()) return WrongType(field, "an object with from and to", item);
+      if (auto e = CheckKeys(item, field,
+                             in ? std::set<std::string>{"from", "to"} : std::set<std::string>{"from", "to", "when"})) {
+        return *e;
+      }
+      std::string from, to, when = "success";
+      if (auto e = body::ReadString(item, "from", field + ".from", 2048, from, /*empty_ok=*/false)) return *e;
+      if (auto e = body::ReadString(item, "to", field + ".to", 2048, to)) return *e;
+      if (from.empty() || (!in && to.empty())) {
+        return Error::Unprocessable("missing_field", field + (from.empty() ? ".from" : ".to") + " is required",
+                                    field + (from.empty() ? ".from" : ".to"));
+      }
+      if (in) {
+        out.stage_in.push_back({std::move(from), std::move(to)});
+        continue;
+      }
+      if (auto e = body::ReadString(item, "when", field + ".when", 16, when)) return *e;
+      auto parsed = model::ParseStageWhen(when);
+      if (!parsed) {
+        return Error::Unprocessable(
+            "invalid_value", field + ".when must be \"success\" or \"always\", not '" + when + "'", field + ".when");
+      }
+      out.stage_out.push_back({std::move(from), std::move(to), *parsed});
+    }
+  }
+  return std::nullopt;
+}
+
 Result<Submission> ParseFields(const json& body) {
   Submission s;
 
@@ -240,6 +289,7 @@ Result<Submission> ParseFields(const json& body) {
       s.secrets.push_back(std::move(use));
     }
   }
+  if (auto e = ReadDataStaging(body, s.data)) return *e;
 
   // Slurm's -o and -e: file name patterns (model/output_pattern.h).
   for (const auto& [key, out] : {std::pair{"output_file", &s.output_file}, std::pair{"error_file", &s.error_file}}) {
@@ -363,10 +413,10 @@ Result<Submission> ParseSubmission(const json& body, std::vector<model::BatchWar
   if (!body.is_object()) {
     return Error::BadRequest("malformed_json", "the request body must be a JSON object describing the job");
   }
-  if (auto e = CheckKeys(
-          body, "",
-          {"name", "project", "queue", "workload", "resources", "constraints", "launch", "command", "script", "env",
-           "workdir", "priority", "max_retries", "output_file", "error_file", "dependency", "array", "secrets"})) {
+  if (auto e = CheckKeys(body, "",
+                         {"name", "project", "queue", "workload", "resources", "constraints", "launch", "command",
+                          "script", "env", "workdir", "priority", "max_retries", "output_file", "error_file",
+                          "dependency", "array", "secrets", "data"})) {
     return *e;
   }
   auto script = body.find("script");

@@ -49,7 +49,7 @@ std::vector<store::UsageRow> Api::PricedUsage(const store::UsageQuery& query) co
     for (auto& [key, row] : folded) rows.push_back(std::move(row));
   }
   for (auto& row : rows) {
-    AddInstanceMinutes(row.metrics);
+    AddDerivedMetrics(row.metrics);
     // The store's hour number (Unix ms / 3,600,000) as the hour's start.
     if (auto hour = row.group.find("hour"); hour != row.group.end()) {
       hour->second = FormatRfc3339(FromUnixMillis(std::stoll(hour->second) * 3'600'000));

@@ -26,13 +26,19 @@ inline double CostAtPrices(const std::map<std::string, double>& metrics, const m
   return cost;
 }
 
-// Sandbox and elastic work is reported in instance-minutes as well: the
-// instance-seconds / 60, rounded to the nearest hundredth of a minute (0.6
-// s; halves away from zero). Rounded once, from the exact total, so
-// rounding never accumulates over entries.
-inline void AddInstanceMinutes(std::map<std::string, double>& metrics) {
+// The columns made from others. Sandbox and elastic work is reported in
+// instance-minutes as well: the instance-seconds / 60, rounded to the
+// nearest hundredth of a minute (0.6 s; halves away from zero). Rounded
+// once, from the exact total, so rounding never accumulates over entries.
+// network_bytes (the contract's) is what staging moved both ways.
+inline void AddDerivedMetrics(std::map<std::string, double>& metrics) {
   if (auto it = metrics.find(ledger::kInstanceSeconds); it != metrics.end()) {
     metrics["instance_minutes"] = std::round(it->second / 60.0 * 100.0) / 100.0;
+  }
+  const auto in = metrics.find(ledger::kNetworkBytesIn);
+  const auto out = metrics.find(ledger::kNetworkBytesOut);
+  if (in != metrics.end() || out != metrics.end()) {
+    metrics["network_bytes"] = (in != metrics.end() ? in->second : 0) + (out != metrics.end() ? out->second : 0);
   }
 }
 

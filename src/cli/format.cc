@@ -342,7 +342,8 @@ namespace {
 
 // The metric columns of GET /v1/usage, in the contract's order.
 constexpr const char* kUsageMetrics[] = {"cpu_core_seconds", "cpu_seconds_used", "memory_mb_seconds", "gpu_seconds",
-                                         "instance_seconds", "instance_minutes", "storage_gb_hours",  "network_bytes"};
+                                         "instance_seconds", "instance_minutes", "storage_gb_hours",  "network_bytes",
+                                         "network_bytes_in", "network_bytes_out"};
 constexpr const char* kUsageGroupOrder[] = {"user", "project", "queue", "pool", "workload_kind", "job"};
 
 template <size_t N>

@@ -39,6 +39,16 @@ json SecretsToJson(const std::vector<model::SecretUse>& secrets) {
   return list;
 }
 
+// {"stage_in": [{"from", "to"}], "stage_out": [{"from", "to", "when"}]}.
+json DataToJson(const model::DataStaging& data) {
+  json in = json::array(), out = json::array();
+  for (const auto& stage : data.stage_in) in.push_back({{"from", stage.from}, {"to", stage.to}});
+  for (const auto& stage : data.stage_out) {
+    out.push_back({{"from", stage.from}, {"to", stage.to}, {"when", std::string(model::ToString(stage.when))}});
+  }
+  return {{"stage_in", std::move(in)}, {"stage_out", std::move(out)}};
+}
+
 json AttemptToJson(const model::Attempt& attempt) {
   json allocation = json::array();
   for (const auto& a : attempt.allocation) {
@@ -52,7 +62,9 @@ json AttemptToJson(const model::Attempt& attempt) {
     usage = {{"wall_seconds", attempt.usage->wall_seconds},
              {"user_cpu_seconds", attempt.usage->user_cpu_seconds},
              {"system_cpu_seconds", attempt.usage->system_cpu_seconds},
-             {"max_rss_kb", attempt.usage->max_rss_kb}};
+             {"max_rss_kb", attempt.usage->max_rss_kb},
+             {"network_bytes_in", attempt.usage->network_bytes_in},
+             {"network_bytes_out", attempt.usage->network_bytes_out}};
   }
   json doc = {{"attempt", attempt.number},
               {"nodes", attempt.allocation.empty() ? json(attempt.placed_on) : NodeNamesOf(attempt.allocation)},
@@ -132,6 +144,8 @@ void DecodeAttempt(Decoder& d, const json& doc, const std::string& path, model::
     d.Double(*usage, "user_cpu_seconds", path + ".usage.user_cpu_seconds", u.user_cpu_seconds);
     d.Double(*usage, "system_cpu_seconds", path + ".usage.system_cpu_seconds", u.system_cpu_seconds);
     d.Integer(*usage, "max_rss_kb", path + ".usage.max_rss_kb", u.max_rss_kb);
+    d.Integer(*usage, "network_bytes_in", path + ".usage.network_bytes_in", u.network_bytes_in);  // absent: 0
+    d.Integer(*usage, "network_bytes_out", path + ".usage.network_bytes_out", u.network_bytes_out);
     a.usage = u;
   }
 }
@@ -193,6 +207,7 @@ json JobToJson(const model::Job& job) {
       {"script", job.script.str()},
       {"env", job.env},
       {"secrets", SecretsToJson(job.secrets)},
+      {"data", DataToJson(job.data)},
       {"dependency", model::ToString(job.dependency)},
       {"workdir", job.workdir},
       {"priority", job.priority},
@@ -395,6 +410,7 @@ std::string JobDocument(const model::Job& job) {
   w.Key("command").StringArray(job.command);
   w.Key("config_version").Str(job.config_version);
   w.Key("constraints").StringMap(job.constraints);
+  w.Key("data").Raw(job.data.empty() ? std::string(R"({"stage_in":[],"stage_out":[]})") : DataToJson(job.data).dump());
   w.Key("dependency").Str(model::ToString(job.dependency));
   w.Key("eligible_at").Time(job.eligible_at);
   w.Key("ended_at").Time(job.ended_at);
@@ -530,6 +546,25 @@ Result<model::Job> JobFromJson(const json& doc) {
         d.String(use, "env", "secrets.env", parsed.env);
       }
       job.secrets.push_back(std::move(parsed));
+    }
+  }
+  if (auto it = doc.find("data"); it != doc.end() && it->is_object()) {  // absent (before staging): none
+    for (const char* list : {"stage_in", "stage_out"}) {
+      auto items = it->find(list);
+      if (items == it->end() || !items->is_array()) continue;
+      for (const auto& item : *items) {
+        if (!item.is_object()) continue;
+        std::string from, to, when;
+        d.String(item, "from", std::string("data.") + list + ".from", from);
+        d.String(item, "to", std::string("data.") + list + ".to", to);
+        if (std::string_view(list) == "stage_in") {
+          job.data.stage_in.push_back({std::move(from), std::move(to)});
+          continue;
+        }
+        d.String(item, "when", "data.stage_out.when", when);
+        job.data.stage_out.push_back(
+            {std::move(from), std::move(to), model::ParseStageWhen(when).value_or(model::StageWhen::kSuccess)});
+      }
     }
   }
   d.String(doc, "output_file", "output_file", job.output_file);  // absent (before -o): none

@@ -584,9 +584,45 @@ SharedFileSystem ParseSharedFileSystem(const YAML::Node& node, const std::string
   return fs;
 }
 
+ObjectStoreAccess ParseObjectStoreAccess(const YAML::Node& node, const std::string& path, Errors& errors) {
+  ObjectStoreAccess access;
+  MapReader m(node, path, {"projects", "bucket", "prefix", "read_only"}, errors);
+  m.Require("projects", "the projects that may use it, or [\"*\"] for every project");
+  m.Require("bucket");
+  m.Read("projects", access.projects);
+  m.Read("bucket", access.bucket);
+  m.Read("prefix", access.prefix);
+  m.Read("read_only", access.read_only);
+  return access;
+}
+
+ObjectStore ParseObjectStore(const YAML::Node& node, const std::string& path, Errors& errors) {
+  ObjectStore store;
+  MapReader m(node, path, {"name", "endpoint", "region", "path_style", "credentials", "access"}, errors);
+  m.Require("name");
+  m.Require("endpoint", "the service's URL, e.g. https://s3.eu-west-1.amazonaws.com or http://rgw.example:7480");
+  m.Require("credentials", "{project: P, access_key: SECRET-NAME, secret_key: SECRET-NAME}");
+  m.Read("name", store.name);
+  m.Read("endpoint", store.endpoint);
+  m.Read("region", store.region);
+  m.Read("path_style", store.path_style);
+  if (m.Has("credentials")) {
+    MapReader c(m.Get("credentials"), m.PathOf("credentials"), {"project", "access_key", "secret_key"}, errors);
+    c.Require("project", "the project whose secrets hold the keys");
+    c.Require("access_key", "the name of the secret holding the access key id");
+    c.Require("secret_key", "the name of the secret holding the secret access key");
+    c.Read("project", store.credentials_project);
+    c.Read("access_key", store.access_key_secret);
+    c.Read("secret_key", store.secret_key_secret);
+  }
+  store.access = ParseList<ObjectStoreAccess>(m, "access", errors, ParseObjectStoreAccess);
+  return store;
+}
+
 void ParseStorage(const YAML::Node& node, Errors& errors, StorageSettings& out) {
-  MapReader m(node, "storage", {"shared"}, errors);
+  MapReader m(node, "storage", {"shared", "object_stores"}, errors);
   out.shared = ParseList<SharedFileSystem>(m, "shared", errors, ParseSharedFileSystem);
+  out.object_stores = ParseList<ObjectStore>(m, "object_stores", errors, ParseObjectStore);
 }
 
 ImageSpec ParseImage(const YAML::Node& node, const std::string& path, Errors& errors) {

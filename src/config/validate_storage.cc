@@ -7,6 +7,7 @@
 #include <string>
 
 #include "config/validate_rules.h"
+#include "unisched/model/job.h"
 
 namespace unisched::config::internal {
 namespace {
@@ -41,7 +42,63 @@ void ValidateTargetShares(const model::ClusterSpec& cluster, Errors& errors) {
   }
 }
 
+// storage.object_stores: names a stage URL can use, endpoints curl can
+// reach, credentials that can name secrets of a project that exists, and
+// access rules over projects that exist.
+static void ValidateObjectStores(const Config& config, Errors& errors) {
+  std::map<std::string, std::string> names;
+  for (size_t i = 0; i < config.storage.object_stores.size(); ++i) {
+    const ObjectStore& store = config.storage.object_stores[i];
+    const std::string path = "storage.object_stores[" + std::to_string(i) + "]";
+    if (!IsPlainName(store.name, "")) {
+      errors.Add(JoinKey(path, "name"), "invalid name '" + store.name + "'; " + std::string(kPlainNameRule));
+    } else if (!names.emplace(store.name, path).second) {
+      errors.Add(JoinKey(path, "name"),
+                 "duplicate object store '" + store.name + "' (first at " + names[store.name] + ")");
+    }
+    const bool http = store.endpoint.rfind("http://", 0) == 0 || store.endpoint.rfind("https://", 0) == 0;
+    const size_t host_at = store.endpoint.find("://") + 3;
+    if (!http || store.endpoint.size() <= host_at || store.endpoint.find('/', host_at) != std::string::npos ||
+        store.endpoint.find_first_of(" \t\r\n?#") != std::string::npos) {
+      errors.Add(JoinKey(path, "endpoint"),
+                 "must be scheme://host[:port] without a path, e.g. https://s3.eu-west-1.amazonaws.com");
+    }
+    if (store.region.empty() || store.region.find_first_of(" /\t\r\n") != std::string::npos) {
+      errors.Add(JoinKey(path, "region"), "must be a region name, e.g. us-east-1 (radosgw and MinIO accept any)");
+    }
+    const std::string credentials = JoinKey(path, "credentials");
+    if (!store.credentials_project.empty() && config.cluster.FindProject(store.credentials_project) == nullptr) {
+      errors.Add(JoinKey(credentials, "project"), "unknown project '" + store.credentials_project + "'");
+    }
+    for (const auto& [key, secret] : {std::pair<const char*, const std::string&>{"access_key", store.access_key_secret},
+                                      {"secret_key", store.secret_key_secret}}) {
+      if (const std::string why = model::CheckSecretName(secret); !why.empty()) {
+        errors.Add(JoinKey(credentials, key), why);
+      }
+    }
+    for (size_t j = 0; j < store.access.size(); ++j) {
+      const ObjectStoreAccess& rule = store.access[j];
+      const std::string rule_path = JoinKey(path, "access") + "[" + std::to_string(j) + "]";
+      if (rule.projects.empty())
+        errors.Add(JoinKey(rule_path, "projects"), "lists no project; [\"*\"] is every project");
+      for (size_t k = 0; k < rule.projects.size(); ++k) {
+        if (rule.projects[k] != "*" && config.cluster.FindProject(rule.projects[k]) == nullptr) {
+          errors.Add(JoinKey(rule_path, "projects") + "[" + std::to_string(k) + "]",
+                     "unknown project '" + rule.projects[k] + "'");
+        }
+      }
+      if (rule.bucket.size() < 3 || rule.bucket.size() > 63 || rule.bucket.find('/') != std::string::npos) {
+        errors.Add(JoinKey(rule_path, "bucket"), "must be a bucket name of 3 to 63 characters without '/'");
+      }
+      if (!rule.prefix.empty() && rule.prefix.front() == '/') {
+        errors.Add(JoinKey(rule_path, "prefix"), "is a key prefix: no leading '/', e.g. genomics/");
+      }
+    }
+  }
+}
+
 void ValidateStorage(const Config& config, Errors& errors) {
+  ValidateObjectStores(config, errors);
   std::map<std::string, std::string> names, variables;
   // A job's private mounts are bounded (the supervisor's kMaxBinds).
   if (config.storage.shared.size() > 32) errors.Add("storage.shared", "may list at most 32 file systems");

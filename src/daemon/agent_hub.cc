@@ -74,6 +74,13 @@ Status AgentHub::CheckNode(const std::string& token_pool, const std::string& nod
   return Status::Ok();
 }
 
+std::vector<executor::StagingProgress> AgentHub::Staging() const {
+  std::lock_guard lock(mu_);
+  std::vector<executor::StagingProgress> all;
+  for (const auto& [node, list] : staging_) all.insert(all.end(), list.begin(), list.end());
+  return all;
+}
+
 void AgentHub::Heartbeat(const std::string& token_pool, executor::Heartbeat heartbeat,
                          std::function<void(Result<executor::Commands>)> done) {
   if (Status s = CheckNode(token_pool, heartbeat.node); !s) {
@@ -87,6 +94,14 @@ void AgentHub::Heartbeat(const std::string& token_pool, executor::Heartbeat hear
   const std::string node = heartbeat.node;
   const int wait_ms = std::clamp(heartbeat.wait_ms, 0, kMaxWaitMs);
   std::set<executor::AttemptRef> running(heartbeat.running.begin(), heartbeat.running.end());
+  {
+    std::lock_guard lock(mu_);
+    if (heartbeat.staging.empty()) {
+      staging_.erase(node);
+    } else {
+      staging_[node] = heartbeat.staging;
+    }
+  }
   sink_->OnAgentHeartbeat(std::move(heartbeat), [this, node, wait_ms, running = std::move(running),
                                                  done = std::move(done)](HeartbeatAnswer answer) {
     std::vector<std::function<void()>> answers;

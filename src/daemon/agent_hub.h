@@ -70,6 +70,8 @@ class AgentHub final : public api::AgentPlane, public executor::Executor {
   std::string LogPath(model::JobId job_id, int attempt, int task, std::string_view stream) const override;
   void Forget(model::JobId job_id, int attempt) override;
   void Shutdown() override;
+  // What the agents' last heartbeats said they stage.
+  std::vector<executor::StagingProgress> Staging() const override;
 
  private:
   struct Parked {
@@ -111,7 +113,8 @@ class AgentHub final : public api::AgentPlane, public executor::Executor {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
-  std::map<std::string, NodeQueue> queues_;  // by node
+  std::map<std::string, NodeQueue> queues_;                                // by node
+  std::map<std::string, std::vector<executor::StagingProgress>> staging_;  // by node, from its last heartbeat
   // Launched or recovered, by task: (job, attempt, task).
   std::map<executor::AttemptRef, executor::LaunchSpec> attempts_;
   std::vector<std::function<void()>> to_answer_;  // answers to send outside the lock

@@ -161,6 +161,19 @@ void Controller::OnStepEnded(int step, executor::RunResult result) {
   });
 }
 
+std::optional<service::ControlPlane::Staging> Controller::StagingOf(model::JobId id) const {
+  std::optional<Staging> out;
+  for (const executor::Executor* executor : staging_executors_) {
+    for (const executor::StagingProgress& p : executor->Staging()) {
+      if (p.job_id != id) continue;
+      if (!out) out = Staging{p.phase, 0, 0};
+      out->bytes_done += p.bytes_done;
+      out->bytes_total += p.bytes_total;
+    }
+  }
+  return out;
+}
+
 void Controller::SetSecretVault(const service::SecretVault* vault, std::string problem) {
   jobs_.SetSecretVault(vault, std::move(problem));
 }

@@ -91,6 +91,12 @@ class Controller final : public service::ControlPlane, public service::StepPlane
   void SetNodeState(std::string node, bool drain, std::string reason, std::string actor,
                     std::function<void(Result<service::ClusterView::Node>)> done) override;
   std::shared_ptr<const service::ClusterView> View() const override;
+  std::optional<Staging> StagingOf(model::JobId id) const override;
+  // The executors whose staging StagingOf reports (the local one, the
+  // agents'); set before Start.
+  void SetStagingExecutors(std::vector<const executor::Executor*> executors) {
+    staging_executors_ = std::move(executors);
+  }
 
   // service::StepPlane
   void StartStep(model::JobId job, int attempt, service::StepRequest request,
@@ -143,6 +149,7 @@ class Controller final : public service::ControlPlane, public service::StepPlane
   std::shared_ptr<const service::SandboxHolds> published_sandbox_holds_ = std::make_shared<service::SandboxHolds>();
   // The active arrays as last published (ClusterView::array_parents), and
   // which change of JobLifecycle's they are.
+  std::vector<const executor::Executor*> staging_executors_;
   std::shared_ptr<const std::map<model::JobId, model::JobId>> published_array_parents_ =
       std::make_shared<std::map<model::JobId, model::JobId>>();
   uint64_t published_array_changes_ = 0;

@@ -368,6 +368,7 @@ Status Daemon::StartLeaderParts() {
     tasks.empty() ? hub->Cancel(job, attempt, false) : hub->CancelTasks(job, attempt, tasks);
   });
   agents_->Start();
+  controller_->SetStagingExecutors({local_executor_.get(), agents_.get()});
   backend::BackendSet backends;
   if (Status s = MakeBackends(backends); !s.ok()) return s;
   if (Status s = controller_->SetBackends(backends); !s.ok()) return s;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 
 #include "daemon/launch_spec.h"
 #include "unisched/auth/auth.h"
@@ -45,7 +46,16 @@ JobLifecycle::Restart JobLifecycle::Load(std::vector<Job> active, JobCounts coun
         node_book_.Apply(a->allocation, +1);
         TallyRunning(job, +1);
         accounting_.ResumeCharging(job, *a, store_.LoadLedgerCharged(job.id, a->number), now);
-        restart.recover.push_back({&BackendOf(job), AttemptLaunchOf(job)});
+        backend::AttemptLaunch launch = AttemptLaunchOf(job);
+        if (!job.data.empty()) {
+          // Its stage-out still needs the stores (a failure shows when it runs).
+          std::vector<executor::LaunchSpec*> tasks{&launch.spec};
+          for (executor::LaunchSpec& task : launch.gang) tasks.push_back(&task);
+          if (Status s = AddStaging(nullptr, job, tasks); !s.ok()) {
+            spdlog::warn("job {}: its data staging cannot be recovered: {}", job.id, s.error().message);
+          }
+        }
+        restart.recover.push_back({&BackendOf(job), std::move(launch)});
         if (job.cancel_requested || job.preempting_for || job.requeue_requested) {
           restart.stop.emplace_back(&BackendOf(job), job.id, a->number,
                                     !job.cancel_requested && job.preempting_for.has_value());
@@ -109,10 +119,12 @@ void JobLifecycle::StartAttempt(Batch& batch, model::JobId id, const model::Allo
     unreadable =
         executor::TransientLaunchError("not launched: the store could not be read (" + e.error().message + ")");
   }
-  if (built && !job.secrets.empty()) {
+  if (built && (!job.secrets.empty() || !job.data.empty())) {
     std::vector<executor::LaunchSpec*> tasks{&built->spec};
     for (executor::LaunchSpec& task : built->gang) tasks.push_back(&task);
-    if (Status s = AddSecrets(batch, job, std::move(tasks)); !s.ok()) {
+    Status s = AddSecrets(batch, job, tasks);
+    if (s.ok()) s = AddStaging(&batch, job, tasks);
+    if (!s.ok()) {
       unreadable = s.error();
       built.reset();
     }
@@ -575,6 +587,58 @@ Status JobLifecycle::AddSecrets(Batch& batch, const Job& job, std::vector<execut
                              "job " + std::to_string(job.id) + " attempt " + std::to_string(attempt) +
                                  (use.env.empty() ? " as a file" : " as $" + use.env)};
     batch.writes.push_back([audit = std::move(audit)](store::Transaction& t) { return t.AppendAudit(audit); });
+  }
+  return Status::Ok();
+}
+
+Status JobLifecycle::AddStaging(Batch* batch, const Job& job, std::vector<executor::LaunchSpec*> tasks) const {
+  if (job.data.empty() || tasks.empty()) return Status::Ok();
+  const int attempt = job.CurrentAttempt() ? job.CurrentAttempt()->number : 0;
+  model::DataStaging data = job.data;
+  std::set<std::string> names;
+  for (const auto& stage : data.stage_in) {
+    if (auto url = model::ParseStoreUrl(stage.from, "from"); url.ok()) names.insert(url->store);
+  }
+  for (auto& stage : data.stage_out) {
+    stage.to = model::ExpandStagePattern(stage.to, job.id, attempt);
+    if (auto url = model::ParseStoreUrl(stage.to, "to"); url.ok()) names.insert(url->store);
+  }
+  std::vector<executor::StoreEndpoint> stores;
+  for (const std::string& name : names) {
+    const config::ObjectStore* store = current_config().storage.FindObjectStore(name);
+    if (store == nullptr) {
+      return Error::Unprocessable("unknown_object_store", "not launched: object store '" + name +
+                                                              "' is no longer in the config (storage.object_stores)");
+    }
+    executor::StoreEndpoint endpoint{store->name, store->endpoint, store->region, store->path_style, "", ""};
+    for (auto [secret, out] : {std::pair{&store->access_key_secret, &endpoint.access_key},
+                               std::pair{&store->secret_key_secret, &endpoint.secret_key}}) {
+      auto value = vault_ ? vault_->Reveal(store->credentials_project, *secret)
+                          : Result<std::string>(Error::Unavailable(
+                                vault_problem_.empty() ? "this daemon has no secrets key" : vault_problem_));
+      if (!value.ok()) {
+        const std::string why = "not launched: the credentials of object store '" + name + "' (secret '" + *secret +
+                                "' of project " + store->credentials_project +
+                                ") cannot be read: " + value.error().message;
+        if (value.error().kind == ErrorKind::kUnavailable) return executor::TransientLaunchError(why);
+        return Error::Unprocessable("secret_unavailable", why);
+      }
+      *out = std::move(value).value();
+      store::AuditRecord audit{clock_.Now(), job.user, "secret.use",
+                               "secret/" + store->credentials_project + "/" + *secret,
+                               "job " + std::to_string(job.id) + " attempt " + std::to_string(attempt) +
+                                   " stages with object store " + name};
+      if (batch)
+        batch->writes.push_back([audit = std::move(audit)](store::Transaction& t) { return t.AppendAudit(audit); });
+    }
+    stores.push_back(std::move(endpoint));
+  }
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    tasks[i]->data = data;
+    // Every node stages its own input; the results leave once, from the
+    // first task's node.
+    if (i > 0) tasks[i]->data.stage_out.clear();
+    tasks[i]->stores = stores;
   }
   return Status::Ok();
 }

@@ -189,6 +189,11 @@ class JobLifecycle {
   // that could not be read; the launch then fails (transient when the store
   // could not be read).
   Status AddSecrets(Batch& batch, const model::Job& job, std::vector<executor::LaunchSpec*> tasks) const;
+  // The job's data staging for its current attempt (docs/data.md): every
+  // task stages in on its node, the first task alone stages out; the stores
+  // it names with their credentials, each credential's use audited into
+  // `batch` (none: a recovery, whose attempt was audited at its launch).
+  Status AddStaging(Batch* batch, const model::Job& job, std::vector<executor::LaunchSpec*> tasks) const;
   backend::PoolBackend& BackendOf(const model::Job& job) const;
   std::string BackendNameOf(const model::Job& job) const;
 

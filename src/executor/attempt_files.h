@@ -178,6 +178,22 @@ inline nlohmann::json SpecToJson(const AttemptSpec& spec) {
     for (const auto& s : l.secrets) secrets.push_back({{"name", s.name}, {"value", s.value}, {"env", s.env}});
     j["secrets"] = std::move(secrets);
   }
+  if (!l.data.empty()) {
+    nlohmann::json in = nlohmann::json::array(), out = nlohmann::json::array(), stores = nlohmann::json::array();
+    for (const auto& stage : l.data.stage_in) in.push_back({{"from", stage.from}, {"to", stage.to}});
+    for (const auto& stage : l.data.stage_out) {
+      out.push_back({{"from", stage.from}, {"to", stage.to}, {"when", std::string(model::ToString(stage.when))}});
+    }
+    for (const auto& store : l.stores) {
+      stores.push_back({{"name", store.name},
+                        {"endpoint", store.endpoint},
+                        {"region", store.region},
+                        {"path_style", store.path_style},
+                        {"access_key", store.access_key},
+                        {"secret_key", store.secret_key}});
+    }
+    j["data"] = {{"stage_in", std::move(in)}, {"stage_out", std::move(out)}, {"stores", std::move(stores)}};
+  }
   if (spec.account) {
     j["account"] = {{"uid", spec.account->uid}, {"gid", spec.account->gid}, {"groups", spec.account->groups}};
   }
@@ -280,6 +296,45 @@ inline Result<AttemptSpec> SpecFromDocument(const nlohmann::json& j) {
       l.secrets.push_back(std::move(secret));
     }
   }
+  if (const nlohmann::json* data = r.Object(j, "data", "data")) {  // absent: no staging
+    auto read_list = [&](const char* key, auto&& each) {
+      if (const nlohmann::json* list = r.Array(*data, key, std::string("data.") + key)) {
+        for (size_t i = 0; i < list->size() && !r.failed(); ++i) {
+          const std::string field = std::string("data.") + key + "[" + std::to_string(i) + "]";
+          if (!(*list)[i].is_object()) {
+            r.Fail(field, "must be an object");
+            break;
+          }
+          each((*list)[i], field);
+        }
+      }
+    };
+    read_list("stage_in", [&](const nlohmann::json& item, const std::string& field) {
+      model::StageIn stage;
+      r.String(item, "from", field + ".from", stage.from);
+      r.String(item, "to", field + ".to", stage.to);
+      l.data.stage_in.push_back(std::move(stage));
+    });
+    read_list("stage_out", [&](const nlohmann::json& item, const std::string& field) {
+      model::StageOut stage;
+      std::string when = "success";
+      r.String(item, "from", field + ".from", stage.from);
+      r.String(item, "to", field + ".to", stage.to);
+      r.String(item, "when", field + ".when", when);
+      stage.when = model::ParseStageWhen(when).value_or(model::StageWhen::kSuccess);
+      l.data.stage_out.push_back(std::move(stage));
+    });
+    read_list("stores", [&](const nlohmann::json& item, const std::string& field) {
+      StoreEndpoint store;
+      r.String(item, "name", field + ".name", store.name);
+      r.String(item, "endpoint", field + ".endpoint", store.endpoint);
+      r.String(item, "region", field + ".region", store.region);
+      r.Bool(item, "path_style", field + ".path_style", store.path_style);
+      r.String(item, "access_key", field + ".access_key", store.access_key);
+      r.String(item, "secret_key", field + ".secret_key", store.secret_key);
+      l.stores.push_back(std::move(store));
+    });
+  }
   if (r.failed()) return Error::BadRequest("bad_spec", "malformed spec: " + r.TakeError().message);
   if (l.task < 0) return Error::BadRequest("bad_spec", "task must not be negative");
   if (l.argv.empty()) return Error::BadRequest("bad_spec", "argv is empty");
@@ -306,6 +361,8 @@ inline nlohmann::json ResultToJson(const RunResult& r, std::string_view containm
         {"system_cpu_seconds", r.usage.system_cpu_seconds},
         {"max_rss_kb", r.usage.max_rss_kb}}},
   };
+  if (r.usage.network_bytes_in != 0) j["usage"]["network_bytes_in"] = r.usage.network_bytes_in;
+  if (r.usage.network_bytes_out != 0) j["usage"]["network_bytes_out"] = r.usage.network_bytes_out;
   if (r.exit_code) j["exit_code"] = *r.exit_code;
   if (r.started_at) j["started_at"] = ToUnixMillis(*r.started_at);
   if (r.ended_at) j["ended_at"] = ToUnixMillis(*r.ended_at);
@@ -373,6 +430,8 @@ inline Result<RunResult> ResultFromDocument(const nlohmann::json& j) {
     r.Double(*u, "user_cpu_seconds", "usage.user_cpu_seconds", result.usage.user_cpu_seconds);
     r.Double(*u, "system_cpu_seconds", "usage.system_cpu_seconds", result.usage.system_cpu_seconds);
     r.Integer(*u, "max_rss_kb", "usage.max_rss_kb", result.usage.max_rss_kb);
+    r.Integer(*u, "network_bytes_in", "usage.network_bytes_in", result.usage.network_bytes_in);
+    r.Integer(*u, "network_bytes_out", "usage.network_bytes_out", result.usage.network_bytes_out);
   }
   if (r.failed()) return Error::BadRequest("bad_result", "malformed result.json: " + r.TakeError().message);
   if (started_ms) result.started_at = FromUnixMillis(*started_ms);

@@ -326,8 +326,4 @@ void LocalExecutor::Shutdown() {
   });
 }
 
-std::unique_ptr<Executor> MakeLocalExecutor(const LocalExecutorOptions& options, Executor::ResultSink sink) {
-  return std::make_unique<LocalExecutor>(options, std::move(sink));
-}
-
 }  // namespace unisched::executor

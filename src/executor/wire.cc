@@ -51,7 +51,15 @@ json LaunchSpecToJson(const LaunchSpec& spec, bool with_secrets) {
   json doc = files::SpecToJson(files::AttemptSpec{spec, "", false, std::nullopt, ""});
   doc.erase("work_dir");
   doc.erase("use_cgroups");
-  if (!with_secrets) doc.erase("secrets");
+  if (!with_secrets) {
+    doc.erase("secrets");
+    if (auto data = doc.find("data"); data != doc.end()) {
+      for (auto& store : (*data)["stores"]) {
+        store.erase("access_key");
+        store.erase("secret_key");
+      }
+    }
+  }
   doc["node"] = spec.node;
   return doc;
 }
@@ -83,8 +91,18 @@ json HeartbeatToJson(const Heartbeat& h) {
     if (r.task != 0) entry["task"] = r.task;
     running.push_back(std::move(entry));
   }
+  json staging = json::array();
+  for (const auto& p : h.staging) {
+    staging.push_back({{"job", p.job_id},
+                       {"attempt", p.attempt},
+                       {"task", p.task},
+                       {"phase", p.phase},
+                       {"bytes_done", p.bytes_done},
+                       {"bytes_total", p.bytes_total}});
+  }
   return {{"node", h.node},
           {"pool", h.pool},
+          {"staging", std::move(staging)},
           {"resources", {{"cpus", h.cpus}, {"memory_mb", h.memory_mb}, {"gpus", std::move(gpus)}}},
           {"labels", h.labels},
           {"address", h.address},
@@ -116,6 +134,16 @@ Result<Heartbeat> HeartbeatFromJson(const json& doc) {
     h.healthy = doc.value("healthy", true);
     h.health_message = doc.value("health_message", std::string());
     h.wait_ms = IntegerOr<int>(doc, "wait_ms", 0, "wait_ms");
+    for (const auto& p : doc.value("staging", json::array())) {  // absent (older agents): none
+      const std::string phase = p.value("phase", std::string());
+      if (phase != "staging_in" && phase != "staging_out")
+        throw MalformedField("staging[].phase: unknown '" + phase + "'");
+      h.staging.push_back({IntegerOf<model::JobId>(p.at("job"), "staging[].job"),
+                           IntegerOf<int>(p.at("attempt"), "staging[].attempt"),
+                           IntegerOr<int>(p, "task", 0, "staging[].task"), phase,
+                           IntegerOr<int64_t>(p, "bytes_done", 0, "staging[].bytes_done"),
+                           IntegerOr<int64_t>(p, "bytes_total", 0, "staging[].bytes_total")});
+    }
     return h;
   } catch (const json::exception& e) {
     return Malformed("malformed heartbeat", e);

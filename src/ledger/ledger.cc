@@ -66,6 +66,15 @@ std::map<ChargeKey, double> AttemptUsage(const model::ClusterSpec& cluster, cons
   if (attempt.usage && !where.empty()) {
     out[{kCpuSecondsUsed, "", where}] += attempt.usage->user_cpu_seconds + attempt.usage->system_cpu_seconds;
   }
+  // Bytes staged: charged once, with the attempt's end (docs/data.md).
+  if (attempt.usage && !where.empty()) {
+    if (attempt.usage->network_bytes_in > 0) {
+      out[{kNetworkBytesIn, "", where}] += static_cast<double>(attempt.usage->network_bytes_in);
+    }
+    if (attempt.usage->network_bytes_out > 0) {
+      out[{kNetworkBytesOut, "", where}] += static_cast<double>(attempt.usage->network_bytes_out);
+    }
+  }
   return out;
 }
 

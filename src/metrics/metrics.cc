@@ -330,7 +330,8 @@ void Metrics::CountLedgerEntry(const std::string& kind, const std::string& metri
       {"instance_seconds", &impl_->charged_seconds, &impl_->corrected_seconds, "instance", 1},
       {"memory_mb_seconds", &impl_->charged_byte_seconds, &impl_->corrected_byte_seconds, "memory", 1048576.0},
       {"storage_gb_hours", &impl_->charged_byte_seconds, &impl_->corrected_byte_seconds, "storage", 1e9 * 3600},
-      {"network_bytes", &impl_->charged_bytes, &impl_->corrected_bytes, "network", 1},
+      {"network_bytes_in", &impl_->charged_bytes, &impl_->corrected_bytes, "network_in", 1},
+      {"network_bytes_out", &impl_->charged_bytes, &impl_->corrected_bytes, "network_out", 1},
   };
   for (const BaseUnit& u : units) {
     if (metric != u.metric) continue;

@@ -124,26 +124,6 @@ std::string UriEncode(const std::string& text, bool keep_slash) {
   return out;
 }
 
-Result<S3Url> ParseS3Url(const std::string& url, const std::string& field) {
-  static constexpr std::string_view kScheme = "s3://";
-  auto bad = [&](const std::string& why) {
-    return Error::Unprocessable("invalid_value",
-                                field + " '" + url + "' " + why + "; write s3://STORE/BUCKET/KEY-OR-PREFIX", field);
-  };
-  if (url.rfind(kScheme, 0) != 0) return bad("is not an s3:// URL");
-  const std::string rest = url.substr(kScheme.size());
-  const size_t store_end = rest.find('/');
-  if (store_end == std::string::npos || store_end == 0) return bad("names no store");
-  const size_t bucket_end = rest.find('/', store_end + 1);
-  S3Url out;
-  out.store = rest.substr(0, store_end);
-  out.bucket =
-      rest.substr(store_end + 1, bucket_end == std::string::npos ? std::string::npos : bucket_end - store_end - 1);
-  out.key = bucket_end == std::string::npos ? std::string() : rest.substr(bucket_end + 1);
-  if (out.bucket.size() < 3 || out.bucket.size() > 63) return bad("names no bucket of 3 to 63 characters");
-  return out;
-}
-
 struct S3Client::Request {
   // `method` on bucket/key?query, named so in messages ("HEAD s3 b/k").
   static Request For(std::string method, const std::string& bucket, const std::string& key, std::string query = {}) {

@@ -134,6 +134,7 @@ Result<JobAdmission> AdmitJob(const config::Config& config, const ClusterView& v
   if (!output_file.ok()) return output_file.error();
   auto error_file = PlaceOutputFile(config, request.error_file, "error_file", request.workdir);
   if (!error_file.ok()) return error_file.error();
+  if (auto refused = StagingRefusal(config.storage, *project, request.data)) return *refused;
   return JobAdmission{std::move(project).value(), workload.kind, std::move(route).value(),
                       std::move(output_file).value(), std::move(error_file).value()};
 }

@@ -73,6 +73,7 @@ void JobService::Submit(const auth::Principal& who, JobRequest request, std::str
   job.script = model::ScriptText(std::move(request.script));
   job.env = std::move(request.env);
   job.secrets = std::move(request.secrets);
+  job.data = std::move(request.data);
   job.workdir = std::move(request.workdir);
   job.output_file = std::move(admitted->output_file);
   job.error_file = std::move(admitted->error_file);

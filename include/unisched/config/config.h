@@ -195,8 +195,40 @@ struct SharedFileSystem {
   bool charge_storage = true;
 };
 
+// Who may stage from and to which part of an object store: the projects
+// listed ("*": every project) may use keys of `bucket` that start with
+// `prefix` ("": the whole bucket); read_only: stage-in only.
+struct ObjectStoreAccess {
+  std::vector<std::string> projects;
+  std::string bucket;
+  std::string prefix;
+  bool read_only = false;
+};
+
+// An S3 service jobs stage data from and to (docs/data.md): its
+// credentials are secrets of the project `credentials_project`, named by
+// `access_key_secret` and `secret_key_secret` (docs/secrets.md), decrypted
+// per launch and never shown to the job.
+struct ObjectStore {
+  std::string name;      // the STORE of s3://STORE/bucket/key
+  std::string endpoint;  // scheme://host[:port]
+  std::string region = "us-east-1";
+  bool path_style = true;
+  std::string credentials_project;
+  std::string access_key_secret;
+  std::string secret_key_secret;
+  std::vector<ObjectStoreAccess> access{};
+};
+
 struct StorageSettings {
   std::vector<SharedFileSystem> shared;
+  std::vector<ObjectStore> object_stores{};
+  const ObjectStore* FindObjectStore(const std::string& name) const {
+    for (const auto& store : object_stores) {
+      if (store.name == name) return &store;
+    }
+    return nullptr;
+  }
 };
 
 // Sandboxes (docs/sandboxes.md): the runtime of API sandboxes and agent jobs.

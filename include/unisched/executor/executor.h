@@ -64,6 +64,19 @@ struct SharedMount {
   std::string variable;  // UNISCHED_SHARED_<NAME>: <mount>, or <mount>/<project>
 };
 
+// An object store as one launch stages with it (config
+// storage.object_stores, docs/data.md): the keys are the daemon's
+// decryption of its credential secrets for this launch, kept in memory and
+// on the wire only, like SecretValue.
+struct StoreEndpoint {
+  std::string name;
+  std::string endpoint;
+  std::string region;
+  bool path_style = true;
+  std::string access_key;
+  std::string secret_key;
+};
+
 struct LaunchSpec {
   model::JobId job_id = 0;
   int attempt = 1;
@@ -117,6 +130,11 @@ struct LaunchSpec {
   std::vector<SharedMount> shared{};
   // The job's secrets, decrypted by the daemon for this launch only.
   std::vector<SecretValue> secrets{};
+  // Its data staging ({job_id} and {attempt} replaced), run by the executor
+  // as root before the supervisor starts and after its result (docs/data.md;
+  // ADR 0011), and the stores it names. Never passed to the supervisor.
+  model::DataStaging data{};
+  std::vector<StoreEndpoint> stores{};
 };
 
 // The name of a task's directory under its job's: the attempt number for
@@ -252,6 +270,18 @@ inline RunResult LaunchFailure(model::JobId job_id, int attempt, const Error& er
   return r;
 }
 
+// Where an attempt's task is in its data staging (docs/data.md): "staging_in"
+// before its supervisor starts, "staging_out" after its result, with the
+// bytes moved so far of those to move.
+struct StagingProgress {
+  model::JobId job_id = 0;
+  int attempt = 0;
+  int task = 0;
+  std::string phase;
+  int64_t bytes_done = 0;
+  int64_t bytes_total = 0;
+};
+
 class Executor {
  public:
   // Called once per attempt that ends, from an executor thread, with no
@@ -296,6 +326,8 @@ class Executor {
   virtual void ReleaseAllExcept(const std::set<std::pair<model::JobId, int>>& running) { (void)running; }
   // Stops watching; running supervisors keep running.
   virtual void Shutdown() = 0;
+  // The tasks staging data now.
+  virtual std::vector<StagingProgress> Staging() const { return {}; }
 };
 
 struct LocalExecutorOptions {
@@ -313,8 +345,13 @@ struct LocalExecutorOptions {
   // that is a machine of its own, as an agent's is (executor.pin_cpus, the
   // agent's --pin-cpus; docs/execution.md).
   bool pin_cpus = false;
+  // The node's cache of staged objects (docs/data.md), root's only; empty:
+  // <work_root>/.stage-cache. Least recently used objects go above the cap.
+  std::string stage_cache_dir{};
+  int64_t stage_cache_bytes = int64_t{10} << 30;
 };
 
+// A local executor that stages data in and out around its attempts.
 std::unique_ptr<Executor> MakeLocalExecutor(const LocalExecutorOptions& options, Executor::ResultSink sink);
 
 // executor.work_dir_retention_hours (and the agent's flag) as a duration.

@@ -38,15 +38,16 @@ struct AttemptRef {
 struct Heartbeat {
   std::string node;
   std::string pool;
-  int cpus = 0;                        // detected (or declared with --cpus)
-  int64_t memory_mb = 0;               // detected (or --memory-mb)
-  std::vector<model::GpuDevice> gpus;  // nvidia-smi, or --gpus
-  model::Labels labels;                // --labels
-  std::string address;                 // how other nodes reach this one (--address; a gang's MASTER_ADDR)
-  std::vector<AttemptRef> running;     // attempts whose supervisors run on the node
-  bool healthy = true;                 // the pool's health check passed (or there is none)
-  std::string health_message;          // why not
-  int wait_ms = 0;                     // hold the answer this long when there is nothing to send
+  int cpus = 0;                            // detected (or declared with --cpus)
+  int64_t memory_mb = 0;                   // detected (or --memory-mb)
+  std::vector<model::GpuDevice> gpus;      // nvidia-smi, or --gpus
+  model::Labels labels;                    // --labels
+  std::string address;                     // how other nodes reach this one (--address; a gang's MASTER_ADDR)
+  std::vector<AttemptRef> running;         // attempts whose supervisors run on the node
+  bool healthy = true;                     // the pool's health check passed (or there is none)
+  std::string health_message;              // why not
+  int wait_ms = 0;                         // hold the answer this long when there is nothing to send
+  std::vector<StagingProgress> staging{};  // tasks staging data now (docs/data.md)
 };
 nlohmann::json HeartbeatToJson(const Heartbeat& heartbeat);
 Result<Heartbeat> HeartbeatFromJson(const nlohmann::json& doc);

@@ -24,6 +24,8 @@ inline constexpr const char* kMemoryMbSeconds = "memory_mb_seconds";  // allocat
 inline constexpr const char* kGpuSeconds = "gpu_seconds";             // allocated GPU cards x seconds (detail: model)
 inline constexpr const char* kInstanceSeconds = "instance_seconds";   // elastic pools: one per job x seconds
 inline constexpr const char* kStorageGbHours = "storage_gb_hours";    // sampled bytes on disk / 1e9 x hours
+inline constexpr const char* kNetworkBytesIn = "network_bytes_in";    // bytes a job's stage-in fetched
+inline constexpr const char* kNetworkBytesOut = "network_bytes_out";  // bytes a job's stage-out sent
 
 // Metrics measured by sampling the system rather than derived from a job's
 // allocation and run: reconciliation cannot recompute them.

@@ -11,6 +11,7 @@
 
 #include "unisched/common/time.h"
 #include "unisched/model/cluster.h"
+#include "unisched/model/data_staging.h"
 #include "unisched/model/dependency.h"
 #include "unisched/model/job_array.h"
 #include "unisched/model/resources.h"
@@ -105,6 +106,10 @@ struct RunUsage {
   double user_cpu_seconds = 0;
   double system_cpu_seconds = 0;
   int64_t max_rss_kb = 0;
+  // Bytes its stage-in fetched and its stage-out sent (docs/data.md); a
+  // node-cache hit moves nothing.
+  int64_t network_bytes_in = 0;
+  int64_t network_bytes_out = 0;
   bool operator==(const RunUsage&) const = default;
 };
 
@@ -224,6 +229,9 @@ struct Job {
   ScriptText script;
   std::map<std::string, std::string> env;
   std::vector<SecretUse> secrets;
+  // Objects copied in before the job starts and files copied out after it
+  // ends (docs/data.md).
+  DataStaging data;
   // The directory the job starts in (Slurm's -D): absolute; empty: its
   // work directory <work_root>/<job>.
   std::string workdir;

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "unisched/common/status.h"
+#include "unisched/model/data_staging.h"
 
 namespace unisched::objectstore {
 
@@ -60,7 +61,8 @@ struct TransferStats {
   std::string etag;
 };
 
-// Progress of a transfer: bytes done so far (called from transfer threads).
+// Progress of a transfer: the bytes moved since the last call, negative when
+// a failed try's bytes are taken back (called from transfer threads).
 using Progress = std::function<void(int64_t bytes_done)>;
 
 class S3Client {
@@ -103,11 +105,9 @@ std::string UriEncode(const std::string& text, bool keep_slash);
 
 // "s3://STORE/bucket/some/prefix/" -> {store, bucket, key}; an error names
 // the field.
-struct S3Url {
-  std::string store;
-  std::string bucket;
-  std::string key;
-};
-Result<S3Url> ParseS3Url(const std::string& url, const std::string& field);
+using S3Url = model::StoreUrl;
+inline Result<S3Url> ParseS3Url(const std::string& url, const std::string& field) {
+  return model::ParseStoreUrl(url, field);
+}
 
 }  // namespace unisched::objectstore

@@ -39,6 +39,7 @@ struct JobRequest {
   bool workload_from_queue = false;
   std::map<std::string, std::string> env;
   std::vector<model::SecretUse> secrets;  // docs/secrets.md: must exist in the job's project
+  model::DataStaging data;                // docs/data.md: stores, buckets and prefixes the project may use
   std::string workdir;                    // Slurm's -D (model::Job::workdir): absolute, or "" for the work directory
   std::string
       output_file;  // Slurm's -o and -e patterns (model::Job); relative: under workdir, else executor.output_dir
@@ -69,6 +70,16 @@ using SandboxHoldsSource = std::function<SandboxHolds()>;
 Result<JobAdmission> AdmitJob(const config::Config& config, const ClusterView& view,
                               const SandboxHoldsSource& sandboxes, const auth::Principal& who,
                               const JobRequest& request);
+
+// Why a job's data staging is refused (422 naming the field, e.g.
+// data.stage_in[0].from), or nullopt (docs/data.md): each URL names an
+// object store of `storage`, and a bucket and key prefix one of its access
+// rules gives `project` (stage-out: a rule that is not read_only); each
+// path in the work directory is relative, without "..". A stage-out's `to`
+// is checked as written, {job_id} and all: a rule's prefix must cover it
+// for every job.
+std::optional<Error> StagingRefusal(const config::StorageSettings& storage, const std::string& project,
+                                    const model::DataStaging& data);
 
 // Why a job's dependency is refused at submission, or nullopt
 // (docs/dependencies.md): every job it names must exist and be one `who`

@@ -139,6 +139,18 @@ class ControlPlane {
   virtual void SetNodeState(std::string node, bool drain, std::string reason, std::string actor,
                             std::function<void(Result<ClusterView::Node>)> done) = 0;
   virtual std::shared_ptr<const ClusterView> View() const = 0;
+  // Where a running job is in its data staging (docs/data.md): "staging_in"
+  // or "staging_out" with the bytes moved of those to move, summed over its
+  // tasks; nullopt when none of its tasks stages now.
+  struct Staging {
+    std::string phase;
+    int64_t bytes_done = 0;
+    int64_t bytes_total = 0;
+  };
+  virtual std::optional<Staging> StagingOf(model::JobId id) const {
+    (void)id;
+    return std::nullopt;
+  }
   // An API sandbox holding `amount` (service::SandboxAmount) began (sign
   // +1) or ended (-1) in `queue`: it counts against max_concurrency and the
   // quotas like a running job (docs/sandboxes.md).

@@ -1,0 +1,76 @@
+#pragma once
+// Moving a job's data (docs/data.md; ADR 0011): its stage-in from object
+// stores into its work directory before it starts, its stage-out from
+// there after it ends. Runs as the executor (root on a real node), so every
+// path in the work directory, which the job's own account controls, is
+// walked one name at a time without following a symbolic link: a link the
+// job left there cannot send a write or a read anywhere else.
+//
+// Objects come through a node-local cache (StageCache): a data set that
+// several jobs on the node stage is fetched once.
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include "unisched/common/status.h"
+#include "unisched/executor/executor.h"
+
+namespace unisched::executor {
+
+// Who gets what a stage-in writes (chown; none when the executor is not
+// root or the job runs as the executor's own account).
+struct StageOwner {
+  bool chown = false;
+  uid_t uid = 0;
+  gid_t gid = 0;
+};
+
+// Bytes of an attempt's staging, updated by transfer threads, read by
+// Executor::Staging.
+struct StageCounters {
+  std::atomic<int64_t> done{0};
+  std::atomic<int64_t> total{0};
+};
+
+// Objects fetched on this node, by (endpoint, bucket, key, ETag), in a
+// directory only root reads, least recently used removed above `cap_bytes`.
+// A hit is a hard link into the job's work directory (a copy across file
+// systems), so the job reads it but cannot change the cached copy.
+class StageCache {
+ public:
+  // `dir` is made 0700 when missing; cap 0 keeps nothing after each stage.
+  StageCache(std::string dir, int64_t cap_bytes);
+  const std::string& dir() const { return dir_; }
+  // The file holding that object ("" when the cache is unusable).
+  std::string PathOf(const std::string& endpoint, const std::string& bucket, const std::string& key,
+                     const std::string& etag) const;
+  // Whether `path` holds the object (its mtime then refreshed: recently used).
+  bool Hit(const std::string& path, int64_t size) const;
+  // Removes the least recently used files until the cache is under its cap.
+  void Trim();
+
+ private:
+  std::string dir_;
+  int64_t cap_bytes_;
+  std::mutex trim_mu_;
+};
+
+struct StageTotals {
+  int64_t network_bytes = 0;  // fetched or sent over the network (cache hits excluded)
+  int64_t files = 0;
+};
+
+// Stage-in of `spec` into `work_dir` (made when missing, 0700, for `owner`).
+// Errors name the object or path: "s3://STORE/bucket/key: <why>".
+Result<StageTotals> StageIn(const LaunchSpec& spec, const std::string& work_dir, const StageOwner& owner,
+                            StageCache& cache, StageCounters& counters);
+
+// Stage-out of `spec`'s stage_out entries whose `when` matches `succeeded`.
+Result<StageTotals> StageOut(const LaunchSpec& spec, const std::string& work_dir, bool succeeded,
+                             StageCounters& counters);
+
+}  // namespace unisched::executor
