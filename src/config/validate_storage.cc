@@ -46,6 +46,13 @@ void ValidateTargetShares(const model::ClusterSpec& cluster, Errors& errors) {
 // reach, credentials that can name secrets of a project that exists, and
 // access rules over projects that exist.
 static void ValidateObjectStores(const Config& config, Errors& errors) {
+  // config.projects: the cluster's policies are made from it after validation.
+  auto known_project = [&config](const std::string& name) {
+    for (const auto& p : config.projects) {
+      if (p.name == name) return true;
+    }
+    return false;
+  };
   std::map<std::string, std::string> names;
   for (size_t i = 0; i < config.storage.object_stores.size(); ++i) {
     const ObjectStore& store = config.storage.object_stores[i];
@@ -67,7 +74,7 @@ static void ValidateObjectStores(const Config& config, Errors& errors) {
       errors.Add(JoinKey(path, "region"), "must be a region name, e.g. us-east-1 (radosgw and MinIO accept any)");
     }
     const std::string credentials = JoinKey(path, "credentials");
-    if (!store.credentials_project.empty() && config.cluster.FindProject(store.credentials_project) == nullptr) {
+    if (!store.credentials_project.empty() && !known_project(store.credentials_project)) {
       errors.Add(JoinKey(credentials, "project"), "unknown project '" + store.credentials_project + "'");
     }
     for (const auto& [key, secret] : {std::pair<const char*, const std::string&>{"access_key", store.access_key_secret},
@@ -82,7 +89,7 @@ static void ValidateObjectStores(const Config& config, Errors& errors) {
       if (rule.projects.empty())
         errors.Add(JoinKey(rule_path, "projects"), "lists no project; [\"*\"] is every project");
       for (size_t k = 0; k < rule.projects.size(); ++k) {
-        if (rule.projects[k] != "*" && config.cluster.FindProject(rule.projects[k]) == nullptr) {
+        if (rule.projects[k] != "*" && !known_project(rule.projects[k])) {
           errors.Add(JoinKey(rule_path, "projects") + "[" + std::to_string(k) + "]",
                      "unknown project '" + rule.projects[k] + "'");
         }

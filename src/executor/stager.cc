@@ -274,6 +274,9 @@ Result<StageTotals> StageIn(const LaunchSpec& spec, const std::string& work_dir,
       });
       counters.done -= moved;  // counted once, below, whatever the callbacks said
       if (!got.ok()) return Error::Unavailable(item.url + ": " + got.error().message);
+      // Readable by the job's account (a sandboxed job's leased uid
+      // included) through the link; the cache directory itself is root's.
+      (void)::chmod(cached.c_str(), 0644);
       fetched += got->bytes;
     }
     counters.done += item.object.size;

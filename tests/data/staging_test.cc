@@ -1,0 +1,219 @@
+// Data staging (docs/data.md, issue 23 points 2 and 3) on a real daemon
+// against a real S3 server that checks signatures (radosgw, the s3_server
+// fixture): input an independent client (curl's own SigV4) uploaded is
+// staged into a job's work directory, the job's results are staged out and
+// read back intact by that client, a link the job leaves is not followed,
+// the bytes are charged as network_bytes_in/out, a second job on the node
+// takes the same input from the node cache (nothing fetched), a missing
+// object fails the attempt with StageInFailed naming it, and a stage from a
+// store or bucket the project may not use is refused at submit.
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <string>
+
+#include "testing/daemon.h"
+
+namespace unisched::testing {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+std::map<std::string, std::string> ServerEnv() {
+  std::map<std::string, std::string> env;
+  const char* dir = std::getenv("UNISCHED_TEST_S3_DIR");
+  if (dir == nullptr) return env;
+  std::ifstream in(std::string(dir) + "/env");
+  for (std::string line; std::getline(in, line);) {
+    const size_t eq = line.find('=');
+    if (eq != std::string::npos) env[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  return env;
+}
+
+class StagingTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "staging runs as the root executor beside the supervisor";
+    s3_ = ServerEnv();
+    ASSERT_TRUE(s3_.count("UNISCHED_TEST_S3_URL")) << "no S3 server: run through ctest (the s3_server fixture)";
+    dir_ = fs::temp_directory_path() / ("unisched-staging-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    bucket_ = "stage" + std::to_string(::getpid()) + "-" + std::to_string(std::random_device{}() % 100000);
+    other_bucket_ = bucket_ + "-x";
+    for (const auto& b : {bucket_, other_bucket_}) {
+      ASSERT_EQ(Curl("-X PUT '" + s3_["UNISCHED_TEST_S3_URL"] + "/" + b + "'"), "200");
+    }
+    std::string config = ReadFile(std::string(UNISCHED_SOURCE_DIR) + "/config/unisched.yaml");
+    const size_t projects = config.find("\nprojects:\n");
+    ASSERT_NE(projects, std::string::npos);
+    config.insert(projects + 11, "  - name: physics\n    shares: 1\n");
+    config += "\nstorage:\n  object_stores:\n    - name: rgw\n      endpoint: " + s3_["UNISCHED_TEST_S3_URL"] +
+              "\n      credentials: {project: default, access_key: s3-access, secret_key: s3-secret}\n"
+              "      access:\n"
+              "        - {projects: [default], bucket: " +
+              bucket_ +
+              "}\n"
+              "        - {projects: [default], bucket: " +
+              other_bucket_ + ", prefix: shared/, read_only: true}\n";
+    daemon_.UseConfigText(config);
+    daemon_.Start();
+    for (const auto& [name, key] :
+         {std::pair{"s3-access", "UNISCHED_TEST_S3_ACCESS"}, std::pair{"s3-secret", "UNISCHED_TEST_S3_SECRET"}}) {
+      auto made =
+          daemon_.Call("POST", "/v1/secrets", json{{"project", "default"}, {"name", name}, {"value", s3_[key]}}.dump());
+      ASSERT_EQ(made.status, 201) << made.body;
+    }
+  }
+  void TearDown() override {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+
+  // curl's own SigV4 (an independent client); returns the HTTP status.
+  std::string Curl(const std::string& args) {
+    const std::string status = dir_ + "/curl.status";
+    const std::string cmd = "curl -s --aws-sigv4 'aws:amz:us-east-1:s3' --user '" + s3_["UNISCHED_TEST_S3_ACCESS"] +
+                            ":" + s3_["UNISCHED_TEST_S3_SECRET"] +
+                            "' -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' -w '%{http_code}' -o " + dir_ +
+                            "/curl.body " + args + " > " + status;
+    if (std::system(cmd.c_str()) != 0) return "curl failed";
+    return ReadFile(status);
+  }
+  std::string Put(const std::string& key, const std::string& content) {
+    std::ofstream(dir_ + "/upload", std::ios::binary) << content;
+    return Curl("-T " + dir_ + "/upload '" + s3_["UNISCHED_TEST_S3_URL"] + "/" + bucket_ + "/" + key + "'");
+  }
+  // The object's content, or "" with its status in `status`.
+  std::string Get(const std::string& key, std::string* status = nullptr) {
+    const std::string code = Curl("'" + s3_["UNISCHED_TEST_S3_URL"] + "/" + bucket_ + "/" + key + "'");
+    if (status) *status = code;
+    return code == "200" ? ReadFile(dir_ + "/curl.body") : std::string();
+  }
+  std::string Url(const std::string& path) const { return "s3://rgw/" + bucket_ + "/" + path; }
+
+  std::map<std::string, std::string> s3_;
+  std::string dir_, bucket_, other_bucket_;
+  TestDaemon daemon_;
+};
+
+TEST_F(StagingTest, InputArrivesResultsLeaveAndTheBytesAreCharged) {
+  const std::string a = "alpha\n", b = std::string(300'000, 'b') + "\n";
+  ASSERT_EQ(Put("inputs/a.txt", a), "200");
+  ASSERT_EQ(Put("inputs/sub/b.txt", b), "200");
+  const std::string script =
+      "set -e; ls -l input/sub; mkdir -p output/deep; cat input/a.txt input/sub/b.txt > output/deep/joined.txt; "
+      "echo done > output/status.txt; ln -s /etc/shadow output/leak; echo phase-check; sleep 2";
+  const std::string id = daemon_.Submit(
+      {{"workload", {{"kind", "hpc"}}},
+       {"command", {"/bin/sh", "-c", script}},
+       {"data",
+        {{"stage_in", {{{"from", Url("inputs/")}, {"to", "input/"}}}},
+         {"stage_out", {{{"from", "output/"}, {"to", Url("results/{job_id}/")}, {"when", "success"}}}}}}});
+  const json running = daemon_.WaitJob(id, [](const json& j) { return j["state"] == "RUNNING"; });
+  const json seen =
+      daemon_.WaitJob(id, [](const json& j) { return j["phase"] == "running" || j["state"] != "RUNNING"; });
+  EXPECT_EQ(seen["phase"], "running") << seen.dump();
+  const json done = daemon_.WaitTerminal(id);
+  ASSERT_EQ(done["state"], "COMPLETED") << done.dump() << daemon_.Call("GET", "/v1/jobs/" + id + "/log").body;
+  EXPECT_TRUE(done["phase"].is_null());
+  EXPECT_EQ(done["data"]["stage_out"][0]["to"], Url("results/{job_id}/"));
+
+  // The results, read back by the independent client, intact; the link is not followed.
+  EXPECT_EQ(Get("results/" + id + "/deep/joined.txt"), a + b);
+  EXPECT_EQ(Get("results/" + id + "/status.txt"), "done\n");
+  std::string status;
+  Get("results/" + id + "/leak", &status);
+  EXPECT_EQ(status, "404");
+
+  const json usage = done["attempts"][0]["usage"];
+  EXPECT_EQ(usage["network_bytes_in"], static_cast<int64_t>(a.size() + b.size())) << usage.dump();
+  EXPECT_EQ(usage["network_bytes_out"], static_cast<int64_t>(a.size() + b.size() + 5)) << usage.dump();
+  const auto charged = daemon_.Call("GET", "/v1/usage?group_by=job");
+  ASSERT_EQ(charged.status, 200) << charged.body;
+  bool found = false;
+  for (const auto& row : charged.json["rows"]) {
+    if (row["job"] != id) continue;
+    found = true;
+    EXPECT_EQ(row["network_bytes_in"], static_cast<double>(a.size() + b.size())) << row.dump();
+    EXPECT_EQ(row["network_bytes"], static_cast<double>(2 * (a.size() + b.size()) + 5)) << row.dump();
+  }
+  EXPECT_TRUE(found) << charged.body;
+
+  // The same input again on the node: from its cache, nothing fetched.
+  const std::string again =
+      daemon_.Submit({{"workload", {{"kind", "hpc"}}},
+                      {"command", {"/bin/sh", "-c", "cmp input/a.txt - <<EOF\nalpha\nEOF"}},
+                      {"data", {{"stage_in", {{{"from", Url("inputs/a.txt")}, {"to", "input/"}}}}}}});
+  const json cached = daemon_.WaitTerminal(again);
+  ASSERT_EQ(cached["state"], "COMPLETED") << cached.dump() << daemon_.Call("GET", "/v1/jobs/" + again + "/log").body;
+  EXPECT_EQ(cached["attempts"][0]["usage"]["network_bytes_in"], 0) << cached.dump();
+}
+
+TEST_F(StagingTest, AMissingObjectFailsTheAttemptNamingIt) {
+  const std::string id =
+      daemon_.Submit({{"workload", {{"kind", "hpc"}}},
+                      {"command", {"/bin/true"}},
+                      {"max_retries", 0},
+                      {"data", {{"stage_in", {{{"from", Url("nothing/here.dat")}, {"to", "in/"}}}}}}});
+  const json done = daemon_.WaitTerminal(id);
+  EXPECT_EQ(done["state"], "FAILED") << done.dump();
+  const std::string reason = done["attempts"][0].value("reason", "");
+  EXPECT_NE(reason.find("StageInFailed"), std::string::npos) << done.dump();
+  EXPECT_NE(reason.find(Url("nothing/here.dat")), std::string::npos) << done.dump();
+  // The command never ran: the attempt has no process start.
+  EXPECT_TRUE(done["attempts"][0]["process_started_at"].is_null()) << done.dump();
+}
+
+TEST_F(StagingTest, WhatTheProjectMayNotUseIsRefusedAtSubmit) {
+  auto submit = [&](const json& data, const std::string* token = nullptr) {
+    return daemon_.Call("POST", "/v1/jobs",
+                        json{{"workload", {{"kind", "hpc"}}}, {"command", {"/bin/true"}}, {"data", data}}.dump(), {},
+                        token);
+  };
+  struct Case {
+    json data;
+    std::string code, field;
+  };
+  const std::string other = "s3://rgw/" + other_bucket_ + "/";
+  const std::vector<Case> cases = {
+      {{{"stage_in", {{{"from", "s3://nowhere/" + bucket_ + "/x"}, {"to", "in/"}}}}},
+       "unknown_object_store",
+       "data.stage_in[0].from"},
+      {{{"stage_in", {{{"from", other + "private/x"}, {"to", "in/"}}}}},
+       "object_store_forbidden",
+       "data.stage_in[0].from"},
+      {{{"stage_out", {{{"from", "out/"}, {"to", other + "shared/results/"}}}}},
+       "object_store_forbidden",
+       "data.stage_out[0].to"},
+      {{{"stage_in", {{{"from", Url("x")}, {"to", "../escape"}}}}}, "invalid_value", "data.stage_in[0].to"},
+      {{{"stage_out", {{{"from", "/etc"}, {"to", Url("x/")}}}}}, "invalid_value", "data.stage_out[0].from"},
+      {{{"stage_out", {{{"from", "out"}, {"to", Url("x/")}, {"when", "sometimes"}}}}},
+       "invalid_value",
+       "data.stage_out[0].when"},
+      {{{"stage_in", {{{"from", "https://example.com/x"}, {"to", "in/"}}}}}, "invalid_value", "data.stage_in[0].from"},
+      {{{"stage_later", json::array()}}, "unknown_field", "data.stage_later"},
+  };
+  for (const auto& c : cases) {
+    auto reply = submit(c.data);
+    EXPECT_EQ(reply.status, 422) << c.data.dump() << " " << reply.body;
+    EXPECT_EQ(reply.json["error"]["code"], c.code) << reply.body;
+    EXPECT_EQ(reply.json["error"]["field"], c.field) << reply.body;
+  }
+  // Read-only means read: a stage-in from the shared prefix is accepted.
+  EXPECT_EQ(submit({{"stage_in", {{{"from", other + "shared/ref.fa"}, {"to", "in/"}}}}}).status, 201);
+  // Another project's member may use nothing of this store.
+  const std::string bob = daemon_.CreateUser("bob", "user", {"physics"});
+  auto refused = submit({{"stage_in", {{{"from", Url("inputs/")}, {"to", "in/"}}}}}, &bob);
+  EXPECT_EQ(refused.status, 422) << refused.body;
+  EXPECT_EQ(refused.json["error"]["code"], "object_store_forbidden");
+}
+
+}  // namespace
+}  // namespace unisched::testing
