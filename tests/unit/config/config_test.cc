@@ -1499,6 +1499,61 @@ TEST(StorageKeys, SharedFileSystemsAreReadAndChecked) {
   }
 }
 
+TEST(StorageKeys, ObjectStoresAreReadAndChecked) {
+  const std::string store =
+      "projects: [{name: default}]\nstorage:\n  object_stores:\n    - name: rgw\n      endpoint: "
+      "http://rgw.example:7480\n"
+      "      credentials: {project: default, access_key: rgw-ak, secret_key: rgw-sk}\n";
+  const Config set = MustLoad(
+      LoadConfigText(Doc()
+                         .Extra(store + "      path_style: false\n      region: eu-west-1\n      access:\n"
+                                        "        - {projects: [default], bucket: genomics}\n"
+                                        "        - {projects: ['*'], bucket: public, prefix: refs/, read_only: true}\n")
+                         .Text()));
+  ASSERT_EQ(set.storage.object_stores.size(), 1u);
+  const config::ObjectStore& rgw = *set.storage.FindObjectStore("rgw");
+  EXPECT_EQ(rgw.endpoint, "http://rgw.example:7480");
+  EXPECT_EQ(rgw.region, "eu-west-1");
+  EXPECT_FALSE(rgw.path_style);
+  EXPECT_EQ(rgw.credentials_project, "default");
+  EXPECT_EQ(rgw.access_key_secret, "rgw-ak");
+  EXPECT_EQ(rgw.secret_key_secret, "rgw-sk");
+  ASSERT_EQ(rgw.access.size(), 2u);
+  EXPECT_EQ(rgw.access[1].prefix, "refs/");
+  EXPECT_TRUE(rgw.access[1].read_only);
+  EXPECT_EQ(MustLoad(LoadConfigText(Doc().Extra(store).Text())).storage.object_stores[0].region, "us-east-1");
+  struct Case {
+    std::string extra;
+    std::vector<std::string> paths;
+  };
+  const std::string at = "storage.object_stores[0]";
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string text = store;
+    text.replace(text.find(from), from.size(), to);
+    return text;
+  };
+  const std::vector<Case> cases = {
+      {with("endpoint: http://rgw.example:7480", "endpoint: rgw.example:7480"), {at + ".endpoint"}},
+      {with("endpoint: http://rgw.example:7480", "endpoint: http://rgw.example:7480/s3"), {at + ".endpoint"}},
+      {with("name: rgw", "name: RGW"), {at + ".name"}},
+      {with("project: default", "project: nope"), {at + ".credentials.project"}},
+      {with("access_key: rgw-ak", "access_key: 'no way'"), {at + ".credentials.access_key"}},
+      {with("      credentials: {project: default, access_key: rgw-ak, secret_key: rgw-sk}\n", ""),
+       {at + ".credentials"}},
+      {store + "      access: [{projects: [nope], bucket: genomics}]\n", {at + ".access[0].projects[0]"}},
+      {store + "      access: [{projects: [], bucket: genomics}]\n", {at + ".access[0].projects"}},
+      {store + "      access: [{projects: [default], bucket: g}]\n", {at + ".access[0].bucket"}},
+      {store + "      access: [{projects: [default], bucket: genomics, prefix: /x}]\n", {at + ".access[0].prefix"}},
+      {store + "    - name: rgw\n      endpoint: http://b:1\n"
+               "      credentials: {project: default, access_key: a, secret_key: b}\n",
+       {"storage.object_stores[1].name"}},
+  };
+  for (const Case& c : cases) {
+    const auto errors = ErrorsOf(LoadConfigText(Doc().Extra(c.extra).Text()));
+    EXPECT_EQ(PathsOf(errors), c.paths) << c.extra << Dump(errors);
+  }
+}
+
 TEST(PoolKeys, TargetSharesAreOptionalAndAddUpTo100) {
   const std::string two_pools = Doc().Text();
   EXPECT_EQ(MustLoad(LoadConfigText(two_pools)).cluster.pools[0].target_share_percent, 0);

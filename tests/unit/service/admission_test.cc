@@ -248,3 +248,61 @@ TEST(QuotaRefusalTest, WorkThatAloneExceedsALimitIsRefusedEvenWhereWorkWaits) {
 
 }  // namespace
 }  // namespace unisched::service
+
+namespace unisched::service {
+namespace {
+
+// storage.object_stores: store "rgw" with bucket "genomics" for project
+// default, and the "refs/" prefix of bucket "public" read-only for everyone.
+config::StorageSettings Stores() {
+  config::ObjectStore store;
+  store.name = "rgw";
+  store.endpoint = "http://127.0.0.1:7480";
+  store.access = {{{"default"}, "genomics", "", false}, {{"*"}, "public", "refs/", true}};
+  config::StorageSettings storage;
+  storage.object_stores.push_back(store);
+  return storage;
+}
+
+TEST(StagingRefusalTest, StoresBucketsPrefixesAndPathsByProject) {
+  struct Case {
+    std::string project;
+    model::DataStaging data;
+    std::string code, field;  // "" : accepted
+  };
+  auto in = [](std::string from, std::string to = "in/") {
+    return model::DataStaging{{{std::move(from), std::move(to)}}, {}};
+  };
+  auto out = [](std::string to, std::string from = "out/") {
+    return model::DataStaging{{}, {{std::move(from), std::move(to), model::StageWhen::kSuccess}}};
+  };
+  const Case cases[] = {
+      {"default", in("s3://rgw/genomics/samples/"), "", ""},
+      {"default", out("s3://rgw/genomics/results/{job_id}/"), "", ""},
+      {"physics", in("s3://rgw/public/refs/genome.fa"), "", ""},  // "*", read-only: reading is allowed
+      {"physics", in("s3://rgw/genomics/samples/"), "object_store_forbidden", "data.stage_in[0].from"},
+      {"default", out("s3://rgw/public/refs/mine/"), "object_store_forbidden", "data.stage_out[0].to"},
+      {"default", in("s3://rgw/public/other/x"), "object_store_forbidden", "data.stage_in[0].from"},
+      {"default", in("s3://cold/genomics/x"), "unknown_object_store", "data.stage_in[0].from"},
+      {"default", in("file:///etc/passwd"), "invalid_value", "data.stage_in[0].from"},
+      {"default", in("s3://rgw/genomics/x", "/abs"), "invalid_value", "data.stage_in[0].to"},
+      {"default", out("s3://rgw/genomics/r/", "../up"), "invalid_value", "data.stage_out[0].from"},
+  };
+  for (const Case& c : cases) {
+    auto refused = StagingRefusal(Stores(), c.project, c.data);
+    if (c.code.empty()) {
+      EXPECT_FALSE(refused) << c.project << ": " << refused->message;
+      continue;
+    }
+    ASSERT_TRUE(refused) << c.project << " " << c.field;
+    EXPECT_EQ(refused->code, c.code) << refused->message;
+    EXPECT_EQ(refused->field, c.field) << refused->message;
+  }
+  // The refusal says what the project may use.
+  auto refused = StagingRefusal(Stores(), "physics", in("s3://rgw/genomics/samples/"));
+  ASSERT_TRUE(refused);
+  EXPECT_NE(refused->message.find("s3://rgw/public/refs/ (read-only)"), std::string::npos) << refused->message;
+}
+
+}  // namespace
+}  // namespace unisched::service
