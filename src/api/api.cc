@@ -127,6 +127,8 @@ Api::Api(ApiContext context)
       QueryParam::ChoiceList("group_by", {"user", "project", "queue", "pool", "workload_kind", "job", "hour"}),
       QueryParam::Choice("format", {"json", "csv"})};
   add("GET", "/v1/usage/reconcile", &Api::Reconcile);
+  add("POST", "/v1/storage/lifecycle/run", &Api::RunLifecycle);
+  routes_.back().query = {QueryParam::Choice("dry_run", {"true", "false"})};
   add("GET", "/v1/events", &Api::ListEvents);
   routes_.back().query = {QueryParam::Text("kind"), QueryParam::Text("object", 512), QueryParam::Time("since"),
                           QueryParam::Integer("limit", 1, 10000)};

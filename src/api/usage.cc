@@ -151,3 +151,21 @@ void Api::Reconcile(Call& call) {
 }
 
 }  // namespace unisched::api
+
+namespace unisched::api {
+
+void Api::RunLifecycle(Call& call) {
+  if (!auth::IsPlatformAdmin(*call.principal)) {
+    call.reply(ErrorResponse(403, "forbidden", "the storage lifecycle is run by platform-admins"));
+    return;
+  }
+  if (!ctx_.run_lifecycle) {
+    call.reply(ErrorResponse(503, "unavailable", "this daemon does not run the storage lifecycle"));
+    return;
+  }
+  const bool dry_run = call.Query("dry_run") == "true";
+  auto done = ctx_.run_lifecycle(dry_run, call.principal->user);
+  call.reply(done.ok() ? Json(200, *done) : FromError(done.error()));
+}
+
+}  // namespace unisched::api

@@ -62,9 +62,10 @@ json AttemptToJson(const model::Attempt& attempt) {
     usage = {{"wall_seconds", attempt.usage->wall_seconds},
              {"user_cpu_seconds", attempt.usage->user_cpu_seconds},
              {"system_cpu_seconds", attempt.usage->system_cpu_seconds},
-             {"max_rss_kb", attempt.usage->max_rss_kb},
-             {"network_bytes_in", attempt.usage->network_bytes_in},
-             {"network_bytes_out", attempt.usage->network_bytes_out}};
+             {"max_rss_kb", attempt.usage->max_rss_kb}};
+    // Only for an attempt that staged data (docs/data.md).
+    if (attempt.usage->network_bytes_in != 0) usage["network_bytes_in"] = attempt.usage->network_bytes_in;
+    if (attempt.usage->network_bytes_out != 0) usage["network_bytes_out"] = attempt.usage->network_bytes_out;
   }
   json doc = {{"attempt", attempt.number},
               {"nodes", attempt.allocation.empty() ? json(attempt.placed_on) : NodeNamesOf(attempt.allocation)},

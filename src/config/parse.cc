@@ -619,10 +619,26 @@ ObjectStore ParseObjectStore(const YAML::Node& node, const std::string& path, Er
   return store;
 }
 
+LifecycleRule ParseLifecycleRule(const YAML::Node& node, const std::string& path, Errors& errors) {
+  LifecycleRule rule;
+  MapReader m(node, path, {"name", "shared", "projects", "archive_to", "objects", "older_than_days"}, errors);
+  m.Require("name");
+  m.Require("older_than_days", "the age in days (by modification time) from which the rule applies");
+  m.Read("name", rule.name);
+  m.Read("shared", rule.shared);
+  m.Read("projects", rule.projects);
+  m.Read("archive_to", rule.archive_to);
+  m.Read("objects", rule.objects);
+  m.Read("older_than_days", rule.older_than_days);
+  return rule;
+}
+
 void ParseStorage(const YAML::Node& node, Errors& errors, StorageSettings& out) {
-  MapReader m(node, "storage", {"shared", "object_stores"}, errors);
+  MapReader m(node, "storage", {"shared", "object_stores", "lifecycle", "lifecycle_interval_minutes"}, errors);
   out.shared = ParseList<SharedFileSystem>(m, "shared", errors, ParseSharedFileSystem);
   out.object_stores = ParseList<ObjectStore>(m, "object_stores", errors, ParseObjectStore);
+  out.lifecycle = ParseList<LifecycleRule>(m, "lifecycle", errors, ParseLifecycleRule);
+  m.Read("lifecycle_interval_minutes", out.lifecycle_interval_minutes);
 }
 
 ImageSpec ParseImage(const YAML::Node& node, const std::string& path, Errors& errors) {

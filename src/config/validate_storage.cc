@@ -104,8 +104,65 @@ static void ValidateObjectStores(const Config& config, Errors& errors) {
   }
 }
 
+// storage.lifecycle: each rule one kind, over a file system or a store of
+// the config, its ages positive.
+static void ValidateLifecycle(const Config& config, Errors& errors) {
+  const StorageSettings& storage = config.storage;
+  if (storage.lifecycle_interval_minutes < 0) {
+    errors.Add("storage.lifecycle_interval_minutes", "must be >= 0 (0: the rules run only when asked)");
+  }
+  std::map<std::string, std::string> names;
+  auto check_url = [&](const std::string& url, const std::string& field) {
+    auto parsed = model::ParseStoreUrl(url, field);
+    if (!parsed.ok()) {
+      errors.Add(field, parsed.error().message);
+    } else if (storage.FindObjectStore(parsed->store) == nullptr) {
+      errors.Add(field, "names object store '" + parsed->store + "', which storage.object_stores does not have");
+    }
+  };
+  for (size_t i = 0; i < storage.lifecycle.size(); ++i) {
+    const LifecycleRule& rule = storage.lifecycle[i];
+    const std::string path = "storage.lifecycle[" + std::to_string(i) + "]";
+    if (!IsPlainName(rule.name, "")) {
+      errors.Add(JoinKey(path, "name"), "invalid name '" + rule.name + "'; " + std::string(kPlainNameRule));
+    } else if (!names.emplace(rule.name, path).second) {
+      errors.Add(JoinKey(path, "name"), "duplicate rule '" + rule.name + "' (first at " + names[rule.name] + ")");
+    }
+    if (!(rule.older_than_days > 0)) errors.Add(JoinKey(path, "older_than_days"), "must be > 0");
+    if (rule.shared.empty() == rule.objects.empty()) {
+      errors.Add(path,
+                 "give either shared (with archive_to: archive a file system's old files) or objects (expire "
+                 "a bucket's old objects)");
+      continue;
+    }
+    if (!rule.shared.empty()) {
+      const SharedFileSystem* fs = nullptr;
+      for (const auto& s : storage.shared) fs = s.name == rule.shared ? &s : fs;
+      if (fs == nullptr) errors.Add(JoinKey(path, "shared"), "unknown shared file system '" + rule.shared + "'");
+      if (rule.archive_to.empty()) {
+        errors.Add(JoinKey(path, "archive_to"), "is required with shared, e.g. s3://STORE/cold-bucket/archive/");
+      } else {
+        check_url(rule.archive_to, JoinKey(path, "archive_to"));
+      }
+      for (size_t k = 0; k < rule.projects.size(); ++k) {
+        bool known = false;
+        for (const auto& p : config.projects) known = known || p.name == rule.projects[k];
+        if (!known) {
+          errors.Add(JoinKey(path, "projects") + "[" + std::to_string(k) + "]",
+                     "unknown project '" + rule.projects[k] + "'");
+        }
+      }
+    } else {
+      check_url(rule.objects, JoinKey(path, "objects"));
+      if (!rule.archive_to.empty()) errors.Add(JoinKey(path, "archive_to"), "applies to a shared rule only");
+      if (!rule.projects.empty()) errors.Add(JoinKey(path, "projects"), "applies to a shared rule only");
+    }
+  }
+}
+
 void ValidateStorage(const Config& config, Errors& errors) {
   ValidateObjectStores(config, errors);
+  ValidateLifecycle(config, errors);
   std::map<std::string, std::string> names, variables;
   // A job's private mounts are bounded (the supervisor's kMaxBinds).
   if (config.storage.shared.size() > 32) errors.Add("storage.shared", "may list at most 32 file systems");

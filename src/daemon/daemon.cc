@@ -403,6 +403,25 @@ Status Daemon::StartLeaderParts() {
   context.job_token_secret = job_token_secret_;
   context.secrets = vault_.get();
   context.secrets_problem = secrets_problem_;
+  lifecycle_ = std::make_unique<Lifecycle>(*live_, *store_, vault_.get(), clock_);
+  context.run_lifecycle = [lifecycle = lifecycle_.get()](bool dry_run,
+                                                         const std::string& actor) -> Result<nlohmann::json> {
+    auto actions = lifecycle->Run(dry_run, actor);
+    if (!actions.ok()) return actions.error();
+    nlohmann::json list = nlohmann::json::array();
+    int64_t failed = 0;
+    for (const LifecycleAction& a : *actions) {
+      failed += a.error.empty() ? 0 : 1;
+      list.push_back({{"rule", a.rule},
+                      {"action", a.action},
+                      {"source", a.source},
+                      {"target", a.target.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.target)},
+                      {"bytes", a.bytes},
+                      {"age_days", a.age_days},
+                      {"error", a.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.error)}});
+    }
+    return nlohmann::json{{"dry_run", dry_run}, {"actions", std::move(list)}, {"failed", failed}};
+  };
   api_ = std::make_unique<api::Api>(context);
 
   controller_->Start();
@@ -416,6 +435,7 @@ Status Daemon::StartLeaderParts() {
       [controller = controller_.get()](int64_t discrepancies) { controller->SetLedgerDiscrepancies(discrepancies); });
   housekeeper_->OnMinute([api = api_.get()](Timestamp now) { api->FlushAudit(now); });
   housekeeper_->Start();
+  lifecycle_->Start();
   metrics_.SetConfigVersion(config.number, config.canary_number);
   DeclareConfiguredSeries(config);
   // A new config version: its users into the store, callers' roles again.
@@ -640,6 +660,7 @@ void Daemon::Stop() {
   if (agents_) agents_->Stop();  // parked heartbeats are answered while the listener still runs
   if (server_) server_->Stop();
   if (housekeeper_) housekeeper_->Stop();
+  if (lifecycle_) lifecycle_->Stop();
   if (api_) api_->FlushAudit(clock_.Now(), /*all=*/true);
   if (sandboxes_) sandboxes_->Stop();  // sandboxes end with the daemon (charged to now)
   if (controller_) controller_->Stop();

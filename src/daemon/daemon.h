@@ -17,6 +17,7 @@
 #include "daemon/config_keeper.h"
 #include "daemon/controller.h"
 #include "daemon/housekeeper.h"
+#include "daemon/lifecycle.h"
 #include "daemon/notifier.h"
 #include "daemon/replica.h"
 #include "daemon/runtime_dir.h"
@@ -136,6 +137,7 @@ class Daemon {
   std::unique_ptr<service::JobService> jobs_;
   std::unique_ptr<api::Api> api_;
   std::unique_ptr<Housekeeper> housekeeper_;
+  std::unique_ptr<Lifecycle> lifecycle_;  // storage.lifecycle (docs/data.md)
   std::unique_ptr<api::HttpServer> server_;
   std::string url_;
   bool stopped_ = false;

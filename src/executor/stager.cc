@@ -334,6 +334,32 @@ void ListFiles(int dir, const std::string& prefix, std::vector<std::pair<std::st
 
 }  // namespace
 
+void OpenedBeneath::Close() {
+  if (file_fd >= 0) ::close(file_fd);
+  if (dir_fd >= 0) ::close(dir_fd);
+  file_fd = dir_fd = -1;
+}
+
+Result<OpenedBeneath> OpenFileBeneath(const std::string& root, const std::string& relative) {
+  Fd top(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!top.ok()) return PathError(root, errno);
+  auto dir = OpenBeneath(top.get(), Dir(relative), /*create=*/false, StageOwner{}, relative);
+  if (!dir.ok()) return dir.error();
+  const std::string name = Base(relative);
+  const int file = ::openat(dir->get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (file < 0) return PathError(root + "/" + relative, errno);
+  struct stat st {};
+  if (::fstat(file, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(file);
+    return PathError(root + "/" + relative, EINVAL);
+  }
+  OpenedBeneath out;
+  out.dir_fd = ::fcntl(dir->get(), F_DUPFD_CLOEXEC, 0);
+  out.file_fd = file;
+  out.name = name;
+  return out;
+}
+
 Result<StageTotals> StageOut(const LaunchSpec& spec, const std::string& work_dir, bool succeeded,
                              StageCounters& counters) {
   Fd work(::open(work_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));

@@ -69,6 +69,18 @@ struct StageTotals {
 Result<StageTotals> StageIn(const LaunchSpec& spec, const std::string& work_dir, const StageOwner& owner,
                             StageCache& cache, StageCounters& counters);
 
+// The regular file `relative` below the directory `root`, opened for
+// reading with every name walked without following a symbolic link (the
+// lifecycle's archiving reads users' trees as root this way too); its
+// directory's descriptor too, for an unlinkat of `name` afterwards.
+struct OpenedBeneath {
+  int dir_fd = -1;
+  int file_fd = -1;
+  std::string name;
+  void Close();
+};
+Result<OpenedBeneath> OpenFileBeneath(const std::string& root, const std::string& relative);
+
 // Stage-out of `spec`'s stage_out entries whose `when` matches `succeeded`.
 Result<StageTotals> StageOut(const LaunchSpec& spec, const std::string& work_dir, bool succeeded,
                              StageCounters& counters);

@@ -411,6 +411,11 @@ async function prepare(id, status, mediaType, refused = false) {
       if (s === 422) return {path: '/v1/usage', query: {group_by: 'colour'}, invalid: `${bad}: group_by not among its values`};
       break;
     case 'reconcileUsage': return {path: '/v1/usage/reconcile'};
+    case 'runStorageLifecycle':
+      if (s === 200) return {path: '/v1/storage/lifecycle/run', query: {dry_run: 'true'}};
+      if (s === 422) return {path: '/v1/storage/lifecycle/run', query: {dry_run: 'maybe'}, invalid: `${bad}: dry_run not among its values`};
+      if (s === 400) return {path: '/v1/storage/lifecycle/run', query: {dry_run: '%FF'}, invalid: `${bad}: dry_run is not UTF-8`};
+      break;
     case 'listEvents':
       if (s === 200) return {path: '/v1/events', query: {limit: 10}};
       if (s === 400) return {path: '/v1/events', query: {limit: 'ten'}, invalid: `${bad}: limit is not a number`};

@@ -95,6 +95,9 @@ struct ApiContext {
   std::function<std::string(const model::Job&, int, int, std::string_view, LogRange)> read_log;
   // Whether the daemon is ready (store open, recovery done) for /readyz.
   std::function<bool()> ready;
+  // Applies the storage lifecycle rules now (docs/data.md): the actions as
+  // JSON; null: 503 for POST /v1/storage/lifecycle/run.
+  std::function<Result<nlohmann::json>(bool dry_run, const std::string& actor)> run_lifecycle;
 };
 
 class AuditTrail;
@@ -241,6 +244,7 @@ class Api {
   void CostReport(Call& call);
   void CapacityReport(Call& call);
   void Reconcile(Call& call);
+  void RunLifecycle(Call& call);
   void ListEvents(Call& call);
   void CreateNodeToken(Call& call);
   void ListAlerts(Call& call);

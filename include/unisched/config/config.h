@@ -220,9 +220,27 @@ struct ObjectStore {
   std::vector<ObjectStoreAccess> access{};
 };
 
+// A lifecycle rule (docs/data.md, "Lifecycle"), one of two kinds. Archive
+// (`shared` set): files of a shared file system's project directories (of
+// `projects`, or every project) not modified for `older_than_days` go to
+// `archive_to` (s3://STORE/bucket/prefix/, each under <project>/<its path>)
+// and are removed from the file system once stored. Expire (`objects`
+// set): objects under s3://STORE/bucket/prefix older than
+// `older_than_days` are deleted.
+struct LifecycleRule {
+  std::string name;
+  std::string shared;
+  std::vector<std::string> projects{};
+  std::string archive_to;
+  std::string objects;
+  double older_than_days = 0;
+};
+
 struct StorageSettings {
   std::vector<SharedFileSystem> shared;
   std::vector<ObjectStore> object_stores{};
+  std::vector<LifecycleRule> lifecycle{};
+  int lifecycle_interval_minutes = 60;  // how often the daemon applies the rules; 0: only when asked
   const ObjectStore* FindObjectStore(const std::string& name) const {
     for (const auto& store : object_stores) {
       if (store.name == name) return &store;
