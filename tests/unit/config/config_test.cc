@@ -1554,6 +1554,44 @@ TEST(StorageKeys, ObjectStoresAreReadAndChecked) {
   }
 }
 
+TEST(StorageKeys, LifecycleRulesAreOneKindOverKnownStoresAndFileSystems) {
+  const std::string base =
+      "projects: [{name: default}]\nstorage:\n  shared: [{name: data, path: /lustre/u}]\n"
+      "  object_stores:\n    - name: rgw\n      endpoint: http://rgw.example:7480\n"
+      "      credentials: {project: default, access_key: ak, secret_key: sk}\n  lifecycle:\n";
+  const Config set = MustLoad(LoadConfigText(
+      Doc()
+          .Extra(base + "    - {name: archive, shared: data, older_than_days: 30, archive_to: s3://rgw/cold/a/}\n"
+                        "    - {name: expire, objects: s3://rgw/scratch/tmp/, older_than_days: 0.5}\n")
+          .Text()));
+  ASSERT_EQ(set.storage.lifecycle.size(), 2u);
+  EXPECT_EQ(set.storage.lifecycle[0].archive_to, "s3://rgw/cold/a/");
+  EXPECT_DOUBLE_EQ(set.storage.lifecycle[1].older_than_days, 0.5);
+  EXPECT_EQ(set.storage.lifecycle_interval_minutes, 60);
+  struct Case {
+    std::string rule;
+    std::vector<std::string> paths;
+  };
+  const std::string at = "storage.lifecycle[0]";
+  const std::vector<Case> cases = {
+      {"{name: a, shared: data, older_than_days: 1}", {at + ".archive_to"}},
+      {"{name: a, shared: nope, older_than_days: 1, archive_to: s3://rgw/cold/}", {at + ".shared"}},
+      {"{name: a, shared: data, older_than_days: 0, archive_to: s3://rgw/cold/}", {at + ".older_than_days"}},
+      {"{name: a, shared: data, older_than_days: 1, archive_to: s3://elsewhere/cold/}", {at + ".archive_to"}},
+      {"{name: a, shared: data, older_than_days: 1, archive_to: /tmp/cold}", {at + ".archive_to"}},
+      {"{name: a, shared: data, projects: [nope], older_than_days: 1, archive_to: s3://rgw/cold/}",
+       {at + ".projects[0]"}},
+      {"{name: a, older_than_days: 1}", {at}},
+      {"{name: a, shared: data, objects: s3://rgw/xxx/, older_than_days: 1}", {at}},
+      {"{name: a, objects: s3://rgw/xxx/, older_than_days: 1, archive_to: s3://rgw/yyy/}", {at + ".archive_to"}},
+      {"{name: A, objects: s3://rgw/xxx/, older_than_days: 1}", {at + ".name"}},
+  };
+  for (const Case& c : cases) {
+    const auto errors = ErrorsOf(LoadConfigText(Doc().Extra(base + "    - " + c.rule + "\n").Text()));
+    EXPECT_EQ(PathsOf(errors), c.paths) << c.rule << Dump(errors);
+  }
+}
+
 TEST(PoolKeys, TargetSharesAreOptionalAndAddUpTo100) {
   const std::string two_pools = Doc().Text();
   EXPECT_EQ(MustLoad(LoadConfigText(two_pools)).cluster.pools[0].target_share_percent, 0);
