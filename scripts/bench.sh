@@ -5,7 +5,7 @@
 # Prints the machine, the store's synchronous mode and the figures.
 #
 # Knobs (environment): SECTIONS (all; or a list of: http stores failover
-# access arrays cycle agents gangs sandboxes ledger disk replay) FAILOVERS (50) BASELINE_BUILD (stores: another
+# access arrays cycle agents gangs sandboxes ledger disk staging replay) FAILOVERS (50) BASELINE_BUILD (stores: another
 # revision's build directory, benchmarked first) SUBMIT_CONNECTIONS (64) SUBMIT_SECONDS (10)
 # E2E_JOBS (5000) E2E_CONNECTIONS (16) LATENCY_RUNS (200) CONFIG
 # (config/unisched.yaml) CYCLE_RUNS (7) LEDGER_ENTRIES (10000000; the ledger
@@ -26,7 +26,7 @@ LATENCY_RUNS=${LATENCY_RUNS:-200}
 
 for bin in "$BUILD/unisched" "$BUILD/unisched-bench" "$BUILD/unisched-cycle-bench" "$BUILD/unisched-ledger-bench" \
   "$BUILD/unisched-array-bench" \
-  "$BUILD/unisched-agents-bench" "$BUILD/unisched-sandbox-bench" "$BUILD/unisched-spawn-floor"; do
+  "$BUILD/unisched-agents-bench" "$BUILD/unisched-sandbox-bench" "$BUILD/unisched-spawn-floor" "$BUILD/unisched-stage-bench"; do
   [[ -x $bin ]] || { echo "bench: $bin is missing; build first (make build)" >&2; exit 1; }
 done
 
@@ -135,7 +135,7 @@ echo "  binary:  $BUILD/unisched"
 echo "  note:    the load generator and the daemon share this machine's CPUs"
 echo
 
-SECTIONS=${SECTIONS:-http stores failover access arrays cycle agents gangs sandboxes ledger disk replay}
+SECTIONS=${SECTIONS:-http stores failover access arrays cycle agents gangs sandboxes ledger disk staging replay}
 section() { [[ " $SECTIONS " == *" $1 "* ]]; }
 
 status=0
@@ -405,6 +405,24 @@ else
   status=1
 fi
 stop_daemon
+echo
+fi
+
+if section staging; then
+# Data staging (docs/data.md): 1 GiB out and in through the executor's
+# staging code beside curl alone, against radosgw on loopback (memstore, 6 GiB).
+echo "== staging: 1 GiB stage-out and stage-in against curl, radosgw on loopback"
+S3_DIR="$WORK/s3"
+S3_PORT=$(( 30000 + RANDOM % 5000 * 2 ))
+if MEMSTORE_BYTES=$((6 << 30)) bash "$ROOT/tests/s3/radosgw.sh" start "$S3_DIR" "$S3_PORT" > "$WORK/s3.log" 2>&1; then
+  # shellcheck disable=SC1091
+  . "$S3_DIR/env"
+  "$BUILD/unisched-stage-bench" "$UNISCHED_TEST_S3_URL" "$UNISCHED_TEST_S3_ACCESS" "$UNISCHED_TEST_S3_SECRET" \
+    "${STAGE_BYTES:-1073741824}" 16 4 | tee -a "${BENCH_JSON:-/dev/null}" || status=1
+  bash "$ROOT/tests/s3/radosgw.sh" stop "$S3_DIR" > /dev/null 2>&1 || true
+else
+  echo "bench: radosgw did not start (see $WORK/s3.log)"; cat "$WORK/s3.log"; status=1
+fi
 echo
 fi
 
