@@ -40,8 +40,8 @@ test_packages=(
   sqlite3
   # node for the OpenAPI checks
   nodejs npm
-  # the benchmark scripts read JSON and do arithmetic
-  jq bc
+  # the benchmark scripts read JSON and do arithmetic; the staging bench's curl + MD5 rows (openssl md5)
+  jq bc openssl
   # promtool checks the /metrics exposition in the tests
   prometheus
   # make fuzz / make fuzz-smoke: clang and its libFuzzer runtime (tests/fuzz)
