@@ -17,11 +17,13 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
 
 #include "testing/daemon.h"
+#include "testing/s3_server.h"
 
 namespace unisched::testing {
 namespace {
@@ -30,23 +32,11 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-std::map<std::string, std::string> ServerEnv() {
-  std::map<std::string, std::string> env;
-  const char* dir = std::getenv("UNISCHED_TEST_S3_DIR");
-  if (dir == nullptr) return env;
-  std::ifstream in(std::string(dir) + "/env");
-  for (std::string line; std::getline(in, line);) {
-    const size_t eq = line.find('=');
-    if (eq != std::string::npos) env[line.substr(0, eq)] = line.substr(eq + 1);
-  }
-  return env;
-}
-
 class LaunchCheck5Test : public ::testing::Test {
  protected:
   void SetUp() override {
     if (::geteuid() != 0) GTEST_SKIP() << "staging, project directories and sandboxes need root";
-    s3_ = ServerEnv();
+    s3_ = S3ServerEnv();
     ASSERT_TRUE(s3_.count("UNISCHED_TEST_S3_URL")) << "no S3 server: run through ctest (the s3_server fixture)";
     root_ = "/tmp/unisched-check5-" + std::to_string(::getpid());
     fs::remove_all(root_);
@@ -54,7 +44,8 @@ class LaunchCheck5Test : public ::testing::Test {
     fs::permissions(root_, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
     fs::permissions(root_ + "/shared", fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
     bucket_ = "check5-" + std::to_string(::getpid()) + "-" + std::to_string(std::random_device{}() % 100000);
-    ASSERT_EQ(Curl("-X PUT '" + s3_["UNISCHED_TEST_S3_URL"] + "/" + bucket_ + "'"), "200");
+    curl_.emplace(s3_, root_ + "-curl");
+    ASSERT_EQ(curl_->MakeBucket(bucket_), "200");
     std::string config = ReadFile(std::string(UNISCHED_SOURCE_DIR) + "/config/unisched.yaml");
     config += "\nstorage:\n  lifecycle_interval_minutes: 0\n  shared:\n    - {name: data, path: " + root_ +
               "/shared, pools: [cpu-hpc-pool, elastic-light-pool]}\n"
@@ -82,30 +73,8 @@ class LaunchCheck5Test : public ::testing::Test {
     if (!root_.empty()) fs::remove_all(root_);
   }
 
-  std::string Curl(const std::string& args) {
-    const std::string status = root_ + ".status";
-    const std::string cmd = "curl -s --aws-sigv4 'aws:amz:us-east-1:s3' --user '" + s3_["UNISCHED_TEST_S3_ACCESS"] +
-                            ":" + s3_["UNISCHED_TEST_S3_SECRET"] +
-                            "' -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' -w '%{http_code}' -o " + root_ + ".body " +
-                            args + " > " + status;
-    const int rc = std::system(cmd.c_str());
-    std::string code = rc == 0 ? ReadFile(status) : "curl failed";
-    fs::remove(status);
-    return code;
-  }
-  std::string Put(const std::string& key, const std::string& content) {
-    std::ofstream(root_ + ".up", std::ios::binary) << content;
-    std::string code = Curl("-T " + root_ + ".up '" + s3_["UNISCHED_TEST_S3_URL"] + "/" + bucket_ + "/" + key + "'");
-    fs::remove(root_ + ".up");
-    return code;
-  }
-  std::string Get(const std::string& key, std::string* status = nullptr) {
-    const std::string code = Curl("'" + s3_["UNISCHED_TEST_S3_URL"] + "/" + bucket_ + "/" + key + "'");
-    if (status) *status = code;
-    std::string body = code == "200" ? ReadFile(root_ + ".body") : std::string();
-    fs::remove(root_ + ".body");
-    return body;
-  }
+  std::string Put(const std::string& key, const std::string& content) { return curl_->Put(bucket_, key, content); }
+  std::string Get(const std::string& key, std::string* status = nullptr) { return curl_->Get(bucket_, key, status); }
   std::string Url(const std::string& key) const { return "s3://rgw/" + bucket_ + "/" + key; }
   // As alice, a member of project default (her jobs run with its group).
   json Run(const json& job) {
@@ -118,6 +87,7 @@ class LaunchCheck5Test : public ::testing::Test {
   }
 
   std::map<std::string, std::string> s3_;
+  std::optional<S3Curl> curl_;  // an independent client
   std::string root_, bucket_, alice_;
   TestDaemon daemon_;
 };

@@ -15,10 +15,12 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 
 #include "testing/daemon.h"
+#include "testing/s3_server.h"
 
 namespace unisched::testing {
 namespace {
@@ -26,31 +28,18 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-std::map<std::string, std::string> ServerEnv() {
-  std::map<std::string, std::string> env;
-  const char* dir = std::getenv("UNISCHED_TEST_S3_DIR");
-  if (dir == nullptr) return env;
-  std::ifstream in(std::string(dir) + "/env");
-  for (std::string line; std::getline(in, line);) {
-    const size_t eq = line.find('=');
-    if (eq != std::string::npos) env[line.substr(0, eq)] = line.substr(eq + 1);
-  }
-  return env;
-}
-
 class StagingTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (::geteuid() != 0) GTEST_SKIP() << "staging runs as the root executor beside the supervisor";
-    s3_ = ServerEnv();
+    s3_ = S3ServerEnv();
     ASSERT_TRUE(s3_.count("UNISCHED_TEST_S3_URL")) << "no S3 server: run through ctest (the s3_server fixture)";
     dir_ = fs::temp_directory_path() / ("unisched-staging-" + std::to_string(::getpid()));
     fs::create_directories(dir_);
     bucket_ = "stage" + std::to_string(::getpid()) + "-" + std::to_string(std::random_device{}() % 100000);
     other_bucket_ = bucket_ + "-x";
-    for (const auto& b : {bucket_, other_bucket_}) {
-      ASSERT_EQ(Curl("-X PUT '" + s3_["UNISCHED_TEST_S3_URL"] + "/" + b + "'"), "200");
-    }
+    curl_.emplace(s3_, dir_ + "/curl");
+    for (const auto& b : {bucket_, other_bucket_}) ASSERT_EQ(curl_->MakeBucket(b), "200");
     std::string config = ReadFile(std::string(UNISCHED_SOURCE_DIR) + "/config/unisched.yaml");
     const size_t projects = config.find("\nprojects:\n");
     ASSERT_NE(projects, std::string::npos);
@@ -76,29 +65,12 @@ class StagingTest : public ::testing::Test {
     if (!dir_.empty()) fs::remove_all(dir_);
   }
 
-  // curl's own SigV4 (an independent client); returns the HTTP status.
-  std::string Curl(const std::string& args) {
-    const std::string status = dir_ + "/curl.status";
-    const std::string cmd = "curl -s --aws-sigv4 'aws:amz:us-east-1:s3' --user '" + s3_["UNISCHED_TEST_S3_ACCESS"] +
-                            ":" + s3_["UNISCHED_TEST_S3_SECRET"] +
-                            "' -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' -w '%{http_code}' -o " + dir_ +
-                            "/curl.body " + args + " > " + status;
-    if (std::system(cmd.c_str()) != 0) return "curl failed";
-    return ReadFile(status);
-  }
-  std::string Put(const std::string& key, const std::string& content) {
-    std::ofstream(dir_ + "/upload", std::ios::binary) << content;
-    return Curl("-T " + dir_ + "/upload '" + s3_["UNISCHED_TEST_S3_URL"] + "/" + bucket_ + "/" + key + "'");
-  }
-  // The object's content, or "" with its status in `status`.
-  std::string Get(const std::string& key, std::string* status = nullptr) {
-    const std::string code = Curl("'" + s3_["UNISCHED_TEST_S3_URL"] + "/" + bucket_ + "/" + key + "'");
-    if (status) *status = code;
-    return code == "200" ? ReadFile(dir_ + "/curl.body") : std::string();
-  }
+  std::string Put(const std::string& key, const std::string& content) { return curl_->Put(bucket_, key, content); }
+  std::string Get(const std::string& key, std::string* status = nullptr) { return curl_->Get(bucket_, key, status); }
   std::string Url(const std::string& path) const { return "s3://rgw/" + bucket_ + "/" + path; }
 
   std::map<std::string, std::string> s3_;
+  std::optional<S3Curl> curl_;  // an independent client
   std::string dir_, bucket_, other_bucket_;
   TestDaemon daemon_;
 };
@@ -170,6 +142,32 @@ TEST_F(StagingTest, AMissingObjectFailsTheAttemptNamingIt) {
   EXPECT_NE(reason.find(Url("nothing/here.dat")), std::string::npos) << done.dump();
   // The command never ran: the attempt has no process start.
   EXPECT_TRUE(done["attempts"][0]["process_started_at"].is_null()) << done.dump();
+}
+
+TEST_F(StagingTest, ALinkTheJobLeftIsNotFollowedByTheNextStageIn) {
+  ASSERT_EQ(Put("inputs/a.txt", "alpha\n"), "200");
+  // A root-owned directory the job cannot write to: a stage-in that
+  // followed the job's link would write there as root.
+  const std::string trap = dir_ + "/trap";
+  fs::create_directories(trap);
+  fs::permissions(trap, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec | fs::perms::group_read |
+                            fs::perms::others_read);
+  fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+  // The first attempt replaces its input directory by a link to the trap and
+  // fails; the retry stages in again into the same work directory.
+  const std::string id =
+      daemon_.Submit({{"workload", {{"kind", "hpc"}}},
+                      {"command", {"/bin/sh", "-c", "rm -rf input && ln -s " + trap + " input && exit 3"}},
+                      {"max_retries", 1},
+                      {"data", {{"stage_in", {{{"from", Url("inputs/")}, {"to", "input/"}}}}}}});
+  const json done = daemon_.WaitTerminal(id, std::chrono::seconds(120));
+  EXPECT_EQ(done["state"], "FAILED") << done.dump();
+  ASSERT_EQ(done["attempts"].size(), 2u) << done.dump();
+  EXPECT_EQ(done["attempts"][0]["exit_code"], 3) << done.dump();
+  const std::string reason = done["attempts"][1].value("reason", "");
+  EXPECT_NE(reason.find("StageInFailed"), std::string::npos) << done.dump();
+  EXPECT_FALSE(fs::exists(trap + "/a.txt"));
+  EXPECT_TRUE(fs::is_empty(trap));
 }
 
 TEST_F(StagingTest, WhatTheProjectMayNotUseIsRefusedAtSubmit) {

@@ -16,24 +16,13 @@
 #include <random>
 #include <string>
 
+#include "testing/s3_server.h"
 #include "unisched/objectstore/s3.h"
 
 namespace unisched::objectstore {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::map<std::string, std::string> ServerEnv() {
-  std::map<std::string, std::string> env;
-  const char* dir = std::getenv("UNISCHED_TEST_S3_DIR");
-  if (dir == nullptr) return env;
-  std::ifstream in(std::string(dir) + "/env");
-  for (std::string line; std::getline(in, line);) {
-    const size_t eq = line.find('=');
-    if (eq != std::string::npos) env[line.substr(0, eq)] = line.substr(eq + 1);
-  }
-  return env;
-}
 
 std::string Slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -43,7 +32,7 @@ std::string Slurp(const std::string& path) {
 class S3ClientTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    env_ = ServerEnv();
+    env_ = unisched::testing::S3ServerEnv();
     ASSERT_TRUE(env_.count("UNISCHED_TEST_S3_URL"))
         << "no S3 server: run through ctest (the s3_server fixture, tests/s3/radosgw.sh)";
     endpoint_.url = env_["UNISCHED_TEST_S3_URL"];
