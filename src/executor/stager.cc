@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <future>
 #include <map>
 #include <optional>
@@ -94,7 +95,17 @@ Result<Fd> OpenBeneath(int root, const std::string& relative, bool create, const
 // The job's work directory, made for `owner` when missing (the supervisor
 // makes it the same way when nothing is staged).
 Result<Fd> OpenWorkDir(const std::string& work_dir, const StageOwner& owner) {
-  if (::mkdir(work_dir.c_str(), 0700) == 0) {
+  int made = ::mkdir(work_dir.c_str(), 0700);
+  if (made != 0 && errno == ENOENT) {
+    // The executor's work root is made at its first launch, and this may
+    // come first: made as the executor makes it (traversable, not listable).
+    std::error_code ec;
+    const std::filesystem::path root = std::filesystem::path(work_dir).parent_path();
+    std::filesystem::create_directories(root, ec);
+    if (!ec) (void)::chmod(root.c_str(), 0711);
+    made = ::mkdir(work_dir.c_str(), 0700);
+  }
+  if (made == 0) {
     if (owner.chown && ::chown(work_dir.c_str(), owner.uid, owner.gid) != 0) return PathError(work_dir, errno);
   } else if (errno != EEXIST) {
     return PathError("cannot create " + work_dir, errno);
@@ -172,13 +183,26 @@ Status RunParallel(size_t count, int parallel, const std::function<Status(size_t
 
 }  // namespace
 
-StageCache::StageCache(std::string dir, int64_t cap_bytes) : dir_(std::move(dir)), cap_bytes_(cap_bytes) {
-  if (!dir_.empty() && ::mkdir(dir_.c_str(), 0700) != 0 && errno != EEXIST) dir_.clear();
+StageCache::StageCache(std::string dir, int64_t cap_bytes) : dir_(std::move(dir)), cap_bytes_(cap_bytes) {}
+
+bool StageCache::Ready() const {
+  // Made at first use: its parent (the executor's work root) may not exist
+  // before the executor's first launch. Missing parents as the executor
+  // makes its roots (traversable, not listable).
+  if (dir_.empty()) return false;
+  if (::mkdir(dir_.c_str(), 0700) == 0 || errno == EEXIST) return true;
+  if (errno != ENOENT) return false;
+  std::error_code ec;
+  const std::filesystem::path parent = std::filesystem::path(dir_).parent_path();
+  std::filesystem::create_directories(parent, ec);
+  if (ec) return false;
+  (void)::chmod(parent.c_str(), 0711);
+  return ::mkdir(dir_.c_str(), 0700) == 0 || errno == EEXIST;
 }
 
 std::string StageCache::PathOf(const std::string& endpoint, const std::string& bucket, const std::string& key,
                                const std::string& etag) const {
-  if (dir_.empty()) return "";
+  if (!Ready()) return "";
   return dir_ + "/" + Sha256Hex(endpoint + "\n" + bucket + "\n" + key + "\n" + etag);
 }
 

@@ -42,7 +42,7 @@ struct StageCounters {
 // systems), so the job reads it but cannot change the cached copy.
 class StageCache {
  public:
-  // `dir` is made 0700 when missing; cap 0 keeps nothing after each stage.
+  // `dir` is made 0700 at first use; cap 0 keeps nothing after each stage.
   StageCache(std::string dir, int64_t cap_bytes);
   const std::string& dir() const { return dir_; }
   // The file holding that object ("" when the cache is unusable).
@@ -54,6 +54,8 @@ class StageCache {
   void Trim();
 
  private:
+  // Whether the directory exists (made now when missing).
+  bool Ready() const;
   std::string dir_;
   int64_t cap_bytes_;
   std::mutex trim_mu_;

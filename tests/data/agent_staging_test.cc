@@ -1,0 +1,107 @@
+// Data staging on an agent node (docs/data.md): the agent's executor stages
+// the input in and the results out, as the daemon's does for local nodes,
+// with the store's credentials from the launch; the agent keeps no copy of
+// them on its disk, and the bytes moved come back with the result.
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "testing/agent_process.h"
+#include "testing/daemon.h"
+#include "testing/s3_server.h"
+
+namespace unisched::testing {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+// Every file under `root` holding `value`.
+std::vector<std::string> FilesHolding(const std::string& root, const std::string& value) {
+  std::vector<std::string> hits;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(root, fs::directory_options::skip_permission_denied, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (!it->is_regular_file(ec)) continue;
+    std::ifstream in(it->path(), std::ios::binary);
+    const std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (content.find(value) != std::string::npos) hits.push_back(it->path().string());
+  }
+  return hits;
+}
+
+TEST(AgentStagingTest, TheAgentStagesInAndOutAndKeepsNoCredentials) {
+  if (::geteuid() != 0) GTEST_SKIP() << "staging runs as the root executor beside the supervisor";
+  auto s3 = S3ServerEnv();
+  ASSERT_TRUE(s3.count("UNISCHED_TEST_S3_URL")) << "no S3 server: run through ctest (the s3_server fixture)";
+  const std::string scratch = fs::temp_directory_path() / ("unisched-agent-staging-" + std::to_string(::getpid()));
+  S3Curl curl(s3, scratch);
+  const std::string bucket =
+      "agent-" + std::to_string(::getpid()) + "-" + std::to_string(std::random_device{}() % 100000);
+  ASSERT_EQ(curl.MakeBucket(bucket), "200");
+  const std::string input(3 << 20, 'q');
+  ASSERT_EQ(curl.Put(bucket, "in/data.bin", input), "200");
+
+  TestDaemon d;
+  d.UseConfigText(R"yaml(
+server:
+  scheduler_tick_seconds: 0.1
+health:
+  heartbeat_interval_seconds: 1
+pools:
+  - name: cpu
+    kind: cpu
+    nodes: [x86-c2m2-hpc-01]
+nodes:
+  - {name: x86-c2m2-hpc-01, cpus: 2, memory_mb: 1024, agent: true}
+queues:
+  - name: batch
+    pool: cpu
+projects:
+  - name: default
+storage:
+  object_stores:
+    - name: rgw
+      endpoint: )yaml" +
+                  s3["UNISCHED_TEST_S3_URL"] + R"yaml(
+      credentials: {project: default, access_key: s3-access, secret_key: s3-secret}
+      access: [{projects: [default], bucket: )yaml" +
+                  bucket + R"yaml(}]
+)yaml");
+  d.Start();
+  for (const auto& [name, key] :
+       {std::pair{"s3-access", "UNISCHED_TEST_S3_ACCESS"}, std::pair{"s3-secret", "UNISCHED_TEST_S3_SECRET"}}) {
+    ASSERT_EQ(d.Call("POST", "/v1/secrets", json{{"name", name}, {"value", s3[key]}}.dump()).status, 201);
+  }
+  AgentFleet agents(d, "cpu", {"x86-c2m2-hpc-01"});
+  ASSERT_TRUE(d.WaitNodes("up")) << d.Call("GET", "/v1/nodes").body;
+  const std::string url = "s3://rgw/" + bucket + "/";
+  const std::string id =
+      d.Submit({{"workload", {{"kind", "hpc"}}},
+                {"queue", "batch"},
+                {"command", {"/bin/sh", "-c", "mkdir -p out && wc -c < in/data.bin > out/size.txt && sleep 1"}},
+                {"data",
+                 {{"stage_in", {{{"from", url + "in/"}, {"to", "in/"}}}},
+                  {"stage_out", {{{"from", "out/"}, {"to", url + "results/{job_id}/"}}}}}}});
+  const json running = d.WaitJob(id, [](const json& j) { return j["state"] == "RUNNING"; });
+  // The agent's record of the launch on its disk has no credentials.
+  EXPECT_EQ(FilesHolding(agents.Dir("x86-c2m2-hpc-01"), s3["UNISCHED_TEST_S3_SECRET"]), std::vector<std::string>());
+  const json done = d.WaitTerminal(id);
+  ASSERT_EQ(done["state"], "COMPLETED") << done.dump() << d.Call("GET", "/v1/jobs/" + id + "/log").body;
+  EXPECT_EQ(done["nodes"], json::array({"x86-c2m2-hpc-01"}));
+  EXPECT_EQ(curl.Get(bucket, "results/" + id + "/size.txt"), std::to_string(input.size()) + "\n");
+  EXPECT_EQ(done["attempts"][0]["usage"]["network_bytes_in"], static_cast<int64_t>(input.size())) << done.dump();
+  EXPECT_EQ(done["attempts"][0]["usage"]["network_bytes_out"],
+            static_cast<int64_t>(std::to_string(input.size()).size() + 1))
+      << done.dump();
+  EXPECT_EQ(FilesHolding(agents.Dir("x86-c2m2-hpc-01"), s3["UNISCHED_TEST_S3_SECRET"]), std::vector<std::string>());
+}
+
+}  // namespace
+}  // namespace unisched::testing
