@@ -82,5 +82,41 @@ TEST(WireTest, LaunchSpecResultHeartbeatAndCommandsRoundTrip) {
   EXPECT_EQ(cb->health_check, c.health_check);
 }
 
+// Data staging on the wire (docs/data.md): the stages and the stores reach
+// the agent with their keys; the spec it keeps on disk has no key; its
+// heartbeat reports what it stages, and an unknown phase is refused.
+TEST(WireTest, StagingTravelsWithItsKeysWhichTheAgentsDiskNeverHolds) {
+  executor::LaunchSpec spec;
+  spec.job_id = 7;
+  spec.argv = {"true"};
+  spec.data.stage_in = {{"s3://rgw/data/in/", "input/"}};
+  spec.data.stage_out = {{"out/", "s3://rgw/data/results/7/", model::StageWhen::kAlways}};
+  spec.stores = {{"rgw", "http://127.0.0.1:7480", "us-east-1", true, "AKID", "s3cr3t-key"}};
+  auto back = executor::LaunchSpecFromJson(executor::LaunchSpecToJson(spec));
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->data, spec.data);
+  ASSERT_EQ(back->stores.size(), 1u);
+  EXPECT_EQ(back->stores[0].secret_key, "s3cr3t-key");
+  EXPECT_EQ(back->stores[0].endpoint, "http://127.0.0.1:7480");
+  const std::string kept = executor::LaunchSpecToJson(spec, /*with_secrets=*/false).dump();
+  EXPECT_EQ(kept.find("s3cr3t-key"), std::string::npos) << kept;
+  EXPECT_EQ(kept.find("AKID"), std::string::npos) << kept;
+  EXPECT_NE(kept.find("s3://rgw/data/results/7/"), std::string::npos) << kept;
+
+  executor::Heartbeat h;
+  h.node = "n";
+  h.pool = "p";
+  h.staging = {{7, 1, 0, "staging_in", 1024, 4096}};
+  auto hb = executor::HeartbeatFromJson(executor::HeartbeatToJson(h));
+  ASSERT_TRUE(hb.ok()) << hb.error().message;
+  ASSERT_EQ(hb->staging.size(), 1u);
+  EXPECT_EQ(hb->staging[0].phase, "staging_in");
+  EXPECT_EQ(hb->staging[0].bytes_done, 1024);
+  EXPECT_EQ(hb->staging[0].bytes_total, 4096);
+  nlohmann::json odd = executor::HeartbeatToJson(h);
+  odd["staging"][0]["phase"] = "teleporting";
+  EXPECT_FALSE(executor::HeartbeatFromJson(odd).ok());
+}
+
 }  // namespace
 }  // namespace unisched::agent
