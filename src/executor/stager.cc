@@ -128,14 +128,20 @@ std::string Sha256Hex(const std::string& text) {
   return out;
 }
 
-objectstore::S3Client ClientFor(const StoreEndpoint& store) {
+objectstore::S3Client ClientFor(const StoreEndpoint& store, const StageCounters& counters) {
+  objectstore::S3Options options;
+  options.cancelled = &counters.cancelled;
   objectstore::S3Endpoint endpoint;
   endpoint.url = store.endpoint;
   endpoint.region = store.region;
   endpoint.path_style = store.path_style;
   endpoint.access_key = store.access_key;
   endpoint.secret_key = store.secret_key;
-  return objectstore::S3Client(std::move(endpoint));
+  return objectstore::S3Client(std::move(endpoint), options);
+}
+
+Error Cancelled() {
+  return {ErrorKind::kUnavailable, "s3_cancelled", "cancelled", {}};
 }
 
 const StoreEndpoint* FindStore(const LaunchSpec& spec, const std::string& name) {
@@ -154,8 +160,10 @@ std::string Dir(const std::string& path) {
   return slash == std::string::npos ? std::string() : path.substr(0, slash);
 }
 
-// At most `parallel` of `work` at a time; the first error wins.
-Status RunParallel(size_t count, int parallel, const std::function<Status(size_t)>& work) {
+// At most `parallel` of `work` at a time; the first error wins, and none
+// starts once `cancelled` reads true.
+Status RunParallel(size_t count, int parallel, const std::atomic<bool>& cancelled,
+                   const std::function<Status(size_t)>& work) {
   std::atomic<size_t> next{0};
   std::mutex mu;
   std::optional<Error> first;
@@ -163,6 +171,7 @@ Status RunParallel(size_t count, int parallel, const std::function<Status(size_t
     for (size_t i = next++; i < count; i = next++) {
       {
         std::lock_guard lock(mu);
+        if (!first && cancelled.load()) first = Cancelled();
         if (first) return;
       }
       Status s = work(i);
@@ -260,7 +269,8 @@ Result<StageTotals> StageIn(const LaunchSpec& spec, const std::string& work_dir,
     if (!url.ok()) return url.error();
     const StoreEndpoint* store = FindStore(spec, url->store);
     if (store == nullptr) return Error::Unavailable(stage.from + ": the launch carries no object store " + url->store);
-    const objectstore::S3Client client = ClientFor(*store);
+    if (counters.cancelled.load()) return Cancelled();
+    const objectstore::S3Client client = ClientFor(*store, counters);
     std::vector<objectstore::ObjectInfo> objects;
     if (url->key.empty() || url->key.back() == '/') {
       auto listed = client.List(url->bucket, url->key);
@@ -283,7 +293,7 @@ Result<StageTotals> StageIn(const LaunchSpec& spec, const std::string& work_dir,
     }
   }
   std::atomic<int64_t> fetched{0};
-  Status s = RunParallel(items.size(), objectstore::S3Options{}.parallel, [&](size_t i) -> Status {
+  Status s = RunParallel(items.size(), objectstore::S3Options{}.parallel, counters.cancelled, [&](size_t i) -> Status {
     const Item& item = items[i];
     auto dir = OpenBeneath(work->get(), Dir(item.target), /*create=*/true, owner, item.target);
     if (!dir.ok()) return Error::Unprocessable("stage_path", item.url + ": " + dir.error().message);
@@ -292,12 +302,15 @@ Result<StageTotals> StageIn(const LaunchSpec& spec, const std::string& work_dir,
     if (cached.empty()) return Error::Unavailable("the node's stage cache directory is unusable");
     if (!cache.Hit(cached, item.object.size)) {
       std::atomic<int64_t> moved{0};
-      auto got = ClientFor(*item.store).Download(item.bucket, item.object.key, cached, [&](int64_t delta) {
+      auto got = ClientFor(*item.store, counters).Download(item.bucket, item.object.key, cached, [&](int64_t delta) {
         counters.done += delta;
         moved += delta;
       });
       counters.done -= moved;  // counted once, below, whatever the callbacks said
-      if (!got.ok()) return Error::Unavailable(item.url + ": " + got.error().message);
+      if (!got.ok()) {
+        if (got.error().code == "s3_cancelled") return Cancelled();
+        return Error::Unavailable(item.url + ": " + got.error().message);
+      }
       // Readable by the job's account (a sandboxed job's leased uid
       // included) through the link; the cache directory itself is root's.
       (void)::chmod(cached.c_str(), 0644);
@@ -429,14 +442,14 @@ Result<StageTotals> StageOut(const LaunchSpec& spec, const std::string& work_dir
   }
   for (const Item& item : items) counters.total += item.size;
   std::atomic<int64_t> sent{0};
-  Status s = RunParallel(items.size(), objectstore::S3Options{}.parallel, [&](size_t i) -> Status {
+  Status s = RunParallel(items.size(), objectstore::S3Options{}.parallel, counters.cancelled, [&](size_t i) -> Status {
     const Item& item = items[i];
     auto dir = OpenBeneath(work.get(), Dir(item.path), /*create=*/false, none, item.path);
     if (!dir.ok()) return Error::Unprocessable("stage_path", item.path + ": " + dir.error().message);
     Fd file(::openat(dir->get(), Base(item.path).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
     if (!file.ok()) return PathError(item.path, errno);
     std::atomic<int64_t> moved{0};
-    auto put = ClientFor(*item.store).Upload(item.bucket, item.key, file.ProcPath(), [&](int64_t delta) {
+    auto put = ClientFor(*item.store, counters).Upload(item.bucket, item.key, file.ProcPath(), [&](int64_t delta) {
       counters.done += delta;
       moved += delta;
     });

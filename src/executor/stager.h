@@ -34,6 +34,9 @@ struct StageOwner {
 struct StageCounters {
   std::atomic<int64_t> done{0};
   std::atomic<int64_t> total{0};
+  // Set by a cancel: the transfers under way stop, no new one starts, and
+  // the stage fails with code s3_cancelled.
+  std::atomic<bool> cancelled{false};
 };
 
 // Objects fetched on this node, by (endpoint, bucket, key, ETag), in a

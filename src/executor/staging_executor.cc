@@ -95,7 +95,7 @@ class StagingExecutor final : public Executor {
       std::lock_guard lock(mu_);
       for (auto it = tracked_.lower_bound({job_id, attempt, 0});
            it != tracked_.end() && it->first.job_id == job_id && it->first.attempt == attempt; ++it) {
-        it->second.cancelled = true;
+        StopStaging(it->second);
       }
     }
     inner_->Cancel(job_id, attempt, preempt);
@@ -105,7 +105,7 @@ class StagingExecutor final : public Executor {
     {
       std::lock_guard lock(mu_);
       for (int task : tasks) {
-        if (auto it = tracked_.find({job_id, attempt, task}); it != tracked_.end()) it->second.cancelled = true;
+        if (auto it = tracked_.find({job_id, attempt, task}); it != tracked_.end()) StopStaging(it->second);
       }
     }
     inner_->CancelTasks(job_id, attempt, tasks);
@@ -159,6 +159,13 @@ class StagingExecutor final : public Executor {
     bool out = false;
     RunResult result;  // out: the attempt's, to hand on after the stage-out
   };
+
+  // A cancel: a stage-in under way stops (its transfers abort within a
+  // second); a stage-out runs to its end, since the job's results are in it.
+  static void StopStaging(Tracked& t) {
+    t.cancelled = true;
+    if (t.phase == Phase::kIn) t.counters->cancelled = true;
+  }
 
   static LaunchSpec WithoutData(LaunchSpec spec) {
     spec.data = {};
@@ -256,6 +263,9 @@ class StagingExecutor final : public Executor {
       auto owner = OwnerOf(spec);
       if (!owner.ok()) return finish(LaunchFailure(key.job_id, key.attempt, owner.error()));
       auto staged = StageIn(spec, WorkDir(spec.job_id), *owner, cache_, counters);
+      if (!staged.ok() && counters.cancelled.load()) {
+        return finish(Ended(key, RunOutcome::kCancelled, "cancelled while staging in"));
+      }
       if (!staged.ok()) {
         RunResult failed = Ended(key, RunOutcome::kFailed, "StageInFailed: " + staged.error().message);
         return finish(std::move(failed));

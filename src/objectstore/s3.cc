@@ -303,6 +303,15 @@ Result<S3Client::Response> S3Client::SendOnce(Request& req) const {
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, req.method.c_str());
   }
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
+  if (options_.cancelled != nullptr) {
+    // Called about once a second and at every chunk: non-zero aborts.
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, options_.cancelled);
+    curl_easy_setopt(
+        c, CURLOPT_XFERINFOFUNCTION, +[](void* flag, curl_off_t, curl_off_t, curl_off_t, curl_off_t) -> int {
+          return static_cast<const std::atomic<bool>*>(flag)->load() ? 1 : 0;
+        });
+  }
 
   const CURLcode code = curl_easy_perform(c);
   // What this attempt reported goes back when it is retried.
@@ -311,6 +320,9 @@ Result<S3Client::Response> S3Client::SendOnce(Request& req) const {
     if (moved > 0 && req.progress && *req.progress) (*req.progress)(-moved);
     if (sink.failed_write) {
       return Error::Internal(req.what + ": cannot write the downloaded data: " + std::strerror(errno));
+    }
+    if (code == CURLE_ABORTED_BY_CALLBACK) {
+      return Error{ErrorKind::kUnavailable, "s3_cancelled", req.what + ": cancelled", {}};
     }
     Error e = Error::Unavailable(req.what + ": " + curl_easy_strerror(code) + " (" + url + ")");
     e.code = Retryable(code) ? "s3_unreachable" : "s3_transfer_failed";
@@ -341,6 +353,7 @@ Result<S3Client::Response> S3Client::Send(Request& req) const {
     } else {
       retry = r->status == 429 || r->status >= 500;
     }
+    if (options_.cancelled != nullptr && options_.cancelled->load()) retry = false;
     if (retry && attempt < options_.max_attempts) {
       // Exponential backoff, full jitter: a crowd of clients spreads out.
       const int64_t cap = options_.backoff.count() << std::min(attempt - 1, 10);

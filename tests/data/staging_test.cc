@@ -18,6 +18,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 
 #include "testing/daemon.h"
 #include "testing/s3_server.h"
@@ -168,6 +169,41 @@ TEST_F(StagingTest, ALinkTheJobLeftIsNotFollowedByTheNextStageIn) {
   EXPECT_NE(reason.find("StageInFailed"), std::string::npos) << done.dump();
   EXPECT_FALSE(fs::exists(trap + "/a.txt"));
   EXPECT_TRUE(fs::is_empty(trap));
+}
+
+TEST_F(StagingTest, AJobShowsItsStageInUnderWayAndACancelStopsIt) {
+  // Large enough that its transfer takes a while on loopback (about a
+  // second per 300 MB here), in 8 objects: a cancel stops the transfers
+  // under way and starts no other.
+  const std::string chunk(48 << 20, 'z');
+  for (int i = 0; i < 8; ++i) ASSERT_EQ(Put("big/part-" + std::to_string(i), chunk), "200");
+  const int64_t total = 8 * static_cast<int64_t>(chunk.size());
+  const std::string id = daemon_.Submit({{"workload", {{"kind", "hpc"}}},
+                                         {"command", {"/bin/sleep", "30"}},
+                                         {"data", {{"stage_in", {{{"from", Url("big/")}, {"to", "big/"}}}}}}});
+  json seen;
+  for (int i = 0; i < 3000; ++i) {
+    seen = daemon_.Call("GET", "/v1/jobs/" + id).json;
+    if (seen["phase"] == "staging_in" || (seen["state"] != "PENDING" && seen["state"] != "RUNNING")) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(seen["phase"], "staging_in") << seen.dump();
+  EXPECT_EQ(seen["state"], "RUNNING");
+  EXPECT_LE(seen["progress"]["bytes_done"].get<int64_t>(), seen["progress"]["bytes_total"].get<int64_t>());
+  EXPECT_LE(seen["progress"]["bytes_total"].get<int64_t>(), total);  // the listing may not be complete yet
+  ASSERT_EQ(daemon_.Call("DELETE", "/v1/jobs/" + id).status, 200);
+  const json done = daemon_.WaitTerminal(id);
+  EXPECT_EQ(done["state"], "CANCELLED") << done.dump();
+  EXPECT_EQ(done["attempts"][0].value("reason", ""), "cancelled while staging in") << done.dump();
+  EXPECT_TRUE(done["attempts"][0]["process_started_at"].is_null()) << done.dump();  // the command never ran
+  // Stopped part-way: not every object reached the work directory.
+  int landed = 0;
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(daemon_.state_dir() + "/work/" + id + "/big", ec);
+       !ec && it != fs::directory_iterator(); ++it) {
+    ++landed;
+  }
+  EXPECT_LT(landed, 8);
 }
 
 TEST_F(StagingTest, WhatTheProjectMayNotUseIsRefusedAtSubmit) {

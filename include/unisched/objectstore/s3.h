@@ -15,6 +15,7 @@
 //
 // Thread-safe: each call uses handles of its own.
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -45,6 +46,9 @@ struct S3Options {
   std::chrono::seconds request_timeout{0};          // 0: none (a part of a slow link may take long)
   std::chrono::seconds connect_timeout{10};
   std::chrono::seconds low_speed_time{60};  // a transfer below 1 KiB/s this long fails
+  // Set (may be null): a transfer under way stops within a fraction of a
+  // second once it reads true, and nothing more is retried (s3_cancelled).
+  const std::atomic<bool>* cancelled = nullptr;
 };
 
 struct ObjectInfo {
