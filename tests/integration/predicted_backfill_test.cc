@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "testing/daemon.h"
 
 namespace unisched::testing {
@@ -81,7 +83,13 @@ TEST(PredictedBackfillDaemonTest, AShortPredictionBackfillsWhatTheRequestWouldNo
   d.Start();
   json again = d.WaitJob(big, [](const json& j) { return j["predicted_run_seconds"].is_number_integer(); });
   EXPECT_EQ(again["state"], "PENDING") << again.dump();
-  EXPECT_EQ(again["predicted_run_seconds"], predicted) << again.dump();
+  // The history now ends with the third `sleep 1` (the last two runs are
+  // averaged), whose rounded-up mean may be a second off the first two's
+  // on a loaded machine (it was, under the sanitizers in CI).
+  const int64_t relearned = again["predicted_run_seconds"];
+  EXPECT_GE(relearned, 1) << again.dump();
+  EXPECT_LE(relearned, 5) << again.dump();
+  EXPECT_LE(std::abs(relearned - predicted), 1) << again.dump();
   // Only a pending job shows one.
   const std::string other = d.Submit(Job("other", 1, 60, "true"));
   EXPECT_EQ(d.WaitTerminal(other)["predicted_run_seconds"], nullptr);
