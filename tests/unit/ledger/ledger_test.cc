@@ -79,6 +79,29 @@ TEST(LedgerTest, AttemptUsageIsItsRunPlusCpuUsed) {
   EXPECT_DOUBLE_EQ(usage.at({kCpuSecondsUsed, "", "x86-c8m16-agent-01"}), 1.5);
 }
 
+// Data staging (docs/data.md): the attempt started at kT0, fetched its
+// input for 20 s, ran 10 s, and sent its results after its end. GPUs (and
+// the rest of the allocation) are charged for the run only, from the
+// command's start; the bytes moved are metrics of their own.
+TEST(LedgerTest, AStagingAttemptIsChargedItsRunAndItsBytes) {
+  model::Attempt a;
+  a.allocation = {{"x86-c8m16g2-train-01", 4, 1024, {0, 1}}};
+  a.started_at = kT0;
+  a.process_started_at = kT0 + std::chrono::seconds(20);
+  a.ended_at = kT0 + std::chrono::seconds(30);
+  a.usage = model::RunUsage{10, 5, 1, 1000, 3'000'000'000, 42'000};
+  const auto usage = AttemptUsage(Cluster(), JobIn("gpus"), a);
+  const std::string node = "x86-c8m16g2-train-01";
+  EXPECT_DOUBLE_EQ(usage.at({kGpuSeconds, "h100", node}), 10);
+  EXPECT_DOUBLE_EQ(usage.at({kGpuSeconds, "a100", node}), 10);
+  EXPECT_DOUBLE_EQ(usage.at({kCpuCoreSeconds, "", node}), 40);
+  EXPECT_DOUBLE_EQ(usage.at({kNetworkBytesIn, "", node}), 3e9);
+  EXPECT_DOUBLE_EQ(usage.at({kNetworkBytesOut, "", node}), 42'000);
+  // Nothing staged: no network metric at all (absent, not zero).
+  a.usage->network_bytes_in = a.usage->network_bytes_out = 0;
+  EXPECT_EQ(AttemptUsage(Cluster(), JobIn("gpus"), a).count({kNetworkBytesIn, "", node}), 0u);
+}
+
 TEST(LedgerTest, AJobOfABackendPlacedPoolIsChargedItsRequestToTheBackend) {
   model::ClusterSpec cluster = Cluster();
   model::PoolSpec far;
