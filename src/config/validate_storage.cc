@@ -113,7 +113,8 @@ static void ValidateLifecycle(const Config& config, Errors& errors) {
   }
   std::map<std::string, std::string> names;
   auto check_url = [&](const std::string& url, const std::string& field) {
-    auto parsed = model::ParseStoreUrl(url, field);
+    // The message names the key alone: errors.Add puts the path before it.
+    auto parsed = model::ParseStoreUrl(url, field.substr(field.find_last_of('.') + 1));
     if (!parsed.ok()) {
       errors.Add(field, parsed.error().message);
     } else if (storage.FindObjectStore(parsed->store) == nullptr) {

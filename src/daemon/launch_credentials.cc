@@ -51,26 +51,23 @@ Status JobLifecycle::AddStaging(Batch* batch, const model::Job& job, std::vector
       return Error::Unprocessable("unknown_object_store", "not launched: object store '" + name +
                                                               "' is no longer in the config (storage.object_stores)");
     }
-    executor::StoreEndpoint endpoint{store->name, store->endpoint, store->region, store->path_style, "", ""};
-    for (auto [secret, out] : {std::pair{&store->access_key_secret, &endpoint.access_key},
-                               std::pair{&store->secret_key_secret, &endpoint.secret_key}}) {
-      auto value = vault_ ? vault_->Reveal(store->credentials_project, *secret)
-                          : Result<std::string>(Error::Unavailable(
-                                vault_problem_.empty() ? "this daemon has no secrets key" : vault_problem_));
-      if (!value.ok()) {
-        const std::string why = "not launched: the credentials of object store '" + name + "' (secret '" + *secret +
-                                "' of project " + store->credentials_project +
-                                ") cannot be read: " + value.error().message;
-        if (value.error().kind == ErrorKind::kUnavailable) return executor::TransientLaunchError(why);
-        return Error::Unprocessable("secret_unavailable", why);
-      }
-      *out = std::move(value).value();
-      store::AuditRecord audit{clock_.Now(), job.user, "secret.use",
-                               "secret/" + store->credentials_project + "/" + *secret,
+    auto keys = vault_ ? vault_->RevealStoreKeys(*store)
+                       : Result<service::SecretVault::StoreKeys>(Error::Unavailable(
+                             vault_problem_.empty() ? "this daemon has no secrets key" : vault_problem_));
+    if (!keys.ok()) {
+      const std::string why = "not launched: " + keys.error().message;
+      if (keys.error().kind == ErrorKind::kUnavailable) return executor::TransientLaunchError(why);
+      return Error::Unprocessable("secret_unavailable", why);
+    }
+    executor::StoreEndpoint endpoint{store->name,       store->endpoint,  store->region,
+                                     store->path_style, keys->access_key, keys->secret_key};
+    for (const std::string& secret : service::SecretVault::StoreKeySecrets(*store)) {
+      store::AuditRecord audit{clock_.Now(), job.user, "secret.use", secret,
                                "job " + std::to_string(job.id) + " attempt " + std::to_string(attempt) +
                                    " stages with object store " + name};
-      if (batch)
+      if (batch) {
         batch->writes.push_back([audit = std::move(audit)](store::Transaction& t) { return t.AppendAudit(audit); });
+      }
     }
     stores.push_back(std::move(endpoint));
   }

@@ -97,22 +97,20 @@ Result<std::vector<LifecycleAction>> Lifecycle::Run(bool dry_run, const std::str
       client_errors[name] = "no object store " + name;
       return nullptr;
     }
-    objectstore::S3Endpoint endpoint{store->endpoint, store->region, store->path_style, "", "", ""};
-    for (auto [secret, out] : {std::pair{&store->access_key_secret, &endpoint.access_key},
-                               std::pair{&store->secret_key_secret, &endpoint.secret_key}}) {
-      auto value = vault_ ? vault_->Reveal(store->credentials_project, *secret)
-                          : Result<std::string>(Error::Unavailable("this daemon has no secrets key"));
-      if (!value.ok()) {
-        client_errors[name] = "the credentials of object store " + name + " cannot be read: " + value.error().message;
-        return nullptr;
-      }
-      *out = std::move(value).value();
-      if (!dry_run) {
-        store::AuditRecord audit{now, actor, "secret.use", "secret/" + store->credentials_project + "/" + *secret,
-                                 "storage lifecycle rule " + rule + " uses object store " + name};
-        (void)store_.WriteSync([&audit](store::Transaction& t) { return t.AppendAudit(audit); });
-      }
+    auto keys = vault_ ? vault_->RevealStoreKeys(*store)
+                       : Result<service::SecretVault::StoreKeys>(Error::Unavailable("this daemon has no secrets key"));
+    if (!keys.ok()) {
+      client_errors[name] = keys.error().message;
+      return nullptr;
     }
+    // A use like any other, a dry run's listing included.
+    for (const std::string& secret : service::SecretVault::StoreKeySecrets(*store)) {
+      store::AuditRecord audit{now, actor, "secret.use", secret,
+                               "storage lifecycle rule " + rule + " uses object store " + name};
+      (void)store_.WriteSync([&audit](store::Transaction& t) { return t.AppendAudit(audit); });
+    }
+    objectstore::S3Endpoint endpoint{store->endpoint,  store->region,    store->path_style,
+                                     keys->access_key, keys->secret_key, ""};
     slot.emplace(std::move(endpoint));
     return &*slot;
   };

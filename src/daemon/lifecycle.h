@@ -49,7 +49,8 @@ class Lifecycle {
   void Stop();
 
   // Applies every rule now (one run at a time); `dry_run` moves nothing and
-  // records nothing. `actor` is who asked ("system" for the schedule).
+  // records no event (its use of a store's keys to list is audited).
+  // `actor` is who asked ("system" for the schedule).
   Result<std::vector<LifecycleAction>> Run(bool dry_run, const std::string& actor);
 
  private:

@@ -168,9 +168,8 @@ Result<std::optional<files::ResolvedAccount>> LocalExecutor::Check(const LaunchS
   return std::optional<files::ResolvedAccount>(std::move(account).value());
 }
 
-// runs_dir (root only) and work_root (traversable by every job account, not
-// listable), once per executor; missing parents above them are made 0711,
-// since both usually share them. The supervisors make what is below.
+// Missing parents are made 0711 since both roots usually share them. The
+// supervisors make what is below.
 Status LocalExecutor::MakeRoots() {
   if (roots_made_.load()) return Status::Ok();
   auto failed = [](const std::string& dir, int err) {

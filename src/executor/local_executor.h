@@ -45,6 +45,17 @@ class LocalExecutor final : public Executor {
   void ReleaseAllExcept(const std::set<std::pair<model::JobId, int>>& running) override;
   void Shutdown() override;
 
+  // runs_dir (root only) and work_root (traversable by every job account,
+  // not listable), once per executor; missing parents above them are made
+  // 0711. Called by every launch, and by staging before its first write
+  // into a work directory.
+  Status MakeRoots();
+  // Whether a supervisor ever took this task: its claim, or its output
+  // directory (which outlives a runs_dir on a tmpfs lost with a reboot).
+  bool EverStarted(model::JobId job_id, int attempt, int task) const {
+    return Exists(AttemptDir(job_id, attempt, task) + "/" + files::kClaim) || Exists(LogsDir(job_id, attempt, task));
+  }
+
  private:
   enum class Phase {
     kStarting,  // Launch is preparing or spawning
@@ -103,7 +114,6 @@ class LocalExecutor final : public Executor {
   // claim, state.json, result.json, cancel, then the attempt's directory and
   // its job's when empty.
   void RemoveControlFiles(const Key& key);
-  Status MakeRoots();
   struct Spawned {
     pid_t pid = -1;
     bool hosted = false;  // by the host, else a supervisor child of our own

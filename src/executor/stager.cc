@@ -4,19 +4,18 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <future>
 #include <map>
 #include <optional>
 #include <vector>
 
+#include "unisched/auth/auth.h"
 #include "unisched/objectstore/s3.h"
 #include "unisched/posix/posix.h"
 
@@ -95,17 +94,7 @@ Result<Fd> OpenBeneath(int root, const std::string& relative, bool create, const
 // The job's work directory, made for `owner` when missing (the supervisor
 // makes it the same way when nothing is staged).
 Result<Fd> OpenWorkDir(const std::string& work_dir, const StageOwner& owner) {
-  int made = ::mkdir(work_dir.c_str(), 0700);
-  if (made != 0 && errno == ENOENT) {
-    // The executor's work root is made at its first launch, and this may
-    // come first: made as the executor makes it (traversable, not listable).
-    std::error_code ec;
-    const std::filesystem::path root = std::filesystem::path(work_dir).parent_path();
-    std::filesystem::create_directories(root, ec);
-    if (!ec) (void)::chmod(root.c_str(), 0711);
-    made = ::mkdir(work_dir.c_str(), 0700);
-  }
-  if (made == 0) {
+  if (::mkdir(work_dir.c_str(), 0700) == 0) {
     if (owner.chown && ::chown(work_dir.c_str(), owner.uid, owner.gid) != 0) return PathError(work_dir, errno);
   } else if (errno != EEXIST) {
     return PathError("cannot create " + work_dir, errno);
@@ -113,19 +102,6 @@ Result<Fd> OpenWorkDir(const std::string& work_dir, const StageOwner& owner) {
   Fd fd(::open(work_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd.ok()) return PathError(work_dir, errno);
   return fd;
-}
-
-std::string Sha256Hex(const std::string& text) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  EVP_Digest(text.data(), text.size(), digest, &length, EVP_sha256(), nullptr);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < length; ++i) {
-    out += kHex[digest[i] >> 4];
-    out += kHex[digest[i] & 15];
-  }
-  return out;
 }
 
 objectstore::S3Client ClientFor(const StoreEndpoint& store, const StageCounters& counters) {
@@ -195,24 +171,20 @@ Status RunParallel(size_t count, int parallel, const std::atomic<bool>& cancelle
 StageCache::StageCache(std::string dir, int64_t cap_bytes) : dir_(std::move(dir)), cap_bytes_(cap_bytes) {}
 
 bool StageCache::Ready() const {
-  // Made at first use: its parent (the executor's work root) may not exist
-  // before the executor's first launch. Missing parents as the executor
-  // makes its roots (traversable, not listable).
-  if (dir_.empty()) return false;
-  if (::mkdir(dir_.c_str(), 0700) == 0 || errno == EEXIST) return true;
-  if (errno != ENOENT) return false;
-  std::error_code ec;
-  const std::filesystem::path parent = std::filesystem::path(dir_).parent_path();
-  std::filesystem::create_directories(parent, ec);
-  if (ec) return false;
-  (void)::chmod(parent.c_str(), 0711);
-  return ::mkdir(dir_.c_str(), 0700) == 0 || errno == EEXIST;
+  // Made at first use, under the executor's work root, which is made by
+  // then (LocalExecutor::MakeRoots before any stage-in).
+  if (ready_.load()) return true;
+  if (dir_.empty() || (::mkdir(dir_.c_str(), 0700) != 0 && errno != EEXIST)) return false;
+  ready_ = true;
+  return true;
 }
 
 std::string StageCache::PathOf(const std::string& endpoint, const std::string& bucket, const std::string& key,
                                const std::string& etag) const {
   if (!Ready()) return "";
-  return dir_ + "/" + Sha256Hex(endpoint + "\n" + bucket + "\n" + key + "\n" + etag);
+  // SHA-256, not a short hash: a key chosen to collide would hand one
+  // project's object to another's job.
+  return dir_ + "/" + auth::HashToken(endpoint + "\n" + bucket + "\n" + key + "\n" + etag);
 }
 
 bool StageCache::Hit(const std::string& path, int64_t size) const {

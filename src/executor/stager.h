@@ -45,7 +45,8 @@ struct StageCounters {
 // systems), so the job reads it but cannot change the cached copy.
 class StageCache {
  public:
-  // `dir` is made 0700 at first use; cap 0 keeps nothing after each stage.
+  // `dir` is made 0700 at first use (its parent must exist); cap 0 keeps
+  // nothing after each stage.
   StageCache(std::string dir, int64_t cap_bytes);
   const std::string& dir() const { return dir_; }
   // The file holding that object ("" when the cache is unusable).
@@ -61,6 +62,7 @@ class StageCache {
   bool Ready() const;
   std::string dir_;
   int64_t cap_bytes_;
+  mutable std::atomic<bool> ready_{false};
   std::mutex trim_mu_;
 };
 

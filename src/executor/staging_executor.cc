@@ -60,11 +60,9 @@ class StagingExecutor final : public Executor {
     if (tracked_.count(key) != 0) return Status::Ok();  // staging, running or staging out already
     Tracked& t = tracked_[key];
     t.spec = spec;
-    if (spec.data.stage_in.empty()) {
-      t.phase = Phase::kRunning;
-      // Launched from the staging thread as well, so that a result that
-      // comes at once finds the attempt tracked.
-    }
+    // One with nothing to stage in is launched from a staging thread too:
+    // tracked first, so that a result that comes at once finds it.
+    if (spec.data.stage_in.empty()) t.phase = Phase::kRunning;
     queue_.push_back({key, /*out=*/false, {}});
     cv_.notify_one();
     return Status::Ok();
@@ -75,10 +73,11 @@ class StagingExecutor final : public Executor {
       inner_->Recover(spec);
       return;
     }
-    const std::string claim = options_.runs_dir + "/" + std::to_string(spec.job_id) + "/" +
-                              TaskDirName(spec.attempt, spec.task) + "/" + files::kClaim;
-    if (::access(claim.c_str(), F_OK) != 0) {
-      (void)Launch(spec);  // never started: stage in (again), then launch
+    // Never taken by a supervisor: stage in (again), then launch. One that
+    // was (even if a reboot took its runs_dir) is the local executor's to
+    // collect, adopt or call lost: its command may have run.
+    if (!inner_->EverStarted(spec.job_id, spec.attempt, spec.task)) {
+      (void)Launch(spec);
       return;
     }
     {
@@ -261,7 +260,12 @@ class StagingExecutor final : public Executor {
     int64_t bytes_in = 0;
     if (!spec.data.stage_in.empty()) {
       auto owner = OwnerOf(spec);
-      if (!owner.ok()) return finish(LaunchFailure(key.job_id, key.attempt, owner.error()));
+      Status roots = owner.ok() ? inner_->MakeRoots() : Status(owner.error());
+      if (!roots.ok()) {
+        RunResult failed = LaunchFailure(key.job_id, key.attempt, roots.error());
+        failed.task = key.task;
+        return finish(std::move(failed));
+      }
       auto staged = StageIn(spec, WorkDir(spec.job_id), *owner, cache_, counters);
       if (!staged.ok() && counters.cancelled.load()) {
         return finish(Ended(key, RunOutcome::kCancelled, "cancelled while staging in"));

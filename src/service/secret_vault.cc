@@ -50,4 +50,20 @@ Result<std::string> SecretVault::Reveal(const std::string& project, const std::s
   return box_.Open((*found)->sealed, Context(project, name));
 }
 
+Result<SecretVault::StoreKeys> SecretVault::RevealStoreKeys(const config::ObjectStore& store) const {
+  StoreKeys keys;
+  for (auto [secret, out] :
+       {std::pair{&store.access_key_secret, &keys.access_key}, std::pair{&store.secret_key_secret, &keys.secret_key}}) {
+    auto value = Reveal(store.credentials_project, *secret);
+    if (!value.ok()) {
+      Error e = value.error();
+      e.message = "the credentials of object store '" + store.name + "' (secret '" + *secret + "' of project " +
+                  store.credentials_project + ") cannot be read: " + e.message;
+      return e;
+    }
+    *out = std::move(value).value();
+  }
+  return keys;
+}
+
 }  // namespace unisched::service

@@ -22,20 +22,6 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-// Every file under `root` holding `value`.
-std::vector<std::string> FilesHolding(const std::string& root, const std::string& value) {
-  std::vector<std::string> hits;
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(root, fs::directory_options::skip_permission_denied, ec);
-       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (!it->is_regular_file(ec)) continue;
-    std::ifstream in(it->path(), std::ios::binary);
-    const std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (content.find(value) != std::string::npos) hits.push_back(it->path().string());
-  }
-  return hits;
-}
-
 TEST(AgentStagingTest, TheAgentStagesInAndOutAndKeepsNoCredentials) {
   if (::geteuid() != 0) GTEST_SKIP() << "staging runs as the root executor beside the supervisor";
   auto s3 = S3ServerEnv();
@@ -89,9 +75,9 @@ storage:
                 {"data",
                  {{"stage_in", {{{"from", url + "in/"}, {"to", "in/"}}}},
                   {"stage_out", {{{"from", "out/"}, {"to", url + "results/{job_id}/"}}}}}}});
-  const json running = d.WaitJob(id, [](const json& j) { return j["state"] == "RUNNING"; });
+  d.WaitJob(id, [](const json& j) { return j["state"] == "RUNNING"; });
   // The agent's record of the launch on its disk has no credentials.
-  EXPECT_EQ(FilesHolding(agents.Dir("x86-c2m2-hpc-01"), s3["UNISCHED_TEST_S3_SECRET"]), std::vector<std::string>());
+  EXPECT_EQ(FilesHolding(agents.Dir("x86-c2m2-hpc-01"), {s3["UNISCHED_TEST_S3_SECRET"]}), std::vector<std::string>());
   const json done = d.WaitTerminal(id);
   ASSERT_EQ(done["state"], "COMPLETED") << done.dump() << d.Call("GET", "/v1/jobs/" + id + "/log").body;
   EXPECT_EQ(done["nodes"], json::array({"x86-c2m2-hpc-01"}));
@@ -100,7 +86,7 @@ storage:
   EXPECT_EQ(done["attempts"][0]["usage"]["network_bytes_out"],
             static_cast<int64_t>(std::to_string(input.size()).size() + 1))
       << done.dump();
-  EXPECT_EQ(FilesHolding(agents.Dir("x86-c2m2-hpc-01"), s3["UNISCHED_TEST_S3_SECRET"]), std::vector<std::string>());
+  EXPECT_EQ(FilesHolding(agents.Dir("x86-c2m2-hpc-01"), {s3["UNISCHED_TEST_S3_SECRET"]}), std::vector<std::string>());
 }
 
 }  // namespace

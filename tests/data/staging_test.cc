@@ -89,7 +89,7 @@ TEST_F(StagingTest, InputArrivesResultsLeaveAndTheBytesAreCharged) {
        {"data",
         {{"stage_in", {{{"from", Url("inputs/")}, {"to", "input/"}}}},
          {"stage_out", {{{"from", "output/"}, {"to", Url("results/{job_id}/")}, {"when", "success"}}}}}}});
-  const json running = daemon_.WaitJob(id, [](const json& j) { return j["state"] == "RUNNING"; });
+  daemon_.WaitJob(id, [](const json& j) { return j["state"] == "RUNNING"; });
   const json seen =
       daemon_.WaitJob(id, [](const json& j) { return j["phase"] == "running" || j["state"] != "RUNNING"; });
   EXPECT_EQ(seen["phase"], "running") << seen.dump();

@@ -51,23 +51,6 @@ std::string Sha256(const std::string& text) {
   return digest;
 }
 
-// Every file under `root` that holds one of `values`, with which.
-std::vector<std::string> FilesHolding(const std::string& root, const std::vector<std::string>& values) {
-  std::vector<std::string> hits;
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(root, fs::directory_options::skip_permission_denied, ec);
-       it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (ec) break;
-    if (!it->is_regular_file(ec)) continue;
-    std::ifstream in(it->path(), std::ios::binary);
-    const std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    for (const auto& v : values) {
-      if (content.find(v) != std::string::npos) hits.push_back(it->path().string() + " holds " + v);
-    }
-  }
-  return hits;
-}
-
 class SecretsTest : public ::testing::Test {
  protected:
   // Every answer of the test, searched for the values at the end.

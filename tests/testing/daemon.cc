@@ -50,6 +50,22 @@ std::string ReadFile(const std::string& path) {
   return s.str();
 }
 
+std::vector<std::string> FilesHolding(const std::string& root, const std::vector<std::string>& values) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> hits;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(root, fs::directory_options::skip_permission_denied, ec);
+       it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec) break;
+    if (!it->is_regular_file(ec)) continue;
+    const std::string content = ReadFile(it->path().string());
+    for (const auto& v : values) {
+      if (content.find(v) != std::string::npos) hits.push_back(it->path().string() + " holds " + v);
+    }
+  }
+  return hits;
+}
+
 nlohmann::json ShellJob(const std::string& queue, const std::string& script) {
   return {{"queue", queue},
           {"workload", {{"kind", "hpc"}}},

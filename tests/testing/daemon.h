@@ -112,6 +112,10 @@ bool IsTerminalState(const std::string& state);
 // A file's whole text ("" when it cannot be read).
 std::string ReadFile(const std::string& path);
 
+// Every regular file under `root` that holds one of `values`, as "<path>
+// holds <value>" (the secrets' leak searches).
+std::vector<std::string> FilesHolding(const std::string& root, const std::vector<std::string>& values);
+
 // A batch job of one CPU and 128 MB in `queue`, running `script` with /bin/sh -c.
 nlohmann::json ShellJob(const std::string& queue, const std::string& script);
 

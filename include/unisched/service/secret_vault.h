@@ -6,10 +6,12 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "unisched/auth/secret_box.h"
 #include "unisched/common/status.h"
 #include "unisched/common/time.h"
+#include "unisched/config/config.h"
 #include "unisched/store/store.h"
 
 namespace unisched::service {
@@ -31,6 +33,21 @@ class SecretVault {
                                      const std::string& description, const std::string& who);
   // The current value, for a launch; kNotFound when it was deleted.
   Result<std::string> Reveal(const std::string& project, const std::string& name) const;
+
+  // An object store's keys (config storage.object_stores): its two
+  // credential secrets, for a launch's staging or the lifecycle. An error
+  // names the store and the secret, with Reveal's kind. The caller audits
+  // each use (StoreKeySecrets).
+  struct StoreKeys {
+    std::string access_key;
+    std::string secret_key;
+  };
+  Result<StoreKeys> RevealStoreKeys(const config::ObjectStore& store) const;
+  // The secrets RevealStoreKeys reads: "secret/<project>/<name>", as audit targets.
+  static std::vector<std::string> StoreKeySecrets(const config::ObjectStore& store) {
+    return {"secret/" + store.credentials_project + "/" + store.access_key_secret,
+            "secret/" + store.credentials_project + "/" + store.secret_key_secret};
+  }
 
   const std::string& key_id() const { return box_.key_id(); }
 
