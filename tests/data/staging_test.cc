@@ -184,8 +184,12 @@ TEST_F(StagingTest, AJobShowsItsStageInUnderWayAndACancelStopsIt) {
   json seen;
   for (int i = 0; i < 3000; ++i) {
     seen = daemon_.Call("GET", "/v1/jobs/" + id).json;
-    if (seen["phase"] == "staging_in" || (seen["state"] != "PENDING" && seen["state"] != "RUNNING")) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    // Bytes under way, not only queued for a staging thread: a cancel before
+    // the first byte ends it "while waiting to stage in" instead.
+    const bool under_way = seen["phase"] == "staging_in" && seen["progress"].is_object() &&
+                           seen["progress"].value("bytes_done", int64_t{0}) > 0;
+    if (under_way || (seen["state"] != "PENDING" && seen["state"] != "RUNNING")) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   ASSERT_EQ(seen["phase"], "staging_in") << seen.dump();
   EXPECT_EQ(seen["state"], "RUNNING");
