@@ -124,7 +124,7 @@ Api::Api(ApiContext context)
   add("GET", "/v1/usage", &Api::Usage);
   routes_.back().query = {
       QueryParam::Time("from"), QueryParam::Time("to"),
-      QueryParam::ChoiceList("group_by", {"user", "project", "queue", "pool", "workload_kind", "job", "hour"}),
+      QueryParam::ChoiceList("group_by", {"user", "project", "queue", "pool", "workload_kind", "tier", "job", "hour"}),
       QueryParam::Choice("format", {"json", "csv"})};
   add("GET", "/v1/usage/reconcile", &Api::Reconcile);
   add("POST", "/v1/storage/lifecycle/run", &Api::RunLifecycle);

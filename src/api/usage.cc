@@ -24,21 +24,30 @@ using nlohmann::json;
 
 std::vector<store::UsageRow> Api::PricedUsage(const store::UsageQuery& query) const {
   std::vector<store::UsageRow> rows;
-  const auto& pools = ctx_.config->Current().cluster.pools;
-  const bool priced =
+  const config::Config& config = ctx_.config->Current();
+  const auto& pools = config.cluster.pools;
+  const bool pool_priced =
       std::any_of(pools.begin(), pools.end(), [](const model::PoolSpec& p) { return !p.prices.empty(); });
-  if (!priced) {
+  const bool tier_priced = std::any_of(config.storage.tiers.begin(), config.storage.tiers.end(),
+                                       [](const config::StorageTier& t) { return t.price_per_gb_hour > 0; });
+  if (!pool_priced && !tier_priced) {
     rows = ctx_.store->QueryUsage(query);
   } else {
     // Cost = sum over pools of quantity / 3600 x the pool's price per hour of
-    // the metric: query per pool, price, then fold into the requested groups.
-    store::UsageQuery by_pool = query;
-    if (std::find(by_pool.group_by.begin(), by_pool.group_by.end(), "pool") == by_pool.group_by.end()) {
-      by_pool.group_by.push_back("pool");
+    // the metric, plus storage_gb_hours x its tier's price per GB-hour:
+    // query per pool (and tier), price, then fold into the requested groups.
+    store::UsageQuery priced = query;
+    for (const char* key : {"pool", "tier"}) {
+      if (std::find(priced.group_by.begin(), priced.group_by.end(), key) == priced.group_by.end()) {
+        priced.group_by.push_back(key);
+      }
     }
     std::map<std::map<std::string, std::string>, store::UsageRow> folded;
-    for (const auto& row : ctx_.store->QueryUsage(by_pool)) {
-      const double cost = CostAtPrices(row.metrics, ctx_.config->Current().cluster.FindPool(row.group.at("pool")));
+    for (const auto& row : ctx_.store->QueryUsage(priced)) {
+      double cost = CostAtPrices(row.metrics, config.cluster.FindPool(row.group.at("pool")));
+      if (auto gb_hours = row.metrics.find(ledger::kStorageGbHours); gb_hours != row.metrics.end()) {
+        cost += gb_hours->second * config.storage.TierPrice(row.group.at("tier"));
+      }
       std::map<std::string, std::string> key;
       for (const auto& g : query.group_by) key[g] = row.group.at(g);
       store::UsageRow& out = folded[key];

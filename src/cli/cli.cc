@@ -104,7 +104,8 @@ constexpr CommandInfo kCommands[] = {
     {"whoami", "[--json]", "show the token's user, role and projects"},
     {"usage",
      "[--from RFC3339] [--to RFC3339] [--group-by KEY[,KEY...]] [--csv|--json]\n"
-     "  KEY: user, project, queue, pool, workload_kind, job. Times like 2026-01-01T00:00:00Z; no --from/--to: all "
+     "  KEY: user, project, queue, pool, workload_kind, tier, job, hour. Times like 2026-01-01T00:00:00Z; no "
+     "--from/--to: all "
      "time.\n"
      "  Metrics are resource-seconds (3600 = 1 hour); a metric not measured is shown as \"-\", never 0.",
      "show ledger usage totals (CPU, memory, GPU, instance seconds)"},

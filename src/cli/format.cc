@@ -344,7 +344,7 @@ namespace {
 constexpr const char* kUsageMetrics[] = {"cpu_core_seconds", "cpu_seconds_used", "memory_mb_seconds", "gpu_seconds",
                                          "instance_seconds", "instance_minutes", "storage_gb_hours",  "network_bytes",
                                          "network_bytes_in", "network_bytes_out"};
-constexpr const char* kUsageGroupOrder[] = {"user", "project", "queue", "pool", "workload_kind", "job"};
+constexpr const char* kUsageGroupOrder[] = {"user", "project", "queue", "pool", "workload_kind", "tier", "job", "hour"};
 
 template <size_t N>
 bool Contains(const char* const (&list)[N], const std::string& key) {

@@ -571,7 +571,8 @@ void ParseBaseline(const YAML::Node& node, Errors& errors, BaselineSettings& out
 
 SharedFileSystem ParseSharedFileSystem(const YAML::Node& node, const std::string& path, Errors& errors) {
   SharedFileSystem fs;
-  MapReader m(node, path, {"name", "path", "mount", "read_only", "pools", "project_dirs", "charge_storage"}, errors);
+  MapReader m(node, path, {"name", "path", "mount", "read_only", "pools", "project_dirs", "charge_storage", "tier"},
+              errors);
   m.Require("name");
   m.Require("path", "the directory on every node of its pools, e.g. /srv/lustre/unisched");
   m.Read("name", fs.name);
@@ -581,6 +582,7 @@ SharedFileSystem ParseSharedFileSystem(const YAML::Node& node, const std::string
   m.Read("pools", fs.pools);
   m.Read("project_dirs", fs.project_dirs);
   m.Read("charge_storage", fs.charge_storage);
+  m.Read("tier", fs.tier);
   return fs;
 }
 
@@ -598,7 +600,7 @@ ObjectStoreAccess ParseObjectStoreAccess(const YAML::Node& node, const std::stri
 
 ObjectStore ParseObjectStore(const YAML::Node& node, const std::string& path, Errors& errors) {
   ObjectStore store;
-  MapReader m(node, path, {"name", "endpoint", "region", "path_style", "credentials", "access"}, errors);
+  MapReader m(node, path, {"name", "endpoint", "region", "path_style", "credentials", "access", "tier"}, errors);
   m.Require("name");
   m.Require("endpoint", "the service's URL, e.g. https://s3.eu-west-1.amazonaws.com or http://rgw.example:7480");
   m.Require("credentials", "{project: P, access_key: SECRET-NAME, secret_key: SECRET-NAME}");
@@ -606,6 +608,7 @@ ObjectStore ParseObjectStore(const YAML::Node& node, const std::string& path, Er
   m.Read("endpoint", store.endpoint);
   m.Read("region", store.region);
   m.Read("path_style", store.path_style);
+  m.Read("tier", store.tier);
   if (m.Has("credentials")) {
     MapReader c(m.Get("credentials"), m.PathOf("credentials"), {"project", "access_key", "secret_key"}, errors);
     c.Require("project", "the project whose secrets hold the keys");
@@ -633,12 +636,23 @@ LifecycleRule ParseLifecycleRule(const YAML::Node& node, const std::string& path
   return rule;
 }
 
+StorageTier ParseStorageTier(const YAML::Node& node, const std::string& path, Errors& errors) {
+  StorageTier tier;
+  MapReader m(node, path, {"name", "price_per_gb_hour"}, errors);
+  m.Require("name");
+  m.Require("price_per_gb_hour", "the price of one GB (10^9 bytes) kept for one hour, e.g. 0.00005");
+  m.Read("name", tier.name);
+  m.Read("price_per_gb_hour", tier.price_per_gb_hour);
+  return tier;
+}
+
 void ParseStorage(const YAML::Node& node, Errors& errors, StorageSettings& out) {
-  MapReader m(node, "storage", {"shared", "object_stores", "lifecycle", "lifecycle_interval_minutes"}, errors);
+  MapReader m(node, "storage", {"shared", "object_stores", "lifecycle", "lifecycle_interval_minutes", "tiers"}, errors);
   out.shared = ParseList<SharedFileSystem>(m, "shared", errors, ParseSharedFileSystem);
   out.object_stores = ParseList<ObjectStore>(m, "object_stores", errors, ParseObjectStore);
   out.lifecycle = ParseList<LifecycleRule>(m, "lifecycle", errors, ParseLifecycleRule);
   m.Read("lifecycle_interval_minutes", out.lifecycle_interval_minutes);
+  out.tiers = ParseList<StorageTier>(m, "tiers", errors, ParseStorageTier);
 }
 
 ImageSpec ParseImage(const YAML::Node& node, const std::string& path, Errors& errors) {

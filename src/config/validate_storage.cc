@@ -161,8 +161,37 @@ static void ValidateLifecycle(const Config& config, Errors& errors) {
   }
 }
 
+// storage.tiers: unique names with prices >= 0; every tier a file system or
+// an object store names is one of the three built in or listed there.
+static void ValidateTiers(const StorageSettings& storage, Errors& errors) {
+  std::map<std::string, std::string> names;
+  for (size_t i = 0; i < storage.tiers.size(); ++i) {
+    const StorageTier& tier = storage.tiers[i];
+    const std::string path = "storage.tiers[" + std::to_string(i) + "]";
+    if (!IsPlainName(tier.name, "")) {
+      errors.Add(JoinKey(path, "name"), "invalid name '" + tier.name + "'; " + std::string(kPlainNameRule));
+    } else if (!names.emplace(tier.name, path).second) {
+      errors.Add(JoinKey(path, "name"), "duplicate tier '" + tier.name + "' (first at " + names[tier.name] + ")");
+    }
+    if (!(tier.price_per_gb_hour >= 0) || !std::isfinite(tier.price_per_gb_hour)) {
+      errors.Add(JoinKey(path, "price_per_gb_hour"), "must be a finite number >= 0");
+    }
+  }
+  auto check = [&](const std::string& tier, const std::string& field) {
+    if (tier == kHotTier || tier == kColdTier || tier == kScratchTier || names.count(tier) != 0) return;
+    errors.Add(field, "unknown storage tier '" + tier + "'; use hot, cold or scratch, or list it in storage.tiers");
+  };
+  for (size_t i = 0; i < storage.shared.size(); ++i) {
+    check(storage.shared[i].tier, "storage.shared[" + std::to_string(i) + "].tier");
+  }
+  for (size_t i = 0; i < storage.object_stores.size(); ++i) {
+    check(storage.object_stores[i].tier, "storage.object_stores[" + std::to_string(i) + "].tier");
+  }
+}
+
 void ValidateStorage(const Config& config, Errors& errors) {
   ValidateObjectStores(config, errors);
+  ValidateTiers(config.storage, errors);
   ValidateLifecycle(config, errors);
   std::map<std::string, std::string> names, variables;
   // A job's private mounts are bounded (the supervisor's kMaxBinds).

@@ -434,6 +434,8 @@ Status Daemon::StartLeaderParts() {
   housekeeper_->OnReconciled(
       [controller = controller_.get()](int64_t discrepancies) { controller->SetLedgerDiscrepancies(discrepancies); });
   housekeeper_->OnMinute([api = api_.get()](Timestamp now) { api->FlushAudit(now); });
+  housekeeper_->MeasureArchivesWith(
+      [lifecycle = lifecycle_.get()](Timestamp now) { return lifecycle->MeasureArchives(now); });
   housekeeper_->Start();
   lifecycle_->Start();
   metrics_.SetConfigVersion(config.number, config.canary_number);

@@ -141,9 +141,11 @@ int Housekeeper::SampleStorage(Timestamp now) {
   const double seconds = static_cast<double>(every_ms) / 1000.0;
   std::vector<store::LedgerEntry> entries;
   auto charge = [&](const ledger::Subject& subject, const std::string& detail, const std::string& node,
-                    uint64_t bytes) -> store::LedgerEntry& {
-    return entries.emplace_back(ledger::MakeEntry(
+                    const std::string& tier, uint64_t bytes) -> store::LedgerEntry& {
+    store::LedgerEntry& e = entries.emplace_back(ledger::MakeEntry(
         subject, {ledger::kStorageGbHours, detail, node, GbHours(bytes, seconds)}, start, end, false, now));
+    e.tier = tier;
+    return e;
   };
   auto measure = [this](const std::string& dir) -> std::optional<uint64_t> {
     auto bytes = DiskUsageBytes(dir);
@@ -160,7 +162,7 @@ int Housekeeper::SampleStorage(Timestamp now) {
       if (!bytes) continue;
       ledger::Subject subject;
       subject.project = project.name;
-      store::LedgerEntry& e = charge(subject, dir, "", *bytes);
+      store::LedgerEntry& e = charge(subject, dir, "", config::kHotTier, *bytes);
       // The key of before MakeEntry, kept: a daemon upgraded within an
       // interval must not charge that interval's sample twice.
       e.key = "storage/" + project.name + "/" + dir + "/" + start_ms;
@@ -178,8 +180,18 @@ int Housekeeper::SampleStorage(Timestamp now) {
       if (!bytes) continue;
       ledger::Subject subject;
       subject.project = project.name;
-      store::LedgerEntry& e = charge(subject, "shared:" + fs.name, "", *bytes);
+      store::LedgerEntry& e = charge(subject, "shared:" + fs.name, "", fs.tier, *bytes);
       e.key = "storage/" + project.name + "/shared:" + fs.name + "/" + start_ms;
+    }
+  }
+  // What lifecycle rules archived to object stores, in the stores' tiers
+  // (cold by default): charged to the project, as its shared directory was.
+  if (measure_archives_) {
+    for (const ArchivedBytes& archived : measure_archives_(now)) {
+      ledger::Subject subject;
+      subject.project = archived.project;
+      store::LedgerEntry& e = charge(subject, archived.where, "", archived.tier, archived.bytes);
+      e.key = "storage/" + archived.project + "/" + archived.where + "/" + start_ms;
     }
   }
   // Running jobs' work directories: charged to the job's current attempt.
@@ -198,7 +210,7 @@ int Housekeeper::SampleStorage(Timestamp now) {
       auto bytes = measure(dir);
       if (!bytes) continue;
       const std::string node = attempt->allocation.empty() ? std::string() : attempt->allocation.front().node;
-      charge(ledger::JobSubject(job, attempt->number), "workdir", node, *bytes);
+      charge(ledger::JobSubject(job, attempt->number), "workdir", node, config::kScratchTier, *bytes);
     }
     if (!page.next_cursor) break;
     filter.cursor = page.next_cursor;

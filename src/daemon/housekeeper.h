@@ -2,8 +2,10 @@
 // The daemon's slow periodic chores, on a thread of their own so the control
 // loop never waits for a disk walk or a full ledger scan (docs/ledger.md):
 //  * storage sampling: every store.storage_sample_interval_seconds, the
-//    bytes on disk of each project's storage_paths and of each running job's
-//    work directory, charged to the ledger as storage_gb_hours;
+//    bytes on disk of each project's storage_paths, of its directories on
+//    shared file systems and of each running job's work directory, and the
+//    bytes its lifecycle archives keep in object stores, charged to the
+//    ledger as storage_gb_hours, each in its storage tier;
 //  * reconciliation: every store.reconcile_interval_seconds, the ledger
 //    against the job records; each discrepancy becomes a warning event on its
 //    job (once) and the counts become unisched_ledger_discrepancies{kind};
@@ -21,6 +23,7 @@
 #include <thread>
 #include <tuple>
 
+#include "daemon/lifecycle.h"
 #include "unisched/common/time.h"
 #include "unisched/config/config.h"
 #include "unisched/config/live.h"
@@ -54,6 +57,12 @@ class Housekeeper {
   void OnReconciled(std::function<void(int64_t)> callback) { on_reconciled_ = std::move(callback); }
   // REQUIRES: before Start. Called every minute from the housekeeping thread.
   void OnMinute(std::function<void(Timestamp)> callback) { on_minute_ = std::move(callback); }
+  // Measures what lifecycle rules archived to object stores at each sample
+  // (Lifecycle::MeasureArchives); unset: archives are not charged. Set
+  // before Start.
+  void MeasureArchivesWith(std::function<std::vector<ArchivedBytes>(Timestamp)> measure) {
+    measure_archives_ = std::move(measure);
+  }
 
   // Deletes audit records past their retention or the size bound (public
   // for tests). Returns how many went.
@@ -87,6 +96,7 @@ class Housekeeper {
   std::set<std::string> unreadable_paths_;  // warned about once
   std::function<void(int64_t)> on_reconciled_;
   std::function<void(Timestamp)> on_minute_;
+  std::function<std::vector<ArchivedBytes>(Timestamp)> measure_archives_;
 };
 
 }  // namespace unisched::daemon

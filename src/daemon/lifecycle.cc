@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "executor/stager.h"
 #include "unisched/model/data_staging.h"
@@ -39,6 +40,64 @@ std::vector<FileSeen> FilesBelow(const std::string& root) {
     files.push_back({fs::relative(it->path(), root).string(), st.st_size, modified});
   }
   return files;
+}
+
+// One client per object store for one pass, its credentials revealed once
+// and each reveal audited as a use of the secrets (`why` says what for).
+class StoreClients {
+ public:
+  StoreClients(const config::Config& config, const service::SecretVault* vault, store::Store& store, std::string actor,
+               Timestamp now)
+      : config_(config), vault_(vault), store_(store), actor_(std::move(actor)), now_(now) {}
+
+  // Null when it cannot be had; ErrorOf(name) then says why.
+  const objectstore::S3Client* For(const std::string& name, const std::string& why) {
+    if (auto it = clients_.find(name); it != clients_.end()) return it->second ? &*it->second : nullptr;
+    const config::ObjectStore* store = config_.storage.FindObjectStore(name);
+    auto& slot = clients_[name];
+    if (store == nullptr) {
+      errors_[name] = "no object store " + name;
+      return nullptr;
+    }
+    auto keys = vault_ ? vault_->RevealStoreKeys(*store)
+                       : Result<service::SecretVault::StoreKeys>(Error::Unavailable("this daemon has no secrets key"));
+    if (!keys.ok()) {
+      errors_[name] = keys.error().message;
+      return nullptr;
+    }
+    // A use like any other, a dry run's listing included.
+    for (const std::string& secret : service::SecretVault::StoreKeySecrets(*store)) {
+      store::AuditRecord audit{now_, actor_, "secret.use", secret, why};
+      (void)store_.WriteSync([&audit](store::Transaction& t) { return t.AppendAudit(audit); });
+    }
+    objectstore::S3Endpoint endpoint{store->endpoint,  store->region,    store->path_style,
+                                     keys->access_key, keys->secret_key, ""};
+    slot.emplace(std::move(endpoint));
+    return &*slot;
+  }
+  const std::string& ErrorOf(const std::string& name) { return errors_[name]; }
+
+ private:
+  const config::Config& config_;
+  const service::SecretVault* vault_;
+  store::Store& store_;
+  const std::string actor_;
+  const Timestamp now_;
+  std::map<std::string, std::optional<objectstore::S3Client>> clients_;
+  std::map<std::string, std::string> errors_;
+};
+
+// The projects whose directories an archive rule covers: those it lists,
+// or every project; "" alone (the whole tree) on a file system without
+// project directories.
+std::vector<std::string> ProjectsOfRule(const config::Config& config, const config::LifecycleRule& rule,
+                                        const config::SharedFileSystem& shared) {
+  if (!shared.project_dirs) return {""};
+  std::vector<std::string> projects = rule.projects;
+  if (projects.empty()) {
+    for (const auto& p : config.projects) projects.push_back(p.name);
+  }
+  return projects;
 }
 
 }  // namespace
@@ -86,33 +145,9 @@ Result<std::vector<LifecycleAction>> Lifecycle::Run(bool dry_run, const std::str
   const config::Config* config = &live_.Current();  // valid as long as live_
   const Timestamp now = clock_.Now();
   std::vector<LifecycleAction> actions;
-  // One client per store, its credentials read once per run and audited.
-  std::map<std::string, std::optional<objectstore::S3Client>> clients;
-  std::map<std::string, std::string> client_errors;
-  auto client_for = [&](const std::string& name, const std::string& rule) -> const objectstore::S3Client* {
-    if (auto it = clients.find(name); it != clients.end()) return it->second ? &*it->second : nullptr;
-    const config::ObjectStore* store = config->storage.FindObjectStore(name);
-    auto& slot = clients[name];
-    if (store == nullptr) {
-      client_errors[name] = "no object store " + name;
-      return nullptr;
-    }
-    auto keys = vault_ ? vault_->RevealStoreKeys(*store)
-                       : Result<service::SecretVault::StoreKeys>(Error::Unavailable("this daemon has no secrets key"));
-    if (!keys.ok()) {
-      client_errors[name] = keys.error().message;
-      return nullptr;
-    }
-    // A use like any other, a dry run's listing included.
-    for (const std::string& secret : service::SecretVault::StoreKeySecrets(*store)) {
-      store::AuditRecord audit{now, actor, "secret.use", secret,
-                               "storage lifecycle rule " + rule + " uses object store " + name};
-      (void)store_.WriteSync([&audit](store::Transaction& t) { return t.AppendAudit(audit); });
-    }
-    objectstore::S3Endpoint endpoint{store->endpoint,  store->region,    store->path_style,
-                                     keys->access_key, keys->secret_key, ""};
-    slot.emplace(std::move(endpoint));
-    return &*slot;
+  StoreClients clients(*config, vault_, store_, actor, now);
+  auto client_for = [&](const std::string& name, const std::string& rule) {
+    return clients.For(name, "storage lifecycle rule " + rule + " uses object store " + name);
   };
   auto event = [&](const LifecycleAction& a) {
     if (dry_run) return;
@@ -133,13 +168,7 @@ Result<std::vector<LifecycleAction>> Lifecycle::Run(bool dry_run, const std::str
       for (const auto& s : config->storage.shared) shared = s.name == rule.shared ? &s : shared;
       auto target = model::ParseStoreUrl(rule.archive_to, "archive_to");
       if (shared == nullptr || !target.ok()) continue;  // the config's validation rules these out
-      std::vector<std::string> projects = rule.projects;
-      if (projects.empty()) {
-        for (const auto& p : config->projects) projects.push_back(p.name);
-      }
-      // Without project directories the whole tree is one "project" "".
-      if (!shared->project_dirs) projects = {""};
-      for (const std::string& project : projects) {
+      for (const std::string& project : ProjectsOfRule(*config, rule, *shared)) {
         const std::string root = project.empty() ? shared->path : shared->path + "/" + project;
         for (const FileSeen& file : FilesBelow(root)) {
           const double age = AgeDays(file.modified, now);
@@ -155,7 +184,7 @@ Result<std::vector<LifecycleAction>> Lifecycle::Run(bool dry_run, const std::str
           if (!dry_run) {
             const objectstore::S3Client* client = client_for(target->store, rule.name);
             auto opened = client ? executor::OpenFileBeneath(root, file.relative)
-                                 : Result<executor::OpenedBeneath>(Error::Unavailable(client_errors[target->store]));
+                                 : Result<executor::OpenedBeneath>(Error::Unavailable(clients.ErrorOf(target->store)));
             if (!opened.ok()) {
               a.error = opened.error().message;
             } else {
@@ -179,7 +208,7 @@ Result<std::vector<LifecycleAction>> Lifecycle::Run(bool dry_run, const std::str
     if (!where.ok()) continue;
     const objectstore::S3Client* client = client_for(where->store, rule.name);
     if (client == nullptr) {
-      actions.push_back({rule.name, "expire", rule.objects, "", 0, 0, client_errors[where->store]});
+      actions.push_back({rule.name, "expire", rule.objects, "", 0, 0, clients.ErrorOf(where->store)});
       continue;
     }
     auto listed = client->List(where->bucket, where->key);
@@ -204,6 +233,44 @@ Result<std::vector<LifecycleAction>> Lifecycle::Run(bool dry_run, const std::str
   }
   if (!dry_run && !actions.empty()) spdlog::info("storage lifecycle: {} actions", actions.size());
   return actions;
+}
+
+std::vector<ArchivedBytes> Lifecycle::MeasureArchives(Timestamp now) {
+  const config::Config* config = &live_.Current();  // valid as long as live_
+  StoreClients clients(*config, vault_, store_, "system", now);
+  std::vector<ArchivedBytes> measured;
+  std::set<std::string> seen;  // rules sharing an archive prefix: measured once
+  for (const config::LifecycleRule& rule : config->storage.lifecycle) {
+    if (rule.shared.empty()) continue;
+    const config::SharedFileSystem* shared = nullptr;
+    for (const auto& s : config->storage.shared) shared = s.name == rule.shared ? &s : shared;
+    auto target = model::ParseStoreUrl(rule.archive_to, "archive_to");
+    const config::ObjectStore* store = target.ok() ? config->storage.FindObjectStore(target->store) : nullptr;
+    if (shared == nullptr || store == nullptr) continue;  // the config's validation rules these out
+    for (const std::string& project : ProjectsOfRule(*config, rule, *shared)) {
+      // Run archives a project's files under <prefix><project>/.
+      const std::string prefix = target->key + (project.empty() ? "" : project + "/");
+      const std::string where = "s3://" + target->store + "/" + target->bucket + "/" + prefix;
+      if (!seen.insert(where).second) continue;
+      const objectstore::S3Client* client =
+          clients.For(target->store, "storage sampling measures the archives in object store " + target->store);
+      if (client == nullptr) {
+        spdlog::warn("storage sampling: cannot measure {}: {}; not charged (absent, not zero)", where,
+                     clients.ErrorOf(target->store));
+        continue;
+      }
+      auto listed = client->List(target->bucket, prefix);
+      if (!listed.ok()) {
+        spdlog::warn("storage sampling: cannot list {}: {}; not charged (absent, not zero)", where,
+                     listed.error().message);
+        continue;
+      }
+      uint64_t bytes = 0;
+      for (const auto& object : *listed) bytes += static_cast<uint64_t>(std::max<int64_t>(object.size, 0));
+      measured.push_back({project, where, store->tier, bytes});
+    }
+  }
+  return measured;
 }
 
 }  // namespace unisched::daemon

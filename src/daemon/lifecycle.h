@@ -37,6 +37,15 @@ inline double AgeDays(Timestamp modified, Timestamp now) {
   return std::chrono::duration<double>(now - modified).count() / 86400.0;
 }
 
+// What a project keeps archived under one prefix of an object store (Run
+// puts a project's files under <archive_to><project>/), in its store's tier.
+struct ArchivedBytes {
+  std::string project;  // "" for a file system without project directories
+  std::string where;    // s3://STORE/bucket/prefix
+  std::string tier;     // the object store's (config storage.object_stores[].tier)
+  uint64_t bytes = 0;
+};
+
 class Lifecycle {
  public:
   // `vault` may be null (no secrets key): rules that need a store then fail, saying so.
@@ -52,6 +61,12 @@ class Lifecycle {
   // records no event (its use of a store's keys to list is audited).
   // `actor` is who asked ("system" for the schedule).
   Result<std::vector<LifecycleAction>> Run(bool dry_run, const std::string& actor);
+
+  // The bytes under every archive prefix of the archive rules, listed now
+  // with the stores' credentials (each use audited); a prefix that cannot be
+  // listed is left out (logged), so storage sampling charges it absent, not
+  // zero.
+  std::vector<ArchivedBytes> MeasureArchives(Timestamp now);
 
  private:
   void Loop();

@@ -358,6 +358,41 @@ CREATE TABLE secrets (
 );
 )sql";
 
+// Version 17: storage tiers (docs/data.md, "Storage tiers"). Entries gain
+// `tier` (storage_gb_hours' hot, cold, scratch, ...; "" otherwise and for
+// what was charged before), and the hourly rollup keeps it as a group of
+// its own, so GET /v1/usage?group_by=tier reads the rollup like any other
+// key. SQLite cannot change a table's primary key: the rollup is made
+// anew with the rows it had (each of tier ""), and its trigger with it.
+constexpr std::string_view kMigration17 = R"sql(
+ALTER TABLE ledger ADD COLUMN tier TEXT NOT NULL DEFAULT '';
+DROP TRIGGER ledger_rollup;
+CREATE TABLE ledger_hourly_17 (
+  hour INTEGER NOT NULL,
+  user TEXT NOT NULL,
+  project TEXT NOT NULL,
+  queue TEXT NOT NULL,
+  pool TEXT NOT NULL,
+  workload_kind TEXT NOT NULL,
+  tier TEXT NOT NULL,
+  metric TEXT NOT NULL,
+  quantity REAL NOT NULL,
+  entries INTEGER NOT NULL,
+  PRIMARY KEY (hour, user, project, queue, pool, workload_kind, tier, metric)
+) WITHOUT ROWID;
+INSERT INTO ledger_hourly_17(hour, user, project, queue, pool, workload_kind, tier, metric, quantity, entries)
+  SELECT hour, user, project, queue, pool, workload_kind, '', metric, quantity, entries FROM ledger_hourly;
+DROP TABLE ledger_hourly;
+ALTER TABLE ledger_hourly_17 RENAME TO ledger_hourly;
+CREATE TRIGGER ledger_rollup AFTER INSERT ON ledger BEGIN
+  INSERT INTO ledger_hourly(hour, user, project, queue, pool, workload_kind, tier, metric, quantity, entries)
+  VALUES(NEW.interval_end / 3600000, NEW.user, NEW.project, NEW.queue, NEW.pool, NEW.workload_kind, NEW.tier,
+         NEW.metric, NEW.quantity, 1)
+  ON CONFLICT(hour, user, project, queue, pool, workload_kind, tier, metric)
+  DO UPDATE SET quantity = quantity + excluded.quantity, entries = entries + 1;
+END;
+)sql";
+
 Status Rollback(sqlite3* db, Error error) {
   if (sqlite3_get_autocommit(db) == 0) sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
   return error;
@@ -376,8 +411,9 @@ Status Exec(sqlite3* db, const std::string& sql, const std::string& what) {
 
 const std::vector<std::string_view>& Migrations() {
   static const std::vector<std::string_view> migrations = {
-      kMigration1, kMigration2,  kMigration3,  kMigration4,  kMigration5,  kMigration6,  kMigration7,  kMigration8,
-      kMigration9, kMigration10, kMigration11, kMigration12, kMigration13, kMigration14, kMigration15, kMigration16};
+      kMigration1,  kMigration2,  kMigration3,  kMigration4,  kMigration5,  kMigration6,
+      kMigration7,  kMigration8,  kMigration9,  kMigration10, kMigration11, kMigration12,
+      kMigration13, kMigration14, kMigration15, kMigration16, kMigration17};
   return migrations;
 }
 

@@ -322,11 +322,28 @@ CREATE TABLE secrets (
 );
 )sql";
 
+// Version 17 (migrations.cc): storage tiers in the ledger and its rollup.
+constexpr std::string_view kPgMigration17 = R"sql(
+ALTER TABLE ledger ADD COLUMN tier TEXT NOT NULL DEFAULT '';
+ALTER TABLE ledger_hourly ADD COLUMN tier TEXT NOT NULL DEFAULT '';
+ALTER TABLE ledger_hourly DROP CONSTRAINT ledger_hourly_pkey;
+ALTER TABLE ledger_hourly ADD PRIMARY KEY (hour, "user", project, queue, pool, workload_kind, tier, metric);
+CREATE OR REPLACE FUNCTION ledger_rollup() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO ledger_hourly(hour, "user", project, queue, pool, workload_kind, tier, metric, quantity, entries)
+  VALUES(NEW.interval_end / 3600000, NEW."user", NEW.project, NEW.queue, NEW.pool, NEW.workload_kind, NEW.tier,
+         NEW.metric, NEW.quantity, 1)
+  ON CONFLICT(hour, "user", project, queue, pool, workload_kind, tier, metric)
+  DO UPDATE SET quantity = ledger_hourly.quantity + excluded.quantity, entries = ledger_hourly.entries + 1;
+  RETURN NULL;
+END $$;
+)sql";
+
 const std::vector<std::string_view>& PgMigrations() {
   static const std::vector<std::string_view> migrations = {
       kPgMigration1,  kPgMigration2,  kPgMigration3,  kPgMigration4,  kPgMigration5,  kPgMigration6,
       kPgMigration7,  kPgMigration8,  kPgMigration9,  kPgMigration10, kPgMigration11, kPgMigration12,
-      kPgMigration13, kPgMigration14, kPgMigration15, kPgMigration16};
+      kPgMigration13, kPgMigration14, kPgMigration15, kPgMigration16, kPgMigration17};
   return migrations;
 }
 

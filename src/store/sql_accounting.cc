@@ -10,8 +10,8 @@ namespace unisched::store::sql {
 Status AppendLedger(Connection& c, const LedgerEntry& e) {
   auto stmt = c.Prepare(
       "INSERT INTO ledger(key, job_id, attempt, \"user\", project, queue, pool, workload_kind, node, metric, detail, "
-      "quantity, interval_start, interval_end, final, recorded_at) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-      "?, ?) "
+      "quantity, interval_start, interval_end, final, recorded_at, tier) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+      "?, ?, ?, ?, ?) "
       "ON CONFLICT(key) DO NOTHING");
   if (!stmt.ok()) return stmt.error();
   stmt->Bind(1, e.key)
@@ -29,7 +29,8 @@ Status AppendLedger(Connection& c, const LedgerEntry& e) {
       .Bind(13, ToUnixMillis(e.start))
       .Bind(14, ToUnixMillis(e.end))
       .Bind(15, int64_t{e.final ? 1 : 0})
-      .Bind(16, ToUnixMillis(e.recorded_at));
+      .Bind(16, ToUnixMillis(e.recorded_at))
+      .Bind(17, e.tier);
   return stmt->Run();
 }
 
@@ -70,7 +71,7 @@ std::map<std::pair<model::JobId, int>, LedgerCharged> LedgerSums(Connection& c,
 
 std::vector<UsageRow> QueryUsage(Connection& c, const UsageQuery& q) {
   static const std::set<std::string> kGroupColumns = {"user",          "project", "queue", "pool",
-                                                      "workload_kind", "job",     "hour"};
+                                                      "workload_kind", "tier",    "job",   "hour"};
   // `columns` for the rollup, `raw_columns` for the entries: the same but
   // for the hour, which an entry has as its interval_end's (integer
   // division in SQLite and PostgreSQL alike: both operands are integers).

@@ -47,20 +47,27 @@ class LaunchCheck5Test : public ::testing::Test {
     curl_.emplace(s3_, root_ + "-curl");
     ASSERT_EQ(curl_->MakeBucket(bucket_), "200");
     std::string config = ReadFile(std::string(UNISCHED_SOURCE_DIR) + "/config/unisched.yaml");
-    config += "\nstorage:\n  lifecycle_interval_minutes: 0\n  shared:\n    - {name: data, path: " + root_ +
-              "/shared, pools: [cpu-hpc-pool, elastic-light-pool]}\n"
-              "  object_stores:\n    - name: rgw\n      endpoint: " +
-              s3_["UNISCHED_TEST_S3_URL"] +
-              "\n      credentials: {project: default, access_key: s3-access, secret_key: s3-secret}\n"
-              "      access: [{projects: [default], bucket: " +
-              bucket_ +
-              "}]\n"
-              "  lifecycle:\n"
-              "    - {name: archive-results, shared: data, older_than_days: 1, archive_to: s3://rgw/" +
-              bucket_ +
-              "/cold/}\n"
-              "    - {name: expire-scratch, objects: s3://rgw/" +
-              bucket_ + "/scratch/, older_than_days: 0.00003}\n";
+    // Storage sampled every second: the archive shows up in the cold tier.
+    const std::string every = "storage_sample_interval_seconds: 300";
+    config.replace(config.find(every), every.size(), "storage_sample_interval_seconds: 1");
+    config +=
+        "\nstorage:\n  lifecycle_interval_minutes: 0\n"
+        "  tiers: [{name: hot, price_per_gb_hour: 0.0001}, {name: cold, price_per_gb_hour: 0.00001}]\n"
+        "  shared:\n    - {name: data, path: " +
+        root_ +
+        "/shared, pools: [cpu-hpc-pool, elastic-light-pool]}\n"
+        "  object_stores:\n    - name: rgw\n      endpoint: " +
+        s3_["UNISCHED_TEST_S3_URL"] +
+        "\n      credentials: {project: default, access_key: s3-access, secret_key: s3-secret}\n"
+        "      access: [{projects: [default], bucket: " +
+        bucket_ +
+        "}]\n"
+        "  lifecycle:\n"
+        "    - {name: archive-results, shared: data, older_than_days: 1, archive_to: s3://rgw/" +
+        bucket_ +
+        "/cold/}\n"
+        "    - {name: expire-scratch, objects: s3://rgw/" +
+        bucket_ + "/scratch/, older_than_days: 0.00003}\n";
     daemon_.UseConfigText(config);
     daemon_.Start();
     for (const auto& [name, key] :
@@ -146,6 +153,33 @@ TEST_F(LaunchCheck5Test, SharedStorageObjectStorageAndLifecycleEndToEnd) {
   std::set<std::string> kinds;
   for (const auto& e : events["events"]) kinds.insert(e["kind"].get<std::string>());
   EXPECT_EQ(kinds, (std::set<std::string>{"storage_archived", "storage_expired"})) << events.dump();
+
+  // 4. Storage per tier: the project's shared directory is charged hot and,
+  // from the next sample on, what it archived cold, each at its price.
+  json cold;
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (cold.is_null() && std::chrono::steady_clock::now() < deadline) {
+    const json usage = daemon_.Call("GET", "/v1/usage?group_by=project,tier").json;
+    for (const auto& row : usage["rows"]) {
+      // Sampled before the archive too, at zero bytes: wait for a sample after it.
+      if (row["project"] == "default" && row["tier"] == "cold" && row.value("storage_gb_hours", 0.0) > 0) cold = row;
+    }
+    if (cold.is_null()) std::this_thread::sleep_for(200ms);
+  }
+  ASSERT_FALSE(cold.is_null()) << "the archive was never charged";
+  EXPECT_NEAR(cold["cost"].get<double>(), cold["storage_gb_hours"].get<double>() * 0.00001, 1e-18) << cold.dump();
+  const std::string csv = daemon_.Call("GET", "/v1/usage?group_by=tier&format=csv").body;
+  EXPECT_EQ(csv.rfind("tier,", 0), 0u) << csv;
+  EXPECT_NE(csv.find("\ncold,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\nhot,"), std::string::npos) << csv;
+  // Reading the store's keys to measure it is a use of the secrets, audited.
+  const json audit = daemon_.Call("GET", "/v1/audit?limit=10000").json;
+  bool sampling_audited = false;
+  for (const auto& a : audit.value("audit", json::array())) {
+    sampling_audited = sampling_audited || (a["action"] == "secret.use" &&
+                                            a.value("result", "").find("storage sampling") != std::string::npos);
+  }
+  EXPECT_TRUE(sampling_audited) << audit.dump();
 }
 
 }  // namespace

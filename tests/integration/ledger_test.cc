@@ -486,6 +486,10 @@ TEST_F(LedgerTest, StorageIsSampledForProjectPathsAndJobWorkDirectories) {
   std::string config = kLedgerConfig;
   config.replace(config.find("storage_sample_interval_seconds: 0"), 34, "storage_sample_interval_seconds: 1");
   config.replace(config.find("  - name: genomics\n"), 19, "  - name: genomics\n    storage_paths: [" + dir + "]\n");
+  // Priced per tier: the project's path is hot, a work directory scratch.
+  config +=
+      "storage:\n  tiers:\n    - {name: hot, price_per_gb_hour: 1000}\n"
+      "    - {name: scratch, price_per_gb_hour: 3000}\n";
   daemon_ = std::make_unique<TestDaemon>();
   daemon_->UseConfigText(config);
   daemon_->Start();
@@ -516,6 +520,19 @@ TEST_F(LedgerTest, StorageIsSampledForProjectPathsAndJobWorkDirectories) {
     if (row["project"] == "genomics") total = row.value("storage_gb_hours", 0.0);
   }
   EXPECT_GE(total, 2 * five_mib_second);
+  // Per tier, each priced at its tier's price per GB-hour; compute has tier "".
+  std::map<std::string, json> tiers;
+  const json by_tier = Usage("group_by=project,tier");
+  for (const auto& row : by_tier["rows"]) {
+    if (row["project"] == "genomics") tiers[row["tier"].get<std::string>()] = row;
+  }
+  ASSERT_TRUE(tiers.count("hot") && tiers.count("scratch") && tiers.count("")) << by_tier.dump();
+  for (const auto& [tier, price] : {std::pair<std::string, double>{"hot", 1000}, {"scratch", 3000}}) {
+    const double gb_hours = tiers[tier]["storage_gb_hours"].get<double>();
+    EXPECT_GT(gb_hours, 0) << tier;
+    EXPECT_NEAR(tiers[tier]["cost"].get<double>(), gb_hours * price, 1e-9 * gb_hours * price) << tier;
+  }
+  EXPECT_FALSE(tiers[""].contains("storage_gb_hours")) << tiers[""].dump();
   const json report = Reconcile();
   EXPECT_EQ(report["missing"], 0) << report.dump();
   EXPECT_EQ(report["mismatched"], 0) << report.dump();

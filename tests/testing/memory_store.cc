@@ -850,7 +850,7 @@ std::map<std::pair<model::JobId, int>, LedgerCharged> MemoryStore::LoadAllLedger
 
 std::vector<UsageRow> MemoryStore::QueryUsage(const UsageQuery& q) const {
   static const std::set<std::string> kGroupColumns = {"user",          "project", "queue", "pool",
-                                                      "workload_kind", "job",     "hour"};
+                                                      "workload_kind", "tier",    "job",   "hour"};
   for (const auto& g : q.group_by) {
     if (!kGroupColumns.count(g)) throw std::invalid_argument("unknown group_by column " + g);
   }
@@ -867,6 +867,7 @@ std::vector<UsageRow> MemoryStore::QueryUsage(const UsageQuery& q) const {
     if (name == "project") return e.project;
     if (name == "queue") return e.queue;
     if (name == "pool") return e.pool;
+    if (name == "tier") return e.tier;
     return e.workload_kind;
   };
   const auto snapshot = data_->Snapshot();

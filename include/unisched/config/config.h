@@ -193,6 +193,7 @@ struct SharedFileSystem {
   // walk of each tree, like du -s: on a file system of many millions of
   // files a site may rather take its quota tool's figures).
   bool charge_storage = true;
+  std::string tier = "hot";  // the storage tier its bytes are charged in (storage.tiers)
 };
 
 // Who may stage from and to which part of an object store: the projects
@@ -218,6 +219,9 @@ struct ObjectStore {
   std::string access_key_secret;
   std::string secret_key_secret;
   std::vector<ObjectStoreAccess> access{};
+  // The storage tier of what lifecycle rules archive to it, sampled and
+  // charged as storage_gb_hours (storage.tiers).
+  std::string tier = "cold";
 };
 
 // A lifecycle rule (docs/data.md, "Lifecycle"), one of two kinds. Archive
@@ -236,11 +240,33 @@ struct LifecycleRule {
   double older_than_days = 0;
 };
 
+// A storage tier's price (docs/data.md, "Storage tiers"): storage_gb_hours
+// charged in the tier cost price_per_gb_hour each. Three tiers exist
+// without being listed: "hot" (shared file systems and projects'
+// storage_paths), "cold" (lifecycle archives in object stores) and
+// "scratch" (running jobs' work directories); a site may list others and
+// name them in storage.shared[].tier or storage.object_stores[].tier.
+struct StorageTier {
+  std::string name;
+  double price_per_gb_hour = 0;
+};
+inline constexpr const char* kHotTier = "hot";
+inline constexpr const char* kColdTier = "cold";
+inline constexpr const char* kScratchTier = "scratch";
+
 struct StorageSettings {
   std::vector<SharedFileSystem> shared;
   std::vector<ObjectStore> object_stores{};
   std::vector<LifecycleRule> lifecycle{};
   int lifecycle_interval_minutes = 60;  // how often the daemon applies the rules; 0: only when asked
+  std::vector<StorageTier> tiers{};
+  // The price per GB-hour of `tier`; 0 where it has none.
+  double TierPrice(const std::string& tier) const {
+    for (const auto& t : tiers) {
+      if (t.name == tier) return t.price_per_gb_hour;
+    }
+    return 0;
+  }
   const ObjectStore* FindObjectStore(const std::string& name) const {
     for (const auto& store : object_stores) {
       if (store.name == name) return &store;

@@ -51,6 +51,10 @@ struct Entry {
   std::string user, project, queue, pool, workload_kind, node;
   std::string metric;  // cpu_core_seconds, memory_mb_seconds, gpu_seconds, instance_seconds, cpu_seconds_used
   std::string detail;  // e.g. the GPU model of gpu_seconds
+  // storage_gb_hours: the storage tier the bytes lie in (hot, cold,
+  // scratch or a site's; config storage.tiers); "" for every other metric
+  // and for storage charged before tiers existed (schema version 17).
+  std::string tier;
   double quantity = 0;
   Timestamp start{}, end{};
   bool final = false;  // closes the attempt: quantity = its whole usage - its interim charges

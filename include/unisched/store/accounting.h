@@ -35,8 +35,9 @@ struct LedgerCharged {
 
 struct UsageQuery {
   std::optional<Timestamp> from, to;  // entries whose interval ends in (from, to]
-  // Of user, project, queue, pool, workload_kind and job (the job's id:
-  // summed from the ledger's entries, not the hourly rollup).
+  // Of user, project, queue, pool, workload_kind, tier (storage's; "" for
+  // other metrics), hour and job (the job's id: summed from the ledger's
+  // entries, not the hourly rollup).
   std::vector<std::string> group_by;
   // Visibility: unset sees all; else entries of these projects or queues.
   std::optional<std::vector<std::string>> visible_projects;

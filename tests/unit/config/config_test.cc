@@ -1592,6 +1592,42 @@ TEST(StorageKeys, LifecycleRulesAreOneKindOverKnownStoresAndFileSystems) {
   }
 }
 
+TEST(StorageKeys, TiersHavePricesAndWhatNamesATierNamesAKnownOne) {
+  const std::string base =
+      "projects: [{name: default}]\nstorage:\n  shared: [{name: data, path: /lustre/u, tier: nvme}]\n"
+      "  object_stores:\n    - name: rgw\n      endpoint: http://rgw.example:7480\n"
+      "      credentials: {project: default, access_key: ak, secret_key: sk}\n";
+  const std::string tiers =
+      "  tiers: [{name: nvme, price_per_gb_hour: 0.0002}, {name: cold, price_per_gb_hour: 1e-6}]\n";
+  const Config set = MustLoad(LoadConfigText(Doc().Extra(base + tiers).Text()));
+  EXPECT_EQ(set.storage.shared[0].tier, "nvme");
+  EXPECT_EQ(set.storage.object_stores[0].tier, "cold");  // the default
+  EXPECT_DOUBLE_EQ(set.storage.TierPrice("nvme"), 0.0002);
+  EXPECT_DOUBLE_EQ(set.storage.TierPrice("cold"), 1e-6);
+  EXPECT_DOUBLE_EQ(set.storage.TierPrice("hot"), 0);  // built in, unpriced
+  struct Case {
+    std::string extra;
+    std::vector<std::string> paths;
+  };
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string text = base + tiers;
+    text.replace(text.find(from), from.size(), to);
+    return text;
+  };
+  const std::vector<Case> cases = {
+      {base, {"storage.shared[0].tier"}},  // nvme is nobody's
+      {with("price_per_gb_hour: 0.0002", "price_per_gb_hour: -1"), {"storage.tiers[0].price_per_gb_hour"}},
+      {with("{name: cold, price_per_gb_hour: 1e-6}", "{name: nvme, price_per_gb_hour: 1}"), {"storage.tiers[1].name"}},
+      {with("{name: cold, price_per_gb_hour: 1e-6}", "{name: cold}"), {"storage.tiers[1].price_per_gb_hour"}},
+      {with("{name: cold, price_per_gb_hour: 1e-6}", "{name: Cold, price_per_gb_hour: 1}"), {"storage.tiers[1].name"}},
+      {with("credentials:", "tier: tape\n      credentials:"), {"storage.object_stores[0].tier"}},
+  };
+  for (const Case& c : cases) {
+    const auto errors = ErrorsOf(LoadConfigText(Doc().Extra(c.extra).Text()));
+    EXPECT_EQ(PathsOf(errors), c.paths) << c.extra << Dump(errors);
+  }
+}
+
 TEST(PoolKeys, TargetSharesAreOptionalAndAddUpTo100) {
   const std::string two_pools = Doc().Text();
   EXPECT_EQ(MustLoad(LoadConfigText(two_pools)).cluster.pools[0].target_share_percent, 0);

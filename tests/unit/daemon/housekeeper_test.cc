@@ -226,3 +226,55 @@ TEST_F(HousekeeperTest, AuditRecordsPastRetentionOrTheSizeBoundArePruned) {
 
 }  // namespace
 }  // namespace unisched::daemon
+
+namespace unisched::daemon {
+namespace {
+
+// Each source of storage in its tier: a project's storage_paths hot, a shared
+// file system in the tier it names, a work directory scratch, and what
+// lifecycle rules archived in the object store's tier (measured by the
+// lifecycle; here a table of what it found).
+TEST_F(HousekeeperTest, EachKindOfStorageIsChargedInItsTier) {
+  WriteFile(data_.path() + "/data", 1'000'000);
+  TempDir shared;
+  config_.storage.shared = {{"lustre", shared.path(), "", false, {}, true}};
+  config_.storage.shared[0].tier = "fast";
+  config_.storage.tiers = {{"fast", 0.5}};
+  fs::create_directory(shared.path() + "/genomics");
+  WriteFile(shared.path() + "/genomics/reads.fq", 200'000);
+  Insert(RunningJob(7));
+  fs::create_directory(work_root() + "/7");
+  WriteFile(work_root() + "/7/out", 400'000);
+  const config::LiveConfig live(config_);
+  Housekeeper keeper(live, *store_, metrics_, clock_, work_root());
+  std::vector<Timestamp> measured_at;
+  keeper.MeasureArchivesWith([&](Timestamp now) {
+    measured_at.push_back(now);
+    return std::vector<ArchivedBytes>{{"genomics", "s3://rgw/cold/archive/genomics/", "cold", 3'600'000'000}};
+  });
+  EXPECT_EQ(keeper.SampleStorage(clock_.Now()), 4);
+  ASSERT_EQ(measured_at.size(), 1u);
+
+  store::UsageQuery q;
+  q.group_by = {"project", "tier"};
+  std::map<std::string, double> by_tier;
+  for (const auto& row : store_->QueryUsage(q)) {
+    EXPECT_EQ(row.group.at("project"), "genomics");
+    by_tier[row.group.at("tier")] = row.metrics.at(ledger::kStorageGbHours);
+  }
+  EXPECT_NEAR(by_tier["hot"], GbHours(*DiskUsageBytes(data_.path()), 60), 1e-15);
+  EXPECT_NEAR(by_tier["fast"], GbHours(*DiskUsageBytes(shared.path() + "/genomics"), 60), 1e-15);
+  EXPECT_NEAR(by_tier["scratch"], GbHours(*DiskUsageBytes(work_root() + "/7"), 60), 1e-15);
+  EXPECT_DOUBLE_EQ(by_tier["cold"], 0.06);  // 3.6 GB for a minute
+  EXPECT_EQ(by_tier.size(), 4u);
+  // Sampled again within the interval (a restart): the archive is charged once.
+  keeper.SampleStorage(clock_.Now() + std::chrono::seconds(20));
+  for (const auto& row : store_->QueryUsage(q)) {
+    if (row.group.at("tier") == "cold") {
+      EXPECT_DOUBLE_EQ(row.metrics.at(ledger::kStorageGbHours), 0.06);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace unisched::daemon

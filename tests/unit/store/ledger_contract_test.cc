@@ -119,6 +119,34 @@ TEST_P(LedgerStoreTest, UsageGroupsByTheHourOfEachEntrysEnd) {
   EXPECT_EQ(rows[2].group.at("hour"), std::to_string(first_hour + 2));
 }
 
+// group_by tier: storage per tier, from the rollup for whole hours and
+// from the entries at a window's edge alike; other metrics have tier "".
+TEST_P(LedgerStoreTest, UsageGroupsStorageByTier) {
+  auto storage = [](const std::string& key, const std::string& tier, double gb_hours, int64_t end_s) {
+    LedgerEntry e = Entry(key, 0, "genomics", "storage_gb_hours", gb_hours, end_s - 60, end_s);
+    e.tier = tier;
+    return e;
+  };
+  Append(storage("s1", "hot", 1.5, 60));
+  Append(storage("s2", "cold", 4, 60));
+  Append(storage("s3", "cold", 2, 7200));
+  Append(Entry("c", 1, "genomics", "cpu_core_seconds", 60, 0, 60));
+  for (bool window : {false, true}) {
+    SCOPED_TRACE(window ? "an edge of the window inside an hour" : "no window");
+    UsageQuery q;
+    q.group_by = {"tier"};
+    if (window) q.from = kT0 + std::chrono::seconds(1);
+    const auto rows = store_->QueryUsage(q);
+    ASSERT_EQ(rows.size(), 3u);
+    EXPECT_EQ(rows[0].group.at("tier"), "");
+    EXPECT_DOUBLE_EQ(rows[0].metrics.at("cpu_core_seconds"), 60);
+    EXPECT_EQ(rows[1].group.at("tier"), "cold");
+    EXPECT_DOUBLE_EQ(rows[1].metrics.at("storage_gb_hours"), 6);
+    EXPECT_EQ(rows[2].group.at("tier"), "hot");
+    EXPECT_DOUBLE_EQ(rows[2].metrics.at("storage_gb_hours"), 1.5);
+  }
+}
+
 TEST_P(LedgerStoreTest, DuplicatedRowsAreCounted) {
   Append(Entry("a", 1, "genomics", "cpu_core_seconds", 60, 0, 60));
   Append(Entry("a-copy", 1, "genomics", "cpu_core_seconds", 60, 0, 60));  // same interval, other key

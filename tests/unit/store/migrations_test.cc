@@ -119,6 +119,37 @@ TEST(MigrationsTest, LedgerRollupIncludesEntriesWrittenBeforeIt) {
   EXPECT_EQ(db.Text("SELECT quantity || '/' || entries FROM ledger_hourly WHERE hour = 1"), "10.0/3");
 }
 
+// Migration 17 keeps the rollup's rows (tier "") and from then on rolls up
+// each tier of storage apart; the ledger stays append-only.
+TEST(MigrationsTest, StorageTiersKeepTheRollupAndGroupByTierFromThenOn) {
+  TempDir dir;
+  RawDb db(dir.File("a.db"));
+  const std::vector<std::string_view> up_to_16(Migrations().begin(), Migrations().begin() + 16);
+  ASSERT_EQ(*ApplyMigrations(db.get(), up_to_16, kNow), 16);
+  const std::string columns =
+      "INSERT INTO ledger(key, job_id, attempt, user, project, queue, pool, workload_kind, node, metric, detail, "
+      "quantity, interval_start, interval_end, final, recorded_at";
+  ASSERT_EQ(sqlite3_exec(db.get(),
+                         (columns + ") VALUES('a', 0, 0, '', 'p', '', '', '', '', 'storage_gb_hours', 'shared:home', "
+                                    "2.5, 0, 3600000, 0, 0)")
+                             .c_str(),
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(*ApplyMigrations(db.get(), Migrations(), kNow), static_cast<int>(Migrations().size()));
+  EXPECT_EQ(db.Text("SELECT tier || '=' || quantity FROM ledger_hourly WHERE hour = 1"), "=2.5");
+  for (const std::string row :
+       {"('b', 0, 0, '', 'p', '', '', '', '', 'storage_gb_hours', 'x', 1, 0, 3600001, 0, 0, 'cold')",
+        "('c', 0, 0, '', 'p', '', '', '', '', 'storage_gb_hours', 'y', 2, 0, 3600002, 0, 0, 'cold')",
+        "('d', 0, 0, '', 'p', '', '', '', '', 'storage_gb_hours', 'z', 4, 0, 3600003, 0, 0, 'hot')"}) {
+    ASSERT_EQ(sqlite3_exec(db.get(), (columns + ", tier) VALUES" + row).c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+  }
+  EXPECT_EQ(db.Text("SELECT group_concat(tier || '=' || quantity || '/' || entries, ' ') FROM "
+                    "(SELECT * FROM ledger_hourly WHERE hour = 1 ORDER BY tier)"),
+            "=2.5/1 cold=3.0/2 hot=4.0/1");
+  EXPECT_NE(sqlite3_exec(db.get(), "UPDATE ledger SET tier = 'hot' WHERE key = 'a'", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+}
+
 TEST(StoreOpenTest, CreatesAFileOnlyTheOwnerCanReadInWalMode) {
   TempDir dir;
   const std::string path = dir.File("unisched.db");
