@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -170,11 +171,33 @@ Status RunParallel(size_t count, int parallel, const std::atomic<bool>& cancelle
 
 StageCache::StageCache(std::string dir, int64_t cap_bytes) : dir_(std::move(dir)), cap_bytes_(cap_bytes) {}
 
+namespace {
+
+// Whether a download's temporary name (<name>.part-<pid>-<n>) belongs to a
+// process that is gone: Trim never counts one, so nothing else removes it.
+bool AbandonedPart(const std::string& name) {
+  const auto at = name.find(".part-");
+  if (at == std::string::npos) return false;
+  const long pid = std::strtol(name.c_str() + at + 6, nullptr, 10);
+  return pid > 0 && pid != ::getpid() && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+}
+
+}  // namespace
+
 bool StageCache::Ready() const {
   // Made at first use, under the executor's work root, which is made by
   // then (LocalExecutor::MakeRoots before any stage-in).
   if (ready_.load()) return true;
+  std::lock_guard lock(trim_mu_);
+  if (ready_.load()) return true;
   if (dir_.empty() || (::mkdir(dir_.c_str(), 0700) != 0 && errno != EEXIST)) return false;
+  // The partial downloads of a process killed mid-transfer.
+  if (DIR* d = ::opendir(dir_.c_str())) {
+    while (dirent* e = ::readdir(d)) {
+      if (AbandonedPart(e->d_name)) (void)::unlinkat(::dirfd(d), e->d_name, 0);
+    }
+    ::closedir(d);
+  }
   ready_ = true;
   return true;
 }

@@ -58,12 +58,13 @@ class StageCache {
   void Trim();
 
  private:
-  // Whether the directory exists (made now when missing).
+  // Whether the directory exists (made now when missing; at its first use
+  // by this process rid of the partial downloads of processes that are gone).
   bool Ready() const;
   std::string dir_;
   int64_t cap_bytes_;
   mutable std::atomic<bool> ready_{false};
-  std::mutex trim_mu_;
+  mutable std::mutex trim_mu_;  // Trim, and Ready's first use
 };
 
 struct StageTotals {

@@ -212,7 +212,8 @@ TEST_F(ArrayTest, AnArrayGoesOnAcrossARestartAndEachTaskRunsOnce) {
   d().Stop();
   d().Start();
   const json parent = d().WaitTerminal(id);
-  ASSERT_EQ(parent["state"], "COMPLETED") << parent.dump(2);
+  // The tasks with their attempts' reasons: what a failure needs to be understood.
+  ASSERT_EQ(parent["state"], "COMPLETED") << parent.dump(2) << Tasks(id).dump(2);
   EXPECT_EQ(parent["array"]["tasks"]["completed"], 6);
   for (int index = 0; index < 6; ++index) {
     EXPECT_EQ(ReadFile(dir + "/task-" + std::to_string(index)), "x\n") << index;
