@@ -427,13 +427,19 @@ class Agent {
       if (result.ok()) OnResult(std::move(*result));
       return;
     }
+    bool known = false;
     {
       std::lock_guard lock(mu_);
       // Running, or ended with its result on the way to the daemon (sent
-      // again until answered): nothing to start.
+      // again until answered): nothing to start; a recovered one may take
+      // the stores' keys its stage-out needs (sent again for that).
       const executor::AttemptRef key{spec.job_id, spec.attempt, spec.task};
-      if (running_.count(key) || finished_.count(key)) return;
-      running_.insert(key);
+      known = running_.count(key) || finished_.count(key);
+      if (!known) running_.insert(key);
+    }
+    if (known) {
+      executor_->ProvideStoreKeys(spec);
+      return;
     }
     // Recovery re-attaches to a running attempt and needs no secret: none
     // is written to disk.
@@ -460,6 +466,7 @@ class Agent {
     h.address = address_;
     h.wait_ms = wait_ms;
     h.staging = executor_->Staging();
+    h.needs_store_keys = executor_->NeedingStoreKeys();
     std::lock_guard lock(mu_);
     h.running.assign(running_.begin(), running_.end());
     h.healthy = healthy_;

@@ -94,6 +94,7 @@ void AgentHub::Heartbeat(const std::string& token_pool, executor::Heartbeat hear
   const std::string node = heartbeat.node;
   const int wait_ms = std::clamp(heartbeat.wait_ms, 0, kMaxWaitMs);
   std::set<executor::AttemptRef> running(heartbeat.running.begin(), heartbeat.running.end());
+  std::vector<executor::AttemptRef> needs_keys = heartbeat.needs_store_keys;
   {
     std::lock_guard lock(mu_);
     if (heartbeat.staging.empty()) {
@@ -102,62 +103,75 @@ void AgentHub::Heartbeat(const std::string& token_pool, executor::Heartbeat hear
       staging_[node] = heartbeat.staging;
     }
   }
-  sink_->OnAgentHeartbeat(std::move(heartbeat), [this, node, wait_ms, running = std::move(running),
-                                                 done = std::move(done)](HeartbeatAnswer answer) {
-    std::vector<std::function<void()>> answers;
-    std::vector<executor::RunResult> never_started;
-    {
-      std::lock_guard lock(mu_);
-      NodeQueue& q = queues_[node];
-      q.node_state = answer.node_state;
-      for (auto& stale : answer.stale) q.cancel.push_back(stale);
-      // The agent sends a heartbeat only after acting on the last answer: an
-      // attempt handed to it before and not named now never reached it (its
-      // answer was lost with a dying agent or daemon). It is sent again (an
-      // agent runs an attempt at most once, and answers one it already ran
-      // with its stored result), or, if cancelled meanwhile, ends here.
-      for (auto it = q.unconfirmed.begin(); it != q.unconfirmed.end();) {
-        auto spec = attempts_.find(it->first);
-        if (running.count(it->first) || spec == attempts_.end()) {
-          it = q.unconfirmed.erase(it);
-          continue;
+  sink_->OnAgentHeartbeat(
+      std::move(heartbeat), [this, node, wait_ms, running = std::move(running), needs_keys = std::move(needs_keys),
+                             done = std::move(done)](HeartbeatAnswer answer) {
+        std::vector<std::function<void()>> answers;
+        std::vector<executor::RunResult> never_started;
+        {
+          std::lock_guard lock(mu_);
+          NodeQueue& q = queues_[node];
+          q.node_state = answer.node_state;
+          for (auto& stale : answer.stale) q.cancel.push_back(stale);
+          // The agent sends a heartbeat only after acting on the last answer: an
+          // attempt handed to it before and not named now never reached it (its
+          // answer was lost with a dying agent or daemon). It is sent again (an
+          // agent runs an attempt at most once, and answers one it already ran
+          // with its stored result), or, if cancelled meanwhile, ends here.
+          for (auto it = q.unconfirmed.begin(); it != q.unconfirmed.end();) {
+            auto spec = attempts_.find(it->first);
+            if (running.count(it->first) || spec == attempts_.end()) {
+              it = q.unconfirmed.erase(it);
+              continue;
+            }
+            if (it->second) {
+              executor::RunResult r;
+              r.job_id = it->first.job;
+              r.attempt = it->first.attempt;
+              r.task = it->first.task;
+              r.outcome = executor::RunOutcome::kCancelled;
+              r.reason = "cancelled before it started on node " + node;
+              never_started.push_back(std::move(r));
+              it = q.unconfirmed.erase(it);
+              continue;
+            }
+            if (std::none_of(q.launch.begin(), q.launch.end(), [&](const executor::LaunchSpec& s) {
+                  return s.job_id == it->first.job && s.attempt == it->first.attempt && s.task == it->first.task;
+                })) {
+              q.launch.push_back(spec->second);
+            }
+            ++it;
+          }
+          // An agent that restarted keeps no object-store keys: the launch of an
+          // attempt whose stage-out needs them goes again, keys and all (the
+          // agent starts nothing new for an attempt it runs).
+          for (const executor::AttemptRef& ref : needs_keys) {
+            auto spec = attempts_.find(ref);
+            if (spec == attempts_.end() || spec->second.node != node) continue;
+            if (std::none_of(q.launch.begin(), q.launch.end(), [&](const executor::LaunchSpec& s) {
+                  return s.job_id == ref.job && s.attempt == ref.attempt && s.task == ref.task;
+                })) {
+              q.launch.push_back(spec->second);
+            }
+          }
+          // A newer heartbeat replaces a parked one (the agent gave up on it).
+          if (q.parked) {
+            executor::Commands empty;
+            empty.node_state = q.node_state;
+            answers.push_back([old = std::move(q.parked->done), empty] { old(empty); });
+            q.parked.reset();
+          }
+          if (!q.launch.empty() || !q.cancel.empty() || wait_ms == 0) {
+            answers.push_back([done, commands = TakeCommands(q, node)] { done(commands); });
+          } else {
+            q.parked = std::make_unique<Parked>(
+                Parked{done, std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms)});
+            cv_.notify_all();
+          }
         }
-        if (it->second) {
-          executor::RunResult r;
-          r.job_id = it->first.job;
-          r.attempt = it->first.attempt;
-          r.task = it->first.task;
-          r.outcome = executor::RunOutcome::kCancelled;
-          r.reason = "cancelled before it started on node " + node;
-          never_started.push_back(std::move(r));
-          it = q.unconfirmed.erase(it);
-          continue;
-        }
-        if (std::none_of(q.launch.begin(), q.launch.end(), [&](const executor::LaunchSpec& s) {
-              return s.job_id == it->first.job && s.attempt == it->first.attempt && s.task == it->first.task;
-            })) {
-          q.launch.push_back(spec->second);
-        }
-        ++it;
-      }
-      // A newer heartbeat replaces a parked one (the agent gave up on it).
-      if (q.parked) {
-        executor::Commands empty;
-        empty.node_state = q.node_state;
-        answers.push_back([old = std::move(q.parked->done), empty] { old(empty); });
-        q.parked.reset();
-      }
-      if (!q.launch.empty() || !q.cancel.empty() || wait_ms == 0) {
-        answers.push_back([done, commands = TakeCommands(q, node)] { done(commands); });
-      } else {
-        q.parked = std::make_unique<Parked>(
-            Parked{done, std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms)});
-        cv_.notify_all();
-      }
-    }
-    for (auto& a : answers) a();
-    for (auto& r : never_started) DeliverResult(std::move(r));
-  });
+        for (auto& a : answers) a();
+        for (auto& r : never_started) DeliverResult(std::move(r));
+      });
 }
 
 Result<std::vector<api::AgentPlane::IgnoredResult>> AgentHub::Results(const std::string& token_pool,

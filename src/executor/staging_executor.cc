@@ -17,6 +17,8 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -33,6 +35,8 @@ namespace unisched::executor {
 namespace {
 
 constexpr int kStagingThreads = 4;
+// How long a stage-out recovered without the stores' keys waits for them.
+constexpr std::chrono::seconds kStoreKeysWait{60};
 
 class StagingExecutor final : public Executor {
  public:
@@ -126,11 +130,31 @@ class StagingExecutor final : public Executor {
         stopping_ = true;
       }
       cv_.notify_all();
+      keys_cv_.notify_all();
       // A transfer under way finishes first (at most its retries' time);
       // what waits in the queue is picked up again after the restart.
       for (auto& t : threads_) t.join();
       inner_->Shutdown();
     });
+  }
+
+  std::vector<AttemptRef> NeedingStoreKeys() const override {
+    std::vector<AttemptRef> out;
+    std::lock_guard lock(mu_);
+    for (const auto& [key, t] : tracked_) {
+      if (LacksStoreKeys(t.spec)) out.push_back({key.job_id, key.attempt, key.task});
+    }
+    return out;
+  }
+
+  void ProvideStoreKeys(const LaunchSpec& spec) override {
+    {
+      std::lock_guard lock(mu_);
+      auto it = tracked_.find({spec.job_id, spec.attempt, spec.task});
+      if (it == tracked_.end() || !LacksStoreKeys(it->second.spec) || LacksStoreKeys(spec)) return;
+      it->second.spec.stores = spec.stores;
+    }
+    keys_cv_.notify_all();
   }
 
   std::vector<StagingProgress> Staging() const override {
@@ -298,9 +322,32 @@ class StagingExecutor final : public Executor {
     }
   }
 
-  void StageOutAndHandOn(Job& job, const LaunchSpec& spec, StageCounters& counters) {
+  // Whether `spec` lacks a store's keys (recovered from an agent's disk,
+  // which keeps none) that a stage-out would need.
+  static bool LacksStoreKeys(const LaunchSpec& spec) {
+    if (spec.data.stage_out.empty()) return false;
+    return std::any_of(spec.stores.begin(), spec.stores.end(),
+                       [](const StoreEndpoint& s) { return s.access_key.empty() || s.secret_key.empty(); });
+  }
+
+  void StageOutAndHandOn(Job& job, const LaunchSpec& recovered_spec, StageCounters& counters) {
     RunResult r = std::move(job.result);
-    auto sent = StageOut(spec, WorkDir(spec.job_id), r.outcome == RunOutcome::kCompleted, counters);
+    LaunchSpec spec = recovered_spec;
+    if (LacksStoreKeys(spec)) {
+      // The daemon sends the keys once the agent asks in its next heartbeat
+      // (ProvideStoreKeys): a few heartbeat intervals at most.
+      std::unique_lock lock(mu_);
+      keys_cv_.wait_for(lock, kStoreKeysWait, [&] {
+        auto it = tracked_.find(job.key);
+        return stopping_ || it == tracked_.end() || !LacksStoreKeys(it->second.spec);
+      });
+      if (auto it = tracked_.find(job.key); it != tracked_.end()) spec = it->second.spec;
+    }
+    auto sent = LacksStoreKeys(spec)
+                    ? Result<StageTotals>(Error::Unavailable("the object stores' keys did not arrive within " +
+                                                             std::to_string(kStoreKeysWait.count()) +
+                                                             " s of the agent's restart"))
+                    : StageOut(spec, WorkDir(spec.job_id), r.outcome == RunOutcome::kCompleted, counters);
     if (sent.ok()) {
       r.usage.network_bytes_out += sent->network_bytes;
     } else {
@@ -326,6 +373,7 @@ class StagingExecutor final : public Executor {
   std::unique_ptr<LocalExecutor> inner_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
+  std::condition_variable keys_cv_;        // ProvideStoreKeys, for a stage-out waiting for them
   std::map<AttemptKey, Tracked> tracked_;  // GUARDED_BY(mu_): attempts with staging, until their result is handed on
   std::deque<Job> queue_;                  // GUARDED_BY(mu_)
   bool stopping_ = false;                  // GUARDED_BY(mu_)

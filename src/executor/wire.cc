@@ -85,12 +85,15 @@ Result<RunResult> RunResultFromJson(const json& doc) {
 json HeartbeatToJson(const Heartbeat& h) {
   json gpus = json::array();
   for (const auto& g : h.gpus) gpus.push_back({{"index", g.index}, {"model", g.model}, {"memory_gb", g.memory_gb}});
-  json running = json::array();
-  for (const auto& r : h.running) {
-    json entry{{"job", r.job}, {"attempt", r.attempt}};
-    if (r.task != 0) entry["task"] = r.task;
-    running.push_back(std::move(entry));
-  }
+  auto refs = [](const std::vector<AttemptRef>& list) {
+    json out = json::array();
+    for (const auto& r : list) {
+      json entry{{"job", r.job}, {"attempt", r.attempt}};
+      if (r.task != 0) entry["task"] = r.task;
+      out.push_back(std::move(entry));
+    }
+    return out;
+  };
   json staging = json::array();
   for (const auto& p : h.staging) {
     staging.push_back({{"job", p.job_id},
@@ -106,7 +109,8 @@ json HeartbeatToJson(const Heartbeat& h) {
           {"resources", {{"cpus", h.cpus}, {"memory_mb", h.memory_mb}, {"gpus", std::move(gpus)}}},
           {"labels", h.labels},
           {"address", h.address},
-          {"running", std::move(running)},
+          {"running", refs(h.running)},
+          {"needs_store_keys", refs(h.needs_store_keys)},
           {"healthy", h.healthy},
           {"health_message", h.health_message},
           {"wait_ms", h.wait_ms}};
@@ -126,10 +130,14 @@ Result<Heartbeat> HeartbeatFromJson(const json& doc) {
     }
     h.labels = doc.value("labels", model::Labels{});
     h.address = doc.value("address", std::string());
-    for (const auto& a : doc.value("running", json::array())) {
-      h.running.push_back({IntegerOf<model::JobId>(a.at("job"), "running[].job"),
-                           IntegerOf<int>(a.at("attempt"), "running[].attempt"),
-                           IntegerOr<int>(a, "task", 0, "running[].task")});
+    // Absent (older agents): none.
+    for (const char* list : {"running", "needs_store_keys"}) {
+      const std::string at = std::string(list) + "[].";
+      for (const auto& a : doc.value(list, json::array())) {
+        (std::string(list) == "running" ? h.running : h.needs_store_keys)
+            .push_back({IntegerOf<model::JobId>(a.at("job"), at + "job"),
+                        IntegerOf<int>(a.at("attempt"), at + "attempt"), IntegerOr<int>(a, "task", 0, at + "task")});
+      }
     }
     h.healthy = doc.value("healthy", true);
     h.health_message = doc.value("health_message", std::string());

@@ -109,12 +109,20 @@ AgentFleet::AgentFleet(TestDaemon& daemon, const std::string& pool, const std::v
     : state_dir_(daemon.state_dir()) {
   const Reply token = daemon.Call("POST", "/v1/node-tokens", nlohmann::json{{"pool", pool}});
   EXPECT_EQ(token.status, 201) << token.body;
-  const std::string token_file = state_dir_ + "/node-" + pool + ".token";
-  std::ofstream(token_file) << token.json.value("token", "") << "\n";
+  token_file_ = state_dir_ + "/node-" + pool + ".token";
+  std::ofstream(token_file_) << token.json.value("token", "") << "\n";
+  server_ = server.empty() ? daemon.url() : server;
+  pool_ = pool;
   for (size_t i = 0; i < nodes.size(); ++i) {
-    agents_[nodes[i]] = SpawnAgent(server.empty() ? daemon.url() : server, token_file, nodes[i], pool, Dir(nodes[i]),
-                                   {}, {}, i < netns.size() ? netns[i] : std::string());
+    netns_[nodes[i]] = i < netns.size() ? netns[i] : std::string();
+    agents_[nodes[i]] = SpawnAgent(server_, token_file_, nodes[i], pool, Dir(nodes[i]), {}, {}, netns_[nodes[i]]);
   }
+}
+
+void AgentFleet::Restart(const std::string& node) {
+  ::kill(agents_.at(node), SIGKILL);
+  ::waitpid(agents_.at(node), nullptr, 0);
+  agents_[node] = SpawnAgent(server_, token_file_, node, pool_, Dir(node), {}, {}, netns_[node]);
 }
 
 AgentFleet::~AgentFleet() {

@@ -40,10 +40,15 @@ class AgentFleet {
   AgentFleet(const AgentFleet&) = delete;
   AgentFleet& operator=(const AgentFleet&) = delete;
   std::string Dir(const std::string& node) const { return state_dir_ + "/agent-" + node; }
+  // SIGKILL to the agent alone (its supervisors and jobs run on), then a new
+  // agent for the node with the same state directory, as after a crash.
+  void Restart(const std::string& node);
 
  private:
   std::string state_dir_;
+  std::string server_, token_file_, pool_;
   std::map<std::string, pid_t> agents_;
+  std::map<std::string, std::string> netns_;
 };
 
 }  // namespace unisched::testing

@@ -68,6 +68,15 @@ struct SharedMount {
 // storage.object_stores, docs/data.md): the keys are the daemon's
 // decryption of its credential secrets for this launch, kept in memory and
 // on the wire only, like SecretValue.
+// One attempt's task, as the daemon and its agents name it.
+struct AttemptRef {
+  model::JobId job = 0;
+  int attempt = 0;
+  int task = 0;  // a gang's rank (LaunchSpec::task); absent on the wire: 0
+  bool operator==(const AttemptRef&) const = default;
+  auto operator<=>(const AttemptRef&) const = default;
+};
+
 struct StoreEndpoint {
   std::string name;
   std::string endpoint;
@@ -328,6 +337,11 @@ class Executor {
   virtual void Shutdown() = 0;
   // The tasks staging data now.
   virtual std::vector<StagingProgress> Staging() const { return {}; }
+  // Attempts recovered without the object stores' keys they need for a
+  // stage-out still to come (an agent keeps none on its disk), and their
+  // keys when they arrive (the daemon sends the launch again: `spec`).
+  virtual std::vector<AttemptRef> NeedingStoreKeys() const { return {}; }
+  virtual void ProvideStoreKeys(const LaunchSpec& spec) { (void)spec; }
 };
 
 struct LocalExecutorOptions {

@@ -26,14 +26,6 @@ Result<LaunchSpec> LaunchSpecFromJson(const nlohmann::json& doc);
 nlohmann::json RunResultToJson(const RunResult& result);
 Result<RunResult> RunResultFromJson(const nlohmann::json& doc);
 
-struct AttemptRef {
-  model::JobId job = 0;
-  int attempt = 0;
-  int task = 0;  // a gang's rank (LaunchSpec::task); absent on the wire: 0
-  bool operator==(const AttemptRef&) const = default;
-  auto operator<=>(const AttemptRef&) const = default;
-};
-
 // What an agent says about its node, every heartbeat.
 struct Heartbeat {
   std::string node;
@@ -48,6 +40,10 @@ struct Heartbeat {
   std::string health_message;              // why not
   int wait_ms = 0;                         // hold the answer this long when there is nothing to send
   std::vector<StagingProgress> staging{};  // tasks staging data now (docs/data.md)
+  // Attempts recovered after the agent restarted whose stage-out needs the
+  // object stores' keys, which it keeps only in memory: the daemon sends
+  // their launches again (Executor::NeedingStoreKeys).
+  std::vector<AttemptRef> needs_store_keys{};
 };
 nlohmann::json HeartbeatToJson(const Heartbeat& heartbeat);
 Result<Heartbeat> HeartbeatFromJson(const nlohmann::json& doc);

@@ -107,12 +107,19 @@ TEST(WireTest, StagingTravelsWithItsKeysWhichTheAgentsDiskNeverHolds) {
   h.node = "n";
   h.pool = "p";
   h.staging = {{7, 1, 0, "staging_in", 1024, 4096}};
+  h.needs_store_keys = {{8, 2, 0}, {9, 1, 3}};
   auto hb = executor::HeartbeatFromJson(executor::HeartbeatToJson(h));
   ASSERT_TRUE(hb.ok()) << hb.error().message;
   ASSERT_EQ(hb->staging.size(), 1u);
   EXPECT_EQ(hb->staging[0].phase, "staging_in");
   EXPECT_EQ(hb->staging[0].bytes_done, 1024);
   EXPECT_EQ(hb->staging[0].bytes_total, 4096);
+  EXPECT_EQ(hb->needs_store_keys, h.needs_store_keys);
+  nlohmann::json older = executor::HeartbeatToJson(h);
+  older.erase("needs_store_keys");  // an agent from before it existed: none needed
+  EXPECT_TRUE(executor::HeartbeatFromJson(older)->needs_store_keys.empty());
+  older["needs_store_keys"] = {{{"job", 1}, {"attempt", 2.5}}};
+  EXPECT_FALSE(executor::HeartbeatFromJson(older).ok());
   nlohmann::json odd = executor::HeartbeatToJson(h);
   odd["staging"][0]["phase"] = "teleporting";
   EXPECT_FALSE(executor::HeartbeatFromJson(odd).ok());
