@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -100,6 +101,12 @@ void Controller::Stop() {
     accounting_.AccrueFairshare(jobs_.active(), batch, clock_.Now(), /*force=*/true);
     Commit(batch);
   }
+}
+
+bool Controller::AnyRunning() const {
+  const auto& active = jobs_.active();
+  return std::any_of(active.begin(), active.end(),
+                     [](const auto& entry) { return entry.second.state == model::JobState::kRunning; });
 }
 
 void Controller::Post(Command command) {

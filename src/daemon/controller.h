@@ -73,6 +73,9 @@ class Controller final : public service::ControlPlane, public service::StepPlane
   void Start();
   // Stops the loop; running jobs keep running (their supervisors outlive us).
   void Stop();
+  // REQUIRES: after Stop (the loop no longer changes the jobs). Whether any
+  // job is RUNNING: its attempt may not have made its directory yet.
+  bool AnyRunning() const;
   bool Ready() const { return ready_.load(); }
 
   // From the backends' threads (the executors, the agent hub).

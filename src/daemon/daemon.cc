@@ -674,7 +674,13 @@ void Daemon::Stop() {
   // After the last write: a standby may take over at once.
   if (keeper_) keeper_->ReleaseIfLeading();
   // Attempts not collected yet keep it (and so are found at the next start).
-  if (runtime_.chosen) RemoveRuntimeDirIfEmpty(runtime_.runs_dir);
+  // So does a RUNNING job whose supervisor has not made its attempt's
+  // directory yet (the launch follows the commit): removed now, the
+  // supervisor could not make it, and the next start would find the
+  // directory gone, as after a reboot, and call the attempt lost instead of
+  // launching it (seen as an array's two running tasks FAILED across a
+  // restart under the sanitizers).
+  if (runtime_.chosen && !(controller_ && controller_->AnyRunning())) RemoveRuntimeDirIfEmpty(runtime_.runs_dir);
   if (store_) store_->Close();
 }
 
