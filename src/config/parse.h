@@ -14,6 +14,10 @@ namespace unisched::config::internal {
 // the derived node fields (pool, labels merged with the pool's).
 Config ParseConfig(const YAML::Node& root, Errors& errors);
 
+// The `storage` section (parse_storage.cc): shared file systems, object
+// stores, lifecycle rules and storage tiers.
+void ParseStorage(const YAML::Node& node, Errors& errors, StorageSettings& out);
+
 // Sets NodeSpec.pool from the first pool that lists the node and merges that
 // pool's labels under the node's own (the node's value wins).
 void DeriveNodePools(model::ClusterSpec& cluster);

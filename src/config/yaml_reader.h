@@ -101,4 +101,15 @@ class MapReader {
   bool is_map_ = false;
 };
 
+// Reads a list of maps, one entry per item even when the item is broken,
+// so that the index in every later key path is the item's place in the file.
+template <class T, class ParseItem>
+std::vector<T> ParseList(const MapReader& root, std::string_view key, Errors& errors, ParseItem parse_item) {
+  std::vector<T> items;
+  ForEachItem(root.Get(key), root.PathOf(key), errors, [&](const YAML::Node& item, const std::string& item_path) {
+    items.push_back(parse_item(item, item_path, errors));
+  });
+  return items;
+}
+
 }  // namespace unisched::config::internal
