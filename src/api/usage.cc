@@ -37,15 +37,17 @@ std::vector<store::UsageRow> Api::PricedUsage(const store::UsageQuery& query) co
     // the metric, plus storage_gb_hours x its tier's price per GB-hour:
     // query per pool (and tier), price, then fold into the requested groups.
     store::UsageQuery priced = query;
-    for (const char* key : {"pool", "tier"}) {
+    auto group_also = [&priced](const char* key) {
       if (std::find(priced.group_by.begin(), priced.group_by.end(), key) == priced.group_by.end()) {
         priced.group_by.push_back(key);
       }
-    }
+    };
+    if (pool_priced) group_also("pool");
+    if (tier_priced) group_also("tier");
     std::map<std::map<std::string, std::string>, store::UsageRow> folded;
     for (const auto& row : ctx_.store->QueryUsage(priced)) {
-      double cost = CostAtPrices(row.metrics, config.cluster.FindPool(row.group.at("pool")));
-      if (auto gb_hours = row.metrics.find(ledger::kStorageGbHours); gb_hours != row.metrics.end()) {
+      double cost = pool_priced ? CostAtPrices(row.metrics, config.cluster.FindPool(row.group.at("pool"))) : 0;
+      if (auto gb_hours = row.metrics.find(ledger::kStorageGbHours); tier_priced && gb_hours != row.metrics.end()) {
         cost += gb_hours->second * config.storage.TierPrice(row.group.at("tier"));
       }
       std::map<std::string, std::string> key;

@@ -112,6 +112,14 @@ void AgentHub::Heartbeat(const std::string& token_pool, executor::Heartbeat hear
           std::lock_guard lock(mu_);
           NodeQueue& q = queues_[node];
           q.node_state = answer.node_state;
+          // A launch handed to the agent again, once per answer.
+          auto send_again = [&q](const executor::LaunchSpec& spec) {
+            if (std::none_of(q.launch.begin(), q.launch.end(), [&](const executor::LaunchSpec& s) {
+                  return s.job_id == spec.job_id && s.attempt == spec.attempt && s.task == spec.task;
+                })) {
+              q.launch.push_back(spec);
+            }
+          };
           for (auto& stale : answer.stale) q.cancel.push_back(stale);
           // The agent sends a heartbeat only after acting on the last answer: an
           // attempt handed to it before and not named now never reached it (its
@@ -135,11 +143,7 @@ void AgentHub::Heartbeat(const std::string& token_pool, executor::Heartbeat hear
               it = q.unconfirmed.erase(it);
               continue;
             }
-            if (std::none_of(q.launch.begin(), q.launch.end(), [&](const executor::LaunchSpec& s) {
-                  return s.job_id == it->first.job && s.attempt == it->first.attempt && s.task == it->first.task;
-                })) {
-              q.launch.push_back(spec->second);
-            }
+            send_again(spec->second);
             ++it;
           }
           // An agent that restarted keeps no object-store keys: the launch of an
@@ -148,11 +152,7 @@ void AgentHub::Heartbeat(const std::string& token_pool, executor::Heartbeat hear
           for (const executor::AttemptRef& ref : needs_keys) {
             auto spec = attempts_.find(ref);
             if (spec == attempts_.end() || spec->second.node != node) continue;
-            if (std::none_of(q.launch.begin(), q.launch.end(), [&](const executor::LaunchSpec& s) {
-                  return s.job_id == ref.job && s.attempt == ref.attempt && s.task == ref.task;
-                })) {
-              q.launch.push_back(spec->second);
-            }
+            send_again(spec->second);
           }
           // A newer heartbeat replaces a parked one (the agent gave up on it).
           if (q.parked) {

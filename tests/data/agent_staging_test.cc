@@ -55,15 +55,13 @@ storage:
   object_stores:
     - name: rgw
       endpoint: )yaml" +
-                    s3["UNISCHED_TEST_S3_URL"] + R"yaml(
-      credentials: {project: default, access_key: s3-access, secret_key: s3-secret}
+                    s3["UNISCHED_TEST_S3_URL"] + "\n      " + kS3CredentialsYaml + R"yaml(
       access: [{projects: [default], bucket: )yaml" +
                     bucket + R"yaml(}]
 )yaml");
     d.Start();
-    for (const auto& [name, key] :
-         {std::pair{"s3-access", "UNISCHED_TEST_S3_ACCESS"}, std::pair{"s3-secret", "UNISCHED_TEST_S3_SECRET"}}) {
-      ASSERT_EQ(d.Call("POST", "/v1/secrets", json{{"name", name}, {"value", s3[key]}}.dump()).status, 201);
+    for (const std::string& body : S3KeySecretBodies(s3)) {
+      ASSERT_EQ(d.Call("POST", "/v1/secrets", body).status, 201);
     }
     agents.emplace(d, "cpu", std::vector<std::string>{"x86-c2m2-hpc-01"});
     ASSERT_TRUE(d.WaitNodes("up")) << d.Call("GET", "/v1/nodes").body;

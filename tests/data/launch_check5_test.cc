@@ -57,8 +57,8 @@ class LaunchCheck5Test : public ::testing::Test {
         root_ +
         "/shared, pools: [cpu-hpc-pool, elastic-light-pool]}\n"
         "  object_stores:\n    - name: rgw\n      endpoint: " +
-        s3_["UNISCHED_TEST_S3_URL"] +
-        "\n      credentials: {project: default, access_key: s3-access, secret_key: s3-secret}\n"
+        s3_["UNISCHED_TEST_S3_URL"] + "\n      " + kS3CredentialsYaml +
+        "\n"
         "      access: [{projects: [default], bucket: " +
         bucket_ +
         "}]\n"
@@ -70,9 +70,8 @@ class LaunchCheck5Test : public ::testing::Test {
         bucket_ + "/scratch/, older_than_days: 0.00003}\n";
     daemon_.UseConfigText(config);
     daemon_.Start();
-    for (const auto& [name, key] :
-         {std::pair{"s3-access", "UNISCHED_TEST_S3_ACCESS"}, std::pair{"s3-secret", "UNISCHED_TEST_S3_SECRET"}}) {
-      ASSERT_EQ(daemon_.Call("POST", "/v1/secrets", json{{"name", name}, {"value", s3_[key]}}.dump()).status, 201);
+    for (const std::string& body : S3KeySecretBodies(s3_)) {
+      ASSERT_EQ(daemon_.Call("POST", "/v1/secrets", body).status, 201);
     }
     alice_ = daemon_.CreateUser("alice", "user", {"default"});
   }

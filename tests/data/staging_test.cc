@@ -46,7 +46,8 @@ class StagingTest : public ::testing::Test {
     ASSERT_NE(projects, std::string::npos);
     config.insert(projects + 11, "  - name: physics\n    shares: 1\n");
     config += "\nstorage:\n  object_stores:\n    - name: rgw\n      endpoint: " + s3_["UNISCHED_TEST_S3_URL"] +
-              "\n      credentials: {project: default, access_key: s3-access, secret_key: s3-secret}\n"
+              "\n      " + kS3CredentialsYaml +
+              "\n"
               "      access:\n"
               "        - {projects: [default], bucket: " +
               bucket_ +
@@ -55,10 +56,8 @@ class StagingTest : public ::testing::Test {
               other_bucket_ + ", prefix: shared/, read_only: true}\n";
     daemon_.UseConfigText(config);
     daemon_.Start();
-    for (const auto& [name, key] :
-         {std::pair{"s3-access", "UNISCHED_TEST_S3_ACCESS"}, std::pair{"s3-secret", "UNISCHED_TEST_S3_SECRET"}}) {
-      auto made =
-          daemon_.Call("POST", "/v1/secrets", json{{"project", "default"}, {"name", name}, {"value", s3_[key]}}.dump());
+    for (const std::string& body : S3KeySecretBodies(s3_)) {
+      auto made = daemon_.Call("POST", "/v1/secrets", body);
       ASSERT_EQ(made.status, 201) << made.body;
     }
   }

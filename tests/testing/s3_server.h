@@ -9,6 +9,7 @@
 #include <iterator>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace unisched::testing {
 
@@ -24,6 +25,20 @@ inline std::map<std::string, std::string> S3ServerEnv() {
     if (eq != std::string::npos) env[line.substr(0, eq)] = line.substr(eq + 1);
   }
   return env;
+}
+
+// How the data tests give a daemon the fixture's keys: an object store's
+// `credentials` naming two secrets of project default, and the bodies of
+// the two POST /v1/secrets that hold the keys (hex: no JSON escaping needed).
+inline constexpr const char* kS3CredentialsYaml =
+    "credentials: {project: default, access_key: s3-access, secret_key: s3-secret}";
+inline std::vector<std::string> S3KeySecretBodies(const std::map<std::string, std::string>& env) {
+  auto body = [&](const char* name, const char* key) {
+    auto it = env.find(key);
+    return std::string(R"({"project":"default","name":")") + name + R"(","value":")" +
+           (it == env.end() ? std::string() : it->second) + "\"}";
+  };
+  return {body("s3-access", "UNISCHED_TEST_S3_ACCESS"), body("s3-secret", "UNISCHED_TEST_S3_SECRET")};
 }
 
 // curl --aws-sigv4 against the server, its files under `scratch`.
