@@ -5,7 +5,7 @@
 # Prints the machine, the store's synchronous mode and the figures.
 #
 # Knobs (environment): SECTIONS (all; or a list of: http stores failover
-# access arrays cycle agents gangs sandboxes ledger disk staging replay) FAILOVERS (50) BASELINE_BUILD (stores: another
+# access arrays workflows cycle agents gangs sandboxes ledger disk staging replay) FAILOVERS (50) BASELINE_BUILD (stores: another
 # revision's build directory, benchmarked first) SUBMIT_CONNECTIONS (64) SUBMIT_SECONDS (10)
 # E2E_JOBS (5000) E2E_CONNECTIONS (16) LATENCY_RUNS (200) CONFIG
 # (config/unisched.yaml) CYCLE_RUNS (7) LEDGER_ENTRIES (10000000; the ledger
@@ -135,7 +135,7 @@ echo "  binary:  $BUILD/unisched"
 echo "  note:    the load generator and the daemon share this machine's CPUs"
 echo
 
-SECTIONS=${SECTIONS:-http stores failover access arrays cycle agents gangs sandboxes ledger disk staging replay}
+SECTIONS=${SECTIONS:-http stores failover access arrays workflows cycle agents gangs sandboxes ledger disk staging replay}
 section() { [[ " $SECTIONS " == *" $1 "* ]]; }
 
 status=0
@@ -287,6 +287,47 @@ echo "  rows in the store's jobs table: $(sqlite3 "$STATE/unisched.db" 'SELECT c
 stop_daemon
 "$BUILD/unisched-array-bench" --runs "${CYCLE_RUNS:-7}" || status=1
 [[ -z ${BENCH_JSON:-} ]] || "$BUILD/unisched-array-bench" --runs "${CYCLE_RUNS:-7}" >>"$BENCH_JSON"
+echo
+fi
+
+if section workflows; then
+# Workflows (docs/workflows.md): one request of 10,000 task instances (a
+# root, a 10,000-way scatter, a gather), run to the end on this machine's
+# own pools; the scheduling cycle's p99 while it ran, from the daemon's own
+# histogram (the bucket bound at or above the 99th percentile).
+WORKFLOW_INSTANCES=${WORKFLOW_INSTANCES:-10000}
+echo "== workflows: $WORKFLOW_INSTANCES task instances in one request, run to the end"
+start_daemon workflows
+TOKEN=$(cat "$STATE/admin.token")
+ITEMS=$(seq -s '","' 1 "$WORKFLOW_INSTANCES")
+JOB='{"workload": {"kind": "hpc"}, "resources": {"cpus": 1, "memory_mb": 64}, "command": ["true"]}'
+printf '{"name": "bench", "tasks": [{"name": "prep", "job": %s}, {"name": "work", "after": ["prep"], "scatter": {"over": ["%s"]}, "job": %s}, {"name": "gather", "after": ["work"], "job": %s}]}' \
+  "$JOB" "$ITEMS" "$JOB" "$JOB" >"$WORK/workflow.json"
+echo "  request: $(wc -c <"$WORK/workflow.json") bytes"
+STARTED=$(date +%s.%N)
+WORKFLOW=$(curl -s -w '\n%{http_code} %{time_total}' -H "Authorization: Bearer $TOKEN" -X POST "$URL/v1/workflows" \
+  --data-binary @"$WORK/workflow.json")
+echo "  submit: $(tail -n 1 <<<"$WORKFLOW" | awk '{ print $1 " in " $2 " s" }')"
+WORKFLOW_ID=$(head -n 1 <<<"$WORKFLOW" | sed -E 's/^\{"id":"([0-9]+)".*/\1/')
+STATE_NOW=""
+for _ in $(seq 3600); do
+  STATE_NOW=$(curl -s -H "Authorization: Bearer $TOKEN" "$URL/v1/workflows?limit=1" | sed -E 's/.*"state":"([A-Z]+)".*/\1/')
+  [[ $STATE_NOW == RUNNING ]] || break
+  sleep 1
+done
+ENDED=$(date +%s.%N)
+echo "  workflow $WORKFLOW_ID: $STATE_NOW after $(awk -v a="$STARTED" -v b="$ENDED" 'BEGIN { printf "%.1f", b - a }') s"
+curl -s "$URL/metrics" | awk '
+  /^unisched_scheduler_cycle_seconds_bucket/ {
+    match($0, /le="[^"]+"/); le = substr($0, RSTART + 4, RLENGTH - 5); n[le] += $NF; if (!(le in seen)) { order[++k] = le; seen[le] = 1 }
+  }
+  /^unisched_scheduler_cycle_seconds_count/ { total += $NF }
+  /^unisched_scheduler_cycle_seconds_sum/ { sum += $NF }
+  END {
+    for (i = 1; i <= k; ++i) if (n[order[i]] >= 0.99 * total) { p99 = order[i]; break }
+    printf "  scheduling cycles while it ran: %d, mean %.1f ms, p99 <= %s s\n", total, total ? 1000 * sum / total : 0, p99
+  }'
+stop_daemon
 echo
 fi
 

@@ -164,6 +164,15 @@ Api::Api(ApiContext context)
   add("GET", "/v1/secrets/{project}/{name}", &Api::GetSecret);
   add("PUT", "/v1/secrets/{project}/{name}", &Api::RotateSecret);
   add("DELETE", "/v1/secrets/{project}/{name}", &Api::DeleteSecret);
+  add("POST", "/v1/workflows", &Api::CreateWorkflow);
+  add("GET", "/v1/workflows", &Api::ListWorkflows);
+  routes_.back().query = {QueryParam::Choice("state", {"RUNNING", "SUCCEEDED", "FAILED", "CANCELLED"}),
+                          QueryParam::Text("project"), QueryParam::Integer("limit", 1, 1000)};
+  add("GET", "/v1/workflows/{id}", &Api::GetWorkflow);
+  routes_.back().query = {QueryParam::Choice("format", {"json", "dot", "mermaid"})};
+  add("DELETE", "/v1/workflows/{id}", &Api::CancelWorkflow);
+  add("POST", "/v1/workflows/{id}/resume", &Api::ResumeWorkflow);
+  add("POST", "/v1/workflows/{id}/tasks", &Api::AddWorkflowTasks);
   add("POST", "/v1/baselines", &Api::RecordBaseline);
   add("GET", "/v1/baselines", &Api::ListBaselines);
   routes_.back().query = {QueryParam::Integer("limit", 1, 1000), QueryParam::Text("pools", 4096)};

@@ -89,12 +89,14 @@ StorageTier ParseStorageTier(const YAML::Node& node, const std::string& path, Er
 }  // namespace
 
 void ParseStorage(const YAML::Node& node, Errors& errors, StorageSettings& out) {
-  MapReader m(node, "storage", {"shared", "object_stores", "lifecycle", "lifecycle_interval_minutes", "tiers"}, errors);
+  MapReader m(node, "storage",
+              {"shared", "object_stores", "lifecycle", "lifecycle_interval_minutes", "tiers", "workflow_dirs"}, errors);
   out.shared = ParseList<SharedFileSystem>(m, "shared", errors, ParseSharedFileSystem);
   out.object_stores = ParseList<ObjectStore>(m, "object_stores", errors, ParseObjectStore);
   out.lifecycle = ParseList<LifecycleRule>(m, "lifecycle", errors, ParseLifecycleRule);
   m.Read("lifecycle_interval_minutes", out.lifecycle_interval_minutes);
   out.tiers = ParseList<StorageTier>(m, "tiers", errors, ParseStorageTier);
+  m.Read("workflow_dirs", out.workflow_dirs);
 }
 
 }  // namespace unisched::config::internal

@@ -2,6 +2,7 @@
 
 #include "config/validate_storage.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <string>
@@ -193,6 +194,15 @@ void ValidateStorage(const Config& config, Errors& errors) {
   ValidateObjectStores(config, errors);
   ValidateTiers(config.storage, errors);
   ValidateLifecycle(config, errors);
+  if (const std::string& name = config.storage.workflow_dirs; !name.empty()) {
+    auto fs = std::find_if(config.storage.shared.begin(), config.storage.shared.end(),
+                           [&](const SharedFileSystem& f) { return f.name == name; });
+    if (fs == config.storage.shared.end()) {
+      errors.Add("storage.workflow_dirs", "names no file system of storage.shared: '" + name + "'");
+    } else if (fs->read_only) {
+      errors.Add("storage.workflow_dirs", "'" + name + "' is read_only: workflows' tasks must write there");
+    }
+  }
   std::map<std::string, std::string> names, variables;
   // A job's private mounts are bounded (the supervisor's kMaxBinds).
   if (config.storage.shared.size() > 32) errors.Add("storage.shared", "may list at most 32 file systems");

@@ -69,6 +69,10 @@ class Controller final : public service::ControlPlane, public service::StepPlane
   void SetJobAccess(std::string token_secret, std::string url);
   // REQUIRES: before Start. Where launches read their jobs' secrets.
   void SetSecretVault(const service::SecretVault* vault, std::string problem);
+  // REQUIRES: before Start. Where workflows' jobs' ends are told (JobLifecycle::SetWorkflowJobEnded).
+  void SetWorkflowJobEnded(std::function<void(model::JobId, model::JobState, std::string)> ended) {
+    jobs_.SetWorkflowJobEnded(std::move(ended));
+  }
   // Loads state from the store, recovers running attempts, starts the loop.
   void Start();
   // Stops the loop; running jobs keep running (their supervisors outlive us).

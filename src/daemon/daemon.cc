@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "api/submission.h"
 #include "unisched/auth/auth.h"
 #include "unisched/auth/jwt.h"
 #include "unisched/service/unix_accounts.h"
@@ -391,6 +392,14 @@ Status Daemon::StartLeaderParts() {
   context.agents = agents_.get();
   context.sandboxes = sandboxes_.get();
   context.jobs = jobs_.get();
+  // Workflows' tasks are read as POST /v1/jobs bodies are.
+  workflows_ = std::make_unique<service::WorkflowBook>(
+      *live_, *store_, *jobs_, [](const nlohmann::json& body) { return api::ParseSubmission(body); }, clock_);
+  controller_->SetWorkflowJobEnded(
+      [book = workflows_.get()](model::JobId job, model::JobState state, std::string reason) {
+        book->JobEnded(job, state, std::move(reason));
+      });
+  context.workflows = workflows_.get();
   context.metrics = &metrics_;
   context.clock = &clock_;
   // Output is wherever the job's pool backend keeps it.
@@ -425,6 +434,7 @@ Status Daemon::StartLeaderParts() {
   api_ = std::make_unique<api::Api>(context);
 
   controller_->Start();
+  workflows_->Start();
   if (sandboxes_) {
     if (Status started = sandboxes_->Start(); !started) {
       return Error::Internal("cannot start the sandbox manager: " + started.error().message);
@@ -663,6 +673,7 @@ void Daemon::Stop() {
   if (server_) server_->Stop();
   if (housekeeper_) housekeeper_->Stop();
   if (lifecycle_) lifecycle_->Stop();
+  if (workflows_) workflows_->Stop();  // what it decided and has not released is reconciled at the next start
   if (api_) api_->FlushAudit(clock_.Now(), /*all=*/true);
   if (sandboxes_) sandboxes_->Stop();  // sandboxes end with the daemon (charged to now)
   if (controller_) controller_->Stop();

@@ -34,6 +34,7 @@
 #include "unisched/metrics/metrics.h"
 #include "unisched/service/job_service.h"
 #include "unisched/service/secret_vault.h"
+#include "unisched/service/workflow_book.h"
 #include "unisched/store/store.h"
 
 namespace unisched::daemon {
@@ -135,6 +136,7 @@ class Daemon {
   std::unique_ptr<WebhookNotifier> notifier_;
   std::unique_ptr<SandboxManager> sandboxes_;
   std::unique_ptr<service::JobService> jobs_;
+  std::unique_ptr<service::WorkflowBook> workflows_;
   std::unique_ptr<api::Api> api_;
   std::unique_ptr<Housekeeper> housekeeper_;
   std::unique_ptr<Lifecycle> lifecycle_;  // storage.lifecycle (docs/data.md)

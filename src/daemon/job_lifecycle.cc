@@ -11,6 +11,7 @@
 #include "daemon/launch_spec.h"
 #include "unisched/auth/auth.h"
 #include "unisched/model/words.h"
+#include "unisched/model/workflow.h"
 #include "unisched/policy/retry.h"
 #include "unisched/service/unix_accounts.h"
 
@@ -174,6 +175,10 @@ void JobLifecycle::Transition(Batch& batch, Job& job, JobState to, std::string r
     dependencies_.Ended(job.id, to);
   }
   job.state_reason = std::move(reason);
+  if (model::IsTerminal(to) && workflow_job_ended_ && job.env.count(model::kWorkflowIdVariable) > 0) {
+    batch.after_commit.push_back(
+        [ended = workflow_job_ended_, id = job.id, to, why = job.state_reason] { ended(id, to, why); });
+  }
   batch.writes.push_back(
       [copy = job, event = store::JobEvent{clock_.Now(), event_kind, message}](store::Transaction& t) -> Status {
         if (auto s = t.UpdateJob(copy); !s.ok()) return s;

@@ -126,6 +126,12 @@ class JobLifecycle {
   // A PENDING job whose dependency can never hold ends CANCELLED with
   // `reason` (scheduler.kill_invalid_dependency); anything else is left.
   void CancelUnsatisfiable(Batch& batch, model::JobId id, const std::string& reason);
+  // Where the ends of workflows' jobs (those with UNISCHED_WORKFLOW_ID in
+  // their environment) are told, once the end is committed
+  // (service::WorkflowBook::JobEnded). REQUIRES: before the first job ends.
+  void SetWorkflowJobEnded(std::function<void(model::JobId, model::JobState, std::string)> ended) {
+    workflow_job_ended_ = std::move(ended);
+  }
   // Whether a change since the last call may let a pending job start.
   bool TakeWantsCycle() { return std::exchange(wants_cycle_, false); }
 
@@ -212,6 +218,7 @@ class JobLifecycle {
   std::string vault_problem_;
   Accounting& accounting_;
   std::function<void(executor::RunResult)> on_result_;
+  std::function<void(model::JobId, model::JobState, std::string)> workflow_job_ended_;
   backend::BackendSet backends_;
 
   std::map<model::JobId, model::Job> active_;

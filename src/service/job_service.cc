@@ -21,36 +21,42 @@ JobService::JobService(const config::LiveConfig& live, store::Store& store, Cont
                        SandboxPlane* sandboxes, metrics::Metrics& metrics, const Clock& clock)
     : live_(live), store_(store), control_(control), sandboxes_(sandboxes), metrics_(metrics), clock_(clock) {}
 
-void JobService::Submit(const auth::Principal& who, JobRequest request, std::string idempotency_key,
-                        std::string audit_action, std::function<void(Result<Submitted>)> done) {
-  // One version of the config for the whole admission.
-  const config::Config& config = current_config();
+Result<JobAdmission> JobService::Admit(const config::Config& config, const auth::Principal& who,
+                                       const JobRequest& request) const {
   auto admitted = AdmitJob(
       config, *control_.View(), [this] { return SandboxHoldsNow(); }, who, request);
-  if (!admitted.ok()) {
-    done(admitted.error());
-    return;
-  }
+  if (!admitted.ok()) return admitted.error();
   if (auto refused = DependencyRefusal(who, request, [this](model::JobId id) { return store_.GetJob(id); })) {
-    done(*refused);
-    return;
+    return *refused;
   }
   // A secret must exist in the job's project when the job is accepted: a
   // typo fails now, not at launch. (One deleted later fails the launch.)
   for (size_t i = 0; i < request.secrets.size(); ++i) {
     auto found = store_.GetSecret(admitted->project, request.secrets[i].name);
-    if (!found.ok()) {
-      done(found.error());
-      return;
-    }
+    if (!found.ok()) return found.error();
     if (!found->has_value()) {
-      done(Error::Unprocessable("unknown_secret",
-                                "project " + admitted->project + " has no secret named '" + request.secrets[i].name +
-                                    "'; POST /v1/secrets makes one, GET /v1/secrets?project=" + admitted->project +
-                                    " lists them",
-                                "secrets[" + std::to_string(i) + "]"));
-      return;
+      return Error::Unprocessable("unknown_secret",
+                                  "project " + admitted->project + " has no secret named '" + request.secrets[i].name +
+                                      "'; POST /v1/secrets makes one, GET /v1/secrets?project=" + admitted->project +
+                                      " lists them",
+                                  "secrets[" + std::to_string(i) + "]");
     }
+  }
+  return admitted;
+}
+
+Result<JobAdmission> JobService::Check(const auth::Principal& who, const JobRequest& request) const {
+  return Admit(current_config(), who, request);
+}
+
+void JobService::Submit(const auth::Principal& who, JobRequest request, std::string idempotency_key,
+                        std::string audit_action, std::function<void(Result<Submitted>)> done) {
+  // One version of the config for the whole admission.
+  const config::Config& config = current_config();
+  auto admitted = Admit(config, who, request);
+  if (!admitted.ok()) {
+    done(admitted.error());
+    return;
   }
   if (idempotency_key.size() > 255) {
     done(Error::Unprocessable("invalid_value", "Idempotency-Key must be at most 255 characters", "Idempotency-Key"));

@@ -393,6 +393,23 @@ CREATE TRIGGER ledger_rollup AFTER INSERT ON ledger BEGIN
 END;
 )sql";
 
+// Version 18: workflows (unisched/store/workflows.h, docs/workflows.md):
+// one row per workflow, its spec and task instances in one document.
+constexpr std::string_view kMigration18 = R"sql(
+CREATE TABLE workflows (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  project TEXT NOT NULL,
+  user_name TEXT NOT NULL,
+  name TEXT NOT NULL,
+  state TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  ended_at INTEGER NOT NULL,
+  document TEXT NOT NULL
+);
+CREATE INDEX workflows_state ON workflows(state, id);
+)sql";
+
 Status Rollback(sqlite3* db, Error error) {
   if (sqlite3_get_autocommit(db) == 0) sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
   return error;
@@ -413,7 +430,7 @@ const std::vector<std::string_view>& Migrations() {
   static const std::vector<std::string_view> migrations = {
       kMigration1,  kMigration2,  kMigration3,  kMigration4,  kMigration5,  kMigration6,
       kMigration7,  kMigration8,  kMigration9,  kMigration10, kMigration11, kMigration12,
-      kMigration13, kMigration14, kMigration15, kMigration16, kMigration17};
+      kMigration13, kMigration14, kMigration15, kMigration16, kMigration17, kMigration18};
   return migrations;
 }
 

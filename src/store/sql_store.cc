@@ -36,6 +36,7 @@
 #include "store/sql_lease.h"
 #include "store/sql_sandboxes.h"
 #include "store/sql_secrets.h"
+#include "store/sql_workflows.h"
 #include "unisched/store/store.h"
 
 namespace unisched::store {
@@ -361,6 +362,20 @@ class SqlStore final : public Store {
   }
   Result<bool> DeleteSecret(const std::string& project, const std::string& name) override {
     return OnLease([&](Connection& c) { return sql::DeleteSecret(c, project, name); });
+  }
+
+  // ---- workflows (workflows.h) ----
+  Result<int64_t> InsertWorkflow(const WorkflowRecord& workflow) override {
+    return OnLease([&](Connection& c) { return sql::InsertWorkflow(c, workflow); });
+  }
+  Status UpdateWorkflow(const WorkflowRecord& workflow) override {
+    return OnLease([&](Connection& c) { return sql::UpdateWorkflow(c, workflow); });
+  }
+  Result<std::optional<WorkflowRecord>> GetWorkflow(int64_t id) override {
+    return OnLease([&](Connection& c) { return sql::GetWorkflow(c, id); });
+  }
+  Result<std::vector<WorkflowRecord>> ListWorkflows(bool active_only, bool with_documents, int limit) override {
+    return OnLease([&](Connection& c) { return sql::ListWorkflows(c, active_only, with_documents, limit); });
   }
 
   // ---- baseline runs (baselines.h) ----

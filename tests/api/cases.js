@@ -187,8 +187,34 @@ async function setup() {
   ctx.baseline = (await must('POST', '/v1/baselines', baselineBody(), ADMIN, 201)).id;
   await call('POST', '/v1/secrets', {name: 'conformance-secret', value: 'not-a-real-secret'});  // 409 on a rerun
   ctx.secretCount = 0;
+  ctx.workflow = (await must('POST', '/v1/workflows', workflowBody('true'), ADMIN, 201)).id;
+  await waitWorkflow(ctx.workflow, ['SUCCEEDED']);
+  ctx.workflowCount = 0;
   ctx.ready = true;
   return ctx;
+}
+
+// A workflow of one task running `script`, then a second after it.
+function workflowBody(script) {
+  return {name: 'conformance', project: 'default', tasks: [
+    {name: 'first', job: hpcJob(script)},
+    {name: 'second', after: ['first'], job: hpcJob('true')}]};
+}
+
+async function waitWorkflow(id, states, seconds = 60) {
+  for (let i = 0; i < seconds * 10; ++i) {
+    const w = await must('GET', `/v1/workflows/${id}`);
+    if (states.includes(w.state)) return w;
+    await sleep(100);
+  }
+  throw new Error(`fixture: workflow ${id} never reached ${states}`);
+}
+
+// A workflow cancelled while its first task sleeps.
+async function cancelledWorkflow() {
+  const id = (await must('POST', '/v1/workflows', workflowBody('sleep 600'), ADMIN, 201)).id;
+  await must('DELETE', `/v1/workflows/${id}`);
+  return id;
 }
 
 function heartbeat(extra = {}) {
@@ -617,6 +643,45 @@ async function prepare(id, status, mediaType, refused = false) {
       }
       if (s === 404) return {path: '/v1/secrets/default/no-such-secret'};
       break;
+    case 'createWorkflow':
+      if (s === 201) return {body: workflowBody('true')};
+      if (s === 422) return {body: {tasks: [{name: 'a', after: ['no-such-task'], job: hpcJob('true')}]}};
+      if (s === 400) return malformed;
+      break;
+    case 'listWorkflows':
+      if (s === 200) return {path: '/v1/workflows', query: {limit: 10}};
+      if (s === 400) return {path: '/v1/workflows', query: {limit: 'ten'}, invalid: `${bad}: limit is not a number`};
+      if (s === 422) return {path: '/v1/workflows', query: {limit: 0}, invalid: `${bad}: limit below its minimum (1)`};
+      break;
+    case 'getWorkflow':
+      if (s === 200 && mediaType === 'text/vnd.graphviz') return {path: `/v1/workflows/${ctx.workflow}`, query: {format: 'dot'}};
+      if (s === 200 && mediaType === 'text/plain') return {path: `/v1/workflows/${ctx.workflow}`, query: {format: 'mermaid'}};
+      if (s === 200) return {path: `/v1/workflows/${ctx.workflow}`};
+      if (s === 404) return {path: '/v1/workflows/999999'};
+      if (s === 422) return {path: `/v1/workflows/${ctx.workflow}`, query: {format: 'svg'}, invalid: `${bad}: format not among its choices`};
+      break;
+    case 'cancelWorkflow':
+      if (s === 200) return {path: `/v1/workflows/${(await must('POST', '/v1/workflows', workflowBody('sleep 600'), ADMIN, 201)).id}`};
+      if (s === 404) return {path: '/v1/workflows/999999'};
+      if (s === 409) return {path: `/v1/workflows/${ctx.workflow}`};
+      break;
+    case 'resumeWorkflow':
+      if (s === 200 && !refused) return {path: `/v1/workflows/${await cancelledWorkflow()}/resume`};
+      if (s === 200 || s === 409) return {path: `/v1/workflows/${ctx.workflow}/resume`};
+      if (s === 404) return {path: '/v1/workflows/999999/resume'};
+      break;
+    case 'addWorkflowTasks': {
+      const task = {name: `added-${Date.now()}-${++ctx.workflowCount}`, job: hpcJob('true')};
+      if (s === 200) {
+        const fresh = (await must('POST', '/v1/workflows', workflowBody('true'), ADMIN, 201)).id;
+        return {path: `/v1/workflows/${fresh}/tasks`, body: {tasks: [task]}};
+      }
+      if (s === 404) return {path: '/v1/workflows/999999/tasks', body: {tasks: [task]}};
+      if (s === 409) return {path: `/v1/workflows/${await cancelledWorkflow()}/tasks`, body: {tasks: [task]}};
+      if (s === 422) return {path: `/v1/workflows/${ctx.workflow}/tasks`, body: {tasks: [Object.assign(task, {after: ['no-such-task']})]}};
+      if (s === 400) return Object.assign({path: `/v1/workflows/${ctx.workflow}/tasks`}, malformed);
+      break;
+    }
   }
   return {unknown: `no request for ${id} ${status} ${mediaType || ''}`};
 }

@@ -129,6 +129,9 @@ class AuthMatrixTest : public ::testing::Test {
     ASSERT_EQ(node_throwaway.status, 201) << node_throwaway.body;
     throwaway_node_token_id_ = node_throwaway.json["id"];
     ASSERT_EQ(as_alice("POST", "/v1/secrets", {{"name", "matrix-secret"}, {"value", "v"}}).status, 201);
+    Reply workflow = as_alice("POST", "/v1/workflows", WorkflowBody("matrix"));
+    ASSERT_EQ(workflow.status, 201) << workflow.body;
+    workflow_id_ = workflow.json["id"];
 
     Reply expiring = as_alice("POST", "/v1/users/alice/tokens", {{"expires_in_seconds", 1}});
     Reply revoked = as_alice("POST", "/v1/users/alice/tokens", json::object());
@@ -167,6 +170,7 @@ class AuthMatrixTest : public ::testing::Test {
     if (path.rfind("/v1/nodes/", 0) == 0) put("{name}", "x86-c64m256-hpc-01");
     if (path.rfind("/v1/images/", 0) == 0) put("{name}", "matrix-image");
     if (path.rfind("/v1/baselines/", 0) == 0) put("{id}", "1");
+    if (path.rfind("/v1/workflows/", 0) == 0) put("{id}", workflow_id_);
     if (path.rfind("/v1/secrets/", 0) == 0) {
       put("{project}", "default");
       put("{name}", "matrix-secret");
@@ -194,6 +198,8 @@ class AuthMatrixTest : public ::testing::Test {
         {"recordBaseline", {{"pools", {"cpu-hpc-pool"}}, {"figures", json::array()}}},
         {"createSecret", {{"project", "default"}, {"name", "matrix-" + std::to_string(++users)}, {"value", "v"}}},
         {"rotateSecret", {{"value", "v2"}}},
+        {"createWorkflow", WorkflowBody("matrix-" + std::to_string(++users))},
+        {"addWorkflowTasks", {{"tasks", {{{"name", "added-" + std::to_string(++users)}, {"job", SleepJob()}}}}}},
     };
     if (op.id == "putSandboxFile") return "hello";
     if (auto it = bodies.find(op.id); it != bodies.end()) return it->second.dump();
@@ -225,8 +231,18 @@ class AuthMatrixTest : public ::testing::Test {
     return {403};
   }
 
+  // A job that waits long enough for the matrix to find its workflow running.
+  static json SleepJob() {
+    return {{"workload", {{"kind", "hpc"}}},
+            {"resources", {{"cpus", 1}, {"memory_mb", 64}}},
+            {"command", {"/bin/sh", "-c", "sleep 300"}}};
+  }
+  static json WorkflowBody(const std::string& name) {
+    return {{"name", name}, {"project", "default"}, {"tasks", {{{"name", "only"}, {"job", SleepJob()}}}}};
+  }
+
   TestDaemon d_;
-  std::string alice_, bob_, carol_;
+  std::string alice_, bob_, carol_, workflow_id_;
   std::string job_id_, sandbox_id_, throwaway_token_id_, throwaway_node_token_id_;
   std::vector<Caller> callers_;
 };

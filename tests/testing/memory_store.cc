@@ -81,6 +81,8 @@ struct MemoryStore::Data {
   std::vector<BaselineRecord> baselines;  // id i + 1 at [i]
   // Secrets (secrets.h) by (project, name), under `mu`.
   std::map<std::pair<std::string, std::string>, SecretRecord> secrets;
+  // Workflows (workflows.h) by id, under `mu`.
+  std::map<int64_t, store::WorkflowRecord> workflows;
 };
 
 struct MemoryStore::Queue {
@@ -464,6 +466,49 @@ Result<std::vector<BaselineRecord>> MemoryStore::ListBaselines(const std::string
     if (pools.empty() || it->pools == pools) newest_first.push_back(*it);
   }
   return newest_first;
+}
+
+Result<int64_t> MemoryStore::InsertWorkflow(const store::WorkflowRecord& workflow) {
+  std::lock_guard lock(data_->mu);
+  const int64_t id = data_->workflows.empty() ? 1 : data_->workflows.rbegin()->first + 1;
+  store::WorkflowRecord stored = workflow;
+  stored.id = id;
+  data_->workflows[id] = std::move(stored);
+  return id;
+}
+
+Status MemoryStore::UpdateWorkflow(const store::WorkflowRecord& workflow) {
+  std::lock_guard lock(data_->mu);
+  auto it = data_->workflows.find(workflow.id);
+  if (it == data_->workflows.end()) return Error::NotFound("no workflow " + std::to_string(workflow.id));
+  const auto created = it->second.created_at;
+  const auto project = it->second.project;
+  const auto user = it->second.user;
+  it->second = workflow;
+  it->second.created_at = created;
+  it->second.project = project;
+  it->second.user = user;
+  return Status::Ok();
+}
+
+Result<std::optional<store::WorkflowRecord>> MemoryStore::GetWorkflow(int64_t id) {
+  std::lock_guard lock(data_->mu);
+  auto it = data_->workflows.find(id);
+  if (it == data_->workflows.end()) return std::optional<store::WorkflowRecord>();
+  return std::optional<store::WorkflowRecord>(it->second);
+}
+
+Result<std::vector<store::WorkflowRecord>> MemoryStore::ListWorkflows(bool active_only, bool with_documents,
+                                                                      int limit) {
+  std::lock_guard lock(data_->mu);
+  std::vector<store::WorkflowRecord> out;
+  for (auto it = data_->workflows.rbegin(); it != data_->workflows.rend() && static_cast<int>(out.size()) < limit;
+       ++it) {
+    if (active_only && it->second.state != "RUNNING") continue;
+    out.push_back(it->second);
+    if (!with_documents) out.back().document.clear();
+  }
+  return out;
 }
 
 Status MemoryStore::InsertSecret(const SecretRecord& secret) {

@@ -31,6 +31,10 @@
 #include "unisched/service/secret_vault.h"
 #include "unisched/store/store.h"
 
+namespace unisched::service {
+class WorkflowBook;
+}
+
 namespace unisched::api {
 
 // The daemon's live parts as the API sees them (service/planes.h).
@@ -80,11 +84,12 @@ struct ApiContext {
   // Every change to work (submit, cancel, hold, release, sandbox create)
   // goes through it; the handlers parse and render.
   service::JobService* jobs = nullptr;
-  AgentPlane* agents = nullptr;             // null: node agents are not served
-  SandboxPlane* sandboxes = nullptr;        // null: 503 for /v1/sandboxes and /v1/images
-  service::ConfigPlane* configs = nullptr;  // null: 503 for /v1/config
-  service::StepPlane* steps = nullptr;      // null: 503 for /v1/jobs/{id}/steps
-  service::SecretVault* secrets = nullptr;  // null: 503 for writes of /v1/secrets, saying secrets_problem
+  AgentPlane* agents = nullptr;                // null: node agents are not served
+  SandboxPlane* sandboxes = nullptr;           // null: 503 for /v1/sandboxes and /v1/images
+  service::ConfigPlane* configs = nullptr;     // null: 503 for /v1/config
+  service::StepPlane* steps = nullptr;         // null: 503 for /v1/jobs/{id}/steps
+  service::SecretVault* secrets = nullptr;     // null: 503 for writes of /v1/secrets, saying secrets_problem
+  service::WorkflowBook* workflows = nullptr;  // null: 503 for /v1/workflows
   std::string secrets_problem;
   // Checks job tokens (auth::CheckJobToken); empty: none is accepted.
   std::string job_token_secret;
@@ -258,6 +263,12 @@ class Api {
   void ExecSandbox(Call& call);
   void PutSandboxFile(Call& call);
   void GetSandboxFile(Call& call);
+  void CreateWorkflow(Call& call);
+  void ListWorkflows(Call& call);
+  void GetWorkflow(Call& call);
+  void CancelWorkflow(Call& call);
+  void ResumeWorkflow(Call& call);
+  void AddWorkflowTasks(Call& call);
   void CreateSecret(Call& call);
   void RotateSecret(Call& call);
   void ListSecrets(Call& call);

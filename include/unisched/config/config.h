@@ -260,6 +260,10 @@ struct StorageSettings {
   std::vector<LifecycleRule> lifecycle{};
   int lifecycle_interval_minutes = 60;  // how often the daemon applies the rules; 0: only when asked
   std::vector<StorageTier> tiers{};
+  // The shared file system (a `shared` name) where each workflow has a
+  // directory for its tasks' files, <project dir>/workflows/<id>
+  // (docs/workflows.md); empty: the first read-write one, if any.
+  std::string workflow_dirs{};
   // The price per GB-hour of `tier`; 0 where it has none.
   double TierPrice(const std::string& tier) const {
     for (const auto& t : tiers) {

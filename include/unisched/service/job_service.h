@@ -49,6 +49,11 @@ class JobService {
   void Submit(const auth::Principal& who, JobRequest request, std::string idempotency_key, std::string audit_action,
               std::function<void(Result<Submitted>)> done);
 
+  // Every check Submit makes before it stores anything (admission with the
+  // config now, dependencies, secrets), without storing: where the job
+  // would go (its route's resources with the queue's defaults applied).
+  Result<JobAdmission> Check(const auth::Principal& who, const JobRequest& request) const;
+
   // Cancel, hold or release the job `job_id` (the path's text): NotFound when
   // it does not exist or the caller may not see it, Forbidden when the caller
   // may see but not control it; Conflict from the controller for a state the
@@ -85,6 +90,7 @@ class JobService {
 
  private:
   SandboxHolds SandboxHoldsNow() const;
+  Result<JobAdmission> Admit(const config::Config& config, const auth::Principal& who, const JobRequest& request) const;
 
   // The config in force; current_config() is its version now.
   const config::LiveConfig& live_;

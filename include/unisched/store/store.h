@@ -13,6 +13,7 @@
 //   baselines.h   performance baseline runs
 //   secrets.h     secrets, sealed
 //   lease.h       the leader lease of daemon replicas
+//   workflows.h   workflows: their spec and task instances
 //
 // Two implementations share one engine (sql_store.cc: one writer thread,
 // numbered schema migrations, a pool of readers) and one SQL (store/sql.h):
@@ -49,6 +50,7 @@
 #include "unisched/store/nodes.h"
 #include "unisched/store/sandboxes.h"
 #include "unisched/store/secrets.h"
+#include "unisched/store/workflows.h"
 
 namespace unisched::store {
 
@@ -100,6 +102,7 @@ class Store : public LeaderLease,
               public ConfigVersions,
               public Baselines,
               public Secrets,
+              public Workflows,
               public JobReads,
               public EventReads,
               public IdentityReads,
