@@ -50,6 +50,9 @@ test_packages=(
   iproute2
   # object-store tests: Ceph's S3 gateway on a throw-away single-node cluster (tests/s3/radosgw.sh)
   ceph-mon ceph-osd radosgw ceph-common uuid-runtime
+  # the seed's sequencing pipeline as a workflow (docs/workflows.md): read simulation, two aligners,
+  # sorting and indexing, variant calling
+  dwgsim bwa minimap2 samtools bcftools
 )
 packages=("${run_packages[@]}")
 $run_only || packages+=("${test_packages[@]}")

@@ -36,6 +36,7 @@
 #include "cli/slurm_commands.h"
 #include "cli/step_command.h"
 #include "cli/submit_args.h"
+#include "cli/workflow_command.h"
 #include "unisched/client/http_client.h"
 
 namespace unisched::cli {
@@ -124,6 +125,16 @@ constexpr CommandInfo kCommands[] = {
      "  create prints the new sandbox's ID; exec prints the command's output and exits with its exit code\n"
      "  (docs/sandboxes.md).",
      "create, use and remove agent sandboxes"},
+    {"workflow",
+     "submit FILE [--project P] [--json]   (FILE: a POST /v1/workflows body; - for standard input)\n"
+     "       unisched workflow ls [--state S] [--project P] [--limit N] [--json]\n"
+     "       unisched workflow show ID [--json]\n"
+     "       unisched workflow graph ID [--format mermaid|dot]\n"
+     "       unisched workflow cancel ID [--json]\n"
+     "       unisched workflow resume ID [--json]\n"
+     "  Workflows of tasks with edges, retries, alternative tools and scatter (docs/workflows.md); submit prints\n"
+     "  the new workflow's ID.",
+     "submit, follow, cancel and resume workflows"},
     {"secret",
      "create NAME [--project P] [--description TEXT] [--json]   (the value from standard input)\n"
      "       unisched secret rotate NAME [--project P] [--description TEXT] [--json]   (the new value from standard "
@@ -511,6 +522,9 @@ std::vector<FlagSpec> FlagsFor(const std::string& command) {
   }
   if (command == "config") return ConfigFlags();
   if (command == "secret") return {{"project", true, false}, {"description", true, false}};
+  if (command == "workflow") {
+    return {{"project", true, false}, {"state", true, false}, {"limit", true, false}, {"format", true, false}};
+  }
   if (command == "drain") return {{"reason", true, false}};
   if (command == "squeue") return SqueueFlags();
   if (command == "sacct") return SacctFlags();
@@ -615,6 +629,9 @@ int Dispatch(const CommandInfo& info, const std::vector<std::string>& words) {
   if (command == "reconcile") return RunReconcile(session, args, info);
   if (command == "sandbox") {
     return RunSandbox(session, args, [&info](const std::string& message) { return UsageFailure(info, message); });
+  }
+  if (command == "workflow") {
+    return RunWorkflow(session, args, [&info](const std::string& message) { return UsageFailure(info, message); });
   }
   if (command == "secret") {
     return RunSecret(session, args, [&info](const std::string& message) { return UsageFailure(info, message); });

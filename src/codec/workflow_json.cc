@@ -13,8 +13,10 @@ namespace {
 
 using nlohmann::json;
 
+// The contract's status rule (src/api/body.h): a value of the wrong type
+// is 400 malformed_value, an unknown field 422 unknown_field.
 Error WrongType(const std::string& field, const std::string& what) {
-  return Error::BadRequest("invalid_type", field + " must be " + what, field);
+  return Error::BadRequest("malformed_value", field + " must be " + what, field);
 }
 
 std::optional<Error> UnknownKeys(const json& obj, const std::string& at, std::initializer_list<const char*> known) {
@@ -25,7 +27,7 @@ std::optional<Error> UnknownKeys(const json& obj, const std::string& at, std::in
       std::string list;
       for (const char* k : known) list += (list.empty() ? "" : ", ") + std::string(k);
       const std::string field = at.empty() ? key : at + "." + key;
-      return Error::BadRequest("unknown_field", "unknown field " + field + "; known: " + list, field);
+      return Error::Unprocessable("unknown_field", "unknown field " + field + "; known: " + list, field);
     }
   }
   return std::nullopt;
@@ -68,8 +70,9 @@ Result<model::WorkflowTask> ReadTask(const json& doc, const std::string& at) {
   if (auto e = ReadString(doc, "name", at + ".name", task.name)) return *e;
   auto job = doc.find("job");
   if (job == doc.end() || !job->is_object()) {
-    return Error::BadRequest(job == doc.end() ? "missing_field" : "invalid_type",
-                             at + ".job must be a job object, as the body of POST /v1/jobs", at + ".job");
+    const std::string what = at + ".job must be a job object, as the body of POST /v1/jobs";
+    if (job == doc.end() || job->is_null()) return Error::Unprocessable("missing_field", what, at + ".job");
+    return Error::BadRequest("malformed_value", what, at + ".job");
   }
   task.job = job->dump();
   if (auto e = ReadStrings(doc, "after", at + ".after", task.after)) return *e;
@@ -120,8 +123,8 @@ Result<model::WorkflowTask> ReadTask(const json& doc, const std::string& at) {
 Result<std::vector<model::WorkflowTask>> ReadTaskList(const json& body, const std::string& at) {
   auto tasks = body.find("tasks");
   if (tasks == body.end() || tasks->is_null()) {
-    return Error::BadRequest("missing_field", "tasks is required: a list of {name, job, after, on_failure, scatter}",
-                             "tasks");
+    return Error::Unprocessable("missing_field", "tasks is required: a list of {name, job, after, on_failure, scatter}",
+                                "tasks");
   }
   if (!tasks->is_array()) return WrongType(at, "an array of tasks");
   std::vector<model::WorkflowTask> out;
@@ -146,6 +149,9 @@ Result<WorkflowRequest> ReadWorkflowRequest(const json& body) {
   }
   std::string project;
   if (auto e = ReadString(body, "project", "project", project)) return *e;
+  if (project.size() > 256) {
+    return Error::Unprocessable("invalid_value", "project must be at most 256 characters", "project");
+  }
   if (!project.empty()) request.project = project;
   auto tasks = ReadTaskList(body, "tasks");
   if (!tasks.ok()) return tasks.error();

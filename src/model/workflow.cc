@@ -37,7 +37,7 @@ bool ValidName(std::string_view name) {
 }
 
 Error Invalid(const std::string& field, const std::string& message) {
-  return Error::Unprocessable("invalid_workflow", message, field);
+  return Error::Unprocessable("invalid_value", message, field);
 }
 
 std::string InstanceName(const std::string& task, int64_t i, const WorkflowTask* spec) {

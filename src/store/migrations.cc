@@ -407,7 +407,7 @@ CREATE TABLE workflows (
   ended_at INTEGER NOT NULL,
   document TEXT NOT NULL
 );
-CREATE INDEX workflows_state ON workflows(state, id);
+CREATE INDEX workflows_not_over ON workflows(ended_at, id);
 )sql";
 
 Status Rollback(sqlite3* db, Error error) {

@@ -352,7 +352,7 @@ CREATE TABLE workflows (
   ended_at BIGINT NOT NULL,
   document TEXT NOT NULL
 );
-CREATE INDEX workflows_state ON workflows(state, id);
+CREATE INDEX workflows_not_over ON workflows(ended_at, id);
 )sql";
 
 const std::vector<std::string_view>& PgMigrations() {

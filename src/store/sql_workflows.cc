@@ -78,8 +78,8 @@ Result<std::optional<WorkflowRecord>> GetWorkflow(Connection& c, int64_t id) {
 }
 
 Result<std::vector<WorkflowRecord>> ListWorkflows(Connection& c, bool active_only, bool with_documents, int limit) {
-  auto read = c.Prepare(Columns(with_documents) + (active_only ? " WHERE state = 'RUNNING'" : "") +
-                        " ORDER BY id DESC LIMIT ?1");
+  auto read =
+      c.Prepare(Columns(with_documents) + (active_only ? " WHERE ended_at = 0" : "") + " ORDER BY id DESC LIMIT ?1");
   if (!read.ok()) return read.error();
   read->Bind(1, static_cast<int64_t>(limit));
   std::vector<WorkflowRecord> out;

@@ -654,11 +654,12 @@ async function prepare(id, status, mediaType, refused = false) {
       if (s === 422) return {path: '/v1/workflows', query: {limit: 0}, invalid: `${bad}: limit below its minimum (1)`};
       break;
     case 'getWorkflow':
-      if (s === 200 && mediaType === 'text/vnd.graphviz') return {path: `/v1/workflows/${ctx.workflow}`, query: {format: 'dot'}};
-      if (s === 200 && mediaType === 'text/plain') return {path: `/v1/workflows/${ctx.workflow}`, query: {format: 'mermaid'}};
+      if (s === 200 && /^text\/vnd.graphviz/.test(mediaType || '')) return {path: `/v1/workflows/${ctx.workflow}`, query: {format: 'dot'}};
+      if (s === 200 && /^text\/plain/.test(mediaType || '')) return {path: `/v1/workflows/${ctx.workflow}`, query: {format: 'mermaid'}};
       if (s === 200) return {path: `/v1/workflows/${ctx.workflow}`};
       if (s === 404) return {path: '/v1/workflows/999999'};
       if (s === 422) return {path: `/v1/workflows/${ctx.workflow}`, query: {format: 'svg'}, invalid: `${bad}: format not among its choices`};
+      if (s === 400) return {skip: 'needs a format that is not UTF-8, which no JSON-Schema states (tests/integration/status_rule_test.cc sends one)'};
       break;
     case 'cancelWorkflow':
       if (s === 200) return {path: `/v1/workflows/${(await must('POST', '/v1/workflows', workflowBody('sleep 600'), ADMIN, 201)).id}`};

@@ -56,5 +56,33 @@ TEST(CliTest, SubmitWaitAndList) {
   EXPECT_NE(bad.err.find("resources.gpus"), std::string::npos) << bad.err;
 }
 
+TEST(CliTest, WorkflowSubmitShowGraphAndCancel) {
+  TestDaemon d;
+  d.Start();
+  const std::string file = d.state_dir() + "/workflow.json";
+  std::ofstream(file) << R"({"name": "cli", "tasks": [
+    {"name": "first", "job": {"workload": {"kind": "hpc"}, "command": ["sleep", "300"]}},
+    {"name": "second", "after": ["first"], "job": {"workload": {"kind": "hpc"}, "command": ["true"]}}]})";
+  auto submit = d.RunCli({"workflow", "submit", file});
+  ASSERT_EQ(submit.exit_code, 0) << submit.out << submit.err;
+  const std::string id = submit.out.substr(0, submit.out.find('\n'));
+  auto show = d.RunCli({"workflow", "show", id});
+  EXPECT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_NE(show.out.find("'cli' RUNNING"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("second"), std::string::npos) << show.out;
+  auto ls = d.RunCli({"workflow", "ls"});
+  EXPECT_NE(ls.out.find("cli"), std::string::npos) << ls.out;
+  auto graph = d.RunCli({"workflow", "graph", id, "--format", "dot"});
+  EXPECT_NE(graph.out.find("t_first -> t_second;"), std::string::npos) << graph.out;
+  auto cancel = d.RunCli({"workflow", "cancel", id});
+  EXPECT_EQ(cancel.exit_code, 0) << cancel.err;
+  EXPECT_NE(cancel.out.find("CANCELLED"), std::string::npos) << cancel.out;
+  auto again = d.RunCli({"workflow", "cancel", id});
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_NE(again.err.find("already ended CANCELLED"), std::string::npos) << again.err;
+  auto bad = d.RunCli({"workflow", "frobnicate"});
+  EXPECT_NE(bad.exit_code, 0);
+}
+
 }  // namespace
 }  // namespace unisched::testing

@@ -504,7 +504,7 @@ Result<std::vector<store::WorkflowRecord>> MemoryStore::ListWorkflows(bool activ
   std::vector<store::WorkflowRecord> out;
   for (auto it = data_->workflows.rbegin(); it != data_->workflows.rend() && static_cast<int>(out.size()) < limit;
        ++it) {
-    if (active_only && it->second.state != "RUNNING") continue;
+    if (active_only && it->second.ended_at) continue;
     out.push_back(it->second);
     if (!with_documents) out.back().document.clear();
   }

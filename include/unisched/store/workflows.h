@@ -25,6 +25,8 @@ struct WorkflowRecord {
   std::string state;  // model::WorkflowState's text
   Timestamp created_at{};
   Timestamp updated_at{};
+  // Set once the workflow has ended and none of its jobs is still to be
+  // heard of; unset: the book loads it at a start.
   std::optional<Timestamp> ended_at;
   std::string document;  // JSON: {spec, status, owner}
 };
@@ -38,7 +40,8 @@ class Workflows {
   // NotFound when there is none.
   virtual Status UpdateWorkflow(const WorkflowRecord& workflow) = 0;
   virtual Result<std::optional<WorkflowRecord>> GetWorkflow(int64_t id) = 0;
-  // Newest first, at most `limit`; `active_only`: RUNNING ones only. Without
+  // Newest first, at most `limit`; `active_only`: those not over (no
+  // ended_at). Without
   // `with_documents` the documents are left empty.
   virtual Result<std::vector<WorkflowRecord>> ListWorkflows(bool active_only, bool with_documents, int limit) = 0;
 };

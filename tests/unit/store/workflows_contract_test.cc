@@ -11,13 +11,14 @@ namespace {
 
 class WorkflowsTest : public testing::StoreContract {
  protected:
-  int64_t Insert(const std::string& name, const std::string& state, int64_t at_ms) {
+  int64_t Insert(const std::string& name, const std::string& state, int64_t at_ms, bool over = false) {
     WorkflowRecord w;
     w.project = "genomics";
     w.user = "alice";
     w.name = name;
     w.state = state;
     w.created_at = w.updated_at = FromUnixMillis(at_ms);
+    if (over) w.ended_at = FromUnixMillis(at_ms);
     w.document = R"({"spec":{"name":")" + name + R"("}})";
     auto id = store_->InsertWorkflow(w);
     EXPECT_TRUE(id.ok()) << id.error().message;
@@ -62,9 +63,9 @@ TEST_P(WorkflowsTest, AreNumberedKeptWholeUpdatedAndOutliveARestart) {
   EXPECT_EQ(store_->UpdateWorkflow(missing).error().kind, ErrorKind::kNotFound);
 }
 
-TEST_P(WorkflowsTest, ListsNewestFirstActiveOnesAloneAndDocumentsOnlyWhenAsked) {
-  Insert("a", "SUCCEEDED", 1000);
-  Insert("b", "RUNNING", 2000);
+TEST_P(WorkflowsTest, ListsNewestFirstThoseNotOverAloneAndDocumentsOnlyWhenAsked) {
+  Insert("a", "SUCCEEDED", 1000, /*over=*/true);
+  Insert("b", "FAILED", 2000);  // ended, but a job of it is still being cancelled
   Insert("c", "RUNNING", 3000);
   auto all = store_->ListWorkflows(false, false, 10);
   ASSERT_TRUE(all.ok());
