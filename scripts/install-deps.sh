@@ -38,8 +38,8 @@ test_packages=(
   clang-format libgtest-dev libgmock-dev
   # the tests read the store with the sqlite3 shell
   sqlite3
-  # node for the OpenAPI checks
-  nodejs npm
+  # node for the OpenAPI checks and the console's bundle; Chromium for its browser test (docs/console.md)
+  nodejs npm chromium
   # the benchmark scripts read JSON and do arithmetic; the staging bench's curl + MD5 rows (openssl md5)
   jq bc openssl
   # promtool checks the /metrics exposition in the tests

@@ -67,6 +67,8 @@ Api::Api(ApiContext context)
     route.needs_auth = needs_auth;
     routes_.push_back(std::move(route));
   };
+  add("GET", "/", &Api::Console, false);
+  add("GET", "/console/{file}", &Api::ConsoleFile, false);
   add("GET", "/healthz", &Api::Healthz, false);
   add("GET", "/readyz", &Api::Readyz, false);
   add("GET", "/metrics", &Api::MetricsText, ctx_.config->Current().server.metrics_require_token);

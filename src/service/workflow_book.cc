@@ -145,6 +145,23 @@ auth::Principal WorkflowBook::PrincipalFromJson(const json& doc) {
   return who;
 }
 
+Result<std::unique_ptr<WorkflowBook::Workflow>> WorkflowBook::FromRecord(store::WorkflowRecord record) {
+  auto doc = json::parse(record.document, nullptr, false);
+  auto spec = codec::WorkflowSpecFromJson(doc.value("spec", json::object()));
+  auto status = codec::WorkflowStatusFromJson(doc.value("status", json::object()));
+  if (doc.is_discarded() || !spec.ok() || !status.ok()) {
+    return Error::Internal("workflow " + std::to_string(record.id) + ": its stored document is unreadable");
+  }
+  auto w = std::make_unique<Workflow>();
+  w->spec = std::move(spec).value();
+  w->status = std::move(status).value();
+  w->owner = PrincipalFromJson(doc.value("owner", json::object()));
+  w->dir = doc.value("dir", "");
+  w->record = std::move(record);
+  w->record.document.clear();  // kept in memory as spec and status; written anew
+  return w;
+}
+
 std::string WorkflowBook::DocumentOf(const Workflow& w) const {
   return json{{"spec", codec::WorkflowSpecToJson(w.spec)},
               {"status", codec::WorkflowStatusToJson(w.status)},
@@ -296,19 +313,9 @@ Result<WorkflowBook::Workflow*> WorkflowBook::Visible(const auth::Principal& who
     auto record = store_.GetWorkflow(*id);
     if (!record.ok()) return record.error();
     if (!record->has_value()) return NoSuchWorkflow(id_text);
-    auto w = std::make_unique<Workflow>();
-    w->record = std::move(**record);
-    auto doc = json::parse(w->record.document, nullptr, false);
-    auto spec = codec::WorkflowSpecFromJson(doc.value("spec", json::object()));
-    auto status = codec::WorkflowStatusFromJson(doc.value("status", json::object()));
-    if (!spec.ok() || !status.ok())
-      return Error::Internal("workflow " + id_text + ": its stored document is unreadable");
-    w->spec = std::move(spec).value();
-    w->status = std::move(status).value();
-    w->owner = PrincipalFromJson(doc.value("owner", json::object()));
-    w->dir = doc.value("dir", "");
-    w->record.document.clear();
-    it = workflows_.emplace(*id, std::move(w)).first;
+    auto w = FromRecord(std::move(**record));
+    if (!w.ok()) return w.error();
+    it = workflows_.emplace(*id, std::move(w).value()).first;
   }
   Workflow& w = *it->second;
   const bool may_read = who.job_id == 0 && (auth::IsPlatformAdmin(who) || auth::BelongsTo(who, w.record.project) ||
@@ -582,23 +589,14 @@ void WorkflowBook::Load() {
   }
   const Timestamp now = clock_.Now();
   for (auto& record : *records) {
-    auto doc = json::parse(record.document, nullptr, false);
-    auto spec = codec::WorkflowSpecFromJson(doc.value("spec", json::object()));
-    auto status = codec::WorkflowStatusFromJson(doc.value("status", json::object()));
-    if (!spec.ok() || !status.ok()) {
-      spdlog::error("workflow {}: its stored document is unreadable; left as it is", record.id);
+    auto w = FromRecord(std::move(record));
+    if (!w.ok()) {
+      spdlog::error("{}; left as it is", w.error().message);
       continue;
     }
-    auto w = std::make_unique<Workflow>();
-    w->spec = std::move(spec).value();
-    w->status = std::move(status).value();
-    w->owner = PrincipalFromJson(doc.value("owner", json::object()));
-    w->dir = doc.value("dir", "");
-    w->record = std::move(record);
-    w->record.document.clear();
-    Workflow& loaded = *w;
+    Workflow& loaded = **w;
     const int64_t id = loaded.record.id;
-    workflows_[id] = std::move(w);
+    workflows_[id] = std::move(w).value();
     model::WorkflowActions again;
     std::vector<std::pair<model::JobId, model::Job>> ended;
     for (const auto& [task, instances] : loaded.status.instances) {

@@ -281,6 +281,12 @@ async function prepare(id, status, mediaType, refused = false) {
   }
 
   switch (id) {
+    case 'getConsole': return {path: '/'};
+    case 'getConsoleFile':
+      if (s === 200 && /^text\/css/.test(mediaType || '')) return {path: '/console/app.css'};
+      if (s === 200) return {path: '/console/app.js'};
+      if (s === 404) return {path: '/console/nope.js'};
+      break;
     case 'getHealthz': return {path: '/healthz'};
     case 'getReadyz': return {path: '/readyz'};
     case 'getMetrics': return {path: '/metrics'};

@@ -176,6 +176,7 @@ class AuthMatrixTest : public ::testing::Test {
       put("{name}", "matrix-secret");
     }
     put("{path}", "matrix.txt");
+    put("{file}", "app.js");
     put("{step}", "1");
     if (op.id == "agentLogs") path += "?node=" + kAgentNode + "&job=" + job_id_ + "&attempt=1&stream=stdout&offset=0";
     return path;

@@ -263,6 +263,8 @@ class Api {
   void ExecSandbox(Call& call);
   void PutSandboxFile(Call& call);
   void GetSandboxFile(Call& call);
+  void Console(Call& call);
+  void ConsoleFile(Call& call);
   void CreateWorkflow(Call& call);
   void ListWorkflows(Call& call);
   void GetWorkflow(Call& call);

@@ -90,6 +90,8 @@ class WorkflowBook {
   static nlohmann::json PrincipalToJson(const auth::Principal& who);
   static auth::Principal PrincipalFromJson(const nlohmann::json& doc);
   std::string DocumentOf(const Workflow& w) const;
+  // A stored workflow as the book holds it (its document read into spec, status and owner).
+  static Result<std::unique_ptr<Workflow>> FromRecord(store::WorkflowRecord record);
   nlohmann::json ViewOf(const Workflow& w) const;
   Result<Workflow*> Visible(const auth::Principal& who, const std::string& id, bool control);
   // Checks one task's template as `who` would submit it; the error names tasks[i].job.<field>.

@@ -1492,6 +1492,8 @@ TEST(StorageKeys, SharedFileSystemsAreReadAndChecked) {
       {"storage: {shared: [{name: a, path: /a}, {name: a, path: /b}]}\n", {"storage.shared[1].name"}},
       {"storage: {shared: [{name: a-b, path: /a}, {name: a_b, path: /b}]}\n", {"storage.shared[1].name"}},
       {"storage: {shared: [{name: a, path: /a, sise: 1}]}\n", {"storage.shared[0].sise"}},
+      {"storage: {shared: [{name: a, path: /a}], workflow_dirs: b}\n", {"storage.workflow_dirs"}},
+      {"storage: {shared: [{name: a, path: /a, read_only: true}], workflow_dirs: a}\n", {"storage.workflow_dirs"}},
   };
   for (const Case& c : cases) {
     const auto errors = ErrorsOf(LoadConfigText(Doc().Extra(c.extra).Text()));
