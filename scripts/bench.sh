@@ -5,7 +5,7 @@
 # Prints the machine, the store's synchronous mode and the figures.
 #
 # Knobs (environment): SECTIONS (all; or a list of: http stores failover
-# access arrays workflows cycle agents gangs sandboxes ledger disk staging replay) FAILOVERS (50) BASELINE_BUILD (stores: another
+# access arrays workflows console cycle agents gangs sandboxes ledger disk staging replay) FAILOVERS (50) BASELINE_BUILD (stores: another
 # revision's build directory, benchmarked first) SUBMIT_CONNECTIONS (64) SUBMIT_SECONDS (10)
 # E2E_JOBS (5000) E2E_CONNECTIONS (16) LATENCY_RUNS (200) CONFIG
 # (config/unisched.yaml) CYCLE_RUNS (7) LEDGER_ENTRIES (10000000; the ledger
@@ -135,7 +135,7 @@ echo "  binary:  $BUILD/unisched"
 echo "  note:    the load generator and the daemon share this machine's CPUs"
 echo
 
-SECTIONS=${SECTIONS:-http stores failover access arrays workflows cycle agents gangs sandboxes ledger disk staging replay}
+SECTIONS=${SECTIONS:-http stores failover access arrays workflows console cycle agents gangs sandboxes ledger disk staging replay}
 section() { [[ " $SECTIONS " == *" $1 "* ]]; }
 
 status=0
@@ -328,6 +328,26 @@ curl -s "$URL/metrics" | awk '
     printf "  scheduling cycles while it ran: %d, mean %.1f ms, p99 <= %s s\n", total, total ? 1000 * sum / total : 0, p99
   }'
 stop_daemon
+echo
+fi
+
+if section console; then
+# The web console (docs/console.md): the jobs page's first render in
+# Debian's Chromium with 10,000 and then 100,000 jobs waiting in the store
+# (every node drained), navigation to table drawn.
+echo "== console: the jobs page's first render with many jobs in the store"
+if CONSOLE_TEST_INSTALL_ONLY=1 bash "$ROOT/scripts/console-test.sh" "$BUILD" && [[ -x ${CHROMIUM:-/usr/bin/chromium} ]]; then
+  start_daemon console
+  TOKEN=$(cat "$STATE/admin.token")
+  for node in $(curl -s -H "Authorization: Bearer $TOKEN" "$URL/v1/nodes" | jq -r '.nodes[].name'); do
+    curl -fsS -o /dev/null -H "Authorization: Bearer $TOKEN" -X POST "$URL/v1/nodes/$node/drain" -d '{"reason":"benchmark"}' || true
+  done
+  CONSOLE_URL=$URL CONSOLE_ADMIN_TOKEN=$TOKEN CHROMIUM=${CHROMIUM:-/usr/bin/chromium} \
+    NODE_PATH=$BUILD/tools/console-test/node_modules node "$ROOT/tests/console/render.bench.cjs" || status=1
+  stop_daemon
+else
+  echo "  skipped: no Chromium or no console test tools"
+fi
 echo
 fi
 

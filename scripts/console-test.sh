@@ -30,6 +30,9 @@ if ! cmp -s "$root/tests/console/package-lock.json" "$tools/package-lock.json" |
   fi
 fi
 
+# CONSOLE_TEST_INSTALL_ONLY=1: only the tools (make bench's console section uses them).
+[[ ${CONSOLE_TEST_INSTALL_ONLY:-0} == 1 ]] && exit 0
+
 work=$(mktemp -d /tmp/unisched-console-XXXXXX)
 chmod 711 "$work"
 daemon_pid=""
