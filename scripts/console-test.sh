@@ -78,6 +78,14 @@ token_of() {
 }
 export CONSOLE_ALICE_TOKEN=$(token_of alice default)
 export CONSOLE_BOB_TOKEN=$(token_of bob physics)
+# A workflow for the workflows pages: a scatter, a gather and an alternative.
+curl -fsS -o /dev/null -H "Authorization: Bearer $CONSOLE_ALICE_TOKEN" -X POST "$CONSOLE_URL/v1/workflows" -d '{
+  "name": "console", "tasks": [
+    {"name": "prepare", "job": {"workload": {"kind": "hpc"}, "command": ["true"]}},
+    {"name": "align", "after": ["prepare"], "scatter": {"over": ["a", "b", "c"]},
+     "on_failure": {"alternative": "align-other"}, "job": {"workload": {"kind": "hpc"}, "command": ["true"]}},
+    {"name": "align-other", "job": {"workload": {"kind": "hpc"}, "command": ["true"]}},
+    {"name": "merge", "after": ["align"], "job": {"workload": {"kind": "hpc"}, "command": ["true"]}}]}'
 export CONSOLE_ARTIFACTS=$build/console-artifacts
 export CHROMIUM=$chromium
 rm -rf "$CONSOLE_ARTIFACTS" && mkdir -p "$CONSOLE_ARTIFACTS"

@@ -12,7 +12,7 @@ const puppeteer = require('puppeteer-core');
 const URL_BASE = process.env.CONSOLE_URL;
 const ARTIFACTS = process.env.CONSOLE_ARTIFACTS;
 const AXE = fs.readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
-const PAGES = ['', 'jobs', 'nodes', 'queues', 'sandboxes', 'workflows', 'usage', 'reports', 'alerts'];
+const PAGES = ['', 'jobs', 'nodes', 'queues', 'sandboxes', 'workflows', 'workflows/1', 'usage', 'reports', 'alerts'];
 
 let checks = 0;
 function check(ok, what) {
@@ -134,12 +134,16 @@ async function main() {
     .some((tr) => tr.innerText.includes(n) && !tr.innerText.includes('drained')), {timeout: 15000}, nodeName);
   check(true, `and resumes it`);
 
+  // alice's workflow, drawn.
+  await go('workflows/1');
+  check(await page.$$eval('svg.graph g.node', (g) => g.length) === 4, 'the workflow graph draws its four tasks');
+
   // Every page: rendered, accessible, pictured on a laptop and a phone.
   for (const [viewport, suffix] of [[{width: 1280, height: 900}, ''], [{width: 390, height: 844, isMobile: true}, '-phone']]) {
     await page.setViewport(viewport);
     for (const p of PAGES) {
       await go(p);
-      const name = (p || 'overview') + suffix;
+      const name = (p || 'overview').replace('/', '-') + suffix;
       check(!/Error:/.test(await text()), `page ${name} renders without an error`);
       await shot(name);
       if (suffix) continue;
