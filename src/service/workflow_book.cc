@@ -564,8 +564,9 @@ void WorkflowBook::WriteDirty(bool all) {
     }
     w.record.document = DocumentOf(w);
     if (Status s = store_.UpdateWorkflow(w.record); !s.ok()) {
-      spdlog::error("workflow {}: cannot store its record: {} (kept in memory, written at its next change)", id,
+      spdlog::error("workflow {}: cannot store its record: {} (kept in memory, tried again within a second)", id,
                     s.error().message);
+      held.insert(id);
       continue;
     }
     w.record.document.clear();
