@@ -308,7 +308,7 @@ STARTED=$(date +%s.%N)
 WORKFLOW=$(curl -s -w '\n%{http_code} %{time_total}' -H "Authorization: Bearer $TOKEN" -X POST "$URL/v1/workflows" \
   --data-binary @"$WORK/workflow.json")
 echo "  submit: $(tail -n 1 <<<"$WORKFLOW" | awk '{ print $1 " in " $2 " s" }')"
-WORKFLOW_ID=$(head -n 1 <<<"$WORKFLOW" | sed -E 's/^\{"id":"([0-9]+)".*/\1/')
+WORKFLOW_ID=$(head -n 1 <<<"$WORKFLOW" | jq -r .id)
 STATE_NOW=""
 for _ in $(seq 3600); do
   STATE_NOW=$(curl -s -H "Authorization: Bearer $TOKEN" "$URL/v1/workflows?limit=1" | sed -E 's/.*"state":"([A-Z]+)".*/\1/')
