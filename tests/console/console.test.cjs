@@ -42,6 +42,8 @@ async function main() {
       problems.push(`a request off this origin: ${r.url()}`);
     }
   });
+  // A fresh load of the page each time (the same hash twice would not reload it).
+  let loads = 0;
   const shot = (name) => page.screenshot({path: path.join(ARTIFACTS, `${name}.png`), fullPage: true});
   const text = () => page.evaluate(() => document.getElementById('main').innerText);
   const waitText = async (want, ms = 30000) => {
@@ -52,17 +54,14 @@ async function main() {
     }
     return false;
   };
-  // A fresh load of the page each time (the same hash twice would not reload it).
-  let loads = 0;
   const go = async (hash) => {
     await page.goto(`${URL_BASE}/?load=${++loads}#/${hash}`);
     await page.waitForFunction(() => !document.getElementById('main').innerText.includes('Loading') &&
       !document.getElementById('main').innerText.includes('加载中'), {timeout: 30000});
   };
   const login = async (token) => {
-    await page.goto(`${URL_BASE}/#/logout-first`);
     await page.evaluate(() => sessionStorage.clear());
-    await page.goto(`${URL_BASE}/#/login`);
+    await page.goto(`${URL_BASE}/?load=${++loads}#/login`);
     await page.waitForSelector('input[name=token]');
     await page.type('input[name=token]', token);
     await Promise.all([page.waitForFunction(() => location.hash === '#/'), page.click('form.login button')]);

@@ -379,8 +379,11 @@ async function route() {
     location.hash = '#/login';
     return;
   }
+  const startedFor = location.hash;
   if (token() && !me && parts[0] !== 'login') {
     try { me = await get('/v1/whoami'); } catch (e) { show(failure(e)); return; }
+    // The hash changed while we asked (a logout, a click): that route draws, not this one.
+    if (location.hash !== startedFor) return;
   }
   frame();
   show(h('p', {}, t('loading')));
