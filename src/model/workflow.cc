@@ -252,10 +252,6 @@ const WorkflowTask* WorkflowRun::Task(const std::string& name) const {
   return it == task_index_.end() ? nullptr : &spec_.tasks[it->second];
 }
 
-std::map<InstanceState, int64_t> WorkflowRun::Counts() const {
-  return CountInstances(status_);
-}
-
 const WorkflowTask* FindTask(const WorkflowSpec& spec, const std::string& name) {
   for (const auto& task : spec.tasks) {
     if (task.name == name) return &task;

@@ -122,11 +122,6 @@ void WorkflowBook::Run() {
   WriteDirty(true);
 }
 
-WorkflowBook::Stats WorkflowBook::stats() const {
-  std::lock_guard lock(stats_mu_);
-  return stats_;
-}
-
 json WorkflowBook::PrincipalToJson(const auth::Principal& who) {
   return {{"user", who.user},
           {"role", std::string(auth::ToString(who.role))},
@@ -291,10 +286,6 @@ void WorkflowBook::Submit(const auth::Principal& who, codec::WorkflowRequest req
     w->dir = WorkflowDir(live_.Current(), project, *id);
     Workflow& stored = *w;
     workflows_[*id] = std::move(w);
-    {
-      std::lock_guard lock(stats_mu_);
-      stats_.active_workflows = static_cast<int64_t>(workflows_.size());
-    }
     dirty_.insert(*id);  // the directory and the releases' job ids
     done(ViewOf(stored));
     spdlog::info("workflow {} '{}' of {} submitted: {} tasks", *id, stored.spec.name, who.user,
@@ -458,8 +449,6 @@ void WorkflowBook::Apply(Workflow& w, const model::WorkflowActions& actions) {
                      Released(id, release, std::move(submitted));
                    });
                  });
-    std::lock_guard lock(stats_mu_);
-    ++stats_.released;
   }
   for (model::JobId job : actions.cancel) {
     jobs_.Control(w.owner, std::to_string(job), ControlPlane::JobAction::kCancel, [job](Result<model::Job> result) {
@@ -570,16 +559,12 @@ void WorkflowBook::WriteDirty(bool all) {
       continue;
     }
     w.record.document.clear();
-    std::lock_guard lock(stats_mu_);
-    ++stats_.records_written;
   }
   dirty_ = std::move(held);
   // Ended workflows are read from the store when asked for again.
   for (auto it = workflows_.begin(); it != workflows_.end();) {
     it = it->second->record.ended_at && !dirty_.count(it->first) ? workflows_.erase(it) : std::next(it);
   }
-  std::lock_guard lock(stats_mu_);
-  stats_.active_workflows = static_cast<int64_t>(workflows_.size());
 }
 
 void WorkflowBook::Load() {

@@ -180,8 +180,6 @@ class WorkflowRun {
 
   // The task called `name` (nullptr: none).
   const WorkflowTask* Task(const std::string& name) const;
-  // Instance counts per state over every task.
-  std::map<InstanceState, int64_t> Counts() const;
 
  private:
   void Index();

@@ -73,15 +73,6 @@ class WorkflowBook {
   // by the controller after the state is committed; any thread).
   void JobEnded(model::JobId job, model::JobState state, std::string reason);
 
-  // How many jobs the book has made and how long its last burst took: for
-  // the bench and tests.
-  struct Stats {
-    int64_t released = 0;
-    int64_t records_written = 0;
-    int64_t active_workflows = 0;
-  };
-  Stats stats() const;
-
  private:
   struct Workflow;
   void Post(std::function<void()> work);
@@ -130,8 +121,6 @@ class WorkflowBook {
   // service's answer may come after its job ended): matched when it does.
   std::map<model::JobId, std::pair<model::JobState, std::string>> unmatched_ends_;
   std::set<int64_t> dirty_;
-  mutable std::mutex stats_mu_;
-  Stats stats_;
 };
 
 }  // namespace unisched::service
