@@ -43,7 +43,7 @@ Controller::~Controller() {
 
 void Controller::Start() {
   const Timestamp started = clock_.Now();
-  node_book_.Load(store_.LoadNodeStates(), started);
+  node_book_.Load(store_.LoadNodeStates(), store_.LoadNodeIdleSince(), started);
   alerts_.Load(store_.ListAlerts(true, 100000));
   // Usage is charged from now on: the time the daemon was down is not
   // charged (running jobs' records come with the accounting ledger).
@@ -99,6 +99,7 @@ void Controller::Stop() {
     // A clean stop keeps the fairshare usage charged since the last save.
     Batch batch;
     accounting_.AccrueFairshare(jobs_.active(), batch, clock_.Now(), /*force=*/true);
+    node_book_.SaveIdleTimes(batch);
     Commit(batch);
   }
 }
@@ -287,6 +288,7 @@ void Controller::Loop() {
       need_cycle_ = true;  // refresh pending reasons even when nothing happened
       if (now >= next_retention_sweep_) SweepRetention(batch, now);
       CheckHeartbeats(batch, now);
+      node_book_.SaveIdleTimes(batch);
       alerts_.Evaluate(batch,
                        {&node_book_.nodes(), &node_book_.reasons(), &jobs_.active(), ledger_discrepancies_.load(),
                         last_store_error_},

@@ -35,10 +35,21 @@ NodeBook::NodeBook(const config::Config& config, const Clock& clock)
   }
 }
 
-void NodeBook::Load(const std::vector<store::NodeStateRecord>& stored, Timestamp now) {
+void NodeBook::Load(const std::vector<store::NodeStateRecord>& stored,
+                    const std::map<std::string, Timestamp>& stored_idle, Timestamp now) {
   // Idle since the start at the latest; recovered attempts take theirs back.
   for (const auto& n : nodes_) {
-    if (!Busy(n)) idle_since_.try_emplace(n.spec.name, now);
+    if (Busy(n)) continue;
+    auto kept = stored_idle.find(n.spec.name);
+    if (kept != stored_idle.end() && kept->second <= now) {
+      idle_since_.try_emplace(n.spec.name, kept->second);
+    } else if (idle_since_.try_emplace(n.spec.name, now).second) {
+      idle_unsaved_.insert(n.spec.name);
+    }
+  }
+  // Nodes gone from the config: their rows go.
+  for (const auto& [name, since] : stored_idle) {
+    if (!node_index_.count(name)) idle_unsaved_.insert(name);
   }
   for (auto& n : nodes_) {
     if (!n.spec.agent) continue;
@@ -65,12 +76,27 @@ void NodeBook::Apply(const model::Allocation& allocation, int sign) {
     if (!n) continue;
     n->Apply(share, sign);
     if (sign < 0 && n->state == model::NodeState::kDraining && !Busy(*n)) n->state = model::NodeState::kDrained;
-    if (Busy(*n)) {
-      idle_since_.erase(share.node);
-    } else {
-      idle_since_.try_emplace(share.node, clock_.Now());
-    }
+    const bool changed =
+        Busy(*n) ? idle_since_.erase(share.node) > 0 : idle_since_.try_emplace(share.node, clock_.Now()).second;
+    if (changed) idle_unsaved_.insert(share.node);
   }
+}
+
+void NodeBook::SaveIdleTimes(Batch& batch) {
+  if (idle_unsaved_.empty()) return;
+  std::vector<std::pair<std::string, std::optional<Timestamp>>> changes;
+  changes.reserve(idle_unsaved_.size());
+  for (const std::string& name : idle_unsaved_) {
+    auto idle = idle_since_.find(name);
+    changes.emplace_back(name, idle == idle_since_.end() ? std::nullopt : std::optional<Timestamp>(idle->second));
+  }
+  idle_unsaved_.clear();
+  batch.writes.push_back([changes = std::move(changes)](store::Transaction& t) -> Status {
+    for (const auto& [name, since] : changes) {
+      if (Status s = t.SetNodeIdleSince(name, since); !s) return s;
+    }
+    return Status::Ok();
+  });
 }
 
 void NodeBook::Change(Batch& batch, model::NodeUsage& node, model::NodeState to, const std::string& reason,

@@ -8,6 +8,7 @@
 // Control thread only.
 
 #include <map>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -31,8 +32,10 @@ class NodeBook {
 
   // At start: agent nodes are down until their agent registers (the start
   // counts as a heartbeat, so agents have a timeout's grace); a stored
-  // state (a drain) wins.
-  void Load(const std::vector<store::NodeStateRecord>& stored, Timestamp now);
+  // state (a drain) wins. A node runs nothing since its stored idle time,
+  // else since the start (recovered attempts take it back).
+  void Load(const std::vector<store::NodeStateRecord>& stored, const std::map<std::string, Timestamp>& stored_idle,
+            Timestamp now);
 
   std::vector<model::NodeUsage>& nodes() { return nodes_; }
   const std::vector<model::NodeUsage>& nodes() const { return nodes_; }
@@ -68,6 +71,11 @@ class NodeBook {
   // within the window (health.black_hole_*) is drained. True when one was.
   bool CountFailure(Batch& batch, const model::Allocation& allocation, Timestamp now);
 
+  // Stores the idle times that changed since the last call (one write in
+  // the batch). Called once a tick, not per allocation: a kill -9 loses at
+  // most a tick of idle times, which then count from the restart.
+  void SaveIdleTimes(Batch& batch);
+
   // The nodes as the API shows them: reason, and the last heartbeat seen.
   std::vector<service::ClusterView::Node> Views() const;
   // Nodes by (state, pool), every state of every pool present (0 too).
@@ -85,6 +93,7 @@ class NodeBook {
   // Nodes running nothing, since when: the end of their last allocation, or
   // the daemon's start (GET /v1/reports/capacity's idle nodes).
   std::map<std::string, Timestamp> idle_since_;
+  std::set<std::string> idle_unsaved_;  // nodes whose idle_since_ entry changed since SaveIdleTimes
   std::map<std::string, std::string> addresses_;  // agent nodes, as their agents report them
   BlackHoleDetector black_holes_;
   std::map<std::pair<std::string, std::string>, int> published_counts_;  // what PublishGauges last set

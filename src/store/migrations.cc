@@ -410,6 +410,15 @@ CREATE TABLE workflows (
 CREATE INDEX workflows_not_over ON workflows(ended_at, id);
 )sql";
 
+// Version 19: since when each idle node has run nothing (NodeWrites::
+// SetNodeIdleSince), so the capacity report's idle times outlive a restart.
+constexpr std::string_view kMigration19 = R"sql(
+CREATE TABLE node_idle (
+  name TEXT PRIMARY KEY,
+  since INTEGER NOT NULL
+);
+)sql";
+
 Status Rollback(sqlite3* db, Error error) {
   if (sqlite3_get_autocommit(db) == 0) sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
   return error;
@@ -430,7 +439,8 @@ const std::vector<std::string_view>& Migrations() {
   static const std::vector<std::string_view> migrations = {
       kMigration1,  kMigration2,  kMigration3,  kMigration4,  kMigration5,  kMigration6,
       kMigration7,  kMigration8,  kMigration9,  kMigration10, kMigration11, kMigration12,
-      kMigration13, kMigration14, kMigration15, kMigration16, kMigration17, kMigration18};
+      kMigration13, kMigration14, kMigration15, kMigration16, kMigration17, kMigration18,
+      kMigration19};
   return migrations;
 }
 

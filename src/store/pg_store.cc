@@ -355,11 +355,20 @@ CREATE TABLE workflows (
 CREATE INDEX workflows_not_over ON workflows(ended_at, id);
 )sql";
 
+// Version 19 (migrations.cc): idle nodes.
+constexpr std::string_view kPgMigration19 = R"sql(
+CREATE TABLE node_idle (
+  name TEXT PRIMARY KEY,
+  since BIGINT NOT NULL
+);
+)sql";
+
 const std::vector<std::string_view>& PgMigrations() {
   static const std::vector<std::string_view> migrations = {
       kPgMigration1,  kPgMigration2,  kPgMigration3,  kPgMigration4,  kPgMigration5,  kPgMigration6,
       kPgMigration7,  kPgMigration8,  kPgMigration9,  kPgMigration10, kPgMigration11, kPgMigration12,
-      kPgMigration13, kPgMigration14, kPgMigration15, kPgMigration16, kPgMigration17, kPgMigration18};
+      kPgMigration13, kPgMigration14, kPgMigration15, kPgMigration16, kPgMigration17, kPgMigration18,
+      kPgMigration19};
   return migrations;
 }
 

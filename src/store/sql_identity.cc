@@ -142,6 +142,17 @@ Status SetNodeState(Connection& c, const NodeStateRecord& node) {
   return stmt->Run();
 }
 
+Status SetNodeIdleSince(Connection& c, const std::string& node, std::optional<Timestamp> since) {
+  auto stmt = since ? c.Prepare(
+                          "INSERT INTO node_idle(name, since) VALUES(?, ?) "
+                          "ON CONFLICT(name) DO UPDATE SET since = excluded.since")
+                    : c.Prepare("DELETE FROM node_idle WHERE name = ?");
+  if (!stmt.ok()) return stmt.error();
+  stmt->Bind(1, node);
+  if (since) stmt->Bind(2, ToUnixMillis(*since));
+  return stmt->Run();
+}
+
 std::optional<TokenRecord> FindToken(Connection& c, const std::string& hash) {
   auto stmt = OrThrow(c.Prepare(std::string(kTokenColumns) + " WHERE hash = ?"));
   stmt.Bind(1, hash);
@@ -202,6 +213,13 @@ std::vector<NodeStateRecord> LoadNodeStates(Connection& c) {
     if (auto state = model::ParseNodeState(stmt.Text(1))) nodes.push_back({stmt.Text(0), *state, stmt.Text(2)});
   }
   return nodes;
+}
+
+std::map<std::string, Timestamp> LoadNodeIdleSince(Connection& c) {
+  auto stmt = OrThrow(c.Prepare("SELECT name, since FROM node_idle"));
+  std::map<std::string, Timestamp> idle;
+  while (OrThrow(stmt.Step())) idle.emplace(stmt.Text(0), FromUnixMillis(stmt.Int(1)));
+  return idle;
 }
 
 }  // namespace unisched::store::sql

@@ -21,6 +21,7 @@ Status AllocateUnixId(Connection& c, const std::string& kind, const std::string&
 std::optional<int64_t> FindUnixId(Connection& c, const std::string& kind, const std::string& name);
 std::vector<UnixIdRecord> ListUnixIds(Connection& c);
 Status SetNodeState(Connection& c, const NodeStateRecord& node);
+Status SetNodeIdleSince(Connection& c, const std::string& node, std::optional<Timestamp> since);
 
 std::optional<TokenRecord> FindToken(Connection& c, const std::string& hash);
 std::optional<TokenRecord> FindTokenById(Connection& c, const std::string& id);
@@ -28,5 +29,6 @@ std::vector<TokenRecord> ListTokens(Connection& c, const TokenFilter& filter);
 std::optional<UserRecord> GetUser(Connection& c, const std::string& name);
 std::vector<UserRecord> ListUsers(Connection& c);
 std::vector<NodeStateRecord> LoadNodeStates(Connection& c);
+std::map<std::string, Timestamp> LoadNodeIdleSince(Connection& c);
 
 }  // namespace unisched::store::sql

@@ -106,6 +106,9 @@ class SqlTransaction final : public Transaction {
     return sql::AllocateUnixId(c_, kind, name, min, max);
   }
   Status SetNodeState(const NodeStateRecord& node) override { return sql::SetNodeState(c_, node); }
+  Status SetNodeIdleSince(const std::string& node, std::optional<Timestamp> since) override {
+    return sql::SetNodeIdleSince(c_, node, since);
+  }
 
   Status AppendLedger(const LedgerEntry& entry) override { return sql::AppendLedger(c_, entry); }
   Status SaveFairshareUsage(const FairshareUsage& usage) override { return sql::SaveFairshareUsage(c_, usage); }
@@ -276,6 +279,9 @@ class SqlStore final : public Store {
   std::vector<UserRecord> ListUsers() const override { return sql::ListUsers(*OrThrow(readers_.Acquire())); }
   std::vector<NodeStateRecord> LoadNodeStates() const override {
     return sql::LoadNodeStates(*OrThrow(readers_.Acquire()));
+  }
+  std::map<std::string, Timestamp> LoadNodeIdleSince() const override {
+    return sql::LoadNodeIdleSince(*OrThrow(readers_.Acquire()));
   }
 
   LedgerCharged LoadLedgerCharged(model::JobId job, int attempt) const override {

@@ -349,6 +349,25 @@ TEST_F(LedgerTest, TheCapacityReportGivesUtilisationPerHourPeakHeadroomAndIdleNo
 
   EXPECT_EQ(d().Call("GET", "/v1/reports/capacity?from=" + FormatRfc3339(before) + "&to=" + from).status, 422);
   EXPECT_EQ(d().Call("GET", "/v1/reports/capacity?target_headroom_percent=95").status, 422);
+
+  // Idle times outlive a crash: once a tick has stored the GPU node's, a
+  // kill -9 and a restart report the same times, not the restart's.
+  const std::string gpu_idle = gpu["idle_nodes"][0]["idle_since"];
+  const std::string agents_idle = agents["idle_nodes"][0]["idle_since"];
+  const std::string stored_ms = std::to_string(ToUnixMillis(*ParseRfc3339(gpu_idle)));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (SqliteValue("SELECT since FROM node_idle WHERE name = 'x86-c8m16g2-train-01'") != stored_ms) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the idle time was never stored";
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  d().Kill9();
+  d().Start();
+  const Reply again = d().Call("GET", "/v1/reports/capacity?from=" + from);
+  ASSERT_EQ(again.status, 200) << again.body;
+  for (const auto& p : again.json["pools"]) {
+    ASSERT_EQ(p["idle_nodes"].size(), 1u) << p.dump(2);
+    EXPECT_EQ(p["idle_nodes"][0]["idle_since"], p["pool"] == "gpu-pool" ? gpu_idle : agents_idle) << p.dump(2);
+  }
 }
 
 TEST_F(LedgerTest, Kill9DuringInterimChargingReconcilesAfterRestart) {

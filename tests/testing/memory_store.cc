@@ -44,6 +44,7 @@ struct MemoryStore::Tables {
   std::map<std::string, TokenRecord> tokens;
   std::map<std::pair<std::string, std::string>, int64_t> unix_ids;  // (kind, name) -> id
   std::map<std::string, NodeStateRecord> node_states;
+  std::map<std::string, Timestamp> node_idle;
   std::map<std::string, LedgerEntry> ledger;  // by key
   FairshareUsage fairshare;
   std::map<int64_t, SandboxRow> sandboxes;
@@ -246,6 +247,14 @@ class MemoryTransaction final : public Transaction {
   }
   Status SetNodeState(const NodeStateRecord& node) override {
     t_.node_states[node.name] = node;
+    return Status::Ok();
+  }
+  Status SetNodeIdleSince(const std::string& node, std::optional<Timestamp> since) override {
+    if (since) {
+      t_.node_idle[node] = *since;
+    } else {
+      t_.node_idle.erase(node);
+    }
     return Status::Ok();
   }
 
@@ -855,6 +864,10 @@ std::vector<NodeStateRecord> MemoryStore::LoadNodeStates() const {
   std::vector<NodeStateRecord> out;
   for (const auto& [name, node] : snapshot->node_states) out.push_back(node);
   return out;
+}
+
+std::map<std::string, Timestamp> MemoryStore::LoadNodeIdleSince() const {
+  return data_->Snapshot()->node_idle;
 }
 
 namespace {

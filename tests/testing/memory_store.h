@@ -79,6 +79,7 @@ class MemoryStore final : public store::Store {
   std::optional<store::UserRecord> GetUser(const std::string& name) const override;
   std::vector<store::UserRecord> ListUsers() const override;
   std::vector<store::NodeStateRecord> LoadNodeStates() const override;
+  std::map<std::string, Timestamp> LoadNodeIdleSince() const override;
 
   store::LedgerCharged LoadLedgerCharged(model::JobId job, int attempt) const override;
   std::map<std::pair<model::JobId, int>, store::LedgerCharged> LoadAllLedgerCharged() const override;

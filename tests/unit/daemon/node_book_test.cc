@@ -43,7 +43,7 @@ constexpr const char* kAgent = "x86-c4m8-agent-01";
 
 class NodeBookTest : public ::testing::Test {
  protected:
-  void SetUp() override { book_.Load({}, clock_.Now()); }
+  void SetUp() override { book_.Load({}, {}, clock_.Now()); }
 
   executor::Heartbeat Beat(int cpus = 4, bool healthy = true) {
     executor::Heartbeat hb;
@@ -115,7 +115,7 @@ TEST_F(NodeBookTest, AnAgentShortOfItsDeclaredResourcesOrUnhealthyIsDrained) {
   for (const auto& c : cases) {
     SCOPED_TRACE(c.what);
     NodeBook book(config_, clock_);
-    book.Load({}, clock_.Now());
+    book.Load({}, {}, clock_.Now());
     Batch batch;
     ASSERT_TRUE(book.Heard(batch, Beat(4), clock_.Now()));  // registered, up
     if (c.busy) book.Apply({{kAgent, 1, 1024, {}}}, +1);
@@ -172,6 +172,56 @@ TEST_F(NodeBookTest, ADrainingNodeIsDrainedWhenItsLastJobLeaves) {
   EXPECT_EQ(counts.at({"drained", "p"}), 1);
   EXPECT_EQ(counts.at({"up", "p"}), 0);
   EXPECT_EQ(counts.at({"down", "a"}), 1);  // the agent node, never registered
+}
+
+TEST_F(NodeBookTest, IdleTimesAreStoredAndABookLoadedFromThemKeepsThem) {
+  constexpr const char* kLocal = "x86-c4m8-local-01";
+  auto idle_since = [](const NodeBook& book, const std::string& node) -> std::optional<Timestamp> {
+    for (const auto& view : book.Views()) {
+      if (view.usage.spec.name == node) return view.idle_since;
+    }
+    return std::nullopt;
+  };
+  const Timestamp started = clock_.Now();
+  Batch batch;
+  book_.SaveIdleTimes(batch);  // both idle since the book's start
+  Commit(batch);
+  EXPECT_EQ(store_.LoadNodeIdleSince(), (std::map<std::string, Timestamp>{{kLocal, started}, {kAgent, started}}));
+
+  clock_.Advance(std::chrono::minutes(5));
+  book_.Apply({{kLocal, 2, 1024, {}}}, +1);
+  book_.SaveIdleTimes(batch);
+  Commit(batch);
+  EXPECT_EQ(store_.LoadNodeIdleSince().count(kLocal), 0u) << "busy: no idle time kept";
+  clock_.Advance(std::chrono::minutes(5));
+  const Timestamp ended = clock_.Now();
+  book_.Apply({{kLocal, 2, 1024, {}}}, -1);
+  book_.SaveIdleTimes(batch);
+  Commit(batch);
+  book_.SaveIdleTimes(batch);
+  EXPECT_TRUE(batch.writes.empty()) << "nothing changed since the last save";
+
+  // A restart an hour later: the idle times are the stored ones, not the restart.
+  clock_.Advance(std::chrono::hours(1));
+  NodeBook again(config_, clock_);
+  again.Load(store_.LoadNodeStates(), store_.LoadNodeIdleSince(), clock_.Now());
+  EXPECT_EQ(idle_since(again, kLocal), ended);
+  EXPECT_EQ(idle_since(again, kAgent), started);
+  // A stored idle time in the future (a clock set back) counts from the restart.
+  ASSERT_TRUE(store_
+                  .WriteSync([&](store::Transaction& t) -> Status {
+                    if (Status s = t.SetNodeIdleSince(kLocal, clock_.Now() + std::chrono::hours(2)); !s) return s;
+                    return t.SetNodeIdleSince("gone-from-the-config", started);
+                  })
+                  .ok());
+  NodeBook skewed(config_, clock_);
+  skewed.Load({}, store_.LoadNodeIdleSince(), clock_.Now());
+  EXPECT_EQ(idle_since(skewed, kLocal), clock_.Now());
+  skewed.SaveIdleTimes(batch);
+  Commit(batch);
+  const auto stored = store_.LoadNodeIdleSince();
+  EXPECT_EQ(stored.count("gone-from-the-config"), 0u);
+  EXPECT_EQ(stored.at(kLocal), clock_.Now());
 }
 
 }  // namespace

@@ -783,6 +783,29 @@ TEST_P(StoreTest, NodeStates) {
   EXPECT_EQ(got[1].reason, "maintenance");
 }
 
+TEST_P(StoreTest, NodeIdleSinceIsKeptUntilTheNodeRunsSomething) {
+  const Timestamp eight = FromUnixMillis(1'700'000'000'000);
+  const Timestamp nine = eight + std::chrono::hours(1);
+  ASSERT_TRUE(store_
+                  ->WriteSync([&](Transaction& txn) -> Status {
+                    if (Status s = txn.SetNodeIdleSince("hpc-01", eight); !s) return s;
+                    if (Status s = txn.SetNodeIdleSince("hpc-02", eight); !s) return s;
+                    return txn.SetNodeIdleSince("hpc-03", eight);
+                  })
+                  .ok());
+  ASSERT_TRUE(store_
+                  ->WriteSync([&](Transaction& txn) -> Status {
+                    if (Status s = txn.SetNodeIdleSince("hpc-01", nine); !s) return s;  // idle again, later
+                    if (Status s = txn.SetNodeIdleSince("hpc-02", std::nullopt); !s) return s;  // busy
+                    return txn.SetNodeIdleSince("hpc-04", std::nullopt);  // busy, never idle: nothing to remove
+                  })
+                  .ok());
+  const std::map<std::string, Timestamp> want = {{"hpc-01", nine}, {"hpc-03", eight}};
+  EXPECT_EQ(store_->LoadNodeIdleSince(), want);
+  // Node states are another record: an idle time makes no state row.
+  EXPECT_TRUE(store_->LoadNodeStates().empty());
+}
+
 TEST_P(StoreTest, ReadersRunWhileWritesCommit) {
   std::atomic<bool> stop{false};
   std::atomic<int> reads{0};
