@@ -137,6 +137,16 @@ async function main() {
   await go('workflows/1');
   check(await page.$$eval('svg.graph g.node', (g) => g.length) === 4, 'the workflow graph draws its four tasks');
 
+  // Usage in hours and the capacity report's curves, plotted (uPlot draws once the page is in).
+  const drawn = (selector) => page.waitForSelector(selector, {timeout: 5000}).then(() => true, () => false);
+  await go('usage');
+  check(await page.$eval('select[name=metric]', (s) => s.selectedOptions[0].textContent) === 'CPU-hours',
+    'usage is plotted in CPU-hours');
+  check(await drawn('.chart .uplot'), 'the usage page draws its plot');
+  await go('reports');
+  check(await drawn('.chart .uplot') && (await text()).includes('Target ceiling (75%)'),
+    "the capacity report plots each pool's utilisation against the target's ceiling");
+
   // Every page: rendered, accessible, pictured on a laptop and a phone.
   for (const [viewport, suffix] of [[{width: 1280, height: 900}, ''], [{width: 390, height: 844, isMobile: true}, '-phone']]) {
     await page.setViewport(viewport);

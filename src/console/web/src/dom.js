@@ -1,19 +1,8 @@
-// Elements made with properties and text nodes only (never innerHTML), so
-// nothing a job, user or node names can become markup.
-export function h(tag, attrs, ...children) {
-  const el = document.createElementNS(tag === 'svg' || (attrs && attrs.svg) ? 'http://www.w3.org/2000/svg' : 'http://www.w3.org/1999/xhtml', tag);
-  for (const [key, value] of Object.entries(attrs || {})) {
-    if (key === 'svg' || value === undefined || value === null || value === false) continue;
-    if (key.startsWith('on')) el.addEventListener(key.slice(2), value);
-    else if (key === 'class') el.setAttribute('class', value);
-    else el.setAttribute(key, value === true ? '' : String(value));
-  }
-  for (const child of children.flat(Infinity)) {
-    if (child === undefined || child === null || child === false) continue;
-    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
-  }
-  return el;
-}
+// The pages are Preact elements: text is always set as text (never as
+// markup), so nothing a job, user or node names can become HTML.
+import {h} from 'preact';
+
+export {h, Fragment, render} from 'preact';
 
 // A table of rows; `columns` are [header, row => cell]. Scrolls sideways on a phone.
 export function table(columns, rows, empty) {
@@ -35,4 +24,11 @@ export function time(text) {
 export function amounts(obj) {
   if (!obj || typeof obj !== 'object') return obj === undefined ? '' : String(obj);
   return Object.entries(obj).filter(([, v]) => typeof v !== 'object' && v !== '').map(([k, v]) => `${v} ${k}`).join(', ');
+}
+
+// A number for reading: at most `digits` decimals, no trailing zeros.
+export function figure(value, digits = 2) {
+  if (value === null || value === undefined || value === '') return '';
+  const n = Number(value);
+  return Number.isFinite(n) ? String(Math.round(n * 10 ** digits) / 10 ** digits) : String(value);
 }

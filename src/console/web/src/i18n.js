@@ -23,6 +23,11 @@ export const messages = {
     up: 'up', drained: 'drained', down: 'down', language: 'Language', no_rows: 'Nothing to show.',
     admin_only: 'Platform-admins only.', headroom: 'Headroom', utilisation: 'Utilisation', idle: 'Idle nodes',
     unit_cost: 'Unit cost', top: 'Top spenders', longest: 'Longest waits', count: 'Count',
+    predicted_run: 'Predicted run (s)', cpu_hours: 'CPU-hours', gpu_hours: 'GPU-hours',
+    instance_minutes: 'Instance-minutes', storage_gb_hours: 'Storage GB-hours', cost: 'Cost',
+    target: 'Target ceiling', resource: 'Resource', peak: 'Peak', average: 'Average', meets_target: 'Meets target',
+    share_of_nodes: 'Share of nodes', share_of_busy: 'Share of busy nodes', target_share: 'Target share',
+    idle_since: 'Idle since', idle_for: 'Idle for',
   },
   'zh-CN': {
     overview: '总览', jobs: '作业', nodes: '节点', queues: '队列', sandboxes: '沙箱',
@@ -46,6 +51,11 @@ export const messages = {
     up: '正常', drained: '已排空', down: '离线', language: '语言', no_rows: '没有可显示的内容。',
     admin_only: '仅平台管理员可见。', headroom: '余量', utilisation: '利用率', idle: '空闲节点',
     unit_cost: '单位成本', top: '花费最多', longest: '等待最久', count: '数量',
+    predicted_run: '预测运行时长（秒）', cpu_hours: 'CPU 核时', gpu_hours: 'GPU 卡时',
+    instance_minutes: '实例分钟', storage_gb_hours: '存储 GB·小时', cost: '费用',
+    target: '目标上限', resource: '资源', peak: '峰值', average: '平均', meets_target: '满足目标',
+    share_of_nodes: '节点占比', share_of_busy: '忙碌节点占比', target_share: '目标占比',
+    idle_since: '空闲起始', idle_for: '已空闲',
   },
 };
 

@@ -4,23 +4,27 @@
 // and the language (local storage).
 import uPlot from 'uplot';
 import {call, get, follow, download, token, setToken, ApiError} from './api.js';
-import {h, table, time, amounts} from './dom.js';
+import {h, Fragment, render, table, time, amounts, figure} from './dom.js';
+import {useEffect, useRef, useState} from 'preact/hooks';
 import {t, setLanguage, language} from './i18n.js';
 import {layout} from './graph.js';
 
 const main = () => document.getElementById('main');
 let me = null;  // GET /v1/whoami of the token in use
-let leaving = [];  // what to stop when the page changes (a followed log)
 
 const PAGES = [
   ['', 'overview'], ['jobs', 'jobs'], ['nodes', 'nodes'], ['queues', 'queues'], ['sandboxes', 'sandboxes'],
   ['workflows', 'workflows'], ['usage', 'usage'], ['reports', 'reports'], ['alerts', 'alerts'],
 ];
 
+// The page: rendered by Preact, which keeps what did not change and lets the
+// page's parts (a followed log, a plot) clean up when they go.
 function show(...content) {
-  main().replaceChildren(...content.flat(Infinity).filter((c) => c !== null && c !== undefined && c !== false));
+  render(h(Fragment, {}, ...content), main());
 }
 
+// What an error says; a refused token logs out. Called where the error is
+// caught, never while rendering.
 function failure(e) {
   if (e instanceof ApiError && e.status === 401) {
     setToken('');
@@ -73,8 +77,8 @@ function meter(allocated, capacity) {
   const used = (allocated && allocated.cpus) || 0;
   const all = (capacity && capacity.cpus) || 0;
   const pct = all ? Math.round((100 * used) / all) : 0;
-  const fill = h('span', {class: 'fill'});
-  fill.style.width = `${Math.min(pct, 100)}%`;  // CSSOM: allowed by the CSP, unlike a style attribute
+  // Preact sets a style object through the CSSOM: allowed by the CSP, unlike a style attribute.
+  const fill = h('span', {class: 'fill', style: {width: `${Math.min(pct, 100)}%`}});
   return h('span', {class: 'meter', role: 'img', 'aria-label': `${pct}%`}, h('span', {class: 'bar'}, fill), ` ${pct}%`);
 }
 
@@ -103,8 +107,12 @@ async function jobs(params) {
 }
 
 function submitForm() {
-  const status = h('p', {role: 'status'});
-  return section(t('submit_job'), h('form', {class: 'submit', onsubmit: async (e) => {
+  return section(t('submit_job'), h(SubmitForm, {}));
+}
+
+function SubmitForm() {
+  const [status, setStatus] = useState(null);
+  return h(Fragment, {}, h('form', {class: 'submit', onsubmit: async (e) => {
     e.preventDefault();
     const f = new FormData(e.target);
     try {
@@ -115,25 +123,47 @@ function submitForm() {
       });
       location.hash = `#/jobs/${job.id}`;
     } catch (err) {
-      status.replaceChildren(failure(err));
+      setStatus(failure(err));
     }
   }},
-  h('label', {}, t('command'), h('input', {name: 'command', required: true, value: 'echo hello from the console'})),
+  h('label', {}, t('command'), h('input', {name: 'command', required: true, defaultValue: 'echo hello from the console'})),
   h('label', {}, t('kind'), h('select', {name: 'kind'},
     ['hpc', 'ai-training', 'ai-inference', 'agent'].map((k) => h('option', {value: k}, k)))),
-  h('label', {}, t('cpus'), h('input', {name: 'cpus', type: 'number', min: 1, value: 1})),
-  h('label', {}, t('memory_mb'), h('input', {name: 'memory_mb', type: 'number', min: 1, value: 256})),
-  h('button', {type: 'submit'}, t('submit'))), status);
+  h('label', {}, t('cpus'), h('input', {name: 'cpus', type: 'number', min: 1, defaultValue: 1})),
+  h('label', {}, t('memory_mb'), h('input', {name: 'memory_mb', type: 'number', min: 1, defaultValue: 256})),
+  h('button', {type: 'submit'}, t('submit'))), h('div', {role: 'status'}, status));
+}
+
+// A button whose action may fail: the error shows beside it. The page is
+// read again after it unless `stay` (a download changes nothing).
+function Action({label, run, stay}) {
+  const [error, setError] = useState(null);
+  return h(Fragment, {}, h('button', {type: 'button', onclick: async () => {
+    try {
+      await run();
+      if (!stay) route();
+    } catch (e) {
+      setError(failure(e));
+    }
+  }}, label), error);
+}
+
+// A job's output, read as it arrives while the job runs; stops when the page goes.
+function Log({path}) {
+  const [text, setText] = useState('');
+  useEffect(() => {
+    setText('');
+    const controller = new AbortController();
+    follow(path, (chunk) => setText((old) => old + chunk), controller.signal)
+      .catch((e) => { if (e.name !== 'AbortError') setText((old) => `${old}\n[${e.message}]`); });
+    return () => controller.abort();
+  }, [path]);
+  return h('pre', {class: 'log', 'aria-live': 'polite', tabindex: 0}, text);
 }
 
 async function job(id) {
   const [j, events] = await Promise.all([get(`/v1/jobs/${encodeURIComponent(id)}`),
     get(`/v1/jobs/${encodeURIComponent(id)}/events`)]);
-  const log = h('pre', {class: 'log', 'aria-live': 'polite', tabindex: 0});
-  const controller = new AbortController();
-  leaving.push(() => controller.abort());
-  follow(`/v1/jobs/${encodeURIComponent(id)}/log?follow=true`, (text) => log.append(text), controller.signal)
-    .catch((e) => { if (e.name !== 'AbortError') log.append(`\n[${e.message}]`); });
   const active = ['PENDING', 'HELD', 'RUNNING'].includes(j.state);
   show(h('h1', {}, `${t('job')} ${j.id} `, chip(j.state), ' ', h('small', {}, j.name)),
     h('dl', {class: 'facts'},
@@ -141,11 +171,9 @@ async function job(id) {
       fact(t('routing'), j.routing && j.routing.reason), fact(t('resources'), amounts(j.resources)),
       fact(t('submitted'), time(j.submitted_at)), fact(t('started'), time(j.started_at)),
       fact(t('ended'), time(j.ended_at)), fact(t('exit_code'), j.exit_code),
-      fact(t('estimated_start'), time(j.estimated_start)), fact(t('priority'), amounts(j.priority_factors)),
-      fact(t('reason'), j.state_reason)),
-    active ? h('button', {type: 'button', onclick: async () => {
-      try { await call('DELETE', `/v1/jobs/${encodeURIComponent(id)}`); route(); } catch (e) { main().append(failure(e)); }
-    }}, t('cancel')) : null,
+      fact(t('estimated_start'), time(j.estimated_start)), fact(t('predicted_run'), j.predicted_run_seconds),
+      fact(t('priority'), amounts(j.priority_factors)), fact(t('reason'), j.state_reason)),
+    active ? h(Action, {label: t('cancel'), run: () => call('DELETE', `/v1/jobs/${encodeURIComponent(id)}`)}) : null,
     section(t('pending_reasons'), table([[t('reason'), (r) => r.code || r.reason], [t('message'), (r) => r.message]],
       j.pending_reasons || [], t('none'))),
     section(t('attempts'), table([['#', (a) => a.attempt ?? a.number], [t('state'), (a) => a.state],
@@ -153,7 +181,7 @@ async function job(id) {
       [t('ended'), (a) => time(a.ended_at)], [t('reason'), (a) => a.reason]], j.attempts || [], t('none'))),
     section(t('events'), table([[t('time'), (e) => time(e.time)], [t('kind_col'), (e) => e.kind],
       [t('message'), (e) => e.message]], events.events, t('none'))),
-    section(t('log'), log));
+    section(t('log'), h(Log, {path: `/v1/jobs/${encodeURIComponent(id)}/log?follow=true`})));
 }
 
 function fact(name, value) {
@@ -163,12 +191,8 @@ function fact(name, value) {
 
 async function nodes() {
   const list = await get('/v1/nodes');
-  const act = (n, verb) => h('button', {type: 'button', onclick: async () => {
-    try {
-      await call('POST', `/v1/nodes/${encodeURIComponent(n.name)}/${verb}`, verb === 'drain' ? {reason: 'from the console'} : {});
-      route();
-    } catch (e) { main().append(failure(e)); }
-  }}, t(verb));
+  const act = (n, verb) => h(Action, {label: t(verb), run: () =>
+    call('POST', `/v1/nodes/${encodeURIComponent(n.name)}/${verb}`, verb === 'drain' ? {reason: 'from the console'} : {})});
   show(h('h1', {}, t('nodes')), table([
     [t('name'), (n) => n.name], [t('pool'), (n) => n.pool], [t('state'), (n) => chip(n.state)],
     [t('reason'), (n) => n.reason], [t('allocated'), (n) => amounts(n.allocated)],
@@ -202,9 +226,7 @@ async function workflows() {
 
 async function workflow(id) {
   const w = await get(`/v1/workflows/${encodeURIComponent(id)}`);
-  const act = (label, method, path) => h('button', {type: 'button', onclick: async () => {
-    try { await call(method, path); route(); } catch (e) { main().append(failure(e)); }
-  }}, label);
+  const act = (label, method, path) => h(Action, {label, run: () => call(method, path)});
   show(h('h1', {}, `${w.name || t('workflows')} #${w.id} `, chip(w.state)),
     w.reason ? h('p', {}, w.reason) : null,
     h('p', {}, `${t('counts')}: `, Object.entries(w.counts).filter(([, n]) => n).map(([s, n]) => `${n} ${s}`).join(', ')),
@@ -230,31 +252,70 @@ function summary(task) {
 // The workflow's tasks as an SVG graph, laid out in columns by depth.
 function drawGraph(w) {
   const {nodes: placed, width, height} = layout(w.tasks);
-  const svg = h('svg', {svg: true, viewBox: `0 0 ${width} ${height}`, class: 'graph', role: 'img',
-    'aria-label': `${t('graph')}: ${w.tasks.map((task) => task.name).join(', ')}`});
   const at = Object.fromEntries(placed.map((p) => [p.name, p]));
-  for (const e of w.edges) {
-    const a = at[e.from];
-    const b = at[e.to];
-    if (a && b) svg.append(h('line', {svg: true, x1: a.x + 140, y1: a.y + 20, x2: b.x, y2: b.y + 20, class: 'edge'}));
-  }
-  for (const p of placed) {
+  const edges = w.edges.filter((e) => at[e.from] && at[e.to]).map((e) => {
+    const [a, b] = [at[e.from], at[e.to]];
+    return h('line', {x1: a.x + 140, y1: a.y + 20, x2: b.x, y2: b.y + 20, class: 'edge'});
+  });
+  const boxes = placed.map((p) => {
     const task = w.tasks.find((x) => x.name === p.name);
     const worst = ['FAILED', 'CANCELLED', 'SKIPPED', 'RELEASED', 'WAITING', 'SUCCEEDED']
       .find((s) => task.instances.some((i) => i.state === s)) || 'WAITING';
-    svg.append(h('g', {svg: true, class: `node s-${task.alternative_for ? 'alternative' : worst.toLowerCase()}`},
-      h('rect', {svg: true, x: p.x, y: p.y, width: 140, height: 40, rx: 6}),
-      h('text', {svg: true, x: p.x + 8, y: p.y + 17}, task.name),
-      h('text', {svg: true, x: p.x + 8, y: p.y + 33, class: 'sub'}, summary(task).slice(0, 26))));
-  }
-  return h('div', {class: 'graph-wrap', tabindex: 0}, svg);
+    return h('g', {class: `node s-${task.alternative_for ? 'alternative' : worst.toLowerCase()}`},
+      h('rect', {x: p.x, y: p.y, width: 140, height: 40, rx: 6}),
+      h('text', {x: p.x + 8, y: p.y + 17}, task.name),
+      h('text', {x: p.x + 8, y: p.y + 33, class: 'sub'}, summary(task).slice(0, 26)));
+  });
+  return h('div', {class: 'graph-wrap', tabindex: 0},
+    h('svg', {viewBox: `0 0 ${width} ${height}`, class: 'graph', role: 'img',
+      'aria-label': `${t('graph')}: ${w.tasks.map((task) => task.name).join(', ')}`}, edges, boxes));
 }
 
-const METRICS = ['cpu_core_seconds', 'gpu_seconds', 'instance_minutes', 'storage_gb_hours', 'cost'];
+const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#17becf', '#8c564b', '#e377c2'];
+
+// A uPlot chart of `series` ([{label, values}]) over `xs` (Unix seconds);
+// made once the element is in the page, destroyed when the page goes.
+function Chart({xs, series, unit, extra}) {
+  const ref = useRef(null);
+  useEffect(() => {
+    const el = ref.current;
+    const width = Math.max(300, Math.min(el.clientWidth || 900, 1100));
+    const plot = new uPlot({width, height: 320,
+      scales: {x: {time: true, range: [xs[0], xs[xs.length - 1]]}},
+      series: [{}, ...series.map((s, i) => ({label: s.label, stroke: s.stroke || PALETTE[i % PALETTE.length],
+        dash: s.dash, value: (u, v) => (v === null ? '' : `${short(v)} ${unit}`)}))],
+      axes: [{}, {label: unit, size: 70, values: (u, splits) => splits.map(short)}]},
+    [xs, ...series.map((s) => s.values)], el);
+    return () => plot.destroy();
+  }, [xs, series, unit]);
+  return h('div', {class: 'chart', tabindex: 0, ref, 'aria-label': extra});
+}
+
+// A figure with four significant digits at most (usage can be a few millionths of an hour).
+function short(v) {
+  return typeof v === 'number' && !Number.isInteger(v) ? Number(v.toPrecision(4)) : v;
+}
+
+// The start of every hour in [from, to], in Unix seconds and as the API writes it
+// (RFC 3339 without fractions), so hours without usage plot as zero.
+function hoursOf(from, to) {
+  const out = [];
+  for (let ms = Math.floor(from.getTime() / 3600e3) * 3600e3; ms <= to.getTime(); ms += 3600e3) {
+    out.push({at: ms / 1000, key: ms});
+  }
+  return out;
+}
+
+// What the usage page plots: the ledger's figure and its scale, so CPU and
+// GPU time read in hours (the ledger keeps seconds).
+const METRICS = {
+  cpu_hours: ['cpu_core_seconds', 1 / 3600], gpu_hours: ['gpu_seconds', 1 / 3600],
+  instance_minutes: ['instance_minutes', 1], storage_gb_hours: ['storage_gb_hours', 1], cost: ['cost', 1],
+};
 
 async function usage(params) {
   const groupBy = params.get('group_by') || 'project';
-  const metric = params.get('metric') || 'cpu_core_seconds';
+  const metric = METRICS[params.get('metric')] ? params.get('metric') : 'cpu_hours';
   const to = params.get('to') ? new Date(params.get('to')) : new Date();
   const from = params.get('from') ? new Date(params.get('from')) : new Date(to.getTime() - 7 * 86400e3);
   const query = new URLSearchParams({group_by: `hour,${groupBy}`, from: from.toISOString(), to: to.toISOString()});
@@ -268,45 +329,67 @@ async function usage(params) {
   }},
   h('label', {}, t('group_by'), h('select', {name: 'group_by'}, ['project', 'user', 'queue', 'pool', 'workload_kind']
     .map((g) => h('option', {value: g, selected: g === groupBy}, g)))),
-  h('label', {}, t('metric'), h('select', {name: 'metric'}, METRICS.map((m) => h('option', {value: m, selected: m === metric}, m)))),
+  h('label', {}, t('metric'), h('select', {name: 'metric'},
+    Object.keys(METRICS).map((m) => h('option', {value: m, selected: m === metric}, t(m))))),
   h('label', {}, t('from'), h('input', {name: 'from', type: 'date', value: from.toISOString().slice(0, 10)})),
   h('button', {type: 'submit'}, t('show')),
-  h('button', {type: 'button', onclick: () => {
-    const csv = new URLSearchParams({group_by: groupBy, from: from.toISOString(), to: to.toISOString(), format: 'csv'});
-    download(`/v1/usage?${csv}`, `usage-${groupBy}.csv`).catch((e) => main().append(failure(e)));
-  }}, t('download_csv')));
-  const chart = h('div', {class: 'chart', tabindex: 0});
-  show(h('h1', {}, t('usage')), form, chart);
-  plot(chart, data.rows, groupBy, metric);
+  h(Action, {label: t('download_csv'), stay: true, run: () => {
+    const csv = new URLSearchParams({group_by: `hour,${groupBy}`, from: from.toISOString(), to: to.toISOString(), format: 'csv'});
+    return download(`/v1/usage?${csv}`, `usage-${groupBy}.csv`);
+  }}));
+  show(h('h1', {}, t('usage')), form, usagePlot(data.rows, groupBy, metric, from, to));
 }
 
-// One line per group over the hours of the window.
-function plot(el, rows, groupBy, metric) {
-  const hours = [...new Set(rows.map((r) => r.hour))].sort();
+// One line per group over every hour of the window (zero where nothing was used).
+function usagePlot(rows, groupBy, metric, from, to) {
+  const [field, scale] = METRICS[metric];
+  if (!rows.length) return h('p', {class: 'empty'}, t('no_rows'));
+  const hours = hoursOf(from, to);
   const groups = [...new Set(rows.map((r) => r[groupBy]))].sort();
-  if (!hours.length) {
-    el.append(h('p', {class: 'empty'}, t('no_rows')));
-    return;
-  }
-  const xs = hours.map((hour) => new Date(hour).getTime() / 1000);
-  const series = groups.map((g) => hours.map((hour) => {
-    const r = rows.find((x) => x.hour === hour && x[groupBy] === g);
-    return r ? Number(r[metric] || 0) : 0;
-  }));
-  const palette = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#17becf', '#8c564b', '#e377c2'];
-  const width = Math.max(300, Math.min(el.clientWidth || 900, 1100));
-  // eslint-disable-next-line no-new
-  new uPlot({width, height: 320, series: [{}, ...groups.map((g, i) => ({label: String(g), stroke: palette[i % palette.length]}))],
-    axes: [{}, {label: metric}]}, [xs, ...series], el);
+  const value = new Map(rows.map((r) => [`${new Date(r.hour).getTime()}\u0000${r[groupBy]}`,
+    Number(r[field] || 0) * scale]));
+  return h(Chart, {xs: hours.map((x) => x.at), unit: t(metric), extra: t(metric),
+    series: groups.map((g) => ({label: String(g), values: hours.map((x) => value.get(`${x.key}\u0000${g}`) || 0)}))});
 }
 
 async function reports() {
   const [capacity, cost, pending] = await Promise.all([
     get('/v1/reports/capacity'), get('/v1/reports/cost'), get('/v1/reports/pending')]);
   show(h('h1', {}, t('reports')),
-    section(t('capacity_report'), generic(capacity)),
+    section(t('capacity_report'), capacityReport(capacity)),
     section(t('cost_report'), generic(cost)),
     section(t('pending_report'), generic(pending)));
+}
+
+const percent = (share) => (share === null || share === undefined ? '' : `${figure(100 * share, 1)}%`);
+
+// Each pool's utilisation by the hour (of its binding resource: GPUs where it
+// has any), against the ceiling the target headroom leaves; the pools' peak,
+// average and shares; the nodes idle now and for how long.
+function capacityReport(report) {
+  const hours = hoursOf(new Date(report.from), new Date(report.to));
+  const ceiling = 100 - report.target_headroom_percent;
+  const series = report.pools.map((p) => {
+    const at = new Map(p.hours.map((x) => [new Date(x.hour).getTime(),
+      p.resource === 'gpu' ? x.gpu_utilisation : x.cpu_utilisation]));
+    return {label: `${p.pool} (${p.resource})`, values: hours.map((x) => 100 * (at.get(x.key) || 0))};
+  });
+  series.push({label: `${t('target')} (${ceiling}%)`, values: hours.map(() => ceiling), stroke: '#555', dash: [6, 4]});
+  const idle = report.pools.flatMap((p) => p.idle_nodes.map((n) => ({...n, pool: p.pool})));
+  return [
+    h('p', {}, `${time(report.from)} – ${time(report.to)}; ${t('headroom')} ≥ ${report.target_headroom_percent}%`),
+    h(Chart, {xs: hours.map((x) => x.at), series, unit: '%', extra: t('utilisation')}),
+    table([[t('pool'), (p) => p.pool], [t('resource'), (p) => p.resource], [t('nodes'), (p) => p.nodes],
+      [t('peak'), (p) => percent(p.peak_utilisation)], [t('average'), (p) => percent(p.average_utilisation)],
+      [t('headroom'), (p) => percent(p.headroom)], [t('meets_target'), (p) => (p.meets_target ? '✓' : '✗')],
+      [t('share_of_nodes'), (p) => `${figure(p.share_of_nodes_percent, 1)}%`],
+      [t('share_of_busy'), (p) => `${figure(p.share_of_busy_nodes_percent, 1)}%`],
+      [t('target_share'), (p) => (p.target_share_percent === null ? '' : `${p.target_share_percent}%`)]],
+    report.pools, t('no_rows')),
+    h('h3', {}, t('idle')),
+    table([[t('pool'), (n) => n.pool], [t('node'), (n) => n.node], [t('idle_since'), (n) => time(n.idle_since)],
+      [t('idle_for'), (n) => `${figure(n.idle_seconds / 3600, 1)} h`]], idle, t('none')),
+  ];
 }
 
 // A report's lists as tables of their plain fields, its plain fields as facts.
@@ -318,12 +401,12 @@ function generic(obj) {
       const keys = [...new Set(value.flatMap((v) => (v && typeof v === 'object' ? Object.keys(v) : [])))];
       tables.push(h('h3', {}, key), table(keys.map((k) => [k, (row) => {
         const v = row[k];
-        return v && typeof v === 'object' ? amounts(v) : v;
+        return v && typeof v === 'object' ? amounts(v) : short(v);
       }]), value, t('none')));
     } else if (value && typeof value === 'object') {
       facts.push(fact(key, amounts(value)));
     } else {
-      facts.push(fact(key, value));
+      facts.push(fact(key, short(value)));
     }
   }
   return [h('dl', {class: 'facts'}, facts), tables];
@@ -340,8 +423,12 @@ async function alerts() {
 }
 
 function login() {
-  const status = h('p', {role: 'status'});
-  show(h('h1', {}, t('login')), h('form', {class: 'login', onsubmit: async (e) => {
+  show(h('h1', {}, t('login')), h(LoginForm, {}), h('p', {class: 'hint'}, t('login_hint')));
+}
+
+function LoginForm() {
+  const [refused, setRefused] = useState(false);
+  return h(Fragment, {}, h('form', {class: 'login', onsubmit: async (e) => {
     e.preventDefault();
     setToken(new FormData(e.target).get('token').trim());
     try {
@@ -349,11 +436,12 @@ function login() {
       location.hash = '#/';
     } catch (err) {
       setToken('');
-      status.replaceChildren(h('p', {class: 'error', role: 'alert'}, t('bad_token')));
+      setRefused(true);
     }
   }},
   h('label', {}, t('token'), h('input', {name: 'token', type: 'password', autocomplete: 'off', required: true})),
-  h('button', {type: 'submit'}, t('login'))), h('p', {class: 'hint'}, t('login_hint')), status);
+  h('button', {type: 'submit'}, t('login'))),
+  h('div', {role: 'status'}, refused ? h('p', {class: 'error', role: 'alert'}, t('bad_token')) : null));
 }
 
 // ---- the frame ----
@@ -361,8 +449,8 @@ function login() {
 function frame() {
   const nav = document.getElementById('nav');
   const current = (location.hash.slice(2).split(/[/?]/)[0]) || '';
-  nav.replaceChildren(...(token() ? PAGES.map(([path, key]) =>
-    h('a', {href: `#/${path}`, 'aria-current': current === path ? 'page' : null}, t(key))) : []));
+  render(h(Fragment, {}, token() ? PAGES.map(([path, key]) =>
+    h('a', {href: `#/${path}`, 'aria-current': current === path ? 'page' : null}, t(key))) : null), nav);
   document.getElementById('who').textContent = me ? `${me.user} (${me.role})` : '';
   document.getElementById('logout').hidden = !token();
   document.getElementById('logout').textContent = t('logout');
@@ -370,8 +458,6 @@ function frame() {
 }
 
 async function route() {
-  for (const stop of leaving) stop();
-  leaving = [];
   const [path, queryText] = location.hash.slice(1).split('?');
   const params = new URLSearchParams(queryText || '');
   const parts = path.split('/').filter(Boolean);
