@@ -93,7 +93,7 @@ class NodeBook {
   // Nodes running nothing, since when: the end of their last allocation, or
   // the daemon's start (GET /v1/reports/capacity's idle nodes).
   std::map<std::string, Timestamp> idle_since_;
-  std::set<std::string> idle_unsaved_;  // nodes whose idle_since_ entry changed since SaveIdleTimes
+  std::set<std::string> idle_unsaved_;            // nodes whose idle_since_ entry changed since SaveIdleTimes
   std::map<std::string, std::string> addresses_;  // agent nodes, as their agents report them
   BlackHoleDetector black_holes_;
   std::map<std::pair<std::string, std::string>, int> published_counts_;  // what PublishGauges last set

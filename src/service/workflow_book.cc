@@ -489,9 +489,9 @@ void WorkflowBook::Released(int64_t workflow, const model::Release& release, Res
     Apply(w, {{}, {job}});
   }
   if (auto end = unmatched_ends_.find(job); end != unmatched_ends_.end()) {
-    auto [state, reason] = std::move(end->second);
+    UnmatchedEnd ended = std::move(end->second);
     unmatched_ends_.erase(end);
-    Ended(job, state, reason);
+    Ended(job, ended.state, ended.reason);
   } else if (submitted->replayed && model::IsTerminal(submitted->replayed->state)) {
     // Made before a restart, and ended already.
     Ended(job, submitted->replayed->state, submitted->replayed->state_reason);
@@ -505,7 +505,17 @@ void WorkflowBook::JobEnded(model::JobId job, model::JobState state, std::string
 void WorkflowBook::Ended(model::JobId job, model::JobState state, const std::string& reason) {
   auto ref = by_job_.find(job);
   if (ref == by_job_.end()) {
-    if (unmatched_ends_.size() < 1'000'000) unmatched_ends_[job] = {state, reason};
+    const Timestamp now = clock_.Now();
+    // Forget what waited past its time (matched ones are gone from the map already).
+    while (!unmatched_order_.empty() && now - unmatched_order_.front().first > kUnmatchedEndKept) {
+      if (auto old = unmatched_ends_.find(unmatched_order_.front().second);
+          old != unmatched_ends_.end() && old->second.at == unmatched_order_.front().first) {
+        unmatched_ends_.erase(old);
+      }
+      unmatched_order_.pop_front();
+    }
+    unmatched_ends_[job] = {state, reason, now};
+    unmatched_order_.emplace_back(now, job);
     return;
   }
   const InstanceRef where = ref->second;

@@ -437,10 +437,9 @@ Status Exec(sqlite3* db, const std::string& sql, const std::string& what) {
 
 const std::vector<std::string_view>& Migrations() {
   static const std::vector<std::string_view> migrations = {
-      kMigration1,  kMigration2,  kMigration3,  kMigration4,  kMigration5,  kMigration6,
-      kMigration7,  kMigration8,  kMigration9,  kMigration10, kMigration11, kMigration12,
-      kMigration13, kMigration14, kMigration15, kMigration16, kMigration17, kMigration18,
-      kMigration19};
+      kMigration1,  kMigration2,  kMigration3,  kMigration4,  kMigration5,  kMigration6,  kMigration7,
+      kMigration8,  kMigration9,  kMigration10, kMigration11, kMigration12, kMigration13, kMigration14,
+      kMigration15, kMigration16, kMigration17, kMigration18, kMigration19};
   return migrations;
 }
 

@@ -365,10 +365,9 @@ CREATE TABLE node_idle (
 
 const std::vector<std::string_view>& PgMigrations() {
   static const std::vector<std::string_view> migrations = {
-      kPgMigration1,  kPgMigration2,  kPgMigration3,  kPgMigration4,  kPgMigration5,  kPgMigration6,
-      kPgMigration7,  kPgMigration8,  kPgMigration9,  kPgMigration10, kPgMigration11, kPgMigration12,
-      kPgMigration13, kPgMigration14, kPgMigration15, kPgMigration16, kPgMigration17, kPgMigration18,
-      kPgMigration19};
+      kPgMigration1,  kPgMigration2,  kPgMigration3,  kPgMigration4,  kPgMigration5,  kPgMigration6,  kPgMigration7,
+      kPgMigration8,  kPgMigration9,  kPgMigration10, kPgMigration11, kPgMigration12, kPgMigration13, kPgMigration14,
+      kPgMigration15, kPgMigration16, kPgMigration17, kPgMigration18, kPgMigration19};
   return migrations;
 }
 

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "testing/daemon.h"
+#include "testing/workflow_json.h"
 
 namespace unisched::testing {
 namespace {
@@ -101,13 +102,6 @@ class PipelineTest : public ::testing::Test {
       EXPECT_GE(found * 100, truth.size() * 95) << sample << ": " << found << " of " << truth.size() << " found";
     }
   }
-  static const json& TaskOf(const json& w, const std::string& name) {
-    for (const auto& t : w["tasks"]) {
-      if (t["name"] == name) return t;
-    }
-    static const json none;
-    return none;
-  }
 
   TestDaemon daemon_;
   std::string root_, alice_;
@@ -117,7 +111,7 @@ TEST_F(PipelineTest, TheKnownMutationsAreFoundAndAFailingAlignerIsReplacedByMini
   const json first = Run(Pipeline());
   ASSERT_EQ(first["state"], "SUCCEEDED") << first.dump(2);
   ExpectMutationsFound(first);
-  for (const auto& instance : TaskOf(first, "align")["instances"]) EXPECT_TRUE(instance["tool"].is_null());
+  for (const auto& instance : WorkflowTask(first, "align")["instances"]) EXPECT_TRUE(instance["tool"].is_null());
 
   // The aligner fails on its first call: that sample's alignment switches
   // to minimap2, the other's stays with bwa, and what follows runs.
@@ -137,13 +131,13 @@ TEST_F(PipelineTest, TheKnownMutationsAreFoundAndAFailingAlignerIsReplacedByMini
   ASSERT_EQ(second["state"], "SUCCEEDED") << second.dump(2);
   ExpectMutationsFound(second);
   int switched = 0;
-  for (const auto& instance : TaskOf(second, "align")["instances"]) {
+  for (const auto& instance : WorkflowTask(second, "align")["instances"]) {
     if (instance["tool"] == "align_minimap2") {
       ++switched;
       EXPECT_EQ(instance["jobs"].size(), 2u) << "bwa's job, then minimap2's";
     }
   }
-  EXPECT_EQ(switched, 1) << TaskOf(second, "align").dump(2);
+  EXPECT_EQ(switched, 1) << WorkflowTask(second, "align").dump(2);
   bool event = false;
   for (const auto& e : second["events"]) event = event || e["kind"] == "workflow_alternative";
   EXPECT_TRUE(event);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "testing/daemon.h"
+#include "testing/workflow_json.h"
 
 namespace unisched::testing {
 namespace {
@@ -81,13 +82,6 @@ class WorkflowTest : public ::testing::Test {
     std::sort(lines.begin(), lines.end());
     return lines;
   }
-  static const json& TaskOf(const json& w, const std::string& name) {
-    for (const auto& t : w["tasks"]) {
-      if (t["name"] == name) return t;
-    }
-    static const json none;
-    return none;
-  }
 
   TestDaemon daemon_;
   std::string marks_;
@@ -110,7 +104,7 @@ TEST_F(WorkflowTest, TasksRunAsJobsInTheirTurnScatteredThenGathered) {
   EXPECT_EQ(Marks("merge"), (std::vector<std::string>{"one"}));
   EXPECT_EQ(w["counts"]["SUCCEEDED"], 8);
   // Every instance's job is an ordinary job, named after its task.
-  const json& instance = TaskOf(w, "align")["instances"][1];
+  const json& instance = WorkflowTask(w, "align")["instances"][1];
   ASSERT_EQ(instance["jobs"].size(), 1u);
   const json job = d().Call("GET", "/v1/jobs/" + instance["jobs"][0].get<std::string>()).json;
   EXPECT_EQ(job["name"], "align[1]");
@@ -134,7 +128,7 @@ TEST_F(WorkflowTest, AFailureIsRetriedWithTwiceTheMemoryThenTheAlternativeToolTa
   const std::string id = Submit({{"name", "tools"}, {"tasks", {align, alternative, Task("call", "true", {"align"})}}});
   const json w = WaitState(id, {"SUCCEEDED", "FAILED"});
   ASSERT_EQ(w["state"], "SUCCEEDED") << w.dump(2);
-  const json& instance = TaskOf(w, "align")["instances"][0];
+  const json& instance = WorkflowTask(w, "align")["instances"][0];
   ASSERT_EQ(instance["jobs"].size(), 3u) << instance.dump();
   EXPECT_EQ(instance["tool"], "align_mm2");
   std::vector<int64_t> memory;
@@ -164,12 +158,12 @@ TEST_F(WorkflowTest, AFailedWorkflowResumesWithoutRunningWhatSucceeded) {
   json w = WaitState(id, {"FAILED", "SUCCEEDED"});
   ASSERT_EQ(w["state"], "FAILED") << w.dump(2);
   EXPECT_NE(w["reason"].get<std::string>().find("flaky"), std::string::npos) << w["reason"];
-  for (int i = 0; i < 100 && TaskOf(Get(id), "slow")["instances"][0]["state"] != "CANCELLED"; ++i) {
+  for (int i = 0; i < 100 && WorkflowTask(Get(id), "slow")["instances"][0]["state"] != "CANCELLED"; ++i) {
     std::this_thread::sleep_for(100ms);
   }
   w = Get(id);
-  EXPECT_EQ(TaskOf(w, "slow")["instances"][0]["state"], "CANCELLED") << w.dump(2);
-  EXPECT_EQ(TaskOf(w, "last")["instances"][0]["state"], "WAITING");
+  EXPECT_EQ(WorkflowTask(w, "slow")["instances"][0]["state"], "CANCELLED") << w.dump(2);
+  EXPECT_EQ(WorkflowTask(w, "last")["instances"][0]["state"], "WAITING");
 
   { std::ofstream(flag) << "x"; }
   const Reply resumed = d().Call("POST", "/v1/workflows/" + id + "/resume", json::object());
@@ -180,7 +174,7 @@ TEST_F(WorkflowTest, AFailedWorkflowResumesWithoutRunningWhatSucceeded) {
   EXPECT_EQ(Marks("flaky").size(), 2u);
   EXPECT_EQ(Marks("slow").size(), 2u);
   EXPECT_EQ(Marks("last").size(), 1u);
-  EXPECT_EQ(TaskOf(w, "flaky")["instances"][0]["tries"], 2);
+  EXPECT_EQ(WorkflowTask(w, "flaky")["instances"][0]["tries"], 2);
 }
 
 TEST_F(WorkflowTest, CancellingStopsItsJobsAndReleasesNothingMore) {
@@ -189,22 +183,22 @@ TEST_F(WorkflowTest, CancellingStopsItsJobsAndReleasesNothingMore) {
   json w;
   for (int i = 0; i < 100; ++i) {
     w = Get(id);
-    const json& jobs = TaskOf(w, "long")["instances"][0]["jobs"];
+    const json& jobs = WorkflowTask(w, "long")["instances"][0]["jobs"];
     if (!jobs.empty() && d().Call("GET", "/v1/jobs/" + jobs[0].get<std::string>()).json["state"] == "RUNNING") break;
     std::this_thread::sleep_for(100ms);
   }
-  const std::string job = TaskOf(w, "long")["instances"][0]["jobs"][0];
+  const std::string job = WorkflowTask(w, "long")["instances"][0]["jobs"][0];
   const Reply cancelled = d().Call("DELETE", "/v1/workflows/" + id);
   ASSERT_EQ(cancelled.status, 200) << cancelled.body;
   EXPECT_EQ(cancelled.json["state"], "CANCELLED");
   EXPECT_EQ(d().WaitTerminal(job)["state"], "CANCELLED");
-  for (int i = 0; i < 100 && TaskOf(Get(id), "long")["instances"][0]["state"] != "CANCELLED"; ++i) {
+  for (int i = 0; i < 100 && WorkflowTask(Get(id), "long")["instances"][0]["state"] != "CANCELLED"; ++i) {
     std::this_thread::sleep_for(100ms);
   }
   w = Get(id);
-  EXPECT_EQ(TaskOf(w, "long")["instances"][0]["state"], "CANCELLED");
-  EXPECT_EQ(TaskOf(w, "after")["instances"][0]["state"], "CANCELLED");
-  EXPECT_TRUE(TaskOf(w, "after")["instances"][0]["jobs"].empty()) << "never released";
+  EXPECT_EQ(WorkflowTask(w, "long")["instances"][0]["state"], "CANCELLED");
+  EXPECT_EQ(WorkflowTask(w, "after")["instances"][0]["state"], "CANCELLED");
+  EXPECT_TRUE(WorkflowTask(w, "after")["instances"][0]["jobs"].empty()) << "never released";
   EXPECT_EQ(d().Call("DELETE", "/v1/workflows/" + id).status, 409) << "a cancelled workflow has ended";
 }
 

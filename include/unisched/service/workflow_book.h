@@ -119,7 +119,16 @@ class WorkflowBook {
   std::map<model::JobId, InstanceRef> by_job_;
   // Ends of workflow jobs the book has not yet learnt the ids of (the job
   // service's answer may come after its job ended): matched when it does.
-  std::map<model::JobId, std::pair<model::JobState, std::string>> unmatched_ends_;
+  // One the book never learns (an end it also took from the store at a
+  // load) goes after kUnmatchedEndKept; the ids in end order find those.
+  struct UnmatchedEnd {
+    model::JobState state;
+    std::string reason;
+    Timestamp at;
+  };
+  static constexpr std::chrono::minutes kUnmatchedEndKept{10};
+  std::map<model::JobId, UnmatchedEnd> unmatched_ends_;
+  std::deque<std::pair<Timestamp, model::JobId>> unmatched_order_;
   std::set<int64_t> dirty_;
 };
 

@@ -795,7 +795,7 @@ TEST_P(StoreTest, NodeIdleSinceIsKeptUntilTheNodeRunsSomething) {
                   .ok());
   ASSERT_TRUE(store_
                   ->WriteSync([&](Transaction& txn) -> Status {
-                    if (Status s = txn.SetNodeIdleSince("hpc-01", nine); !s) return s;  // idle again, later
+                    if (Status s = txn.SetNodeIdleSince("hpc-01", nine); !s) return s;          // idle again, later
                     if (Status s = txn.SetNodeIdleSince("hpc-02", std::nullopt); !s) return s;  // busy
                     return txn.SetNodeIdleSince("hpc-04", std::nullopt);  // busy, never idle: nothing to remove
                   })
