@@ -27,7 +27,7 @@ export const messages = {
     instance_minutes: 'Instance-minutes', storage_gb_hours: 'Storage GB-hours', cost: 'Cost',
     target: 'Target ceiling', resource: 'Resource', peak: 'Peak', average: 'Average', meets_target: 'Meets target',
     share_of_nodes: 'Share of nodes', share_of_busy: 'Share of busy nodes', target_share: 'Target share',
-    idle_since: 'Idle since', idle_for: 'Idle for',
+    idle_since: 'Idle since', idle_for: 'Idle for', job_usage: 'Usage (ledger)',
   },
   'zh-CN': {
     overview: '总览', jobs: '作业', nodes: '节点', queues: '队列', sandboxes: '沙箱',
@@ -55,7 +55,7 @@ export const messages = {
     instance_minutes: '实例分钟', storage_gb_hours: '存储 GB·小时', cost: '费用',
     target: '目标上限', resource: '资源', peak: '峰值', average: '平均', meets_target: '满足目标',
     share_of_nodes: '节点占比', share_of_busy: '忙碌节点占比', target_share: '目标占比',
-    idle_since: '空闲起始', idle_for: '已空闲',
+    idle_since: '空闲起始', idle_for: '已空闲', job_usage: '用量（账本）',
   },
 };
 

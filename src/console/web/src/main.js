@@ -172,7 +172,8 @@ async function job(id) {
       fact(t('submitted'), time(j.submitted_at)), fact(t('started'), time(j.started_at)),
       fact(t('ended'), time(j.ended_at)), fact(t('exit_code'), j.exit_code),
       fact(t('estimated_start'), time(j.estimated_start)), fact(t('predicted_run'), j.predicted_run_seconds),
-      fact(t('priority'), amounts(j.priority_factors)), fact(t('reason'), j.state_reason)),
+      fact(t('priority'), amounts(j.priority_factors)), fact(t('reason'), j.state_reason),
+      fact(t('job_usage'), usageText(j.usage))),
     active ? h(Action, {label: t('cancel'), run: () => call('DELETE', `/v1/jobs/${encodeURIComponent(id)}`)}) : null,
     section(t('pending_reasons'), table([[t('reason'), (r) => r.code || r.reason], [t('message'), (r) => r.message]],
       j.pending_reasons || [], t('none'))),
@@ -182,6 +183,14 @@ async function job(id) {
     section(t('events'), table([[t('time'), (e) => time(e.time)], [t('kind_col'), (e) => e.kind],
       [t('message'), (e) => e.message]], events.events, t('none'))),
     section(t('log'), h(Log, {path: `/v1/jobs/${encodeURIComponent(id)}/log?follow=true`})));
+}
+
+// A job's ledger figures, CPU and GPU time in hours as the usage page shows them.
+function usageText(usage) {
+  if (!usage) return '';
+  const hours = {cpu_core_seconds: 'cpu_hours', gpu_seconds: 'gpu_hours'};
+  return Object.entries(usage).filter(([k]) => k !== 'instance_seconds' && k !== 'memory_mb_seconds')
+    .map(([k, v]) => (hours[k] ? `${short(v / 3600)} ${t(hours[k])}` : `${short(v)} ${t(k)}`)).join(', ');
 }
 
 function fact(name, value) {
