@@ -106,23 +106,31 @@ void Api::ListWorkflows(Call& call) {
   const auto state = call.Query("state");
   const auto project = call.Query("project");
   const int64_t limit = call.QueryInt("limit", 100);
-  // Newest first; read in pages of the store until `limit` visible ones.
-  auto records = ctx_.store->ListWorkflows(false, false, 100'000);
-  if (!records.ok()) return call.reply(FromError(records.error()));
   json items = json::array();
-  for (const auto& w : *records) {
-    if (static_cast<int64_t>(items.size()) >= limit) break;
-    const bool visible =
-        who.job_id == 0 && (auth::IsPlatformAdmin(who) || auth::BelongsTo(who, w.project) || w.user == who.user);
-    if (!visible || (state && w.state != *state) || (project && w.project != *project)) continue;
-    items.push_back({{"id", std::to_string(w.id)},
-                     {"name", w.name},
-                     {"project", w.project},
-                     {"user", w.user},
-                     {"state", w.state},
-                     {"created_at", FormatRfc3339(w.created_at)},
-                     {"updated_at", FormatRfc3339(w.updated_at)},
-                     {"ended_at", w.ended_at ? json(FormatRfc3339(*w.ended_at)) : json(nullptr)}});
+  if (who.job_id != 0) return call.reply(Json(200, {{"items", std::move(items)}}));  // a job's token sees none
+  // Newest first, read in pages of the store (state and project filtered
+  // there) until `limit` the caller may see, or none are left.
+  store::WorkflowFilter page;
+  page.state = state.value_or("");
+  page.project = project.value_or("");
+  page.limit = 1000;
+  while (static_cast<int64_t>(items.size()) < limit) {
+    auto records = ctx_.store->ListWorkflows(page);
+    if (!records.ok()) return call.reply(FromError(records.error()));
+    for (const auto& w : *records) {
+      if (static_cast<int64_t>(items.size()) >= limit) break;
+      if (!auth::IsPlatformAdmin(who) && !auth::BelongsTo(who, w.project) && w.user != who.user) continue;
+      items.push_back({{"id", std::to_string(w.id)},
+                       {"name", w.name},
+                       {"project", w.project},
+                       {"user", w.user},
+                       {"state", w.state},
+                       {"created_at", FormatRfc3339(w.created_at)},
+                       {"updated_at", FormatRfc3339(w.updated_at)},
+                       {"ended_at", w.ended_at ? json(FormatRfc3339(*w.ended_at)) : json(nullptr)}});
+    }
+    if (static_cast<int>(records->size()) < page.limit) break;
+    page.before_id = records->back().id;
   }
   call.reply(Json(200, {{"items", std::move(items)}}));
 }

@@ -578,7 +578,11 @@ void WorkflowBook::WriteDirty(bool all) {
 }
 
 void WorkflowBook::Load() {
-  auto records = store_.ListWorkflows(true, true, 1'000'000);
+  store::WorkflowFilter not_over;
+  not_over.active_only = true;
+  not_over.with_documents = true;
+  not_over.limit = 1'000'000;
+  auto records = store_.ListWorkflows(not_over);
   if (!records.ok()) {
     spdlog::error("workflows: cannot load them: {}", records.error().message);
     return;

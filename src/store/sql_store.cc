@@ -380,8 +380,8 @@ class SqlStore final : public Store {
   Result<std::optional<WorkflowRecord>> GetWorkflow(int64_t id) override {
     return OnLease([&](Connection& c) { return sql::GetWorkflow(c, id); });
   }
-  Result<std::vector<WorkflowRecord>> ListWorkflows(bool active_only, bool with_documents, int limit) override {
-    return OnLease([&](Connection& c) { return sql::ListWorkflows(c, active_only, with_documents, limit); });
+  Result<std::vector<WorkflowRecord>> ListWorkflows(const WorkflowFilter& filter) override {
+    return OnLease([&](Connection& c) { return sql::ListWorkflows(c, filter); });
   }
 
   // ---- baseline runs (baselines.h) ----

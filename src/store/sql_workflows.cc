@@ -77,11 +77,17 @@ Result<std::optional<WorkflowRecord>> GetWorkflow(Connection& c, int64_t id) {
   return std::optional<WorkflowRecord>(RecordFrom(*read));
 }
 
-Result<std::vector<WorkflowRecord>> ListWorkflows(Connection& c, bool active_only, bool with_documents, int limit) {
-  auto read =
-      c.Prepare(Columns(with_documents) + (active_only ? " WHERE ended_at = 0" : "") + " ORDER BY id DESC LIMIT ?1");
+Result<std::vector<WorkflowRecord>> ListWorkflows(Connection& c, const WorkflowFilter& filter) {
+  // Newest first from `before_id` down: the primary key's order, so a page
+  // reads its rows and no more (with a filter, those it passes over too).
+  auto read = c.Prepare(Columns(filter.with_documents) + " WHERE (?1 = 0 OR ended_at = 0) AND (?2 = 0 OR id < ?2)" +
+                        " AND (?3 = '' OR state = ?3) AND (?4 = '' OR project = ?4) ORDER BY id DESC LIMIT ?5");
   if (!read.ok()) return read.error();
-  read->Bind(1, static_cast<int64_t>(limit));
+  read->Bind(1, int64_t{filter.active_only ? 1 : 0})
+      .Bind(2, filter.before_id)
+      .Bind(3, filter.state)
+      .Bind(4, filter.project)
+      .Bind(5, static_cast<int64_t>(filter.limit));
   std::vector<WorkflowRecord> out;
   while (true) {
     auto row = read->Step();

@@ -14,6 +14,6 @@ namespace unisched::store::sql {
 Result<int64_t> InsertWorkflow(Connection& c, const WorkflowRecord& workflow);
 Status UpdateWorkflow(Connection& c, const WorkflowRecord& workflow);
 Result<std::optional<WorkflowRecord>> GetWorkflow(Connection& c, int64_t id);
-Result<std::vector<WorkflowRecord>> ListWorkflows(Connection& c, bool active_only, bool with_documents, int limit);
+Result<std::vector<WorkflowRecord>> ListWorkflows(Connection& c, const WorkflowFilter& filter);
 
 }  // namespace unisched::store::sql

@@ -507,15 +507,19 @@ Result<std::optional<store::WorkflowRecord>> MemoryStore::GetWorkflow(int64_t id
   return std::optional<store::WorkflowRecord>(it->second);
 }
 
-Result<std::vector<store::WorkflowRecord>> MemoryStore::ListWorkflows(bool active_only, bool with_documents,
-                                                                      int limit) {
+Result<std::vector<store::WorkflowRecord>> MemoryStore::ListWorkflows(const store::WorkflowFilter& filter) {
   std::lock_guard lock(data_->mu);
   std::vector<store::WorkflowRecord> out;
-  for (auto it = data_->workflows.rbegin(); it != data_->workflows.rend() && static_cast<int>(out.size()) < limit;
-       ++it) {
-    if (active_only && it->second.ended_at) continue;
-    out.push_back(it->second);
-    if (!with_documents) out.back().document.clear();
+  auto it = filter.before_id > 0 ? std::make_reverse_iterator(data_->workflows.lower_bound(filter.before_id))
+                                 : data_->workflows.rbegin();
+  for (; it != data_->workflows.rend() && static_cast<int>(out.size()) < filter.limit; ++it) {
+    const store::WorkflowRecord& w = it->second;
+    if ((filter.active_only && w.ended_at) || (!filter.state.empty() && w.state != filter.state) ||
+        (!filter.project.empty() && w.project != filter.project)) {
+      continue;
+    }
+    out.push_back(w);
+    if (!filter.with_documents) out.back().document.clear();
   }
   return out;
 }

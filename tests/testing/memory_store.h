@@ -48,7 +48,7 @@ class MemoryStore final : public store::Store {
   Result<int64_t> InsertWorkflow(const store::WorkflowRecord& workflow) override;
   Status UpdateWorkflow(const store::WorkflowRecord& workflow) override;
   Result<std::optional<store::WorkflowRecord>> GetWorkflow(int64_t id) override;
-  Result<std::vector<store::WorkflowRecord>> ListWorkflows(bool active_only, bool with_documents, int limit) override;
+  Result<std::vector<store::WorkflowRecord>> ListWorkflows(const store::WorkflowFilter& filter) override;
   Status InsertSecret(const store::SecretRecord& secret) override;
   Result<std::optional<store::SecretRecord>> RotateSecret(const store::SecretRecord& secret) override;
   Result<std::optional<store::SecretRecord>> GetSecret(const std::string& project, const std::string& name) override;

@@ -31,6 +31,15 @@ struct WorkflowRecord {
   std::string document;  // JSON: {spec, status, owner}
 };
 
+struct WorkflowFilter {
+  bool active_only = false;     // only those not over (no ended_at)
+  bool with_documents = false;  // else the documents are left empty
+  std::string state;            // "": any
+  std::string project;          // "": any
+  int64_t before_id = 0;        // > 0: only older ones (ids below it): the next page, newest first
+  int limit = 100;
+};
+
 class Workflows {
  public:
   virtual ~Workflows() = default;
@@ -40,10 +49,8 @@ class Workflows {
   // NotFound when there is none.
   virtual Status UpdateWorkflow(const WorkflowRecord& workflow) = 0;
   virtual Result<std::optional<WorkflowRecord>> GetWorkflow(int64_t id) = 0;
-  // Newest first, at most `limit`; `active_only`: those not over (no
-  // ended_at). Without
-  // `with_documents` the documents are left empty.
-  virtual Result<std::vector<WorkflowRecord>> ListWorkflows(bool active_only, bool with_documents, int limit) = 0;
+  // Newest first, at most `filter.limit`, as the filter says.
+  virtual Result<std::vector<WorkflowRecord>> ListWorkflows(const WorkflowFilter& filter) = 0;
 };
 
 }  // namespace unisched::store

@@ -11,6 +11,17 @@ namespace {
 
 class WorkflowsTest : public testing::StoreContract {
  protected:
+  static WorkflowFilter Filter(int limit, int64_t before_id = 0, std::string state = "", std::string project = "",
+                               bool active_only = false, bool with_documents = false) {
+    WorkflowFilter f;
+    f.limit = limit;
+    f.before_id = before_id;
+    f.state = std::move(state);
+    f.project = std::move(project);
+    f.active_only = active_only;
+    f.with_documents = with_documents;
+    return f;
+  }
   int64_t Insert(const std::string& name, const std::string& state, int64_t at_ms, bool over = false) {
     WorkflowRecord w;
     w.project = "genomics";
@@ -67,18 +78,45 @@ TEST_P(WorkflowsTest, ListsNewestFirstThoseNotOverAloneAndDocumentsOnlyWhenAsked
   Insert("a", "SUCCEEDED", 1000, /*over=*/true);
   Insert("b", "FAILED", 2000);  // ended, but a job of it is still being cancelled
   Insert("c", "RUNNING", 3000);
-  auto all = store_->ListWorkflows(false, false, 10);
+  auto all = store_->ListWorkflows(Filter(10));
   ASSERT_TRUE(all.ok());
   ASSERT_EQ(all->size(), 3u);
   EXPECT_EQ((*all)[0].name, "c");
   EXPECT_EQ((*all)[2].name, "a");
   EXPECT_TRUE((*all)[0].document.empty());
-  auto active = store_->ListWorkflows(true, true, 10);
+  auto active = store_->ListWorkflows(Filter(10, 0, "", "", /*active_only=*/true, /*with_documents=*/true));
   ASSERT_TRUE(active.ok());
   ASSERT_EQ(active->size(), 2u);
   EXPECT_EQ((*active)[1].name, "b");
   EXPECT_EQ((*active)[1].document, R"({"spec":{"name":"b"}})");
-  EXPECT_EQ(store_->ListWorkflows(false, false, 1)->size(), 1u);
+  EXPECT_EQ(store_->ListWorkflows(Filter(1))->size(), 1u);
+}
+
+TEST_P(WorkflowsTest, ListsByStateAndProjectInPagesOlderThanAnId) {
+  auto names = [this](const WorkflowFilter& filter) {
+    auto got = store_->ListWorkflows(filter);
+    EXPECT_TRUE(got.ok()) << got.error().message;
+    std::vector<std::string> out;
+    for (const auto& w : got.ok() ? *got : std::vector<WorkflowRecord>{}) out.push_back(w.name);
+    return out;
+  };
+  for (int i = 1; i <= 5; ++i) Insert("w" + std::to_string(i), i % 2 ? "RUNNING" : "SUCCEEDED", 1000 * i, i % 2 == 0);
+  WorkflowRecord other;
+  other.project = "physics";
+  other.user = "bob";
+  other.name = "w6";
+  other.state = "RUNNING";
+  other.created_at = other.updated_at = FromUnixMillis(6000);
+  ASSERT_TRUE(store_->InsertWorkflow(other).ok());
+
+  using Names = std::vector<std::string>;
+  EXPECT_EQ(names(Filter(2)), (Names{"w6", "w5"}));
+  EXPECT_EQ(names(Filter(2, 5)), (Names{"w4", "w3"})) << "the page after id 5";
+  EXPECT_EQ(names(Filter(2, 2)), (Names{"w1"}));
+  EXPECT_EQ(names(Filter(10, 0, "RUNNING")), (Names{"w6", "w5", "w3", "w1"}));
+  EXPECT_EQ(names(Filter(10, 5, "RUNNING", "genomics")), (Names{"w3", "w1"}));
+  EXPECT_EQ(names(Filter(10, 0, "", "physics")), (Names{"w6"}));
+  EXPECT_EQ(names(Filter(10, 0, "SUCCEEDED", "", /*active_only=*/true)), Names{}) << "those succeeded are over";
 }
 
 }  // namespace
