@@ -143,9 +143,28 @@ async function main() {
   check(await page.$eval('select[name=metric]', (s) => s.selectedOptions[0].textContent) === 'CPU-hours',
     'usage is plotted in CPU-hours');
   check(await drawn('.chart .uplot'), 'the usage page draws its plot');
+  // A job waiting on another (a dependency): the pending report names its reason and links it.
+  const submitted = await page.evaluate(async (token) => {
+    const post = async (body) => (await fetch('/v1/jobs', {method: 'POST', body: JSON.stringify(body),
+      headers: {Authorization: `Bearer ${token}`, 'Content-Type': 'application/json'}})).json();
+    const job = {workload: {kind: 'hpc'}, resources: {cpus: 1, memory_mb: 64}, command: ['sleep', '300']};
+    const first = await post(job);
+    const second = await post({...job, dependency: `afterok:${first.id}`});
+    return second.id;
+  }, process.env.CONSOLE_ADMIN_TOKEN);
   await go('reports');
   check(await drawn('.chart .uplot') && (await text()).includes('Target ceiling (75%)'),
     "the capacity report plots each pool's utilisation against the target's ceiling");
+  let listed = false;
+  for (let i = 0; i < 30 && !listed; ++i) {  // the report reads the last cycle's reasons
+    if (i) {
+      await sleep(300);
+      await go('reports');
+    }
+    listed = await page.evaluate((id) => !!document.querySelector(`a[href="#/jobs/${id}"]`) &&
+      document.getElementById('main').innerText.includes('Dependency'), submitted);
+  }
+  check(listed, `the pending report shows job ${submitted} waiting on its dependency`);
 
   // Every page: rendered, accessible, pictured on a laptop and a phone.
   for (const [viewport, suffix] of [[{width: 1280, height: 900}, ''], [{width: 390, height: 844, isMobile: true}, '-phone']]) {

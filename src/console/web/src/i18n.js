@@ -28,6 +28,10 @@ export const messages = {
     target: 'Target ceiling', resource: 'Resource', peak: 'Peak', average: 'Average', meets_target: 'Meets target',
     share_of_nodes: 'Share of nodes', share_of_busy: 'Share of busy nodes', target_share: 'Target share',
     idle_since: 'Idle since', idle_for: 'Idle for', job_usage: 'Usage (ledger)',
+    total_cost: 'Total cost', cost_per_job: 'Cost per job', cost_per_cpu_hour: 'Per CPU-hour',
+    cost_per_gpu_hour: 'Per GPU-hour', cost_per_instance_minute: 'Per instance-minute',
+    top_projects: 'Top projects', top_users: 'Top users', share: 'Share', waiting_total: 'Jobs waiting',
+    longest_wait: 'Longest wait', waited: 'Waiting for',
   },
   'zh-CN': {
     overview: '总览', jobs: '作业', nodes: '节点', queues: '队列', sandboxes: '沙箱',
@@ -56,6 +60,10 @@ export const messages = {
     target: '目标上限', resource: '资源', peak: '峰值', average: '平均', meets_target: '满足目标',
     share_of_nodes: '节点占比', share_of_busy: '忙碌节点占比', target_share: '目标占比',
     idle_since: '空闲起始', idle_for: '已空闲', job_usage: '用量（账本）',
+    total_cost: '总费用', cost_per_job: '每作业费用', cost_per_cpu_hour: '每 CPU 核时',
+    cost_per_gpu_hour: '每 GPU 卡时', cost_per_instance_minute: '每实例分钟',
+    top_projects: '费用最高的项目', top_users: '费用最高的用户', share: '占比', waiting_total: '等待中的作业',
+    longest_wait: '最长等待', waited: '已等待',
   },
 };
 

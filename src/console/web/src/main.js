@@ -366,8 +366,8 @@ async function reports() {
     get('/v1/reports/capacity'), get('/v1/reports/cost'), get('/v1/reports/pending')]);
   show(h('h1', {}, t('reports')),
     section(t('capacity_report'), capacityReport(capacity)),
-    section(t('cost_report'), generic(cost)),
-    section(t('pending_report'), generic(pending)));
+    section(t('cost_report'), costReport(cost)),
+    section(t('pending_report'), pendingReport(pending)));
 }
 
 const percent = (share) => (share === null || share === undefined ? '' : `${figure(100 * share, 1)}%`);
@@ -401,24 +401,46 @@ function capacityReport(report) {
   ];
 }
 
-// A report's lists as tables of their plain fields, its plain fields as facts.
-function generic(obj) {
-  const facts = [];
-  const tables = [];
-  for (const [key, value] of Object.entries(obj)) {
-    if (Array.isArray(value)) {
-      const keys = [...new Set(value.flatMap((v) => (v && typeof v === 'object' ? Object.keys(v) : [])))];
-      tables.push(h('h3', {}, key), table(keys.map((k) => [k, (row) => {
-        const v = row[k];
-        return v && typeof v === 'object' ? amounts(v) : short(v);
-      }]), value, t('none')));
-    } else if (value && typeof value === 'object') {
-      facts.push(fact(key, amounts(value)));
-    } else {
-      facts.push(fact(key, short(value)));
-    }
-  }
-  return [h('dl', {class: 'facts'}, facts), tables];
+// How long, in the largest units that matter ("2 d 3 h", "4 h 12 min", "45 s").
+function duration(seconds) {
+  const s = Math.max(0, Math.round(Number(seconds) || 0));
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`;
+  if (s < 86400) return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+  return `${Math.floor(s / 86400)} d ${Math.floor((s % 86400) / 3600)} h`;
+}
+
+// Unit cost per workload kind (the seed's S17) and who spends most.
+function costReport(report) {
+  const spenders = (key) => table([[t(key), (r) => r[key]], [t('cost'), (r) => short(r.cost)],
+    [t('share'), (r) => percent(r.share)]], report[`top_${key}s`], t('none'));
+  return [
+    h('p', {}, `${t('total_cost')}: ${short(report.total_cost)}`),
+    table([[t('kind'), (k) => k.workload_kind], [t('jobs'), (k) => k.jobs], [t('cost'), (k) => short(k.cost)],
+      [t('cpu_hours'), (k) => short(k.cpu_hours)], [t('gpu_hours'), (k) => short(k.gpu_hours)],
+      [t('instance_minutes'), (k) => short(k.instance_minutes)], [t('cost_per_job'), (k) => short(k.cost_per_job)],
+      [t('cost_per_cpu_hour'), (k) => short(k.cost_per_cpu_hour)],
+      [t('cost_per_gpu_hour'), (k) => short(k.cost_per_gpu_hour)],
+      [t('cost_per_instance_minute'), (k) => short(k.cost_per_instance_minute)]], report.by_workload_kind, t('none')),
+    h('h3', {}, t('top_projects')), spenders('project'),
+    h('h3', {}, t('top_users')), spenders('user'),
+  ];
+}
+
+// Why jobs wait, by reason, and the longest waits: the seed's troubleshooting table.
+function pendingReport(report) {
+  return [
+    h('p', {}, `${t('waiting_total')}: ${report.total}`),
+    table([[t('reason'), (r) => r.code], [t('count'), (r) => r.count], [t('pools'), (r) => amounts(r.pools)],
+      [t('longest_wait'), (r) => duration(r.longest_wait_seconds)],
+      [t('job'), (r) => link(`#/jobs/${r.longest_waiting_job}`, r.longest_waiting_job)],
+      [t('message'), (r) => r.example]], report.by_reason, t('none')),
+    h('h3', {}, t('longest')),
+    table([[t('id'), (j) => link(`#/jobs/${j.id}`, j.id)], [t('name'), (j) => j.name], [t('user'), (j) => j.user],
+      [t('project'), (j) => j.project], [t('queue'), (j) => j.queue], [t('state'), (j) => chip(j.state)],
+      [t('waited'), (j) => duration(j.waiting_seconds)],
+      [t('reason'), (j) => (j.reason ? `${j.reason.code}: ${j.reason.message}` : '')]], report.longest, t('none')),
+  ];
 }
 
 async function alerts() {
