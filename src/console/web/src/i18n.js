@@ -31,7 +31,8 @@ export const messages = {
     total_cost: 'Total cost', cost_per_job: 'Cost per job', cost_per_cpu_hour: 'Per CPU-hour',
     cost_per_gpu_hour: 'Per GPU-hour', cost_per_instance_minute: 'Per instance-minute',
     top_projects: 'Top projects', top_users: 'Top users', share: 'Share', waiting_total: 'Jobs waiting',
-    longest_wait: 'Longest wait', waited: 'Waiting for',
+    longest_wait: 'Longest wait', waited: 'Waiting for', policy: 'Policy', limits: 'Settings', after: 'After',
+    task: 'Task',
   },
   'zh-CN': {
     overview: '总览', jobs: '作业', nodes: '节点', queues: '队列', sandboxes: '沙箱',
@@ -63,7 +64,8 @@ export const messages = {
     total_cost: '总费用', cost_per_job: '每作业费用', cost_per_cpu_hour: '每 CPU 核时',
     cost_per_gpu_hour: '每 GPU 卡时', cost_per_instance_minute: '每实例分钟',
     top_projects: '费用最高的项目', top_users: '费用最高的用户', share: '占比', waiting_total: '等待中的作业',
-    longest_wait: '最长等待', waited: '已等待',
+    longest_wait: '最长等待', waited: '已等待', policy: '策略', limits: '设置', after: '依赖于',
+    task: '任务',
   },
 };
 

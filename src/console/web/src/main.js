@@ -209,12 +209,21 @@ async function nodes() {
     ['', (n) => (isAdmin() ? act(n, n.state === 'drained' ? 'resume' : 'drain') : '')]], list.nodes, t('no_rows')));
 }
 
+// A queue policy's settings but its type, as "name: value" (nested ones flattened by their path).
+function settings(policy, prefix = '') {
+  if (!policy || typeof policy !== 'object') return '';
+  return Object.entries(policy).filter(([k, v]) => !(prefix === '' && k === 'type') && v !== null && v !== '')
+    .map(([k, v]) => (v && typeof v === 'object' ? settings(v, `${prefix}${k}.`) : `${prefix}${k}: ${v}`))
+    .filter(Boolean).join(', ');
+}
+
 async function queues() {
   const list = await get('/v1/queues');
   show(h('h1', {}, t('queues')), table([
     [t('name'), (q) => q.name], [t('pool'), (q) => q.pool], [t('kind_col'), (q) => (q.workload_kinds || []).join(', ')],
     [t('pending'), (q) => q.pending], [t('running'), (q) => q.running],
-    ['policy', (q) => amounts(q.policy)]], list.queues, t('no_rows')));
+    [t('policy'), (q) => (q.policy && q.policy.type) || ''], [t('limits'), (q) => settings(q.policy)]],
+  list.queues, t('no_rows')));
 }
 
 async function sandboxes() {
@@ -243,12 +252,12 @@ async function workflow(id) {
     ['FAILED', 'CANCELLED'].includes(w.state) ? act(t('resume_workflow'), 'POST', `/v1/workflows/${w.id}/resume`) : null,
     section(t('graph'), drawGraph(w)),
     section(t('tasks'), table([
-      [t('name'), (task) => task.name], ['after', (task) => task.after.join(', ')],
+      [t('name'), (task) => task.name], [t('after'), (task) => task.after.join(', ')],
       [t('state'), (task) => summary(task)],
       [t('jobs'), (task) => task.instances.flatMap((i) => i.jobs).slice(0, 12).map((j) => [link(`#/jobs/${j}`, j), ' '])]],
     w.tasks, t('none'))),
     section(t('events'), table([[t('time'), (e) => time(e.at)], [t('kind_col'), (e) => e.kind],
-      ['task', (e) => e.task], [t('message'), (e) => e.message]], w.events.slice(-50).reverse(), t('none'))));
+      [t('task'), (e) => e.task], [t('message'), (e) => e.message]], w.events.slice(-50).reverse(), t('none'))));
 }
 
 function summary(task) {
