@@ -98,8 +98,18 @@ radosgw "${C[@]}" -n client.rgw.a || fail "radosgw did not start"
 for _ in $(seq 1 60); do curl -s "http://127.0.0.1:$port/" >/dev/null && break; sleep 1; done
 access=AK$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n')
 secret=SK$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
-radosgw-admin "${C[@]}" user create --uid=test --display-name=test --access-key="$access" --secret="$secret" \
-  >/dev/null 2>&1 || fail "no S3 user"
+# The gateway answers before it has made every pool of its own; on a machine's
+# first run (cold caches) the user's creation can fail for a while: tried again.
+made=0
+for _ in $(seq 1 15); do
+  if radosgw-admin "${C[@]}" user create --uid=test --display-name=test --access-key="$access" --secret="$secret" \
+    >"$D/log/user-create.out" 2>&1; then
+    made=1
+    break
+  fi
+  sleep 1
+done
+[ $made = 1 ] || { cat "$D/log/user-create.out" >&2; fail "no S3 user"; }
 printf 'UNISCHED_TEST_S3_URL=http://127.0.0.1:%s\nUNISCHED_TEST_S3_ACCESS=%s\nUNISCHED_TEST_S3_SECRET=%s\n' \
   "$port" "$access" "$secret" > "$dir/env"
 echo "radosgw up on 127.0.0.1:$port ($dir)"
