@@ -53,6 +53,8 @@ since() { local ms=$((($(date +%s%N) - $1) / 1000000)); printf "%d.%d" $((ms / 1
 work=$(mktemp -d /tmp/unisched-conformance-XXXXXX)
 chmod 711 "$work"
 daemon_pid="" prism_pid=""
+# shellcheck source=scripts/lib/test-daemon.sh
+. "$root/scripts/lib/test-daemon.sh"
 cleanup() {
   local status=$?
   set +e
@@ -83,16 +85,8 @@ cleanup() {
           await new Promise((ok) => setTimeout(ok, 100));
         }
       })().catch(() => {});' 2>/dev/null
-    kill -TERM "$daemon_pid" 2>/dev/null || true
-    wait "$daemon_pid" 2>/dev/null || true
   fi
-  if [[ $status -ne 0 && -f $work/daemon.log ]]; then
-    echo "--- the daemon's log (last 40 lines):" >&2
-    tail -n 40 "$work/daemon.log" >&2
-  fi
-  # The attempts' control files on the tmpfs (docs/execution.md).
-  if [[ -s $work/state/runtime-dir ]]; then rm -rf "$(dirname "$(head -n 1 "$work/state/runtime-dir")")"; fi
-  rm -rf "$work"
+  finish_test_daemon "$work" "$daemon_pid" "$status" 40
   exit $status
 }
 trap cleanup EXIT

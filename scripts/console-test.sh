@@ -36,19 +36,12 @@ fi
 work=$(mktemp -d /tmp/unisched-console-XXXXXX)
 chmod 711 "$work"
 daemon_pid=""
+# shellcheck source=scripts/lib/test-daemon.sh
+. "$root/scripts/lib/test-daemon.sh"
 cleanup() {
   local status=$?
   set +e
-  if [[ -n $daemon_pid ]]; then
-    kill -TERM "$daemon_pid" 2>/dev/null
-    wait "$daemon_pid" 2>/dev/null
-  fi
-  if [[ $status -ne 0 && -f $work/daemon.log ]]; then
-    echo "--- the daemon's log (last 30 lines):" >&2
-    tail -n 30 "$work/daemon.log" >&2
-  fi
-  if [[ -s $work/state/runtime-dir ]]; then rm -rf "$(dirname "$(head -n 1 "$work/state/runtime-dir")")"; fi
-  rm -rf "$work"
+  finish_test_daemon "$work" "$daemon_pid" "$status" 30
   exit $status
 }
 trap cleanup EXIT

@@ -144,14 +144,15 @@ async function main() {
     'usage is plotted in CPU-hours');
   check(await drawn('.chart .uplot'), 'the usage page draws its plot');
   // A job waiting on another (a dependency): the pending report names its reason and links it.
-  const submitted = await page.evaluate(async (token) => {
+  const waiting = await page.evaluate(async (token) => {
     const post = async (body) => (await fetch('/v1/jobs', {method: 'POST', body: JSON.stringify(body),
       headers: {Authorization: `Bearer ${token}`, 'Content-Type': 'application/json'}})).json();
     const job = {workload: {kind: 'hpc'}, resources: {cpus: 1, memory_mb: 64}, command: ['sleep', '300']};
     const first = await post(job);
     const second = await post({...job, dependency: `afterok:${first.id}`});
-    return second.id;
+    return [first.id, second.id];
   }, process.env.CONSOLE_ADMIN_TOKEN);
+  const submitted = waiting[1];
   await go('reports');
   check(await drawn('.chart .uplot') && (await text()).includes('Target ceiling (75%)'),
     "the capacity report plots each pool's utilisation against the target's ceiling");
@@ -165,6 +166,18 @@ async function main() {
       document.getElementById('main').innerText.includes('Dependency'), submitted);
   }
   check(listed, `the pending report shows job ${submitted} waiting on its dependency`);
+  // Both cancelled, and the sleeping one seen ended: a job's process outlives a daemon that stops.
+  const ended = await page.evaluate(async (token, ids) => {
+    const h = {Authorization: `Bearer ${token}`};
+    for (const id of ids) await fetch(`/v1/jobs/${id}`, {method: 'DELETE', headers: h});
+    for (let i = 0; i < 100; ++i) {
+      const job = await (await fetch(`/v1/jobs/${ids[0]}`, {headers: h})).json();
+      if (!['PENDING', 'HELD', 'RUNNING'].includes(job.state)) return true;
+      await new Promise((ok) => setTimeout(ok, 100));
+    }
+    return false;
+  }, process.env.CONSOLE_ADMIN_TOKEN, waiting);
+  check(ended, `the jobs made for the pending report are cancelled (${waiting.join(', ')})`);
 
   // Every page: rendered, accessible, pictured on a laptop and a phone.
   for (const [viewport, suffix] of [[{width: 1280, height: 900}, ''], [{width: 390, height: 844, isMobile: true}, '-phone']]) {

@@ -293,7 +293,7 @@ const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#17becf
 
 // A uPlot chart of `series` ([{label, values}]) over `xs` (Unix seconds);
 // made once the element is in the page, destroyed when the page goes.
-function Chart({xs, series, unit, extra}) {
+function Chart({xs, series, unit, label}) {
   const ref = useRef(null);
   useEffect(() => {
     const el = ref.current;
@@ -306,7 +306,7 @@ function Chart({xs, series, unit, extra}) {
     [xs, ...series.map((s) => s.values)], el);
     return () => plot.destroy();
   }, [xs, series, unit]);
-  return h('div', {class: 'chart', tabindex: 0, ref, 'aria-label': extra});
+  return h('div', {class: 'chart', tabindex: 0, ref, 'aria-label': label});
 }
 
 // A figure with four significant digits at most (usage can be a few millionths of an hour).
@@ -314,13 +314,10 @@ function short(v) {
   return typeof v === 'number' && !Number.isInteger(v) ? Number(v.toPrecision(4)) : v;
 }
 
-// The start of every hour in [from, to], in Unix seconds and as the API writes it
-// (RFC 3339 without fractions), so hours without usage plot as zero.
+// The start of every hour in [from, to] (Unix ms), so hours without usage plot as zero.
 function hoursOf(from, to) {
   const out = [];
-  for (let ms = Math.floor(from.getTime() / 3600e3) * 3600e3; ms <= to.getTime(); ms += 3600e3) {
-    out.push({at: ms / 1000, key: ms});
-  }
+  for (let ms = Math.floor(from.getTime() / 3600e3) * 3600e3; ms <= to.getTime(); ms += 3600e3) out.push(ms);
   return out;
 }
 
@@ -366,8 +363,8 @@ function usagePlot(rows, groupBy, metric, from, to) {
   const groups = [...new Set(rows.map((r) => r[groupBy]))].sort();
   const value = new Map(rows.map((r) => [`${new Date(r.hour).getTime()}\u0000${r[groupBy]}`,
     Number(r[field] || 0) * scale]));
-  return h(Chart, {xs: hours.map((x) => x.at), unit: t(metric), extra: t(metric),
-    series: groups.map((g) => ({label: String(g), values: hours.map((x) => value.get(`${x.key}\u0000${g}`) || 0)}))});
+  return h(Chart, {xs: hours.map((ms) => ms / 1000), unit: t(metric), label: t(metric),
+    series: groups.map((g) => ({label: String(g), values: hours.map((ms) => value.get(`${ms}\u0000${g}`) || 0)}))});
 }
 
 async function reports() {
@@ -390,13 +387,13 @@ function capacityReport(report) {
   const series = report.pools.map((p) => {
     const at = new Map(p.hours.map((x) => [new Date(x.hour).getTime(),
       p.resource === 'gpu' ? x.gpu_utilisation : x.cpu_utilisation]));
-    return {label: `${p.pool} (${p.resource})`, values: hours.map((x) => 100 * (at.get(x.key) || 0))};
+    return {label: `${p.pool} (${p.resource})`, values: hours.map((ms) => 100 * (at.get(ms) || 0))};
   });
   series.push({label: `${t('target')} (${ceiling}%)`, values: hours.map(() => ceiling), stroke: '#555', dash: [6, 4]});
   const idle = report.pools.flatMap((p) => p.idle_nodes.map((n) => ({...n, pool: p.pool})));
   return [
     h('p', {}, `${time(report.from)} – ${time(report.to)}; ${t('headroom')} ≥ ${report.target_headroom_percent}%`),
-    h(Chart, {xs: hours.map((x) => x.at), series, unit: '%', extra: t('utilisation')}),
+    h(Chart, {xs: hours.map((ms) => ms / 1000), series, unit: '%', label: t('utilisation')}),
     table([[t('pool'), (p) => p.pool], [t('resource'), (p) => p.resource], [t('nodes'), (p) => p.nodes],
       [t('peak'), (p) => percent(p.peak_utilisation)], [t('average'), (p) => percent(p.average_utilisation)],
       [t('headroom'), (p) => percent(p.headroom)], [t('meets_target'), (p) => (p.meets_target ? '✓' : '✗')],
