@@ -33,7 +33,7 @@ Result<ParsedArgs> ParseArgs(const std::vector<std::string>& args, const std::ve
   auto find_spec = [&](const std::string& name) -> const FlagSpec* {
     for (const auto* list : {&specs, &CommonFlags()}) {
       for (const auto& s : *list) {
-        if (s.name == name) return &s;
+        if (s.name == name || std::find(s.aliases.begin(), s.aliases.end(), name) != s.aliases.end()) return &s;
       }
     }
     return nullptr;
@@ -51,7 +51,7 @@ Result<ParsedArgs> ParseArgs(const std::vector<std::string>& args, const std::ve
       out.rest.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
       break;
     }
-    if (word == "-h") {
+    if (word == "-h" && !find_short('h')) {
       out.flags["help"] = {""};
       continue;
     }
@@ -64,22 +64,33 @@ Result<ParsedArgs> ParseArgs(const std::vector<std::string>& args, const std::ve
       continue;
     }
     std::string name;
-    if (word.size() == 2 && word[1] != '-') {
-      const FlagSpec* spec = find_short(word[1]);
-      if (!spec) return UsageError("unknown option '" + word + "'");
-      name = spec->name;
-    } else if (word.rfind("--", 0) != 0) {
-      return UsageError("unknown option '" + word + "'");
+    std::optional<std::string> joined_value;  // -tPD
+    if (word[1] != '-') {
+      // -X, -XP (switches joined), -tPD (a value joined).
+      size_t at = 1;
+      for (;;) {
+        const FlagSpec* spec = find_short(word[at]);
+        if (!spec) return UsageError("unknown option '-" + std::string(1, word[at]) + "'");
+        const bool last = at + 1 == word.size();
+        if (spec->takes_value || last) {
+          name = spec->name;
+          if (!last) joined_value = word.substr(at + 1);
+          break;
+        }
+        out.flags[spec->name] = {""};
+        ++at;
+      }
     } else {
       name = word.substr(2);
     }
-    std::optional<std::string> inline_value;
-    if (auto eq = name.find('='); eq != std::string::npos) {
+    std::optional<std::string> inline_value = joined_value;
+    if (auto eq = name.find('='); !joined_value && eq != std::string::npos) {
       inline_value = name.substr(eq + 1);
       name.resize(eq);
     }
     const FlagSpec* spec = find_spec(name);
     if (!spec) return UsageError("unknown option '--" + name + "'");
+    name = spec->name;  // an alias parses as the flag it names
     std::string value;
     if (spec->takes_value) {
       if (inline_value) {

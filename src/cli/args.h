@@ -30,7 +30,10 @@ struct FlagSpec {
   std::string name;          // without the leading "--", e.g. "memory-mb"
   bool takes_value = false;  // "--name VALUE" or "--name=VALUE"; otherwise a switch
   bool repeatable = false;   // may be given more than once (--env K=V ...)
-  char short_name = 0;       // also "-c" (value in the next word), as Slurm's and tail's -o, -e, -f
+  char short_name = 0;       // also "-c" (value in the next word or joined, -cVALUE), as Slurm's -o, -e, -f
+  // Other long names for the same flag (Slurm's --partition for --queue);
+  // the parsed flag is always `name`.
+  std::vector<std::string> aliases = {};
 };
 
 struct ParsedArgs {
@@ -50,7 +53,10 @@ struct ParsedArgs {
 const std::vector<FlagSpec>& CommonFlags();
 
 // Parses `args` (the words after the command name) against `specs` plus
-// CommonFlags(). "--" ends the flags. With stop_at_positional, the first
+// CommonFlags(). "--" ends the flags. Short switches may be joined (-XP),
+// and a short flag's value may follow it in the same word (-tPD); "-h" is
+// help unless the command gives -h a meaning of its own (squeue's
+// --noheader). With stop_at_positional, the first
 // non-flag word and all words after it go to `rest` untouched (so a job's own
 // flags are not taken for ours). Unknown flags, missing values and a second
 // value for a non-repeatable flag are usage errors.

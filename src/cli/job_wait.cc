@@ -68,6 +68,27 @@ int WaitAndReport(Session& session, const std::string& id, bool as_json, bool qu
   } else if (!quiet) {
     std::cout << FinalStateLine(*final_job) << "\n";
   }
+  // An array that did not complete exits with the highest exit code of
+  // its tasks, as sbatch --wait does.
+  if (final_job->contains("array") && (*final_job)["array"].is_object() &&
+      StringField(*final_job, "state") != "COMPLETED") {
+    int64_t highest = 0;
+    std::string cursor;
+    do {
+      auto page = session.CallJson(
+          "GET", "/v1/jobs?array=" + UrlEncode(id) + "&limit=1000" + (cursor.empty() ? "" : "&cursor=" + cursor));
+      if (!page) break;
+      for (const auto& task : page->value("jobs", json::array())) {
+        if (task.contains("exit_code") && task["exit_code"].is_number_integer()) {
+          highest = std::max(highest, task["exit_code"].get<int64_t>());
+        }
+      }
+      cursor = page->contains("next_cursor") && (*page)["next_cursor"].is_string()
+                   ? (*page)["next_cursor"].get<std::string>()
+                   : "";
+    } while (!cursor.empty());
+    return highest > 0 ? static_cast<int>(std::min<int64_t>(highest, 255)) : 1;
+  }
   return WaitExitStatus(*final_job);
 }
 

@@ -77,6 +77,13 @@ Result<SbatchRequest> BuildSbatchRequest(const std::vector<std::string>& words, 
   if (Status s = model::ReadBatchScript(text, options); !s.ok()) return named(s.error());
   // The command line wins over the directives, setting by setting.
   for (auto& [setting, value] : command_line.settings) options.settings[setting] = std::move(value);
+  // sbatch's default name: the script's file name, "wrap" or "sbatch" (standard input).
+  if (!options.settings.count("job-name")) {
+    const std::string name = wrap != command_line.settings.end() ? "wrap"
+                             : read->rest.empty()                ? "sbatch"
+                                                  : req.script_name.substr(req.script_name.rfind('/') + 1);
+    options.settings["job-name"] = {"job-name", name, {0, "the default name (" + name + ")"}};
+  }
   options.warnings.insert(options.warnings.end(), command_line.warnings.begin(), command_line.warnings.end());
   auto request = model::ResolveBatchOptions(options, io.context);
   if (!request.ok()) return named(request.error());

@@ -3,6 +3,8 @@
 #include "cli/slurm_commands.h"
 
 #include <algorithm>
+#include <cctype>
+#include <map>
 #include <set>
 
 #include "cli/slurm_views.h"
@@ -56,52 +58,257 @@ std::optional<std::vector<json>> JobsIn(Session& session, const std::vector<std:
   return all;
 }
 
-// --state: one state, or ALL; default the waiting and running ones.
+// Slurm's comma lists (-u a,b; -t PD,R): the words, empties dropped.
+std::vector<std::string> SplitList(const std::string& text) {
+  std::vector<std::string> words;
+  size_t from = 0;
+  while (from <= text.size()) {
+    const size_t comma = text.find(',', from);
+    std::string word = text.substr(from, comma == std::string::npos ? std::string::npos : comma - from);
+    if (!word.empty()) words.push_back(std::move(word));
+    if (comma == std::string::npos) break;
+    from = comma + 1;
+  }
+  return words;
+}
+
+// Every value a list flag was given (-u a,b -u c: a, b, c).
+std::vector<std::string> ListOf(const ParsedArgs& args, const std::string& flag) {
+  std::vector<std::string> all;
+  for (const auto& value : args.All(flag)) {
+    for (auto& word : SplitList(value)) all.push_back(std::move(word));
+  }
+  return all;
+}
+
+// --state (-t, -s): states or Slurm's compact codes, in a comma list, or
+// ALL; default the waiting and running ones (squeue, scancel) or all (sacct).
 Result<std::vector<std::string>> StatesOf(const ParsedArgs& args, bool default_active) {
-  const std::string state = Upper(args.Get("state").value_or(""));
-  if (state == "ALL" || (state.empty() && !default_active)) return std::vector<std::string>{};
-  if (state.empty()) return std::vector<std::string>(std::begin(kWaitingOrRunning), std::end(kWaitingOrRunning));
+  static const std::map<std::string, std::string> kCodes = {{"PD", "PENDING"},   {"R", "RUNNING"}, {"CD", "COMPLETED"},
+                                                            {"CA", "CANCELLED"}, {"F", "FAILED"},  {"TO", "TIMEOUT"},
+                                                            {"NF", "NODE_FAIL"}, {"H", "HELD"}};
   static const std::set<std::string> kStates = {"PENDING",   "HELD",    "RUNNING", "COMPLETED",
                                                 "CANCELLED", "TIMEOUT", "FAILED",  "NODE_FAIL"};
-  if (!kStates.count(state)) {
-    return UsageError("--state " + state +
-                          " is not a state; use PENDING, HELD, RUNNING, COMPLETED, FAILED, "
-                          "CANCELLED, TIMEOUT, NODE_FAIL or ALL",
-                      "state");
+  const std::vector<std::string> words = ListOf(args, "state");
+  if (words.empty()) {
+    if (!default_active) return std::vector<std::string>{};
+    return std::vector<std::string>(std::begin(kWaitingOrRunning), std::end(kWaitingOrRunning));
   }
-  return std::vector<std::string>{state};
+  std::set<std::string> states;
+  for (const auto& word : words) {
+    std::string state = Upper(word);
+    if (state == "ALL") return std::vector<std::string>{};
+    if (auto code = kCodes.find(state); code != kCodes.end()) state = code->second;
+    if (state == "CANCELED") state = "CANCELLED";
+    if (!kStates.count(state)) {
+      return UsageError("--state " + word +
+                            " is not a state; use PENDING (PD), HELD, RUNNING (R), COMPLETED (CD), FAILED (F), "
+                            "CANCELLED (CA), TIMEOUT (TO), NODE_FAIL (NF) or ALL, or a comma list of them",
+                        "state");
+    }
+    states.insert(state);
+    // Slurm's PENDING covers a held job (PD, reason JobHeldUser).
+    if (state == "PENDING") states.insert("HELD");
+  }
+  return std::vector<std::string>(states.begin(), states.end());
 }
 
-// --me or --user U, as a filter (empty: every user the caller may see).
-std::optional<std::string> UserFilter(Session& session, const ParsedArgs& args) {
-  if (args.Has("me")) return Me(session);
-  return args.Get("user").value_or("");
+// The users to list: --me, --user U[,U...] (-u); empty: every user the
+// caller may see (or, where `own_by_default`, the caller alone unless
+// -a/--allusers, as sacct).
+std::optional<std::vector<std::string>> UsersOf(Session& session, const ParsedArgs& args, bool own_by_default) {
+  std::vector<std::string> users = ListOf(args, "user");
+  if (args.Has("me") || (own_by_default && users.empty() && !args.Has("allusers"))) {
+    auto me = Me(session);
+    if (!me) return std::nullopt;
+    users.push_back(*me);
+  }
+  return users;
 }
 
-// "2026-12-01" or RFC 3339 -> a time.
-Result<Timestamp> ParseWhen(const std::string& text, const char* flag) {
-  const std::string full = text.size() == 10 ? text + "T00:00:00Z" : text;
-  if (auto t = ParseRfc3339(full)) return *t;
-  return UsageError(
-      std::string("--") + flag + " '" + text + "' is not a time; write 2026-12-01 or 2026-12-01T08:00:00Z", flag);
+// The jobs the filters select: by id (-j) or listed; states, users,
+// queues (-p), projects (-A) and names (-n) each a list. A list of one is
+// the server's filter; longer lists are applied here.
+struct Selection {
+  std::vector<std::string> ids, states, users, queues, projects, names;
+};
+std::optional<std::vector<json>> Select(Session& session, const Selection& s) {
+  auto one = [](const std::vector<std::string>& v) { return v.size() == 1 ? v.front() : std::string(); };
+  std::vector<json> jobs;
+  if (!s.ids.empty()) {
+    bool all_found = true;
+    for (const auto& id : s.ids) {
+      auto job = session.CallJson("GET", "/v1/jobs/" + UrlEncode(id));
+      if (!job) {
+        all_found = false;
+        continue;
+      }
+      jobs.push_back(std::move(*job));
+    }
+    if (!all_found && jobs.empty()) return std::nullopt;
+  } else {
+    auto listed =
+        JobsIn(session, s.states, {{"user", one(s.users)}, {"queue", one(s.queues)}, {"project", one(s.projects)}});
+    if (!listed) return std::nullopt;
+    jobs = std::move(*listed);
+  }
+  auto in = [](const std::vector<std::string>& list, const std::string& value) {
+    return list.empty() || std::find(list.begin(), list.end(), value) != list.end();
+  };
+  std::vector<json> out;
+  for (auto& job : jobs) {
+    if (!s.states.empty() && !in(s.states, job.value("state", ""))) continue;
+    if (!in(s.users, job.value("user", "")) || !in(s.queues, job.value("queue", "")) ||
+        !in(s.projects, job.value("project", "")) || !in(s.names, job.value("name", ""))) {
+      continue;
+    }
+    out.push_back(std::move(job));
+  }
+  return out;
+}
+
+// sacct's times: YYYY-MM-DD[THH:MM[:SS]] (UTC, or RFC 3339 with its zone),
+// HH:MM[:SS] (today), MMDD[YY], MM/DD[/YY], now[{+|-}N[seconds|minutes|
+// hours|days|weeks]], today, midnight, noon, tomorrow.
+Result<Timestamp> ParseWhen(const std::string& text, const char* flag, Timestamp now) {
+  auto failure = [&] {
+    return UsageError(std::string("--") + flag + " '" + text +
+                          "' is not a time; write 2026-12-01, 2026-12-01T08:00[:00], 08:00, now-2hours, today "
+                          "or an RFC 3339 time",
+                      flag);
+  };
+  const std::string lower = [&] {
+    std::string t = text;
+    std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return std::tolower(c); });
+    return t;
+  }();
+  const int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
+  const int64_t midnight = now_s - (now_s % 86400 + 86400) % 86400;
+  auto at = [](int64_t seconds) { return Timestamp{} + std::chrono::seconds(seconds); };
+  if (lower == "now") return now;
+  if (lower == "today" || lower == "midnight") return at(midnight);
+  if (lower == "noon") return at(midnight + 12 * 3600);
+  if (lower == "tomorrow") return at(midnight + 86400);
+  if (lower.rfind("now", 0) == 0 && lower.size() > 4 && (lower[3] == '-' || lower[3] == '+')) {
+    size_t i = 4;
+    int64_t n = 0;
+    while (i < lower.size() && std::isdigit(static_cast<unsigned char>(lower[i]))) n = n * 10 + (lower[i++] - '0');
+    if (i == 4 || n > 100000000) return failure();
+    const std::string unit = lower.substr(i);
+    int64_t scale = 0;
+    for (const auto& [names, seconds] :
+         std::vector<std::pair<std::vector<std::string>, int64_t>>{{{"", "s", "sec", "second", "seconds"}, 1},
+                                                                   {{"m", "min", "minute", "minutes"}, 60},
+                                                                   {{"h", "hour", "hours"}, 3600},
+                                                                   {{"d", "day", "days"}, 86400},
+                                                                   {{"w", "week", "weeks"}, 604800}}) {
+      if (std::find(names.begin(), names.end(), unit) != names.end()) scale = seconds;
+    }
+    if (scale == 0) return failure();
+    return at(now_s + (lower[3] == '-' ? -1 : 1) * n * scale);
+  }
+  auto digits = [&](size_t from, size_t count) -> std::optional<int> {
+    if (from + count > text.size()) return std::nullopt;
+    int v = 0;
+    for (size_t i = from; i < from + count; ++i) {
+      if (!std::isdigit(static_cast<unsigned char>(text[i]))) return std::nullopt;
+      v = v * 10 + (text[i] - '0');
+    }
+    return v;
+  };
+  // HH:MM[:SS], today.
+  if ((text.size() == 5 || text.size() == 8) && text[2] == ':') {
+    auto h = digits(0, 2), m = digits(3, 2);
+    auto sec = text.size() == 8 && text[5] == ':' ? digits(6, 2) : std::optional<int>(0);
+    if (!h || !m || !sec || *h > 23 || *m > 59 || *sec > 59) return failure();
+    return at(midnight + *h * 3600 + *m * 60 + *sec);
+  }
+  // A date and time without a zone is UTC (the daemon's times are).
+  auto civil = [&](int year, int month, int day, int seconds) -> Result<Timestamp> {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02dZ", year, month, day, seconds / 3600,
+                  seconds % 3600 / 60, seconds % 60);
+    if (auto t = ParseRfc3339(buf)) return *t;
+    return failure();
+  };
+  const int this_year = [&] {
+    const std::string iso = FormatRfc3339(now);
+    return std::atoi(iso.substr(0, 4).c_str());
+  }();
+  // MMDD[YY] and MM/DD[/YY].
+  if (text.size() == 4 || text.size() == 6) {
+    auto mm = digits(0, 2), dd = digits(2, 2);
+    auto yy = text.size() == 6 ? digits(4, 2) : std::optional<int>(this_year % 100);
+    if (mm && dd && yy) return civil(2000 + *yy, *mm, *dd, 0);
+  }
+  if ((text.size() == 5 || text.size() == 8) && text[2] == '/') {
+    auto mm = digits(0, 2), dd = digits(3, 2);
+    auto yy = text.size() == 8 && text[5] == '/' ? digits(6, 2) : std::optional<int>(this_year % 100);
+    if (mm && dd && yy) return civil(2000 + *yy, *mm, *dd, 0);
+  }
+  // YYYY-MM-DD[THH:MM[:SS]], or RFC 3339 with its zone.
+  if (auto t = ParseRfc3339(text)) return *t;
+  if (text.size() >= 10 && text[4] == '-' && text[7] == '-') {
+    auto y = digits(0, 4), mo = digits(5, 2), d = digits(8, 2);
+    if (!y || !mo || !d) return failure();
+    if (text.size() == 10) return civil(*y, *mo, *d, 0);
+    if (text[10] != 'T' && text[10] != ' ') return failure();
+    auto h = digits(11, 2), mi = digits(14, 2);
+    if (!h || !mi || text.size() < 16 || text[13] != ':') return failure();
+    int sec = 0;
+    if (text.size() == 19 && text[16] == ':') {
+      auto s = digits(17, 2);
+      if (!s) return failure();
+      sec = *s;
+    } else if (text.size() != 16) {
+      return failure();
+    }
+    if (*h > 23 || *mi > 59 || sec > 59) return failure();
+    return civil(*y, *mo, *d, *h * 3600 + *mi * 60 + sec);
+  }
+  return failure();
 }
 
 }  // namespace
 
 std::vector<FlagSpec> SqueueFlags() {
-  return {{"me", false, false},   {"user", true, false},    {"state", true, false},
-          {"queue", true, false}, {"project", true, false}, {"format", true, false, 'o'}};
+  return {{"me", false, false},
+          {"user", true, true, 'u'},
+          {"state", true, true, 't', {"states"}},
+          {"queue", true, true, 'p', {"partition"}},
+          {"project", true, true, 'A', {"account"}},
+          {"jobs", true, true, 'j', {"job"}},
+          {"name", true, true, 'n'},
+          {"array", false, false, 'r'},
+          {"noheader", false, false, 'h'},
+          {"long", false, false, 'l'},
+          {"start", false, false},
+          {"format", true, false, 'o'}};
 }
 std::vector<FlagSpec> SacctFlags() {
-  return {{"me", false, false},          {"user", true, false},  {"starttime", true, false, 'S'},
-          {"endtime", true, false, 'E'}, {"state", true, false}, {"format", true, false, 'o'}};
+  return {{"me", false, false},
+          {"user", true, true, 'u'},
+          {"allusers", false, false, 'a'},
+          {"jobs", true, true, 'j'},
+          {"name", true, true, 0, {"jobname"}},
+          {"queue", true, true, 'r', {"partition"}},
+          {"project", true, true, 'A', {"account", "accounts"}},
+          {"starttime", true, false, 'S'},
+          {"endtime", true, false, 'E'},
+          {"state", true, true, 's', {"states"}},
+          {"allocations", false, false, 'X'},
+          {"noheader", false, false, 'n'},
+          {"parsable", false, false, 'p'},
+          {"parsable2", false, false, 'P'},
+          {"format", true, false, 'o'}};
 }
 std::vector<FlagSpec> ScancelFlags() {
   return {{"me", false, false},
-          {"user", true, false},
-          {"name", true, false},
-          {"state", true, false},
-          {"queue", true, false}};
+          {"user", true, true, 'u'},
+          {"name", true, true, 'n', {"jobname"}},
+          {"state", true, true, 't', {"states"}},
+          {"queue", true, true, 'p', {"partition"}},
+          {"project", true, true, 'A', {"account"}}};
 }
 std::vector<FlagSpec> UpdateFlags() {
   return {{"time", true, false, 't'}, {"walltime", true, false}, {"priority", true, false}, {"queue", true, false}};
@@ -109,23 +316,27 @@ std::vector<FlagSpec> UpdateFlags() {
 
 int RunSqueue(Session& session, const ParsedArgs& args, const UsageFailureFn& usage_failure) {
   if (!args.positionals.empty()) return usage_failure("unexpected argument '" + args.positionals[0] + "'");
-  auto states = StatesOf(args, /*default_active=*/true);
+  auto states = StatesOf(args, /*default_active=*/!args.Has("jobs"));
   if (!states.ok()) return usage_failure(states.error().message);
-  const std::string format = args.Get("format").value_or(kSqueueDefaultFormat);
+  // --start: the waiting jobs and when they are expected to start.
+  if (args.Has("start") && !args.Has("state")) *states = {"HELD", "PENDING"};
+  const std::string format = args.Get("format").value_or(args.Has("start")  ? kSqueueStartFormat
+                                                         : args.Has("long") ? kSqueueLongFormat
+                                                                            : kSqueueDefaultFormat);
   auto check = FormatSqueue({}, format, Timestamp{});
   if (!check.ok()) return usage_failure(check.error().message);
-  auto user = UserFilter(session, args);
-  if (!user) return 1;
-  auto jobs = JobsIn(
-      session, *states,
-      {{"user", *user}, {"queue", args.Get("queue").value_or("")}, {"project", args.Get("project").value_or("")}});
+  auto users = UsersOf(session, args, /*own_by_default=*/false);
+  if (!users) return 1;
+  auto jobs = Select(session, {ListOf(args, "jobs"), *states, *users, ListOf(args, "queue"), ListOf(args, "project"),
+                               ListOf(args, "name")});
   if (!jobs) return 1;
   if (args.Has("json")) {
     std::cout << json{{"jobs", *jobs}}.dump() << "\n";
     return 0;
   }
-  std::cout << FormatSqueue(*jobs, format,
-                            std::chrono::time_point_cast<Timestamp::duration>(std::chrono::system_clock::now()))
+  std::cout << FormatSqueue(ExpandArrays(*jobs, args.Has("array")), format,
+                            std::chrono::time_point_cast<Timestamp::duration>(std::chrono::system_clock::now()),
+                            !args.Has("noheader"))
                    .value();
   return 0;
 }
@@ -133,14 +344,15 @@ int RunSqueue(Session& session, const ParsedArgs& args, const UsageFailureFn& us
 int RunSacct(Session& session, const ParsedArgs& args, const UsageFailureFn& usage_failure) {
   if (!args.positionals.empty()) return usage_failure("unexpected argument '" + args.positionals[0] + "'");
   const Timestamp now = std::chrono::time_point_cast<Timestamp::duration>(std::chrono::system_clock::now());
-  Timestamp start = now - std::chrono::hours(24), end = now;
+  // As sacct: the last day by default, from any time when jobs are named (-j).
+  Timestamp start = args.Has("jobs") ? Timestamp{} : now - std::chrono::hours(24), end = now;
   if (auto s = args.Get("starttime")) {
-    auto t = ParseWhen(*s, "starttime");
+    auto t = ParseWhen(*s, "starttime", now);
     if (!t.ok()) return usage_failure(t.error().message);
     start = *t;
   }
   if (auto e = args.Get("endtime")) {
-    auto t = ParseWhen(*e, "endtime");
+    auto t = ParseWhen(*e, "endtime", now);
     if (!t.ok()) return usage_failure(t.error().message);
     end = *t;
   }
@@ -150,14 +362,16 @@ int RunSacct(Session& session, const ParsedArgs& args, const UsageFailureFn& usa
   const std::string format = args.Get("format").value_or(kSacctDefaultFormat);
   auto check = FormatSacct({}, json::object(), format, now);
   if (!check.ok()) return usage_failure(check.error().message);
-  auto user = UserFilter(session, args);
-  if (!user) return 1;
-  auto listed = JobsIn(session, *states, {{"user", *user}});
+  // The caller's own jobs unless -a, -u or -j say otherwise (sacct's rule).
+  auto users = UsersOf(session, args, /*own_by_default=*/!args.Has("jobs"));
+  if (!users) return 1;
+  auto listed = Select(session, {ListOf(args, "jobs"), *states, *users, ListOf(args, "queue"), ListOf(args, "project"),
+                                 ListOf(args, "name")});
   if (!listed) return 1;
   // Active in the window, as sacct selects: submitted before its end, and
   // not ended before its start.
   std::vector<json> jobs;
-  for (auto& job : *listed) {
+  for (auto& job : ExpandArrays(*listed, /*expand=*/false)) {
     auto submitted = ParseRfc3339(job.value("submitted_at", ""));
     auto ended = job.contains("ended_at") && job["ended_at"].is_string()
                      ? ParseRfc3339(job["ended_at"].get<std::string>())
@@ -190,7 +404,11 @@ int RunSacct(Session& session, const ParsedArgs& args, const UsageFailureFn& usa
     std::cout << json{{"jobs", out}}.dump() << "\n";
     return 0;
   }
-  std::cout << FormatSacct(jobs, usage_by_job, format, now).value();
+  SacctLayout layout;
+  layout.header = !args.Has("noheader");
+  layout.parsable = args.Has("parsable") || args.Has("parsable2");
+  layout.trailing_bar = args.Has("parsable") && !args.Has("parsable2");
+  std::cout << FormatSacct(jobs, usage_by_job, format, now, layout).value();
   return 0;
 }
 
@@ -208,50 +426,97 @@ int RunScancel(Session& session, const ParsedArgs& args, const UsageFailureFn& u
     if (tasks->Count() > 10000) return usage_failure(id + ": at most 10000 tasks at once; cancel the array by its id");
     for (int64_t index : tasks->First(tasks->Count())) ids.push_back(id.substr(0, open) + "_" + std::to_string(index));
   }
-  const bool filtered =
-      args.Has("me") || args.Has("user") || args.Has("name") || args.Has("state") || args.Has("queue");
+  const bool filtered = args.Has("me") || args.Has("user") || args.Has("name") || args.Has("state") ||
+                        args.Has("queue") || args.Has("project");
   if (ids.empty() && !filtered) {
-    return usage_failure("scancel needs job IDs or a filter (--me, --user, --name, --state, --queue)");
+    return usage_failure("scancel needs job IDs or a filter (--me, -u USER, -n NAME, -t STATE, -p QUEUE, -A PROJECT)");
   }
+  // What each DELETE names and how the answer names it (ID_INDEX for a task).
+  std::vector<std::pair<std::string, std::string>> targets;
+  for (const auto& id : ids) targets.emplace_back(id, id);
   if (filtered) {
     auto states = StatesOf(args, /*default_active=*/true);
     if (!states.ok()) return usage_failure(states.error().message);
+    if (states->empty()) states = std::vector<std::string>(std::begin(kWaitingOrRunning), std::end(kWaitingOrRunning));
     for (const auto& s : *states) {
       if (s != "PENDING" && s != "HELD" && s != "RUNNING") {
         return usage_failure("--state " + s + ": only PENDING, HELD or RUNNING jobs can be cancelled");
       }
     }
-    auto user = UserFilter(session, args);
-    if (!user) return 1;
-    auto jobs = JobsIn(session, *states, {{"user", *user}, {"queue", args.Get("queue").value_or("")}});
+    const bool running_too = std::find(states->begin(), states->end(), "RUNNING") != states->end();
+    auto users = UsersOf(session, args, /*own_by_default=*/false);
+    if (!users) return 1;
+    auto jobs =
+        Select(session, {{}, *states, *users, ListOf(args, "queue"), ListOf(args, "project"), ListOf(args, "name")});
     if (!jobs) return 1;
-    const std::string name = args.Get("name").value_or("");
     std::set<std::string> chosen(ids.begin(), ids.end());
-    ids.clear();
+    targets.clear();
     for (const auto& job : *jobs) {
-      if (!name.empty() && job.value("name", "") != name) continue;
+      const std::string id = job.value("id", "");
+      const std::string shown =
+          job.contains("array_job_id") && job["array_job_id"].is_string()
+              ? job["array_job_id"].get<std::string>() + "_" + std::to_string(job.value("array_task_id", int64_t{0}))
+              : id;
       // IDs and filters together: the IDs that match the filters (Slurm's rule).
-      if (!chosen.empty() && !chosen.count(job.value("id", ""))) continue;
-      ids.push_back(job.value("id", ""));
+      if (!chosen.empty() && !chosen.count(id) && !chosen.count(shown)) continue;
+      // An array whose tasks partly run, when only waiting jobs are to go:
+      // its waiting tasks, one by one, as Slurm's scancel -t PENDING.
+      const json array = job.value("array", json());
+      const bool some_started = array.is_object() && array.value("tasks", json::object()).value("active", 0) > 0;
+      if (!running_too && some_started) {
+        auto waiting = model::IndexSet::Parse(array.value("waiting", ""), "waiting");
+        if (!waiting.ok()) continue;
+        if (waiting->Count() > 10000) {
+          return usage_failure("array " + id + " has " + std::to_string(waiting->Count()) +
+                               " waiting tasks beside running ones; cancel them as " + id +
+                               "_[RANGE] (at most 10000 "
+                               "at once) or the whole array as " +
+                               id);
+        }
+        for (int64_t index : waiting->First(waiting->Count())) {
+          const std::string task = id + "_" + std::to_string(index);
+          targets.emplace_back(task, task);
+        }
+        continue;
+      }
+      targets.emplace_back(id, shown);
     }
   }
   int status = 0;
   json results = json::array();
-  for (const auto& id : ids) {
-    auto job = session.CallJson("DELETE", "/v1/jobs/" + UrlEncode(id));
-    if (!job) {
+  for (const auto& [id, shown] : targets) {
+    auto response = session.Exchange("DELETE", "/v1/jobs/" + UrlEncode(id));
+    if (!response) {
+      status = 1;
+      continue;
+    }
+    // A job the filters chose that ended since it was listed (a dependant
+    // cancelled with what it waited for) is not an error: it is gone.
+    if (filtered && response->status == 409 && response->body.find("job_finished") != std::string::npos) {
+      if (!args.Has("json")) std::cout << "Job " << shown << " had already ended\n";
+      continue;
+    }
+    if (response->status < 200 || response->status >= 300) {
+      Session::PrintRefusal(*response);
+      status = 1;
+      continue;
+    }
+    auto job = std::optional<json>(json::parse(response->body, nullptr, false));
+    if (job->is_discarded()) {
+      std::cerr << "error: DELETE /v1/jobs/" << id << " answered with a body that is not JSON\n";
       status = 1;
       continue;
     }
     if (args.Has("json")) {
       results.push_back(*job);
     } else {
-      std::cout << (job->value("state", "") == "CANCELLED" ? "Cancelled job " + id : "Cancel requested for job " + id)
+      std::cout << (job->value("state", "") == "CANCELLED" ? "Cancelled job " + shown
+                                                           : "Cancel requested for job " + shown)
                 << "\n";
     }
   }
   if (args.Has("json")) std::cout << json{{"jobs", results}}.dump() << "\n";
-  if (ids.empty() && !args.Has("json")) std::cout << "No job matched\n";
+  if (targets.empty() && !args.Has("json")) std::cout << "No job matched\n";
   return status;
 }
 

@@ -11,6 +11,7 @@
 
 #include "cli/args.h"
 #include "cli/format.h"
+#include "unisched/model/job_array.h"
 
 namespace unisched::cli {
 namespace {
@@ -96,9 +97,23 @@ std::string FirstReason(const json& job) {
 }
 
 std::string ExitCode(const json& job) {
-  // Slurm's code:signal; a killed job's signal is in its reason, not here.
+  // Slurm's code:signal. The API's exit_code is 128+N for a job killed by
+  // signal N (as a shell reports it); the attempt's reason says which it was.
   const auto code = job.find("exit_code");
-  return (code != job.end() && code->is_number() ? std::to_string(code->get<int64_t>()) : "0") + ":0";
+  const int64_t value = code != job.end() && code->is_number() ? code->get<int64_t>() : 0;
+  const json attempts = job.value("attempts", json::array());
+  if (value > 128 && !attempts.empty() && attempts.back().is_object()) {
+    const std::string reason = attempts.back().value("reason", "");
+    const std::string killed = "killed by signal " + std::to_string(value - 128);
+    if (reason.rfind(killed, 0) == 0) return "0:" + std::to_string(value - 128);
+  }
+  return std::to_string(value) + ":0";
+}
+
+// sacct's times: 2026-12-07T06:51:18, or Unknown.
+std::string SacctTime(const json& rfc3339) {
+  if (!rfc3339.is_string() || rfc3339.get<std::string>().size() < 19) return "Unknown";
+  return rfc3339.get<std::string>().substr(0, 19);
 }
 
 std::string Fit(std::string value, int width, bool right) {
@@ -119,7 +134,40 @@ std::string CompactState(const std::string& state) {
   return it == kCodes.end() ? state : it->second;
 }
 
-Result<std::string> FormatSqueue(const std::vector<json>& jobs, const std::string& format, Timestamp now) {
+std::vector<json> ExpandArrays(const std::vector<json>& jobs, bool expand) {
+  std::vector<json> out;
+  out.reserve(jobs.size());
+  for (const auto& job : jobs) {
+    const json array = job.value("array", json());
+    if (!array.is_object()) {
+      out.push_back(job);
+      continue;
+    }
+    const std::string waiting = array.value("waiting", "");
+    if (waiting.empty()) continue;  // every task started: they are the rows
+    if (!expand) {
+      out.push_back(job);
+      continue;
+    }
+    auto indices = model::IndexSet::Parse(waiting, "waiting");
+    if (!indices.ok()) {
+      out.push_back(job);
+      continue;
+    }
+    for (int64_t index : indices->First(indices->Count())) {
+      json task = job;
+      task.erase("array");
+      task["array_job_id"] = Text(job, "id");
+      task["array_task_id"] = index;
+      task["started_at"] = nullptr;
+      task["ended_at"] = nullptr;
+      out.push_back(std::move(task));
+    }
+  }
+  return out;
+}
+
+Result<std::string> FormatSqueue(const std::vector<json>& jobs, const std::string& format, Timestamp now, bool header) {
   struct Piece {
     std::string literal;
     char field = 0;
@@ -149,9 +197,10 @@ Result<std::string> FormatSqueue(const std::vector<json>& jobs, const std::strin
     if (left) p.right = false;
     if (i >= format.size()) return UsageError("--format ends inside a field: '" + format + "'", "format");
     p.field = format[i];
-    if (std::string("ijuaPqtTMlDCbRrNQVSe").find(p.field) == std::string::npos) {
+    if (std::string("ijuaPqtTMlDCbRrNQVSeEAFKLpZocm").find(p.field) == std::string::npos) {
       return UsageError(std::string("--format: %") + p.field +
-                            " is not a field; use i j u a P q t T M l D C b R r N Q V S e (docs/slurm.md)",
+                            " is not a field; use i j u a P q t T M l D C b R r N Q V S e E A F K L p Z o c m "
+                            "(docs/slurm.md)",
                         "format");
     }
     pieces.push_back(p);
@@ -177,7 +226,7 @@ Result<std::string> FormatSqueue(const std::vector<json>& jobs, const std::strin
       case 'T':
         return job.value("state", "");
       case 'M':
-        return SlurmDuration(UsedSeconds(job, now));
+        return waiting ? "0:00" : SlurmDuration(UsedSeconds(job, now));
       case 'l':
         return Limit(job);
       case 'D':
@@ -197,9 +246,50 @@ Result<std::string> FormatSqueue(const std::vector<json>& jobs, const std::strin
       case 'V':
         return ShortTime(job.value("submitted_at", json()));
       case 'S':
-        return ShortTime(job.value("started_at", json()));
+        return waiting ? (job.value("estimated_start", json()).is_string() ? ShortTime(job["estimated_start"])
+                                                                           : std::string("N/A"))
+                       : ShortTime(job.value("started_at", json()));
       case 'e':
         return ShortTime(job.value("ended_at", json()));
+      case 'E': {
+        const std::string dependency = Text(job, "dependency");
+        return dependency.empty() ? "(null)" : dependency;
+      }
+      case 'A':
+      case 'F':
+        return job.contains("array_job_id") && job["array_job_id"].is_string() ? Text(job, "array_job_id")
+                                                                               : Text(job, "id");
+      case 'K':
+        if (job.contains("array_task_id") && job["array_task_id"].is_number()) {
+          return std::to_string(job["array_task_id"].get<int64_t>());
+        }
+        if (job.contains("array") && job["array"].is_object()) {
+          const int64_t cap = Int(job["array"], "max_running");
+          return "[" + job["array"].value("waiting", "") + (cap > 0 ? "%" + std::to_string(cap) : "") + "]";
+        }
+        return "N/A";
+      case 'L': {
+        const int64_t limit = Int(resources, "walltime_seconds");
+        if (limit <= 0) return "UNLIMITED";
+        return SlurmDuration(std::max<int64_t>(0, limit - (waiting ? 0 : UsedSeconds(job, now))));
+      }
+      case 'p':
+        return Text(job, "priority");
+      case 'Z':
+        return job.value("workdir", json()).is_string() && !job["workdir"].get<std::string>().empty()
+                   ? job["workdir"].get<std::string>()
+                   : "(null)";
+      case 'o': {
+        std::string command;
+        for (const auto& word : job.value("command", json::array())) {
+          if (word.is_string()) command += (command.empty() ? "" : " ") + word.get<std::string>();
+        }
+        return command;
+      }
+      case 'c':
+        return std::to_string(std::max<int64_t>(1, Int(resources, "cpus")));
+      case 'm':
+        return std::to_string(Int(resources, "memory_mb")) + "M";
     }
     return "";
   };
@@ -228,14 +318,24 @@ Result<std::string> FormatSqueue(const std::vector<json>& jobs, const std::strin
                                                        {'Q', "PRIORITY"},
                                                        {'V', "SUBMIT_TIME"},
                                                        {'S', "START_TIME"},
-                                                       {'e', "END_TIME"}};
-  std::string out = line([](char f) { return std::string(kHeaders.at(f)); });
+                                                       {'e', "END_TIME"},
+                                                       {'E', "DEPENDENCY"},
+                                                       {'A', "ARRAY_JOB_ID"},
+                                                       {'F', "ARRAY_JOB_ID"},
+                                                       {'K', "ARRAY_TASK_ID"},
+                                                       {'L', "TIME_LEFT"},
+                                                       {'p', "PRIORITY"},
+                                                       {'Z', "WORK_DIR"},
+                                                       {'o', "COMMAND"},
+                                                       {'c', "MIN_CPUS"},
+                                                       {'m', "MIN_MEMORY"}};
+  std::string out = header ? line([](char f) { return std::string(kHeaders.at(f)); }) : std::string();
   for (const auto& job : jobs) out += line([&](char f) { return value(job, f); });
   return out;
 }
 
 Result<std::string> FormatSacct(const std::vector<json>& jobs, const json& usage_by_job, const std::string& format,
-                                Timestamp now) {
+                                Timestamp now, const SacctLayout& layout) {
   struct Field {
     std::string name;  // as Slurm spells it
     int width = 0;
@@ -272,7 +372,11 @@ Result<std::string> FormatSacct(const std::vector<json>& jobs, const json& usage
       return UsageError("--format: '" + word + "' is not a field; fields: " + list, "format");
     }
     f.name = *known;
-    if (f.width == 0) f.width = f.name == "JobID" || f.name == "NodeList" ? 12 : 10;
+    if (f.width == 0) {
+      f.width = f.name == "JobID" || f.name == "NodeList"                    ? 12
+                : f.name == "Submit" || f.name == "Start" || f.name == "End" ? 19
+                                                                             : 10;
+    }
     fields.push_back(f);
   }
   if (fields.empty()) return UsageError("--format names no field", "format");
@@ -290,11 +394,14 @@ Result<std::string> FormatSacct(const std::vector<json>& jobs, const json& usage
     if (name == "Partition") return Text(job, "queue");
     if (name == "State") return job.value("state", "");
     if (name == "ExitCode") return ExitCode(job);
-    if (name == "Submit") return ShortTime(job.value("submitted_at", json()));
-    if (name == "Start") return ShortTime(job.value("started_at", json()));
-    if (name == "End") return ShortTime(job.value("ended_at", json()));
+    if (name == "Submit") return SacctTime(job.value("submitted_at", json()));
+    if (name == "Start") return SacctTime(job.value("started_at", json()));
+    if (name == "End") return SacctTime(job.value("ended_at", json()));
     if (name == "Elapsed") return FormatDuration(UsedSeconds(job, now));
-    if (name == "Timelimit") return Limit(job);
+    if (name == "Timelimit") {
+      const int64_t limit = Int(resources, "walltime_seconds");
+      return limit > 0 ? FormatDuration(limit) : "UNLIMITED";
+    }
     if (name == "AllocCPUS") return std::to_string(Int(resources, "nodes") * Int(resources, "cpus"));
     if (name == "AllocNodes") return std::to_string(Int(resources, "nodes"));
     if (name == "AllocGPUS") return std::to_string(Int(resources, "nodes") * Int(resources, "gpus"));
@@ -323,6 +430,17 @@ Result<std::string> FormatSacct(const std::vector<json>& jobs, const json& usage
     }
     return "";
   };
+  if (layout.parsable) {
+    // -p / -P: no padding, no rule; '|' between fields (and after the last with -p).
+    auto joined = [&](const std::function<std::string(const Field&)>& cell) {
+      std::string row;
+      for (size_t i = 0; i < fields.size(); ++i) row += (i ? "|" : "") + cell(fields[i]);
+      return row + (layout.trailing_bar ? "|" : "") + "\n";
+    };
+    std::string out = layout.header ? joined([](const Field& f) { return f.name; }) : std::string();
+    for (const auto& job : jobs) out += joined([&](const Field& f) { return value(job, f.name); });
+    return out;
+  }
   std::string out, rule;
   for (size_t i = 0; i < fields.size(); ++i) {
     out += (i ? " " : "") + Fit(fields[i].name, fields[i].width, false);
@@ -330,6 +448,7 @@ Result<std::string> FormatSacct(const std::vector<json>& jobs, const json& usage
   }
   while (!out.empty() && out.back() == ' ') out.pop_back();
   out += "\n" + rule + "\n";
+  if (!layout.header) out.clear();
   for (const auto& job : jobs) {
     std::string row;
     for (size_t i = 0; i < fields.size(); ++i) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <unordered_set>
 #include <utility>
 
 #include "unisched/model/words.h"
@@ -371,6 +372,16 @@ void Controller::RunCycle(Batch& batch, Timestamp now) {
   }
   reservations_.clear();
   for (auto& r : plan.reservations) reservations_.emplace(r.job, std::move(r));
+  // An array's reason is its first waiting task's, unless it is held back
+  // as a whole (its cap, its dependency).
+  if (!built.first_offered_task.empty()) {
+    std::unordered_set<model::JobId> held_ids;
+    for (const auto& held : held_back) held_ids.insert(held.first);
+    for (const auto& [array, task] : built.first_offered_task) {
+      if (held_ids.count(array)) continue;
+      if (auto info = plan.pending.find(task); info != plan.pending.end()) held_back.emplace_back(array, info->second);
+    }
+  }
   if (!held_back.empty()) {
     for (auto& [id, info] : held_back) plan.pending.emplace(id, std::move(info));
     plan.pending.Seal();

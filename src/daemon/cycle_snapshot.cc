@@ -161,6 +161,9 @@ CycleSnapshot BuildCycleSnapshot(const config::Config& config, const CycleState&
     const model::JobArray& array = *job.array;
     scheduler::PendingJob& p = offer_one(job);
     p.id = array.first_task_id + array.indices.OrdinalOf(index).value_or(0);
+    if (out.first_offered_task.empty() || out.first_offered_task.back().first != job.id) {
+      out.first_offered_task.emplace_back(job.id, p.id);
+    }
     if (auto r = state.reservations.find(p.id); r != state.reservations.end()) {
       p.reserved_start = r->second.start;
       p.reserved_nodes = r->second.nodes;
@@ -227,8 +230,26 @@ CycleSnapshot BuildCycleSnapshot(const config::Config& config, const CycleState&
     if (any_singleton) {
       for (const auto& [id, job] : state.active) first_of_name.try_emplace({job.user, job.name}, id);
     }
+    // Active arrays by their first task's id: a task that has not started
+    // has no job of its own (afterok:123_7 names it by its id).
+    std::map<model::JobId, const Job*> arrays;
+    for (const auto& [id, job] : state.active) {
+      if (job.array) arrays.emplace(job.array->first_task_id, &job);
+    }
     const policy::JobStateLookup state_of = [&](model::JobId id) -> std::optional<JobState> {
       if (auto it = state.active.find(id); it != state.active.end()) return it->second.state;
+      if (auto after = arrays.upper_bound(id); after != arrays.begin()) {
+        const Job& parent = *std::prev(after)->second;
+        const model::JobArray& array = *parent.array;
+        if (id - array.first_task_id < array.indices.Count()) {
+          const int64_t index = array.indices.At(id - array.first_task_id);
+          if (array.waiting.Contains(index))
+            return parent.state == JobState::kHeld ? JobState::kHeld : JobState::kPending;
+          // Started and ended (a row), or cancelled before it started (none).
+          std::optional<JobState> ended = state.ended_state ? state.ended_state(id) : std::nullopt;
+          return ended ? ended : std::optional<JobState>(JobState::kCancelled);
+        }
+      }
       if (state.ended_state) return state.ended_state(id);
       return std::nullopt;
     };

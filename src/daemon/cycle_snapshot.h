@@ -54,6 +54,10 @@ struct CycleSnapshot {
   // left waiting, per scheduler.kill_invalid_dependency (the controller's
   // choice). Not offered to the scheduler either.
   std::vector<std::pair<model::JobId, std::string>> never_satisfied;
+  // Arrays with tasks offered: (the array's id, its first offered task's
+  // id). An array's own pending reason is that task's, as squeue shows
+  // an array's waiting tasks with the reason of the first.
+  std::vector<std::pair<model::JobId, model::JobId>> first_offered_task;
 };
 
 // The pending reason of a job held back: one reason, in `pool`.

@@ -67,8 +67,10 @@ bool JobLifecycle::ControlWaitingArrayTask(Batch& batch, model::JobId id, JobAct
   if (!array.waiting.Contains(index)) return false;
   const std::string name = model::ArrayTaskName(parent.id, index);
   if (action != JobAction::kCancel) {
-    done(Error::Conflict("invalid_state", "task " + name + " has not started: hold, release or requeue its array " +
-                                              std::to_string(parent.id) + ", or cancel the task"));
+    done(Error::Conflict("invalid_state", "task " + name + " has not started: hold or release its array " +
+                                              std::to_string(parent.id) +
+                                              ", or cancel the task (a waiting task has "
+                                              "nothing to requeue)"));
     return true;
   }
   auto task = CancelWaitingArrayTask(batch, id, "cancelled by " + actor + " before it started");

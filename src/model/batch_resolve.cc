@@ -373,7 +373,9 @@ class Resolver {
       for (const auto& [name, value] : *context_.environment) {
         const ExportRule rule = ExportRuleFor(name, value);
         if (rule == ExportRule::kCopied) env[name] = value;
-        if (rule == ExportRule::kCredential) credentials.push_back(name);
+        // One named in the list (--export=ALL,NAME) is passed on below.
+        const bool named_here = std::any_of(named.begin(), named.end(), [&](const auto& n) { return n.first == name; });
+        if (rule == ExportRule::kCredential && !named_here) credentials.push_back(name);
       }
       if (!credentials.empty()) {
         Warn(from, "not copied, as they look like credentials: " + Join(credentials, ',') +

@@ -90,7 +90,7 @@ Result<Dependency> ParseDependency(std::string_view text, const std::string& fie
     const auto type =
         std::find_if(std::begin(kTypes), std::end(kTypes), [&](const TypeName& t) { return t.name == words.front(); });
     if (type == std::end(kTypes)) return bad("'" + std::string(words.front()) + "' is not a dependency type");
-    DependencyTerm term{type->type, {}};
+    DependencyTerm term{type->type, {}, {}};
     if (term.type == DependencyType::kAfterCorr && out.any) {
       return bad("aftercorr pairs tasks one by one and cannot be one of '?' alternatives");
     }
@@ -106,10 +106,23 @@ Result<Dependency> ParseDependency(std::string_view text, const std::string& fie
       }
       JobId id = 0;
       auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), id);
-      if (word.empty() || ec != std::errc() || end != word.data() + word.size() || id <= 0) {
-        return bad("'" + std::string(word) + "' is not a job id (a positive integer)");
+      int64_t index = -1;
+      if (ec == std::errc() && id > 0 && end != word.data() + word.size() && *end == '_') {
+        // A task of an array, ID_INDEX (afterok:123_7).
+        auto [index_end, index_ec] = std::from_chars(end + 1, word.data() + word.size(), index);
+        if (index_ec != std::errc() || index_end != word.data() + word.size() || index < 0) index = -2;
+        end = word.data() + word.size();
       }
-      term.jobs.push_back(id);
+      if (word.empty() || ec != std::errc() || end != word.data() + word.size() || id <= 0 || index == -2) {
+        return bad("'" + std::string(word) +
+                   "' is not a job id (a positive integer, or ID_INDEX for a task of an "
+                   "array)");
+      }
+      if (index >= 0) {
+        term.tasks.emplace_back(id, index);
+      } else {
+        term.jobs.push_back(id);
+      }
       if (++named > kMaxDependencyJobs) {
         return bad("it names more than " + std::to_string(kMaxDependencyJobs) + " jobs");
       }
@@ -125,6 +138,7 @@ std::string ToString(const Dependency& dependency) {
     if (!text.empty()) text += dependency.any ? '?' : ',';
     text += ToString(term.type);
     for (JobId id : term.jobs) text += ":" + std::to_string(id);
+    for (const auto& [array, index] : term.tasks) text += ":" + std::to_string(array) + "_" + std::to_string(index);
   }
   return text;
 }

@@ -85,21 +85,23 @@ std::optional<Error> QuotaRefusal(const model::ClusterSpec& cluster, const Clust
 
 // An output file pattern as stored: absolute as given; relative under the
 // job's workdir (Slurm's rule: relative to the working directory), else
-// under the shared output directory; refused (naming `field`) when relative
-// without either.
+// under the shared output directory, else under the directory sbatch ran
+// in (SLURM_SUBMIT_DIR, Slurm's working directory by default); refused
+// (naming `field`) when relative without any of them.
 Result<std::string> PlaceOutputFile(const config::Config& config, const std::string& pattern, const char* field,
-                                    const std::string& workdir) {
+                                    const std::string& workdir, const std::string& submit_dir) {
   if (pattern.empty() || pattern.front() == '/') return pattern;
   if (!workdir.empty()) return workdir + (workdir.back() == '/' ? "" : "/") + pattern;
-  if (config.executor.output_dir.empty()) {
-    return Error::Unprocessable("invalid_value",
-                                std::string(field) + " '" + pattern +
-                                    "' is relative, and this cluster has no shared output directory "
-                                    "(executor.output_dir); give an absolute path on storage every node mounts, "
-                                    "or a workdir",
-                                field);
+  if (!config.executor.output_dir.empty()) return config.executor.output_dir + "/" + pattern;
+  if (!submit_dir.empty() && submit_dir.front() == '/') {
+    return submit_dir + (submit_dir.back() == '/' ? "" : "/") + pattern;
   }
-  return config.executor.output_dir + "/" + pattern;
+  return Error::Unprocessable("invalid_value",
+                              std::string(field) + " '" + pattern +
+                                  "' is relative, and this cluster has no shared output directory "
+                                  "(executor.output_dir); give an absolute path on storage every node mounts, "
+                                  "or a workdir",
+                              field);
 }
 
 Result<JobAdmission> AdmitJob(const config::Config& config, const ClusterView& view,
@@ -130,9 +132,11 @@ Result<JobAdmission> AdmitJob(const config::Config& config, const ClusterView& v
                  "only platform-admins and admins of queue " + route->queue + " may submit with a priority above 0",
                  "priority"};
   }
-  auto output_file = PlaceOutputFile(config, request.output_file, "output_file", request.workdir);
+  const auto submit_dir = request.env.find("SLURM_SUBMIT_DIR");
+  const std::string submitted_from = submit_dir == request.env.end() ? std::string() : submit_dir->second;
+  auto output_file = PlaceOutputFile(config, request.output_file, "output_file", request.workdir, submitted_from);
   if (!output_file.ok()) return output_file.error();
-  auto error_file = PlaceOutputFile(config, request.error_file, "error_file", request.workdir);
+  auto error_file = PlaceOutputFile(config, request.error_file, "error_file", request.workdir, submitted_from);
   if (!error_file.ok()) return error_file.error();
   if (auto refused = StagingRefusal(config.storage, *project, request.data)) return *refused;
   return JobAdmission{std::move(project).value(), workload.kind, std::move(route).value(),

@@ -26,7 +26,9 @@ Result<JobAdmission> JobService::Admit(const config::Config& config, const auth:
   auto admitted = AdmitJob(
       config, *control_.View(), [this] { return SandboxHoldsNow(); }, who, request);
   if (!admitted.ok()) return admitted.error();
-  if (auto refused = DependencyRefusal(who, request, [this](model::JobId id) { return store_.GetJob(id); })) {
+  // A waiting task has no row yet: found through its array as GET finds it.
+  if (auto refused = DependencyRefusal(who, request,
+                                       [this, &who](model::JobId id) { return VisibleJob(who, std::to_string(id)); })) {
     return *refused;
   }
   // A secret must exist in the job's project when the job is accepted: a
@@ -46,13 +48,45 @@ Result<JobAdmission> JobService::Admit(const config::Config& config, const auth:
 }
 
 Result<JobAdmission> JobService::Check(const auth::Principal& who, const JobRequest& request) const {
+  if (std::any_of(request.dependency.terms.begin(), request.dependency.terms.end(),
+                  [](const model::DependencyTerm& t) { return !t.tasks.empty(); })) {
+    JobRequest resolved = request;
+    if (Status s = ResolveDependencyTasks(who, resolved.dependency); !s.ok()) return s.error();
+    return Admit(current_config(), who, resolved);
+  }
   return Admit(current_config(), who, request);
+}
+
+Status JobService::ResolveDependencyTasks(const auth::Principal& who, model::Dependency& dependency) const {
+  for (auto& term : dependency.terms) {
+    for (const auto& [array_id, index] : term.tasks) {
+      const std::string name = model::ArrayTaskName(array_id, index);
+      auto parent = store_.GetJob(array_id);
+      std::optional<model::JobId> id;
+      if (parent.ok() && auth::CanReadJob(who, *parent) && parent->array)
+        id = model::ArrayTaskId(*parent->array, index);
+      if (!id) {
+        return Error::Unprocessable("unknown_job",
+                                    "dependency names task " + name +
+                                        ", which does not exist or is not visible to you; name tasks of your own "
+                                        "arrays or your projects' (ID_INDEX, an index the array has)",
+                                    "dependency");
+      }
+      term.jobs.push_back(*id);
+    }
+    term.tasks.clear();
+  }
+  return Status::Ok();
 }
 
 void JobService::Submit(const auth::Principal& who, JobRequest request, std::string idempotency_key,
                         std::string audit_action, std::function<void(Result<Submitted>)> done) {
   // One version of the config for the whole admission.
   const config::Config& config = current_config();
+  if (Status s = ResolveDependencyTasks(who, request.dependency); !s.ok()) {
+    done(s.error());
+    return;
+  }
   auto admitted = Admit(config, who, request);
   if (!admitted.ok()) {
     done(admitted.error());
@@ -288,6 +322,16 @@ void JobService::Control(const auth::Principal& who, const std::string& job_id, 
   auto job = ControllableJob(who, job_id, "control");
   if (!job.ok()) {
     done(job.error());
+    return;
+  }
+  // Ended, here already: a task cancelled before it started has no job
+  // for the controller to find.
+  if (model::IsTerminal(job->state)) {
+    std::string message = "job " + job_id + " already ended " + std::string(model::ToString(job->state));
+    if (action == ControlPlane::JobAction::kRequeue) {
+      message += "; a finished job stays finished: submit it again to run it again";
+    }
+    done(Error::Conflict("job_finished", message));
     return;
   }
   control_.ControlJob(job->id, action, who.user, std::move(done));

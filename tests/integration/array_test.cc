@@ -196,6 +196,10 @@ TEST_F(ArrayTest, OneWaitingTaskIsCancelledAloneAndTheOthersRun) {
   EXPECT_EQ(cancel.json["state"], "CANCELLED");
   EXPECT_EQ(cancel.json["array_task_id"], 3);
   EXPECT_EQ(d().Call("POST", "/v1/jobs/" + id + "_2/hold").status, 409);
+  // Cancelled before it started: ended, as any finished job (409, not 404).
+  const Reply again = d().Call("DELETE", "/v1/jobs/" + id + "_3");
+  EXPECT_EQ(again.status, 409) << again.body;
+  EXPECT_NE(again.body.find("job " + id + "_3 already ended CANCELLED"), std::string::npos) << again.body;
   const json parent = d().WaitTerminal(id);
   EXPECT_EQ(parent["state"], "FAILED") << "not every task completed: " << parent.dump(2);
   EXPECT_EQ(parent["array"]["tasks"]["completed"], 3);
@@ -296,8 +300,42 @@ TEST_F(ArrayTest, SqueueShowsWaitingTasksCollapsedAndStartedOnesByName) {
   ASSERT_EQ(cancelled.exit_code, 0) << cancelled.err;
   EXPECT_EQ(cancelled.out, "Cancelled job " + id + "_5\nCancelled job " + id + "_6\n");
   EXPECT_EQ(d().Call("GET", "/v1/jobs/" + id).json["array"]["waiting"], "3-4,7-9");
+  // -r: one row per waiting task; the array's reason is its first waiting task's.
+  const auto expanded = d().RunCli({"squeue", "-h", "-r", "-t", "PD", "--format", "%i %r"});
+  EXPECT_EQ(expanded.out, id + "_3 JobArrayTaskLimit\n" + id + "_4 JobArrayTaskLimit\n" + id +
+                              "_7 JobArrayTaskLimit\n" + id + "_8 JobArrayTaskLimit\n" + id + "_9 JobArrayTaskLimit\n")
+      << expanded.out << expanded.err;
+  // A task is named in a dependency as Slurm names it, before it starts.
+  json later = ShellJob("batch", "true");
+  later["dependency"] = "afterok:" + id + "_9";
+  const std::string dependant = d().Submit(later);
+  d().WaitJob(dependant, [](const json& j) {
+    return !j["pending_reasons"].empty() && j["pending_reasons"][0]["code"] == "Dependency";
+  });
+  json unknown = ShellJob("batch", "true");
+  unknown["dependency"] = "afterok:" + id + "_99";
+  EXPECT_EQ(d().Call("POST", "/v1/jobs", unknown.dump()).status, 422);
+  // scancel -t PD: the waiting tasks go, the running ones stay.
+  const auto pending_only = d().RunCli({"scancel", "--me", "-t", "PD"});
+  ASSERT_EQ(pending_only.exit_code, 0) << pending_only.out << pending_only.err;
+  EXPECT_NE(pending_only.out.find("Cancelled job " + id + "_3"), std::string::npos) << pending_only.out;
+  EXPECT_EQ(d().Call("GET", "/v1/jobs/" + id + "_1").json["state"], "RUNNING");
+  EXPECT_EQ(d().Call("GET", "/v1/jobs/" + id + "_2").json["state"], "RUNNING");
+  // The dependant waited too: gone with them.
+  EXPECT_EQ(d().WaitTerminal(dependant)["state"], "CANCELLED");
   EXPECT_EQ(d().Call("DELETE", "/v1/jobs/" + id).status, 200);
   EXPECT_EQ(d().WaitTerminal(id)["state"], "CANCELLED");
+}
+
+TEST_F(ArrayTest, AnArraysReasonIsItsFirstWaitingTasks) {
+  json big = Array("sleep 30", "0-3");
+  big["resources"] = {{"cpus", 8}};
+  const std::string id = d().Submit(big);
+  d().WaitJob(id, [](const json& j) { return j["array"]["tasks"]["active"] == 1; });
+  const json parent = d().WaitJob(id, [](const json& j) { return !j["pending_reasons"].empty(); });
+  EXPECT_EQ(parent["pending_reasons"][0]["code"], "Resources") << parent.dump(2);
+  EXPECT_EQ(d().Call("DELETE", "/v1/jobs/" + id).status, 200);
+  d().WaitTerminal(id);
 }
 
 }  // namespace

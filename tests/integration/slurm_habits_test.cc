@@ -166,7 +166,16 @@ TEST_F(SlurmHabitsTest, TheCliSpeaksSqueueSacctScancelAndWaitsWithTheJobsExitCod
   EXPECT_NE(squeue.out.find("(Dependency)"), std::string::npos) << squeue.out;
   const auto custom = d().RunCli({"squeue", "--format", "%i:%j:%T", "--state", "PENDING"});
   EXPECT_EQ(custom.out, "JOBID:NAME:STATE\n" + pending + ":later:PENDING\n") << custom.out << custom.err;
-  EXPECT_EQ(d().RunCli({"squeue", "--format", "%Z"}).exit_code, 2);
+  EXPECT_EQ(d().RunCli({"squeue", "--format", "%X"}).exit_code, 2);
+  // Slurm's short forms, codes and lists: -h, -t PD, -tPD,R, -j, -u, -o %E.
+  const std::string me = d().Call("GET", "/v1/whoami").json.value("user", "");
+  const auto short_forms = d().RunCli({"squeue", "-h", "-t", "PD", "-u", me, "-o", "%i %E"});
+  EXPECT_EQ(short_forms.out, pending + " afterok:" + running + "\n") << short_forms.out << short_forms.err;
+  const auto listed = d().RunCli({"squeue", "-h", "-tPD,R", "-o", "%i"});
+  EXPECT_EQ(listed.out, running + "\n" + pending + "\n") << listed.out << listed.err;
+  const auto by_id = d().RunCli({"squeue", "-h", "-j", pending, "-o", "%i %t %M"});
+  EXPECT_EQ(by_id.out, pending + " PD 0:00\n") << by_id.out << by_id.err;
+  EXPECT_EQ(d().RunCli({"squeue", "-t", "XX"}).exit_code, 2);
 
   const auto sacct = d().RunCli({"sacct", "--format", "JobID,JobName,State,ExitCode,CPUTimeRAW"});
   ASSERT_EQ(sacct.exit_code, 0) << sacct.err;
@@ -182,9 +191,15 @@ TEST_F(SlurmHabitsTest, TheCliSpeaksSqueueSacctScancelAndWaitsWithTheJobsExitCod
     EXPECT_TRUE(std::isdigit(static_cast<unsigned char>(line.back()))) << "CPUTimeRAW: " << line;
   }
   EXPECT_TRUE(busy_row) << sacct.out;
+  // sacct -j for one job, -P, -n; -S as Slurm writes it.
+  const auto one = d().RunCli({"sacct", "-j", pending, "-n", "-P", "-o", "JobID,JobName,State,Start"});
+  EXPECT_EQ(one.out, pending + "|later|PENDING|Unknown\n") << one.out << one.err;
+  const auto since = d().RunCli({"sacct", "-X", "-n", "-S", "now-1hour", "-s", "F", "-o", "ExitCode"});
+  EXPECT_EQ(since.out, "3:0\n") << since.out << since.err;
+  EXPECT_EQ(d().RunCli({"sacct", "-S", "yesterday-ish"}).exit_code, 2);
 
   // scancel by name cancels the matching job only.
-  const auto scancel = d().RunCli({"scancel", "--name", "later"});
+  const auto scancel = d().RunCli({"scancel", "-n", "later", "-t", "PD"});
   EXPECT_EQ(scancel.exit_code, 0) << scancel.err;
   EXPECT_EQ(scancel.out, "Cancelled job " + pending + "\n");
   EXPECT_EQ(d().Call("GET", "/v1/jobs/" + pending).json["state"], "CANCELLED");

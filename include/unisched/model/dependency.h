@@ -29,6 +29,10 @@ std::string_view ToString(DependencyType type);  // "after", "afterany", ...
 struct DependencyTerm {
   DependencyType type = DependencyType::kAfterOk;
   std::vector<JobId> jobs;  // in the order written; empty for singleton
+  // Tasks named as Slurm names them (afterok:123_7): (array id, index),
+  // until admission turns each into the task's own id in `jobs`
+  // (service::JobService; a task's id exists before it starts).
+  std::vector<std::pair<JobId, int64_t>> tasks = {};
   bool operator==(const DependencyTerm&) const = default;
 };
 

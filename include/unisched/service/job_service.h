@@ -53,6 +53,10 @@ class JobService {
   // config now, dependencies, secrets), without storing: where the job
   // would go (its route's resources with the queue's defaults applied).
   Result<JobAdmission> Check(const auth::Principal& who, const JobRequest& request) const;
+  // Turns the array tasks a dependency names as ID_INDEX into their own
+  // ids (started or not); 422 unknown_job for one the caller may not see
+  // or that does not exist.
+  Status ResolveDependencyTasks(const auth::Principal& who, model::Dependency& dependency) const;
 
   // Cancel, hold or release the job `job_id` (the path's text): NotFound when
   // it does not exist or the caller may not see it, Forbidden when the caller

@@ -212,6 +212,7 @@ TEST(SbatchArgsTest, WrapStandardInputArraysDependenciesAndTheClientsOwnOptions)
   EXPECT_EQ(wrapped->body.at("script"),
             "#!/bin/sh\n# This script was created by unisched sbatch --wrap.\n\nhostname\n");
   EXPECT_EQ(wrapped->body.at("command"), json({"wrap"}));
+  EXPECT_EQ(wrapped->body.at("name"), "wrap");  // sbatch's default names
   EXPECT_EQ(wrapped->body.at("array"), json({{"indices", "0-9"}, {"max_running", 2}}));
   EXPECT_EQ(wrapped->body.at("dependency"), "afterok:12:13");
   // --export=ALL (sbatch's default) copies the environment without the
@@ -228,6 +229,14 @@ TEST(SbatchArgsTest, WrapStandardInputArraysDependenciesAndTheClientsOwnOptions)
   EXPECT_EQ(piped->body.at("name"), "from-stdin");
   EXPECT_EQ(piped->body.at("command"), json({"stdin"}));
   EXPECT_EQ(piped->script_name, "standard input");
+  sbatch.stdin_text = "#!/bin/sh\ntrue\n";
+  auto unnamed = sbatch.Build({});
+  ASSERT_TRUE(unnamed.ok()) << unnamed.error().message;
+  EXPECT_EQ(unnamed->body.at("name"), "sbatch");
+  sbatch.files["/home/alice/runs/noname.sh"] = "#!/bin/sh\ntrue\n";
+  auto from_file = sbatch.Build({"/home/alice/runs/noname.sh"});
+  ASSERT_TRUE(from_file.ok()) << from_file.error().message;
+  EXPECT_EQ(from_file->body.at("name"), "noname.sh");
 
   auto help = sbatch.Build({"--help"});
   ASSERT_TRUE(help.ok());
@@ -302,6 +311,26 @@ TEST(ArgsTest, ShortNamesAreTheirLongFlags) {
   auto unknown = ParseArgs({"-e"}, specs);
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.error().message.find("'-e'"), std::string::npos);
+}
+
+TEST(ArgsTest, SlurmsJoinedShortFormsAliasesAndHeaderlessH) {
+  const std::vector<FlagSpec> specs = {{"allocations", false, false, 'X'},
+                                       {"parsable2", false, false, 'P'},
+                                       {"noheader", false, false, 'n'},
+                                       {"state", true, true, 's', {"states"}},
+                                       {"header-off", false, false, 'h'}};
+  auto parsed = ParseArgs({"-XPn", "-sPD,R", "--states=F", "-h"}, specs);
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  EXPECT_TRUE(parsed->Has("allocations") && parsed->Has("parsable2") && parsed->Has("noheader"));
+  EXPECT_EQ(parsed->All("state"), (std::vector<std::string>{"PD,R", "F"}));
+  EXPECT_TRUE(parsed->Has("header-off"));  // the command's -h, not help
+  EXPECT_FALSE(parsed->Has("help"));
+  auto help = ParseArgs({"-h"}, {{"state", true, false, 's'}});
+  ASSERT_TRUE(help.ok());
+  EXPECT_TRUE(help->Has("help"));
+  auto unknown = ParseArgs({"-Xq"}, specs);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error().message.find("'-q'"), std::string::npos) << unknown.error().message;
 }
 
 TEST(ArgsTest, ParsesDurations) {

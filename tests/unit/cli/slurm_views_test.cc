@@ -62,9 +62,9 @@ TEST(FormatSqueueTest, FieldsWidthsAndLiterals) {
 }
 
 TEST(FormatSqueueTest, AnUnknownLetterIsAUsageErrorNamingIt) {
-  auto text = FormatSqueue({}, "%i %Z", kNow);
+  auto text = FormatSqueue({}, "%i %X", kNow);
   ASSERT_FALSE(text.ok());
-  EXPECT_NE(text.error().message.find("%Z is not a field"), std::string::npos) << text.error().message;
+  EXPECT_NE(text.error().message.find("%X is not a field"), std::string::npos) << text.error().message;
   EXPECT_FALSE(FormatSqueue({}, "%.5", kNow).ok());
 }
 
@@ -81,6 +81,65 @@ TEST(FormatSacctTest, RowsWithLedgerUsage) {
             "JobID        State      ExitCode   Elapsed    CPUTimeRAW TotalCPU   MaxRSS     JobN\n"
             "------------ ---------- ---------- ---------- ---------- ---------- ---------- ----\n"
             "41           FAILED     3:0        00:01:05          520 00:01:01   2048K      sim-\n");
+}
+
+json WaitingArray() {
+  json j = Pending();
+  j["id"] = "50";
+  j["dependency"] = "afterok:41";
+  j["started_at"] = "2026-12-06T11:00:00Z";  // a task of it started
+  j["array"] = {{"indices", "1-9:2"}, {"waiting", "5-9:2"}, {"max_running", 2}, {"first_task_id", "51"}};
+  return j;
+}
+
+TEST(FormatSqueueTest, ArraysCollapsedOrOneRowPerWaitingTask) {
+  json started = WaitingArray();
+  started["array"]["waiting"] = "";  // every task started: its tasks are the rows
+  const std::vector<json> jobs = {WaitingArray(), started};
+  auto collapsed = FormatSqueue(ExpandArrays(jobs, false), "%i %t %M %K %A %E", kNow, /*header=*/false);
+  ASSERT_TRUE(collapsed.ok()) << collapsed.error().message;
+  EXPECT_EQ(*collapsed, "50_[5-9:2%2] PD 0:00 [5-9:2%2] 50 afterok:41\n");
+  auto expanded = FormatSqueue(ExpandArrays(jobs, true), "%i %K %A %F", kNow, /*header=*/false);
+  ASSERT_TRUE(expanded.ok()) << expanded.error().message;
+  EXPECT_EQ(*expanded, "50_5 5 50 50\n50_7 7 50 50\n50_9 9 50 50\n");
+}
+
+TEST(FormatSqueueTest, SlurmsOtherLetters) {
+  json running = Running();
+  running["command"] = {"/bin/sim", "-n", "4"};
+  running["workdir"] = "/shared/alice";
+  running["resources"]["memory_mb"] = 4096;
+  auto text = FormatSqueue({running, Pending()}, "%i|%L|%p|%Z|%o|%c|%m|%E|%K|%S", kNow);
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  EXPECT_EQ(*text,
+            "JOBID|TIME_LEFT|PRIORITY|WORK_DIR|COMMAND|MIN_CPUS|MIN_MEMORY|DEPENDENCY|ARRAY_TASK_ID|START_TIME\n"
+            "41|58:55|3|/shared/alice|/bin/sim -n 4|4|4096M|(null)|N/A|2026-12-06 10:58:55\n"
+            "42|UNLIMITED|3|(null)||4|0M|(null)|N/A|N/A\n");
+}
+
+TEST(FormatSacctTest, SlurmsTimesDurationsSignalsAndParsableRows) {
+  json killed = Running();
+  killed["state"] = "FAILED";
+  killed["exit_code"] = 137;
+  killed["ended_at"] = "2026-12-06T11:00:00Z";
+  killed["attempts"] = {{{"reason", "killed by signal 9"}}};
+  json exited = killed;
+  exited["id"] = "43";
+  exited["attempts"] = {{{"reason", "exited with 137"}}};
+  auto text = FormatSacct({killed, exited, Pending()}, json::object(), "JobID,ExitCode,Start,End,Timelimit", kNow);
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  EXPECT_EQ(*text,
+            "JobID        ExitCode   Start               End                 Timelimit\n"
+            "------------ ---------- ------------------- ------------------- ----------\n"
+            "41           0:9        2026-12-06T10:58:55 2026-12-06T11:00:00 02:00:00\n"
+            "43           137:0      2026-12-06T10:58:55 2026-12-06T11:00:00 02:00:00\n"
+            "42           0:0        Unknown             Unknown             UNLIMITED\n");
+  auto parsable = FormatSacct({killed}, json::object(), "JobID,State", kNow, {true, true, true});
+  ASSERT_TRUE(parsable.ok());
+  EXPECT_EQ(*parsable, "JobID|State|\n41|FAILED|\n");
+  auto bare = FormatSacct({killed}, json::object(), "JobID,State", kNow, {false, true, false});
+  ASSERT_TRUE(bare.ok());
+  EXPECT_EQ(*bare, "41|FAILED\n");
 }
 
 TEST(FormatSacctTest, UnknownFieldsAreUsageErrors) {

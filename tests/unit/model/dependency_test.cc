@@ -56,6 +56,9 @@ TEST(ParseDependencyTest, BadTextIsRefusedNamingWhatIsWrong) {
       {"after:1+5", "a delay after a job"},
       {"singleton:4", "singleton names no jobs"},
       {"AfterOK:1", "'AfterOK' is not a dependency type"},
+      {"afterok:12_", "'12_' is not a job id"},
+      {"afterok:12_x", "'12_x' is not a job id"},
+      {"afterok:12_-1", "'12_-1' is not a job id"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.text);
@@ -67,6 +70,16 @@ TEST(ParseDependencyTest, BadTextIsRefusedNamingWhatIsWrong) {
     EXPECT_NE(got.error().message.find("afterok:12:13,afterany:14"), std::string::npos)  // the form to write
         << got.error().message;
   }
+}
+
+TEST(ParseDependencyTest, ArrayTasksByIdAndIndexWaitForAdmissionToNameTheirIds) {
+  auto got = ParseDependency("afterok:12_7:13,afterany:12_0");
+  ASSERT_TRUE(got.ok()) << got.error().message;
+  ASSERT_EQ(got->terms.size(), 2u);
+  EXPECT_EQ(got->terms[0].jobs, (std::vector<JobId>{13}));
+  EXPECT_EQ(got->terms[0].tasks, (std::vector<std::pair<JobId, int64_t>>{{12, 7}}));
+  EXPECT_EQ(got->terms[1].tasks, (std::vector<std::pair<JobId, int64_t>>{{12, 0}}));
+  EXPECT_EQ(ToString(*got), "afterok:13:12_7,afterany:12_0");
 }
 
 TEST(ParseDependencyTest, ItNamesAtMostAThousandJobs) {
