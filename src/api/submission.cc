@@ -314,6 +314,10 @@ Result<Submission> ParseFields(const json& body) {
   int64_t priority = 0;
   if (auto e = ReadInt(body, "priority", "priority", -1000000, 1000000, priority)) return *e;
   s.priority = static_cast<int>(priority);
+  if (auto it = body.find("hold"); it != body.end() && !it->is_null()) {
+    if (!it->is_boolean()) return WrongType("hold", "true or false", *it);
+    s.hold = it->get<bool>();
+  }
   if (auto it = body.find("max_retries"); it != body.end() && !it->is_null()) {
     int64_t retries = 0;
     if (auto e = ReadInt(body, "max_retries", "max_retries", 0, kMaxRetries, retries)) return *e;
@@ -414,9 +418,9 @@ Result<Submission> ParseSubmission(const json& body, std::vector<model::BatchWar
     return Error::BadRequest("malformed_json", "the request body must be a JSON object describing the job");
   }
   if (auto e = CheckKeys(body, "",
-                         {"name", "project", "queue", "workload", "resources", "constraints", "launch", "command",
-                          "script", "env", "workdir", "priority", "max_retries", "output_file", "error_file",
-                          "dependency", "array", "secrets", "data"})) {
+                         {"name",       "project",    "queue", "workload", "resources", "constraints", "launch",
+                          "command",    "script",     "env",   "workdir",  "priority",  "max_retries", "output_file",
+                          "error_file", "dependency", "array", "secrets",  "data",      "hold"})) {
     return *e;
   }
   auto script = body.find("script");

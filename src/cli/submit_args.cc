@@ -87,6 +87,8 @@ const std::vector<FlagSpec>& SubmitFlags() {
       {"launch", true, false},
       {"tasks-per-node", true, false},
       {"dependency", true, false, 'd'},
+      {"array", true, false, 'a'},
+      {"hold", false, false, 'H'},
   };
   return kFlags;
 }
@@ -158,6 +160,9 @@ Result<SubmitRequest> BuildSubmitRequest(const ParsedArgs& args) {
                                   std::pair{"launch", "launch"}, std::pair{"dependency", "dependency"}}) {
     if (auto v = args.Get(flag)) body[key] = *v;
   }
+  // Slurm's --array (1-100:2%10, the cap after '%'), as the API reads it.
+  if (auto a = args.Get("array")) body["array"] = {{"indices", *a}};
+  if (args.Has("hold")) body["hold"] = true;
   body["command"] = args.rest;
   if (auto p = args.Get("priority")) {
     auto n = ParseInteger(*p, "priority");

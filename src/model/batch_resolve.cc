@@ -447,6 +447,7 @@ class Resolver {
       if (labels.empty()) return Bad(*s, "give at least one label, e.g. --constraint=interconnect=ib");
       Set(out_.constraints, std::move(labels), "constraints", *s);
     }
+    if (const auto* s = Get("hold")) Set(out_.hold, true, "hold", *s);
     out_.parsable = Get("parsable") != nullptr;
     out_.wait = Get("wait") != nullptr;
     if (const auto* s = Get("wrap")) {

@@ -65,6 +65,7 @@ constexpr OptionSpec kOptions[] = {
     {"constraint", 'C', Arg::kRequired},
     {"parsable", 0, Arg::kNone},
     {"wait", 'W', Arg::kNone},
+    {"hold", 'H', Arg::kNone},
     {"wrap", 0, Arg::kRequired},
     // Read and warned about.
     {"mail-type",
@@ -92,18 +93,14 @@ constexpr OptionSpec kOptions[] = {
      'b',
      Arg::kRequired,
      {},
-     "not supported: ignored, the job may start at once; hold it (`unisched hold ID`) and release it later"},
+     "not supported: ignored, the job may start at once; submit it held (-H) and release it when due "
+     "(`unisched release ID`)"},
     {"exclusive",
      0,
      Arg::kOptional,
      {},
      "not supported: ignored; a job gets exactly the CPUs, memory and GPUs it asks for: ask for all of a "
      "node's to have it alone"},
-    {"hold",
-     'H',
-     Arg::kNone,
-     {},
-     "not supported: ignored, the job is submitted pending; hold it with `unisched hold ID`"},
     {"open-mode", 0, Arg::kRequired, {}, "not supported: ignored; -o and -e files are always appended to"},
     {"signal",
      0,
@@ -503,6 +500,7 @@ void DropSettingsGiven(BatchOptions& options, const std::function<bool(std::stri
       {"array", {"array"}},
       {"dependency", {"dependency"}},
       {"requeue", {"max_retries"}},
+      {"hold", {"hold"}},
       {"constraint", {"constraints"}},
   };
   for (auto it = options.settings.begin(); it != options.settings.end();) {

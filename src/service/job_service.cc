@@ -103,7 +103,8 @@ void JobService::Submit(const auth::Principal& who, JobRequest request, std::str
   job.project = admitted->project;
   job.queue = route.queue;
   job.pool = route.pool;
-  job.state = model::JobState::kPending;
+  job.state = request.hold ? model::JobState::kHeld : model::JobState::kPending;
+  if (request.hold) job.state_reason = "held by " + who.user + " at submission";
   job.workload = std::move(request.workload);
   job.workload.kind = admitted->kind;
   job.resources = route.resources;

@@ -209,6 +209,27 @@ TEST_F(SbatchTest, ArraysAndDependenciesReachTheServer) {
   auto waited = daemon_.RunCli({"sbatch", "-W", failing});
   EXPECT_EQ(waited.exit_code, 3) << waited.out << waited.err;
   EXPECT_NE(waited.out.find("FAILED (exit code 3)"), std::string::npos) << waited.out;
+  // An array waited for exits with its tasks' highest code, as sbatch -W.
+  auto tasks = daemon_.RunCli({"sbatch", "-W", "--array=1-3", "--wrap", "exit $SLURM_ARRAY_TASK_ID"});
+  EXPECT_EQ(tasks.exit_code, 3) << tasks.out << tasks.err;
+  // -H: submitted HELD, it waits for its release; its name is the script's.
+  auto held = daemon_.RunCli({"sbatch", "--parsable", "-H", script});
+  ASSERT_EQ(held.exit_code, 0) << held.err;
+  EXPECT_EQ(held.err.find("warning"), std::string::npos) << held.err;
+  const std::string held_id = held.out.substr(0, held.out.find('\n'));
+  const json waiting = daemon_.Call("GET", "/v1/jobs/" + held_id).json;
+  EXPECT_EQ(waiting["state"], "HELD") << waiting.dump(2);
+  EXPECT_EQ(waiting["name"], "plain.sh");
+  EXPECT_EQ(daemon_.Call("POST", "/v1/jobs/" + held_id + "/release").status, 200);
+  EXPECT_EQ(daemon_.WaitTerminal(held_id)["state"], "COMPLETED");
+  // submit has -a and -H too.
+  auto submitted = daemon_.RunCli({"submit", "-H", "-a", "0-4%2", "--", "true"});
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
+  const json arrays = daemon_.Call("GET", "/v1/jobs?state=HELD").json;
+  ASSERT_EQ(arrays["jobs"].size(), 1u) << arrays.dump(2);
+  EXPECT_EQ(arrays["jobs"][0]["array"]["indices"], "0-4");
+  EXPECT_EQ(arrays["jobs"][0]["array"]["max_running"], 2);
+  EXPECT_EQ(daemon_.Call("DELETE", "/v1/jobs/" + arrays["jobs"][0]["id"].get<std::string>()).status, 200);
 }
 
 }  // namespace

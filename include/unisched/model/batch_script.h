@@ -166,6 +166,7 @@ struct BatchRequest {
   // and SLURM_SUBMIT_HOST where known.
   std::optional<std::map<std::string, std::string>> env;
   std::optional<int> max_retries;  // --no-requeue: 0
+  std::optional<bool> hold;        // -H: submitted HELD
   // What only the client acts on.
   bool parsable = false;            // print the job id alone
   bool wait = false;                // wait for the job's end (-W)

@@ -46,6 +46,7 @@ struct JobRequest {
   std::string error_file;
   int priority = 0;
   std::optional<int> max_retries;        // overrides the queue's (docs/policy/retries.md)
+  bool hold = false;                     // submitted HELD (Slurm's -H): waits for a release
   model::Dependency dependency;          // docs/dependencies.md
   std::optional<model::JobArray> array;  // an array's indices and cap (docs/arrays.md); none: one job
 };
