@@ -130,8 +130,8 @@ void Api::ListJobs(Call& call) {
     if (who.role == auth::Role::kQueueAdmin) filter.visible_queues = who.queues;
   }
   // ?array=ID: that array's tasks, expanded: those started (their own
-  // rows, newest first), then, on the first page, those still waiting in
-  // the array as they will start (docs/arrays.md).
+  // rows, newest first), then those still waiting in the array as they
+  // will start, page after page (docs/arrays.md).
   std::optional<model::Job> parent;
   if (auto array = call.Query("array")) {
     auto found = ctx_.jobs->VisibleJob(who, *array);
@@ -148,25 +148,46 @@ void Api::ListJobs(Call& call) {
     filter.ids = std::make_pair(a.first_task_id, a.first_task_id + a.indices.Count());
     parent = std::move(found).value();
   }
+  // Past the started tasks, the waiting ones are paged by their position:
+  // a cursor above the array's last task id, end + 1 + position (started
+  // tasks' cursors are their ids, below it).
+  const int64_t limit = filter.limit;
+  std::optional<int64_t> waiting_from;
+  int64_t array_end = 0;
+  if (parent) {
+    array_end = parent->array->first_task_id + parent->array->indices.Count();
+    if (filter.cursor && *filter.cursor > array_end) {
+      waiting_from = *filter.cursor - array_end - 1;
+      filter.cursor.reset();
+      filter.limit = 1;  // only its total: the started tasks came on earlier pages
+    }
+  }
   auto page = ctx_.store->ListJobs(filter);
   auto view = ctx_.control->View();
   json jobs = json::array();
+  if (waiting_from) {
+    page.jobs.clear();
+    page.next_cursor.reset();
+  }
   for (const auto& job : page.jobs) jobs.push_back(JobView(job, view.get()));
   if (parent) {
     const model::JobArray& a = *parent->array;
     const bool waits = parent->state == JobState::kPending || parent->state == JobState::kHeld;
     if (waits && !filter.state.has_value()) {
       page.total += a.waiting.Count();
-      if (!filter.cursor && !page.next_cursor) {
-        const int64_t room = std::max<int64_t>(0, filter.limit - static_cast<int64_t>(jobs.size()));
-        for (int64_t index : a.waiting.First(room)) {
-          model::Job task = model::ArrayTaskOf(*parent, index);
+      if (!page.next_cursor) {
+        const int64_t from = waiting_from.value_or(0);
+        const int64_t room = std::max<int64_t>(0, limit - static_cast<int64_t>(jobs.size()));
+        const int64_t until = std::min(a.waiting.Count(), from + room);
+        for (int64_t position = from; position < until; ++position) {
+          model::Job task = model::ArrayTaskOf(*parent, a.waiting.At(position));
           if (parent->state == JobState::kHeld) {
             task.state = JobState::kHeld;
             task.state_reason = parent->state_reason;
           }
           jobs.push_back(JobView(task, view.get()));
         }
+        if (until < a.waiting.Count()) page.next_cursor = array_end + 1 + until;
       }
     }
   }

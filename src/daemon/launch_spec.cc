@@ -125,6 +125,7 @@ std::map<std::string, std::string> JobEnvironment(const model::Job& job, const m
       {"SLURM_JOB_CPUS_PER_NODE", per_node_list(job.resources.cpus)},
       {"SLURM_CPUS_PER_TASK", std::to_string(cpus_per_task)},
       {"SLURM_CPUS_ON_NODE", std::to_string(job.resources.cpus)},
+      {"SLURM_MEM_PER_NODE", std::to_string(job.resources.memory_mb)},  // MB, as Slurm's
       {"SLURM_PROCID", std::to_string(place.rank)},
       {"SLURM_NODEID", std::to_string(place.node_rank)},
       {"SLURM_LOCALID", std::to_string(place.local_rank)},

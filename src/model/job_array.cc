@@ -226,6 +226,7 @@ Job ArrayTaskOf(const Job& parent, int64_t index) {
   // Slurm sets the step only for an array of one range.
   if (array.indices.ranges().size() == 1) {
     task.env["SLURM_ARRAY_TASK_STEP"] = std::to_string(array.indices.ranges().front().step);
+    task.env["UNISCHED_ARRAY_TASK_STEP"] = task.env["SLURM_ARRAY_TASK_STEP"];
   }
   return task;
 }

@@ -67,7 +67,8 @@ std::string ExpandOutputPattern(std::string_view pattern, const OutputPlace& pla
         value = Padded(std::to_string(place.array_job > 0 ? place.array_job : place.job), width);
         break;
       case 'a':
-        value = Padded(std::to_string(place.array_job > 0 ? place.array_index : 0), width);
+        // Slurm's NO_VAL for a job that is no array's task.
+        value = Padded(place.array_job > 0 ? std::to_string(place.array_index) : std::string("4294967294"), width);
         break;
       case 't':
         value = Padded(std::to_string(place.task), width);

@@ -237,6 +237,17 @@ TEST_F(ArrayTest, AHundredThousandTasksAreOneRequestAndOneRow) {
   ASSERT_EQ(page["jobs"].size(), 3u);
   EXPECT_EQ(page["jobs"][2]["array_task_id"], 2);
   EXPECT_EQ(page["jobs"][2]["state"], "PENDING");
+  // Page after page, the waiting tasks in order: the last page holds the last one.
+  ASSERT_TRUE(page["next_cursor"].is_string()) << page.dump();
+  const json second =
+      d().Call("GET", "/v1/jobs?limit=3&array=" + id + "&cursor=" + page["next_cursor"].get<std::string>()).json;
+  ASSERT_EQ(second["jobs"].size(), 3u) << second.dump();
+  EXPECT_EQ(second["jobs"][0]["array_task_id"], 3);
+  const int64_t last_cursor = std::stoll(second["next_cursor"].get<std::string>()) + 99999 - 6 - 1;
+  const json last = d().Call("GET", "/v1/jobs?limit=3&array=" + id + "&cursor=" + std::to_string(last_cursor)).json;
+  ASSERT_EQ(last["jobs"].size(), 2u) << last.dump();
+  EXPECT_EQ(last["jobs"][1]["array_task_id"], 99999);
+  EXPECT_TRUE(last["next_cursor"].is_null());
   // The task ids were reserved at submit: no later job takes one.
   const int64_t first = std::stoll(submitted.json["array"]["first_task_id"].get<std::string>());
   const int64_t next = std::stoll(d().Submit(ShellJob("batch", "true")));

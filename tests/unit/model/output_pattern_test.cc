@@ -17,8 +17,8 @@ TEST(OutputPatternTest, ExpandsSlurmsLetters) {
   };
   for (const Case& c :
        {Case{"slurm-%j.out", "slurm-42.out"}, Case{"/shared/%u/%x-%j.%t.log", "/shared/alice/sim-42.3.log"},
-        Case{"%N.err", "x86-c4m4-hpc-02.err"}, Case{"%A_%a.out", "42_0.out"}, Case{"run-%5j-%3t", "run-00042-003"},
-        Case{"100%%", "100%"}, Case{"%2j", "42"}, Case{"plain", "plain"}}) {
+        Case{"%N.err", "x86-c4m4-hpc-02.err"}, Case{"%A_%a.out", "42_4294967294.out"},
+        Case{"run-%5j-%3t", "run-00042-003"}, Case{"100%%", "100%"}, Case{"%2j", "42"}, Case{"plain", "plain"}}) {
     EXPECT_EQ(CheckOutputPattern(c.pattern), "") << c.pattern;
     EXPECT_EQ(ExpandOutputPattern(c.pattern, place), c.expanded) << c.pattern;
   }
