@@ -1,5 +1,6 @@
 #include "api/submission.h"
 
+#include <chrono>
 #include <set>
 
 #include "api/body.h"
@@ -314,6 +315,11 @@ Result<Submission> ParseFields(const json& body) {
   int64_t priority = 0;
   if (auto e = ReadInt(body, "priority", "priority", -1000000, 1000000, priority)) return *e;
   s.priority = static_cast<int>(priority);
+  if (auto it = body.find("begin_at"); it != body.end() && !it->is_null()) {
+    auto when = it->is_string() ? ParseRfc3339(it->get<std::string>()) : std::nullopt;
+    if (!when) return WrongType("begin_at", "an RFC 3339 time, e.g. \"2026-12-24T08:00:00Z\"", *it);
+    s.begin_at = *when;
+  }
   if (auto it = body.find("hold"); it != body.end() && !it->is_null()) {
     if (!it->is_boolean()) return WrongType("hold", "true or false", *it);
     s.hold = it->get<bool>();
@@ -376,6 +382,7 @@ Result<Submission> ParseScriptSubmission(const json& body, const std::string& sc
     return has(body, outer) && has(body.at(outer), path.substr(dot + 1));
   });
   model::SubmitContext context;  // the API has no submitting environment nor directory
+  context.now = std::chrono::time_point_cast<Timestamp::duration>(std::chrono::system_clock::now());
   if (auto res = body.find("resources"); res != body.end() && res->is_object()) {
     if (auto cpus = res->find("cpus"); cpus != res->end() && cpus->is_number_integer()) {
       context.cpus = cpus->get<int64_t>();
@@ -420,7 +427,7 @@ Result<Submission> ParseSubmission(const json& body, std::vector<model::BatchWar
   if (auto e = CheckKeys(body, "",
                          {"name",       "project",    "queue", "workload", "resources", "constraints", "launch",
                           "command",    "script",     "env",   "workdir",  "priority",  "max_retries", "output_file",
-                          "error_file", "dependency", "array", "secrets",  "data",      "hold"})) {
+                          "error_file", "dependency", "array", "secrets",  "data",      "hold",        "begin_at"})) {
     return *e;
   }
   auto script = body.find("script");

@@ -59,7 +59,8 @@ constexpr CommandInfo kCommands[] = {
      "[--constraint K=V]... [--env K=V]... [--secret NAME[=ENV]]... [--priority N] [--idempotency-key K] [--wait] "
      "[--json] "
      "[--launch batch|per_node] [--tasks-per-node K] [-o|--output PATTERN] [-e|--error PATTERN] "
-     "[-d|--dependency afterok:ID[:ID...],...] [-a|--array 1-100:2%10] [-H|--hold] -- COMMAND [ARGS...]\n"
+     "[-d|--dependency afterok:ID[:ID...],...] [-a|--array 1-100:2%10] [-H|--hold] [-b|--begin TIME] -- COMMAND "
+     "[ARGS...]\n"
      "  -o/-e copy each task's stdout/stderr to files named by Slurm's patterns: %j job id, %t rank, %N node,\n"
      "  %u user, %x job name, %A/%a array id/index, %% a '%' (e.g. -o slurm-%j.out; relative under\n"
      "  executor.output_dir). Without -e, stderr goes to the -o file. TIME in Slurm's formats: minutes,\n"
@@ -254,6 +255,7 @@ SbatchSurroundings SbatchIo() {
   io.context.environment = std::move(environment);
   std::string dir(4096, '\0');
   if (::getcwd(dir.data(), dir.size()) != nullptr) io.context.directory = dir.c_str();
+  io.context.now = std::chrono::time_point_cast<Timestamp::duration>(std::chrono::system_clock::now());
   char host[256] = {};
   if (::gethostname(host, sizeof host - 1) == 0) io.context.host = host;
   return io;

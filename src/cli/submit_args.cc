@@ -3,8 +3,11 @@
 #include "cli/submit_args.h"
 
 #include <charconv>
+#include <chrono>
 #include <cstdint>
 #include <system_error>
+
+#include "unisched/model/batch_script.h"
 
 namespace unisched::cli {
 namespace {
@@ -89,6 +92,7 @@ const std::vector<FlagSpec>& SubmitFlags() {
       {"dependency", true, false, 'd'},
       {"array", true, false, 'a'},
       {"hold", false, false, 'H'},
+      {"begin", true, false, 'b'},
   };
   return kFlags;
 }
@@ -163,6 +167,13 @@ Result<SubmitRequest> BuildSubmitRequest(const ParsedArgs& args) {
   // Slurm's --array (1-100:2%10, the cap after '%'), as the API reads it.
   if (auto a = args.Get("array")) body["array"] = {{"indices", *a}};
   if (args.Has("hold")) body["hold"] = true;
+  if (auto b = args.Get("begin")) {
+    auto when =
+        model::ParseSlurmWhen(*b, std::chrono::time_point_cast<Timestamp::duration>(std::chrono::system_clock::now()));
+    if (!when)
+      return UsageError("--begin '" + *b + "' is not a time; write 16:00, now+1hour or 2026-12-24T08:00", "begin");
+    body["begin_at"] = FormatRfc3339(*when);
+  }
   body["command"] = args.rest;
   if (auto p = args.Get("priority")) {
     auto n = ParseInteger(*p, "priority");

@@ -44,6 +44,7 @@ json BatchRequestToBody(const model::BatchRequest& r) {
   Put(body, "env", r.env);
   Put(body, "max_retries", r.max_retries);
   Put(body, "hold", r.hold);
+  Put(body, "begin_at", r.begin_at);
   Put(body, "dependency", r.dependency);
   if (r.array) {
     json array = {{"indices", r.array->indices}};

@@ -200,6 +200,15 @@ CycleSnapshot BuildCycleSnapshot(const config::Config& config, const CycleState&
   bool any_singleton = false;
   for (const auto& [id, job] : state.active) {
     if (job.state == JobState::kPending && job.eligible_at && *job.eligible_at > now) {
+      // Never started nor waiting out a retry: its --begin (begin_at).
+      const bool retrying =
+          job.state_reason == "Retry" || job.state_reason == "NodeFail" || job.state_reason == "LaunchRetry";
+      if (!retrying && job.attempts.empty()) {
+        out.held_back.emplace_back(
+            id, HeldBackInfo(job.pool, "BeginTime",
+                             "not to start before " + FormatRfc3339(*job.eligible_at) + " (--begin)"));
+        continue;
+      }
       const bool launch = job.state_reason == "LaunchRetry";
       out.held_back.emplace_back(
           id, HeldBackInfo(job.pool, launch ? "LaunchRetry" : "Retry",

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <chrono>
+#include <cstdio>
 #include <limits>
 #include <tuple>
 #include <utility>
@@ -448,6 +450,14 @@ class Resolver {
       Set(out_.constraints, std::move(labels), "constraints", *s);
     }
     if (const auto* s = Get("hold")) Set(out_.hold, true, "hold", *s);
+    if (const auto* s = Get("begin")) {
+      auto when = ParseSlurmWhen(s->value, context_.now);
+      if (!when) {
+        return Bad(
+            *s, "'" + s->value + "' is not a time; write 16:00, now+1hour, 2026-12-24T08:00 (UTC) or an RFC 3339 time");
+      }
+      Set(out_.begin_at, FormatRfc3339(*when), "begin_at", *s);
+    }
     out_.parsable = Get("parsable") != nullptr;
     out_.wait = Get("wait") != nullptr;
     if (const auto* s = Get("wrap")) {
@@ -463,6 +473,104 @@ class Resolver {
 };
 
 }  // namespace
+
+// Slurm's times (sacct -S/-E, sbatch --begin): YYYY-MM-DD[THH:MM[:SS]] (UTC, or RFC 3339 with its zone),
+// HH:MM[:SS] (today), MMDD[YY], MM/DD[/YY], now[{+|-}N[seconds|minutes|
+// hours|days|weeks]], today, midnight, noon, tomorrow.
+std::optional<Timestamp> ParseSlurmWhen(std::string_view text_view, Timestamp now) {
+  const std::string text(text_view);
+  auto failure = [] { return std::optional<Timestamp>(); };
+  const std::string lower = [&] {
+    std::string t = text;
+    std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return std::tolower(c); });
+    return t;
+  }();
+  const int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
+  const int64_t midnight = now_s - (now_s % 86400 + 86400) % 86400;
+  auto at = [](int64_t seconds) { return Timestamp{} + std::chrono::seconds(seconds); };
+  if (lower == "now") return now;
+  if (lower == "today" || lower == "midnight") return at(midnight);
+  if (lower == "noon") return at(midnight + 12 * 3600);
+  if (lower == "tomorrow") return at(midnight + 86400);
+  if (lower.rfind("now", 0) == 0 && lower.size() > 4 && (lower[3] == '-' || lower[3] == '+')) {
+    size_t i = 4;
+    int64_t n = 0;
+    while (i < lower.size() && std::isdigit(static_cast<unsigned char>(lower[i]))) n = n * 10 + (lower[i++] - '0');
+    if (i == 4 || n > 100000000) return failure();
+    const std::string unit = lower.substr(i);
+    int64_t scale = 0;
+    for (const auto& [names, seconds] :
+         std::vector<std::pair<std::vector<std::string>, int64_t>>{{{"", "s", "sec", "second", "seconds"}, 1},
+                                                                   {{"m", "min", "minute", "minutes"}, 60},
+                                                                   {{"h", "hour", "hours"}, 3600},
+                                                                   {{"d", "day", "days"}, 86400},
+                                                                   {{"w", "week", "weeks"}, 604800}}) {
+      if (std::find(names.begin(), names.end(), unit) != names.end()) scale = seconds;
+    }
+    if (scale == 0) return failure();
+    return at(now_s + (lower[3] == '-' ? -1 : 1) * n * scale);
+  }
+  auto digits = [&](size_t from, size_t count) -> std::optional<int> {
+    if (from + count > text.size()) return std::nullopt;
+    int v = 0;
+    for (size_t i = from; i < from + count; ++i) {
+      if (!std::isdigit(static_cast<unsigned char>(text[i]))) return std::nullopt;
+      v = v * 10 + (text[i] - '0');
+    }
+    return v;
+  };
+  // HH:MM[:SS], today.
+  if ((text.size() == 5 || text.size() == 8) && text[2] == ':') {
+    auto h = digits(0, 2), m = digits(3, 2);
+    auto sec = text.size() == 8 && text[5] == ':' ? digits(6, 2) : std::optional<int>(0);
+    if (!h || !m || !sec || *h > 23 || *m > 59 || *sec > 59) return failure();
+    return at(midnight + *h * 3600 + *m * 60 + *sec);
+  }
+  // A date and time without a zone is UTC (the daemon's times are).
+  auto civil = [&](int year, int month, int day, int seconds) -> std::optional<Timestamp> {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02dZ", year, month, day, seconds / 3600,
+                  seconds % 3600 / 60, seconds % 60);
+    if (auto t = ParseRfc3339(buf)) return *t;
+    return failure();
+  };
+  const int this_year = [&] {
+    const std::string iso = FormatRfc3339(now);
+    return std::atoi(iso.substr(0, 4).c_str());
+  }();
+  // MMDD[YY] and MM/DD[/YY].
+  if (text.size() == 4 || text.size() == 6) {
+    auto mm = digits(0, 2), dd = digits(2, 2);
+    auto yy = text.size() == 6 ? digits(4, 2) : std::optional<int>(this_year % 100);
+    if (mm && dd && yy) return civil(2000 + *yy, *mm, *dd, 0);
+  }
+  if ((text.size() == 5 || text.size() == 8) && text[2] == '/') {
+    auto mm = digits(0, 2), dd = digits(3, 2);
+    auto yy = text.size() == 8 && text[5] == '/' ? digits(6, 2) : std::optional<int>(this_year % 100);
+    if (mm && dd && yy) return civil(2000 + *yy, *mm, *dd, 0);
+  }
+  // YYYY-MM-DD[THH:MM[:SS]], or RFC 3339 with its zone.
+  if (auto t = ParseRfc3339(text)) return *t;
+  if (text.size() >= 10 && text[4] == '-' && text[7] == '-') {
+    auto y = digits(0, 4), mo = digits(5, 2), d = digits(8, 2);
+    if (!y || !mo || !d) return failure();
+    if (text.size() == 10) return civil(*y, *mo, *d, 0);
+    if (text[10] != 'T' && text[10] != ' ') return failure();
+    auto h = digits(11, 2), mi = digits(14, 2);
+    if (!h || !mi || text.size() < 16 || text[13] != ':') return failure();
+    int sec = 0;
+    if (text.size() == 19 && text[16] == ':') {
+      auto s = digits(17, 2);
+      if (!s) return failure();
+      sec = *s;
+    } else if (text.size() != 16) {
+      return failure();
+    }
+    if (*h > 23 || *mi > 59 || sec > 59) return failure();
+    return civil(*y, *mo, *d, *h * 3600 + *mi * 60 + sec);
+  }
+  return failure();
+}
 
 std::optional<int64_t> ParseSlurmTime(std::string_view text) {
   const std::string upper = Upper(text);

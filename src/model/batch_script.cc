@@ -66,6 +66,7 @@ constexpr OptionSpec kOptions[] = {
     {"parsable", 0, Arg::kNone},
     {"wait", 'W', Arg::kNone},
     {"hold", 'H', Arg::kNone},
+    {"begin", 'b', Arg::kRequired},
     {"wrap", 0, Arg::kRequired},
     // Read and warned about.
     {"mail-type",
@@ -89,12 +90,6 @@ constexpr OptionSpec kOptions[] = {
      {},
      "not supported: ignored; to pin a one-node job to a node use --constraint=unisched.node=NAME"},
     {"exclude", 'x', Arg::kRequired, {}, "unisched cannot exclude nodes: ignored"},
-    {"begin",
-     'b',
-     Arg::kRequired,
-     {},
-     "not supported: ignored, the job may start at once; submit it held (-H) and release it when due "
-     "(`unisched release ID`)"},
     {"exclusive",
      0,
      Arg::kOptional,
@@ -501,6 +496,7 @@ void DropSettingsGiven(BatchOptions& options, const std::function<bool(std::stri
       {"dependency", {"dependency"}},
       {"requeue", {"max_retries"}},
       {"hold", {"hold"}},
+      {"begin", {"begin_at"}},
       {"constraint", {"constraints"}},
   };
   for (auto it = options.settings.begin(); it != options.settings.end();) {

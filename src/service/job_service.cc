@@ -105,6 +105,11 @@ void JobService::Submit(const auth::Principal& who, JobRequest request, std::str
   job.pool = route.pool;
   job.state = request.hold ? model::JobState::kHeld : model::JobState::kPending;
   if (request.hold) job.state_reason = "held by " + who.user + " at submission";
+  if (request.begin_at && *request.begin_at > clock_.Now()) {
+    // Slurm's --begin: held back until then (reason BeginTime).
+    job.eligible_at = request.begin_at;
+    if (!request.hold) job.state_reason = "BeginTime";
+  }
   job.workload = std::move(request.workload);
   job.workload.kind = admitted->kind;
   job.resources = route.resources;

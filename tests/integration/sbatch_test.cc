@@ -222,6 +222,18 @@ TEST_F(SbatchTest, ArraysAndDependenciesReachTheServer) {
   EXPECT_EQ(waiting["name"], "plain.sh");
   EXPECT_EQ(daemon_.Call("POST", "/v1/jobs/" + held_id + "/release").status, 200);
   EXPECT_EQ(daemon_.WaitTerminal(held_id)["state"], "COMPLETED");
+  // --begin: not before then (BeginTime); a past time starts at once.
+  auto later = daemon_.RunCli({"sbatch", "--parsable", "--begin=now+1hour", script});
+  ASSERT_EQ(later.exit_code, 0) << later.err;
+  const std::string later_id = later.out.substr(0, later.out.find('\n'));
+  const json begins = daemon_.WaitJob(later_id, [](const json& j) { return !j["pending_reasons"].empty(); });
+  EXPECT_EQ(begins["pending_reasons"][0]["code"], "BeginTime") << begins.dump(2);
+  EXPECT_EQ(begins["state"], "PENDING");
+  EXPECT_EQ(daemon_.Call("DELETE", "/v1/jobs/" + later_id).status, 200);
+  auto past = daemon_.RunCli({"sbatch", "--parsable", "-b", "now-1minute", script});
+  ASSERT_EQ(past.exit_code, 0) << past.err;
+  EXPECT_EQ(daemon_.WaitTerminal(past.out.substr(0, past.out.find('\n')))["state"], "COMPLETED");
+  EXPECT_EQ(daemon_.RunCli({"sbatch", "--begin=whenever", script}).exit_code, 1);
   // submit has -a and -H too.
   auto submitted = daemon_.RunCli({"submit", "-H", "-a", "0-4%2", "--", "true"});
   ASSERT_EQ(submitted.exit_code, 0) << submitted.err;

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "unisched/common/status.h"
+#include "unisched/common/time.h"
 #include "unisched/model/cluster.h"
 
 namespace unisched::model {
@@ -40,6 +41,13 @@ inline constexpr size_t kMaxScriptBytes = 512 * 1024;
 // which rounds a limit up to whole minutes, the seconds are kept.
 inline constexpr int64_t kUnlimitedTime = -1;
 std::optional<int64_t> ParseSlurmTime(std::string_view text);
+
+// Slurm's points in time (sacct -S/-E, sbatch --begin), as of `now`:
+// YYYY-MM-DD[THH:MM[:SS]] (UTC) or RFC 3339 with its zone, HH:MM[:SS]
+// (today), MMDD[YY], MM/DD[/YY], now, now+N or now-N with a unit (seconds,
+// minutes, hours, days, weeks; none: seconds), today, midnight, noon,
+// tomorrow. nullopt when malformed.
+std::optional<Timestamp> ParseSlurmWhen(std::string_view text, Timestamp now);
 
 // Slurm's memory sizes: a whole number and an optional unit K, M, G or T
 // (either case; powers of 1024; none: M), as megabytes, rounded up
@@ -140,6 +148,8 @@ struct SubmitContext {
   // The CPUs per node a job body gives itself (the server's case): what
   // --mem-per-cpu multiplies then, as the body's value wins over -n and -c.
   std::optional<int64_t> cpus;
+  // What --begin's relative times (now+1hour, 16:00) count from.
+  Timestamp now{};
 };
 
 // Slurm's --array, "1-1000:2%50": the indices and the cap on tasks running at once.
@@ -165,8 +175,9 @@ struct BatchRequest {
   // when there is one: sbatch's default is ALL), plus SLURM_SUBMIT_DIR
   // and SLURM_SUBMIT_HOST where known.
   std::optional<std::map<std::string, std::string>> env;
-  std::optional<int> max_retries;  // --no-requeue: 0
-  std::optional<bool> hold;        // -H: submitted HELD
+  std::optional<int> max_retries;       // --no-requeue: 0
+  std::optional<bool> hold;             // -H: submitted HELD
+  std::optional<std::string> begin_at;  // --begin: RFC 3339, not started before it
   // What only the client acts on.
   bool parsable = false;            // print the job id alone
   bool wait = false;                // wait for the job's end (-W)

@@ -47,6 +47,7 @@ struct JobRequest {
   int priority = 0;
   std::optional<int> max_retries;        // overrides the queue's (docs/policy/retries.md)
   bool hold = false;                     // submitted HELD (Slurm's -H): waits for a release
+  std::optional<Timestamp> begin_at;     // not started before it (Slurm's --begin)
   model::Dependency dependency;          // docs/dependencies.md
   std::optional<model::JobArray> array;  // an array's indices and cap (docs/arrays.md); none: one job
 };

@@ -106,6 +106,10 @@ TEST_F(CycleSnapshotTest, EachLiveStateGoesWhereTheSchedulerExpectsIt) {
       {"pending, in its retry backoff", JobState::kPending, kNow + std::chrono::seconds(20), "Retry", 0, 0, 1, "Retry"},
       {"pending, in a launch-retry backoff", JobState::kPending, kNow + std::chrono::seconds(2), "LaunchRetry", 0, 0, 1,
        "LaunchRetry"},
+      {"pending, before its begin_at", JobState::kPending, kNow + std::chrono::hours(1), "BeginTime", 0, 0, 1,
+       "BeginTime"},
+      {"pending, released before its begin_at", JobState::kPending, kNow + std::chrono::hours(1), "released by alice",
+       0, 0, 1, "BeginTime"},
       {"held", JobState::kHeld, std::nullopt, "", 0, 0, 0, ""},
       {"running", JobState::kRunning, std::nullopt, "", 0, 1, 0, ""},
   };

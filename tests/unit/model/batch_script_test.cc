@@ -79,6 +79,52 @@ TEST(SlurmTimeTest, ReadsEveryFormatSlurmDoes) {
   }
 }
 
+TEST(SlurmWhenTest, ReadsSlurmsPointsInTimeAsOfNow) {
+  const Timestamp now = *ParseRfc3339("2026-12-07T10:20:30Z");
+  struct Case {
+    const char* text;
+    const char* at;  // RFC 3339; nullptr: malformed
+  };
+  const Case cases[] = {
+      {"now", "2026-12-07T10:20:30Z"},
+      {"now+1hour", "2026-12-07T11:20:30Z"},
+      {"now+90", "2026-12-07T10:22:00Z"},  // seconds without a unit
+      {"now-2days", "2026-12-05T10:20:30Z"},
+      {"NOW+1Week", "2026-12-14T10:20:30Z"},
+      {"today", "2026-12-07T00:00:00Z"},
+      {"midnight", "2026-12-07T00:00:00Z"},
+      {"noon", "2026-12-07T12:00:00Z"},
+      {"tomorrow", "2026-12-08T00:00:00Z"},
+      {"16:00", "2026-12-07T16:00:00Z"},
+      {"06:51:05", "2026-12-07T06:51:05Z"},
+      {"2026-12-24", "2026-12-24T00:00:00Z"},
+      {"2026-12-24T08:00", "2026-12-24T08:00:00Z"},
+      {"2026-12-24T08:00:09", "2026-12-24T08:00:09Z"},
+      {"2026-12-24T08:00:00+02:00", "2026-12-24T06:00:00Z"},
+      {"1224", "2026-12-24T00:00:00Z"},
+      {"122427", "2027-12-24T00:00:00Z"},
+      {"12/24", "2026-12-24T00:00:00Z"},
+      {"12/24/27", "2027-12-24T00:00:00Z"},
+      {"now+1fortnight", nullptr},
+      {"now+", nullptr},
+      {"25:00", nullptr},
+      {"2026-13-01", nullptr},
+      {"2026-12-24T8:00", nullptr},
+      {"soon", nullptr},
+      {"", nullptr},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.text);
+    const auto got = ParseSlurmWhen(c.text, now);
+    if (c.at == nullptr) {
+      EXPECT_FALSE(got.has_value()) << FormatRfc3339(*got);
+    } else {
+      ASSERT_TRUE(got.has_value());
+      EXPECT_EQ(*got, *ParseRfc3339(c.at));
+    }
+  }
+}
+
 TEST(SlurmMemoryTest, ReadsUnitsAndDefaultsToMegabytes) {
   struct Case {
     const char* text;
