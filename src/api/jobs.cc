@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <unordered_set>
 #include <utility>
 
 #include "api/body.h"
@@ -26,6 +27,34 @@ using nlohmann::json;
 
 namespace {
 
+// An array's tasks cancelled before they started, by index: they have no
+// row (GET /v1/jobs?array= lists them after the waiting ones).
+std::vector<int64_t> NeverStartedTasks(const store::Store& store, const model::Job& parent) {
+  // Neither waiting nor with a row of their own (a task has one once it
+  // starts): the rows in the array's id range are counted first, and read
+  // only when some task is missing.
+  const model::JobArray& a = *parent.array;
+  store::JobFilter range;
+  range.ids = std::make_pair(a.first_task_id, a.first_task_id + a.indices.Count());
+  range.limit = 0;
+  const int64_t started = store.ListJobs(range).total;
+  if (a.indices.Count() - a.waiting.Count() - started <= 0) return {};
+  std::unordered_set<model::JobId> with_rows;
+  range.limit = 1000;
+  for (;;) {
+    auto rows = store.ListJobs(range);
+    for (const auto& job : rows.jobs) with_rows.insert(job.id);
+    if (!rows.next_cursor) break;
+    range.cursor = rows.next_cursor;
+  }
+  std::vector<int64_t> indices;
+  for (int64_t ordinal = 0; ordinal < a.indices.Count(); ++ordinal) {
+    const int64_t index = a.indices.At(ordinal);
+    if (!a.waiting.Contains(index) && !with_rows.count(a.first_task_id + ordinal)) indices.push_back(index);
+  }
+  return indices;
+}
+
 using model::JobState;
 
 // The stored job plus what the last scheduling cycle said about it. While a
@@ -42,7 +71,10 @@ json JobView(const model::Job& job, const ClusterView* view) {
   if (job.state == JobState::kHeld) {
     reasons.push_back({{"code", "Held"}, {"message", "held; release it to let it be scheduled"}});
   } else if (job.state == JobState::kPending && view) {
-    if (auto it = view->pending->find(job.id); it != view->pending->end()) {
+    auto it = view->pending->find(job.id);
+    // A waiting task not offered this cycle waits as its array does.
+    if (it == view->pending->end() && job.array_task) it = view->pending->find(job.array_task->array_job_id);
+    if (it != view->pending->end()) {
       for (const auto& r : it->second.Reasons()) reasons.push_back({{"code", r.code}, {"message", r.message}});
       factors = it->second.priority;
       // A job held back from the cycle (a retry's backoff, a dependency)
@@ -148,16 +180,18 @@ void Api::ListJobs(Call& call) {
     filter.ids = std::make_pair(a.first_task_id, a.first_task_id + a.indices.Count());
     parent = std::move(found).value();
   }
-  // Past the started tasks, the waiting ones are paged by their position:
-  // a cursor above the array's last task id, end + 1 + position (started
-  // tasks' cursors are their ids, below it).
+  // Past the started tasks (their own rows), the tasks that have none are
+  // paged by their position: first those waiting (as they will start),
+  // then those cancelled before they started. A cursor above the array's
+  // last task id is end + 1 + position (started tasks' cursors are their
+  // ids, below it).
   const int64_t limit = filter.limit;
-  std::optional<int64_t> waiting_from;
+  std::optional<int64_t> rowless_from;
   int64_t array_end = 0;
   if (parent) {
     array_end = parent->array->first_task_id + parent->array->indices.Count();
     if (filter.cursor && *filter.cursor > array_end) {
-      waiting_from = *filter.cursor - array_end - 1;
+      rowless_from = *filter.cursor - array_end - 1;
       filter.cursor.reset();
       filter.limit = 1;  // only its total: the started tasks came on earlier pages
     }
@@ -165,7 +199,7 @@ void Api::ListJobs(Call& call) {
   auto page = ctx_.store->ListJobs(filter);
   auto view = ctx_.control->View();
   json jobs = json::array();
-  if (waiting_from) {
+  if (rowless_from) {
     page.jobs.clear();
     page.next_cursor.reset();
   }
@@ -173,22 +207,35 @@ void Api::ListJobs(Call& call) {
   if (parent) {
     const model::JobArray& a = *parent->array;
     const bool waits = parent->state == JobState::kPending || parent->state == JobState::kHeld;
-    if (waits && !filter.state.has_value()) {
-      page.total += a.waiting.Count();
-      if (!page.next_cursor) {
-        const int64_t from = waiting_from.value_or(0);
-        const int64_t room = std::max<int64_t>(0, limit - static_cast<int64_t>(jobs.size()));
-        const int64_t until = std::min(a.waiting.Count(), from + room);
-        for (int64_t position = from; position < until; ++position) {
+    // Which rowless tasks the filter wants: waiting ones with no state
+    // filter; never started ones with none or CANCELLED.
+    const bool with_waiting = waits && !filter.state.has_value();
+    const bool with_never_started = !filter.state.has_value() || *filter.state == JobState::kCancelled;
+    std::vector<int64_t> never_started;
+    if (with_never_started) never_started = NeverStartedTasks(*ctx_.store, *parent);
+    const int64_t waiting = with_waiting ? a.waiting.Count() : 0;
+    const int64_t rowless = waiting + static_cast<int64_t>(never_started.size());
+    page.total += rowless;
+    if (!page.next_cursor) {
+      const int64_t from = rowless_from.value_or(0);
+      const int64_t room = std::max<int64_t>(0, limit - static_cast<int64_t>(jobs.size()));
+      const int64_t until = std::min(rowless, from + room);
+      for (int64_t position = from; position < until; ++position) {
+        if (position < waiting) {
           model::Job task = model::ArrayTaskOf(*parent, a.waiting.At(position));
           if (parent->state == JobState::kHeld) {
             task.state = JobState::kHeld;
             task.state_reason = parent->state_reason;
           }
           jobs.push_back(JobView(task, view.get()));
+        } else {
+          model::Job task = model::ArrayTaskOf(*parent, never_started[static_cast<size_t>(position - waiting)]);
+          task.state = JobState::kCancelled;
+          task.state_reason = "cancelled before it started";
+          jobs.push_back(JobView(task, view.get()));
         }
-        if (until < a.waiting.Count()) page.next_cursor = array_end + 1 + until;
       }
+      if (until < rowless) page.next_cursor = array_end + 1 + until;
     }
   }
   call.reply(Json(200, {{"jobs", std::move(jobs)},

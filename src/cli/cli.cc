@@ -63,7 +63,8 @@ constexpr CommandInfo kCommands[] = {
      "[ARGS...]\n"
      "  -o/-e copy each task's stdout/stderr to files named by Slurm's patterns: %j job id, %t rank, %N node,\n"
      "  %u user, %x job name, %A/%a array id/index, %% a '%' (e.g. -o slurm-%j.out; relative under\n"
-     "  executor.output_dir). Without -e, stderr goes to the -o file. TIME in Slurm's formats: minutes,\n"
+     "  executor.output_dir, else this directory). Without -e, stderr goes to the -o file. TIME in Slurm's formats: "
+     "minutes,\n"
      "  m:s, h:m:s, d-h, d-h:m, d-h:m:s (90 is 90 minutes). A Slurm batch script: `unisched sbatch`.\n"
      "  -d waits for other jobs as Slurm's --dependency: after, afterany, afterok, afternotok, singleton;\n"
      "  terms joined by ',' all hold, by '?' one holds (docs/dependencies.md).",
@@ -195,6 +196,12 @@ int UsageFailure(const CommandInfo& c, const std::string& message) {
 int RunSubmit(Session& session, const ParsedArgs& args, const CommandInfo& info) {
   auto request = BuildSubmitRequest(args);
   if (!request.ok()) return UsageFailure(info, request.error().message);
+  // As sbatch: where it was submitted from (a relative -o lands there
+  // when the cluster has no output directory).
+  if (std::string dir(4096, '\0'); ::getcwd(dir.data(), dir.size()) != nullptr &&
+                                   !request->body.value("env", json::object()).contains("SLURM_SUBMIT_DIR")) {
+    request->body["env"]["SLURM_SUBMIT_DIR"] = dir.c_str();
+  }
   std::map<std::string, std::string> headers;
   if (!request->idempotency_key.empty()) headers["Idempotency-Key"] = request->idempotency_key;
   auto response = session.Call("POST", "/v1/jobs", request->body.dump(), headers);

@@ -127,6 +127,33 @@ std::optional<std::vector<std::string>> UsersOf(Session& session, const ParsedAr
   return users;
 }
 
+// Slurm's task ranges, 123_[1-5,9]: one id per task (docs/arrays.md);
+// other ids as they are.
+Result<std::vector<std::string>> ExpandTaskRanges(const std::vector<std::string>& given) {
+  std::vector<std::string> ids;
+  for (const std::string& id : given) {
+    const size_t open = id.find("_[");
+    if (open == std::string::npos || id.back() != ']') {
+      ids.push_back(id);
+      continue;
+    }
+    auto tasks = model::IndexSet::Parse(id.substr(open + 2, id.size() - open - 3), "job id");
+    if (!tasks.ok()) return UsageError(id + ": " + tasks.error().message);
+    if (tasks->Count() > 10000) return UsageError(id + ": at most 10000 tasks at once; name the array by its id");
+    for (int64_t index : tasks->First(tasks->Count())) ids.push_back(id.substr(0, open) + "_" + std::to_string(index));
+  }
+  return ids;
+}
+
+// Job ids as Slurm lists them: an array's tasks by (array, index), right
+// after the array's own row.
+std::pair<int64_t, int64_t> ListingKey(const json& job) {
+  if (job.contains("array_job_id") && job["array_job_id"].is_string()) {
+    return {std::atoll(job["array_job_id"].get<std::string>().c_str()), job.value("array_task_id", int64_t{0})};
+  }
+  return {std::atoll(job.value("id", "0").c_str()), -1};
+}
+
 // The jobs the filters select: by id (-j) or listed; states, users,
 // queues (-p), projects (-A) and names (-n) each a list. A list of one is
 // the server's filter; longer lists are applied here.
@@ -143,6 +170,24 @@ std::optional<std::vector<json>> Select(Session& session, const Selection& s) {
       if (!job) {
         all_found = false;
         continue;
+      }
+      // An array named by its id: its tasks that started too (those
+      // waiting are its own row, collapsed or expanded).
+      if (job->contains("array") && (*job)["array"].is_object()) {
+        std::string cursor;
+        do {
+          auto page = session.CallJson(
+              "GET", "/v1/jobs?limit=1000&array=" + UrlEncode(id) + (cursor.empty() ? "" : "&cursor=" + cursor));
+          if (!page) return std::nullopt;
+          for (auto& task : (*page)["jobs"]) {
+            if (task.value("started_at", json()).is_string()) jobs.push_back(std::move(task));
+          }
+          cursor = page->contains("next_cursor") && (*page)["next_cursor"].is_string()
+                       ? (*page)["next_cursor"].get<std::string>()
+                       : "";
+          // Past the started tasks (newest first) come the waiting ones: enough.
+          if (!(*page)["jobs"].empty() && !(*page)["jobs"].back().value("started_at", json()).is_string()) break;
+        } while (!cursor.empty());
       }
       jobs.push_back(std::move(*job));
     }
@@ -165,7 +210,56 @@ std::optional<std::vector<json>> Select(Session& session, const Selection& s) {
     }
     out.push_back(std::move(job));
   }
+  std::stable_sort(out.begin(), out.end(), [](const json& a, const json& b) { return ListingKey(a) < ListingKey(b); });
   return out;
+}
+
+// "1-3,7,9-10": indices in increasing order, runs of consecutive ones joined.
+std::string CompressIndices(const std::vector<int64_t>& indices) {
+  std::string text;
+  for (size_t i = 0; i < indices.size();) {
+    size_t j = i;
+    while (j + 1 < indices.size() && indices[j + 1] == indices[j] + 1) ++j;
+    text += (text.empty() ? "" : ",") + std::to_string(indices[i]) +
+            (j > i ? "-" + std::to_string(indices[j]) : std::string());
+    i = j + 1;
+  }
+  return text;
+}
+
+// The row of an array's tasks that were cancelled before they started
+// (GET /v1/jobs?array=ID&state=CANCELLED, those never started), as the
+// array's id with their indices; null when there are none; nullopt when
+// the daemon did not answer (reported).
+std::optional<json> NeverStartedRow(Session& session, const json& parent) {
+  const std::string id = parent.value("id", "");
+  std::vector<int64_t> indices;
+  std::string cursor;
+  do {
+    auto page = session.CallJson("GET", "/v1/jobs?state=CANCELLED&limit=1000&array=" + UrlEncode(id) +
+                                            (cursor.empty() ? "" : "&cursor=" + cursor));
+    if (!page) return std::nullopt;
+    for (const auto& task : page->value("jobs", json::array())) {
+      if (!task.value("started_at", json()).is_string() && task.value("array_task_id", json()).is_number()) {
+        indices.push_back(task["array_task_id"].get<int64_t>());
+      }
+    }
+    cursor = page->contains("next_cursor") && (*page)["next_cursor"].is_string()
+                 ? (*page)["next_cursor"].get<std::string>()
+                 : "";
+  } while (!cursor.empty());
+  if (indices.empty()) return json(nullptr);
+  std::sort(indices.begin(), indices.end());
+  json row = parent;
+  row["state"] = "CANCELLED";
+  row["state_reason"] = "cancelled before it started";
+  row["array"]["waiting"] = CompressIndices(indices);
+  row["array"]["max_running"] = 0;
+  row["started_at"] = nullptr;
+  row["exit_code"] = nullptr;
+  row["nodes"] = json::array();
+  row["attempts"] = json::array();
+  return row;
 }
 
 // sacct's -S/-E (model::ParseSlurmWhen), a usage error naming the flag.
@@ -235,8 +329,10 @@ int RunSqueue(Session& session, const ParsedArgs& args, const UsageFailureFn& us
   if (!check.ok()) return usage_failure(check.error().message);
   auto users = UsersOf(session, args, /*own_by_default=*/false);
   if (!users) return 1;
-  auto jobs = Select(session, {ListOf(args, "jobs"), *states, *users, ListOf(args, "queue"), ListOf(args, "project"),
-                               ListOf(args, "name")});
+  auto ids = ExpandTaskRanges(ListOf(args, "jobs"));
+  if (!ids.ok()) return usage_failure(ids.error().message);
+  auto jobs =
+      Select(session, {*ids, *states, *users, ListOf(args, "queue"), ListOf(args, "project"), ListOf(args, "name")});
   if (!jobs) return 1;
   if (args.Has("json")) {
     std::cout << json{{"jobs", *jobs}}.dump() << "\n";
@@ -273,13 +369,27 @@ int RunSacct(Session& session, const ParsedArgs& args, const UsageFailureFn& usa
   // The caller's own jobs unless -a, -u or -j say otherwise (sacct's rule).
   auto users = UsersOf(session, args, /*own_by_default=*/!args.Has("jobs"));
   if (!users) return 1;
-  auto listed = Select(session, {ListOf(args, "jobs"), *states, *users, ListOf(args, "queue"), ListOf(args, "project"),
-                                 ListOf(args, "name")});
+  auto ids = ExpandTaskRanges(ListOf(args, "jobs"));
+  if (!ids.ok()) return usage_failure(ids.error().message);
+  auto listed =
+      Select(session, {*ids, *states, *users, ListOf(args, "queue"), ListOf(args, "project"), ListOf(args, "name")});
   if (!listed) return 1;
   // Active in the window, as sacct selects: submitted before its end, and
   // not ended before its start.
+  std::vector<json> candidates = ExpandArrays(*listed, /*expand=*/false);
+  // An array's tasks cancelled before they started, one row as Slurm's
+  // sacct collapses them (123_[7-99]).
+  if (states->empty() || std::find(states->begin(), states->end(), "CANCELLED") != states->end()) {
+    for (const auto& job : *listed) {
+      const json array = job.value("array", json());
+      if (!array.is_object() || array.value("tasks", json::object()).value("failed", 0) == 0) continue;
+      auto row = NeverStartedRow(session, job);
+      if (!row) return 1;
+      if (!row->is_null()) candidates.push_back(std::move(*row));
+    }
+  }
   std::vector<json> jobs;
-  for (auto& job : ExpandArrays(*listed, /*expand=*/false)) {
+  for (auto& job : candidates) {
     auto submitted = ParseRfc3339(job.value("submitted_at", ""));
     auto ended = job.contains("ended_at") && job["ended_at"].is_string()
                      ? ParseRfc3339(job["ended_at"].get<std::string>())
@@ -321,19 +431,9 @@ int RunSacct(Session& session, const ParsedArgs& args, const UsageFailureFn& usa
 }
 
 int RunScancel(Session& session, const ParsedArgs& args, const UsageFailureFn& usage_failure) {
-  // Slurm's task ranges, 123_[1-5,9]: one id per task (docs/arrays.md).
-  std::vector<std::string> ids;
-  for (const std::string& id : args.positionals) {
-    const size_t open = id.find("_[");
-    if (open == std::string::npos || id.back() != ']') {
-      ids.push_back(id);
-      continue;
-    }
-    auto tasks = model::IndexSet::Parse(id.substr(open + 2, id.size() - open - 3), "job id");
-    if (!tasks.ok()) return usage_failure(id + ": " + tasks.error().message);
-    if (tasks->Count() > 10000) return usage_failure(id + ": at most 10000 tasks at once; cancel the array by its id");
-    for (int64_t index : tasks->First(tasks->Count())) ids.push_back(id.substr(0, open) + "_" + std::to_string(index));
-  }
+  auto expanded = ExpandTaskRanges(args.positionals);
+  if (!expanded.ok()) return usage_failure(expanded.error().message);
+  const std::vector<std::string> ids = std::move(expanded).value();
   const bool filtered = args.Has("me") || args.Has("user") || args.Has("name") || args.Has("state") ||
                         args.Has("queue") || args.Has("project");
   if (ids.empty() && !filtered) {

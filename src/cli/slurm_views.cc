@@ -102,18 +102,32 @@ std::string ExitCode(const json& job) {
   const auto code = job.find("exit_code");
   const int64_t value = code != job.end() && code->is_number() ? code->get<int64_t>() : 0;
   const json attempts = job.value("attempts", json::array());
-  if (value > 128 && !attempts.empty() && attempts.back().is_object()) {
-    const std::string reason = attempts.back().value("reason", "");
-    const std::string killed = "killed by signal " + std::to_string(value - 128);
-    if (reason.rfind(killed, 0) == 0) return "0:" + std::to_string(value - 128);
+  const std::string state = job.value("state", "");
+  // As Slurm's: a job stopped at its time limit 0:0, one cancelled (SIGTERM)
+  // or killed 0:N.
+  if (value > 128 && state == "TIMEOUT") return "0:0";
+  if (value > 128 && value < 128 + 65) {
+    const std::string reason =
+        !attempts.empty() && attempts.back().is_object() ? attempts.back().value("reason", "") : std::string();
+    if (state == "CANCELLED" || reason.rfind("killed by signal " + std::to_string(value - 128), 0) == 0) {
+      return "0:" + std::to_string(value - 128);
+    }
   }
   return std::to_string(value) + ":0";
 }
 
-// sacct's times: 2026-12-07T06:51:18, or Unknown.
-std::string SacctTime(const json& rfc3339) {
-  if (!rfc3339.is_string() || rfc3339.get<std::string>().size() < 19) return "Unknown";
+// Slurm's times: 2026-12-07T06:51:18 (UTC here), or `none` when not yet.
+std::string SlurmTime(const json& rfc3339, const char* none) {
+  if (!rfc3339.is_string() || rfc3339.get<std::string>().size() < 19) return none;
   return rfc3339.get<std::string>().substr(0, 19);
+}
+std::string SacctTime(const json& rfc3339) {
+  return SlurmTime(rfc3339, "Unknown");
+}
+
+bool Waits(const json& job) {
+  const std::string state = job.value("state", "");
+  return state == "PENDING" || state == "HELD";
 }
 
 std::string Fit(std::string value, int width, bool right) {
@@ -244,13 +258,11 @@ Result<std::string> FormatSqueue(const std::vector<json>& jobs, const std::strin
       case 'Q':
         return Text(job, "priority");
       case 'V':
-        return ShortTime(job.value("submitted_at", json()));
+        return SlurmTime(job.value("submitted_at", json()), "N/A");
       case 'S':
-        return waiting ? (job.value("estimated_start", json()).is_string() ? ShortTime(job["estimated_start"])
-                                                                           : std::string("N/A"))
-                       : ShortTime(job.value("started_at", json()));
+        return SlurmTime(job.value(waiting ? "estimated_start" : "started_at", json()), "N/A");
       case 'e':
-        return ShortTime(job.value("ended_at", json()));
+        return SlurmTime(job.value("ended_at", json()), "N/A");
       case 'E': {
         const std::string dependency = Text(job, "dependency");
         return dependency.empty() ? "(null)" : dependency;
@@ -395,9 +407,10 @@ Result<std::string> FormatSacct(const std::vector<json>& jobs, const json& usage
     if (name == "State") return job.value("state", "");
     if (name == "ExitCode") return ExitCode(job);
     if (name == "Submit") return SacctTime(job.value("submitted_at", json()));
-    if (name == "Start") return SacctTime(job.value("started_at", json()));
+    // A waiting array's row has its first task's start: not its own.
+    if (name == "Start") return Waits(job) ? "Unknown" : SacctTime(job.value("started_at", json()));
     if (name == "End") return SacctTime(job.value("ended_at", json()));
-    if (name == "Elapsed") return FormatDuration(UsedSeconds(job, now));
+    if (name == "Elapsed") return FormatDuration(Waits(job) ? 0 : UsedSeconds(job, now));
     if (name == "Timelimit") {
       const int64_t limit = Int(resources, "walltime_seconds");
       return limit > 0 ? FormatDuration(limit) : "UNLIMITED";
@@ -406,7 +419,12 @@ Result<std::string> FormatSacct(const std::vector<json>& jobs, const json& usage
     if (name == "AllocNodes") return std::to_string(Int(resources, "nodes"));
     if (name == "AllocGPUS") return std::to_string(Int(resources, "nodes") * Int(resources, "gpus"));
     if (name == "NodeList") return NodeList(job);
-    if (name == "Reason") return job.value("state_reason", "");
+    if (name == "Reason") {
+      // Waiting: why, as Slurm's codes (JobHeldUser for a held job).
+      if (job.value("state", "") == "HELD") return "JobHeldUser";
+      if (Waits(job)) return FirstReason(job);
+      return job.value("state_reason", "").empty() ? "None" : job.value("state_reason", "");
+    }
     if (name == "CPUTime" || name == "CPUTimeRAW") {
       auto seconds = metric(job, "cpu_core_seconds");
       if (!seconds) return "";

@@ -6,7 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <unordered_set>
+#include <unordered_map>
 #include <utility>
 
 #include "unisched/model/words.h"
@@ -374,12 +374,21 @@ void Controller::RunCycle(Batch& batch, Timestamp now) {
   for (auto& r : plan.reservations) reservations_.emplace(r.job, std::move(r));
   // An array's reason is its first waiting task's, unless it is held back
   // as a whole (its cap, its dependency).
+  // An array's reason is its first offered task's while that task waits
+  // (Resources, a quota, ...); else what held the array back (its cap).
   if (!built.first_offered_task.empty()) {
-    std::unordered_set<model::JobId> held_ids;
-    for (const auto& held : held_back) held_ids.insert(held.first);
+    std::unordered_map<model::JobId, size_t> held_at;
+    for (size_t i = 0; i < held_back.size(); ++i) held_at.emplace(held_back[i].first, i);
     for (const auto& [array, task] : built.first_offered_task) {
-      if (held_ids.count(array)) continue;
-      if (auto info = plan.pending.find(task); info != plan.pending.end()) held_back.emplace_back(array, info->second);
+      auto info = plan.pending.find(task);
+      if (info == plan.pending.end()) continue;
+      if (auto held = held_at.find(array); held != held_at.end()) {
+        // Held back for the rest (its cap, aftercorr tasks that wait): the
+        // task it offered is the nearer reason.
+        held_back[held->second].second = info->second;
+      } else {
+        held_back.emplace_back(array, info->second);
+      }
     }
   }
   if (!held_back.empty()) {

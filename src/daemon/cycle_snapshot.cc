@@ -187,6 +187,8 @@ CycleSnapshot BuildCycleSnapshot(const config::Config& config, const CycleState&
       return;
     }
     for (int64_t index : array.waiting.First(room)) offer_task(job, index);
+    // The cap holds the rest back; while an offered task still waits, the
+    // array's reason is that task's instead (the controller's choice).
     if (room < array.waiting.Count()) {
       out.held_back.emplace_back(
           job.id, HeldBackInfo(job.pool, "JobArrayTaskLimit",
@@ -198,7 +200,12 @@ CycleSnapshot BuildCycleSnapshot(const config::Config& config, const CycleState&
   // singleton needs the earliest active job of its user and name).
   std::vector<const Job*> dependent;
   bool any_singleton = false;
+  // Active arrays by their first task's id, for dependencies on tasks: a
+  // task that has not started has no job of its own (afterok:123_7 names
+  // it by its id).
+  std::map<model::JobId, const Job*> arrays;
   for (const auto& [id, job] : state.active) {
+    if (job.array) arrays.emplace(job.array->first_task_id, &job);
     if (job.state == JobState::kPending && job.eligible_at && *job.eligible_at > now) {
       // Never started nor waiting out a retry: its --begin (begin_at).
       const bool retrying =
@@ -238,12 +245,6 @@ CycleSnapshot BuildCycleSnapshot(const config::Config& config, const CycleState&
     std::map<std::pair<std::string_view, std::string_view>, model::JobId> first_of_name;
     if (any_singleton) {
       for (const auto& [id, job] : state.active) first_of_name.try_emplace({job.user, job.name}, id);
-    }
-    // Active arrays by their first task's id: a task that has not started
-    // has no job of its own (afterok:123_7 names it by its id).
-    std::map<model::JobId, const Job*> arrays;
-    for (const auto& [id, job] : state.active) {
-      if (job.array) arrays.emplace(job.array->first_task_id, &job);
     }
     const policy::JobStateLookup state_of = [&](model::JobId id) -> std::optional<JobState> {
       if (auto it = state.active.find(id); it != state.active.end()) return it->second.state;

@@ -350,6 +350,13 @@ void JobService::Update(const auth::Principal& who, const std::string& job_id, c
     done(job.error());
     return;
   }
+  // A waiting task is its array's until it starts: it has nothing of its own to change.
+  if (job->array_task && !model::IsTerminal(job->state) && !store_.GetJob(job->id).ok()) {
+    done(Error::Conflict("invalid_state", "task " + job_id + " has not started: update its array " +
+                                              std::to_string(job->array_task->array_job_id) +
+                                              " (a waiting task has no settings of its own)"));
+    return;
+  }
   auto change = PlanJobUpdate(
       current_config(), *control_.View(), [this] { return SandboxHoldsNow(); }, who, *job, update);
   if (!change.ok()) {

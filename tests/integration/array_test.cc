@@ -176,6 +176,9 @@ TEST_F(ArrayTest, CancellingTheArrayStopsItsRunningTaskAndNoWaitingOneStarts) {
   const json waiting = d().Call("GET", "/v1/jobs/" + id).json;
   ASSERT_FALSE(waiting["pending_reasons"].empty()) << waiting.dump(2);
   EXPECT_EQ(waiting["pending_reasons"][0]["code"], "JobArrayTaskLimit");
+  const json task = d().Call("GET", "/v1/jobs/" + id + "_50").json;  // not looked at: waits as its array
+  ASSERT_FALSE(task["pending_reasons"].empty()) << task.dump(2);
+  EXPECT_EQ(task["pending_reasons"][0]["code"], "JobArrayTaskLimit");
 
   const Reply cancel = d().Call("DELETE", "/v1/jobs/" + id);
   ASSERT_EQ(cancel.status, 200) << cancel.body;
@@ -186,7 +189,14 @@ TEST_F(ArrayTest, CancellingTheArrayStopsItsRunningTaskAndNoWaitingOneStarts) {
   const json never = d().Call("GET", "/v1/jobs/" + id + "_50").json;
   EXPECT_EQ(never["state"], "CANCELLED");
   EXPECT_EQ(never["state_reason"], "cancelled before it started");
-  EXPECT_EQ(Tasks(id)["jobs"].size(), 1u) << "only the task that started has a row";
+  // The one that started (its own row), then the 99 cancelled before they started.
+  const json all = Tasks(id);
+  EXPECT_EQ(all["total"], 100);
+  ASSERT_EQ(all["jobs"].size(), 100u);
+  EXPECT_TRUE(all["jobs"][0]["started_at"].is_string()) << all["jobs"][0].dump();
+  EXPECT_EQ(all["jobs"][1]["array_task_id"], 1);
+  EXPECT_TRUE(all["jobs"][1]["started_at"].is_null());
+  EXPECT_EQ(all["jobs"][99]["state"], "CANCELLED");
 }
 
 TEST_F(ArrayTest, OneWaitingTaskIsCancelledAloneAndTheOthersRun) {
@@ -204,6 +214,18 @@ TEST_F(ArrayTest, OneWaitingTaskIsCancelledAloneAndTheOthersRun) {
   EXPECT_EQ(parent["state"], "FAILED") << "not every task completed: " << parent.dump(2);
   EXPECT_EQ(parent["array"]["tasks"]["completed"], 3);
   EXPECT_EQ(parent["array"]["tasks"]["failed"], 1);
+  // Listed expanded with the others, and by sacct as Slurm collapses it.
+  const json tasks = Tasks(id);
+  EXPECT_EQ(tasks["total"], 4) << tasks.dump(2);
+  ASSERT_EQ(tasks["jobs"].size(), 4u) << tasks.dump(2);
+  EXPECT_EQ(tasks["jobs"][3]["array_task_id"], 3);
+  EXPECT_EQ(tasks["jobs"][3]["state"], "CANCELLED");
+  EXPECT_EQ(d().Call("GET", "/v1/jobs?state=CANCELLED&array=" + id).json["total"], 1);
+  const auto sacct = d().RunCli({"sacct", "-n", "-P", "-o", "JobID,State"});
+  EXPECT_NE(sacct.out.find(id + "_[3]|CANCELLED\n"), std::string::npos) << sacct.out << sacct.err;
+  EXPECT_NE(sacct.out.find(id + "_2|COMPLETED\n"), std::string::npos) << sacct.out;
+  EXPECT_EQ(("\n" + sacct.out).find("\n" + id + "|"), std::string::npos)
+      << "no row for the array itself: " << sacct.out;
 }
 
 TEST_F(ArrayTest, AnArrayGoesOnAcrossARestartAndEachTaskRunsOnce) {
@@ -311,6 +333,19 @@ TEST_F(ArrayTest, SqueueShowsWaitingTasksCollapsedAndStartedOnesByName) {
   ASSERT_EQ(cancelled.exit_code, 0) << cancelled.err;
   EXPECT_EQ(cancelled.out, "Cancelled job " + id + "_5\nCancelled job " + id + "_6\n");
   EXPECT_EQ(d().Call("GET", "/v1/jobs/" + id).json["array"]["waiting"], "3-4,7-9");
+  // -j names the array: its waiting tasks' row, then its running tasks; task ranges too.
+  const auto by_array = d().RunCli({"squeue", "-h", "-j", id, "-o", "%i %t"});
+  EXPECT_EQ(by_array.out, id + "_[3-4,7-9%2] PD\n" + id + "_1 R\n" + id + "_2 R\n") << by_array.out << by_array.err;
+  const auto by_range = d().RunCli({"squeue", "-h", "-j", id + "_[1-2]", "-o", "%i %t"});
+  EXPECT_EQ(by_range.out, id + "_1 R\n" + id + "_2 R\n") << by_range.out << by_range.err;
+  const auto accounted = d().RunCli({"sacct", "-n", "-P", "-j", id, "-o", "JobID,State,Start,Elapsed,Reason"});
+  EXPECT_NE(accounted.out.find(id + "_[3-4,7-9%2]|PENDING|Unknown|00:00:00|JobArrayTaskLimit\n"), std::string::npos)
+      << accounted.out << accounted.err;
+  EXPECT_NE(accounted.out.find(id + "_1|RUNNING|"), std::string::npos) << accounted.out;
+  // A waiting task has nothing of its own to update: its array has.
+  const Reply update = d().Call("PATCH", "/v1/jobs/" + id + "_8", json{{"priority", -1}});
+  EXPECT_EQ(update.status, 409) << update.body;
+  EXPECT_NE(update.body.find("update its array " + id), std::string::npos) << update.body;
   // -r: one row per waiting task; the array's reason is its first waiting task's.
   const auto expanded = d().RunCli({"squeue", "-h", "-r", "-t", "PD", "--format", "%i %r"});
   EXPECT_EQ(expanded.out, id + "_3 JobArrayTaskLimit\n" + id + "_4 JobArrayTaskLimit\n" + id +

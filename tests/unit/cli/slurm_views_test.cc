@@ -113,7 +113,7 @@ TEST(FormatSqueueTest, SlurmsOtherLetters) {
   ASSERT_TRUE(text.ok()) << text.error().message;
   EXPECT_EQ(*text,
             "JOBID|TIME_LEFT|PRIORITY|WORK_DIR|COMMAND|MIN_CPUS|MIN_MEMORY|DEPENDENCY|ARRAY_TASK_ID|START_TIME\n"
-            "41|58:55|3|/shared/alice|/bin/sim -n 4|4|4096M|(null)|N/A|2026-12-06 10:58:55\n"
+            "41|58:55|3|/shared/alice|/bin/sim -n 4|4|4096M|(null)|N/A|2026-12-06T10:58:55\n"
             "42|UNLIMITED|3|(null)||4|0M|(null)|N/A|N/A\n");
 }
 
@@ -134,6 +134,20 @@ TEST(FormatSacctTest, SlurmsTimesDurationsSignalsAndParsableRows) {
             "41           0:9        2026-12-06T10:58:55 2026-12-06T11:00:00 02:00:00\n"
             "43           137:0      2026-12-06T10:58:55 2026-12-06T11:00:00 02:00:00\n"
             "42           0:0        Unknown             Unknown             UNLIMITED\n");
+  json cancelled = killed;
+  cancelled["state"] = "CANCELLED";
+  cancelled["exit_code"] = 143;
+  cancelled["attempts"] = {{{"reason", "cancelled by alice"}}};
+  json timeout = cancelled;
+  timeout["state"] = "TIMEOUT";
+  auto stopped = FormatSacct({cancelled, timeout, Pending()}, json::object(), "ExitCode,Reason", kNow);
+  ASSERT_TRUE(stopped.ok());
+  EXPECT_EQ(*stopped,
+            "ExitCode   Reason\n"
+            "---------- ----------\n"
+            "0:15       None\n"
+            "0:0        None\n"
+            "0:0        Dependency\n");
   auto parsable = FormatSacct({killed}, json::object(), "JobID,State", kNow, {true, true, true});
   ASSERT_TRUE(parsable.ok());
   EXPECT_EQ(*parsable, "JobID|State|\n41|FAILED|\n");

@@ -343,7 +343,8 @@ namespace {
 
 // An array (docs/arrays.md) is offered as its waiting tasks, each with its
 // own id, at most max_running minus its active tasks; the rest wait with
-// JobArrayTaskLimit. A RUNNING parent (every task started) is not a running
+// JobArrayTaskLimit (the controller gives the array the reason of an
+// offered task that still waits instead). A RUNNING parent (every task started) is not a running
 // job: it holds nothing.
 TEST_F(CycleSnapshotTest, AnArrayIsOfferedAsItsWaitingTasksUpToItsCap) {
   struct Case {
