@@ -56,8 +56,11 @@ async function main() {
   };
   const go = async (hash) => {
     await page.goto(`${URL_BASE}/?load=${++loads}#/${hash}`);
-    await page.waitForFunction(() => !document.getElementById('main').innerText.includes('Loading') &&
-      !document.getElementById('main').innerText.includes('加载中'), {timeout: 30000});
+    // Rendered: something in the page (before the script runs it is empty) and nothing loading.
+    await page.waitForFunction(() => {
+      const main = document.getElementById('main').innerText;
+      return main.trim() !== '' && !main.includes('Loading') && !main.includes('加载中');
+    }, {timeout: 30000});
   };
   const login = async (token) => {
     await page.evaluate(() => sessionStorage.clear());
