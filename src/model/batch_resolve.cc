@@ -376,7 +376,9 @@ class Resolver {
         const ExportRule rule = ExportRuleFor(name, value);
         if (rule == ExportRule::kCopied) env[name] = value;
         // One named in the list (--export=ALL,NAME) is passed on below.
-        const bool named_here = std::any_of(named.begin(), named.end(), [&](const auto& n) { return n.first == name; });
+        const std::string& variable = name;  // clang 14 cannot capture a structured binding
+        const bool named_here =
+            std::any_of(named.begin(), named.end(), [&variable](const auto& n) { return n.first == variable; });
         if (rule == ExportRule::kCredential && !named_here) credentials.push_back(name);
       }
       if (!credentials.empty()) {
