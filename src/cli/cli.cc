@@ -194,14 +194,8 @@ int UsageFailure(const CommandInfo& c, const std::string& message) {
 }
 
 int RunSubmit(Session& session, const ParsedArgs& args, const CommandInfo& info) {
-  auto request = BuildSubmitRequest(args);
+  auto request = BuildSubmitRequest(args, CurrentDirectory());
   if (!request.ok()) return UsageFailure(info, request.error().message);
-  // As sbatch: where it was submitted from (a relative -o lands there
-  // when the cluster has no output directory).
-  if (std::string dir(4096, '\0'); ::getcwd(dir.data(), dir.size()) != nullptr &&
-                                   !request->body.value("env", json::object()).contains("SLURM_SUBMIT_DIR")) {
-    request->body["env"]["SLURM_SUBMIT_DIR"] = dir.c_str();
-  }
   std::map<std::string, std::string> headers;
   if (!request->idempotency_key.empty()) headers["Idempotency-Key"] = request->idempotency_key;
   auto response = session.Call("POST", "/v1/jobs", request->body.dump(), headers);
@@ -228,44 +222,6 @@ int RunSubmit(Session& session, const ParsedArgs& args, const CommandInfo& info)
     return 0;
   }
   return WaitAndReport(session, id, as_json, /*quiet=*/false);
-}
-
-// At most model::kMaxScriptBytes of `in` (one byte more, so that a larger
-// script is refused by the parser with its size, not cut short).
-std::string ReadScriptText(std::istream& in) {
-  std::string text(model::kMaxScriptBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(in.gcount()));
-  return text;
-}
-
-// What sbatch reads from around it: the script, standard input, the
-// environment (--export=ALL), the directory and the host.
-SbatchSurroundings SbatchIo() {
-  SbatchSurroundings io;
-  io.read_script = [](const std::string& path) -> Result<std::string> {
-    std::ifstream in(path, std::ios::binary);
-    struct stat st {};
-    if (!in || ::stat(path.c_str(), &st) != 0) {
-      return Error::BadRequest("unreadable_script", "cannot read the script " + path + ": " + std::strerror(errno));
-    }
-    if (S_ISDIR(st.st_mode)) return Error::BadRequest("unreadable_script", path + " is a directory, not a script");
-    return ReadScriptText(in);
-  };
-  io.read_stdin = []() -> Result<std::string> { return ReadScriptText(std::cin); };
-  std::map<std::string, std::string> environment;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    const std::string entry = *e;
-    const size_t eq = entry.find('=');
-    if (eq != std::string::npos) environment.emplace(entry.substr(0, eq), entry.substr(eq + 1));
-  }
-  io.context.environment = std::move(environment);
-  std::string dir(4096, '\0');
-  if (::getcwd(dir.data(), dir.size()) != nullptr) io.context.directory = dir.c_str();
-  io.context.now = std::chrono::time_point_cast<Timestamp::duration>(std::chrono::system_clock::now());
-  char host[256] = {};
-  if (::gethostname(host, sizeof host - 1) == 0) io.context.host = host;
-  return io;
 }
 
 // sbatch's exit status is the job's with --wait, as Slurm's.
@@ -557,7 +513,7 @@ int Dispatch(const CommandInfo& info, const std::vector<std::string>& words) {
   // the script and the environment with them.
   std::optional<SbatchRequest> sbatch;
   if (command == "sbatch") {
-    auto built = BuildSbatchRequest(words, SbatchIo());
+    auto built = BuildSbatchRequest(words, LocalSbatchSurroundings());
     if (!built.ok()) {
       if (IsUsageError(built.error())) return UsageFailure(info, built.error().message);
       std::cerr << "unisched sbatch: error: " << built.error().message << "\n";

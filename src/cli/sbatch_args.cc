@@ -2,6 +2,15 @@
 
 #include "cli/sbatch_args.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <map>
 #include <utility>
 
 #include "cli/submit_args.h"
@@ -103,6 +112,50 @@ Result<SbatchRequest> BuildSbatchRequest(const std::vector<std::string>& words, 
   req.wait = request->wait;
   req.warnings = std::move(request->warnings);
   return req;
+}
+
+std::string CurrentDirectory() {
+  std::string dir(4096, '\0');
+  return ::getcwd(dir.data(), dir.size()) != nullptr ? std::string(dir.c_str()) : std::string();
+}
+
+namespace {
+
+// At most model::kMaxScriptBytes of `in` (one byte more, so that a larger
+// script is refused by the parser with its size, not cut short).
+std::string ReadScriptText(std::istream& in) {
+  std::string text(model::kMaxScriptBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  return text;
+}
+
+}  // namespace
+
+SbatchSurroundings LocalSbatchSurroundings() {
+  SbatchSurroundings io;
+  io.read_script = [](const std::string& path) -> Result<std::string> {
+    std::ifstream in(path, std::ios::binary);
+    struct stat st {};
+    if (!in || ::stat(path.c_str(), &st) != 0) {
+      return Error::BadRequest("unreadable_script", "cannot read the script " + path + ": " + std::strerror(errno));
+    }
+    if (S_ISDIR(st.st_mode)) return Error::BadRequest("unreadable_script", path + " is a directory, not a script");
+    return ReadScriptText(in);
+  };
+  io.read_stdin = []() -> Result<std::string> { return ReadScriptText(std::cin); };
+  std::map<std::string, std::string> environment;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string entry = *e;
+    const size_t eq = entry.find('=');
+    if (eq != std::string::npos) environment.emplace(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  io.context.environment = std::move(environment);
+  io.context.directory = CurrentDirectory();
+  io.context.now = std::chrono::time_point_cast<Timestamp::duration>(std::chrono::system_clock::now());
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) == 0) io.context.host = host;
+  return io;
 }
 
 std::vector<std::string> SbatchWarningLines(const std::string& script_name,

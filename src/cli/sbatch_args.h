@@ -47,6 +47,12 @@ const std::vector<model::ExtraOption>& SbatchClientOptions();
 // `args` is filled.
 Result<SbatchRequest> BuildSbatchRequest(const std::vector<std::string>& words, const SbatchSurroundings& io);
 
+// This process's surroundings: the script file, standard input, the
+// environment (--export=ALL), the directory, the host and the time.
+SbatchSurroundings LocalSbatchSurroundings();
+// The directory the client runs in ("" if unknown): SLURM_SUBMIT_DIR.
+std::string CurrentDirectory();
+
 // The lines sbatch prints for `warnings` on stderr, "unisched sbatch:
 // warning: job.sh: line 7: --mail-type=END: ...".
 std::vector<std::string> SbatchWarningLines(const std::string& script_name,

@@ -97,7 +97,7 @@ const std::vector<FlagSpec>& SubmitFlags() {
   return kFlags;
 }
 
-Result<SubmitRequest> BuildSubmitRequest(const ParsedArgs& args) {
+Result<SubmitRequest> BuildSubmitRequest(const ParsedArgs& args, const std::string& submit_dir) {
   if (!args.positionals.empty()) {
     return UsageError("unexpected argument '" + args.positionals.front() + "'; put the command after --");
   }
@@ -166,6 +166,9 @@ Result<SubmitRequest> BuildSubmitRequest(const ParsedArgs& args) {
   }
   // Slurm's --array (1-100:2%10, the cap after '%'), as the API reads it.
   if (auto a = args.Get("array")) body["array"] = {{"indices", *a}};
+  if (!submit_dir.empty() && !body.value("env", json::object()).contains("SLURM_SUBMIT_DIR")) {
+    body["env"]["SLURM_SUBMIT_DIR"] = submit_dir;
+  }
   if (args.Has("hold")) body["hold"] = true;
   if (auto b = args.Get("begin")) {
     auto when =

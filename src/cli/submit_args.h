@@ -29,7 +29,10 @@ const std::vector<FlagSpec>& SubmitFlags();
 // (after "--", or from the first word that is not an option). Defaults are
 // left to the server except workload.kind, which is "hpc". Numeric --feature
 // values become JSON numbers ("gpu_memory_gb=80" -> 80), others strings.
-Result<SubmitRequest> BuildSubmitRequest(const ParsedArgs& args);
+// `submit_dir` (the caller's directory, "" if unknown) goes to the job as
+// SLURM_SUBMIT_DIR unless --env sets it, as sbatch sends it: a relative -o
+// lands there when the cluster has no output directory.
+Result<SubmitRequest> BuildSubmitRequest(const ParsedArgs& args, const std::string& submit_dir = "");
 
 // ParseArgs(args, SubmitFlags(), true) followed by BuildSubmitRequest.
 Result<SubmitRequest> ParseSubmit(const std::vector<std::string>& args);

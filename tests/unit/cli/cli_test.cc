@@ -103,6 +103,13 @@ TEST(SubmitArgsTest, WaitAndIdempotencyKeyAreNotPartOfTheBody) {
   EXPECT_TRUE(req->wait);
   EXPECT_EQ(req->idempotency_key, "run-7");
   EXPECT_EQ(req->body, json({{"workload", {{"kind", "hpc"}}}, {"command", {"true"}}}));
+  // The submit directory goes along as sbatch sends it, unless --env sets it.
+  auto parsed = ParseArgs({"--", "true"}, SubmitFlags(), true);
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(BuildSubmitRequest(*parsed, "/home/alice")->body["env"], json({{"SLURM_SUBMIT_DIR", "/home/alice"}}));
+  auto own = ParseArgs({"--env", "SLURM_SUBMIT_DIR=/x", "--", "true"}, SubmitFlags(), true);
+  ASSERT_TRUE(own.ok());
+  EXPECT_EQ(BuildSubmitRequest(*own, "/home/alice")->body["env"], json({{"SLURM_SUBMIT_DIR", "/x"}}));
 }
 
 TEST(SubmitArgsTest, RejectsBadArgumentsAsUsageErrors) {
