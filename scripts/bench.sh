@@ -25,7 +25,7 @@ E2E_CONNECTIONS=${E2E_CONNECTIONS:-16}
 LATENCY_RUNS=${LATENCY_RUNS:-200}
 
 for bin in "$BUILD/unisched" "$BUILD/unisched-bench" "$BUILD/unisched-cycle-bench" "$BUILD/unisched-ledger-bench" \
-  "$BUILD/unisched-array-bench" \
+  "$BUILD/unisched-array-bench" "$BUILD/unisched-pass-bench" \
   "$BUILD/unisched-agents-bench" "$BUILD/unisched-sandbox-bench" "$BUILD/unisched-spawn-floor" "$BUILD/unisched-stage-bench"; do
   [[ -x $bin ]] || { echo "bench: $bin is missing; build first (make build)" >&2; exit 1; }
 done
@@ -357,6 +357,12 @@ if section cycle; then
 echo "== cycle: one scheduling cycle, 10,000 nodes, 100,000 pending jobs"
 "$BUILD/unisched-cycle-bench" --runs "${CYCLE_RUNS:-7}" || status=1
 [[ -n ${BENCH_JSON:-} ]] && "$BUILD/unisched-cycle-bench" --runs "${CYCLE_RUNS:-7}" >>"$BENCH_JSON"
+echo
+# The daemon's passes (BuildCycleSnapshot, KeptOrder, Decide): a tick's full
+# pass, and an event pass at the default depth of 1,000 for three queue
+# lengths (it must not grow with them).
+echo "== passes: the daemon's full and event passes, 10,000 nodes, 25,000 / 100,000 / 200,000 pending"
+"$BUILD/unisched-pass-bench" --runs "${CYCLE_RUNS:-7}" | tee -a "${BENCH_JSON:-/dev/null}" || status=1
 echo
 fi
 

@@ -139,7 +139,7 @@ ChangeClass ClassifyDifference(const ConfigDifference& d) {
   // storage: each launch reads the shared file systems of the version in force.
   if (top == "routing" || top == "projects" || top == "users" || top == "baseline" || top == "storage" ||
       StartsWith(path, "alerts.rules") || path == "scheduler.fairshare_gpu_weight" ||
-      path == "scheduler.kill_invalid_dependency") {
+      path == "scheduler.kill_invalid_dependency" || path == "scheduler.event_pass_depth") {
     return {ChangeScope::kLive, ""};
   }
   if (path == "alerts" && (d.before == kAbsent || d.after == kAbsent)) {

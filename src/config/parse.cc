@@ -152,11 +152,13 @@ void ParseStore(const YAML::Node& node, Errors& errors, StoreSettings& out) {
 // The scheduler section holds cluster-wide policy settings; they live in the
 // ClusterSpec so that the scheduler and the simulator read one struct.
 void ParseScheduler(const YAML::Node& node, Errors& errors, model::ClusterSpec& out) {
-  MapReader m(node, "scheduler", {"fairshare_half_life_hours", "fairshare_gpu_weight", "kill_invalid_dependency"},
+  MapReader m(node, "scheduler",
+              {"fairshare_half_life_hours", "fairshare_gpu_weight", "kill_invalid_dependency", "event_pass_depth"},
               errors);
   m.Read("fairshare_half_life_hours", out.fairshare_half_life_hours);
   m.Read("fairshare_gpu_weight", out.fairshare_gpu_weight);
   m.Read("kill_invalid_dependency", out.kill_invalid_dependency);
+  m.Read("event_pass_depth", out.event_pass_depth);
 }
 
 void ParseExecutor(const YAML::Node& node, Errors& errors, ExecutorSettings& out) {

@@ -286,6 +286,8 @@ void ValidateScheduler(const model::ClusterSpec& cluster, Errors& errors) {
            "usage must lose weight over some time");
   NonNegative(errors, "scheduler.fairshare_gpu_weight", cluster.fairshare_gpu_weight,
               "0 charges GPU time nothing beyond its CPUs");
+  NonNegative(errors, "scheduler.event_pass_depth", cluster.event_pass_depth,
+              "0 makes every pass rank and explain the whole queue");
 }
 
 // Each limit that is set must be > 0: a limit of 0 would let no job run,

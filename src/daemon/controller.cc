@@ -265,11 +265,12 @@ void Controller::Loop() {
   const auto tick =
       std::chrono::milliseconds(static_cast<int64_t>(current_config().server.scheduler_tick_seconds * 1000));
   auto next_tick = SteadyClock::now() + tick;
-  // A cycle costs time linear in the pending jobs. To keep the control thread
-  // responsive with a deep backlog, a cycle may start only once the time since
-  // the previous one is at least kCycleSpacing times that cycle's duration: at
-  // most 1/(1+kCycleSpacing) of the thread goes to cycles. A short queue
-  // (cycles of microseconds) is never delayed noticeably.
+  // A full pass costs time linear in the pending jobs (an event pass does
+  // not: kept_order.h). To keep the control thread responsive with a deep
+  // backlog, a cycle may start only once the time since the previous one is
+  // at least kCycleSpacing times that cycle's duration: at most
+  // 1/(1+kCycleSpacing) of the thread goes to cycles. A short queue (cycles
+  // of microseconds) is never delayed noticeably.
   constexpr int kCycleSpacing = 3;
   SteadyClock::time_point next_cycle_allowed = SteadyClock::now();
   while (true) {
@@ -287,6 +288,7 @@ void Controller::Loop() {
     if (SteadyClock::now() >= next_tick) {
       next_tick = SteadyClock::now() + tick;
       need_cycle_ = true;  // refresh pending reasons even when nothing happened
+      need_full_pass_ = true;
       if (now >= next_retention_sweep_) SweepRetention(batch, now);
       CheckHeartbeats(batch, now);
       node_book_.SaveIdleTimes(batch);
@@ -299,7 +301,7 @@ void Controller::Loop() {
     if (jobs_.TakeWantsCycle()) need_cycle_ = true;
     if (need_cycle_ && SteadyClock::now() >= next_cycle_allowed) {
       const auto started = SteadyClock::now();
-      RunCycle(batch, now);
+      RunCycle(batch, now, need_full_pass_);
       const auto finished = SteadyClock::now();
       next_cycle_allowed = finished + kCycleSpacing * (finished - started);
     }
@@ -314,10 +316,9 @@ void Controller::Loop() {
   }
 }
 
-void Controller::RunCycle(Batch& batch, Timestamp now) {
+void Controller::RunCycle(Batch& batch, Timestamp now, bool full) {
   need_cycle_ = false;
-  accounting_.AccrueFairshare(jobs_.active(), batch, now);
-  accounting_.RefreshBudgets(now);
+  for (model::JobId id : jobs_.TakeChanged()) kept_order_.NoteChanged(id);
   size_t pending_jobs = 0;
   for (const auto& [key, count] : jobs_.counts()) {
     if (std::get<0>(key) == JobState::kPending) pending_jobs += static_cast<size_t>(std::max<int64_t>(count, 0));
@@ -329,8 +330,30 @@ void Controller::RunCycle(Batch& batch, Timestamp now) {
     scheduler_ = scheduler::Scheduler(scheduler::SchedulerConfig::From(config.cluster));
     scheduler_built_from_ = &config;
   }
+  // An event pass (kept_order.h) needs a full pass's order under this
+  // config, a queue deeper than it looks, and fewer changes since that
+  // full pass than a few depths (a burst of submissions is ranked whole).
+  const auto depth = static_cast<size_t>(std::max(0, config.cluster.event_pass_depth));
+  const bool event_pass = !full && depth > 0 && kept_order_.built() && kept_order_for_ == &config &&
+                          pending_jobs > depth && kept_order_.changed() <= 4 * depth;
+  if (!event_pass) need_full_pass_ = false;
+  if (!event_pass) {
+    // Fair-share usage accrues by the time since the last accrual, so
+    // leaving it to the full passes loses nothing.
+    accounting_.AccrueFairshare(jobs_.active(), batch, now);
+  }
+  accounting_.RefreshBudgets(now);
   CycleState state{jobs_.active(), node_book_.nodes(), accounting_.fairshare(), accounting_.BudgetUse(), sandbox_holds_,
                    reservations_,  pending_jobs};
+  std::vector<const model::Job*> candidates;
+  if (event_pass) {
+    std::vector<model::JobId> reserved;
+    reserved.reserve(reservations_.size());
+    for (const auto& [id, r] : reservations_) reserved.push_back(id);
+    candidates = kept_order_.Candidates(jobs_.active(), depth, reserved);
+    state.candidates = &candidates;
+    state.most_tasks = static_cast<int64_t>(depth);
+  }
   if (std::any_of(config.cluster.pools.begin(), config.cluster.pools.end(),
                   [](const model::PoolSpec& pool) { return pool.predict_run_times; })) {
     RunTimeBook& run_times = jobs_.run_times();
@@ -350,8 +373,18 @@ void Controller::RunCycle(Batch& batch, Timestamp now) {
   state.ended_state = [&dependencies](model::JobId id) { return dependencies.EndedState(id); };
   state.ended_array = [&dependencies](model::JobId id) { return dependencies.EndedArray(id); };
   CycleSnapshot built = BuildCycleSnapshot(config, state, now);
-  dependencies.Prune();
+  // What the book keeps is what the last full pass asked for.
+  if (!event_pass) dependencies.Prune();
   scheduler::Snapshot& snapshot = built.snapshot;
+  if (event_pass) {
+    // The running jobs are those the last full pass showed, lent (kept_order.h).
+    kept_order_.Lend(snapshot, jobs_.active(), [&](const model::Job& job) {
+      return SnapshotOfRunning(config, job, now, state.run_times ? state.run_times->PredictionFor(job) : 0);
+    });
+  }
+  snapshot.explain = !event_pass;
+  snapshot.max_considered = event_pass ? static_cast<int>(depth) : 0;
+  snapshot.return_order = !event_pass && depth > 0;
   auto& held_back = built.held_back;
   for (auto& [id, why] : built.never_satisfied) {
     if (config.cluster.kill_invalid_dependency) {
@@ -366,14 +399,30 @@ void Controller::RunCycle(Batch& batch, Timestamp now) {
   if (!snapshot.pending.empty()) {
     const auto started = std::chrono::steady_clock::now();
     plan = scheduler_.Decide(snapshot, now);
-    metrics_.ObserveCycle(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-    for (const auto& start : plan.starts) jobs_.StartAttempt(batch, start.job, start.allocation, now);
-    for (const auto& preemption : plan.preemptions) jobs_.Preempt(batch, preemption);
+    metrics_.ObserveCycle(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
+                          !event_pass);
+  }
+  if (!event_pass && depth > 0) {
+    kept_order_.Rebuild(built.offered_from, plan.order);
+    kept_order_for_ = &config;
+  }
+  if (event_pass || depth > 0) kept_order_.TakeBack(snapshot);
+  for (const auto& start : plan.starts) {
+    jobs_.StartAttempt(batch, start.job, start.allocation, now);
+    kept_order_.NoteStarted(start.job);
+  }
+  for (const auto& preemption : plan.preemptions) jobs_.Preempt(batch, preemption);
+  if (event_pass) {
+    // It looked at the head of the queue only: the reservations of jobs
+    // behind it stand (conservative pools hold them), those it made
+    // replace theirs, and the jobs it started hold none. The views keep
+    // the last full pass's reasons until the next one.
+    for (auto& r : plan.reservations) reservations_.insert_or_assign(r.job, std::move(r));
+    for (const auto& start : plan.starts) reservations_.erase(start.job);
+    return;
   }
   reservations_.clear();
   for (auto& r : plan.reservations) reservations_.emplace(r.job, std::move(r));
-  // An array's reason is its first waiting task's, unless it is held back
-  // as a whole (its cap, its dependency).
   // An array's reason is its first offered task's while that task waits
   // (Resources, a quota, ...); else what held the array back (its cap).
   if (!built.first_offered_task.empty()) {

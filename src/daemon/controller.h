@@ -33,6 +33,7 @@
 #include "daemon/batch.h"
 #include "daemon/cycle_snapshot.h"
 #include "daemon/job_lifecycle.h"
+#include "daemon/kept_order.h"
 #include "daemon/node_book.h"
 #include "daemon/notifier.h"
 #include "daemon/step_book.h"
@@ -117,7 +118,9 @@ class Controller final : public service::ControlPlane, public service::StepPlane
 
   void Post(Command command);
   void Loop();
-  void RunCycle(Batch& batch, Timestamp now);
+  // A full pass ranks and explains every pending job; otherwise, with a
+  // deep queue, an event pass looks at its head (kept_order.h).
+  void RunCycle(Batch& batch, Timestamp now, bool full);
   void Commit(Batch& batch);
   void Publish();
   void SweepRetention(Batch& batch, Timestamp now);
@@ -174,6 +177,11 @@ class Controller final : public service::ControlPlane, public service::StepPlane
   // From the last cycle; shared with the published views.
   std::shared_ptr<const service::PendingInfoMap> pending_ = std::make_shared<service::PendingInfoMap>();
   bool need_cycle_ = true;
+  bool need_full_pass_ = true;  // set by each tick
+  // The order of the last full pass, for the event passes until the next;
+  // and the config version it was made under.
+  KeptOrder kept_order_;
+  const config::Config* kept_order_for_ = nullptr;
   Timestamp next_retention_sweep_{};
   std::atomic<int64_t> ledger_discrepancies_{0};
   std::optional<Timestamp> last_store_error_;

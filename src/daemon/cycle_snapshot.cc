@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 #include <string_view>
+#include <unordered_map>
 
 #include "unisched/policy/dependency.h"
 
@@ -129,19 +131,28 @@ CycleSnapshot BuildCycleSnapshot(const config::Config& config, const CycleState&
   snapshot.budget_use = state.budget_use;
   snapshot.nodes = state.nodes;
   // Fairshare factors only for the (project, user) pairs of jobs in queues
-  // that weigh fairshare, each computed once.
+  // that weigh fairshare, each computed once. Asked for every job (tens of
+  // thousands running): the queue's weight and the pairs already done are
+  // looked up by views, without copying a name.
+  std::unordered_map<std::string_view, bool> weighs_fairshare;
+  std::set<std::pair<std::string_view, std::string_view>> fairshare_done;
   auto add_fairshare = [&](const Job& job) {
-    const model::QueueSpec* queue = config.cluster.FindQueue(job.queue);
-    if (!queue || queue->policy.Weights().fairshare <= 0) return;
-    auto key = std::make_pair(job.project, job.user);
-    if (snapshot.fairshare.count(key)) return;
+    auto [weighs, fresh] = weighs_fairshare.try_emplace(job.queue, false);
+    if (fresh) {
+      const model::QueueSpec* queue = config.cluster.FindQueue(job.queue);
+      weighs->second = queue && queue->policy.Weights().fairshare > 0;
+    }
+    if (!weighs->second || !fairshare_done.emplace(job.project, job.user).second) return;
     snapshot.fairshare.emplace(
-        key, policy::FairshareFactor(state.fairshare_usage, config.cluster.projects, job.project, job.user));
+        std::make_pair(job.project, job.user),
+        policy::FairshareFactor(state.fairshare_usage, config.cluster.projects, job.project, job.user));
   };
   // Sized once: with a deep backlog the vector holds 100,000 jobs and its
   // regrowth (copies and fresh pages) cost more than filling it.
-  snapshot.pending.reserve(state.pending_hint);
+  snapshot.pending.reserve(state.candidates ? state.candidates->size() : state.pending_hint);
+  out.offered_from.reserve(snapshot.pending.capacity());
   auto offer_one = [&](const Job& job) -> scheduler::PendingJob& {
+    out.offered_from.push_back(&job);
     scheduler::PendingJob& p = snapshot.pending.emplace_back();
     static_cast<scheduler::JobFacts&>(p) = scheduler::FactsOf(job);
     if (state.run_times) p.predicted_run_seconds = state.run_times->PredictionFor(job);
@@ -182,6 +193,9 @@ CycleSnapshot BuildCycleSnapshot(const config::Config& config, const CycleState&
     if (array.max_running > 0) {
       room = std::min(room, std::max<int64_t>(0, array.max_running - array.ActiveTasks()));
     }
+    // An event pass looks at the first few jobs of the queue; an array's
+    // tasks are in index order there, so its first few are enough.
+    if (state.most_tasks > 0) room = std::min(room, state.most_tasks);
     if (job.dependency.HasAfterCorr()) {
       OfferCorrespondingTasks(job, room, state, out, offer_task);
       return;
@@ -203,9 +217,11 @@ CycleSnapshot BuildCycleSnapshot(const config::Config& config, const CycleState&
   // Active arrays by their first task's id, for dependencies on tasks: a
   // task that has not started has no job of its own (afterok:123_7 names
   // it by its id).
+  // Looked up only for a dependency on a job that is not active: built on
+  // the first such look.
   std::map<model::JobId, const Job*> arrays;
-  for (const auto& [id, job] : state.active) {
-    if (job.array) arrays.emplace(job.array->first_task_id, &job);
+  bool arrays_built = false;
+  auto consider = [&](model::JobId id, const Job& job) {
     if (job.state == JobState::kPending && job.eligible_at && *job.eligible_at > now) {
       // Never started nor waiting out a retry: its --begin (begin_at).
       const bool retrying =
@@ -214,14 +230,14 @@ CycleSnapshot BuildCycleSnapshot(const config::Config& config, const CycleState&
         out.held_back.emplace_back(
             id, HeldBackInfo(job.pool, "BeginTime",
                              "not to start before " + FormatRfc3339(*job.eligible_at) + " (--begin)"));
-        continue;
+        return;
       }
       const bool launch = job.state_reason == "LaunchRetry";
       out.held_back.emplace_back(
           id, HeldBackInfo(job.pool, launch ? "LaunchRetry" : "Retry",
                            std::string(launch ? "waiting to retry the launch until " : "waiting to retry until ") +
                                FormatRfc3339(*job.eligible_at) + " (" + job.state_reason + ")"));
-      continue;
+      return;
     }
     if (job.state == JobState::kPending) {
       // A dependency is met once, before the first start: a requeued job
@@ -229,7 +245,7 @@ CycleSnapshot BuildCycleSnapshot(const config::Config& config, const CycleState&
       if (!job.dependency.empty() && job.attempts.empty()) {
         dependent.push_back(&job);
         any_singleton = any_singleton || job.dependency.HasSingleton();
-        continue;
+        return;
       }
       offer(job);
     } else if (job.state == JobState::kRunning && !job.array) {  // a parent runs nothing itself
@@ -237,6 +253,11 @@ CycleSnapshot BuildCycleSnapshot(const config::Config& config, const CycleState&
           SnapshotOfRunning(config, job, now, state.run_times ? state.run_times->PredictionFor(job) : 0));
       add_fairshare(job);  // a running job's priority decides whether it may be preempted
     }
+  };
+  if (state.candidates) {
+    for (const Job* job : *state.candidates) consider(job->id, *job);
+  } else {
+    for (const auto& [id, job] : state.active) consider(id, job);
   }
   if (!dependent.empty()) {
     // The earliest active (pending, held or running) job per user and name:
@@ -248,6 +269,12 @@ CycleSnapshot BuildCycleSnapshot(const config::Config& config, const CycleState&
     }
     const policy::JobStateLookup state_of = [&](model::JobId id) -> std::optional<JobState> {
       if (auto it = state.active.find(id); it != state.active.end()) return it->second.state;
+      if (!arrays_built) {
+        for (const auto& [active_id, job] : state.active) {
+          if (job.array) arrays.emplace(job.array->first_task_id, &job);
+        }
+        arrays_built = true;
+      }
       if (auto after = arrays.upper_bound(id); after != arrays.begin()) {
         const Job& parent = *std::prev(after)->second;
         const model::JobArray& array = *parent.array;

@@ -42,6 +42,12 @@ struct CycleState {
   // The array of a job that is not active (DependencyBook::EndedArray), for
   // aftercorr; unset: none.
   std::function<std::optional<model::JobArray>(model::JobId)> ended_array{};
+  // An event pass (docs/scheduling-cycle.md): only these PENDING jobs are
+  // offered, and no running job is shown (the controller lends the kept
+  // ones: KeptOrder), instead of every active job; an array offers at most
+  // `most_tasks` of its waiting tasks (0: as many as it may run).
+  const std::vector<const model::Job*>* candidates = nullptr;
+  int64_t most_tasks = 0;
 };
 
 struct CycleSnapshot {
@@ -58,6 +64,9 @@ struct CycleSnapshot {
   // id). An array's own pending reason is that task's, as squeue shows
   // an array's waiting tasks with the reason of the first.
   std::vector<std::pair<model::JobId, model::JobId>> first_offered_task;
+  // The job each of snapshot.pending came from (an array's task: the
+  // array), index for index.
+  std::vector<const model::Job*> offered_from;
 };
 
 // The pending reason of a job held back: one reason, in `pool`.

@@ -107,7 +107,7 @@ void JobLifecycle::ArrayTaskEnded(Batch& batch, const Job& task) {
   Job& parent = parent_it->second;
   model::JobArray& array = *parent.array;
   ++(task.state == JobState::kCompleted ? array.tasks_completed : array.tasks_failed);
-  wants_cycle_ = true;  // a task under max_running may start now
+  Changed(parent.id);  // a task under max_running may start now
   EndArrayIfDone(batch, parent);
 }
 

@@ -79,7 +79,7 @@ void JobLifecycle::Admit(Job job) {
     ++array_parents_changes_;
   }
   active_.emplace(id, std::move(job));
-  wants_cycle_ = true;
+  Changed(id);
 }
 
 void JobLifecycle::StartAttempt(Batch& batch, model::JobId id, const model::Allocation& allocation, Timestamp now) {
@@ -244,7 +244,7 @@ void JobLifecycle::FinishPreemption(Batch& batch, Job& job, model::Attempt& atte
   job.requeue_requested = false;  // preempted first: its queue's preempt_action decides
   job.stop_requested_at.reset();
   job.preempted_by.push_back(preemptor);
-  wants_cycle_ = true;
+  Changed(job.id);
   if (requeue) {
     job.exit_code.reset();
     job.started_at.reset();
@@ -279,7 +279,7 @@ void JobLifecycle::FinishRequeue(Batch& batch, Job& job, model::Attempt& attempt
   job.exit_code.reset();
   job.started_at.reset();
   job.ended_at.reset();
-  wants_cycle_ = true;
+  Changed(job.id);
   Transition(batch, job, JobState::kPending, "Requeued", "requeued",
              "requeued: attempt " + std::to_string(attempt.number) + " stopped; back to PENDING for attempt " +
                  std::to_string(attempt.number + 1));
@@ -400,7 +400,7 @@ bool JobLifecycle::RequeueForRetry(Batch& batch, Job& job, JobState ended, Times
   if (retry.eligible_at > now) job.eligible_at = retry.eligible_at;
   Transition(batch, job, JobState::kPending, retry.state_reason, "requeued", retry.message);
   spdlog::info("job {}: {}", job.id, retry.message);
-  wants_cycle_ = true;
+  Changed(job.id);
   return true;
 }
 
@@ -483,7 +483,7 @@ void JobLifecycle::ApplyControl(Batch& batch, model::JobId id, JobAction action,
       }
       Transition(batch, job, JobState::kPending, "", "released", "released by " + actor);
       reply_after_commit(job);
-      wants_cycle_ = true;
+      Changed(job.id);
       return;
   }
 }
@@ -514,7 +514,7 @@ void JobLifecycle::ApplyUpdate(Batch& batch, model::JobId id, const service::Con
         return t.AppendEvent(copy.id, event);
       });
   batch.after_commit.push_back([done, copy = job] { done(copy); });
-  wants_cycle_ = true;
+  Changed(id);
 }
 
 void JobLifecycle::FailJobsOnNode(Batch& batch, const std::string& node, const std::string& why, Timestamp now) {

@@ -134,6 +134,11 @@ class JobLifecycle {
   }
   // Whether a change since the last call may let a pending job start.
   bool TakeWantsCycle() { return std::exchange(wants_cycle_, false); }
+  // Jobs that since the last call may wait in a new place in their queue:
+  // submitted, requeued, released, updated, or an array whose task ended
+  // (a task slot is free). The controller's event passes offer them beside
+  // the head of the queue (KeptOrder).
+  std::vector<model::JobId> TakeChanged() { return std::exchange(changed_, {}); }
 
  private:
   // Arrays (job_arrays.cc, docs/arrays.md). The plan started `task_id`, a
@@ -230,6 +235,12 @@ class JobLifecycle {
   JobCounts job_counts_;
   policy::QuotaTally running_usage_;
   bool wants_cycle_ = false;
+  std::vector<model::JobId> changed_;  // TakeChanged
+  // A pending job changed its place: a cycle is due, and event passes offer it.
+  void Changed(model::JobId id) {
+    changed_.push_back(id);
+    wants_cycle_ = true;
+  }
   RunTimeBook run_times_;
   DependencyBook dependencies_;
   mutable std::map<std::pair<std::string, std::string>, int64_t> unix_ids_;  // (kind, name) -> id

@@ -59,6 +59,13 @@ struct Metrics::Impl {
                                                          .Name("unisched_scheduler_cycle_seconds")
                                                          .Help("Duration of one scheduling cycle in seconds.")
                                                          .Register(*registry);
+  prometheus::Family<prometheus::Counter>& passes =
+      prometheus::BuildCounter()
+          .Name("unisched_scheduler_passes_total")
+          .Help(
+              "Scheduling cycles by pass: full (every pending job ranked and explained) or event (the head of "
+              "the queue only).")
+          .Register(*registry);
   prometheus::Family<prometheus::Histogram>& http =
       prometheus::BuildHistogram()
           .Name("unisched_http_request_duration_seconds")
@@ -197,6 +204,8 @@ struct Metrics::Impl {
   // The unlabelled histograms have exactly one series; create it up front so
   // the exposition shows it (with zero counts) before the first observation.
   prometheus::Histogram& cycle_series = cycle.Add({}, latency_buckets);
+  prometheus::Counter& full_passes = passes.Add({{"pass", "full"}});
+  prometheus::Counter& event_passes = passes.Add({{"pass", "event"}});
   prometheus::Histogram& commit_series = commit.Add({}, latency_buckets);
   prometheus::Histogram& batch_series = batch.Add({}, batch_buckets);
 
@@ -272,8 +281,9 @@ void Metrics::CountSubmission(const std::string& queue) {
   series->Increment();
 }
 
-void Metrics::ObserveCycle(double seconds) {
+void Metrics::ObserveCycle(double seconds, bool full) {
   impl_->cycle_series.Observe(seconds);
+  (full ? impl_->full_passes : impl_->event_passes).Increment();
 }
 
 void Metrics::ObserveHttp(const std::string& route, const std::string& method, int code, double seconds) {

@@ -268,6 +268,18 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
   // admitted job starts with no allocation here; where it runs is the
   // backend's choice, so there is nothing to fit, reserve or preempt.
   const bool backend_places = pool_ && pool_->PlacedByBackend();
+  const size_t max_considered = static_cast<size_t>(std::max(0, state_.snapshot.max_considered));
+  // The walk stops before `position`: the jobs it did not reach stay
+  // pending, in the order they would have been taken (Plan::order).
+  auto leave_the_rest = [&](size_t position) {
+    if (!state_.snapshot.return_order) return;
+    const PendingJob* first = state_.snapshot.pending.data();
+    for (size_t rest = position; rest < ranked.size(); ++rest) {
+      plan_.order.push_back(static_cast<uint32_t>(ranked[rest].job - first));
+    }
+    if (order)
+      plan_.order.insert(plan_.order.end(), order->begin() + static_cast<std::ptrdiff_t>(next_in_order), order->end());
+  };
   int waiting_ahead = 0;      // jobs of this pool ordered before the current one that stay pending
   bool pool_blocked = false;  // fcfs: a job ahead could not start
   int reservations = 0;
@@ -277,9 +289,17 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
     // the jobs behind it, the pass is over.
     if (pool_blocked && !explain) {
       if (order) plan_.report.passed_over += static_cast<int>(order->size() - next_in_order);
+      leave_the_rest(position);
       break;
     }
     if (position >= ranked.size() && !take_next()) break;
+    // The depth of an event pass: the jobs behind it are not looked at.
+    if (max_considered > 0 && position >= max_considered) {
+      plan_.report.passed_over += static_cast<int>(ranked.size() - position);
+      if (order) plan_.report.passed_over += static_cast<int>(order->size() - next_in_order);
+      leave_the_rest(position);
+      break;
+    }
     // In priority order the jobs and their factors are scattered in memory
     // (they were ranked in the snapshot's order): fetch a few ahead, as
     // take_next does, so that each visit does not wait for memory.
@@ -298,6 +318,9 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
       if (predicts_) info.predicted_run_seconds = job.predicted_run_seconds;
     }
     auto keep_pending = [&](model::PendingInfo& pending) {
+      if (state_.snapshot.return_order) {
+        plan_.order.push_back(static_cast<uint32_t>(entry.job - state_.snapshot.pending.data()));
+      }
       if (explain) {
         pending.jobs_ahead = waiting_ahead;
         pending.pool = pool_name_shared;

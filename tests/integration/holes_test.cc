@@ -82,14 +82,6 @@ std::string StatusLine(const std::string& response) {
   return response.substr(0, response.find("\r\n"));
 }
 
-// The value of a series of /metrics (0 when absent).
-double Metric(TestDaemon& d, const std::string& series) {
-  const std::string text = d.Call("GET", "/metrics").body;
-  const size_t at = text.find("\n" + series + " ");
-  if (at == std::string::npos) return 0;
-  return std::stod(text.substr(at + series.size() + 2));
-}
-
 class HttpDetailsTest : public SharedDaemonTest {};
 
 TEST_F(HttpDetailsTest, HeadIsAGetWithoutItsBody) {
@@ -191,7 +183,7 @@ TEST(ConnectionCapTest, ConnectionsBeyondTheCapsAre503) {
     if (StatusLine(served) == "HTTP/1.1 200 OK") break;
   }
   EXPECT_EQ(StatusLine(served), "HTTP/1.1 200 OK") << served;
-  EXPECT_GE(Metric(d, R"(unisched_http_connections_refused_total{limit="per_client"})"), 1);
+  EXPECT_GE(d.Metric(R"(unisched_http_connections_refused_total{limit="per_client"})"), 1);
 }
 
 // The attack of issue 15: under a 1,024 open-file limit, more idle
@@ -233,7 +225,7 @@ TEST(DescriptorFloodTest, IdleConnectionsCannotFailJobs) {
     EXPECT_EQ(job["state"], "COMPLETED") << job.dump();
   }
   EXPECT_GE(held, static_cast<size_t>(kFlood / 2));
-  EXPECT_GE(Metric(d, R"(unisched_http_connections_refused_total{limit="total"})"), 1);
+  EXPECT_GE(d.Metric(R"(unisched_http_connections_refused_total{limit="total"})"), 1);
 }
 
 // Requests without a valid token write no audit record each: they are
@@ -252,8 +244,8 @@ TEST(UnauthenticatedAuditTest, RefusedRequestsAreTalliedNotWrittenOneByOne) {
     EXPECT_EQ(d.Call("POST", "/v1/jobs", "{}", {}, &bad_token).status, 401);
   }
   EXPECT_EQ(audit_rows().size(), before) << "a refused request wrote a record of its own";
-  EXPECT_EQ(Metric(d, R"(unisched_http_unauthenticated_requests_total{reason="missing"})"), kEach);
-  EXPECT_EQ(Metric(d, R"(unisched_http_unauthenticated_requests_total{reason="invalid"})"), kEach);
+  EXPECT_EQ(d.Metric(R"(unisched_http_unauthenticated_requests_total{reason="missing"})"), kEach);
+  EXPECT_EQ(d.Metric(R"(unisched_http_unauthenticated_requests_total{reason="invalid"})"), kEach);
   // A clean stop writes the minute's tally (one record per address and minute).
   d.Stop();
   d.Start();

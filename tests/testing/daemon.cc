@@ -253,6 +253,13 @@ nlohmann::json TestDaemon::WaitJob(const std::string& id, const std::function<bo
   return job;
 }
 
+double TestDaemon::Metric(const std::string& series) {
+  const std::string text = Call("GET", "/metrics").body;
+  const size_t at = text.find("\n" + series + " ");
+  if (at == std::string::npos) return 0;
+  return std::stod(text.substr(at + series.size() + 2));
+}
+
 bool TestDaemon::WaitNodes(const std::string& state, std::chrono::seconds limit) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < deadline) {

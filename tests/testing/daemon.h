@@ -77,6 +77,9 @@ class TestDaemon {
                          std::chrono::seconds deadline = std::chrono::seconds(30));
   // Polls GET /v1/nodes until every node is `state` (or the deadline).
   bool WaitNodes(const std::string& state, std::chrono::seconds deadline = std::chrono::seconds(60));
+  // The value of one series of /metrics, named with its labels as exposed
+  // (`name{label="value"}`); 0 when absent.
+  double Metric(const std::string& series);
   // Creates a user with a token; returns the token.
   std::string CreateUser(const std::string& name, const std::string& role, const std::vector<std::string>& projects,
                          const std::vector<std::string>& queues = {});

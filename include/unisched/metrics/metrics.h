@@ -24,8 +24,10 @@ class Metrics {
   void SetJobs(const std::string& state, const std::string& queue, const std::string& pool, double count);
   // unisched_job_submissions_total{queue}: accepted submissions (counter).
   void CountSubmission(const std::string& queue);
-  // unisched_scheduler_cycle_seconds: duration of one scheduling cycle (histogram).
-  void ObserveCycle(double seconds);
+  // unisched_scheduler_cycle_seconds: duration of one scheduling cycle
+  // (histogram); unisched_scheduler_passes_total{pass}: cycles by pass,
+  // full or event (counter).
+  void ObserveCycle(double seconds, bool full = true);
   // unisched_http_request_duration_seconds{route,method,code} (histogram).
   // route is the route template ("/v1/jobs/{id}"), never the raw path.
   void ObserveHttp(const std::string& route, const std::string& method, int code, double seconds);

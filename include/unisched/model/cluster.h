@@ -244,6 +244,12 @@ struct ClusterSpec {
   // DependencyNeverSatisfied (Slurm's kill_invalid_depend, inverted default
   // there; docs/dependencies.md).
   bool kill_invalid_dependency = true;
+  // A pass woken by an event (a submission, an end) between ticks looks at
+  // the first this many jobs of each pool's queue, plus the jobs that
+  // changed since the tick's full pass (Slurm's default_queue_depth); 0:
+  // every pass ranks and explains the whole queue. Below this many pending
+  // jobs every pass is full (docs/scheduling-cycle.md).
+  int event_pass_depth = 1000;
 
   const PoolSpec* FindPool(std::string_view name) const;
   const QueueSpec* FindQueue(std::string_view name) const;

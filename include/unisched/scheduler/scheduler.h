@@ -123,6 +123,15 @@ struct Snapshot {
   // FCFS pool's walk stops at its first blocked job, so a pass costs what it
   // starts, not the queue behind it (docs/scheduling-cycle.md).
   std::vector<uint32_t> pending_order{};
+  // At most this many jobs of each pool are looked at (0: every one): the
+  // walk stops there and the rest stay as they are (no reasons, no
+  // reservations). The daemon's event passes (docs/scheduling-cycle.md,
+  // "Full passes and event passes") offer the head of the queue and stop
+  // at this depth, as Slurm's main loop stops at default_queue_depth.
+  int max_considered = 0;
+  // Fill Plan::order: the daemon keeps the order of a full pass for the
+  // event passes after it.
+  bool return_order = false;
 };
 
 struct Start {
@@ -166,6 +175,10 @@ struct Plan {
   std::vector<Reservation> reservations;
   // Every pending job not started this cycle (when snapshot.explain).
   model::PendingInfos pending;
+  // With Snapshot::return_order: the jobs left pending, as indices into
+  // Snapshot::pending, in the order the walk took them (pools in name
+  // order, each in its priority order), those it never reached last.
+  std::vector<uint32_t> order;
   CycleReport report;
 };
 

@@ -703,5 +703,85 @@ TEST(SchedulerPropertyTest, AKeptOrderPlansAsTheRanking) {
   EXPECT_GT(passed_over_pools, 0);
 }
 
+// The daemon's event pass (docs/scheduling-cycle.md, "Full passes and event
+// passes"): after a full pass, with room freed, a pass over the head of each
+// pool's order as the full pass left it (cut at a depth, with the jobs that
+// hold a reservation) plans as a pass over every pending job cut at that
+// depth: the head holds every job such a pass can reach.
+TEST(SchedulerPropertyTest, AnEventPassOverTheKeptHeadPlansAsOverTheWholeQueue) {
+  int started = 0, cut = 0;
+  for (uint32_t seed = 1; seed <= kSnapshots; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    World w = RandomWorld(seed, {.quotas = seed % 3 != 0});
+    const Scheduler scheduler(SchedulerConfig::From(w.cluster));
+    w.snapshot.return_order = true;
+    const Plan full = scheduler.Decide(w.snapshot, kNow);
+    ASSERT_EQ(full.order.size(), w.snapshot.pending.size() - full.starts.size());
+
+    // What the daemon does next: the starts applied, the reservations handed
+    // back, and some running jobs ended (their room freed).
+    Snapshot after = Applied(w.snapshot, full, kNow);
+    after.return_order = false;
+    after.explain = false;
+    for (auto& job : after.pending) {
+      job.reserved_start.reset();
+      job.reserved_nodes.clear();
+      for (const auto& r : full.reservations) {
+        if (r.job == job.id) {
+          job.reserved_start = r.start;
+          job.reserved_nodes = r.nodes;
+        }
+      }
+    }
+    std::erase_if(after.running, [&](const RunningJob& r) {
+      if (r.id % 3 != seed % 3) return false;
+      for (const auto& share : r.allocation) {
+        for (auto& n : after.nodes) {
+          if (n.spec.name == share.node) n.Apply(share, -1);
+        }
+      }
+      return true;
+    });
+    const int depth = 1 + static_cast<int>(seed % 4);
+    after.max_considered = depth;
+
+    // The head: per pool the first `depth` of the full pass's order, and
+    // every job holding a reservation.
+    Snapshot head = after;
+    head.pending.clear();
+    std::map<std::string, int> taken;
+    std::set<model::JobId> in_head;
+    for (uint32_t index : full.order) {
+      const PendingJob& job = w.snapshot.pending[index];
+      if (taken[job.pool]++ < depth) in_head.insert(job.id);
+    }
+    for (const auto& job : after.pending) {
+      if (in_head.count(job.id) || job.reserved_start) head.pending.push_back(job);
+    }
+    if (head.pending.size() < after.pending.size()) ++cut;
+
+    const Plan whole = scheduler.Decide(after, kNow);
+    const Plan event = scheduler.Decide(head, kNow);
+    ASSERT_EQ(event.starts.size(), whole.starts.size()) << Describe(w, full, kNow);
+    for (size_t i = 0; i < whole.starts.size(); ++i) {
+      EXPECT_EQ(event.starts[i].job, whole.starts[i].job);
+      EXPECT_EQ(event.starts[i].allocation, whole.starts[i].allocation);
+    }
+    ASSERT_EQ(event.preemptions.size(), whole.preemptions.size());
+    for (size_t i = 0; i < whole.preemptions.size(); ++i) {
+      EXPECT_EQ(event.preemptions[i].victim, whole.preemptions[i].victim);
+    }
+    ASSERT_EQ(event.reservations.size(), whole.reservations.size());
+    for (size_t i = 0; i < whole.reservations.size(); ++i) {
+      EXPECT_EQ(event.reservations[i].job, whole.reservations[i].job);
+      EXPECT_EQ(event.reservations[i].start, whole.reservations[i].start);
+    }
+    started += static_cast<int>(whole.starts.size());
+  }
+  // Meaningful only if the passes started jobs and the head was a cut.
+  EXPECT_GT(started, kSnapshots / 4);
+  EXPECT_GT(cut, kSnapshots / 2);
+}
+
 }  // namespace
 }  // namespace unisched::scheduler
