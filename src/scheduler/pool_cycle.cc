@@ -401,8 +401,13 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
     if (!known_failure) {
       const Timestamp end = policy::WindowEnd(now_, Planned(job));
       t = clock();
-      model::FitResult fit =
-          model::Fit(StartableNodes(job.resources, end), job.resources, job.constraints, pool_name_, explain);
+      // A shape explained earlier in the cycle keeps that explanation when
+      // its failure was forgotten (a conservative reservation given back)
+      // and it fails again: explaining costs a fit over the whole pool,
+      // and a deep conservative queue gives back hundreds of reservations.
+      const bool explained = explain && entry.shape != kNoShape && shape_reasons[entry.shape];
+      model::FitResult fit = model::Fit(StartableNodes(job.resources, end), job.resources, job.constraints, pool_name_,
+                                        explain && !explained);
       plan_.report.fit += clock() - t;
       if (fit.allocation) {
         nodes_.Apply(*fit.allocation, +1);
@@ -414,7 +419,9 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
         continue;
       }
       ReasonList reasons;
-      if (explain) {
+      if (explained) {
+        reasons = shape_reasons[entry.shape];
+      } else if (explain) {
         std::vector<model::PendingReason> list = std::move(fit.reasons);
         {
           // Full nodes and nodes held for a reservation were left out of the
