@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "synthetic_cluster.h"
 #include "unisched/scheduler/scheduler.h"
 
 namespace {
@@ -33,45 +34,9 @@ struct Options {
   std::string policy = "all";  // fcfs | easy | conservative | all
 };
 
-std::string NodeName(const char* kind, int i) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "x86-%s-%05d", kind, i);
-  return buf;
-}
-
 model::ClusterSpec MakeCluster(const Options& o, model::BackfillMode mode, int depth) {
-  model::ClusterSpec c;
-  const int gpu_nodes = o.nodes / 5;
-  model::PoolSpec cpu{"cpu-pool", model::PoolKind::kCpu, {}, {}, mode, depth};
-  model::PoolSpec gpu{"gpu-pool", model::PoolKind::kGpu, {}, {}, mode, depth};
-  for (int i = 0; i < o.nodes; ++i) {
-    model::NodeSpec n;
-    const bool is_gpu = i < gpu_nodes;
-    n.name = NodeName(is_gpu ? "c32m512g8-train" : "c64m256-hpc", i);
-    n.pool = is_gpu ? "gpu-pool" : "cpu-pool";
-    n.cpus = is_gpu ? 32 : 64;
-    n.memory_mb = is_gpu ? 524288 : 262144;
-    if (is_gpu) {
-      for (int g = 0; g < 8; ++g) n.gpus.push_back({g, "h100", 80});
-    }
-    (is_gpu ? gpu : cpu).nodes.push_back(n.name);
-    c.nodes.push_back(n);
-  }
-  c.pools = {cpu, gpu};
-  model::QueueSpec hpc{"hpc", "cpu-pool", {}, {}, 0};
-  hpc.policy.type = "fairshare";
-  model::QueueSpec train{"train", "gpu-pool", {}, {}, 0};
-  train.policy.type = "priority-with-quota";
-  train.policy.project_quota.gpus = 2000;
-  c.queues = {hpc, train};
-  for (int p = 0; p < 20; ++p) c.projects.push_back({"project-" + std::to_string(p), 1.0 + p % 3, {}, {}});
-  return c;
+  return bench::SyntheticCluster(o.nodes, mode, depth);
 }
-
-struct Shape {
-  int nodes, cpus, gpus;
-  int64_t memory_mb, walltime;
-};
 
 scheduler::Snapshot MakeSnapshot(const Options& o, const model::ClusterSpec& cluster, unisched::Timestamp now) {
   std::mt19937 rng(o.seed);
@@ -110,21 +75,14 @@ scheduler::Snapshot MakeSnapshot(const Options& o, const model::ClusterSpec& clu
       s.running.push_back(r);
     }
   }
-  const std::vector<Shape> cpu_shapes = {
-      {1, 1, 0, 1024, 600},       {1, 4, 0, 8192, 3600},     {1, 8, 0, 16384, 7200},    {1, 16, 0, 32768, 14400},
-      {1, 32, 0, 65536, 43200},   {1, 64, 0, 131072, 86400}, {2, 64, 0, 131072, 86400}, {4, 64, 0, 131072, 172800},
-      {8, 64, 0, 131072, 259200}, {1, 2, 0, 2048, 1800},     {1, 12, 0, 24576, 21600},  {16, 64, 0, 131072, 259200},
-  };
-  const std::vector<Shape> gpu_shapes = {
-      {1, 4, 1, 65536, 3600},     {1, 8, 2, 131072, 14400},   {1, 16, 4, 262144, 43200}, {1, 32, 8, 524288, 86400},
-      {2, 32, 8, 524288, 172800}, {4, 32, 8, 524288, 259200}, {1, 4, 1, 32768, 600},     {8, 32, 8, 524288, 604800},
-  };
+  const std::vector<bench::Shape>& cpu_shapes = bench::CpuShapes();
+  const std::vector<bench::Shape>& gpu_shapes = bench::GpuShapes();
   std::uniform_int_distribution<int> minutes(1, 7 * 24 * 60);
   for (int i = 0; i < o.pending; ++i) {
     scheduler::PendingJob p;
     p.id = next_id++;
     const bool gpu = i % 5 == 0;
-    const Shape& sh = gpu ? gpu_shapes[rng() % gpu_shapes.size()] : cpu_shapes[rng() % cpu_shapes.size()];
+    const bench::Shape& sh = gpu ? gpu_shapes[rng() % gpu_shapes.size()] : cpu_shapes[rng() % cpu_shapes.size()];
     p.queue = gpu ? "train" : "hpc";
     p.pool = gpu ? "gpu-pool" : "cpu-pool";
     p.project = "project-" + std::to_string(rng() % 20);

@@ -29,6 +29,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "../cycle/synthetic_cluster.h"
 #include "daemon/cycle_snapshot.h"
 #include "daemon/kept_order.h"
 #include "unisched/config/config.h"
@@ -53,41 +54,10 @@ double Millis(Clock::duration d) {
 
 config::Config MakeConfig(const Options& o, model::BackfillMode mode, int reservation_depth) {
   config::Config config;
-  model::ClusterSpec& c = config.cluster;
-  const int gpu_nodes = o.nodes / 5;
-  model::PoolSpec cpu{"cpu-pool", model::PoolKind::kCpu, {}, {}, mode, reservation_depth};
-  model::PoolSpec gpu{"gpu-pool", model::PoolKind::kGpu, {}, {}, mode, reservation_depth};
-  for (int i = 0; i < o.nodes; ++i) {
-    model::NodeSpec n;
-    const bool is_gpu = i < gpu_nodes;
-    char name[64];
-    std::snprintf(name, sizeof name, "x86-%s-%05d", is_gpu ? "c32m512g8-train" : "c64m256-hpc", i);
-    n.name = name;
-    n.pool = is_gpu ? "gpu-pool" : "cpu-pool";
-    n.cpus = is_gpu ? 32 : 64;
-    n.memory_mb = is_gpu ? 524288 : 262144;
-    if (is_gpu) {
-      for (int g = 0; g < 8; ++g) n.gpus.push_back({g, "h100", 80});
-    }
-    (is_gpu ? gpu : cpu).nodes.push_back(n.name);
-    c.nodes.push_back(n);
-  }
-  c.pools = {cpu, gpu};
-  model::QueueSpec hpc{"hpc", "cpu-pool", {}, {}, 0};
-  hpc.policy.type = "fairshare";
-  model::QueueSpec train{"train", "gpu-pool", {}, {}, 0};
-  train.policy.type = "priority-with-quota";
-  train.policy.project_quota.gpus = 2000;
-  c.queues = {hpc, train};
-  for (int p = 0; p < 20; ++p) c.projects.push_back({"project-" + std::to_string(p), 1.0 + p % 3, {}, {}});
-  c.event_pass_depth = o.depth;
+  config.cluster = bench::SyntheticCluster(o.nodes, mode, reservation_depth);
+  config.cluster.event_pass_depth = o.depth;
   return config;
 }
-
-struct Shape {
-  int nodes, cpus, gpus;
-  int64_t memory_mb, walltime;
-};
 
 // The cluster as the cycle bench fills it: every node full with jobs ending
 // over the next 1-48 h but one in fifty with a quarter free.
@@ -98,16 +68,8 @@ struct World {
 };
 
 model::Job MakeJob(model::JobId id, bool gpu, std::mt19937& rng, Timestamp submitted) {
-  static const std::vector<Shape> cpu_shapes = {
-      {1, 1, 0, 1024, 600},       {1, 4, 0, 8192, 3600},     {1, 8, 0, 16384, 7200},    {1, 16, 0, 32768, 14400},
-      {1, 32, 0, 65536, 43200},   {1, 64, 0, 131072, 86400}, {2, 64, 0, 131072, 86400}, {4, 64, 0, 131072, 172800},
-      {8, 64, 0, 131072, 259200}, {1, 2, 0, 2048, 1800},     {1, 12, 0, 24576, 21600},  {16, 64, 0, 131072, 259200},
-  };
-  static const std::vector<Shape> gpu_shapes = {
-      {1, 4, 1, 65536, 3600},     {1, 8, 2, 131072, 14400},   {1, 16, 4, 262144, 43200}, {1, 32, 8, 524288, 86400},
-      {2, 32, 8, 524288, 172800}, {4, 32, 8, 524288, 259200}, {1, 4, 1, 32768, 600},     {8, 32, 8, 524288, 604800},
-  };
-  const Shape& sh = gpu ? gpu_shapes[rng() % gpu_shapes.size()] : cpu_shapes[rng() % cpu_shapes.size()];
+  const auto& shapes = gpu ? bench::GpuShapes() : bench::CpuShapes();
+  const bench::Shape& sh = shapes[rng() % shapes.size()];
   model::Job job;
   job.id = id;
   job.queue = gpu ? "train" : "hpc";
