@@ -374,7 +374,10 @@ void Controller::RunCycle(Batch& batch, Timestamp now, bool full) {
   state.ended_array = [&dependencies](model::JobId id) { return dependencies.EndedArray(id); };
   CycleSnapshot built = BuildCycleSnapshot(config, state, now);
   // What the book keeps is what the last full pass asked for.
-  if (!event_pass) dependencies.Prune();
+  if (!event_pass) {
+    dependencies.Prune();
+    jobs_.PruneDependants();
+  }
   scheduler::Snapshot& snapshot = built.snapshot;
   if (event_pass) {
     // The running jobs are those the last full pass showed, lent (kept_order.h).

@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "daemon/accounting.h"
@@ -139,6 +140,9 @@ class JobLifecycle {
   // (a task slot is free). The controller's event passes offer them beside
   // the head of the queue (KeptOrder).
   std::vector<model::JobId> TakeChanged() { return std::exchange(changed_, {}); }
+  // Forgets the dependants that no longer wait (started, ended, or named a
+  // job that had ended before they came): the controller's full passes.
+  void PruneDependants();
 
  private:
   // Arrays (job_arrays.cc, docs/arrays.md). The plan started `task_id`, a
@@ -236,6 +240,12 @@ class JobLifecycle {
   policy::QuotaTally running_usage_;
   bool wants_cycle_ = false;
   std::vector<model::JobId> changed_;  // TakeChanged
+  // Waiting jobs by each job their dependency names (entries of jobs that
+  // no longer wait are dropped when that job ends): told as changed when it
+  // starts or ends.
+  std::unordered_multimap<model::JobId, model::JobId> dependants_;
+  void NoteDependant(const model::Job& job);
+  void WakeDependants(model::JobId id, bool ended);
   // A pending job changed its place: a cycle is due, and event passes offer it.
   void Changed(model::JobId id) {
     changed_.push_back(id);

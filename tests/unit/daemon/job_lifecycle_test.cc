@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "testing/fake_executor.h"
 #include "testing/load_config.h"
 #include "testing/memory_store.h"
@@ -41,8 +43,9 @@ class JobLifecycleTest : public ::testing::Test {
   }
 
   // A job in `state`: admitted and stored; RUNNING ones started on the node.
-  JobId JobIn(JobState state) {
+  JobId JobIn(JobState state, model::Dependency dependency = {}) {
     Job job;
+    job.dependency = std::move(dependency);
     job.id = *store_.ReserveJobId();
     job.user = "alice";
     job.project = "default";
@@ -225,6 +228,40 @@ TEST_F(JobLifecycleTest, StartedAtIsSetWhenTheAttemptStartsAndNeverChanges) {
   EXPECT_EQ(ended.attempts[0].started_at, launched);
   EXPECT_EQ(ended.attempts[0].process_started_at, done.started_at);
   EXPECT_EQ(ended.attempts[0].RunStart(), done.started_at);  // what the ledger charges from
+}
+
+// A deep queue's passes between ticks offer only the jobs changed since
+// the last full pass (daemon/kept_order.h): a job waiting on another is
+// among them once that one starts (after:) and once it ends (afterok, ...).
+TEST_F(JobLifecycleTest, TheDependantsOfAJobThatStartsOrEndsAreChanged) {
+  const JobId first = JobIn(JobState::kPending);
+  const JobId after_ok = JobIn(JobState::kPending, {{{model::DependencyType::kAfterOk, {first}}}});
+  const JobId after_start = JobIn(JobState::kPending, {{{model::DependencyType::kAfter, {first}}}});
+  const JobId unrelated = JobIn(JobState::kPending);
+  auto changed = [&] {
+    std::vector<JobId> ids = jobs_.TakeChanged();
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    return ids;
+  };
+  EXPECT_EQ(changed(), (std::vector<JobId>{first, after_ok, after_start, unrelated}));  // submitted
+
+  Batch start;
+  jobs_.StartAttempt(start, first, {{"x86-c2m4-local-01", 1, 256, {}}}, clock_.Now());
+  Commit(start);
+  EXPECT_EQ(changed(), (std::vector<JobId>{after_ok, after_start}));
+
+  executor::RunResult done;
+  done.job_id = first;
+  done.attempt = 1;
+  done.outcome = executor::RunOutcome::kCompleted;
+  done.exit_code = 0;
+  done.ended_at = clock_.Now();
+  Batch end;
+  jobs_.ApplyResult(end, done);
+  Commit(end);
+  EXPECT_EQ(changed(), (std::vector<JobId>{after_ok, after_start}));
+  EXPECT_EQ(changed(), (std::vector<JobId>{}));
 }
 
 }  // namespace
