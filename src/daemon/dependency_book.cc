@@ -42,4 +42,22 @@ void DependencyBook::Prune() {
   asked_.clear();
 }
 
+void DependencyBook::NoteWaiting(const model::Job& job) {
+  for (const auto& term : job.dependency.terms) {
+    for (model::JobId id : term.jobs) waiting_.emplace(id, job.id);
+  }
+}
+
+std::vector<model::JobId> DependencyBook::TakeWaiting(model::JobId id, bool ended) {
+  auto [first, last] = waiting_.equal_range(id);
+  std::vector<model::JobId> out;
+  for (auto it = first; it != last; ++it) out.push_back(it->second);
+  if (ended) waiting_.erase(first, last);
+  return out;
+}
+
+void DependencyBook::PruneWaiting(const std::function<bool(model::JobId)>& still_waits) {
+  std::erase_if(waiting_, [&](const auto& entry) { return !still_waits(entry.second); });
+}
+
 }  // namespace unisched::daemon

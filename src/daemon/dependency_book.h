@@ -8,9 +8,11 @@
 // each cycle asks about those, then prunes the rest. Owned by JobLifecycle
 // on the control thread.
 
+#include <functional>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "unisched/model/job.h"
 #include "unisched/store/store.h"
@@ -37,11 +39,22 @@ class DependencyBook {
   void Prune();
   size_t size() const { return ended_.size(); }
 
+  // Who waits on whom: a waiting job whose dependency names other jobs is
+  // told (by TakeWaiting) when one of them starts or ends, so that a deep
+  // queue's event passes offer it (daemon/kept_order.h).
+  void NoteWaiting(const model::Job& job);
+  // The jobs waiting on `id`; forgotten once it has `ended`.
+  std::vector<model::JobId> TakeWaiting(model::JobId id, bool ended);
+  // Forgets the waiting jobs for which `still_waits` is false (they
+  // started, ended, or named a job that had ended before they came).
+  void PruneWaiting(const std::function<bool(model::JobId)>& still_waits);
+
  private:
   store::Store& store_;
   std::unordered_map<model::JobId, std::optional<model::JobState>> ended_;
   std::unordered_map<model::JobId, std::optional<model::JobArray>> arrays_;
   std::unordered_set<model::JobId> asked_;
+  std::unordered_multimap<model::JobId, model::JobId> waiting_;  // named job -> job waiting on it
 };
 
 }  // namespace unisched::daemon

@@ -66,32 +66,22 @@ JobLifecycle::Restart JobLifecycle::Load(std::vector<Job> active, JobCounts coun
       array_parents_.emplace(job.array->first_task_id, job.id);
       ++array_parents_changes_;
     }
-    NoteDependant(job);
+    if (WaitsOnDependency(job)) dependencies_.NoteWaiting(job);
     active_.emplace(job.id, std::move(job));
   }
   return restart;
 }
 
-void JobLifecycle::NoteDependant(const Job& job) {
-  if (job.state != JobState::kPending && job.state != JobState::kHeld) return;
-  if (job.dependency.empty() || !job.attempts.empty()) return;
-  for (const auto& term : job.dependency.terms) {
-    for (model::JobId id : term.jobs) dependants_.emplace(id, job.id);
-  }
+bool JobLifecycle::WaitsOnDependency(const Job& job) {
+  return (job.state == JobState::kPending || job.state == JobState::kHeld) && !job.dependency.empty() &&
+         job.attempts.empty();
 }
 
 void JobLifecycle::PruneDependants() {
-  std::erase_if(dependants_, [this](const auto& entry) {
-    auto it = active_.find(entry.second);
-    return it == active_.end() || !it->second.attempts.empty() ||
-           (it->second.state != JobState::kPending && it->second.state != JobState::kHeld);
+  dependencies_.PruneWaiting([this](model::JobId id) {
+    auto it = active_.find(id);
+    return it != active_.end() && WaitsOnDependency(it->second);
   });
-}
-
-void JobLifecycle::WakeDependants(model::JobId id, bool ended) {
-  auto [first, last] = dependants_.equal_range(id);
-  for (auto it = first; it != last; ++it) Changed(it->second);
-  if (ended) dependants_.erase(first, last);
 }
 
 void JobLifecycle::Admit(Job job) {
@@ -101,7 +91,7 @@ void JobLifecycle::Admit(Job job) {
     array_parents_.emplace(job.array->first_task_id, id);
     ++array_parents_changes_;
   }
-  NoteDependant(job);
+  if (WaitsOnDependency(job)) dependencies_.NoteWaiting(job);
   active_.emplace(id, std::move(job));
   Changed(id);
 }
@@ -198,10 +188,11 @@ void JobLifecycle::Transition(Batch& batch, Job& job, JobState to, std::string r
     if (!job.array) run_times_.Ended(job);  // a parent ran nothing itself
     dependencies_.Ended(job.id, to);
   }
-  // Its dependants may be able to start (after: on its start; afterok,
-  // afternotok, afterany: on its end): in a deep queue only the jobs
-  // changed since the last full pass reach the passes between ticks.
-  if (to == JobState::kRunning || model::IsTerminal(to)) WakeDependants(job.id, model::IsTerminal(to));
+  // Its dependants may start now (after: its start; afterok...: its end); a
+  // deep queue's event passes offer only jobs changed since the full pass.
+  if (to == JobState::kRunning || model::IsTerminal(to)) {
+    for (model::JobId waiting : dependencies_.TakeWaiting(job.id, model::IsTerminal(to))) Changed(waiting);
+  }
   job.state_reason = std::move(reason);
   if (model::IsTerminal(to) && workflow_job_ended_ && job.env.count(model::kWorkflowIdVariable) > 0) {
     batch.after_commit.push_back(

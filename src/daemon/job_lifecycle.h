@@ -17,7 +17,6 @@
 #include <optional>
 #include <string>
 #include <tuple>
-#include <unordered_map>
 #include <vector>
 
 #include "daemon/accounting.h"
@@ -240,12 +239,9 @@ class JobLifecycle {
   policy::QuotaTally running_usage_;
   bool wants_cycle_ = false;
   std::vector<model::JobId> changed_;  // TakeChanged
-  // Waiting jobs by each job their dependency names (entries of jobs that
-  // no longer wait are dropped when that job ends): told as changed when it
-  // starts or ends.
-  std::unordered_multimap<model::JobId, model::JobId> dependants_;
-  void NoteDependant(const model::Job& job);
-  void WakeDependants(model::JobId id, bool ended);
+  // Waits for its dependency: told as changed when a job it names starts
+  // or ends (DependencyBook::NoteWaiting).
+  static bool WaitsOnDependency(const model::Job& job);
   // A pending job changed its place: a cycle is due, and event passes offer it.
   void Changed(model::JobId id) {
     changed_.push_back(id);
