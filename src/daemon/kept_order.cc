@@ -12,13 +12,20 @@ void KeptOrder::Rebuild(const std::vector<const model::Job*>& offered_from, cons
   // An array's offered tasks come one after another in the order (same
   // priority, index order): the array is kept once, where its first is.
   model::JobId last_array = 0;
+  // The order is pool by pool: one lookup per pool, not per job.
+  const std::string* pool = nullptr;
+  std::vector<model::JobId>* ids = nullptr;
   for (uint32_t index : order) {
     const model::Job* job = offered_from[index];
     if (job->array) {
       if (job->id == last_array) continue;
       last_array = job->id;
     }
-    by_pool_[job->pool].push_back(job->id);
+    if (!pool || *pool != job->pool) {
+      pool = &job->pool;
+      ids = &by_pool_[job->pool];
+    }
+    ids->push_back(job->id);
   }
   built_ = true;
 }
