@@ -19,6 +19,20 @@ std::string JobPath(const std::string& id) {
   return "/v1/jobs/" + UrlEncode(id);
 }
 
+std::optional<std::vector<json>> ListAllJobs(Session& session, std::vector<std::pair<std::string, std::string>> query,
+                                             const std::function<bool(const json& page)>& enough) {
+  std::vector<json> jobs;
+  query.emplace_back("limit", "1000");
+  query.emplace_back("cursor", "");  // empty: left out of the first page's query
+  for (;;) {
+    auto page = session.CallJson("GET", "/v1/jobs" + BuildQuery(query));
+    if (!page) return std::nullopt;
+    for (auto& job : (*page)["jobs"]) jobs.push_back(std::move(job));
+    query.back().second = StringField(*page, "next_cursor");
+    if (query.back().second.empty() || (enough && enough(*page))) return jobs;
+  }
+}
+
 bool IsTerminal(const std::string& state) {
   return std::any_of(std::begin(kTerminalStates), std::end(kTerminalStates), [&](const char* s) { return state == s; });
 }
@@ -73,20 +87,11 @@ int WaitAndReport(Session& session, const std::string& id, bool as_json, bool qu
   if (final_job->contains("array") && (*final_job)["array"].is_object() &&
       StringField(*final_job, "state") != "COMPLETED") {
     int64_t highest = 0;
-    std::string cursor;
-    do {
-      auto page = session.CallJson(
-          "GET", "/v1/jobs?array=" + UrlEncode(id) + "&limit=1000" + (cursor.empty() ? "" : "&cursor=" + cursor));
-      if (!page) break;
-      for (const auto& task : page->value("jobs", json::array())) {
-        if (task.contains("exit_code") && task["exit_code"].is_number_integer()) {
-          highest = std::max(highest, task["exit_code"].get<int64_t>());
-        }
+    for (const auto& task : ListAllJobs(session, {{"array", id}}).value_or(std::vector<json>{})) {
+      if (task.contains("exit_code") && task["exit_code"].is_number_integer()) {
+        highest = std::max(highest, task["exit_code"].get<int64_t>());
       }
-      cursor = page->contains("next_cursor") && (*page)["next_cursor"].is_string()
-                   ? (*page)["next_cursor"].get<std::string>()
-                   : "";
-    } while (!cursor.empty());
+    }
     return highest > 0 ? static_cast<int>(std::min<int64_t>(highest, 255)) : 1;
   }
   return WaitExitStatus(*final_job);

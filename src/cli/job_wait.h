@@ -1,10 +1,14 @@
 #pragma once
-// A job's path, and waiting for it to end: what submit --wait, sbatch
-// --wait and the log follower share.
+// A job's path, listing jobs page after page, and waiting for a job to
+// end: what submit --wait, sbatch --wait, the Slurm commands and the log
+// follower share.
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cli/session.h"
 
@@ -12,6 +16,12 @@ namespace unisched::cli {
 
 // "/v1/jobs/<id>", the id percent-encoded.
 std::string JobPath(const std::string& id);
+// Every job GET /v1/jobs lists for `query`, page after page (1,000 a
+// page), or nullopt when a call failed (reported). `enough`, when given,
+// ends the listing after a page for which it holds.
+std::optional<std::vector<nlohmann::json>> ListAllJobs(
+    Session& session, std::vector<std::pair<std::string, std::string>> query,
+    const std::function<bool(const nlohmann::json& page)>& enough = {});
 // COMPLETED, FAILED, CANCELLED, TIMEOUT or NODE_FAIL.
 bool IsTerminal(const std::string& state);
 // Polls the job until it ends (20 ms, doubling to 1 s between polls); the

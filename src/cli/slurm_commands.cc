@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "cli/job_wait.h"
 #include "cli/slurm_views.h"
 #include "unisched/model/batch_script.h"
 #include "unisched/model/job_array.h"
@@ -25,24 +26,6 @@ std::optional<std::string> Me(Session& session) {
   return who->value("user", "");
 }
 
-// Every job of GET /v1/jobs with these filters, page after page.
-std::optional<std::vector<json>> ListAll(Session& session, const std::vector<std::pair<std::string, std::string>>& q) {
-  std::vector<json> jobs;
-  std::string cursor;
-  for (;;) {
-    auto query = q;
-    query.emplace_back("limit", "1000");
-    query.emplace_back("cursor", cursor);
-    auto page = session.CallJson("GET", "/v1/jobs" + BuildQuery(query));
-    if (!page) return std::nullopt;
-    for (auto& job : (*page)["jobs"]) jobs.push_back(std::move(job));
-    cursor = page->contains("next_cursor") && (*page)["next_cursor"].is_string()
-                 ? (*page)["next_cursor"].get<std::string>()
-                 : "";
-    if (cursor.empty()) return jobs;
-  }
-}
-
 // The jobs of `states` (all states when empty) matching the filters, in id order.
 std::optional<std::vector<json>> JobsIn(Session& session, const std::vector<std::string>& states,
                                         const std::vector<std::pair<std::string, std::string>>& filters) {
@@ -50,7 +33,7 @@ std::optional<std::vector<json>> JobsIn(Session& session, const std::vector<std:
   for (const std::string& state : states.empty() ? std::vector<std::string>{""} : states) {
     auto q = filters;
     q.emplace_back("state", state);
-    auto jobs = ListAll(session, q);
+    auto jobs = ListAllJobs(session, q);
     if (!jobs) return std::nullopt;
     for (auto& j : *jobs) all.push_back(std::move(j));
   }
@@ -174,20 +157,15 @@ std::optional<std::vector<json>> Select(Session& session, const Selection& s) {
       // An array named by its id: its tasks that started too (those
       // waiting are its own row, collapsed or expanded).
       if (job->contains("array") && (*job)["array"].is_object()) {
-        std::string cursor;
-        do {
-          auto page = session.CallJson(
-              "GET", "/v1/jobs?limit=1000&array=" + UrlEncode(id) + (cursor.empty() ? "" : "&cursor=" + cursor));
-          if (!page) return std::nullopt;
-          for (auto& task : (*page)["jobs"]) {
-            if (task.value("started_at", json()).is_string()) jobs.push_back(std::move(task));
-          }
-          cursor = page->contains("next_cursor") && (*page)["next_cursor"].is_string()
-                       ? (*page)["next_cursor"].get<std::string>()
-                       : "";
-          // Past the started tasks (newest first) come the waiting ones: enough.
-          if (!(*page)["jobs"].empty() && !(*page)["jobs"].back().value("started_at", json()).is_string()) break;
-        } while (!cursor.empty());
+        // Past the started tasks (newest first) come the waiting ones: a
+        // page that reaches them is the last needed.
+        auto tasks = ListAllJobs(session, {{"array", id}}, [](const json& page) {
+          return !page["jobs"].empty() && !page["jobs"].back().value("started_at", json()).is_string();
+        });
+        if (!tasks) return std::nullopt;
+        for (auto& task : *tasks) {
+          if (task.value("started_at", json()).is_string()) jobs.push_back(std::move(task));
+        }
       }
       jobs.push_back(std::move(*job));
     }
@@ -233,21 +211,14 @@ std::string CompressIndices(const std::vector<int64_t>& indices) {
 // the daemon did not answer (reported).
 std::optional<json> NeverStartedRow(Session& session, const json& parent) {
   const std::string id = parent.value("id", "");
+  auto cancelled = ListAllJobs(session, {{"state", "CANCELLED"}, {"array", id}});
+  if (!cancelled) return std::nullopt;
   std::vector<int64_t> indices;
-  std::string cursor;
-  do {
-    auto page = session.CallJson("GET", "/v1/jobs?state=CANCELLED&limit=1000&array=" + UrlEncode(id) +
-                                            (cursor.empty() ? "" : "&cursor=" + cursor));
-    if (!page) return std::nullopt;
-    for (const auto& task : page->value("jobs", json::array())) {
-      if (!task.value("started_at", json()).is_string() && task.value("array_task_id", json()).is_number()) {
-        indices.push_back(task["array_task_id"].get<int64_t>());
-      }
+  for (const auto& task : *cancelled) {
+    if (!task.value("started_at", json()).is_string() && task.value("array_task_id", json()).is_number()) {
+      indices.push_back(task["array_task_id"].get<int64_t>());
     }
-    cursor = page->contains("next_cursor") && (*page)["next_cursor"].is_string()
-                 ? (*page)["next_cursor"].get<std::string>()
-                 : "";
-  } while (!cursor.empty());
+  }
   if (indices.empty()) return json(nullptr);
   std::sort(indices.begin(), indices.end());
   json row = parent;

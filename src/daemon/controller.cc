@@ -334,10 +334,11 @@ void Controller::RunCycle(Batch& batch, Timestamp now, bool full) {
   // config, a queue deeper than it looks, and fewer changes since that
   // full pass than a few depths (a burst of submissions is ranked whole).
   const auto depth = static_cast<size_t>(std::max(0, config.cluster.event_pass_depth));
-  const bool event_pass = !full && depth > 0 && kept_order_.built() && kept_order_for_ == &config &&
+  const bool keeps_order = depth > 0;  // event passes are on
+  const bool event_pass = !full && keeps_order && kept_order_.built() && kept_order_for_ == &config &&
                           pending_jobs > depth && kept_order_.changed() <= 4 * depth;
-  if (!event_pass) need_full_pass_ = false;
   if (!event_pass) {
+    need_full_pass_ = false;
     // Fair-share usage accrues by the time since the last accrual, so
     // leaving it to the full passes loses nothing.
     accounting_.AccrueFairshare(jobs_.active(), batch, now);
@@ -387,7 +388,7 @@ void Controller::RunCycle(Batch& batch, Timestamp now, bool full) {
   }
   snapshot.explain = !event_pass;
   snapshot.max_considered = event_pass ? static_cast<int>(depth) : 0;
-  snapshot.return_order = !event_pass && depth > 0;
+  snapshot.return_order = !event_pass && keeps_order;
   auto& held_back = built.held_back;
   for (auto& [id, why] : built.never_satisfied) {
     if (config.cluster.kill_invalid_dependency) {
@@ -405,11 +406,13 @@ void Controller::RunCycle(Batch& batch, Timestamp now, bool full) {
     metrics_.ObserveCycle(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
                           !event_pass);
   }
-  if (!event_pass && depth > 0) {
-    kept_order_.Rebuild(built.offered_from, plan.order);
-    kept_order_for_ = &config;
+  if (keeps_order) {
+    if (!event_pass) {
+      kept_order_.Rebuild(built.offered_from, plan.order);
+      kept_order_for_ = &config;
+    }
+    kept_order_.TakeBack(snapshot);
   }
-  if (event_pass || depth > 0) kept_order_.TakeBack(snapshot);
   for (const auto& start : plan.starts) {
     jobs_.StartAttempt(batch, start.job, start.allocation, now);
     kept_order_.NoteStarted(start.job);

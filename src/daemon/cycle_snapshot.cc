@@ -216,27 +216,26 @@ CycleSnapshot BuildCycleSnapshot(const config::Config& config, const CycleState&
   bool any_singleton = false;
   // Active arrays by their first task's id, for dependencies on tasks: a
   // task that has not started has no job of its own (afterok:123_7 names
-  // it by its id).
-  // Looked up only for a dependency on a job that is not active: built on
-  // the first such look.
+  // it by its id). Built on the first dependency on a job that is not
+  // active, if any.
   std::map<model::JobId, const Job*> arrays;
   bool arrays_built = false;
-  auto consider = [&](model::JobId id, const Job& job) {
+  auto consider = [&](const Job& job) {
     if (job.state == JobState::kPending && job.eligible_at && *job.eligible_at > now) {
       // Never started nor waiting out a retry: its --begin (begin_at).
       const bool retrying =
           job.state_reason == "Retry" || job.state_reason == "NodeFail" || job.state_reason == "LaunchRetry";
       if (!retrying && job.attempts.empty()) {
         out.held_back.emplace_back(
-            id, HeldBackInfo(job.pool, "BeginTime",
-                             "not to start before " + FormatRfc3339(*job.eligible_at) + " (--begin)"));
+            job.id, HeldBackInfo(job.pool, "BeginTime",
+                                 "not to start before " + FormatRfc3339(*job.eligible_at) + " (--begin)"));
         return;
       }
       const bool launch = job.state_reason == "LaunchRetry";
       out.held_back.emplace_back(
-          id, HeldBackInfo(job.pool, launch ? "LaunchRetry" : "Retry",
-                           std::string(launch ? "waiting to retry the launch until " : "waiting to retry until ") +
-                               FormatRfc3339(*job.eligible_at) + " (" + job.state_reason + ")"));
+          job.id, HeldBackInfo(job.pool, launch ? "LaunchRetry" : "Retry",
+                               std::string(launch ? "waiting to retry the launch until " : "waiting to retry until ") +
+                                   FormatRfc3339(*job.eligible_at) + " (" + job.state_reason + ")"));
       return;
     }
     if (job.state == JobState::kPending) {
@@ -255,9 +254,9 @@ CycleSnapshot BuildCycleSnapshot(const config::Config& config, const CycleState&
     }
   };
   if (state.candidates) {
-    for (const Job* job : *state.candidates) consider(job->id, *job);
+    for (const Job* job : *state.candidates) consider(*job);
   } else {
-    for (const auto& [id, job] : state.active) consider(id, job);
+    for (const auto& [id, job] : state.active) consider(job);
   }
   if (!dependent.empty()) {
     // The earliest active (pending, held or running) job per user and name:

@@ -269,9 +269,12 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
   // backend's choice, so there is nothing to fit, reserve or preempt.
   const bool backend_places = pool_ && pool_->PlacedByBackend();
   const size_t max_considered = static_cast<size_t>(std::max(0, state_.snapshot.max_considered));
-  // The walk stops before `position`: the jobs it did not reach stay
-  // pending, in the order they would have been taken (Plan::order).
-  auto leave_the_rest = [&](size_t position) {
+  // The walk stops before `position`: the jobs it did not reach are passed
+  // over, and stay pending in the order they would have been taken
+  // (Plan::order).
+  auto stop_before = [&](size_t position) {
+    plan_.report.passed_over += static_cast<int>(ranked.size() - position);
+    if (order) plan_.report.passed_over += static_cast<int>(order->size() - next_in_order);
     if (!state_.snapshot.return_order) return;
     const PendingJob* first = state_.snapshot.pending.data();
     for (size_t rest = position; rest < ranked.size(); ++rest) {
@@ -288,16 +291,13 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
     // Strict FCFS: nothing passes a blocked job; without reasons to give
     // the jobs behind it, the pass is over.
     if (pool_blocked && !explain) {
-      if (order) plan_.report.passed_over += static_cast<int>(order->size() - next_in_order);
-      leave_the_rest(position);
+      stop_before(position);
       break;
     }
     if (position >= ranked.size() && !take_next()) break;
     // The depth of an event pass: the jobs behind it are not looked at.
     if (max_considered > 0 && position >= max_considered) {
-      plan_.report.passed_over += static_cast<int>(ranked.size() - position);
-      if (order) plan_.report.passed_over += static_cast<int>(order->size() - next_in_order);
-      leave_the_rest(position);
+      stop_before(position);
       break;
     }
     // In priority order the jobs and their factors are scattered in memory

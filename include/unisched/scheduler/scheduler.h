@@ -162,8 +162,9 @@ struct CycleReport {
   int started = 0;
   int reservations = 0;
   int preempted = 0;
-  // With a kept order (Snapshot::pending_order): jobs the walk never ranked,
-  // passed over or behind where it stopped.
+  // Jobs the walk never looked at: passed over (with a kept order,
+  // Snapshot::pending_order), or behind where it stopped (a blocked FCFS
+  // pool without reasons, an event pass's depth).
   int passed_over = 0;
 };
 
