@@ -76,6 +76,38 @@ void NodeTimeline::Release(Timestamp from, Timestamp to, const Capacity& amount)
   Reserve(from, to, Capacity{-amount.cpus, -amount.memory_mb, -amount.gpus});
 }
 
+std::optional<NodeTimeline> NodeTimeline::WithHolds(std::span<const Hold> holds) const {
+  // Each hold takes its amount from `from` and gives it back at `to`: as
+  // (time, change) events in time order, merged with the steps, the free
+  // room at any time is the step's then plus the changes up to then.
+  std::vector<std::pair<Timestamp, Capacity>> changes;
+  changes.reserve(holds.size() * 2);
+  for (const Hold& hold : holds) {
+    const Timestamp from = std::max(hold.from, Origin());
+    if (hold.to <= from) continue;
+    changes.emplace_back(from, Capacity{-hold.amount.cpus, -hold.amount.memory_mb, -hold.amount.gpus});
+    if (hold.to != kForever) changes.emplace_back(hold.to, hold.amount);
+  }
+  std::sort(changes.begin(), changes.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  NodeTimeline merged;
+  merged.steps_.reserve(steps_.size() + changes.size());
+  Capacity changed;  // the sum of the changes so far
+  size_t step = 0, change = 0;
+  while (step < steps_.size() || change < changes.size()) {
+    const Timestamp at = std::min(step < steps_.size() ? steps_[step].first : kForever,
+                                  change < changes.size() ? changes[change].first : kForever);
+    if (step < steps_.size() && steps_[step].first == at) ++step;
+    for (; change < changes.size() && changes[change].first == at; ++change) changed += changes[change].second;
+    // Every change is at or after the origin, the first step's time, so a
+    // step is in force at `at`: the last one passed.
+    Capacity free = steps_[step - 1].second;
+    free += changed;
+    if (free.cpus < 0 || free.memory_mb < 0 || free.gpus < 0) return std::nullopt;
+    merged.steps_.emplace_back(at, free);
+  }
+  return merged;
+}
+
 Capacity NodeTimeline::MinFree(Timestamp from, Timestamp to) const {
   from = std::max(from, Origin());
   size_t i = StepAt(from);

@@ -21,18 +21,29 @@ std::string JoinIds(const std::vector<model::JobId>& ids) {
 
 const PoolCycle::ScopeInfo& PoolCycle::Scope(const std::string& queue, const std::string& project,
                                              const std::string& user) {
-  if (last_scope_ && last_scope_key_.user == user && last_scope_key_.project == project &&
+  // A pool's jobs come from a few queues: the last one's facts are kept.
+  if (!last_queue_.found || last_queue_.name != queue) {
+    last_queue_.found = true;
+    last_queue_.name = queue;  // a view of the job's string, which outlives the cycle
+    last_queue_.spec = state_.Queue(queue);
+    last_queue_.policy = last_queue_.spec ? &last_queue_.spec->policy : &DefaultQueuePolicy();  // as PolicyOf
+    last_queue_.weights = last_queue_.policy->Weights();
+  }
+  // Only fair share tells one user's jobs from another's: in a queue that
+  // does not weigh it, a project's users share one scope.
+  const std::string_view user_key = last_queue_.weights.fairshare > 0 ? std::string_view(user) : std::string_view();
+  if (last_scope_ && last_scope_key_.user == user_key && last_scope_key_.project == project &&
       last_scope_key_.queue == queue) {
     return *last_scope_;
   }
-  auto [it, inserted] = scopes_.try_emplace(ScopeKey{queue, project, user});
+  auto [it, inserted] = scopes_.try_emplace(ScopeKey{queue, project, user_key});
   last_scope_key_ = it->first;  // views of the first job's strings, which outlive the cycle
   last_scope_ = &it->second;
   if (inserted) {
     ScopeInfo& info = it->second;
-    info.queue_spec = state_.Queue(queue);
-    info.policy = &state_.PolicyOf(queue);
-    info.weights = info.policy->Weights();
+    info.queue_spec = last_queue_.spec;
+    info.policy = last_queue_.policy;
+    info.weights = last_queue_.weights;
     info.project = state_.Project(project);
     info.fairshare = info.weights.fairshare > 0 ? state_.Fairshare(project, user) : 1.0;
     info.has_limits = info.policy->SetsLimits() || (info.project && info.project->SetsLimits());
@@ -54,13 +65,14 @@ model::PriorityFactors PoolCycle::PriorityOf(const ScopeInfo& scope, Timestamp s
   return policy::ComputePriority(weights, in, now_);
 }
 
-std::vector<const model::NodeUsage*> PoolCycle::StartableNodes(const model::ResourceRequest& r, Timestamp end) const {
+const std::vector<const model::NodeUsage*>& PoolCycle::StartableNodes(const model::ResourceRequest& r, Timestamp end) {
   const auto& nodes = *pool_nodes_;
   // Only nodes that had room when the cycle began can have room now
   // (a cycle only takes room); on a busy cluster that is a few percent.
   const bool needs_nothing = r.cpus <= 0 && r.memory_mb <= 0 && r.gpus <= 0;
   const Capacity need = policy::PerNode(r);
-  std::vector<const model::NodeUsage*> out;
+  std::vector<const model::NodeUsage*>& out = startable_;
+  out.clear();
   out.reserve(needs_nothing ? nodes.size() : roomy_.size());
   auto consider = [&](size_t i) {
     // A node held for a reservation must keep the room over the whole window.
@@ -76,13 +88,14 @@ std::vector<const model::NodeUsage*> PoolCycle::StartableNodes(const model::Reso
 }
 
 void PoolCycle::Hold(const model::Allocation& allocation, Timestamp from, Timestamp to, bool is_reservation) {
+  if (timelines_.empty()) return;  // the pool plans nothing ahead (BuildProfile)
   for (const auto& share : allocation) {
-    auto it = node_index_.find(share.node);
-    if (it == node_index_.end()) continue;
-    timelines_[it->second].Reserve(from, to, ShareCapacity(share));
-    ++node_version_[it->second];
+    const std::optional<size_t> i = NodeIndex(share.node);
+    if (!i) continue;
+    timelines_[*i].Reserve(from, to, ShareCapacity(share));
+    ++node_version_[*i];
     if (is_reservation && from > now_) {
-      has_future_hold_[it->second] = true;
+      has_future_hold_[*i] = true;
       any_future_hold_ = true;
     }
   }
@@ -127,6 +140,13 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
   std::vector<char> shape_failed;
   std::vector<ReasonList> shape_reasons;
   std::vector<uint64_t> shape_hashes;  // ShapeHash of each of `shapes`
+  {
+    const size_t most_shapes = std::min(kMaxShapes, order ? order->size() : jobs.size());
+    shapes.reserve(most_shapes);
+    shape_failed.reserve(most_shapes);
+    shape_reasons.reserve(most_shapes);
+    shape_hashes.reserve(most_shapes);
+  }
   auto rank = [&](const PendingJob* job) {
     const ScopeInfo& scope = Scope(job->queue, job->project, job->user);
     // In the caller's order the priority only matters to preemption and to
@@ -213,6 +233,7 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
     });
   } else if (take_all) {
     ranked.reserve(order->size());
+    factors.reserve(order->size());
     while (take_next()) {
     }
   }
@@ -220,14 +241,16 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
 
   // 2. Profile.
   t = clock();
-  BuildProfile(running);
+  // FCFS and a backend that places jobs itself reserve nothing.
+  const bool backend_places = pool_ && pool_->PlacedByBackend();
+  BuildProfile(running, mode != model::BackfillMode::kFcfs && !backend_places);
   std::map<model::JobId, std::vector<model::JobId>> victims_in_flight;
   for (const RunningJob* r : running) {
     if (r->preempting_for) victims_in_flight[*r->preempting_for].push_back(r->id);
   }
   // Conservative: previous reservations hold their room while the jobs
   // before them are placed, so each job only ever moves earlier.
-  std::unordered_map<model::JobId, std::vector<size_t>> previous_holds;
+  PreviousHolds previous_holds;
   if (mode == model::BackfillMode::kConservative) {
     previous_holds = HoldPreviousReservations(ranked);
     // Every blocked job up to the depth gets one.
@@ -266,8 +289,8 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
   if (explain) plan_.pending.reserve(plan_.pending.size() + ranked.size());
   // The pool's backend places jobs itself (another cluster's scheduler): an
   // admitted job starts with no allocation here; where it runs is the
-  // backend's choice, so there is nothing to fit, reserve or preempt.
-  const bool backend_places = pool_ && pool_->PlacedByBackend();
+  // backend's choice, so there is nothing to fit, reserve or preempt
+  // (backend_places, above).
   const size_t max_considered = static_cast<size_t>(std::max(0, state_.snapshot.max_considered));
   // The walk stops before `position`: the jobs it did not reach are passed
   // over, and stay pending in the order they would have been taken
@@ -336,35 +359,31 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
       info.own = std::move(list);
     };
 
-    // Its previous reservation, if held: given back now, then either kept
-    // as it was (not moving this cycle, start still ahead) or replaced by
-    // one at least as early (or a start).
-    if (!previous_holds.empty()) {
-      if (auto held = previous_holds.find(entry.id); held != previous_holds.end()) {
-        const Timestamp from = std::max(*job.reserved_start, now_);
-        const Timestamp to = policy::WindowEnd(from, Planned(job));
-        for (size_t i : held->second) {
-          timelines_[i].Release(from, to, policy::PerNode(job.resources));
-          ++node_version_[i];
+    // Its previous reservation, if held: either kept as it was (not moving
+    // this cycle, start still ahead) or given back now and replaced by one
+    // at least as early (or a start).
+    if (const std::span<const size_t> held = previous_holds.Of(position); !held.empty()) {
+      const Timestamp from = std::max(*job.reserved_start, now_);
+      if (!state_.snapshot.move_reservations && from > now_) {
+        // Kept where it was: the room HoldPreviousReservations held for it
+        // stays held (giving it back and holding it again would change no
+        // step, yet make the shapes' earliest windows be sought afresh).
+        RecordReservation(job.id, from, held);
+        ++reservations;
+        if (explain) {
+          info.own = std::make_shared<const std::vector<model::PendingReason>>(
+              std::vector<model::PendingReason>{{"Resources", "waits for its reservation (conservative backfill)"}});
+          info.estimated_start = from;
         }
-        if (!state_.snapshot.move_reservations && from > now_) {
-          // Kept where it was: the room it gave back is held again.
-          for (size_t i : held->second) {
-            timelines_[i].Reserve(from, to, policy::PerNode(job.resources));
-            ++node_version_[i];
-          }
-          RecordReservation(job.id, from, held->second);
-          ++reservations;
-          if (explain) {
-            info.own = std::make_shared<const std::vector<model::PendingReason>>(
-                std::vector<model::PendingReason>{{"Resources", "waits for its reservation (conservative backfill)"}});
-            info.estimated_start = from;
-          }
-          keep_pending(info);
-          continue;
-        }
-        forget_failures_before(from);
+        keep_pending(info);
+        continue;
       }
+      const Timestamp to = policy::WindowEnd(from, Planned(job));
+      for (size_t i : held) {
+        timelines_[i].Release(from, to, policy::PerNode(job.resources));
+        ++node_version_[i];
+      }
+      forget_failures_before(from);
     }
 
     // Admission: quotas and concurrency. An over-limit job waits without
@@ -390,7 +409,7 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
       continue;
     }
     if (backend_places) {
-      tally_.Add({job.queue, job.project, job.user}, policy::AmountOf(job.resources));
+      if (state_.counts_limits) tally_.Add({job.queue, job.project, job.user}, policy::AmountOf(job.resources));
       plan_.starts.push_back({job.id, {}});
       ++plan_.report.started;
       continue;
@@ -413,7 +432,7 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
         nodes_.Apply(*fit.allocation, +1);
         most_free_stale = true;
         Hold(*fit.allocation, now_, end, /*is_reservation=*/false);
-        tally_.Add({job.queue, job.project, job.user}, policy::AmountOf(job.resources));
+        if (state_.counts_limits) tally_.Add({job.queue, job.project, job.user}, policy::AmountOf(job.resources));
         plan_.starts.push_back({job.id, std::move(*fit.allocation)});
         ++plan_.report.started;
         continue;
@@ -477,8 +496,9 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
       pool_blocked = true;
     } else if (depth == 0 || reservations < depth) {
       t = clock();
-      if (auto earliest = EarliestStart(job)) {
-        const auto& [start, chosen] = *earliest;
+      if (const std::optional<Timestamp> earliest = EarliestStart(job, entry.shape)) {
+        const Timestamp start = *earliest;
+        const std::vector<size_t>& chosen = chosen_;
         const Timestamp reserved_end = policy::WindowEnd(start, Planned(job));
         for (size_t i : chosen) {
           timelines_[i].Reserve(start, reserved_end, policy::PerNode(job.resources));

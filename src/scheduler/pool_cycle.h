@@ -8,12 +8,16 @@
 // Internal to the scheduler module.
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <map>
 #include <memory>
+#include <memory_resource>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -109,6 +113,9 @@ struct SchedulerState {
   const std::map<std::string, const model::QueueSpec*, std::less<>>& queues;
   const std::map<std::string, const model::PoolSpec*, std::less<>>& pools;
   const std::map<std::string, const model::ProjectPolicy*, std::less<>>& projects;
+  // Some queue or project sets a quota or cap: what each start takes is
+  // counted (QuotaTally) for the limits of the jobs after it.
+  bool counts_limits;
 
   const model::QueueSpec* Queue(const std::string& name) const {
     auto it = queues.find(name);
@@ -159,6 +166,7 @@ class PoolCycle {
 
   // What a cycle needs to know about a (queue, project, user): looked up once
   // per cycle, not once per job (100,000 jobs come from a few hundred scopes).
+  // In a queue that does not weigh fair share, the user is left out (empty).
   struct ScopeInfo {
     const model::QueueSpec* queue_spec;
     const model::QueuePolicy* policy;
@@ -189,7 +197,9 @@ class PoolCycle {
   const ScopeInfo& Scope(const std::string& queue, const std::string& project, const std::string& user);
   model::PriorityFactors PriorityOf(const ScopeInfo& scope, Timestamp submitted_at, const model::ResourceRequest& r,
                                     int adjustment) const;
-  void BuildProfile(const std::vector<const RunningJob*>& running);
+  // The nodes with room now (roomy_) and, where the pool `plans_ahead`
+  // (it makes reservations), each node's timeline.
+  void BuildProfile(const std::vector<const RunningJob*>& running, bool plans_ahead);
   // How long a job's window is planned: its predicted run in a pool that
   // plans with predictions (and has one for it), else its wall time.
   std::chrono::milliseconds Planned(const JobFacts& job) const;
@@ -227,19 +237,45 @@ class PoolCycle {
   }
   // Pool nodes where a job may start now for its whole wall time without
   // touching a reservation.
-  std::vector<const model::NodeUsage*> StartableNodes(const model::ResourceRequest& r, Timestamp end) const;
+  // (In a buffer kept for the cycle, valid until the next call.)
+  const std::vector<const model::NodeUsage*>& StartableNodes(const model::ResourceRequest& r, Timestamp end);
   void Hold(const model::Allocation& allocation, Timestamp from, Timestamp to, bool is_reservation);
-  // Earliest start and nodes for a job that cannot start now, if any.
-  std::optional<std::pair<Timestamp, std::vector<size_t>>> EarliestStart(const PendingJob& job);
-  std::optional<std::pair<Timestamp, std::vector<size_t>>> EarliestSingleNodeStart(const PendingJob& job);
+  // Earliest start for a job that cannot start now, if any, and its nodes
+  // in chosen_ (valid until the next call). `shape`: its Ranked::shape,
+  // which finds its shape's cached windows.
+  std::optional<Timestamp> EarliestStart(const PendingJob& job, uint32_t shape);
+  std::optional<Timestamp> EarliestSingleNodeStart(const PendingJob& job, uint32_t shape);
+  // The pool node (index) of that name, when the pool plans ahead
+  // (BuildProfile). The last answer is tried first: the jobs of a small
+  // pool name the same few nodes over and over.
+  std::optional<size_t> NodeIndex(std::string_view name) const {
+    if (last_node_found_ < pool_nodes_->size() && (*pool_nodes_)[last_node_found_]->spec.name == name) {
+      return last_node_found_;
+    }
+    auto it = node_index_.find(name);
+    if (it == node_index_.end()) return std::nullopt;
+    last_node_found_ = it->second;
+    return it->second;
+  }
   // Pool nodes (indices) that could ever hold one node's share of the job.
   std::vector<size_t> Eligible(const PendingJob& job) const;
-  void RecordReservation(model::JobId job, Timestamp start, const std::vector<size_t>& node_indices);
+  void RecordReservation(model::JobId job, Timestamp start, std::span<const size_t> node_indices);
   // The job whose reservation holds one of these nodes, if any.
   std::optional<model::JobId> HolderOf(const model::Allocation& allocation) const;
+  // The nodes (indices) each ranked job's previous reservation holds again,
+  // by its position in the ranking; none for most jobs but in conservative
+  // pools. Flat: one cycle of a deep queue looks up every job's.
+  struct PreviousHolds {
+    std::vector<uint32_t> first;  // per position, its first in `nodes`; the next position's first ends it
+    std::vector<size_t> nodes;
+    std::span<const size_t> Of(size_t position) const {
+      if (position + 1 >= first.size()) return {};
+      return {nodes.data() + first[position], first[position + 1] - first[position]};
+    }
+  };
   // Conservative pools: the reservations pending jobs held last cycle, held
-  // again (before anything is placed) where they still fit; by job.
-  std::unordered_map<model::JobId, std::vector<size_t>> HoldPreviousReservations(const std::vector<Ranked>& ranked);
+  // again (before anything is placed) where they still fit.
+  PreviousHolds HoldPreviousReservations(const std::vector<Ranked>& ranked);
   // Victims whose removal lets `job` start, fewest and lowest first, or empty.
   std::vector<const RunningJob*> ChooseVictims(const PendingJob& job, int64_t priority,
                                                const std::vector<const RunningJob*>& running);
@@ -255,29 +291,49 @@ class PoolCycle {
   bool predicts_ = false;  // the pool plans with predicted run times
   const std::vector<const model::NodeUsage*>* pool_nodes_ = nullptr;
   std::unordered_map<std::string_view, size_t> node_index_;  // views of the pool nodes' names
+  mutable size_t last_node_found_ = SIZE_MAX;                // NodeIndex's last answer
   std::vector<NodeTimeline> timelines_;
-  std::vector<bool> has_future_hold_;     // a reservation holds room on this node (from now or later)
-  std::vector<uint64_t> node_version_;    // bumped whenever a node's timeline changes
-  std::vector<size_t> roomy_;             // up nodes with something free when the cycle began
-  std::vector<model::JobId> hold_owner_;  // the last job reserved on each node (0: none)
+  std::vector<bool> has_future_hold_;               // a reservation holds room on this node (from now or later)
+  std::vector<uint64_t> node_version_;              // bumped whenever a node's timeline changes
+  std::vector<size_t> roomy_;                       // up nodes with something free when the cycle began
+  std::vector<const model::NodeUsage*> startable_;  // StartableNodes' answer
+  std::vector<size_t> chosen_;                      // EarliestStart's nodes
+  std::vector<model::JobId> hold_owner_;            // the last job reserved on each node (0: none)
   // Per request shape, each eligible node's earliest window, valid while the
   // node's version is unchanged. Within a cycle profiles only fill up, so a
   // node untouched since keeps its answer: with conservative backfill and
   // many jobs of few shapes, each reservation re-examines only the nodes the
   // previous ones changed.
+  struct NodeEarliest {
+    size_t node;                        // an eligible node (index)
+    std::optional<Timestamp> earliest;  // its earliest window
+    uint64_t computed_at = UINT64_MAX;  // the node's version then
+  };
   struct ShapeEarliest {
     const PendingJob* job;  // the representative: its resources and constraints
-    std::vector<size_t> eligible;
-    std::vector<std::optional<Timestamp>> earliest;
-    std::vector<uint64_t> computed_at;
+    std::vector<NodeEarliest> nodes;
   };
   std::vector<ShapeEarliest> earliest_cache_;
+  std::vector<uint32_t> earliest_of_shape_;  // per ranked shape, its entry in earliest_cache_ (kNoShape: none)
   bool any_future_hold_ = false;
   int64_t pool_cpus_ = 0;
   int max_tier_ = 0;
   std::unordered_set<model::JobId> being_preempted_;
-  // Keys view the snapshot's strings, which outlive the cycle.
-  std::unordered_map<ScopeKey, ScopeInfo, ScopeKeyHash> scopes_;
+  // Keys view the snapshot's strings, which outlive the cycle. Taken from
+  // an arena freed with the cycle: a replay's passes are many and short,
+  // and finding a pass's few scopes cost more in allocations than in lookups.
+  std::array<std::byte, 4096> scope_memory_;
+  std::pmr::monotonic_buffer_resource scope_arena_{scope_memory_.data(), scope_memory_.size()};
+  std::pmr::unordered_map<ScopeKey, ScopeInfo, ScopeKeyHash> scopes_{&scope_arena_};
+  // The queue of the last scope looked up.
+  struct QueueFacts {
+    bool found = false;
+    std::string_view name;
+    const model::QueueSpec* spec = nullptr;  // nullptr: no such queue
+    const model::QueuePolicy* policy = nullptr;
+    model::PriorityWeights weights;
+  };
+  QueueFacts last_queue_;
   // The last scope looked up: jobs next to each other in a queue are often
   // one user's (a burst of submissions), so many lookups end here.
   ScopeKey last_scope_key_{};

@@ -37,22 +37,46 @@ Timestamp PoolCycle::PlannedEnd(const RunningJob& job) const {
   return std::max(end, now_);
 }
 
-void PoolCycle::BuildProfile(const std::vector<const RunningJob*>& running) {
+void PoolCycle::BuildProfile(const std::vector<const RunningJob*>& running, bool plans_ahead) {
   const auto& nodes = *pool_nodes_;
-  std::vector<std::vector<std::pair<Timestamp, Capacity>>> releases(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const model::NodeUsage& n = *nodes[i];
+    if (n.state == model::NodeState::kUp && (n.FreeCpus() > 0 || n.FreeMemoryMb() > 0 || n.FreeGpus("") > 0)) {
+      roomy_.push_back(i);
+    }
+  }
+  // Without reservations nothing asks when room frees up: no timelines,
+  // and no node holds anything ahead (has_future_hold_ stays unread).
+  if (!plans_ahead) return;
   for (size_t i = 0; i < nodes.size(); ++i) node_index_.emplace(nodes[i]->spec.name, i);
+  // Every running job's release, in one list sorted by node: a list per
+  // node, grown job by job, cost an allocation per doubling.
+  struct Release {
+    size_t node;
+    Timestamp at;
+    Capacity amount;
+  };
+  std::vector<Release> releases;
+  releases.reserve(running.size());
   for (const RunningJob* job : running) {
     const Timestamp end = PlannedEnd(*job);
     for (const auto& share : job->allocation) {
-      auto it = node_index_.find(share.node);
-      if (it != node_index_.end()) releases[it->second].emplace_back(end, ShareCapacity(share));
+      if (auto i = NodeIndex(share.node)) releases.push_back({*i, end, ShareCapacity(share)});
     }
   }
+  std::sort(releases.begin(), releases.end(),
+            [](const Release& a, const Release& b) { return a.node != b.node ? a.node < b.node : a.at < b.at; });
   timelines_.reserve(nodes.size());
+  size_t next = 0;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const model::NodeUsage& n = *nodes[i];
+    const size_t first = next;
+    while (next < releases.size() && releases[next].node == i) ++next;
     if (n.state == model::NodeState::kUp) {
-      timelines_.emplace_back(now_, Capacity{n.FreeCpus(), n.FreeMemoryMb(), n.FreeGpus("")}, std::move(releases[i]));
+      std::vector<std::pair<Timestamp, Capacity>> on_node;
+      on_node.reserve(next - first);
+      for (size_t k = first; k < next; ++k) on_node.emplace_back(releases[k].at, releases[k].amount);
+      timelines_.emplace_back(now_, Capacity{n.FreeCpus(), n.FreeMemoryMb(), n.FreeGpus("")}, std::move(on_node));
     } else {
       // Nothing new starts on a node that is not up, now or later.
       timelines_.emplace_back(now_, Capacity{0, 0, 0});
@@ -61,52 +85,109 @@ void PoolCycle::BuildProfile(const std::vector<const RunningJob*>& running) {
   has_future_hold_.assign(nodes.size(), false);
   node_version_.assign(nodes.size(), 0);
   hold_owner_.assign(nodes.size(), 0);
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    const model::NodeUsage& n = *nodes[i];
-    if (n.state == model::NodeState::kUp && (n.FreeCpus() > 0 || n.FreeMemoryMb() > 0 || n.FreeGpus("") > 0)) {
-      roomy_.push_back(i);
-    }
-  }
 }
 
-std::unordered_map<model::JobId, std::vector<size_t>> PoolCycle::HoldPreviousReservations(
-    const std::vector<Ranked>& ranked) {
+PoolCycle::PreviousHolds PoolCycle::HoldPreviousReservations(const std::vector<Ranked>& ranked) {
   // Conservative: previous reservations hold their room while the jobs
   // before them are placed, so each job only ever moves earlier. One that no
   // longer fits where it was (its node went down) is placed afresh.
-  std::unordered_map<model::JobId, std::vector<size_t>> previous_holds;
-  previous_holds.reserve(ranked.size());  // most waiting jobs hold one: no rehashing as they are added
+  //
+  // First each job's nodes, where it could still ever run on them.
+  PreviousHolds candidates;
+  candidates.first.reserve(ranked.size() + 1);
+  candidates.nodes.reserve(ranked.size());  // most hold one node
+  candidates.first.push_back(0);
   for (const Ranked& entry : ranked) {
     const PendingJob& job = *entry.job;
-    if (!job.reserved_start || job.reserved_nodes.empty()) continue;
-    std::vector<size_t> held;
-    for (const auto& name : job.reserved_nodes) {
-      auto it = node_index_.find(name);
-      if (it == node_index_.end()) break;
-      held.push_back(it->second);
+    const size_t mark = candidates.nodes.size();
+    if (job.reserved_start && !job.reserved_nodes.empty()) {
+      for (const auto& name : job.reserved_nodes) {
+        const std::optional<size_t> i = NodeIndex(name);
+        if (!i || !CouldEverHold(*(*pool_nodes_)[*i], job.resources, job.constraints)) {
+          candidates.nodes.resize(mark);
+          break;
+        }
+        candidates.nodes.push_back(*i);
+      }
     }
-    if (held.size() != job.reserved_nodes.size()) continue;
+    candidates.first.push_back(static_cast<uint32_t>(candidates.nodes.size()));
+  }
+  auto window = [&](const PendingJob& job) {
     const Timestamp from = std::max(*job.reserved_start, now_);
-    const Timestamp to = policy::WindowEnd(from, Planned(job));
-    const Capacity need = policy::PerNode(job.resources);
-    const bool fits = std::all_of(held.begin(), held.end(), [&](size_t i) {
-      return CouldEverHold(*(*pool_nodes_)[i], job.resources, job.constraints) &&
-             timelines_[i].MinFree(from, to).Covers(need);
-    });
-    if (!fits) continue;
-    for (size_t i : held) {
-      timelines_[i].Reserve(from, to, need);
+    return std::make_pair(from, policy::WindowEnd(from, Planned(job)));
+  };
+  auto note_held = [&](model::JobId job, std::span<const size_t> nodes) {
+    for (size_t i : nodes) {
       ++node_version_[i];
       has_future_hold_[i] = true;
       any_future_hold_ = true;
-      hold_owner_[i] = job.id;
+      hold_owner_[i] = job;  // the last job in rank order holding the node
     }
-    previous_holds.emplace(job.id, std::move(held));
+  };
+
+  // Taken in rank order, each is held if its window still has room once
+  // the ones before it are held. When all of them fit together (no step of
+  // any node short of room with every one held), each fits in its turn: the
+  // room over its window before its turn is at least what is left with all
+  // held, plus its own need, for holds only take room. Then they are held
+  // in one merge per node; with a deep queue that is most of the cycle's
+  // profile work saved.
+  std::vector<std::pair<size_t, NodeTimeline::Hold>> holds;  // by node
+  holds.reserve(candidates.nodes.size());
+  for (size_t k = 0; k < ranked.size(); ++k) {
+    const PendingJob& job = *ranked[k].job;
+    const auto [from, to] = window(job);
+    for (size_t i : candidates.Of(k)) holds.push_back({i, {from, to, policy::PerNode(job.resources)}});
   }
-  return previous_holds;
+  // By node (a merge sums a node's holds, in any order). A small pool's
+  // are often in node order already.
+  auto by_node = [](const auto& a, const auto& b) { return a.first < b.first; };
+  if (!std::is_sorted(holds.begin(), holds.end(), by_node)) std::sort(holds.begin(), holds.end(), by_node);
+  std::vector<std::pair<size_t, NodeTimeline>> merged;
+  std::vector<NodeTimeline::Hold> on_node;
+  on_node.reserve(holds.size());
+  bool all_fit = true;
+  for (size_t at = 0; at < holds.size() && all_fit;) {
+    const size_t node = holds[at].first;
+    on_node.clear();
+    for (; at < holds.size() && holds[at].first == node; ++at) on_node.push_back(holds[at].second);
+    std::optional<NodeTimeline> with = timelines_[node].WithHolds(on_node);
+    if (with) {
+      merged.emplace_back(node, std::move(*with));
+    } else {
+      all_fit = false;
+    }
+  }
+  if (all_fit) {
+    for (auto& [i, timeline] : merged) timelines_[i] = std::move(timeline);
+    for (size_t k = 0; k < ranked.size(); ++k) note_held(ranked[k].job->id, candidates.Of(k));
+    return candidates;
+  }
+
+  // Some do not fit: one at a time, in rank order.
+  PreviousHolds held;
+  held.first.reserve(ranked.size() + 1);
+  held.first.push_back(0);
+  for (size_t k = 0; k < ranked.size(); ++k) {
+    const PendingJob& job = *ranked[k].job;
+    const std::span<const size_t> nodes = candidates.Of(k);
+    if (!nodes.empty()) {
+      const auto [from, to] = window(job);
+      const Capacity need = policy::PerNode(job.resources);
+      const bool fits = std::all_of(nodes.begin(), nodes.end(),
+                                    [&](size_t i) { return timelines_[i].MinFree(from, to).Covers(need); });
+      if (fits) {
+        for (size_t i : nodes) timelines_[i].Reserve(from, to, need);
+        note_held(job.id, nodes);
+        held.nodes.insert(held.nodes.end(), nodes.begin(), nodes.end());
+      }
+    }
+    held.first.push_back(static_cast<uint32_t>(held.nodes.size()));
+  }
+  return held;
 }
 
-void PoolCycle::RecordReservation(model::JobId job, Timestamp start, const std::vector<size_t>& node_indices) {
+void PoolCycle::RecordReservation(model::JobId job, Timestamp start, std::span<const size_t> node_indices) {
   Reservation r{job, start, {}};
   r.nodes.reserve(node_indices.size());
   for (size_t i : node_indices) r.nodes.push_back((*pool_nodes_)[i]->spec.name);
@@ -116,8 +197,7 @@ void PoolCycle::RecordReservation(model::JobId job, Timestamp start, const std::
 
 std::optional<model::JobId> PoolCycle::HolderOf(const model::Allocation& allocation) const {
   for (const auto& share : allocation) {
-    auto it = node_index_.find(share.node);
-    if (it != node_index_.end() && hold_owner_[it->second] != 0) return hold_owner_[it->second];
+    if (auto i = NodeIndex(share.node); i && hold_owner_[*i] != 0) return hold_owner_[*i];
   }
   return std::nullopt;
 }
@@ -130,41 +210,55 @@ std::vector<size_t> PoolCycle::Eligible(const PendingJob& job) const {
   return eligible;
 }
 
-std::optional<std::pair<Timestamp, std::vector<size_t>>> PoolCycle::EarliestSingleNodeStart(const PendingJob& job) {
+std::optional<Timestamp> PoolCycle::EarliestSingleNodeStart(const PendingJob& job, uint32_t shape) {
   constexpr size_t kMaxCachedShapes = 64;
   ShapeEarliest* cache = nullptr;
-  for (auto& c : earliest_cache_) {
-    if (SameShape(*c.job, job)) cache = &c;
+  if (shape == kNoShape) {
+    // Beyond the ranking's shapes: compared with each cached one.
+    for (auto& c : earliest_cache_) {
+      if (SameShape(*c.job, job)) cache = &c;
+    }
+  } else if (shape < earliest_of_shape_.size() && earliest_of_shape_[shape] != kNoShape) {
+    cache = &earliest_cache_[earliest_of_shape_[shape]];
   }
   ShapeEarliest scratch;
   if (!cache) {
-    cache = earliest_cache_.size() < kMaxCachedShapes ? &earliest_cache_.emplace_back() : &scratch;
+    if (earliest_cache_.size() < kMaxCachedShapes) {
+      if (shape != kNoShape) {
+        if (shape >= earliest_of_shape_.size()) earliest_of_shape_.resize(shape + 1, kNoShape);
+        earliest_of_shape_[shape] = static_cast<uint32_t>(earliest_cache_.size());
+      }
+      cache = &earliest_cache_.emplace_back();
+    } else {
+      cache = &scratch;
+    }
     cache->job = &job;
-    cache->eligible = Eligible(job);
-    cache->earliest.assign(cache->eligible.size(), std::nullopt);
-    cache->computed_at.assign(cache->eligible.size(), UINT64_MAX);
+    cache->nodes.reserve(pool_nodes_->size());
+    for (size_t i = 0; i < pool_nodes_->size(); ++i) {
+      if (CouldEverHold(*(*pool_nodes_)[i], job.resources, job.constraints)) cache->nodes.push_back({i, std::nullopt});
+    }
   }
   const Capacity need = policy::PerNode(job.resources);
   const auto duration = Planned(job);
   std::optional<std::pair<Timestamp, size_t>> best;
-  for (size_t k = 0; k < cache->eligible.size(); ++k) {
-    const size_t i = cache->eligible[k];
-    if (cache->computed_at[k] != node_version_[i]) {
-      cache->earliest[k] = timelines_[i].EarliestFit(now_, duration, need);
-      cache->computed_at[k] = node_version_[i];
+  for (NodeEarliest& node : cache->nodes) {
+    const size_t i = node.node;
+    if (node.computed_at != node_version_[i]) {
+      node.earliest = timelines_[i].EarliestFit(now_, duration, need);
+      node.computed_at = node_version_[i];
     }
     // The earliest; among equals the first in name order.
-    if (cache->earliest[k] && (!best || *cache->earliest[k] < best->first))
-      best = std::make_pair(*cache->earliest[k], i);
+    if (node.earliest && (!best || *node.earliest < best->first)) best = std::make_pair(*node.earliest, i);
   }
   if (!best) return std::nullopt;
-  return std::make_pair(best->first, std::vector<size_t>{best->second});
+  chosen_.assign(1, best->second);
+  return best->first;
 }
 
-std::optional<std::pair<Timestamp, std::vector<size_t>>> PoolCycle::EarliestStart(const PendingJob& job) {
+std::optional<Timestamp> PoolCycle::EarliestStart(const PendingJob& job, uint32_t shape) {
   const model::ResourceRequest& r = job.resources;
   const size_t wanted = static_cast<size_t>(std::max(1, r.nodes));
-  if (wanted == 1) return EarliestSingleNodeStart(job);
+  if (wanted == 1) return EarliestSingleNodeStart(job, shape);
   const Capacity need = policy::PerNode(r);
   const auto duration = Planned(job);
   const std::vector<size_t> eligible = Eligible(job);
@@ -184,13 +278,12 @@ std::optional<std::pair<Timestamp, std::vector<size_t>>> PoolCycle::EarliestStar
     if (starts.size() < wanted) return std::nullopt;
     std::nth_element(starts.begin(), starts.begin() + static_cast<std::ptrdiff_t>(wanted - 1), starts.end());
     const Timestamp candidate = starts[wanted - 1].first;
-    if (wanted == 1) return std::make_pair(candidate, std::vector<size_t>{starts[0].second});
-    std::vector<size_t> chosen;
+    chosen_.clear();
     const Timestamp end = policy::WindowEnd(candidate, duration);
     for (size_t i : eligible) {
       if (timelines_[i].MinFree(candidate, end).Covers(need)) {
-        chosen.push_back(i);
-        if (chosen.size() == wanted) return std::make_pair(candidate, chosen);
+        chosen_.push_back(i);
+        if (chosen_.size() == wanted) return candidate;
       }
     }
     Timestamp next = policy::kForever;

@@ -63,7 +63,7 @@ Plan Scheduler::Decide(const Snapshot& snapshot, Timestamp now) const {
   const auto cycle_start = SteadyClock::now();
   Plan plan;
   WorkingNodes nodes(snapshot.nodes);
-  const SchedulerState state{snapshot, queues_, pools_, projects_};
+  const SchedulerState state{snapshot, queues_, pools_, projects_, counts_limits_};
 
   // What running jobs and sandboxes hold per quota scope: read only where
   // a limit is checked.
@@ -77,6 +77,7 @@ Plan Scheduler::Decide(const Snapshot& snapshot, Timestamp now) const {
     // group or rank here.
     const std::string& pool = snapshot.pending[snapshot.pending_order.front()].pool;
     std::vector<const RunningJob*> running;
+    running.reserve(snapshot.running.size());
     for (const auto& r : snapshot.running) {
       if (r.pool == pool) running.push_back(&r);
     }

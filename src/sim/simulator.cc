@@ -445,7 +445,8 @@ class Replay {
       auto& order = snapshot_.pending_order;
       order.erase(std::find(order.begin(), order.end(), static_cast<uint32_t>(at)));
       const auto last = static_cast<uint32_t>(snapshot_.pending.size() - 1);
-      if (at != last) *std::find(order.begin(), order.end(), last) = static_cast<uint32_t>(at);
+      // The last job in `pending` arrived last: it is found from the back.
+      if (at != last) *std::find(order.rbegin(), order.rend(), last) = static_cast<uint32_t>(at);
     }
     RemoveAt(snapshot_.pending, pending_position_, at);
 

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -50,6 +51,17 @@ class NodeTimeline {
   void Reserve(Timestamp from, Timestamp to, const Capacity& amount);
   // Gives back what Reserve(from, to, amount) held.
   void Release(Timestamp from, Timestamp to, const Capacity& amount);
+  // A hold of `amount` over [from, to), as Reserve takes it.
+  struct Hold {
+    Timestamp from;
+    Timestamp to;
+    Capacity amount;
+  };
+  // This timeline with every one of `holds` reserved, when no step of it is
+  // then short of room (nothing negative); nullopt otherwise. The steps are
+  // those of Reserve called for each hold in turn, found in one merge
+  // instead of one insertion per hold.
+  std::optional<NodeTimeline> WithHolds(std::span<const Hold> holds) const;
   // The least free over [from, to).
   Capacity MinFree(Timestamp from, Timestamp to) const;
   // The earliest t >= from with `need` free over [t, t + duration); nullopt if
@@ -60,6 +72,7 @@ class NodeTimeline {
   Timestamp Origin() const { return steps_.front().first; }
 
  private:
+  NodeTimeline() = default;
   // Index of the step in force at t (t >= origin).
   size_t StepAt(Timestamp t) const;
   // Makes sure a step starts exactly at t (t >= origin); returns its index.

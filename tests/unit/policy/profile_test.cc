@@ -168,6 +168,52 @@ TEST(NodeTimelineTest, ReserveForever) {
   EXPECT_EQ(t.MinFree(At(minutes(60)), kForever), Cpus(12));
 }
 
+// WithHolds merges a batch of holds at once: the same steps as Reserve for
+// each in turn, checked at every step time of either; nothing when a step
+// would be short of room.
+TEST(NodeTimelineTest, WithHoldsIsReserveForEachInOneMerge) {
+  struct Case {
+    const char* name;
+    std::vector<NodeTimeline::Hold> holds;
+    bool fits;
+  };
+  const std::vector<Case> cases = {
+      {"none", {}, true},
+      {"one inside a step", {{At(minutes(10)), At(minutes(20)), Cpus(3)}}, true},
+      {"overlapping and crossing release times",
+       {{At(minutes(30)), At(minutes(90)), Cpus(2)}, {At(minutes(50)), At(minutes(110)), Cpus(4)}},
+       true},
+      {"from before the origin, and forever",
+       {{kNow - hours(1), At(minutes(10)), Cpus(2)}, {At(minutes(200)), kForever, Cpus(5)}},
+       true},
+      {"empty and reversed windows hold nothing",
+       {{At(minutes(40)), At(minutes(40)), Cpus(99)}, {At(minutes(50)), At(minutes(45)), Cpus(99)}},
+       true},
+      {"ends exactly where the next starts",
+       {{kNow, At(minutes(60)), Cpus(4)}, {At(minutes(60)), At(minutes(70)), Cpus(6)}},
+       true},
+      {"together short of room",
+       {{kNow, At(minutes(30)), Cpus(4)}, {At(minutes(20)), At(minutes(40)), Cpus(3)}},
+       false},
+      {"alone too large", {{At(minutes(150)), At(minutes(160)), Cpus(13)}}, false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const NodeTimeline base = Example();  // 6 free now, 10 from 60, 2 from 120, 10 from 180
+    std::optional<NodeTimeline> merged = base.WithHolds(c.holds);
+    ASSERT_EQ(merged.has_value(), c.fits);
+    if (!merged) continue;
+    NodeTimeline one_by_one = base;
+    for (const auto& hold : c.holds) one_by_one.Reserve(hold.from, hold.to, hold.amount);
+    for (int minute = -10; minute <= 240; minute += 5) {
+      const Timestamp from = At(minutes(minute));
+      EXPECT_EQ(merged->MinFree(from, from + minutes(5)), one_by_one.MinFree(from, from + minutes(5))) << minute;
+      EXPECT_EQ(merged->NextChangeAfter(from), one_by_one.NextChangeAfter(from)) << minute;
+    }
+    EXPECT_EQ(merged->MinFree(At(minutes(240)), kForever), one_by_one.MinFree(At(minutes(240)), kForever));
+  }
+}
+
 TEST(NodeTimelineTest, NextChangeAfter) {
   const NodeTimeline t = Example();  // steps at now, 60, 120, 180
   EXPECT_EQ(t.NextChangeAfter(kNow - hours(1)), kNow);

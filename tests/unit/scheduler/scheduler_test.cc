@@ -564,6 +564,36 @@ TEST(SchedulerBackfillTest, AJobGivingBackItsReservationStartsWhereAnIdenticalRe
   }
 }
 
+// Previous reservations are held again at once when they all still fit, and
+// one by one, in priority order, when they do not. n1 (4 cpus) is busy until
+// +30 min: job 90's time limit was raised since job 1 (4 cpus, 20 min) was
+// reserved from +10, which now overlaps it. Job 2 (2 cpus, 10 min, from +50)
+// and job 3 (2 cpus, 10 min, from +70) still fit. Job 1 is placed afresh at
+// +30; jobs 2 and 3 keep theirs.
+TEST(SchedulerBackfillTest, PreviousReservationsThatNoLongerFitTogetherArePlacedAfresh) {
+  const model::ClusterSpec cluster = FifoPool({Node("n1", 4)}, BackfillMode::kConservative);
+  for (bool move : {true, false}) {
+    SCOPED_TRACE(move ? "reservations move" : "reservations stay");
+    Snapshot snapshot = MakeSnapshot(EmptyUsage(cluster),
+                                     {MakePending(1).Cpus(4).WalltimeSeconds(1200).Priority(30),
+                                      MakePending(2).Cpus(2).WalltimeSeconds(600).Priority(20),
+                                      MakePending(3).Cpus(2).WalltimeSeconds(600).Priority(10)},
+                                     {MakeRunning(90).Cpus(4).On("n1").ExpectedEnd(kNow + minutes(30))});
+    const std::vector<minutes> previous = {minutes(10), minutes(50), minutes(70)};
+    for (size_t k = 0; k < previous.size(); ++k) {
+      snapshot.pending[k].reserved_start = kNow + previous[k];
+      snapshot.pending[k].reserved_nodes = {"n1"};
+    }
+    snapshot.move_reservations = move;
+    const Plan plan = SchedulerFor(cluster).Decide(snapshot, kNow);
+    EXPECT_THAT(StartedIds(plan), IsEmpty());
+    // Moving, jobs 2 and 3 fit beside each other from +50 (each 2 of 4 cpus).
+    EXPECT_EQ(EstimatedStarts(plan),
+              (std::map<model::JobId, Timestamp>{
+                  {1, kNow + minutes(30)}, {2, kNow + minutes(50)}, {3, kNow + (move ? minutes(50) : minutes(70))}}));
+  }
+}
+
 // Predicted run times (PoolSpec::predict_run_times; planned_share 1 here so
 // the figures read directly). n1 (8 cpus): job 90 holds 4 of them, asked for
 // 10 h, predicted to run 1 h. Head H (8 cpus, 1 h) waits for job 90; B (4
