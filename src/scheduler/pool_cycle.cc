@@ -140,6 +140,11 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
   std::vector<char> shape_failed;
   std::vector<ReasonList> shape_reasons;
   std::vector<uint64_t> shape_hashes;  // ShapeHash of each of `shapes`
+  // Twice as many slots as shapes, so a probe rarely goes far; each holds a
+  // shape's index + 1, or 0 (empty).
+  constexpr size_t kShapeSlots = 2 * kMaxShapes;
+  static_assert((kShapeSlots & (kShapeSlots - 1)) == 0, "a power of two: a probe wraps with a mask");
+  std::array<uint16_t, kShapeSlots> shape_slots{};
   {
     const size_t most_shapes = std::min(kMaxShapes, order ? order->size() : jobs.size());
     shapes.reserve(most_shapes);
@@ -155,23 +160,28 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
                           ? model::PriorityFactors{}
                           : PriorityOf(scope, job->submitted_at, job->resources, job->adjustment));
     uint32_t shape = kNoShape;
-    // Candidates by a hash of what SameShape compares: with hundreds of
-    // shapes (every wall time its own) comparing the job with each cost
-    // more than the rest of its visit; a scan of their hashes is a few
-    // cache lines.
+    // Found by a hash of what SameShape compares, in an open-addressed
+    // table: with hundreds of shapes (every wall time its own), comparing
+    // the job with each, or even scanning their hashes, cost more than the
+    // rest of its visit.
     const uint64_t key = ShapeHash(*job);
-    for (size_t k = 0; k < shape_hashes.size(); ++k) {
-      if (shape_hashes[k] == key && SameShape(*shapes[k], *job)) {
-        shape = static_cast<uint32_t>(k);
+    for (size_t probe = key & (kShapeSlots - 1);; probe = (probe + 1) & (kShapeSlots - 1)) {
+      const uint16_t slot = shape_slots[probe];
+      if (slot == 0) {
+        if (shapes.size() < kMaxShapes) {
+          shape = static_cast<uint32_t>(shapes.size());
+          shape_slots[probe] = static_cast<uint16_t>(shape + 1);
+          shapes.push_back(job);
+          shape_hashes.push_back(key);
+          shape_failed.push_back(0);
+          shape_reasons.emplace_back();
+        }
         break;
       }
-    }
-    if (shape == kNoShape && shapes.size() < kMaxShapes) {
-      shape = static_cast<uint32_t>(shapes.size());
-      shapes.push_back(job);
-      shape_hashes.push_back(key);
-      shape_failed.push_back(0);
-      shape_reasons.emplace_back();
+      if (shape_hashes[slot - 1] == key && SameShape(*shapes[slot - 1], *job)) {
+        shape = slot - 1u;
+        break;
+      }
     }
     ranked.push_back({job, &scope, factors.back().Total(), job->submitted_at, job->id, shape,
                       static_cast<uint32_t>(factors.size() - 1)});

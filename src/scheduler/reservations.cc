@@ -49,34 +49,36 @@ void PoolCycle::BuildProfile(const std::vector<const RunningJob*>& running, bool
   // and no node holds anything ahead (has_future_hold_ stays unread).
   if (!plans_ahead) return;
   for (size_t i = 0; i < nodes.size(); ++i) node_index_.emplace(nodes[i]->spec.name, i);
-  // Every running job's release, in one list sorted by node: a list per
-  // node, grown job by job, cost an allocation per doubling.
+  // Every running job's release, grouped by node (counted, then placed): a
+  // list per node, grown job by job, cost an allocation per doubling.
   struct Release {
     size_t node;
-    Timestamp at;
-    Capacity amount;
+    std::pair<Timestamp, Capacity> release;
   };
-  std::vector<Release> releases;
-  releases.reserve(running.size());
+  std::vector<Release> found;
+  found.reserve(running.size());
   for (const RunningJob* job : running) {
     const Timestamp end = PlannedEnd(*job);
     for (const auto& share : job->allocation) {
-      if (auto i = NodeIndex(share.node)) releases.push_back({*i, end, ShareCapacity(share)});
+      if (auto i = NodeIndex(share.node)) found.push_back({*i, {end, ShareCapacity(share)}});
     }
   }
-  std::sort(releases.begin(), releases.end(),
-            [](const Release& a, const Release& b) { return a.node != b.node ? a.node < b.node : a.at < b.at; });
+  std::vector<size_t> first(nodes.size() + 1, 0);  // node i's are [first[i], first[i + 1])
+  for (const Release& r : found) ++first[r.node + 1];
+  for (size_t i = 0; i < nodes.size(); ++i) first[i + 1] += first[i];
+  std::vector<std::pair<Timestamp, Capacity>> by_node(found.size());
+  {
+    std::vector<size_t> next(first.begin(), first.end() - 1);
+    for (const Release& r : found) by_node[next[r.node]++] = r.release;
+  }
   timelines_.reserve(nodes.size());
-  size_t next = 0;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const model::NodeUsage& n = *nodes[i];
-    const size_t first = next;
-    while (next < releases.size() && releases[next].node == i) ++next;
     if (n.state == model::NodeState::kUp) {
-      std::vector<std::pair<Timestamp, Capacity>> on_node;
-      on_node.reserve(next - first);
-      for (size_t k = first; k < next; ++k) on_node.emplace_back(releases[k].at, releases[k].amount);
-      timelines_.emplace_back(now_, Capacity{n.FreeCpus(), n.FreeMemoryMb(), n.FreeGpus("")}, std::move(on_node));
+      const auto from = by_node.begin() + static_cast<std::ptrdiff_t>(first[i]);
+      const auto to = by_node.begin() + static_cast<std::ptrdiff_t>(first[i + 1]);
+      timelines_.emplace_back(now_, Capacity{n.FreeCpus(), n.FreeMemoryMb(), n.FreeGpus("")},
+                              std::vector<std::pair<Timestamp, Capacity>>(from, to));
     } else {
       // Nothing new starts on a node that is not up, now or later.
       timelines_.emplace_back(now_, Capacity{0, 0, 0});

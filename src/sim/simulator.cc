@@ -18,7 +18,6 @@ namespace unisched::sim {
 namespace {
 
 constexpr int64_t kUnboundedMemoryMb = int64_t{1} << 40;
-constexpr int kUnboundedCpus = 1 << 20;
 
 int64_t CeilDiv(int64_t a, int64_t b) {
   return (a + b - 1) / b;
@@ -105,7 +104,11 @@ SimCluster CpuCluster(int processors, model::BackfillChoice backfill) {
 SimCluster GpuCluster(int gpus, model::BackfillChoice backfill) {
   SimCluster cluster = SingleNodeCluster(model::PoolKind::kGpu, backfill);
   model::NodeUsage& node = cluster.nodes[0];
-  node.spec.cpus = kUnboundedCpus;
+  // CPUs must never be what a GPU job waits for. Each job asks one CPU
+  // (RequestFor) and at least one GPU, so no more than `gpus` jobs run at
+  // once: as many CPUs suffice. (More cost every pass a copy of the node's
+  // CPU bitmap: with 2^20 CPUs, a fifth of a Philly replay.)
+  node.spec.cpus = std::max(1, gpus);
   for (int i = 0; i < gpus; ++i) node.spec.gpus.push_back({i, "sim-gpu", 80});
   node.gpu_busy.assign(static_cast<size_t>(gpus), false);
   cluster.unit = SizeUnit::kGpus;
