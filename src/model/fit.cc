@@ -353,13 +353,20 @@ FitResult Fit(const std::vector<const NodeUsage*>& nodes, const ResourceRequest&
   if (static_cast<int>(chosen.size()) < request.nodes) {
     if (!explain) return result;
     std::vector<NodeEval> evals;
-    // Distinct nodes only (a hand-built list may name one twice); hashed:
-    // a pool of thousands of nodes is explained once per request shape and
-    // cycle, and an ordered set of their names cost more than the rest.
+    evals.reserve(nodes.size());
+    // Distinct nodes only (a hand-built list may name one twice). The
+    // scheduler gives its nodes in name order: names strictly increasing
+    // are distinct, one comparison per node. Otherwise a hash set of them
+    // (a pool of thousands of nodes is explained once per request shape and
+    // cycle; an ordered set of their names cost more than the rest).
+    const bool names_increase =
+        std::adjacent_find(nodes.begin(), nodes.end(), [](const NodeUsage* a, const NodeUsage* b) {
+          return a == nullptr || b == nullptr || !(a->spec.name < b->spec.name);
+        }) == nodes.end();
     std::unordered_set<std::string_view> seen;
-    seen.reserve(nodes.size());
+    if (!names_increase) seen.reserve(nodes.size());
     for (const NodeUsage* node : nodes) {
-      if (node == nullptr || !seen.insert(node->spec.name).second) continue;
+      if (node == nullptr || (!names_increase && !seen.insert(node->spec.name).second)) continue;
       evals.push_back(Evaluate(*node, request, constraints, /*ignore_usage=*/false));
     }
     if (evals.empty()) {
