@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <memory>
 #include <memory_resource>
@@ -38,31 +39,35 @@ using policy::NodeTimeline;
 
 const model::QueuePolicy& DefaultQueuePolicy();
 
-// The cycle's view of the nodes: a copy of the snapshot's, updated with each
-// start as it is decided.
+// The cycle's view of the nodes: the snapshot's, updated with each start as
+// it is decided. A node is copied when a start first changes it: most of a
+// large pool's nodes see no start in a cycle, and a replay's passes are too
+// many and too short to copy even one node each.
 class WorkingNodes {
  public:
-  explicit WorkingNodes(const std::vector<model::NodeUsage>& nodes) : nodes_(nodes) {
-    for (auto& node : nodes_) {
-      // A snapshot built by hand may leave gpu_busy short; missing means free.
-      node.gpu_busy.resize(node.spec.gpus.size(), false);
-    }
+  explicit WorkingNodes(const std::vector<model::NodeUsage>& nodes) {
     // Name order, so the candidate list (and so the plan) does not depend on
     // the order the snapshot happened to list nodes in. (Usually it is in
     // that order already: checking is one comparison per node.)
-    auto by_name = [](const model::NodeUsage& a, const model::NodeUsage& b) { return a.spec.name < b.spec.name; };
-    if (!std::is_sorted(nodes_.begin(), nodes_.end(), by_name)) {
-      std::stable_sort(nodes_.begin(), nodes_.end(), by_name);
+    std::vector<const model::NodeUsage*> by_name;
+    by_name.reserve(nodes.size());
+    for (const auto& node : nodes) by_name.push_back(&node);
+    auto name_order = [](const model::NodeUsage* a, const model::NodeUsage* b) { return a->spec.name < b->spec.name; };
+    if (!std::is_sorted(by_name.begin(), by_name.end(), name_order)) {
+      std::stable_sort(by_name.begin(), by_name.end(), name_order);
     }
-    for (size_t i = 0; i < nodes_.size(); ++i) {
-      by_pool_[nodes_[i].spec.pool].push_back(&nodes_[i]);
-      index_.emplace(nodes_[i].spec.name, i);  // first wins, as in Fit
+    for (const model::NodeUsage* node : by_name) {
+      std::vector<const model::NodeUsage*>& pool = by_pool_[node->spec.pool];
+      index_.try_emplace(node->spec.name, Place{&pool, pool.size()});  // a name given twice: the first, as in Fit
+      pool.push_back(node);
     }
   }
-  // by_pool_ points into nodes_.
+  // by_pool_ points into the snapshot and copies_.
   WorkingNodes(const WorkingNodes&) = delete;
   WorkingNodes& operator=(const WorkingNodes&) = delete;
 
+  // A start changes a node by replacing its entry here: a pool's list stays
+  // the same vector, so a reference to it sees every start.
   const std::vector<const model::NodeUsage*>& Pool(const std::string& pool) const {
     static const std::vector<const model::NodeUsage*> kNone;
     auto it = by_pool_.find(pool);
@@ -72,14 +77,25 @@ class WorkingNodes {
   void Apply(const model::Allocation& allocation, int sign) {
     for (const auto& share : allocation) {
       auto it = index_.find(share.node);
-      if (it != index_.end()) nodes_[it->second].Apply(share, sign);
+      if (it == index_.end()) continue;
+      Place& place = it->second;
+      if (!place.copy) {
+        place.copy = &copies_.emplace_back(*(*place.pool)[place.position]);
+        (*place.pool)[place.position] = place.copy;
+      }
+      place.copy->Apply(share, sign);
     }
   }
 
  private:
-  std::vector<model::NodeUsage> nodes_;
-  std::map<std::string, std::vector<const model::NodeUsage*>> by_pool_;
-  std::unordered_map<std::string_view, size_t> index_;  // views of nodes_' names
+  struct Place {
+    std::vector<const model::NodeUsage*>* pool;  // its pool's list in by_pool_
+    size_t position;                             // in that list
+    model::NodeUsage* copy = nullptr;            // in copies_, once a start changed it
+  };
+  std::map<std::string, std::vector<const model::NodeUsage*>, std::less<>> by_pool_;
+  std::unordered_map<std::string_view, Place> index_;  // views of the snapshot's names
+  std::deque<model::NodeUsage> copies_;                // stable addresses as it grows
 };
 
 inline Capacity ShareCapacity(const model::NodeAllocation& share) {
