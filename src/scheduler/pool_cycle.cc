@@ -152,13 +152,16 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
     shape_reasons.reserve(most_shapes);
     shape_hashes.reserve(most_shapes);
   }
-  auto rank = [&](const PendingJob* job) {
+  // A ranked job's scope, priority and request shape.
+  auto describe = [&](Ranked& entry) {
+    const PendingJob* job = entry.job;
     const ScopeInfo& scope = Scope(job->queue, job->project, job->user);
     // In the caller's order the priority only matters to preemption and to
     // what explain shows.
-    factors.push_back(order && !explain && !scope.policy->can_preempt
-                          ? model::PriorityFactors{}
-                          : PriorityOf(scope, job->submitted_at, job->resources, job->adjustment));
+    model::PriorityFactors& priority = factors[entry.index];
+    if (!order || explain || scope.policy->can_preempt) {
+      priority = PriorityOf(scope, job->submitted_at, job->resources, job->adjustment);
+    }
     uint32_t shape = kNoShape;
     // Found by a hash of what SameShape compares, in an open-addressed
     // table: with hundreds of shapes (every wall time its own), comparing
@@ -183,8 +186,24 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
         break;
       }
     }
-    ranked.push_back({job, &scope, factors.back().Total(), job->submitted_at, job->id, shape,
-                      static_cast<uint32_t>(factors.size() - 1)});
+    entry.scope = &scope;
+    entry.priority = priority.Total();
+    entry.shape = shape;
+  };
+  // A pass that leaves reservations where they are (a replay's arrival), in
+  // the caller's order and with nothing to explain, keeps every previous
+  // reservation still ahead that still fits: the walk passes over such a
+  // job without its scope, priority or shape, so they are found only for
+  // one not kept after all (describe, in the walk).
+  const bool keeps_reservations =
+      order && !explain && mode == model::BackfillMode::kConservative && !state_.snapshot.move_reservations;
+  auto rank = [&](const PendingJob* job) {
+    factors.emplace_back();
+    ranked.push_back(
+        {job, nullptr, 0, job->submitted_at, job->id, kNoShape, static_cast<uint32_t>(factors.size() - 1)});
+    const bool likely_kept =
+        keeps_reservations && job->reserved_start && *job->reserved_start > now_ && !job->reserved_nodes.empty();
+    if (!likely_kept) describe(ranked.back());
   };
   // EASY, once the head holds its reservation, in the caller's order and
   // with nothing to explain or preempt: a job that cannot start now is
@@ -395,6 +414,7 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
       }
       forget_failures_before(from);
     }
+    if (!entry.scope) describe(ranked[position]);  // passed over in ranking: its reservation was not kept
 
     // Admission: quotas and concurrency. An over-limit job waits without
     // holding anything up (it gets no reservation).

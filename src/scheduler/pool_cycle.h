@@ -171,7 +171,7 @@ class PoolCycle {
   // priority order are scattered in memory: each touch is a cache miss).
   struct Ranked {
     const PendingJob* job;
-    const ScopeInfo* scope;
+    const ScopeInfo* scope;  // nullptr until described (see Run: a reservation likely kept)
     int64_t priority;
     Timestamp submitted_at;
     model::JobId id;

@@ -573,24 +573,38 @@ TEST(SchedulerBackfillTest, AJobGivingBackItsReservationStartsWhereAnIdenticalRe
 TEST(SchedulerBackfillTest, PreviousReservationsThatNoLongerFitTogetherArePlacedAfresh) {
   const model::ClusterSpec cluster = FifoPool({Node("n1", 4)}, BackfillMode::kConservative);
   for (bool move : {true, false}) {
-    SCOPED_TRACE(move ? "reservations move" : "reservations stay");
-    Snapshot snapshot = MakeSnapshot(EmptyUsage(cluster),
-                                     {MakePending(1).Cpus(4).WalltimeSeconds(1200).Priority(30),
-                                      MakePending(2).Cpus(2).WalltimeSeconds(600).Priority(20),
-                                      MakePending(3).Cpus(2).WalltimeSeconds(600).Priority(10)},
-                                     {MakeRunning(90).Cpus(4).On("n1").ExpectedEnd(kNow + minutes(30))});
-    const std::vector<minutes> previous = {minutes(10), minutes(50), minutes(70)};
-    for (size_t k = 0; k < previous.size(); ++k) {
-      snapshot.pending[k].reserved_start = kNow + previous[k];
-      snapshot.pending[k].reserved_nodes = {"n1"};
+    for (bool replay : {false, true}) {
+      SCOPED_TRACE(move ? "reservations move" : "reservations stay");
+      // As a replay hands it: in the caller's order, nothing explained (job 1
+      // is then ranked without its scope and shape, found when it is not kept).
+      SCOPED_TRACE(replay ? "in the caller's order, unexplained" : "ranked here");
+      Snapshot snapshot = MakeSnapshot(EmptyUsage(cluster),
+                                       {MakePending(1).Cpus(4).WalltimeSeconds(1200).Priority(30),
+                                        MakePending(2).Cpus(2).WalltimeSeconds(600).Priority(20),
+                                        MakePending(3).Cpus(2).WalltimeSeconds(600).Priority(10)},
+                                       {MakeRunning(90).Cpus(4).On("n1").ExpectedEnd(kNow + minutes(30))});
+      const std::vector<minutes> previous = {minutes(10), minutes(50), minutes(70)};
+      for (size_t k = 0; k < previous.size(); ++k) {
+        snapshot.pending[k].reserved_start = kNow + previous[k];
+        snapshot.pending[k].reserved_nodes = {"n1"};
+      }
+      snapshot.move_reservations = move;
+      if (replay) {
+        snapshot.pending_order = {0, 1, 2};
+        snapshot.explain = false;
+      }
+      const Plan plan = SchedulerFor(cluster).Decide(snapshot, kNow);
+      EXPECT_THAT(StartedIds(plan), IsEmpty());
+      std::map<model::JobId, Timestamp> reserved;
+      for (const auto& r : plan.reservations) reserved.emplace(r.job, r.start);
+      // Moving, jobs 2 and 3 fit beside each other from +50 (each 2 of 4 cpus).
+      const std::map<model::JobId, Timestamp> want = {
+          {1, kNow + minutes(30)}, {2, kNow + minutes(50)}, {3, kNow + (move ? minutes(50) : minutes(70))}};
+      EXPECT_EQ(reserved, want);
+      if (!replay) {
+        EXPECT_EQ(EstimatedStarts(plan), want);
+      }
     }
-    snapshot.move_reservations = move;
-    const Plan plan = SchedulerFor(cluster).Decide(snapshot, kNow);
-    EXPECT_THAT(StartedIds(plan), IsEmpty());
-    // Moving, jobs 2 and 3 fit beside each other from +50 (each 2 of 4 cpus).
-    EXPECT_EQ(EstimatedStarts(plan),
-              (std::map<model::JobId, Timestamp>{
-                  {1, kNow + minutes(30)}, {2, kNow + minutes(50)}, {3, kNow + (move ? minutes(50) : minutes(70))}}));
   }
 }
 
