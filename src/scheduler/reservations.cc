@@ -137,9 +137,11 @@ PoolCycle::PreviousHolds PoolCycle::HoldPreviousReservations(const std::vector<R
   std::vector<std::pair<size_t, NodeTimeline::Hold>> holds;  // by node
   holds.reserve(candidates.nodes.size());
   for (size_t k = 0; k < ranked.size(); ++k) {
+    const std::span<const size_t> nodes = candidates.Of(k);
+    if (nodes.empty()) continue;  // no previous reservation (or not where it could run)
     const PendingJob& job = *ranked[k].job;
     const auto [from, to] = window(job);
-    for (size_t i : candidates.Of(k)) holds.push_back({i, {from, to, policy::PerNode(job.resources)}});
+    for (size_t i : nodes) holds.push_back({i, {from, to, policy::PerNode(job.resources)}});
   }
   // By node (a merge sums a node's holds, in any order). A small pool's
   // are often in node order already.
