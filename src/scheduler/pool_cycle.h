@@ -201,6 +201,7 @@ class PoolCycle {
     // (equal keys are still compared in full).
     static uint64_t Cheap(std::string_view s) {
       uint64_t head = 0, tail = 0;
+      if (s.empty()) return 0;  // (an empty view may have no data: memcpy from null is undefined)
       std::memcpy(&head, s.data(), std::min<size_t>(8, s.size()));
       if (s.size() > 8)
         std::memcpy(&tail, s.data() + s.size() - std::min<size_t>(8, s.size() - 8), std::min<size_t>(8, s.size() - 8));
