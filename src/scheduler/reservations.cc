@@ -176,7 +176,9 @@ PoolCycle::PreviousHolds PoolCycle::HoldPreviousReservations(const std::vector<R
     const PendingJob& job = *ranked[k].job;
     const std::span<const size_t> nodes = candidates.Of(k);
     if (!nodes.empty()) {
-      const auto [from, to] = window(job);
+      // (Not a structured binding: clang 14, the fuzz build's, cannot capture one.)
+      const std::pair<Timestamp, Timestamp> held_window = window(job);
+      const Timestamp from = held_window.first, to = held_window.second;
       const Capacity need = policy::PerNode(job.resources);
       const bool fits = std::all_of(nodes.begin(), nodes.end(),
                                     [&](size_t i) { return timelines_[i].MinFree(from, to).Covers(need); });
