@@ -22,8 +22,7 @@ std::string JoinIds(const std::vector<model::JobId>& ids) {
 const PoolCycle::ScopeInfo& PoolCycle::Scope(const std::string& queue, const std::string& project,
                                              const std::string& user) {
   // A pool's jobs come from a few queues: the last one's facts are kept.
-  if (!last_queue_.found || last_queue_.name != queue) {
-    last_queue_.found = true;
+  if (!last_queue_.policy || last_queue_.name != queue) {
     last_queue_.name = queue;  // a view of the job's string, which outlives the cycle
     last_queue_.spec = state_.Queue(queue);
     last_queue_.policy = last_queue_.spec ? &last_queue_.spec->policy : &DefaultQueuePolicy();  // as PolicyOf
@@ -335,6 +334,13 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
     if (order)
       plan_.order.insert(plan_.order.end(), order->begin() + static_cast<std::ptrdiff_t>(next_in_order), order->end());
   };
+  // What a start takes, toward the limits of the jobs after it (only
+  // where a limit exists: the tally is read for nothing else).
+  auto count_start = [&](const PendingJob& started) {
+    if (state_.counts_limits) {
+      tally_.Add({started.queue, started.project, started.user}, policy::AmountOf(started.resources));
+    }
+  };
   int waiting_ahead = 0;      // jobs of this pool ordered before the current one that stay pending
   bool pool_blocked = false;  // fcfs: a job ahead could not start
   int reservations = 0;
@@ -439,7 +445,7 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
       continue;
     }
     if (backend_places) {
-      if (state_.counts_limits) tally_.Add({job.queue, job.project, job.user}, policy::AmountOf(job.resources));
+      count_start(job);
       plan_.starts.push_back({job.id, {}});
       ++plan_.report.started;
       continue;
@@ -462,7 +468,7 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
         nodes_.Apply(*fit.allocation, +1);
         most_free_stale = true;
         Hold(*fit.allocation, now_, end, /*is_reservation=*/false);
-        if (state_.counts_limits) tally_.Add({job.queue, job.project, job.user}, policy::AmountOf(job.resources));
+        count_start(job);
         plan_.starts.push_back({job.id, std::move(*fit.allocation)});
         ++plan_.report.started;
         continue;

@@ -344,10 +344,9 @@ class PoolCycle {
   std::pmr::unordered_map<ScopeKey, ScopeInfo, ScopeKeyHash> scopes_{&scope_arena_};
   // The queue of the last scope looked up.
   struct QueueFacts {
-    bool found = false;
     std::string_view name;
-    const model::QueueSpec* spec = nullptr;  // nullptr: no such queue
-    const model::QueuePolicy* policy = nullptr;
+    const model::QueueSpec* spec = nullptr;      // nullptr: no such queue
+    const model::QueuePolicy* policy = nullptr;  // nullptr: none looked up yet
     model::PriorityWeights weights;
   };
   QueueFacts last_queue_;

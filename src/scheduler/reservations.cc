@@ -239,10 +239,9 @@ std::optional<Timestamp> PoolCycle::EarliestSingleNodeStart(const PendingJob& jo
       cache = &scratch;
     }
     cache->job = &job;
-    cache->nodes.reserve(pool_nodes_->size());
-    for (size_t i = 0; i < pool_nodes_->size(); ++i) {
-      if (CouldEverHold(*(*pool_nodes_)[i], job.resources, job.constraints)) cache->nodes.push_back({i, std::nullopt});
-    }
+    const std::vector<size_t> eligible = Eligible(job);
+    cache->nodes.reserve(eligible.size());
+    for (size_t i : eligible) cache->nodes.push_back({i, std::nullopt});
   }
   const Capacity need = policy::PerNode(job.resources);
   const auto duration = Planned(job);
