@@ -254,8 +254,11 @@ class Replay {
     for (const auto& job : jobs) requests_.push_back(cluster.RequestFor(job.size, WalltimeSeconds(job)));
     submit_order_.resize(jobs.size());
     for (size_t i = 0; i < jobs.size(); ++i) submit_order_[i] = i;
-    std::stable_sort(submit_order_.begin(), submit_order_.end(),
-                     [&](size_t a, size_t b) { return jobs[a].submit_ms < jobs[b].submit_ms; });
+    // A trace read by ParseSwf or ParsePhilly is in submit order already.
+    auto by_submit = [&](size_t a, size_t b) { return jobs[a].submit_ms < jobs[b].submit_ms; };
+    if (!std::is_sorted(submit_order_.begin(), submit_order_.end(), by_submit)) {
+      std::stable_sort(submit_order_.begin(), submit_order_.end(), by_submit);
+    }
   }
 
   SimulationResult Run(const ProgressCallback& progress) {

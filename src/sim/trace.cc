@@ -30,6 +30,14 @@ void ForEachLine(std::string_view text, Fn&& fn) {
   }
 }
 
+// A user's or group's name from its SWF number: "u12", "g3".
+std::string Named(char prefix, int64_t number) {
+  char text[24];
+  text[0] = prefix;
+  const auto end = std::to_chars(text + 1, text + sizeof text, number).ptr;
+  return std::string(text, end);
+}
+
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
@@ -39,9 +47,25 @@ std::string_view Trim(std::string_view s) {
 // The whole of `text` as a number (SWF fields are integers in practice, but
 // the format allows decimals).
 std::optional<double> ParseNumber(std::string_view text) {
-  // Nearly every field is an integer, which parses several times faster
-  // than a double; anything else (a decimal, a huge value) takes the double
-  // parse, as before.
+  // Nearly every field is a short integer ("-1" marks a missing one): read
+  // digit by digit, a few instructions each, where from_chars first works
+  // out its base and overflow bounds. Up to 15 digits cannot overflow (nor
+  // pass 2^53); anything else (a decimal, a longer number, a sign alone)
+  // takes from_chars, as before.
+  const bool negative = !text.empty() && text.front() == '-';
+  const std::string_view digits = negative ? text.substr(1) : text;
+  if (!digits.empty() && digits.size() <= 15) {
+    int64_t whole = 0;
+    bool all_digits = true;
+    for (const char c : digits) {
+      if (c < '0' || c > '9') {
+        all_digits = false;
+        break;
+      }
+      whole = whole * 10 + (c - '0');
+    }
+    if (all_digits) return static_cast<double>(negative ? -whole : whole);
+  }
   int64_t whole = 0;
   if (auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), whole);
       ec == std::errc() && end == text.data() + text.size()) {
@@ -156,6 +180,9 @@ Trace ParseSwf(std::string_view text, int max_processors) {
   Trace trace;
   trace.format = TraceFormat::kSwf;
   CleaningReport& report = trace.cleaning;
+  // Room for a job per 64 bytes (SWF lines are longer): grown as it filled,
+  // the vector moved every job's strings at each doubling.
+  trace.jobs.reserve(text.size() / 64 + 1);
   ForEachLine(text, [&](std::string_view line) {
     line = Trim(line);
     if (line.empty() || line.front() == ';') return;
@@ -230,9 +257,8 @@ Trace ParseSwf(std::string_view text, int max_processors) {
       ++report.capped_run_time;
     }
     job.size = size;
-    // (append, not "u" + to_string: GCC 12 warns falsely on the latter.)
-    if (count >= 12 && field[11] >= 0) job.user = std::string("u").append(std::to_string(int64_t(field[11])));
-    if (count >= 13 && field[12] >= 0) job.group = std::string("g").append(std::to_string(int64_t(field[12])));
+    if (count >= 12 && field[11] >= 0) job.user = Named('u', static_cast<int64_t>(field[11]));
+    if (count >= 13 && field[12] >= 0) job.group = Named('g', static_cast<int64_t>(field[12]));
     job.id = static_cast<model::JobId>(trace.jobs.size()) + 1;
     trace.jobs.push_back(std::move(job));
   });

@@ -67,6 +67,17 @@ TEST(ParseSwfTest, CleansAsTheReferenceFiguresDo) {
        &CleaningReport::capped_run_time},
       {"too few fields", "1 0 -1 10 4\n", false, 0, 0, &CleaningReport::malformed},
       {"not a number", "1 0 -1 ten 4 -1 -1 4 20 -1 1 1 1 -1 -1 -1 -1 -1\n", false, 0, 0, &CleaningReport::malformed},
+      // Number forms: the digit-by-digit path and the from_chars fallback.
+      {"a sign alone", "1 0 -1 10 4 -1 -1 - 20 -1 1 1 1 -1 -1 -1 -1 -1\n", false, 0, 0, &CleaningReport::malformed},
+      {"a plus sign", "1 0 -1 10 4 -1 -1 +4 20 -1 1 1 1 -1 -1 -1 -1 -1\n", false, 0, 0, &CleaningReport::malformed},
+      {"digits then a letter", "1 0 -1 10 4 -1 -1 4x 20 -1 1 1 1 -1 -1 -1 -1 -1\n", false, 0, 0,
+       &CleaningReport::malformed},
+      {"decimal run time", "1 0 -1 10.5 4 -1 -1 4 20 -1 1 1 1 -1 -1 -1 -1 -1\n", true, 4, 10500, nullptr},
+      {"leading zeros", "1 0 -1 010 4 -1 -1 004 20 -1 1 1 1 -1 -1 -1 -1 -1\n", true, 4, 10000, nullptr},
+      {"16 digits (past the fast path)", "1 0 -1 10 4 -1 -1 4 1000000000000000 -1 1 1 1 -1 -1 -1 -1 -1\n", true, 4,
+       10000, nullptr},
+      {"beyond 2^53", "1 0 -1 10 4 -1 -1 4 9007199254740996 -1 1 1 1 -1 -1 -1 -1 -1\n", false, 0, 0,
+       &CleaningReport::malformed},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
