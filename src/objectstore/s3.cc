@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -84,6 +85,14 @@ std::string Lower(std::string s) {
 std::string Unquote(std::string etag) {
   if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') etag = etag.substr(1, etag.size() - 2);
   return etag;
+}
+
+// Whether an (unquoted) ETag is its object's MD5: a single-part upload's
+// is; a multipart upload's ("<md5 of the parts' md5s>-<parts>") or an
+// encrypted object's tells nothing a download could check.
+bool IsContentMd5(const std::string& etag) {
+  return etag.size() == 32 && std::all_of(etag.begin(), etag.end(),
+                                          [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; });
 }
 
 const char* Text(const tinyxml2::XMLElement* parent, const char* name) {
@@ -216,7 +225,11 @@ Result<S3Client::Response> S3Client::SendOnce(Request& req) const {
     Md md5;
     int64_t reported = 0;
     bool failed_write = false;
-  } sink{c, &req, &response, req.out_fd >= 0 ? NewMd5() : Md(), 0, false};
+    // Hash the body only when the ETag (a header, so known before the
+    // body) is its MD5: for a multipart object the digest would be thrown
+    // away, and it is most of a download's CPU (docs/benchmarks.md, staging).
+    std::optional<bool> hashing;
+  } sink{c, &req, &response, req.out_fd >= 0 ? NewMd5() : Md(), 0, false, std::nullopt};
   auto on_header = +[](char* data, size_t size, size_t n, void* user) -> size_t {
     auto* s = static_cast<Sink*>(user);
     std::string line(data, size * n);
@@ -250,7 +263,12 @@ Result<S3Client::Response> S3Client::SendOnce(Request& req) const {
       p += w;
       left -= static_cast<size_t>(w);
     }
-    EVP_DigestUpdate(s->md5.get(), data, len);
+    if (!s->hashing) {
+      const auto etag = s->response->headers.find("etag");
+      s->hashing = etag != s->response->headers.end() && IsContentMd5(Unquote(etag->second));
+      if (!*s->hashing) s->md5.reset();
+    }
+    if (*s->hashing) EVP_DigestUpdate(s->md5.get(), data, len);
     s->response->bytes += static_cast<int64_t>(len);
     if (s->req->progress && *s->req->progress) (*s->req->progress)(static_cast<int64_t>(len));
     s->reported += static_cast<int64_t>(len);
@@ -612,7 +630,7 @@ Result<TransferStats> S3Client::Download(const std::string& bucket, const std::s
     return fail(Error::Unavailable(req.what + ": got " + std::to_string(r->bytes) + " bytes of " + length->second));
   }
   const std::string etag = Unquote(r->headers["etag"]);
-  if (etag.size() == 32 && etag.find('-') == std::string::npos && Lower(etag) != r->md5_hex) {
+  if (IsContentMd5(etag) && Lower(etag) != r->md5_hex) {
     return fail(Error::Unavailable(req.what + ": the content's MD5 " + r->md5_hex + " is not its ETag " + etag));
   }
   if (::rename(temp.c_str(), file.c_str()) != 0) {
