@@ -17,6 +17,28 @@
 
 namespace unisched::scheduler {
 
+namespace {
+
+// Jobs grouped by pool name (views of the snapshot's strings: a hash, not a
+// string-keyed tree walk). Neighbours are often of one pool (a centre runs a
+// handful), so the last job's group is tried first: a compare, not a hash.
+template <class Job>
+std::unordered_map<std::string_view, std::vector<const Job*>> ByPool(const std::vector<Job>& jobs) {
+  std::unordered_map<std::string_view, std::vector<const Job*>> groups;
+  std::string_view last_pool;
+  std::vector<const Job*>* last = nullptr;  // the map's nodes stay put as it grows
+  for (const auto& job : jobs) {
+    if (!last || job.pool != last_pool) {
+      last_pool = job.pool;
+      last = &groups[last_pool];
+    }
+    last->push_back(&job);
+  }
+  return groups;
+}
+
+}  // namespace
+
 using internal::PoolCycle;
 using internal::SchedulerState;
 using internal::SteadyClock;
@@ -27,12 +49,16 @@ SchedulerConfig SchedulerConfig::From(const model::ClusterSpec& cluster) {
 }
 
 Scheduler::Scheduler(SchedulerConfig config) : config_(std::move(config)) {
-  for (const auto& q : config_.queues) queues_.emplace(q.name, &q);
+  for (const auto& q : config_.queues) {
+    queues_.emplace(q.name, &q);
+    if (q.policy.SetsLimits()) limited_queues_.insert(q.name);
+  }
   for (const auto& p : config_.pools) pools_.emplace(p.name, &p);
-  for (const auto& p : config_.projects) projects_.emplace(p.name, &p);
-  counts_limits_ =
-      std::any_of(config_.queues.begin(), config_.queues.end(), [](const auto& q) { return q.policy.SetsLimits(); }) ||
-      std::any_of(config_.projects.begin(), config_.projects.end(), [](const auto& p) { return p.SetsLimits(); });
+  for (const auto& p : config_.projects) {
+    projects_.emplace(p.name, &p);
+    if (p.SetsLimits()) limited_projects_.insert(p.name);
+  }
+  counts_limits_ = !limited_queues_.empty() || !limited_projects_.empty();
 }
 
 JobFacts FactsOf(const model::Job& job) {
@@ -69,8 +95,15 @@ Plan Scheduler::Decide(const Snapshot& snapshot, Timestamp now) const {
   // a limit is checked.
   policy::QuotaTally tally;
   if (counts_limits_) {
-    for (const auto& r : snapshot.running) tally.Add({r.queue, r.project, r.user}, policy::AmountOf(r.resources));
-    for (const auto& h : snapshot.quota_holders) tally.Add({h.queue, h.project, h.user}, h.amount);
+    auto read = [&](const std::string& queue, const std::string& project) {
+      return limited_queues_.count(queue) > 0 || limited_projects_.count(project) > 0;
+    };
+    for (const auto& r : snapshot.running) {
+      if (read(r.queue, r.project)) tally.Add({r.queue, r.project, r.user}, policy::AmountOf(r.resources));
+    }
+    for (const auto& h : snapshot.quota_holders) {
+      if (read(h.queue, h.project)) tally.Add({h.queue, h.project, h.user}, h.amount);
+    }
   }
   if (!snapshot.pending_order.empty()) {
     // The caller's order, one pool (Snapshot::pending_order): nothing to
@@ -85,12 +118,8 @@ Plan Scheduler::Decide(const Snapshot& snapshot, Timestamp now) const {
     PoolCycle cycle(state, nodes, tally, plan, now);
     cycle.Run(pool, none, running, &snapshot.pending_order);
   } else {
-    // Grouped by pool name (views of the snapshot's strings: one hash per
-    // job, not a string-keyed tree walk).
-    std::unordered_map<std::string_view, std::vector<const RunningJob*>> running_by_pool;
-    for (const auto& r : snapshot.running) running_by_pool[r.pool].push_back(&r);
-    std::unordered_map<std::string_view, std::vector<const PendingJob*>> pending_by_pool;
-    for (const auto& job : snapshot.pending) pending_by_pool[job.pool].push_back(&job);
+    const auto running_by_pool = ByPool(snapshot.running);
+    auto pending_by_pool = ByPool(snapshot.pending);
     // Pools in name order; within a pool the snapshot's order is irrelevant
     // (the sort is total).
     std::vector<std::string_view> pools;

@@ -26,6 +26,7 @@
 #include <chrono>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -215,6 +216,11 @@ class Scheduler {
   // Some queue or project sets a quota, cap or budget: only then does a
   // cycle tally what running jobs hold.
   bool counts_limits_ = false;
+  // Those queues and projects. A running job counts toward what
+  // CheckLimits reads only through its queue's limits (the queue, queue +
+  // project and queue + user entries) or its project's (the project entry),
+  // so the jobs of others are left out of the tally.
+  std::set<std::string, std::less<>> limited_queues_, limited_projects_;
 };
 
 }  // namespace unisched::scheduler

@@ -386,6 +386,33 @@ TEST(SchedulerQuotaTest, UserAndProjectQuotas) {
           {"Priority", "1 job ahead in p"}}));
 }
 
+// The cycle tallies a running job only where a limit reads it (its queue's
+// or its project's): a job in a queue without limits still counts toward
+// its project's quota.
+TEST(SchedulerQuotaTest, ARunningJobCountsTowardItsProjectsQuotaFromAQueueWithoutLimits) {
+  model::ResourceLimits sixteen_cpus;
+  sixteen_cpus.cpus = 16;
+  model::ProjectPolicy genomics;
+  genomics.name = "genomics";
+  genomics.quota = sixteen_cpus;
+  auto b = MakeCluster();
+  b.Node(Node("n1", 64));
+  b.Queue(MakeQueue("free").Pool("p"));
+  b.Project(genomics);
+  const model::ClusterSpec cluster = b.Build();
+  const Snapshot snapshot = MakeSnapshot(EmptyUsage(cluster),
+                                         {MakePending(1).Queue("free").Project("genomics").Cpus(8),
+                                          MakePending(2).Queue("free").Project("climate").Cpus(8)},
+                                         {MakeRunning(50).Queue("free").Project("genomics").Cpus(10).On("n1"),
+                                          MakeRunning(51).Queue("free").Project("climate").Cpus(30).On("n1")});
+  const Plan plan = SchedulerFor(cluster).Decide(snapshot, kNow);
+  EXPECT_THAT(StartedIds(plan), ElementsAre(2));
+  EXPECT_EQ(
+      Reasons(plan, 1),
+      (std::vector<PendingReason>{
+          {"QuotaExceeded", "project genomics uses 10/16 CPUs over all queues; this job needs 8 (projects quota)"}}));
+}
+
 TEST(SchedulerQuotaTest, MaxConcurrencyCapsTheQueueOnly) {
   auto b = MakeCluster();
   b.Node(MakeNode("e1").Pool("el").Cpus(256).MemoryMb(1048576));
