@@ -353,19 +353,22 @@ TEST(SchedulerQuotaTest, AnOverQuotaHeadDoesNotBlockAStrictFifoPool) {
   EXPECT_EQ(Reasons(plan, 10).front().code, "QuotaExceeded");
 }
 
+// Project genomics, limited to 16 CPUs over all queues.
+model::ProjectPolicy GenomicsOf16Cpus() {
+  model::ProjectPolicy genomics;
+  genomics.name = "genomics";
+  genomics.quota.cpus = 16;
+  return genomics;
+}
+
 TEST(SchedulerQuotaTest, UserAndProjectQuotas) {
   model::ResourceLimits two_jobs;
   two_jobs.running_jobs = 2;
-  model::ResourceLimits sixteen_cpus;
-  sixteen_cpus.cpus = 16;
-  model::ProjectPolicy genomics;
-  genomics.name = "genomics";
-  genomics.quota = sixteen_cpus;
   auto b = MakeCluster();
   b.Node(Node("n1", 64)).Node(Node("n2", 64));
   b.Queue(MakeQueue("q").Pool("p").UserQuota(two_jobs));
   b.Queue(MakeQueue("other").Pool("p"));
-  b.Project(genomics);
+  b.Project(GenomicsOf16Cpus());
   const model::ClusterSpec cluster = b.Build();
   const Snapshot snapshot =
       MakeSnapshot(EmptyUsage(cluster),
@@ -390,15 +393,10 @@ TEST(SchedulerQuotaTest, UserAndProjectQuotas) {
 // or its project's): a job in a queue without limits still counts toward
 // its project's quota.
 TEST(SchedulerQuotaTest, ARunningJobCountsTowardItsProjectsQuotaFromAQueueWithoutLimits) {
-  model::ResourceLimits sixteen_cpus;
-  sixteen_cpus.cpus = 16;
-  model::ProjectPolicy genomics;
-  genomics.name = "genomics";
-  genomics.quota = sixteen_cpus;
   auto b = MakeCluster();
   b.Node(Node("n1", 64));
   b.Queue(MakeQueue("free").Pool("p"));
-  b.Project(genomics);
+  b.Project(GenomicsOf16Cpus());
   const model::ClusterSpec cluster = b.Build();
   const Snapshot snapshot = MakeSnapshot(EmptyUsage(cluster),
                                          {MakePending(1).Queue("free").Project("genomics").Cpus(8),
