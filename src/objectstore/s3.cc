@@ -87,9 +87,11 @@ std::string Unquote(std::string etag) {
   return etag;
 }
 
-// Whether an (unquoted) ETag is its object's MD5: a single-part upload's
-// is; a multipart upload's ("<md5 of the parts' md5s>-<parts>") or an
-// encrypted object's tells nothing a download could check.
+// Whether an (unquoted) ETag is taken for its object's MD5: a single-part
+// upload's is; a multipart upload's ("<md5 of the parts' md5s>-<parts>")
+// tells nothing a download could check. (An object encrypted with SSE-C or
+// SSE-KMS has 32 hex digits that are not its MD5: its download would be
+// refused; docs/data.md, "Not yet".)
 bool IsContentMd5(const std::string& etag) {
   return etag.size() == 32 && std::all_of(etag.begin(), etag.end(),
                                           [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; });
