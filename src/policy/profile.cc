@@ -50,15 +50,18 @@ NodeTimeline::NodeTimeline(Timestamp origin, Capacity free_now, std::vector<std:
   }
 }
 
-size_t NodeTimeline::StepAt(Timestamp t) const {
-  // The last step starting at or before t.
-  auto it = std::upper_bound(steps_.begin(), steps_.end(), t,
+size_t NodeTimeline::StepAt(Timestamp t, size_t from) const {
+  // The last step starting at or before t, searched from step `from` on.
+  // Most searches are for now (a job's earliest start) or just past
+  // `from`: the next step is looked at first.
+  if (from + 1 >= steps_.size() || t < steps_[from + 1].first) return from;
+  auto it = std::upper_bound(steps_.begin() + static_cast<std::ptrdiff_t>(from), steps_.end(), t,
                              [](Timestamp value, const auto& step) { return value < step.first; });
   return it == steps_.begin() ? 0 : static_cast<size_t>(it - steps_.begin()) - 1;
 }
 
-size_t NodeTimeline::SplitAt(Timestamp t) {
-  const size_t i = StepAt(t);
+size_t NodeTimeline::SplitAt(Timestamp t, size_t from) {
+  const size_t i = StepAt(t, from);
   if (steps_[i].first == t) return i;
   steps_.insert(steps_.begin() + static_cast<std::ptrdiff_t>(i) + 1, {t, steps_[i].second});
   return i + 1;
@@ -68,7 +71,8 @@ void NodeTimeline::Reserve(Timestamp from, Timestamp to, const Capacity& amount)
   from = std::max(from, Origin());
   if (to <= from) return;
   const size_t first = SplitAt(from);
-  const size_t last = to == kForever ? steps_.size() : SplitAt(to);
+  // The window's end is after its start: searched for only past it.
+  const size_t last = to == kForever ? steps_.size() : SplitAt(to, first);
   for (size_t i = first; i < last; ++i) steps_[i].second -= amount;
 }
 

@@ -73,10 +73,11 @@ class NodeTimeline {
 
  private:
   NodeTimeline() = default;
-  // Index of the step in force at t (t >= origin).
-  size_t StepAt(Timestamp t) const;
-  // Makes sure a step starts exactly at t (t >= origin); returns its index.
-  size_t SplitAt(Timestamp t);
+  // Index of the step in force at t, searched from step `from` on (step
+  // `from` starts at or before t; for 0, t >= origin).
+  size_t StepAt(Timestamp t, size_t from = 0) const;
+  // Makes sure a step starts exactly at t (as StepAt); returns its index.
+  size_t SplitAt(Timestamp t, size_t from = 0);
 
   std::vector<std::pair<Timestamp, Capacity>> steps_;
 };
