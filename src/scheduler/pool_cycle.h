@@ -274,8 +274,9 @@ class PoolCycle {
     last_node_found_ = it->second;
     return it->second;
   }
-  // Pool nodes (indices) that could ever hold one node's share of the job.
-  std::vector<size_t> Eligible(const PendingJob& job) const;
+  // Pool nodes (indices) that could ever hold one node's share of the job
+  // (in a buffer kept for the cycle, valid until the next call).
+  const std::vector<size_t>& Eligible(const PendingJob& job);
   void RecordReservation(model::JobId job, Timestamp start, std::span<const size_t> node_indices);
   // The job whose reservation holds one of these nodes, if any.
   std::optional<model::JobId> HolderOf(const model::Allocation& allocation) const;
@@ -315,6 +316,7 @@ class PoolCycle {
   std::vector<size_t> roomy_;                       // up nodes with something free when the cycle began
   std::vector<const model::NodeUsage*> startable_;  // StartableNodes' answer
   std::vector<size_t> chosen_;                      // EarliestStart's nodes
+  std::vector<size_t> eligible_;                    // Eligible's answer
   std::vector<model::JobId> hold_owner_;            // the last job reserved on each node (0: none)
   // Per request shape, each eligible node's earliest window, valid while the
   // node's version is unchanged. Within a cycle profiles only fill up, so a

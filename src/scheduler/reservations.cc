@@ -208,12 +208,12 @@ std::optional<model::JobId> PoolCycle::HolderOf(const model::Allocation& allocat
   return std::nullopt;
 }
 
-std::vector<size_t> PoolCycle::Eligible(const PendingJob& job) const {
-  std::vector<size_t> eligible;
+const std::vector<size_t>& PoolCycle::Eligible(const PendingJob& job) {
+  eligible_.clear();
   for (size_t i = 0; i < pool_nodes_->size(); ++i) {
-    if (CouldEverHold(*(*pool_nodes_)[i], job.resources, job.constraints)) eligible.push_back(i);
+    if (CouldEverHold(*(*pool_nodes_)[i], job.resources, job.constraints)) eligible_.push_back(i);
   }
-  return eligible;
+  return eligible_;
 }
 
 std::optional<Timestamp> PoolCycle::EarliestSingleNodeStart(const PendingJob& job, uint32_t shape) {
@@ -239,7 +239,7 @@ std::optional<Timestamp> PoolCycle::EarliestSingleNodeStart(const PendingJob& jo
       cache = &scratch;
     }
     cache->job = &job;
-    const std::vector<size_t> eligible = Eligible(job);
+    const std::vector<size_t>& eligible = Eligible(job);
     cache->nodes.reserve(eligible.size());
     for (size_t i : eligible) cache->nodes.push_back({i, std::nullopt});
   }
@@ -266,7 +266,7 @@ std::optional<Timestamp> PoolCycle::EarliestStart(const PendingJob& job, uint32_
   if (wanted == 1) return EarliestSingleNodeStart(job, shape);
   const Capacity need = policy::PerNode(r);
   const auto duration = Planned(job);
-  const std::vector<size_t> eligible = Eligible(job);
+  const std::vector<size_t>& eligible = Eligible(job);
   if (eligible.size() < wanted) return std::nullopt;
 
   // Each node's earliest window at or after `from`; the k-th smallest is a
