@@ -335,9 +335,9 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
       plan_.order.insert(plan_.order.end(), order->begin() + static_cast<std::ptrdiff_t>(next_in_order), order->end());
   };
   // What a start takes, toward the limits of the jobs after it (only
-  // where a limit exists: the tally is read for nothing else).
+  // where a limit reads it: SchedulerState::Tallied).
   auto count_start = [&](const PendingJob& started) {
-    if (state_.counts_limits) {
+    if (state_.Tallied(started.queue, started.project)) {
       tally_.Add({started.queue, started.project, started.user}, policy::AmountOf(started.resources));
     }
   };

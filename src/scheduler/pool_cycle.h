@@ -18,6 +18,7 @@
 #include <memory>
 #include <memory_resource>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -129,9 +130,13 @@ struct SchedulerState {
   const std::map<std::string, const model::QueueSpec*, std::less<>>& queues;
   const std::map<std::string, const model::PoolSpec*, std::less<>>& pools;
   const std::map<std::string, const model::ProjectPolicy*, std::less<>>& projects;
-  // Some queue or project sets a quota or cap: what each start takes is
-  // counted (QuotaTally) for the limits of the jobs after it.
-  bool counts_limits;
+  // The queues and projects that set a quota, cap or budget. A job counts
+  // toward what CheckLimits reads only through its queue's limits (the
+  // queue, queue + project and queue + user entries) or its project's (the
+  // project entry): the tally (QuotaTally) holds only such jobs, running or
+  // started in the cycle.
+  const std::set<std::string, std::less<>>& limited_queues;
+  const std::set<std::string, std::less<>>& limited_projects;
 
   const model::QueueSpec* Queue(const std::string& name) const {
     auto it = queues.find(name);
@@ -140,6 +145,10 @@ struct SchedulerState {
   const model::QueuePolicy& PolicyOf(const std::string& queue) const {
     const model::QueueSpec* q = Queue(queue);
     return q ? q->policy : DefaultQueuePolicy();
+  }
+  bool CountsLimits() const { return !limited_queues.empty() || !limited_projects.empty(); }
+  bool Tallied(const std::string& queue, const std::string& project) const {
+    return limited_queues.count(queue) > 0 || limited_projects.count(project) > 0;
   }
   const model::ProjectPolicy* Project(const std::string& name) const {
     auto it = projects.find(name);

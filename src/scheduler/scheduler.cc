@@ -58,7 +58,6 @@ Scheduler::Scheduler(SchedulerConfig config) : config_(std::move(config)) {
     projects_.emplace(p.name, &p);
     if (p.SetsLimits()) limited_projects_.insert(p.name);
   }
-  counts_limits_ = !limited_queues_.empty() || !limited_projects_.empty();
 }
 
 JobFacts FactsOf(const model::Job& job) {
@@ -89,20 +88,17 @@ Plan Scheduler::Decide(const Snapshot& snapshot, Timestamp now) const {
   const auto cycle_start = SteadyClock::now();
   Plan plan;
   WorkingNodes nodes(snapshot.nodes);
-  const SchedulerState state{snapshot, queues_, pools_, projects_, counts_limits_};
+  const SchedulerState state{snapshot, queues_, pools_, projects_, limited_queues_, limited_projects_};
 
   // What running jobs and sandboxes hold per quota scope: read only where
   // a limit is checked.
   policy::QuotaTally tally;
-  if (counts_limits_) {
-    auto read = [&](const std::string& queue, const std::string& project) {
-      return limited_queues_.count(queue) > 0 || limited_projects_.count(project) > 0;
-    };
+  if (state.CountsLimits()) {
     for (const auto& r : snapshot.running) {
-      if (read(r.queue, r.project)) tally.Add({r.queue, r.project, r.user}, policy::AmountOf(r.resources));
+      if (state.Tallied(r.queue, r.project)) tally.Add({r.queue, r.project, r.user}, policy::AmountOf(r.resources));
     }
     for (const auto& h : snapshot.quota_holders) {
-      if (read(h.queue, h.project)) tally.Add({h.queue, h.project, h.user}, h.amount);
+      if (state.Tallied(h.queue, h.project)) tally.Add({h.queue, h.project, h.user}, h.amount);
     }
   }
   if (!snapshot.pending_order.empty()) {

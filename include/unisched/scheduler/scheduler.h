@@ -213,13 +213,8 @@ class Scheduler {
   std::map<std::string, const model::QueueSpec*, std::less<>> queues_;
   std::map<std::string, const model::PoolSpec*, std::less<>> pools_;
   std::map<std::string, const model::ProjectPolicy*, std::less<>> projects_;
-  // Some queue or project sets a quota, cap or budget: only then does a
-  // cycle tally what running jobs hold.
-  bool counts_limits_ = false;
-  // Those queues and projects. A running job counts toward what
-  // CheckLimits reads only through its queue's limits (the queue, queue +
-  // project and queue + user entries) or its project's (the project entry),
-  // so the jobs of others are left out of the tally.
+  // The queues and projects that set a quota, cap or budget: a cycle
+  // tallies only the jobs whose limits a check reads (SchedulerState::Tallied).
   std::set<std::string, std::less<>> limited_queues_, limited_projects_;
 };
 
