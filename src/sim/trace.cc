@@ -77,6 +77,28 @@ std::optional<double> ParseNumber(std::string_view text) {
   return value;
 }
 
+// Reads the field that starts at line[pos] (not a blank) and moves pos past
+// it: the field's number, or nullopt if it is none. A short integer, as
+// nearly every field is, is read in the one scan that finds its end (an SWF
+// line is some 18 of them); any other field is found whole and given to
+// ParseNumber, so both ways accept the same fields.
+std::optional<double> ReadField(std::string_view line, size_t& pos) {
+  const size_t start = pos;
+  const bool negative = line[pos] == '-';
+  if (negative) ++pos;
+  const size_t first_digit = pos;
+  int64_t whole = 0;
+  while (pos < line.size() && pos - first_digit < 15 && line[pos] >= '0' && line[pos] <= '9') {
+    whole = whole * 10 + (line[pos] - '0');
+    ++pos;
+  }
+  if (pos > first_digit && (pos == line.size() || line[pos] == ' ' || line[pos] == '\t')) {
+    return static_cast<double>(negative ? -whole : whole);
+  }
+  while (pos < line.size() && line[pos] != ' ' && line[pos] != '\t') ++pos;
+  return ParseNumber(line.substr(start, pos - start));
+}
+
 // The largest magnitude of an SWF field: 2^53 (see ParseSwf).
 constexpr double kMaxSwfField = 9007199254740992.0;
 
@@ -195,9 +217,7 @@ Trace ParseSwf(std::string_view text, int max_processors) {
     while (pos < line.size() && count < 18) {
       while (pos < line.size() && (line[pos] == ' ' || line[pos] == '\t')) ++pos;
       if (pos >= line.size()) break;
-      size_t end = pos;
-      while (end < line.size() && line[end] != ' ' && line[end] != '\t') ++end;
-      auto value = ParseNumber(line.substr(pos, end - pos));
+      auto value = ReadField(line, pos);
       // Beyond 2^53 a double holds no exact integer and seconds no longer
       // fit int64 milliseconds: no trace has such a field, and converting
       // one below would be undefined behaviour.
@@ -206,7 +226,6 @@ Trace ParseSwf(std::string_view text, int max_processors) {
         break;
       }
       field[count++] = *value;
-      pos = end;
     }
     if (count < 9) {
       ++report.malformed;
