@@ -5,8 +5,11 @@
 #
 #   image-setup.sh [EXTRA_PACKAGES...]
 #
-# The libraries are what `ldd build/unisched` names, by package (dpkg -S);
-# unisched-supervisor and unisched-sandbox are static (libseccomp inside).
+# The libraries are what `ldd build/unisched` names, by package (dpkg -S),
+# and the two it opens at run time when it first needs them (dlopen):
+# libpq5 for a PostgreSQL store and libcurl4 for object stores (data
+# staging). unisched-supervisor and unisched-sandbox are static (libseccomp
+# inside).
 # Left out on purpose (docs/deploy.md "What is in the image"):
 #  - libopenblas0 and OpenMPI: `unisched baseline` opens them (dlopen) only
 #    when its DGEMM runs as a job; a node image that runs the baseline adds
@@ -18,8 +21,9 @@ set -eu
 runtime_packages="
   libstdc++6 libgcc-s1
   libjemalloc2
-  libpq5
+  libpq5 libcurl4
   libsqlite3-0
+  libtinyxml2-9
   libyaml-cpp0.7
   libspdlog1.10 libfmt9
   libprometheus-cpp-core1.0

@@ -136,8 +136,11 @@ image() {
   if [ -n "$previous" ] && [ "$previous" != "$("${PODMAN[@]}" image inspect --format '{{.Id}}' "$IMAGE")" ]; then
     "${PODMAN[@]}" rmi "$previous" >/dev/null 2>&1 || true
   fi
-  # Every library the daemon links is in the image.
-  if "${PODMAN[@]}" run --rm --network none --no-healthcheck "${ULIMITS[@]}" "$IMAGE" sh -c 'ldd /usr/local/bin/unisched' |
+  # Every library the daemon links is in the image, and the two it opens at
+  # run time (libpq for a PostgreSQL store, libcurl for object stores).
+  if "${PODMAN[@]}" run --rm --network none --no-healthcheck "${ULIMITS[@]}" "$IMAGE" sh -c \
+    'ldd /usr/local/bin/unisched; for l in libpq.so.5 libcurl.so.4; do
+       ldconfig -p | grep -q "$l " || echo "$l => not found"; done' |
     grep 'not found'; then
     echo "make-image: libraries missing in the image" >&2
     exit 1

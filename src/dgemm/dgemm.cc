@@ -19,7 +19,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "dgemm/shared_library.h"
+#include "unisched/posix/shared_library.h"
 
 namespace unisched::dgemm {
 
@@ -41,12 +41,12 @@ Result<Entries> Open(int threads) {
   // OpenBLAS sizes its thread pool when it is loaded; the variable tells it
   // how many, so a 2-thread run on a 128-CPU node does not start 127.
   ::setenv("OPENBLAS_NUM_THREADS", std::to_string(threads).c_str(), 1);
-  auto opened = OpenSharedLibrary({UNISCHED_OPENBLAS_SONAME, UNISCHED_OPENBLAS_FILE}, RTLD_NOW | RTLD_LOCAL, "OpenBLAS",
-                                  "install it on this node: apt-get install libopenblas0 (Debian)");
+  auto opened = posix::OpenSharedLibrary({UNISCHED_OPENBLAS_SONAME, UNISCHED_OPENBLAS_FILE}, RTLD_NOW | RTLD_LOCAL,
+                                         "OpenBLAS", "install it on this node: apt-get install libopenblas0 (Debian)");
   if (!opened.ok()) return opened.error();
   void* handle = *opened;
   Entries e;
-  auto find = [handle](auto& slot, const char* symbol) { return FindSymbol(handle, slot, symbol); };
+  auto find = [handle](auto& slot, const char* symbol) { return posix::FindSymbol(handle, slot, symbol); };
   if (!find(e.dgemm, "cblas_dgemm") || !find(e.set_threads, "openblas_set_num_threads") ||
       !find(e.config, "openblas_get_config") || !find(e.corename, "openblas_get_corename")) {
     return Error::Unavailable(std::string("the BLAS loaded is not OpenBLAS: ") + ::dlerror());

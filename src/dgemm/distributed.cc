@@ -14,8 +14,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "dgemm/shared_library.h"
 #include "unisched/dgemm/dgemm.h"
+#include "unisched/posix/shared_library.h"
 
 // OpenMPI's C++ bindings are deprecated and would need libmpi_cxx.
 #define OMPI_SKIP_MPICXX 1
@@ -48,13 +48,14 @@ struct Mpi {
 Result<Mpi> OpenMpi() {
   // Global: OpenMPI's own plug-ins (mca_*.so), which it opens in MPI_Init,
   // resolve their calls into libmpi through the global namespace.
-  auto opened = OpenSharedLibrary({UNISCHED_MPI_SONAME, UNISCHED_MPI_FILE}, RTLD_NOW | RTLD_GLOBAL, "OpenMPI's libmpi",
-                                  "install it on every node: apt-get install openmpi-bin (Debian)");
+  auto opened =
+      posix::OpenSharedLibrary({UNISCHED_MPI_SONAME, UNISCHED_MPI_FILE}, RTLD_NOW | RTLD_GLOBAL, "OpenMPI's libmpi",
+                               "install it on every node: apt-get install openmpi-bin (Debian)");
   if (!opened.ok()) return opened.error();
   void* handle = *opened;
   Mpi m;
   bool all = true;
-  auto find = [handle, &all](auto& slot, const char* symbol) { all = FindSymbol(handle, slot, symbol) && all; };
+  auto find = [handle, &all](auto& slot, const char* symbol) { all = posix::FindSymbol(handle, slot, symbol) && all; };
   find(m.init, "MPI_Init");
   find(m.finalize, "MPI_Finalize");
   find(m.comm_rank, "MPI_Comm_rank");

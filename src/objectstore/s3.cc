@@ -3,6 +3,7 @@
 #include "unisched/objectstore/s3.h"
 
 #include <curl/curl.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
 #include <sys/stat.h>
@@ -21,17 +22,67 @@
 #include <random>
 #include <thread>
 
+#include "unisched/posix/shared_library.h"
+
 namespace unisched::objectstore {
 
 namespace {
 
-std::once_flag curl_init;
+// libcurl's entry points. libcurl is opened when the first request is sent
+// rather than linked: with its own dependencies (Kerberos, LDAP, GnuTLS,
+// libssh2, ...) it cost every process about 5 ms to load and relocate, a
+// CLI command and a trace replay too, though only the staging of a job's
+// data uses it (docs/benchmarks.md, "Start-up").
+struct CurlApi {
+  decltype(&::curl_global_init) global_init = nullptr;
+  decltype(&::curl_easy_init) easy_init = nullptr;
+  decltype(&::curl_easy_cleanup) easy_cleanup = nullptr;
+  decltype(&::curl_easy_setopt) easy_setopt = nullptr;
+  decltype(&::curl_easy_getinfo) easy_getinfo = nullptr;
+  decltype(&::curl_easy_perform) easy_perform = nullptr;
+  decltype(&::curl_easy_strerror) easy_strerror = nullptr;
+  decltype(&::curl_slist_append) slist_append = nullptr;
+  decltype(&::curl_slist_free_all) slist_free_all = nullptr;
+};
+
+Result<CurlApi> LoadCurl() {
+  auto opened = posix::OpenSharedLibrary({"libcurl.so.4"}, RTLD_NOW | RTLD_LOCAL, "libcurl",
+                                         "install it: apt-get install libcurl4 (Debian)");
+  if (!opened.ok()) return opened.error();
+  CurlApi api;
+  bool all = true;
+  auto find = [handle = *opened, &all](auto& slot, const char* symbol) {
+    all = posix::FindSymbol(handle, slot, symbol) && all;
+  };
+  find(api.global_init, "curl_global_init");
+  find(api.easy_init, "curl_easy_init");
+  find(api.easy_cleanup, "curl_easy_cleanup");
+  find(api.easy_setopt, "curl_easy_setopt");
+  find(api.easy_getinfo, "curl_easy_getinfo");
+  find(api.easy_perform, "curl_easy_perform");
+  find(api.easy_strerror, "curl_easy_strerror");
+  find(api.slist_append, "curl_slist_append");
+  find(api.slist_free_all, "curl_slist_free_all");
+  if (!all) return Error::Unavailable(std::string("the libcurl loaded lacks a function: ") + ::dlerror());
+  // Once per process, before any handle (libcurl's rule).
+  if (const CURLcode code = api.global_init(CURL_GLOBAL_DEFAULT); code != CURLE_OK) {
+    return Error::Unavailable(std::string("libcurl did not start: ") + api.easy_strerror(code));
+  }
+  return api;
+}
+
+// Loaded once (a static's initialisation is thread-safe); every later call
+// gives the same answer.
+const Result<CurlApi>& Curl() {
+  static const Result<CurlApi> api = LoadCurl();
+  return api;
+}
 
 struct CurlFree {
-  void operator()(CURL* c) const { curl_easy_cleanup(c); }
+  void operator()(CURL* c) const { Curl()->easy_cleanup(c); }
 };
 struct SlistFree {
-  void operator()(curl_slist* l) const { curl_slist_free_all(l); }
+  void operator()(curl_slist* l) const { Curl()->slist_free_all(l); }
 };
 struct MdFree {
   void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
@@ -171,7 +222,6 @@ struct S3Client::Response {
 
 S3Client::S3Client(S3Endpoint endpoint, S3Options options)
     : endpoint_(std::move(endpoint)), options_(std::move(options)) {
-  std::call_once(curl_init, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
   while (!endpoint_.url.empty() && endpoint_.url.back() == '/') endpoint_.url.pop_back();
 }
 
@@ -190,26 +240,28 @@ std::string S3Client::Url(const std::string& bucket, const std::string& key, con
 }
 
 Result<S3Client::Response> S3Client::SendOnce(Request& req) const {
-  std::unique_ptr<CURL, CurlFree> curl(curl_easy_init());
+  if (!Curl().ok()) return Curl().error();
+  const CurlApi& lib = *Curl();
+  std::unique_ptr<CURL, CurlFree> curl(lib.easy_init());
   if (!curl) return Error::Internal("s3: no curl handle");
   CURL* c = curl.get();
   Response response;
   const std::string url = Url(req.bucket, req.key, req.query);
   const std::string sigv4 = "aws:amz:" + endpoint_.region + ":s3";
   const std::string userpwd = endpoint_.access_key + ":" + endpoint_.secret_key;
-  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(c, CURLOPT_AWS_SIGV4, sigv4.c_str());
-  curl_easy_setopt(c, CURLOPT_USERPWD, userpwd.c_str());
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, static_cast<long>(options_.connect_timeout.count()));
-  curl_easy_setopt(c, CURLOPT_TIMEOUT, static_cast<long>(options_.request_timeout.count()));
-  curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1024L);
-  curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, static_cast<long>(options_.low_speed_time.count()));
-  if (!endpoint_.ca_file.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, endpoint_.ca_file.c_str());
+  lib.easy_setopt(c, CURLOPT_URL, url.c_str());
+  lib.easy_setopt(c, CURLOPT_AWS_SIGV4, sigv4.c_str());
+  lib.easy_setopt(c, CURLOPT_USERPWD, userpwd.c_str());
+  lib.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  lib.easy_setopt(c, CURLOPT_CONNECTTIMEOUT, static_cast<long>(options_.connect_timeout.count()));
+  lib.easy_setopt(c, CURLOPT_TIMEOUT, static_cast<long>(options_.request_timeout.count()));
+  lib.easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1024L);
+  lib.easy_setopt(c, CURLOPT_LOW_SPEED_TIME, static_cast<long>(options_.low_speed_time.count()));
+  if (!endpoint_.ca_file.empty()) lib.easy_setopt(c, CURLOPT_CAINFO, endpoint_.ca_file.c_str());
 
   std::unique_ptr<curl_slist, SlistFree> headers;
-  auto add_header = [&headers](const std::string& h) {
-    headers.reset(curl_slist_append(headers.release(), h.c_str()));
+  auto add_header = [&headers, &lib](const std::string& h) {
+    headers.reset(lib.slist_append(headers.release(), h.c_str()));
   };
   // The payload's hash is not computed (a streamed body): integrity comes
   // from Content-MD5, which the server checks.
@@ -248,7 +300,7 @@ Result<S3Client::Response> S3Client::SendOnce(Request& req) const {
     auto* s = static_cast<Sink*>(user);
     const size_t len = size * n;
     long status = 0;
-    curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &status);
+    Curl()->easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &status);
     if (s->req->out_fd < 0 || status < 200 || status >= 300) {
       if (s->response->body.size() < (1 << 20)) s->response->body.append(data, len);
       return len;
@@ -276,10 +328,10 @@ Result<S3Client::Response> S3Client::SendOnce(Request& req) const {
     s->reported += static_cast<int64_t>(len);
     return len;
   };
-  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-  curl_easy_setopt(c, CURLOPT_HEADERDATA, &sink);
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
+  lib.easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+  lib.easy_setopt(c, CURLOPT_HEADERDATA, &sink);
+  lib.easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+  lib.easy_setopt(c, CURLOPT_WRITEDATA, &sink);
 
   // What goes up: a file range, streamed.
   struct Source {
@@ -305,35 +357,35 @@ Result<S3Client::Response> S3Client::SendOnce(Request& req) const {
 
   // Larger buffers than libcurl's defaults (16 KiB in, 64 KiB out): fewer
   // callbacks and system calls per GiB (docs/benchmarks.md, staging).
-  curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 512L * 1024);
+  lib.easy_setopt(c, CURLOPT_BUFFERSIZE, 512L * 1024);
   if (req.method == "PUT") {
-    curl_easy_setopt(c, CURLOPT_UPLOAD_BUFFERSIZE, 1024L * 1024);
-    curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
-    curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(req.in_fd >= 0 ? req.in_size : 0));
-    curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
-    curl_easy_setopt(c, CURLOPT_READDATA, &source);
+    lib.easy_setopt(c, CURLOPT_UPLOAD_BUFFERSIZE, 1024L * 1024);
+    lib.easy_setopt(c, CURLOPT_UPLOAD, 1L);
+    lib.easy_setopt(c, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(req.in_fd >= 0 ? req.in_size : 0));
+    lib.easy_setopt(c, CURLOPT_READFUNCTION, on_read);
+    lib.easy_setopt(c, CURLOPT_READDATA, &source);
     if (req.in_fd < 0) source.left = 0;
   } else if (req.method == "POST") {
-    curl_easy_setopt(c, CURLOPT_POST, 1L);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, req.body.c_str());
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(req.body.size()));
+    lib.easy_setopt(c, CURLOPT_POST, 1L);
+    lib.easy_setopt(c, CURLOPT_POSTFIELDS, req.body.c_str());
+    lib.easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(req.body.size()));
   } else if (req.method == "HEAD") {
-    curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+    lib.easy_setopt(c, CURLOPT_NOBODY, 1L);
   } else if (req.method != "GET") {
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, req.method.c_str());
+    lib.easy_setopt(c, CURLOPT_CUSTOMREQUEST, req.method.c_str());
   }
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
+  lib.easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
   if (options_.cancelled != nullptr) {
     // Called about once a second and at every chunk: non-zero aborts.
-    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(c, CURLOPT_XFERINFODATA, options_.cancelled);
-    curl_easy_setopt(
+    lib.easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    lib.easy_setopt(c, CURLOPT_XFERINFODATA, options_.cancelled);
+    lib.easy_setopt(
         c, CURLOPT_XFERINFOFUNCTION, +[](void* flag, curl_off_t, curl_off_t, curl_off_t, curl_off_t) -> int {
           return static_cast<const std::atomic<bool>*>(flag)->load() ? 1 : 0;
         });
   }
 
-  const CURLcode code = curl_easy_perform(c);
+  const CURLcode code = lib.easy_perform(c);
   // What this attempt reported goes back when it is retried.
   const int64_t moved = source.sent + sink.reported;
   if (code != CURLE_OK) {
@@ -344,11 +396,11 @@ Result<S3Client::Response> S3Client::SendOnce(Request& req) const {
     if (code == CURLE_ABORTED_BY_CALLBACK) {
       return Error{ErrorKind::kUnavailable, "s3_cancelled", req.what + ": cancelled", {}};
     }
-    Error e = Error::Unavailable(req.what + ": " + curl_easy_strerror(code) + " (" + url + ")");
+    Error e = Error::Unavailable(req.what + ": " + lib.easy_strerror(code) + " (" + url + ")");
     e.code = Retryable(code) ? "s3_unreachable" : "s3_transfer_failed";
     return e;
   }
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &response.status);
+  lib.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &response.status);
   if ((response.status == 429 || response.status >= 500) && moved > 0 && req.progress && *req.progress) {
     (*req.progress)(-moved);
   }

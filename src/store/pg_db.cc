@@ -70,7 +70,7 @@ std::string PostgresPlaceholders(std::string_view sql) {
 // ---- statements ----
 
 PgStatement::~PgStatement() {
-  if (result_ != nullptr) PQclear(result_);
+  if (result_ != nullptr) Pq()->PQclear(result_);
 }
 
 void PgStatement::Set(int index, std::optional<std::string> value) {
@@ -109,7 +109,7 @@ Status PgStatement::Send() {
   PGconn* conn = c_.conn();
   if (prepared_in_ != c_.generation()) {
     std::string name = c_.NextStatementName();
-    if (PQsendPrepare(conn, name.c_str(), sql_.c_str(), 0, nullptr) != 1) {
+    if (Pq()->PQsendPrepare(conn, name.c_str(), sql_.c_str(), 0, nullptr) != 1) {
       return c_.ResultError(nullptr, "preparing " + sql_, &violation_);
     }
     c_.Sent(&sql_, sql_.size());
@@ -119,8 +119,8 @@ Status PgStatement::Send() {
   std::vector<const char*> values;
   values.reserve(params_.size());
   for (const auto& p : params_) values.push_back(p ? p->c_str() : nullptr);
-  if (PQsendQueryPrepared(conn, name_.c_str(), static_cast<int>(values.size()), values.data(), nullptr, nullptr, 0) !=
-      1) {
+  if (Pq()->PQsendQueryPrepared(conn, name_.c_str(), static_cast<int>(values.size()), values.data(), nullptr, nullptr,
+                                0) != 1) {
     return c_.ResultError(nullptr, sql_, &violation_);
   }
   size_t bytes = name_.size() + 32;
@@ -148,29 +148,30 @@ Result<bool> PgStatement::ExecuteOnce() {
   }
   if (prepared_in_ != c_.generation()) {
     std::string name = c_.NextStatementName();
-    PGresult* prepared = PQprepare(conn, name.c_str(), sql_.c_str(), 0, nullptr);
-    const bool ok = PQresultStatus(prepared) == PGRES_COMMAND_OK;
+    PGresult* prepared = Pq()->PQprepare(conn, name.c_str(), sql_.c_str(), 0, nullptr);
+    const bool ok = Pq()->PQresultStatus(prepared) == PGRES_COMMAND_OK;
     if (!ok) {
       Error error = c_.ResultError(prepared, "preparing " + sql_, &violation_);
-      PQclear(prepared);
+      Pq()->PQclear(prepared);
       return error;
     }
-    PQclear(prepared);
+    Pq()->PQclear(prepared);
     name_ = std::move(name);
     prepared_in_ = c_.generation();
   }
   std::vector<const char*> values;
   values.reserve(params_.size());
   for (const auto& p : params_) values.push_back(p ? p->c_str() : nullptr);
-  result_ = PQexecPrepared(conn, name_.c_str(), static_cast<int>(values.size()), values.data(), nullptr, nullptr, 0);
-  const ExecStatusType status = PQresultStatus(result_);
+  result_ =
+      Pq()->PQexecPrepared(conn, name_.c_str(), static_cast<int>(values.size()), values.data(), nullptr, nullptr, 0);
+  const ExecStatusType status = Pq()->PQresultStatus(result_);
   if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
     Error error = c_.ResultError(result_, sql_, &violation_);
-    PQclear(result_);
+    Pq()->PQclear(result_);
     result_ = nullptr;
     return error;
   }
-  const char* changed = PQcmdTuples(result_);
+  const char* changed = Pq()->PQcmdTuples(result_);
   c_.set_changed_rows(changed != nullptr && *changed != '\0' ? std::atoll(changed) : 0);
   return true;
 }
@@ -180,33 +181,34 @@ Result<bool> PgStatement::Step() {
     auto executed = Execute();
     if (!executed.ok()) return executed.error();
     row_ = 0;
-  } else if (row_ < PQntuples(result_)) {
+  } else if (row_ < Pq()->PQntuples(result_)) {
     ++row_;
   }
-  return row_ < PQntuples(result_);
+  return row_ < Pq()->PQntuples(result_);
 }
 
 bool PgStatement::IsNull(int column) const {
-  return PQgetisnull(result_, row_, column) != 0;
+  return Pq()->PQgetisnull(result_, row_, column) != 0;
 }
 
 int64_t PgStatement::Int(int column) const {
-  const char* text = PQgetvalue(result_, row_, column);
+  const char* text = Pq()->PQgetvalue(result_, row_, column);
   if (text[0] == 't' && text[1] == '\0') return 1;  // a boolean
   if (text[0] == 'f' && text[1] == '\0') return 0;
   return std::strtoll(text, nullptr, 10);
 }
 
 double PgStatement::Double(int column) const {
-  return std::strtod(PQgetvalue(result_, row_, column), nullptr);
+  return std::strtod(Pq()->PQgetvalue(result_, row_, column), nullptr);
 }
 
 std::string PgStatement::Text(int column) const {
-  return std::string(PQgetvalue(result_, row_, column), static_cast<size_t>(PQgetlength(result_, row_, column)));
+  return std::string(Pq()->PQgetvalue(result_, row_, column),
+                     static_cast<size_t>(Pq()->PQgetlength(result_, row_, column)));
 }
 
 void PgStatement::Reset() {
-  if (result_ != nullptr) PQclear(result_);
+  if (result_ != nullptr) Pq()->PQclear(result_);
   result_ = nullptr;
   row_ = -1;
   params_.clear();
@@ -231,16 +233,17 @@ Result<std::unique_ptr<PgConnection>> PgConnection::Open(const std::string& conn
   }
   keys.push_back(nullptr);
   values.push_back(nullptr);
-  PGconn* conn = PQconnectdbParams(keys.data(), values.data(), /*expand_dbname=*/1);
+  if (!Pq().ok()) return Pq().error();
+  PGconn* conn = Pq()->PQconnectdbParams(keys.data(), values.data(), /*expand_dbname=*/1);
   if (conn == nullptr) return Error::Unavailable("store: cannot allocate a PostgreSQL connection");
-  if (PQstatus(conn) != CONNECTION_OK) {
-    Error error = Error::Unavailable("store: cannot connect to PostgreSQL: " + Trimmed(PQerrorMessage(conn)));
-    PQfinish(conn);
+  if (Pq()->PQstatus(conn) != CONNECTION_OK) {
+    Error error = Error::Unavailable("store: cannot connect to PostgreSQL: " + Trimmed(Pq()->PQerrorMessage(conn)));
+    Pq()->PQfinish(conn);
     return error;
   }
   // The server's notices ("relation already exists, skipping") are not
   // errors; libpq would print each on stderr.
-  PQsetNoticeProcessor(
+  Pq()->PQsetNoticeProcessor(
       conn, [](void*, const char*) {}, nullptr);
   std::unique_ptr<PgConnection> connection(new PgConnection(conn, conninfo, password));
   if (Status s = connection->ApplySessionSettings(); !s) return s.error();
@@ -260,18 +263,18 @@ Status PgConnection::ApplySessionSettings() {
 
 PgConnection::~PgConnection() {
   cache_.clear();
-  PQfinish(conn_);
+  Pq()->PQfinish(conn_);
 }
 
 Error PgConnection::ResultError(const PGresult* result, std::string_view what, Violation* violation) const {
-  const char* code = result != nullptr ? PQresultErrorField(result, PG_DIAG_SQLSTATE) : nullptr;
+  const char* code = result != nullptr ? Pq()->PQresultErrorField(result, PG_DIAG_SQLSTATE) : nullptr;
   const std::string sqlstate = code != nullptr ? code : "";
-  std::string message = Trimmed(result != nullptr ? PQresultErrorMessage(result) : nullptr);
-  if (message.empty()) message = Trimmed(PQerrorMessage(conn_));
+  std::string message = Trimmed(result != nullptr ? Pq()->PQresultErrorMessage(result) : nullptr);
+  if (message.empty()) message = Trimmed(Pq()->PQerrorMessage(conn_));
   message = "store: " + std::string(what) + ": " + message;
   if (sqlstate.rfind("23", 0) == 0) {
     if (violation != nullptr) {
-      const char* constraint = PQresultErrorField(result, PG_DIAG_CONSTRAINT_NAME);
+      const char* constraint = Pq()->PQresultErrorField(result, PG_DIAG_CONSTRAINT_NAME);
       const std::string name = constraint != nullptr ? constraint : "";
       if (sqlstate == "23505") {
         const bool primary = name.size() >= 5 && name.compare(name.size() - 5, 5, "_pkey") == 0;
@@ -296,16 +299,16 @@ Status PgConnection::Exec(const std::string& sql) {
 }
 
 Status PgConnection::ExecOnce(const std::string& sql) {
-  PGresult* result = PQexec(conn_, sql.c_str());
-  const ExecStatusType status = PQresultStatus(result);
+  PGresult* result = Pq()->PQexec(conn_, sql.c_str());
+  const ExecStatusType status = Pq()->PQresultStatus(result);
   Status out = Status::Ok();
   if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
     out = ResultError(result, sql.size() > 80 ? sql.substr(0, 80) + "..." : sql, nullptr);
   } else {
-    const char* changed = PQcmdTuples(result);
+    const char* changed = Pq()->PQcmdTuples(result);
     changed_rows_ = changed != nullptr && *changed != '\0' ? std::atoll(changed) : 0;
   }
-  PQclear(result);
+  Pq()->PQclear(result);
   return out;
 }
 
@@ -330,9 +333,9 @@ void PgConnection::Sent(const std::string* sql, size_t bytes) {
 
 void PgConnection::SyncSent() const {
   unsynced_bytes_ = 0;
-  if (PQpipelineSync(conn_) != 1) {
+  if (Pq()->PQpipelineSync(conn_) != 1) {
     if (!pipeline_error_) {
-      pipeline_error_ = Error::Unavailable("store: cannot send to PostgreSQL: " + Trimmed(PQerrorMessage(conn_)));
+      pipeline_error_ = Error::Unavailable("store: cannot send to PostgreSQL: " + Trimmed(Pq()->PQerrorMessage(conn_)));
     }
     return;
   }
@@ -351,24 +354,24 @@ Result<PGresult*> PgConnection::ReadSent(bool keep_last) const {
     sent_.pop_front();
     if (sql == nullptr) {
       // A sync point: its own result, not followed by a null.
-      PGresult* sync = PQgetResult(conn_);
-      if (sync == nullptr || PQresultStatus(sync) != PGRES_PIPELINE_SYNC) {
+      PGresult* sync = Pq()->PQgetResult(conn_);
+      if (sync == nullptr || Pq()->PQresultStatus(sync) != PGRES_PIPELINE_SYNC) {
         if (!pipeline_error_) pipeline_error_ = ResultError(sync, "a pipeline's sync point", nullptr);
-        if (sync != nullptr) PQclear(sync);
+        if (sync != nullptr) Pq()->PQclear(sync);
         sent_.clear();
         break;
       }
-      PQclear(sync);
+      Pq()->PQclear(sync);
       continue;
     }
-    PGresult* result = PQgetResult(conn_);
+    PGresult* result = Pq()->PQgetResult(conn_);
     if (result == nullptr) {
       // The connection broke: nothing more will come.
       if (!pipeline_error_) pipeline_error_ = ResultError(nullptr, *sql, nullptr);
       sent_.clear();
       break;
     }
-    const ExecStatusType status = PQresultStatus(result);
+    const ExecStatusType status = Pq()->PQresultStatus(result);
     const bool ok = status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK;
     if (!ok && !pipeline_error_) {
       pipeline_error_ = status == PGRES_PIPELINE_ABORTED
@@ -376,28 +379,28 @@ Result<PGresult*> PgConnection::ReadSent(bool keep_last) const {
                             : ResultError(result, *sql, nullptr);
     }
     if (ok) {
-      const char* changed = PQcmdTuples(result);
+      const char* changed = Pq()->PQcmdTuples(result);
       changed_rows_ = changed != nullptr && *changed != '\0' ? std::atoll(changed) : 0;
     }
     --commands_left;
     if (keep_last && commands_left == 0 && ok) {
       kept = result;
     } else {
-      PQclear(result);
+      Pq()->PQclear(result);
     }
     // Each command's results end with a null.
-    while (PGresult* more = PQgetResult(conn_)) PQclear(more);
+    while (PGresult* more = Pq()->PQgetResult(conn_)) Pq()->PQclear(more);
   }
   if (pipeline_error_) {
-    if (kept != nullptr) PQclear(kept);
+    if (kept != nullptr) Pq()->PQclear(kept);
     return *pipeline_error_;
   }
   return kept;
 }
 
 Status PgConnection::BeginPipeline() {
-  if (PQenterPipelineMode(conn_) != 1) {
-    return Error::Unavailable("store: cannot pipeline: " + Trimmed(PQerrorMessage(conn_)));
+  if (Pq()->PQenterPipelineMode(conn_) != 1) {
+    return Error::Unavailable("store: cannot pipeline: " + Trimmed(Pq()->PQerrorMessage(conn_)));
   }
   pipelined_ = true;
   pipeline_error_.reset();
@@ -411,25 +414,25 @@ Status PgConnection::EndPipeline() {
   if (!sent_.empty() && sent_.back() != nullptr) SyncSent();
   const bool synced = !pipeline_error_;
   (void)ReadSent(/*keep_last=*/false);
-  const bool exited = PQexitPipelineMode(conn_) == 1;
+  const bool exited = Pq()->PQexitPipelineMode(conn_) == 1;
   pipelined_ = false;
   std::optional<Error> error = std::move(pipeline_error_);
   pipeline_error_.reset();
   if (error) return *error;
-  if (!synced || !exited) return Error::Unavailable("store: pipeline: " + Trimmed(PQerrorMessage(conn_)));
+  if (!synced || !exited) return Error::Unavailable("store: pipeline: " + Trimmed(Pq()->PQerrorMessage(conn_)));
   return Status::Ok();
 }
 
 bool PgConnection::InTransaction() const {
-  const PGTransactionStatusType status = PQtransactionStatus(conn_);
+  const PGTransactionStatusType status = Pq()->PQtransactionStatus(conn_);
   return status == PQTRANS_INTRANS || status == PQTRANS_INERROR || status == PQTRANS_ACTIVE;
 }
 
 Status PgConnection::Revive() {
-  if (PQstatus(conn_) == CONNECTION_OK) return Status::Ok();
-  PQreset(conn_);
-  if (PQstatus(conn_) != CONNECTION_OK) {
-    return Error::Unavailable("store: cannot reconnect to PostgreSQL: " + Trimmed(PQerrorMessage(conn_)));
+  if (Pq()->PQstatus(conn_) == CONNECTION_OK) return Status::Ok();
+  Pq()->PQreset(conn_);
+  if (Pq()->PQstatus(conn_) != CONNECTION_OK) {
+    return Error::Unavailable("store: cannot reconnect to PostgreSQL: " + Trimmed(Pq()->PQerrorMessage(conn_)));
   }
   ++generation_;  // the server forgot the prepared statements
   return ApplySessionSettings();

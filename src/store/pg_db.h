@@ -7,8 +7,8 @@
 // sent on it; outside a transaction it is then opened again with the same
 // connection string (a multi-host string with target_session_attrs=
 // read-write finds the new primary) and the command runs once more. Inside
-// a transaction the command fails: the transaction is gone. Private to the store: the only place besides pg_*.cc that
-// sees libpq-fe.h.
+// a transaction the command fails: the transaction is gone. Private to the store: with libpq.h, the only place besides
+// pg_*.cc that sees libpq-fe.h.
 
 #include <libpq-fe.h>
 
@@ -21,6 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "store/libpq.h"
 #include "store/sql.h"
 #include "unisched/common/status.h"
 
@@ -79,7 +80,7 @@ class PgConnection final : public Connection {
   Status Exec(const std::string& sql) override;
   Result<Statement> Prepare(const std::string& sql) override;
   bool InTransaction() const override;
-  bool Lost() const override { return PQstatus(conn_) != CONNECTION_OK; }
+  bool Lost() const override { return Pq()->PQstatus(conn_) != CONNECTION_OK; }
   // A backend's process id and start time (a pid alone can be reused), the
   // time as seconds since the epoch so that no session's time zone or date
   // style changes the text.

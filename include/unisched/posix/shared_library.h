@@ -1,7 +1,11 @@
 #pragma once
-// Opening a library of the kernels at run time (dgemm.h says why they are
-// not linked): the soname first (the library Debian's alternatives select,
-// as a linked program would get), then the file the build found.
+// Opening a shared library at run time rather than linking it, for a
+// dependency only some processes use: the DGEMM kernels (dgemm.h says why),
+// libcurl for object stores and libpq for the PostgreSQL store (a linked
+// library and everything it needs is loaded and relocated by every process,
+// the CLI and the trace replay too; docs/benchmarks.md). Names are tried in
+// order: a soname first (the library Debian's alternatives select, as a
+// linked program would get), then, say, the file the build found.
 
 #include <dlfcn.h>
 
@@ -11,7 +15,7 @@
 
 #include "unisched/common/status.h"
 
-namespace unisched::dgemm {
+namespace unisched::posix {
 
 // The handle of the first of `names` that opens with `flags`; otherwise an
 // Unavailable error naming `what`, every name's failure and `install`.
@@ -33,4 +37,4 @@ bool FindSymbol(void* handle, Slot& slot, const char* symbol) {
   return slot != nullptr;
 }
 
-}  // namespace unisched::dgemm
+}  // namespace unisched::posix
