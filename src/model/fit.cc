@@ -5,6 +5,7 @@
 #include "unisched/model/fit.h"
 
 #include <algorithm>
+#include <bit>
 #include <cctype>
 #include <cstddef>
 #include <set>
@@ -95,10 +96,7 @@ void PickGpus(const NodeUsage& node, int count, const std::string& model, NodeAl
 void PickCpus(const NodeUsage& node, NodeAllocation& share) {
   std::vector<int> free;
   free.reserve(static_cast<size_t>(std::max(0, share.cpus)));  // grown id by id, it was reallocated ~log2(cpus) times
-  for (int cpu = 0; cpu < node.spec.cpus && static_cast<int>(free.size()) < share.cpus; ++cpu) {
-    const auto position = static_cast<size_t>(cpu);
-    if (position >= node.cpu_busy.size() || !node.cpu_busy[position]) free.push_back(cpu);
-  }
+  node.cpu_busy.LowestFree(node.spec.cpus, share.cpus, free);
   if (static_cast<int>(free.size()) == share.cpus) share.cpu_ids = std::move(free);
 }
 
@@ -256,12 +254,40 @@ void NodeUsage::Apply(const NodeAllocation& alloc, int sign) {
       if (spec.gpus[i].index == index) gpu_busy[i] = sign > 0;
     }
   }
-  if (!alloc.cpu_ids.empty() && cpu_busy.size() < static_cast<size_t>(std::max(spec.cpus, 0))) {
-    cpu_busy.resize(static_cast<size_t>(spec.cpus), false);
-  }
+  if (!alloc.cpu_ids.empty()) cpu_busy.Grow(static_cast<size_t>(std::max(spec.cpus, 0)));
   for (int cpu : alloc.cpu_ids) {
     // An id past the node's CPUs (its spec shrank since) marks nothing.
-    if (cpu >= 0 && static_cast<size_t>(cpu) < cpu_busy.size()) cpu_busy[static_cast<size_t>(cpu)] = sign > 0;
+    if (cpu >= 0 && static_cast<size_t>(cpu) < cpu_busy.size()) cpu_busy.Set(static_cast<size_t>(cpu), sign > 0);
+  }
+}
+
+void CpuSet::Grow(size_t cpus) {
+  if (cpus <= size_) return;
+  size_ = cpus;
+  words_.resize((cpus + 63) / 64, 0);
+}
+
+void CpuSet::Set(size_t cpu, bool busy) {
+  const uint64_t bit = uint64_t{1} << (cpu % 64);
+  if (busy) {
+    words_[cpu / 64] |= bit;
+  } else {
+    words_[cpu / 64] &= ~bit;
+  }
+}
+
+void CpuSet::LowestFree(int limit, int want, std::vector<int>& ids) const {
+  if (limit <= 0) return;
+  const auto end = static_cast<size_t>(limit);
+  for (size_t base = 0; base < end && static_cast<int>(ids.size()) < want; base += 64) {
+    // The word's free ids: its clear bits (a word past the set is all
+    // free), cut at `end` in the last word.
+    uint64_t free = base / 64 < words_.size() ? ~words_[base / 64] : ~uint64_t{0};
+    if (end - base < 64) free &= (uint64_t{1} << (end - base)) - 1;
+    while (free != 0 && static_cast<int>(ids.size()) < want) {
+      ids.push_back(static_cast<int>(base) + std::countr_zero(free));
+      free &= free - 1;  // the lowest set bit cleared
+    }
   }
 }
 

@@ -2,6 +2,8 @@
 // Fitting a resource request onto nodes: pure, shared by the router (can this
 // job ever fit in a pool?) and the scheduler (where does it fit now?).
 
+#include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,9 +14,28 @@
 
 namespace unisched::model {
 
+// Which logical CPUs of a node are taken, by id, 64 to a word: every start
+// looks for the lowest free ids (PickCpus in fit.cc), a word at a time
+// rather than an id at a time. An id at or past size() is free.
+class CpuSet {
+ public:
+  size_t size() const { return size_; }
+  bool Busy(size_t cpu) const { return cpu < size_ && ((words_[cpu / 64] >> (cpu % 64)) & 1) != 0; }
+  // Grows to `cpus` ids, the new ones free (never shrinks).
+  void Grow(size_t cpus);
+  // Marks `cpu` (below size()) taken or free.
+  void Set(size_t cpu, bool busy);
+  // Appends to `ids` the lowest free ids below `limit`, until it holds `want`.
+  void LowestFree(int limit, int want, std::vector<int>& ids) const;
+
+ private:
+  std::vector<uint64_t> words_;
+  size_t size_ = 0;
+};
+
 // A node as the fitter sees it: its spec, its state and what is already
 // allocated on it. gpu_busy[i] tells whether spec.gpus[i] is taken, and
-// cpu_busy[c] whether logical CPU c is.
+// cpu_busy.Busy(c) whether logical CPU c is.
 struct NodeUsage {
   NodeSpec spec;
   NodeState state = NodeState::kUp;
@@ -23,7 +44,7 @@ struct NodeUsage {
   std::vector<bool> gpu_busy;  // same length as spec.gpus
   // By logical CPU id; shorter than spec.cpus until an allocation with CPU
   // ids is applied (a missing entry is free).
-  std::vector<bool> cpu_busy{};
+  CpuSet cpu_busy{};
 
   int FreeCpus() const { return spec.cpus - cpus_used; }
   int64_t FreeMemoryMb() const { return spec.memory_mb - memory_used_mb; }

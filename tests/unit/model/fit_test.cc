@@ -90,7 +90,53 @@ TEST(NodeUsageTest, CpuIdsAreTheLowestFreeOnesAndComeBackWhenTheShareEnds) {
   // An id past the node's CPUs (its spec shrank since) marks nothing.
   NodeUsage shrunk = MakeNode("s").Cpus(2);
   shrunk.Apply(NodeAllocation{.node = "s", .cpus = 1, .gpu_indices = {}, .cpu_ids = {5}}, +1);
-  EXPECT_THAT(shrunk.cpu_busy, ElementsAre(false, false));
+  EXPECT_EQ(shrunk.cpu_busy.size(), 2u);
+  EXPECT_FALSE(shrunk.cpu_busy.Busy(0));
+  EXPECT_FALSE(shrunk.cpu_busy.Busy(1));
+}
+
+TEST(CpuSetTest, LowestFreeIdsAcrossWords) {
+  // 0-63 and 64, 66 taken in a set of 130; what a request finds, by limit
+  // (the node's CPUs) and by how many it wants.
+  CpuSet set;
+  set.Grow(130);
+  for (size_t cpu = 0; cpu < 64; ++cpu) set.Set(cpu, true);
+  set.Set(64, true);
+  set.Set(66, true);
+  struct Case {
+    std::string name;
+    int limit;
+    int want;
+    std::vector<int> ids;
+  };
+  const std::vector<Case> cases = {
+      {"the first free ids skip a full word", 130, 4, {65, 67, 68, 69}},
+      {"the limit cuts the last word", 68, 10, {65, 67}},
+      {"a limit inside the full word finds none", 64, 2, {}},
+      {"ids past the set are free", 200, 3, {65, 67, 68}},
+      {"into the third word", 130, 63, {}},  // filled below
+      {"wanting none finds none", 130, 0, {}},
+      {"no CPUs", 0, 1, {}},
+  };
+  for (auto c : cases) {
+    SCOPED_TRACE(c.name);
+    if (c.name == "into the third word") {
+      c.ids = {65};
+      for (int cpu = 67; cpu < 129; ++cpu) c.ids.push_back(cpu);
+    }
+    std::vector<int> ids;
+    set.LowestFree(c.limit, c.want, ids);
+    EXPECT_EQ(ids, c.ids);
+  }
+  // Freed ids come back; growing keeps what is marked.
+  set.Set(3, false);
+  set.Grow(256);
+  EXPECT_TRUE(set.Busy(64));
+  EXPECT_FALSE(set.Busy(3));
+  EXPECT_FALSE(set.Busy(300));
+  std::vector<int> ids;
+  set.LowestFree(256, 2, ids);
+  EXPECT_EQ(ids, (std::vector<int>{3, 65}));
 }
 
 // ---- CheckNode ----
