@@ -44,7 +44,7 @@ scheduler::Snapshot MakeSnapshot(const Options& o, const model::ClusterSpec& clu
   for (const auto& spec : cluster.nodes) {
     model::NodeUsage n;
     n.spec = spec;
-    n.gpu_busy.assign(spec.gpus.size(), false);
+    n.gpu_busy = model::BusySet(spec.gpus.size());
     s.nodes.push_back(n);
   }
   // Running: every node full with jobs ending over the next 1-48 h, except

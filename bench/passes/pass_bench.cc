@@ -93,7 +93,7 @@ World MakeWorld(const config::Config& config, int pending, Timestamp now) {
   for (const auto& spec : config.cluster.nodes) {
     model::NodeUsage n;
     n.spec = spec;
-    n.gpu_busy.assign(spec.gpus.size(), false);
+    n.gpu_busy = model::BusySet(spec.gpus.size());
     const bool is_gpu = !spec.gpus.empty();
     const int per_job_cpus = is_gpu ? 4 : 16;
     const bool has_room = rng() % 50 == 0;

@@ -30,7 +30,7 @@ json NodeJson(const ClusterView::Node& node) {
   for (size_t i = 0; i < u.spec.gpus.size(); ++i) {
     const auto& g = u.spec.gpus[i];
     gpus.push_back({{"index", g.index}, {"model", g.model}, {"memory_gb", g.memory_gb}});
-    if (i < u.gpu_busy.size() && u.gpu_busy[i]) busy.push_back(g.index);
+    if (u.gpu_busy.Busy(i)) busy.push_back(g.index);
   }
   return {{"name", u.spec.name},
           {"pool", u.spec.pool},
@@ -59,7 +59,7 @@ void Api::ListPools(Call& call) {
       gpus += static_cast<int>(u.spec.gpus.size());
       cpus_used += u.cpus_used;
       memory_used += u.memory_used_mb;
-      for (bool b : u.gpu_busy) gpus_used += b ? 1 : 0;
+      gpus_used += u.gpu_busy.CountBelow(u.gpu_busy.size());
     }
     pools.push_back({{"name", pool.name},
                      {"kind", std::string(model::ToString(pool.kind))},

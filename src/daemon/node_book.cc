@@ -29,7 +29,7 @@ NodeBook::NodeBook(const config::Config& config, const Clock& clock)
   for (const auto& spec : config_.cluster.nodes) {
     model::NodeUsage n;
     n.spec = spec;
-    n.gpu_busy.assign(spec.gpus.size(), false);
+    n.gpu_busy = model::BusySet(spec.gpus.size());
     node_index_.emplace(spec.name, nodes_.size());
     nodes_.push_back(std::move(n));
   }

@@ -25,7 +25,7 @@ bool ModelMatches(const GpuDevice& device, const std::string& model) {
 // gpu_busy may be shorter than spec.gpus in a hand-built snapshot; a missing
 // entry means free.
 bool GpuBusy(const NodeUsage& node, size_t position) {
-  return position < node.gpu_busy.size() && node.gpu_busy[position];
+  return node.gpu_busy.Busy(position);
 }
 
 // The first constraint the node does not satisfy, as a message, or "".
@@ -238,6 +238,8 @@ std::vector<PendingReason> Explain(const std::vector<NodeEval>& evals, const Res
 }  // namespace
 
 int NodeUsage::FreeGpus(const std::string& model) const {
+  // Any model: the devices less the busy ones, counted a word at a time.
+  if (model.empty()) return static_cast<int>(spec.gpus.size()) - gpu_busy.CountBelow(spec.gpus.size());
   int n = 0;
   for (size_t i = 0; i < spec.gpus.size(); ++i) {
     if (!GpuBusy(*this, i) && ModelMatches(spec.gpus[i], model)) ++n;
@@ -248,10 +250,17 @@ int NodeUsage::FreeGpus(const std::string& model) const {
 void NodeUsage::Apply(const NodeAllocation& alloc, int sign) {
   cpus_used += sign * alloc.cpus;
   memory_used_mb += sign * alloc.memory_mb;
-  if (gpu_busy.size() < spec.gpus.size()) gpu_busy.resize(spec.gpus.size(), false);
+  gpu_busy.Grow(spec.gpus.size());
   for (int index : alloc.gpu_indices) {
+    // Device indices are mostly their positions; otherwise (a node that
+    // exposes 4..7 only) every device with the index is found.
+    const auto position = static_cast<size_t>(index);
+    if (index >= 0 && position < spec.gpus.size() && spec.gpus[position].index == index) {
+      gpu_busy.Set(position, sign > 0);
+      continue;
+    }
     for (size_t i = 0; i < spec.gpus.size(); ++i) {
-      if (spec.gpus[i].index == index) gpu_busy[i] = sign > 0;
+      if (spec.gpus[i].index == index) gpu_busy.Set(i, sign > 0);
     }
   }
   if (!alloc.cpu_ids.empty()) cpu_busy.Grow(static_cast<size_t>(std::max(spec.cpus, 0)));
@@ -261,22 +270,30 @@ void NodeUsage::Apply(const NodeAllocation& alloc, int sign) {
   }
 }
 
-void CpuSet::Grow(size_t cpus) {
-  if (cpus <= size_) return;
-  size_ = cpus;
-  words_.resize((cpus + 63) / 64, 0);
+void BusySet::Grow(size_t size) {
+  if (size <= size_) return;
+  size_ = size;
+  words_.resize((size + 63) / 64, 0);
 }
 
-void CpuSet::Set(size_t cpu, bool busy) {
-  const uint64_t bit = uint64_t{1} << (cpu % 64);
+int BusySet::CountBelow(size_t limit) const {
+  limit = std::min(limit, size_);
+  int n = 0;
+  for (size_t w = 0; w < limit / 64; ++w) n += std::popcount(words_[w]);
+  if (limit % 64 != 0) n += std::popcount(words_[limit / 64] & ((uint64_t{1} << (limit % 64)) - 1));
+  return n;
+}
+
+void BusySet::Set(size_t i, bool busy) {
+  const uint64_t bit = uint64_t{1} << (i % 64);
   if (busy) {
-    words_[cpu / 64] |= bit;
+    words_[i / 64] |= bit;
   } else {
-    words_[cpu / 64] &= ~bit;
+    words_[i / 64] &= ~bit;
   }
 }
 
-void CpuSet::LowestFree(int limit, int want, std::vector<int>& ids) const {
+void BusySet::LowestFree(int limit, int want, std::vector<int>& ids) const {
   if (limit <= 0) return;
   const auto end = static_cast<size_t>(limit);
   for (size_t base = 0; base < end && static_cast<int>(ids.size()) < want; base += 64) {

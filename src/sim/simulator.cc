@@ -84,7 +84,7 @@ bool SimCluster::CanEverFit(const model::ResourceRequest& request) const {
   for (auto& node : empty) {
     node.cpus_used = 0;
     node.memory_used_mb = 0;
-    node.gpu_busy.assign(node.spec.gpus.size(), false);
+    node.gpu_busy = model::BusySet(node.spec.gpus.size());
     node.state = model::NodeState::kUp;
     pointers.push_back(&node);
   }
@@ -110,7 +110,7 @@ SimCluster GpuCluster(int gpus, model::BackfillChoice backfill) {
   // CPU bitmap: with 2^20 CPUs, a fifth of a Philly replay.)
   node.spec.cpus = std::max(1, gpus);
   for (int i = 0; i < gpus; ++i) node.spec.gpus.push_back({i, "sim-gpu", 80});
-  node.gpu_busy.assign(static_cast<size_t>(gpus), false);
+  node.gpu_busy = model::BusySet(static_cast<size_t>(gpus));
   cluster.unit = SizeUnit::kGpus;
   cluster.capacity = gpus;
   cluster.largest_node = gpus;
@@ -142,7 +142,7 @@ Result<SimCluster> ConfiguredCluster(const config::Config& config, TraceFormat f
     if (node.pool != cluster.pool) continue;
     model::NodeUsage usage;
     usage.spec = node;
-    usage.gpu_busy.assign(node.gpus.size(), false);
+    usage.gpu_busy = model::BusySet(node.gpus.size());
     const int amount = cluster.unit == SizeUnit::kCpus ? node.cpus : static_cast<int>(node.gpus.size());
     cluster.capacity += amount;
     cluster.largest_node = std::max(cluster.largest_node, amount);

@@ -54,9 +54,9 @@ model::NodeUsage NodeBuilder::Usage() const {
   usage.state = state_;
   usage.cpus_used = cpus_used_;
   usage.memory_used_mb = memory_used_mb_;
-  usage.gpu_busy.assign(spec_.gpus.size(), false);
+  usage.gpu_busy = model::BusySet(spec_.gpus.size());
   for (size_t i = 0; i < spec_.gpus.size(); ++i) {
-    usage.gpu_busy[i] = std::find(busy_gpus_.begin(), busy_gpus_.end(), spec_.gpus[i].index) != busy_gpus_.end();
+    usage.gpu_busy.Set(i, std::find(busy_gpus_.begin(), busy_gpus_.end(), spec_.gpus[i].index) != busy_gpus_.end());
   }
   return usage;
 }
@@ -280,7 +280,7 @@ std::vector<model::NodeUsage> EmptyUsage(const model::ClusterSpec& cluster) {
   for (const auto& spec : cluster.nodes) {
     model::NodeUsage usage;
     usage.spec = spec;
-    usage.gpu_busy.assign(spec.gpus.size(), false);
+    usage.gpu_busy = model::BusySet(spec.gpus.size());
     nodes.push_back(std::move(usage));
   }
   return nodes;

@@ -14,37 +14,44 @@
 
 namespace unisched::model {
 
-// Which logical CPUs of a node are taken, by id, 64 to a word: every start
-// looks for the lowest free ids (PickCpus in fit.cc), a word at a time
-// rather than an id at a time. An id at or past size() is free.
-class CpuSet {
+// Which of a node's CPUs (by id) or GPUs (by position in spec.gpus) are
+// taken, 64 to a word: every start looks for the lowest free CPU ids
+// (PickCpus in fit.cc) and every fit counts free GPUs, a word at a time
+// rather than an entry at a time (a replay's one node has 640 GPUs). An
+// entry at or past size() is free.
+class BusySet {
  public:
+  BusySet() = default;
+  // `size` entries, all free.
+  explicit BusySet(size_t size) { Grow(size); }
   size_t size() const { return size_; }
-  bool Busy(size_t cpu) const { return cpu < size_ && ((words_[cpu / 64] >> (cpu % 64)) & 1) != 0; }
-  // Grows to `cpus` ids, the new ones free (never shrinks).
-  void Grow(size_t cpus);
-  // Marks `cpu` (below size()) taken or free.
-  void Set(size_t cpu, bool busy);
-  // Appends to `ids` the lowest free ids below `limit`, until it holds `want`.
+  bool Busy(size_t i) const { return i < size_ && ((words_[i / 64] >> (i % 64)) & 1) != 0; }
+  // How many of the entries below `limit` are taken.
+  int CountBelow(size_t limit) const;
+  // Grows to `size` entries, the new ones free (never shrinks).
+  void Grow(size_t size);
+  // Marks entry `i` (below size()) taken or free.
+  void Set(size_t i, bool busy);
+  // Appends to `ids` the lowest free entries below `limit`, until it holds `want`.
   void LowestFree(int limit, int want, std::vector<int>& ids) const;
 
  private:
-  std::vector<uint64_t> words_;
+  std::vector<uint64_t> words_;  // bits past size_ stay clear
   size_t size_ = 0;
 };
 
 // A node as the fitter sees it: its spec, its state and what is already
-// allocated on it. gpu_busy[i] tells whether spec.gpus[i] is taken, and
+// allocated on it. gpu_busy.Busy(i) tells whether spec.gpus[i] is taken, and
 // cpu_busy.Busy(c) whether logical CPU c is.
 struct NodeUsage {
   NodeSpec spec;
   NodeState state = NodeState::kUp;
   int cpus_used = 0;
   int64_t memory_used_mb = 0;
-  std::vector<bool> gpu_busy;  // same length as spec.gpus
+  BusySet gpu_busy;  // as long as spec.gpus (shorter in a hand-built snapshot: the rest free)
   // By logical CPU id; shorter than spec.cpus until an allocation with CPU
   // ids is applied (a missing entry is free).
-  CpuSet cpu_busy{};
+  BusySet cpu_busy{};
 
   int FreeCpus() const { return spec.cpus - cpus_used; }
   int64_t FreeMemoryMb() const { return spec.memory_mb - memory_used_mb; }

@@ -41,6 +41,13 @@ TEST(WordsTest, SplitKeepsTheNonEmptyItemsAndJoinPutsThemBack) {
 
 // ---- NodeUsage ----
 
+// A BusySet's entries in order, true for taken.
+std::vector<bool> Marks(const BusySet& set) {
+  std::vector<bool> marks;
+  for (size_t i = 0; i < set.size(); ++i) marks.push_back(set.Busy(i));
+  return marks;
+}
+
 TEST(NodeUsageTest, FreeGpusCountsFreeDevicesOfTheModelCaseInsensitively) {
   NodeUsage node = MakeNode("n").Gpus(2, "a100").Gpus(2, "h100").BusyGpus({0, 3});
   EXPECT_EQ(node.FreeGpus(""), 2);
@@ -53,19 +60,19 @@ TEST(NodeUsageTest, ApplyAddsAndRemovesByDeviceIndex) {
   // Device indices need not be positions: a node may expose 4..7 only.
   NodeUsage node = MakeNode("n").Cpus(16).MemoryMb(1000);
   node.spec.gpus = {{4, "h100", 80}, {5, "h100", 80}, {6, "h100", 80}, {7, "h100", 80}};
-  node.gpu_busy.clear();  // short vectors are allowed; Apply sizes them
+  node.gpu_busy = BusySet();  // short sets are allowed; Apply sizes them
 
   const NodeAllocation share{"n", 4, 300, {5, 7}};
   node.Apply(share, +1);
   EXPECT_EQ(node.cpus_used, 4);
   EXPECT_EQ(node.memory_used_mb, 300);
-  EXPECT_THAT(node.gpu_busy, ElementsAre(false, true, false, true));
+  EXPECT_THAT(Marks(node.gpu_busy), ElementsAre(false, true, false, true));
   EXPECT_EQ(node.FreeGpus(""), 2);
 
   node.Apply(share, -1);
   EXPECT_EQ(node.cpus_used, 0);
   EXPECT_EQ(node.memory_used_mb, 0);
-  EXPECT_THAT(node.gpu_busy, ElementsAre(false, false, false, false));
+  EXPECT_THAT(Marks(node.gpu_busy), ElementsAre(false, false, false, false));
 }
 
 TEST(NodeUsageTest, CpuIdsAreTheLowestFreeOnesAndComeBackWhenTheShareEnds) {
@@ -90,15 +97,13 @@ TEST(NodeUsageTest, CpuIdsAreTheLowestFreeOnesAndComeBackWhenTheShareEnds) {
   // An id past the node's CPUs (its spec shrank since) marks nothing.
   NodeUsage shrunk = MakeNode("s").Cpus(2);
   shrunk.Apply(NodeAllocation{.node = "s", .cpus = 1, .gpu_indices = {}, .cpu_ids = {5}}, +1);
-  EXPECT_EQ(shrunk.cpu_busy.size(), 2u);
-  EXPECT_FALSE(shrunk.cpu_busy.Busy(0));
-  EXPECT_FALSE(shrunk.cpu_busy.Busy(1));
+  EXPECT_THAT(Marks(shrunk.cpu_busy), ElementsAre(false, false));
 }
 
-TEST(CpuSetTest, LowestFreeIdsAcrossWords) {
+TEST(BusySetTest, LowestFreeIdsAcrossWords) {
   // 0-63 and 64, 66 taken in a set of 130; what a request finds, by limit
   // (the node's CPUs) and by how many it wants.
-  CpuSet set;
+  BusySet set;
   set.Grow(130);
   for (size_t cpu = 0; cpu < 64; ++cpu) set.Set(cpu, true);
   set.Set(64, true);
@@ -137,6 +142,25 @@ TEST(CpuSetTest, LowestFreeIdsAcrossWords) {
   std::vector<int> ids;
   set.LowestFree(256, 2, ids);
   EXPECT_EQ(ids, (std::vector<int>{3, 65}));
+  // Counted below a limit: 63 of 0-63 (3 is free), then 64 and 66.
+  EXPECT_EQ(set.CountBelow(0), 0);
+  EXPECT_EQ(set.CountBelow(64), 63);
+  EXPECT_EQ(set.CountBelow(65), 64);
+  EXPECT_EQ(set.CountBelow(66), 64);
+  EXPECT_EQ(set.CountBelow(67), 65);
+  EXPECT_EQ(set.CountBelow(1000), 65);
+}
+
+TEST(NodeUsageTest, FreeGpusCountsOnlyTheSpecsDevices) {
+  // A set longer than the spec (the node's GPUs shrank since it was
+  // sized) counts only the spec's devices.
+  NodeUsage node = MakeNode("n").Gpus(2, "a100");
+  node.gpu_busy = BusySet(4);
+  node.gpu_busy.Set(1, true);
+  node.gpu_busy.Set(3, true);
+  EXPECT_EQ(node.FreeGpus(""), 1);
+  EXPECT_EQ(node.FreeGpus("A100"), 1);
+  EXPECT_EQ(node.FreeGpus("h100"), 0);
 }
 
 // ---- CheckNode ----

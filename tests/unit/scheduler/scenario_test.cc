@@ -199,7 +199,7 @@ Scenario LoadScenario(const std::string& file) {
       for (size_t i = 0; i < node->spec.gpus.size() && static_cast<int>(share.gpu_indices.size()) < r.resources.gpus;
            ++i) {
         const auto& d = node->spec.gpus[i];
-        if (!node->gpu_busy[i] && (r.resources.gpu_model.empty() || d.model == r.resources.gpu_model)) {
+        if (!node->gpu_busy.Busy(i) && (r.resources.gpu_model.empty() || d.model == r.resources.gpu_model)) {
           share.gpu_indices.push_back(d.index);
         }
       }

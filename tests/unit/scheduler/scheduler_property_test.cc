@@ -293,8 +293,7 @@ std::string Describe(const World& w, const Plan& plan, Timestamp now) {
     out += "node " + n.spec.name + " " + std::string(model::ToString(n.state)) + " " + std::to_string(n.spec.cpus) +
            "c " + std::to_string(n.spec.memory_mb) + "M " + std::to_string(n.spec.gpus.size()) + "g" +
            (n.spec.gpus.empty() ? "" : n.spec.gpus[0].model) + " used " + std::to_string(n.cpus_used) + "c " +
-           std::to_string(n.memory_used_mb) + "M " +
-           std::to_string(std::count(n.gpu_busy.begin(), n.gpu_busy.end(), true)) + "g\n";
+           std::to_string(n.memory_used_mb) + "M " + std::to_string(n.gpu_busy.CountBelow(n.gpu_busy.size())) + "g\n";
   }
   for (const auto& r : w.snapshot.running) {
     out += "running " + std::to_string(r.id) + " " + r.queue + " " + req(r.resources) + " end " + rel(r.expected_end) +
@@ -353,8 +352,7 @@ void ExpectStartsFit(const Snapshot& snapshot, const Plan& plan, std::vector<mod
                                       [&](const model::GpuDevice& d) { return d.index == index; });
         ASSERT_NE(dev, node.spec.gpus.end());
         const size_t pos = static_cast<size_t>(dev - node.spec.gpus.begin());
-        ASSERT_FALSE(pos < node.gpu_busy.size() && node.gpu_busy[pos])
-            << "GPU " << index << " of " << node.spec.name << " handed out twice";
+        ASSERT_FALSE(node.gpu_busy.Busy(pos)) << "GPU " << index << " of " << node.spec.name << " handed out twice";
         if (!job->resources.gpu_model.empty()) {
           EXPECT_EQ(dev->model, job->resources.gpu_model);
         }
