@@ -59,7 +59,7 @@ void Api::ListPools(Call& call) {
       gpus += static_cast<int>(u.spec.gpus.size());
       cpus_used += u.cpus_used;
       memory_used += u.memory_used_mb;
-      gpus_used += u.gpu_busy.CountBelow(u.gpu_busy.size());
+      gpus_used += u.gpu_busy.CountBelow(u.spec.gpus.size());  // the spec's devices, as FreeGpus counts
     }
     pools.push_back({{"name", pool.name},
                      {"kind", std::string(model::ToString(pool.kind))},

@@ -32,57 +32,57 @@ namespace {
 // rather than linked: with its own dependencies (Kerberos, LDAP, GnuTLS,
 // libssh2, ...) it cost every process about 5 ms to load and relocate, a
 // CLI command and a trace replay too, though only the staging of a job's
-// data uses it (docs/benchmarks.md, "Start-up").
+// data uses it (ADR 0013). Each function is listed once, as store/libpq.h
+// lists libpq's: the struct's members and the lookups are made from it.
+#define UNISCHED_CURL_FUNCTIONS(X) \
+  X(curl_global_init)              \
+  X(curl_easy_init)                \
+  X(curl_easy_cleanup)             \
+  X(curl_easy_setopt)              \
+  X(curl_easy_getinfo)             \
+  X(curl_easy_perform)             \
+  X(curl_easy_strerror)            \
+  X(curl_slist_append)             \
+  X(curl_slist_free_all)
+
+// The functions, typed as curl.h declares them: called as Curl()->curl_easy_init().
 struct CurlApi {
-  decltype(&::curl_global_init) global_init = nullptr;
-  decltype(&::curl_easy_init) easy_init = nullptr;
-  decltype(&::curl_easy_cleanup) easy_cleanup = nullptr;
-  decltype(&::curl_easy_setopt) easy_setopt = nullptr;
-  decltype(&::curl_easy_getinfo) easy_getinfo = nullptr;
-  decltype(&::curl_easy_perform) easy_perform = nullptr;
-  decltype(&::curl_easy_strerror) easy_strerror = nullptr;
-  decltype(&::curl_slist_append) slist_append = nullptr;
-  decltype(&::curl_slist_free_all) slist_free_all = nullptr;
+#define UNISCHED_CURL_MEMBER(name) decltype(&::name) name = nullptr;
+  UNISCHED_CURL_FUNCTIONS(UNISCHED_CURL_MEMBER)
+#undef UNISCHED_CURL_MEMBER
 };
 
 Result<CurlApi> LoadCurl() {
   auto opened = posix::OpenSharedLibrary({"libcurl.so.4"}, RTLD_NOW | RTLD_LOCAL, "libcurl",
                                          "install it: apt-get install libcurl4 (Debian)");
   if (!opened.ok()) return opened.error();
+  void* handle = *opened;
   CurlApi api;
   bool all = true;
-  auto find = [handle = *opened, &all](auto& slot, const char* symbol) {
-    all = posix::FindSymbol(handle, slot, symbol) && all;
-  };
-  find(api.global_init, "curl_global_init");
-  find(api.easy_init, "curl_easy_init");
-  find(api.easy_cleanup, "curl_easy_cleanup");
-  find(api.easy_setopt, "curl_easy_setopt");
-  find(api.easy_getinfo, "curl_easy_getinfo");
-  find(api.easy_perform, "curl_easy_perform");
-  find(api.easy_strerror, "curl_easy_strerror");
-  find(api.slist_append, "curl_slist_append");
-  find(api.slist_free_all, "curl_slist_free_all");
+#define UNISCHED_CURL_FIND(name) all = posix::FindSymbol(handle, api.name, #name) && all;
+  UNISCHED_CURL_FUNCTIONS(UNISCHED_CURL_FIND)
+#undef UNISCHED_CURL_FIND
   if (!all) return Error::Unavailable(std::string("the libcurl loaded lacks a function: ") + ::dlerror());
   // Once per process, before any handle (libcurl's rule).
-  if (const CURLcode code = api.global_init(CURL_GLOBAL_DEFAULT); code != CURLE_OK) {
-    return Error::Unavailable(std::string("libcurl did not start: ") + api.easy_strerror(code));
+  if (const CURLcode code = api.curl_global_init(CURL_GLOBAL_DEFAULT); code != CURLE_OK) {
+    return Error::Unavailable(std::string("libcurl did not start: ") + api.curl_easy_strerror(code));
   }
   return api;
 }
 
 // Loaded once (a static's initialisation is thread-safe); every later call
-// gives the same answer.
+// gives the same answer. Only code holding a handle may use Curl()->
+// without checking ok().
 const Result<CurlApi>& Curl() {
   static const Result<CurlApi> api = LoadCurl();
   return api;
 }
 
 struct CurlFree {
-  void operator()(CURL* c) const { Curl()->easy_cleanup(c); }
+  void operator()(CURL* c) const { Curl()->curl_easy_cleanup(c); }
 };
 struct SlistFree {
-  void operator()(curl_slist* l) const { Curl()->slist_free_all(l); }
+  void operator()(curl_slist* l) const { Curl()->curl_slist_free_all(l); }
 };
 struct MdFree {
   void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
@@ -242,26 +242,26 @@ std::string S3Client::Url(const std::string& bucket, const std::string& key, con
 Result<S3Client::Response> S3Client::SendOnce(Request& req) const {
   if (!Curl().ok()) return Curl().error();
   const CurlApi& lib = *Curl();
-  std::unique_ptr<CURL, CurlFree> curl(lib.easy_init());
+  std::unique_ptr<CURL, CurlFree> curl(lib.curl_easy_init());
   if (!curl) return Error::Internal("s3: no curl handle");
   CURL* c = curl.get();
   Response response;
   const std::string url = Url(req.bucket, req.key, req.query);
   const std::string sigv4 = "aws:amz:" + endpoint_.region + ":s3";
   const std::string userpwd = endpoint_.access_key + ":" + endpoint_.secret_key;
-  lib.easy_setopt(c, CURLOPT_URL, url.c_str());
-  lib.easy_setopt(c, CURLOPT_AWS_SIGV4, sigv4.c_str());
-  lib.easy_setopt(c, CURLOPT_USERPWD, userpwd.c_str());
-  lib.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  lib.easy_setopt(c, CURLOPT_CONNECTTIMEOUT, static_cast<long>(options_.connect_timeout.count()));
-  lib.easy_setopt(c, CURLOPT_TIMEOUT, static_cast<long>(options_.request_timeout.count()));
-  lib.easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1024L);
-  lib.easy_setopt(c, CURLOPT_LOW_SPEED_TIME, static_cast<long>(options_.low_speed_time.count()));
-  if (!endpoint_.ca_file.empty()) lib.easy_setopt(c, CURLOPT_CAINFO, endpoint_.ca_file.c_str());
+  lib.curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+  lib.curl_easy_setopt(c, CURLOPT_AWS_SIGV4, sigv4.c_str());
+  lib.curl_easy_setopt(c, CURLOPT_USERPWD, userpwd.c_str());
+  lib.curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  lib.curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, static_cast<long>(options_.connect_timeout.count()));
+  lib.curl_easy_setopt(c, CURLOPT_TIMEOUT, static_cast<long>(options_.request_timeout.count()));
+  lib.curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1024L);
+  lib.curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, static_cast<long>(options_.low_speed_time.count()));
+  if (!endpoint_.ca_file.empty()) lib.curl_easy_setopt(c, CURLOPT_CAINFO, endpoint_.ca_file.c_str());
 
   std::unique_ptr<curl_slist, SlistFree> headers;
   auto add_header = [&headers, &lib](const std::string& h) {
-    headers.reset(lib.slist_append(headers.release(), h.c_str()));
+    headers.reset(lib.curl_slist_append(headers.release(), h.c_str()));
   };
   // The payload's hash is not computed (a streamed body): integrity comes
   // from Content-MD5, which the server checks.
@@ -300,7 +300,7 @@ Result<S3Client::Response> S3Client::SendOnce(Request& req) const {
     auto* s = static_cast<Sink*>(user);
     const size_t len = size * n;
     long status = 0;
-    Curl()->easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &status);
+    Curl()->curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &status);
     if (s->req->out_fd < 0 || status < 200 || status >= 300) {
       if (s->response->body.size() < (1 << 20)) s->response->body.append(data, len);
       return len;
@@ -328,10 +328,10 @@ Result<S3Client::Response> S3Client::SendOnce(Request& req) const {
     s->reported += static_cast<int64_t>(len);
     return len;
   };
-  lib.easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-  lib.easy_setopt(c, CURLOPT_HEADERDATA, &sink);
-  lib.easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-  lib.easy_setopt(c, CURLOPT_WRITEDATA, &sink);
+  lib.curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+  lib.curl_easy_setopt(c, CURLOPT_HEADERDATA, &sink);
+  lib.curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+  lib.curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
 
   // What goes up: a file range, streamed.
   struct Source {
@@ -357,35 +357,35 @@ Result<S3Client::Response> S3Client::SendOnce(Request& req) const {
 
   // Larger buffers than libcurl's defaults (16 KiB in, 64 KiB out): fewer
   // callbacks and system calls per GiB (docs/benchmarks.md, staging).
-  lib.easy_setopt(c, CURLOPT_BUFFERSIZE, 512L * 1024);
+  lib.curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 512L * 1024);
   if (req.method == "PUT") {
-    lib.easy_setopt(c, CURLOPT_UPLOAD_BUFFERSIZE, 1024L * 1024);
-    lib.easy_setopt(c, CURLOPT_UPLOAD, 1L);
-    lib.easy_setopt(c, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(req.in_fd >= 0 ? req.in_size : 0));
-    lib.easy_setopt(c, CURLOPT_READFUNCTION, on_read);
-    lib.easy_setopt(c, CURLOPT_READDATA, &source);
+    lib.curl_easy_setopt(c, CURLOPT_UPLOAD_BUFFERSIZE, 1024L * 1024);
+    lib.curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+    lib.curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(req.in_fd >= 0 ? req.in_size : 0));
+    lib.curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
+    lib.curl_easy_setopt(c, CURLOPT_READDATA, &source);
     if (req.in_fd < 0) source.left = 0;
   } else if (req.method == "POST") {
-    lib.easy_setopt(c, CURLOPT_POST, 1L);
-    lib.easy_setopt(c, CURLOPT_POSTFIELDS, req.body.c_str());
-    lib.easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(req.body.size()));
+    lib.curl_easy_setopt(c, CURLOPT_POST, 1L);
+    lib.curl_easy_setopt(c, CURLOPT_POSTFIELDS, req.body.c_str());
+    lib.curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(req.body.size()));
   } else if (req.method == "HEAD") {
-    lib.easy_setopt(c, CURLOPT_NOBODY, 1L);
+    lib.curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
   } else if (req.method != "GET") {
-    lib.easy_setopt(c, CURLOPT_CUSTOMREQUEST, req.method.c_str());
+    lib.curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, req.method.c_str());
   }
-  lib.easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
+  lib.curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
   if (options_.cancelled != nullptr) {
     // Called about once a second and at every chunk: non-zero aborts.
-    lib.easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-    lib.easy_setopt(c, CURLOPT_XFERINFODATA, options_.cancelled);
-    lib.easy_setopt(
+    lib.curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    lib.curl_easy_setopt(c, CURLOPT_XFERINFODATA, options_.cancelled);
+    lib.curl_easy_setopt(
         c, CURLOPT_XFERINFOFUNCTION, +[](void* flag, curl_off_t, curl_off_t, curl_off_t, curl_off_t) -> int {
           return static_cast<const std::atomic<bool>*>(flag)->load() ? 1 : 0;
         });
   }
 
-  const CURLcode code = lib.easy_perform(c);
+  const CURLcode code = lib.curl_easy_perform(c);
   // What this attempt reported goes back when it is retried.
   const int64_t moved = source.sent + sink.reported;
   if (code != CURLE_OK) {
@@ -396,11 +396,11 @@ Result<S3Client::Response> S3Client::SendOnce(Request& req) const {
     if (code == CURLE_ABORTED_BY_CALLBACK) {
       return Error{ErrorKind::kUnavailable, "s3_cancelled", req.what + ": cancelled", {}};
     }
-    Error e = Error::Unavailable(req.what + ": " + lib.easy_strerror(code) + " (" + url + ")");
+    Error e = Error::Unavailable(req.what + ": " + lib.curl_easy_strerror(code) + " (" + url + ")");
     e.code = Retryable(code) ? "s3_unreachable" : "s3_transfer_failed";
     return e;
   }
-  lib.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &response.status);
+  lib.curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &response.status);
   if ((response.status == 429 || response.status >= 500) && moved > 0 && req.progress && *req.progress) {
     (*req.progress)(-moved);
   }
