@@ -123,9 +123,10 @@ void Run(const Options& o, const char* name, model::BackfillMode mode, int depth
   std::sort(ms.begin(), ms.end());
   auto pct = [&](double q) { return ms[std::min(ms.size() - 1, static_cast<size_t>(q * (ms.size() - 1) + 0.5))]; };
   std::printf(
-      "{\"policy\":\"%s\",\"nodes\":%d,\"pending\":%d,\"running\":%zu,\"runs\":%d,\"p50_ms\":%.1f,\"p99_ms\":%.1f,"
+      "{\"policy\":\"%s\",\"nodes\":%d,\"pending\":%d,\"running\":%zu,\"runs\":%d,\"min_ms\":%.1f,\"p50_ms\":%.1f,"
+      "\"p99_ms\":%.1f,"
       "\"starts\":%d,\"reservations\":%d,\"order_ms\":%.1f,\"fit_ms\":%.1f,\"reserve_ms\":%.1f,\"peak_rss_mb\":%.0f}\n",
-      name, o.nodes, o.pending, snapshot.running.size(), o.runs, pct(0.5), pct(0.99), last.report.started,
+      name, o.nodes, o.pending, snapshot.running.size(), o.runs, ms.front(), pct(0.5), pct(0.99), last.report.started,
       last.report.reservations, std::chrono::duration<double, std::milli>(last.report.order).count(),
       std::chrono::duration<double, std::milli>(last.report.fit).count(),
       std::chrono::duration<double, std::milli>(last.report.reserve).count(), PeakRssKb() / 1024.0);

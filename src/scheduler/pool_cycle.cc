@@ -4,6 +4,7 @@
 #include "scheduler/pool_cycle.h"
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 
 namespace unisched::scheduler::internal {
@@ -22,7 +23,7 @@ std::string JoinIds(const std::vector<model::JobId>& ids) {
 const PoolCycle::ScopeInfo& PoolCycle::Scope(const std::string& queue, const std::string& project,
                                              const std::string& user) {
   // A pool's jobs come from a few queues: the last one's facts are kept.
-  if (!last_queue_.policy || last_queue_.name != queue) {
+  if (!last_queue_.policy || !SameShortText(last_queue_.name, queue)) {
     last_queue_.name = queue;  // a view of the job's string, which outlives the cycle
     last_queue_.spec = state_.Queue(queue);
     last_queue_.policy = last_queue_.spec ? &last_queue_.spec->policy : &DefaultQueuePolicy();  // as PolicyOf
@@ -31,23 +32,60 @@ const PoolCycle::ScopeInfo& PoolCycle::Scope(const std::string& queue, const std
   // Only fair share tells one user's jobs from another's: in a queue that
   // does not weigh it, a project's users share one scope.
   const std::string_view user_key = last_queue_.weights.fairshare > 0 ? std::string_view(user) : std::string_view();
-  if (last_scope_ && last_scope_key_.user == user_key && last_scope_key_.project == project &&
-      last_scope_key_.queue == queue) {
-    return *last_scope_;
+  const ScopeKey key{queue, project, user_key};
+  if (last_scope_ && last_scope_key_ == key) return *last_scope_;
+  const uint64_t hash = ScopeKeyHash{}(key);
+  if (2 * (scope_entries_.size() + 1) > scope_slots_.size()) GrowScopeTable();
+  const size_t mask = scope_slots_.size() - 1;
+  size_t probe = ScopeSlot(hash);
+  for (; scope_slots_[probe].entry != 0; probe = (probe + 1) & mask) {
+    if (scope_slots_[probe].hash != hash) continue;
+    ScopeEntry& entry = scope_entries_[scope_slots_[probe].entry - 1];
+    if (entry.key == key) {
+      last_scope_key_ = entry.key;
+      last_scope_ = &entry.info;
+      return entry.info;
+    }
   }
-  auto [it, inserted] = scopes_.try_emplace(ScopeKey{queue, project, user_key});
-  last_scope_key_ = it->first;  // views of the first job's strings, which outlive the cycle
-  last_scope_ = &it->second;
-  if (inserted) {
-    ScopeInfo& info = it->second;
-    info.queue_spec = last_queue_.spec;
-    info.policy = last_queue_.policy;
-    info.weights = last_queue_.weights;
-    info.project = state_.Project(project);
-    info.fairshare = info.weights.fairshare > 0 ? state_.Fairshare(project, user) : 1.0;
-    info.has_limits = info.policy->SetsLimits() || (info.project && info.project->SetsLimits());
+  ScopeEntry& entry = scope_entries_.emplace_back();
+  entry.key = key;  // views of its first job's strings, which outlive the cycle
+  if (queue.size() + project.size() + user_key.size() <= entry.text.size()) {
+    char* at = entry.text.data();
+    auto keep = [&at](std::string_view name) {
+      if (!name.empty()) std::memcpy(at, name.data(), name.size());
+      const std::string_view kept(at, name.size());
+      at += name.size();
+      return kept;
+    };
+    entry.key.queue = keep(queue);
+    entry.key.project = keep(project);
+    entry.key.user = keep(user_key);
   }
-  return it->second;
+  scope_slots_[probe] = {hash, static_cast<uint32_t>(scope_entries_.size())};
+  ScopeInfo& info = entry.info;
+  info.queue_spec = last_queue_.spec;
+  info.policy = last_queue_.policy;
+  info.weights = last_queue_.weights;
+  info.project = state_.Project(project);
+  info.fairshare = info.weights.fairshare > 0 ? state_.Fairshare(project, user) : 1.0;
+  info.has_limits = info.policy->SetsLimits() || (info.project && info.project->SetsLimits());
+  last_scope_key_ = entry.key;
+  last_scope_ = &info;
+  return info;
+}
+
+void PoolCycle::GrowScopeTable() {
+  const size_t size = scope_slots_.empty() ? 64 : 2 * scope_slots_.size();
+  scope_shift_ = 64 - std::countr_zero(size);
+  const size_t mask = size - 1;
+  std::pmr::vector<ScopeSlotEntry> old(std::move(scope_slots_), &scope_arena_);
+  scope_slots_.assign(size, ScopeSlotEntry{});
+  for (const ScopeSlotEntry& slot : old) {
+    if (slot.entry == 0) continue;
+    size_t probe = ScopeSlot(slot.hash);
+    while (scope_slots_[probe].entry != 0) probe = (probe + 1) & mask;
+    scope_slots_[probe] = slot;
+  }
 }
 
 model::PriorityFactors PoolCycle::PriorityOf(const ScopeInfo& scope, Timestamp submitted_at,

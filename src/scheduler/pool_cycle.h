@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "unisched/common/short_text.h"
 #include "unisched/policy/priority.h"
 #include "unisched/policy/profile.h"
 #include "unisched/policy/quota.h"
@@ -202,24 +203,41 @@ class PoolCycle {
   };
   struct ScopeKey {
     std::string_view queue, project, user;
-    bool operator==(const ScopeKey&) const = default;
+    bool operator==(const ScopeKey& other) const {
+      return SameShortText(user, other.user) && SameShortText(project, other.project) &&
+             SameShortText(queue, other.queue);
+    }
   };
   struct ScopeKeyHash {
     // Looked up for every pending job: a cheap hash of the length and the
     // first and last eight bytes is enough for a few hundred short names
     // (equal keys are still compared in full).
-    static uint64_t Cheap(std::string_view s) {
-      uint64_t head = 0, tail = 0;
-      if (s.empty()) return 0;  // (an empty view may have no data: memcpy from null is undefined)
-      std::memcpy(&head, s.data(), std::min<size_t>(8, s.size()));
-      if (s.size() > 8)
-        std::memcpy(&tail, s.data() + s.size() - std::min<size_t>(8, s.size() - 8), std::min<size_t>(8, s.size() - 8));
-      return (head * 0x9E3779B97F4A7C15ULL) ^ (tail * 0xC2B2AE3D27D4EB4FULL) ^ s.size();
-    }
     size_t operator()(const ScopeKey& k) const {
-      return static_cast<size_t>(Cheap(k.queue) * 31 + Cheap(k.project) * 1000003 + Cheap(k.user) * 998244353);
+      return static_cast<size_t>(ShortTextHash(k.queue) * 31 + ShortTextHash(k.project) * 1000003 +
+                                 ShortTextHash(k.user) * 998244353);
     }
   };
+  // A scope found this cycle. Its key views its own copy of the names where
+  // they fit in `text` (else the first job's strings): comparing with a key
+  // that views an old job's strings took a cache miss into a snapshot of
+  // 100,000 jobs at nearly every lookup.
+  struct ScopeEntry {
+    ScopeKey key;
+    ScopeInfo info;
+    std::array<char, 64> text;
+  };
+  // A slot of the open-addressed table: the entry's hash beside its index,
+  // so a probe that passes a slot does not touch the entry.
+  struct ScopeSlotEntry {
+    uint64_t hash = 0;   // ScopeKeyHash
+    uint32_t entry = 0;  // index into scope_entries_ + 1, or 0 (empty)
+  };
+  // The table's slot for a hash: its top bits after a multiply (Fibonacci
+  // hashing), for ScopeKeyHash's low bits barely vary between names that
+  // differ only after their first bytes ("user-17", "user-18").
+  size_t ScopeSlot(uint64_t hash) const { return static_cast<size_t>((hash * 0x9E3779B97F4A7C15ULL) >> scope_shift_); }
+  // Doubles the table (scope_slots_) and places every entry again.
+  void GrowScopeTable();
   const ScopeInfo& Scope(const std::string& queue, const std::string& project, const std::string& user);
   model::PriorityFactors PriorityOf(const ScopeInfo& scope, Timestamp submitted_at, const model::ResourceRequest& r,
                                     int adjustment) const;
@@ -352,7 +370,13 @@ class PoolCycle {
   // and finding a pass's few scopes cost more in allocations than in lookups.
   std::array<std::byte, 4096> scope_memory_;
   std::pmr::monotonic_buffer_resource scope_arena_{scope_memory_.data(), scope_memory_.size()};
-  std::pmr::unordered_map<ScopeKey, ScopeInfo, ScopeKeyHash> scopes_{&scope_arena_};
+  // Found by probing a power-of-two table kept at most half full: with
+  // 100,000 jobs from thousands of scopes, an unordered_map's lookups (a
+  // division for the bucket, then a node elsewhere in memory) were most of
+  // ranking's time.
+  std::pmr::deque<ScopeEntry> scope_entries_{&scope_arena_};  // a deque: Ranked points into it
+  std::pmr::vector<ScopeSlotEntry> scope_slots_{&scope_arena_};
+  int scope_shift_ = 64;  // 64 - log2(scope_slots_.size())
   // The queue of the last scope looked up.
   struct QueueFacts {
     std::string_view name;
