@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <bit>
 #include <cassert>
+#include <new>
+#include <type_traits>
 
 namespace unisched::scheduler::internal {
 
@@ -35,19 +37,28 @@ const PoolCycle::ScopeInfo& PoolCycle::Scope(const std::string& queue, const std
   const ScopeKey key{queue, project, user_key};
   if (last_scope_ && last_scope_key_ == key) return *last_scope_;
   const uint64_t hash = ScopeKeyHash{}(key);
-  if (2 * (scope_entries_.size() + 1) > scope_slots_.size()) GrowScopeTable();
-  const size_t mask = scope_slots_.size() - 1;
-  size_t probe = ScopeSlot(hash);
-  for (; scope_slots_[probe].entry != 0; probe = (probe + 1) & mask) {
-    if (scope_slots_[probe].hash != hash) continue;
-    ScopeEntry& entry = scope_entries_[scope_slots_[probe].entry - 1];
-    if (entry.key == key) {
-      last_scope_key_ = entry.key;
-      last_scope_ = &entry.info;
-      return entry.info;
+  size_t probe = 0;
+  if (scope_count_ > 0) {  // the first is last_scope_ until there is a second
+    if (2 * (scope_count_ + 1) > scope_slots_.size()) GrowScopeTable();
+    const size_t mask = scope_slots_.size() - 1;
+    for (probe = ScopeSlot(hash); scope_slots_[probe].entry != nullptr; probe = (probe + 1) & mask) {
+      if (scope_slots_[probe].hash != hash) continue;
+      ScopeEntry& entry = *scope_slots_[probe].entry;
+      if (entry.key == key) {
+        last_scope_key_ = entry.key;
+        last_scope_ = &entry.info;
+        return entry.info;
+      }
     }
   }
-  ScopeEntry& entry = scope_entries_.emplace_back();
+  static_assert(std::is_trivially_destructible_v<ScopeEntry>, "left in the arena without being destroyed");
+  ScopeEntry& entry = *new (scope_arena_.allocate(sizeof(ScopeEntry), alignof(ScopeEntry))) ScopeEntry();
+  if (++scope_count_ == 1) {
+    first_scope_ = &entry;
+  } else {
+    scope_slots_[probe] = {hash, &entry};
+  }
+  entry.hash = hash;
   entry.key = key;  // views of its first job's strings, which outlive the cycle
   if (queue.size() + project.size() + user_key.size() <= entry.text.size()) {
     char* at = entry.text.data();
@@ -61,7 +72,6 @@ const PoolCycle::ScopeInfo& PoolCycle::Scope(const std::string& queue, const std
     entry.key.project = keep(project);
     entry.key.user = keep(user_key);
   }
-  scope_slots_[probe] = {hash, static_cast<uint32_t>(scope_entries_.size())};
   ScopeInfo& info = entry.info;
   info.queue_spec = last_queue_.spec;
   info.policy = last_queue_.policy;
@@ -75,15 +85,16 @@ const PoolCycle::ScopeInfo& PoolCycle::Scope(const std::string& queue, const std
 }
 
 void PoolCycle::GrowScopeTable() {
-  const size_t size = scope_slots_.empty() ? 64 : 2 * scope_slots_.size();
+  const size_t size = scope_slots_.empty() ? 16 : 2 * scope_slots_.size();
   scope_shift_ = 64 - std::countr_zero(size);
   const size_t mask = size - 1;
   std::pmr::vector<ScopeSlotEntry> old(std::move(scope_slots_), &scope_arena_);
+  if (old.empty()) old.push_back({first_scope_->hash, first_scope_});  // the table is made for the second scope
   scope_slots_.assign(size, ScopeSlotEntry{});
   for (const ScopeSlotEntry& slot : old) {
-    if (slot.entry == 0) continue;
+    if (slot.entry == nullptr) continue;
     size_t probe = ScopeSlot(slot.hash);
-    while (scope_slots_[probe].entry != 0) probe = (probe + 1) & mask;
+    while (scope_slots_[probe].entry != nullptr) probe = (probe + 1) & mask;
     scope_slots_[probe] = slot;
   }
 }

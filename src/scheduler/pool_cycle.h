@@ -222,15 +222,17 @@ class PoolCycle {
   // that views an old job's strings took a cache miss into a snapshot of
   // 100,000 jobs at nearly every lookup.
   struct ScopeEntry {
+    ScopeEntry() {}     // `text` is left as it is: only its used part is written
+    uint64_t hash = 0;  // ScopeKeyHash of key
     ScopeKey key;
-    ScopeInfo info;
+    ScopeInfo info{};
     std::array<char, 64> text;
   };
-  // A slot of the open-addressed table: the entry's hash beside its index,
+  // A slot of the open-addressed table: the entry's hash beside its number,
   // so a probe that passes a slot does not touch the entry.
   struct ScopeSlotEntry {
-    uint64_t hash = 0;   // ScopeKeyHash
-    uint32_t entry = 0;  // index into scope_entries_ + 1, or 0 (empty)
+    uint64_t hash = 0;            // ScopeKeyHash
+    ScopeEntry* entry = nullptr;  // nullptr: empty
   };
   // The table's slot for a hash: its top bits after a multiply (Fibonacci
   // hashing), for ScopeKeyHash's low bits barely vary between names that
@@ -374,7 +376,11 @@ class PoolCycle {
   // 100,000 jobs from thousands of scopes, an unordered_map's lookups (a
   // division for the bucket, then a node elsewhere in memory) were most of
   // ranking's time.
-  std::pmr::deque<ScopeEntry> scope_entries_{&scope_arena_};  // a deque: Ranked points into it
+  // Each entry is taken from the arena, where it stays put (Ranked points
+  // into it) and is never destroyed (nothing in it needs to be). A replay's
+  // pass finds a few scopes: the table is made for the second.
+  size_t scope_count_ = 0;
+  ScopeEntry* first_scope_ = nullptr;
   std::pmr::vector<ScopeSlotEntry> scope_slots_{&scope_arena_};
   int scope_shift_ = 64;  // 64 - log2(scope_slots_.size())
   // The queue of the last scope looked up.
