@@ -50,6 +50,21 @@ NodeTimeline::NodeTimeline(Timestamp origin, Capacity free_now, std::vector<std:
   }
 }
 
+NodeTimeline NodeTimeline::From(Timestamp t) const {
+  // Steps equal to the one before them are left out: holds given back
+  // leave such seams, and a timeline handed from pass to pass would keep
+  // every one (each search walks them). No answer changes: free room only
+  // changes where the amount does.
+  NodeTimeline later;
+  const size_t first = t <= Origin() ? 0 : StepAt(t);
+  later.steps_.reserve(steps_.size() - first);
+  later.steps_.emplace_back(std::max(t, Origin()), steps_[first].second);
+  for (size_t i = first + 1; i < steps_.size(); ++i) {
+    if (!(steps_[i].second == later.steps_.back().second)) later.steps_.push_back(steps_[i]);
+  }
+  return later;
+}
+
 size_t NodeTimeline::StepAt(Timestamp t, size_t from) const {
   // The last step starting at or before t, searched from step `from` on.
   // Most searches are for now (a job's earliest start) or just past

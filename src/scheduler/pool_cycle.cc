@@ -320,7 +320,9 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
   t = clock();
   // FCFS and a backend that places jobs itself reserve nothing.
   const bool backend_places = pool_ && pool_->PlacedByBackend();
-  BuildProfile(running, mode != model::BackfillMode::kFcfs && !backend_places);
+  const bool plans_ahead = mode != model::BackfillMode::kFcfs && !backend_places;
+  const PoolProfile* adopted = plans_ahead ? AdoptableProfile(mode, order != nullptr, ranked) : nullptr;
+  BuildProfile(running, plans_ahead, adopted);
   std::map<model::JobId, std::vector<model::JobId>> victims_in_flight;
   for (const RunningJob* r : running) {
     if (r->preempting_for) victims_in_flight[*r->preempting_for].push_back(r->id);
@@ -329,7 +331,7 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
   // before them are placed, so each job only ever moves earlier.
   PreviousHolds previous_holds;
   if (mode == model::BackfillMode::kConservative) {
-    previous_holds = HoldPreviousReservations(ranked);
+    previous_holds = HoldPreviousReservations(ranked, /*already_held=*/adopted != nullptr);
     // Every blocked job up to the depth gets one.
     const size_t most = depth == 0 ? ranked.size() : std::min(ranked.size(), static_cast<size_t>(depth));
     plan_.reservations.reserve(plan_.reservations.size() + most);
@@ -611,6 +613,9 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
       plan_.report.reserve += clock() - t;
     }
     keep_pending(info);
+  }
+  if (state_.snapshot.keep_profile && mode == model::BackfillMode::kConservative && order && !timelines_.empty()) {
+    plan_.profile = std::make_shared<const PoolProfile>(PoolProfile{pool_name_, now_, std::move(timelines_)});
   }
 }
 

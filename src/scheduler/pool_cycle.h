@@ -245,7 +245,17 @@ class PoolCycle {
                                     int adjustment) const;
   // The nodes with room now (roomy_) and, where the pool `plans_ahead`
   // (it makes reservations), each node's timeline.
-  void BuildProfile(const std::vector<const RunningJob*>& running, bool plans_ahead);
+  // With `adopted` (AdoptableProfile), the timelines are its, from now on.
+  void BuildProfile(const std::vector<const RunningJob*>& running, bool plans_ahead,
+                    const PoolProfile* adopted = nullptr);
+  // The previous pass's profile (Snapshot::previous_profile), where this
+  // pass may start from it: a conservative pool's pass in the caller's
+  // order that plans with wall times and explains nothing, the profile of
+  // this pool, made no later than now, and no previous reservation's start
+  // past (the profile holds it from that start; a new one would hold it
+  // from now). nullptr otherwise.
+  const PoolProfile* AdoptableProfile(model::BackfillMode mode, bool in_callers_order,
+                                      const std::vector<Ranked>& ranked) const;
   // How long a job's window is planned: its predicted run in a pool that
   // plans with predictions (and has one for it), else its wall time.
   std::chrono::milliseconds Planned(const JobFacts& job) const;
@@ -322,7 +332,9 @@ class PoolCycle {
   };
   // Conservative pools: the reservations pending jobs held last cycle, held
   // again (before anything is placed) where they still fit.
-  PreviousHolds HoldPreviousReservations(const std::vector<Ranked>& ranked);
+  // `already_held`: the profile was adopted with them in it; they are
+  // only noted.
+  PreviousHolds HoldPreviousReservations(const std::vector<Ranked>& ranked, bool already_held = false);
   // Victims whose removal lets `job` start, fewest and lowest first, or empty.
   std::vector<const RunningJob*> ChooseVictims(const PendingJob& job, int64_t priority,
                                                const std::vector<const RunningJob*>& running);

@@ -37,7 +37,25 @@ Timestamp PoolCycle::PlannedEnd(const RunningJob& job) const {
   return std::max(end, now_);
 }
 
-void PoolCycle::BuildProfile(const std::vector<const RunningJob*>& running, bool plans_ahead) {
+const PoolProfile* PoolCycle::AdoptableProfile(model::BackfillMode mode, bool in_callers_order,
+                                               const std::vector<Ranked>& ranked) const {
+  const PoolProfile* previous = state_.snapshot.previous_profile.get();
+  if (previous == nullptr || mode != model::BackfillMode::kConservative || !in_callers_order ||
+      state_.snapshot.explain || predicts_) {
+    return nullptr;
+  }
+  if (previous->pool != pool_name_ || previous->made_at > now_ || previous->timelines.size() != pool_nodes_->size()) {
+    return nullptr;
+  }
+  for (const Ranked& entry : ranked) {
+    const PendingJob& job = *entry.job;
+    if (job.reserved_start && !job.reserved_nodes.empty() && *job.reserved_start < now_) return nullptr;
+  }
+  return previous;
+}
+
+void PoolCycle::BuildProfile(const std::vector<const RunningJob*>& running, bool plans_ahead,
+                             const PoolProfile* adopted) {
   const auto& nodes = *pool_nodes_;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const model::NodeUsage& n = *nodes[i];
@@ -49,6 +67,25 @@ void PoolCycle::BuildProfile(const std::vector<const RunningJob*>& running, bool
   // and no node holds anything ahead (has_future_hold_ stays unread).
   if (!plans_ahead) return;
   for (size_t i = 0; i < nodes.size(); ++i) node_index_.emplace(nodes[i]->spec.name, i);
+  has_future_hold_.assign(nodes.size(), false);
+  node_version_.assign(nodes.size(), 0);
+  hold_owner_.assign(nodes.size(), 0);
+  if (adopted) {
+    // What the previous pass left: its running jobs' releases, its starts
+    // and its reservations, from now on. A job gone since at its expected
+    // end freed its room then, so at or before now; one gone before it
+    // frees its room from now.
+    timelines_.reserve(nodes.size());
+    for (const NodeTimeline& timeline : adopted->timelines) timelines_.push_back(timeline.From(now_));
+    for (const RunningJob& job : state_.snapshot.ended_early) {
+      const Timestamp end = std::max(job.expected_end, now_);
+      for (const auto& share : job.allocation) {
+        if (const std::optional<size_t> i = NodeIndex(share.node))
+          timelines_[*i].Release(now_, end, ShareCapacity(share));
+      }
+    }
+    return;
+  }
   // Every running job's release, grouped by node (counted, then placed): a
   // list per node, grown job by job, cost an allocation per doubling.
   struct Release {
@@ -84,12 +121,9 @@ void PoolCycle::BuildProfile(const std::vector<const RunningJob*>& running, bool
       timelines_.emplace_back(now_, Capacity{0, 0, 0});
     }
   }
-  has_future_hold_.assign(nodes.size(), false);
-  node_version_.assign(nodes.size(), 0);
-  hold_owner_.assign(nodes.size(), 0);
 }
 
-PoolCycle::PreviousHolds PoolCycle::HoldPreviousReservations(const std::vector<Ranked>& ranked) {
+PoolCycle::PreviousHolds PoolCycle::HoldPreviousReservations(const std::vector<Ranked>& ranked, bool already_held) {
   // Conservative: previous reservations hold their room while the jobs
   // before them are placed, so each job only ever moves earlier. One that no
   // longer fits where it was (its node went down) is placed afresh.
@@ -126,6 +160,11 @@ PoolCycle::PreviousHolds PoolCycle::HoldPreviousReservations(const std::vector<R
       hold_owner_[i] = job;  // the last job in rank order holding the node
     }
   };
+
+  if (already_held) {
+    for (size_t k = 0; k < ranked.size(); ++k) note_held(ranked[k].job->id, candidates.Of(k));
+    return candidates;
+  }
 
   // Taken in rank order, each is held if its window still has room once
   // the ones before it are held. When all of them fit together (no step of

@@ -232,6 +232,7 @@ class Replay {
       if (pool.name == cluster.pool) {
         mode_ = pool.backfill;
         predicts_ = pool.predict_run_times;
+        carries_profiles_ = cluster.carry_profiles && mode_ == model::BackfillMode::kConservative && !predicts_;
       }
     }
     // Arrival order is priority order only when no weight can put a newer
@@ -422,7 +423,13 @@ class Replay {
     ++passes_;
     max_pending_ = std::max(max_pending_, static_cast<int64_t>(snapshot_.pending.size()));
     snapshot_.move_reservations = move_reservations;
+    snapshot_.keep_profile = carries_profiles_;
+    snapshot_.previous_profile = carries_profiles_ && profile_current_ ? std::move(profile_) : nullptr;
     scheduler::Plan plan = scheduler_.Decide(snapshot_, FromUnixMillis(now));
+    snapshot_.previous_profile.reset();
+    snapshot_.ended_early.clear();
+    profile_ = std::move(plan.profile);
+    profile_current_ = profile_ != nullptr;
     for (auto& start : plan.starts) Start(start, now);
     for (auto& r : plan.reservations) {
       auto position = pending_position_.find(r.job);
@@ -475,6 +482,11 @@ class Replay {
     used_ -= jobs_[i].size;
     if (predicts_) predictor_.Record(jobs_[i].user, {}, CeilDiv(jobs_[i].run_ms, 1000));
     for (const auto& share : snapshot_.running[position->second].allocation) ApplyShare(share, -1);
+    // The last pass's profile holds its room until its expected end: the
+    // next pass gives it back from then (Snapshot::ended_early).
+    if (carries_profiles_ && jobs_[i].run_ms != WalltimeSeconds(jobs_[i]) * 1000) {
+      snapshot_.ended_early.push_back(std::move(snapshot_.running[position->second]));
+    }
     RemoveAt(snapshot_.running, running_position_, position->second);
   }
 
@@ -517,6 +529,11 @@ class Replay {
   // The pool plans with predicted run times: each job gets its prediction
   // at submission, and each end teaches the predictor.
   bool predicts_ = false;
+  // Conservative passes hand each one's profile to the next (SimCluster::
+  // carry_profiles), with the jobs that ended early in between.
+  bool carries_profiles_ = false;
+  std::shared_ptr<const scheduler::PoolProfile> profile_;
+  bool profile_current_ = false;  // profile_ is the last Decide's
   policy::RunTimePredictor predictor_;
   PredictionAccuracy accuracy_;
   bool fifo_order_ = false;

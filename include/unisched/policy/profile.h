@@ -70,6 +70,11 @@ class NodeTimeline {
   // The first step time strictly after t, or kForever.
   Timestamp NextChangeAfter(Timestamp t) const;
   Timestamp Origin() const { return steps_.front().first; }
+  // The same function from t on: the steps before the one in force at t are
+  // dropped and that one starts at t, as a timeline built at t would; a
+  // step the same as the one before it is merged into it. (t before the
+  // origin: from the origin.)
+  NodeTimeline From(Timestamp t) const;
 
  private:
   NodeTimeline() = default;

@@ -25,6 +25,7 @@
 
 #include <chrono>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -36,6 +37,7 @@
 #include "unisched/model/cluster.h"
 #include "unisched/model/fit.h"
 #include "unisched/model/job.h"
+#include "unisched/policy/profile.h"
 #include "unisched/policy/quota.h"
 
 namespace unisched::scheduler {
@@ -94,6 +96,15 @@ struct QuotaHolder {
   policy::Amount amount;
 };
 
+// A conservative pool's availability profile as a pass left it
+// (Plan::profile): each of its nodes' timelines, with every start and
+// reservation of that pass held in it.
+struct PoolProfile {
+  std::string pool;
+  Timestamp made_at{};                          // the pass's now
+  std::vector<policy::NodeTimeline> timelines;  // per node of the pool, in the pool's order
+};
+
 // Everything a cycle may look at, by value.
 struct Snapshot {
   std::vector<model::NodeUsage> nodes;
@@ -133,6 +144,21 @@ struct Snapshot {
   // Fill Plan::order: the daemon keeps the order of a full pass for the
   // event passes after it.
   bool return_order = false;
+  // Optional, for a caller that replays a trace: the profile the previous
+  // Decide returned (Plan::profile), handed back only when nothing has
+  // changed since but that plan's starts and reservations applied, pending
+  // jobs added, running jobs gone at their expected end, and the running
+  // jobs in ended_early gone before it. The caller vouches for it, as for
+  // pending_order. A conservative pass in the caller's order that explains
+  // nothing starts from it, with ended_early's room given back from now,
+  // instead of building the profile from the running jobs and holding every
+  // previous reservation again, which gives the same profile: an arrival's
+  // pass then costs the new job's placement, not the queue's. Any other
+  // pass ignores it (docs/simulate.md).
+  std::shared_ptr<const PoolProfile> previous_profile;
+  std::vector<RunningJob> ended_early;
+  // Fill Plan::profile (a conservative pool in the caller's order).
+  bool keep_profile = false;
 };
 
 struct Start {
@@ -181,6 +207,8 @@ struct Plan {
   // Snapshot::pending, in the order the walk took them (pools in name
   // order, each in its priority order), those it never reached last.
   std::vector<uint32_t> order;
+  // With Snapshot::keep_profile: the pool's profile as the pass left it.
+  std::shared_ptr<const PoolProfile> profile;
   CycleReport report;
 };
 

@@ -160,6 +160,62 @@ TEST(NodeTimelineTest, ReserveFromBeforeTheOriginStartsAtTheOrigin) {
   EXPECT_EQ(t.MinFree(kNow, At(minutes(10))), Cpus(3));
 }
 
+// From(t) is the timeline a pass at t would build: releases up to t are free
+// at t, the rest and every hold after t are as they were.
+TEST(NodeTimelineTest, FromALaterTimeIsTheTimelineBuiltThen) {
+  NodeTimeline t(kNow, Cpus(2), {{At(minutes(10)), Cpus(3)}, {At(minutes(30)), Cpus(3)}});
+  t.Reserve(At(minutes(20)), At(minutes(40)), Cpus(4));
+  struct Case {
+    std::string name;
+    Timestamp from;
+    Timestamp origin;                                  // of the result
+    std::vector<std::pair<Timestamp, Capacity>> free;  // MinFree over [time, next time) of each
+  };
+  const std::vector<Case> cases = {
+      {"before the origin: the same",
+       kNow - hours(1),
+       kNow,
+       {{kNow, Cpus(2)},
+        {At(minutes(10)), Cpus(5)},
+        {At(minutes(20)), Cpus(1)},
+        {At(minutes(30)), Cpus(4)},
+        {At(minutes(40)), Cpus(8)}}},
+      {"at the origin",
+       kNow,
+       kNow,
+       {{kNow, Cpus(2)}, {At(minutes(10)), Cpus(5)}, {At(minutes(20)), Cpus(1)}, {At(minutes(40)), Cpus(8)}}},
+      {"inside a step",
+       At(minutes(15)),
+       At(minutes(15)),
+       {{At(minutes(15)), Cpus(5)}, {At(minutes(20)), Cpus(1)}, {At(minutes(40)), Cpus(8)}}},
+      {"at a step", At(minutes(30)), At(minutes(30)), {{At(minutes(30)), Cpus(4)}, {At(minutes(40)), Cpus(8)}}},
+      {"past the last step", At(minutes(90)), At(minutes(90)), {{At(minutes(90)), Cpus(8)}}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const NodeTimeline later = t.From(c.from);
+    EXPECT_EQ(later.Origin(), c.origin);
+    for (size_t i = 0; i < c.free.size(); ++i) {
+      const Timestamp to = i + 1 < c.free.size() ? c.free[i + 1].first : kForever;
+      EXPECT_EQ(later.MinFree(c.free[i].first, to), c.free[i].second) << i;
+    }
+  }
+  // A hold given back leaves seams (steps equal to the one before them); the
+  // copy has none: its next change is the next real one.
+  NodeTimeline seamed(kNow, Cpus(8), {{At(minutes(60)), Cpus(2)}});
+  seamed.Reserve(At(minutes(10)), At(minutes(20)), Cpus(3));
+  seamed.Release(At(minutes(10)), At(minutes(20)), Cpus(3));
+  EXPECT_EQ(seamed.NextChangeAfter(kNow), At(minutes(10)));
+  EXPECT_EQ(seamed.From(kNow).NextChangeAfter(kNow), At(minutes(60)));
+  EXPECT_EQ(seamed.From(kNow).MinFree(At(minutes(60)), kForever), Cpus(10));
+
+  // The copy is its own: holding room in it leaves the original as it was.
+  NodeTimeline later = t.From(At(minutes(15)));
+  later.Reserve(At(minutes(15)), At(minutes(20)), Cpus(5));
+  EXPECT_EQ(later.MinFree(At(minutes(15)), At(minutes(20))), Cpus(0));
+  EXPECT_EQ(t.MinFree(At(minutes(15)), At(minutes(20))), Cpus(5));
+}
+
 TEST(NodeTimelineTest, ReserveForever) {
   NodeTimeline t(kNow, Cpus(8), {{At(minutes(60)), Cpus(8)}});
   t.Reserve(At(minutes(30)), kForever, Cpus(4));

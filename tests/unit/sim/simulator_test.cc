@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include "unisched/sim/simulate.h"
@@ -179,6 +180,51 @@ TEST(SimulateTest, AJobEndingEarlyHoldsItsEstimateUntilItsEnd) {
     SCOPED_TRACE(std::string(model::ToString(mode)));
     SimulationResult r = Simulate(jobs, CpuCluster(4, mode));
     EXPECT_EQ(StartSeconds(r), (std::vector<int64_t>{0, 10}));
+  }
+}
+
+// A random trace: arrivals in bursts (some at the same second), runs that
+// end at their request or early, sizes up to a whole node.
+std::vector<TraceJob> RandomTrace(uint64_t seed, int count, int largest) {
+  std::mt19937_64 rng(seed);
+  std::vector<TraceJob> jobs;
+  int64_t submit = 0;
+  for (int i = 0; i < count; ++i) {
+    submit += static_cast<int64_t>(rng() % 4 == 0 ? 0 : rng() % 40);
+    const int64_t estimate = 10 + static_cast<int64_t>(rng() % 400);
+    const int64_t run = rng() % 3 == 0 ? estimate : 1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(estimate));
+    jobs.push_back(Job(i + 1, submit, 1 + static_cast<int>(rng() % static_cast<uint64_t>(largest)), run, estimate));
+  }
+  return jobs;
+}
+
+TEST(SimulateTest, ConservativePassesFromTheLastPassesProfileStartEveryJobAsAFreshProfile) {
+  // Each pass starts from the profile the pass before it left
+  // (SimCluster::carry_profiles), with the room of jobs that ended early
+  // since given back. One node, then four nodes with jobs spread over
+  // several.
+  SimCluster one_node = CpuCluster(10, BackfillMode::kConservative);
+  SimCluster four_nodes = CpuCluster(16, BackfillMode::kConservative);
+  four_nodes.nodes.resize(4, four_nodes.nodes[0]);
+  for (size_t i = 0; i < four_nodes.nodes.size(); ++i) {
+    four_nodes.nodes[i].spec.cpus = 4;
+    four_nodes.nodes[i].spec.name = "sim-node-0" + std::to_string(i + 1);
+  }
+  four_nodes.largest_node = 4;
+  for (const SimCluster* cluster : {&one_node, &four_nodes}) {
+    for (uint64_t seed = 1; seed <= 3; ++seed) {
+      SCOPED_TRACE("nodes " + std::to_string(cluster->nodes.size()) + ", seed " + std::to_string(seed));
+      const std::vector<TraceJob> jobs = RandomTrace(seed, 600, static_cast<int>(cluster->capacity));
+      SimCluster fresh = *cluster;
+      fresh.carry_profiles = false;
+      const SimulationResult carried = Simulate(jobs, *cluster);
+      const SimulationResult rebuilt = Simulate(jobs, fresh);
+      EXPECT_EQ(carried.start_ms, rebuilt.start_ms);
+      EXPECT_EQ(carried.estimates.estimated, rebuilt.estimates.estimated);
+      EXPECT_EQ(carried.estimates.median_error_seconds, rebuilt.estimates.median_error_seconds);
+      EXPECT_EQ(carried.estimates.p90_error_seconds, rebuilt.estimates.p90_error_seconds);
+      EXPECT_EQ(carried.never_started, 0);
+    }
   }
 }
 
