@@ -149,7 +149,14 @@ struct SchedulerState {
   }
   bool CountsLimits() const { return !limited_queues.empty() || !limited_projects.empty(); }
   bool Tallied(const std::string& queue, const std::string& project) const {
-    return limited_queues.count(queue) > 0 || limited_projects.count(project) > 0;
+    return Among(limited_queues, queue) || Among(limited_projects, project);
+  }
+  // Asked once per running job (tens of thousands a cycle) of sets that
+  // hold a few names: a scan of those compares in place, where the tree's
+  // walk called memcmp at each node.
+  static bool Among(const std::set<std::string, std::less<>>& names, const std::string& name) {
+    if (names.size() > 8) return names.count(name) > 0;
+    return std::any_of(names.begin(), names.end(), [&](const std::string& n) { return SameShortText(n, name); });
   }
   const model::ProjectPolicy* Project(const std::string& name) const {
     auto it = projects.find(name);

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "scheduler/pool_cycle.h"
+#include "unisched/common/short_text.h"
 
 namespace unisched::scheduler {
 
@@ -28,7 +29,7 @@ std::unordered_map<std::string_view, std::vector<const Job*>> ByPool(const std::
   std::string_view last_pool;
   std::vector<const Job*>* last = nullptr;  // the map's nodes stay put as it grows
   for (const auto& job : jobs) {
-    if (!last || job.pool != last_pool) {
+    if (!last || !SameShortText(job.pool, last_pool)) {
       last_pool = job.pool;
       last = &groups[last_pool];
     }
