@@ -60,7 +60,7 @@ const PoolCycle::ScopeInfo& PoolCycle::Scope(const std::string& queue, const std
   }
   entry.hash = hash;
   entry.key = key;  // views of its first job's strings, which outlive the cycle
-  if (queue.size() + project.size() + user_key.size() <= entry.text.size()) {
+  if (copy_scope_names_ && queue.size() + project.size() + user_key.size() <= entry.text.size()) {
     char* at = entry.text.data();
     auto keep = [&at](std::string_view name) {
       if (!name.empty()) std::memcpy(at, name.data(), name.size());
@@ -162,6 +162,11 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
                     : mode == model::BackfillMode::kEasy         ? 1
                                                                  : 0;
   pool_nodes_ = &nodes_.Pool(pool_name);
+  // A queue of thousands is a snapshot larger than the caches: there a
+  // scope's key that views its first job's strings costs a miss at each
+  // lookup, and the names are copied (ScopeEntry). A replay's passes of a
+  // few dozen jobs have them at hand and would pay for the copies only.
+  copy_scope_names_ = (order ? order->size() : jobs.size()) >= 1024;
   for (const auto* n : *pool_nodes_) pool_cpus_ += int64_t{n->spec.cpus};
   bool pool_may_preempt = false;
   for (const auto& [name, queue] : state_.queues) {

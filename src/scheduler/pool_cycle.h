@@ -225,7 +225,7 @@ class PoolCycle {
     }
   };
   // A scope found this cycle. Its key views its own copy of the names where
-  // they fit in `text` (else the first job's strings): comparing with a key
+  // they fit in `text` in a deep queue (else the first job's strings): comparing with a key
   // that views an old job's strings took a cache miss into a snapshot of
   // 100,000 jobs at nearly every lookup.
   struct ScopeEntry {
@@ -399,6 +399,7 @@ class PoolCycle {
   // into it) and is never destroyed (nothing in it needs to be). A replay's
   // pass finds a few scopes: the table is made for the second.
   size_t scope_count_ = 0;
+  bool copy_scope_names_ = false;  // into ScopeEntry::text (Run says when)
   ScopeEntry* first_scope_ = nullptr;
   std::pmr::vector<ScopeSlotEntry> scope_slots_{&scope_arena_};
   int scope_shift_ = 64;  // 64 - log2(scope_slots_.size())
