@@ -44,7 +44,11 @@ D=$dir/cluster
 mkdir -p "$D"/{mon,osd0,run,log,rgw}
 fail() {
   echo "radosgw.sh: $*" >&2
-  for log in "$D"/log/*.log; do [ -f "$log" ] && { echo "== $log" >&2; grep -v NetHandler "$log" | tail -5 >&2; }; done
+  for log in "$D"/log/*.log "$D"/log/*.out; do [ -f "$log" ] && { echo "== $log" >&2; grep -v NetHandler "$log" | tail -5 >&2; }; done
+  # Each failed attempt's logs are kept whole for a look afterwards (a start
+  # failed once in CI, the OSD's fsid all zeros, and never again by hand).
+  kept=$(mktemp -d "${TMPDIR:-/tmp}/unisched-s3-failed-XXXXXX") && cp -r "$D/log" "$D/ceph.conf" "$kept/" 2>/dev/null &&
+    echo "radosgw.sh: this attempt's logs are kept in $kept" >&2
   stop
   # A daemon of a cluster stopped just before may still hold a port: once more, a little later.
   if [ "${RADOSGW_RETRY:-0}" -lt 2 ]; then
@@ -91,7 +95,7 @@ ceph-mon "${C[@]}" --mkfs -i a --monmap "$D/monmap" || fail "mon mkfs failed"
 ceph-mon "${C[@]}" -i a || fail "the monitor did not start"
 timeout 20 ceph "${C[@]}" -s >/dev/null 2>&1 || fail "the monitor does not answer"
 id=$(timeout 20 ceph "${C[@]}" osd create 2>/dev/null) || fail "osd create failed"
-ceph-osd "${C[@]}" -i "$id" --mkfs >/dev/null 2>&1 || fail "osd mkfs failed"
+ceph-osd "${C[@]}" -i "$id" --mkfs >"$D/log/osd-mkfs.out" 2>&1 || fail "osd mkfs failed"
 ceph-osd "${C[@]}" -i "$id" || fail "the OSD did not start"
 for _ in $(seq 1 60); do timeout 5 ceph "${C[@]}" osd stat 2>/dev/null | grep -q '1 up' && break; sleep 1; done
 radosgw "${C[@]}" -n client.rgw.a || fail "radosgw did not start"
