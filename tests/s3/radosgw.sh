@@ -19,14 +19,14 @@ cmd=${1:?usage: $0 start|stop DIR [PORT]}
 dir=${2:?usage: $0 start|stop DIR [PORT]}
 
 stop() {
-  for p in "$dir"/cluster/run/*.pid; do [ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null; done
+  for p in "$dir"/cluster/run/*.pid; do [ -f "$p" ] && kill "$(cat "$p" 2>/dev/null)" 2>/dev/null; done
   for _ in $(seq 1 20); do
     alive=0
-    for p in "$dir"/cluster/run/*.pid; do [ -f "$p" ] && kill -0 "$(cat "$p")" 2>/dev/null && alive=1; done
+    for p in "$dir"/cluster/run/*.pid; do [ -f "$p" ] && kill -0 "$(cat "$p" 2>/dev/null)" 2>/dev/null && alive=1; done
     [ $alive = 0 ] && break
     sleep 0.2
   done
-  for p in "$dir"/cluster/run/*.pid; do [ -f "$p" ] && kill -9 "$(cat "$p")" 2>/dev/null; done
+  for p in "$dir"/cluster/run/*.pid; do [ -f "$p" ] && kill -9 "$(cat "$p" 2>/dev/null)" 2>/dev/null; done
   rm -rf "$dir"
 }
 
