@@ -594,6 +594,8 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
         const Timestamp reserved_end = policy::WindowEnd(start, Planned(job));
         for (size_t i : chosen) {
           timelines_[i].Reserve(start, reserved_end, policy::PerNode(job.resources));
+          if (mode == model::BackfillMode::kEasy)
+            easy_holds_.push_back({i, {start, reserved_end, policy::PerNode(job.resources)}});
           ++node_version_[i];
           // Even a reservation from now holds room a later job must not take:
           // the job did not fit now, yet the profile has it fit (a job past
@@ -619,7 +621,10 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
     }
     keep_pending(info);
   }
-  if (state_.snapshot.keep_profile && mode == model::BackfillMode::kConservative && order && !timelines_.empty()) {
+  if (state_.snapshot.keep_profile && mode != model::BackfillMode::kFcfs && order && !timelines_.empty()) {
+    // EASY makes its reservation again each pass (nothing holds the last
+    // one): the profile handed on has only the running jobs and the starts.
+    for (const auto& [i, hold] : easy_holds_) timelines_[i].Release(hold.from, hold.to, hold.amount);
     plan_.profile = std::make_shared<const PoolProfile>(PoolProfile{pool_name_, now_, std::move(timelines_)});
   }
 }

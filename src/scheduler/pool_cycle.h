@@ -256,11 +256,11 @@ class PoolCycle {
   void BuildProfile(const std::vector<const RunningJob*>& running, bool plans_ahead,
                     const PoolProfile* adopted = nullptr);
   // The previous pass's profile (Snapshot::previous_profile), where this
-  // pass may start from it: a conservative pool's pass in the caller's
-  // order that plans with wall times and explains nothing, the profile of
-  // this pool, made no later than now, and no previous reservation's start
-  // past (the profile holds it from that start; a new one would hold it
-  // from now). nullptr otherwise.
+  // pass may start from it: an EASY or conservative pool's pass in the
+  // caller's order that plans with wall times and explains nothing, the
+  // profile of this pool, made no later than now, and (conservative) no
+  // previous reservation's start past (the profile holds it from that
+  // start; a new one would hold it from now). nullptr otherwise.
   const PoolProfile* AdoptableProfile(model::BackfillMode mode, bool in_callers_order,
                                       const std::vector<Ranked>& ranked) const;
   // How long a job's window is planned: its predicted run in a pool that
@@ -383,6 +383,7 @@ class PoolCycle {
   std::vector<ShapeEarliest> earliest_cache_;
   std::vector<uint32_t> earliest_of_shape_;  // per ranked shape, its entry in earliest_cache_ (kNoShape: none)
   bool any_future_hold_ = false;
+  std::vector<std::pair<size_t, NodeTimeline::Hold>> easy_holds_;  // an EASY pass's reservations, by node
   int64_t pool_cpus_ = 0;
   int max_tier_ = 0;
   std::unordered_set<model::JobId> being_preempted_;

@@ -40,13 +40,14 @@ Timestamp PoolCycle::PlannedEnd(const RunningJob& job) const {
 const PoolProfile* PoolCycle::AdoptableProfile(model::BackfillMode mode, bool in_callers_order,
                                                const std::vector<Ranked>& ranked) const {
   const PoolProfile* previous = state_.snapshot.previous_profile.get();
-  if (previous == nullptr || mode != model::BackfillMode::kConservative || !in_callers_order ||
-      state_.snapshot.explain || predicts_) {
+  if (previous == nullptr || mode == model::BackfillMode::kFcfs || !in_callers_order || state_.snapshot.explain ||
+      predicts_) {
     return nullptr;
   }
   if (previous->pool != pool_name_ || previous->made_at > now_ || previous->timelines.size() != pool_nodes_->size()) {
     return nullptr;
   }
+  if (mode != model::BackfillMode::kConservative) return previous;  // EASY holds no previous reservation
   for (const Ranked& entry : ranked) {
     const PendingJob& job = *entry.job;
     if (job.reserved_start && !job.reserved_nodes.empty() && *job.reserved_start < now_) return nullptr;

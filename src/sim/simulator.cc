@@ -232,7 +232,7 @@ class Replay {
       if (pool.name == cluster.pool) {
         mode_ = pool.backfill;
         predicts_ = pool.predict_run_times;
-        carries_profiles_ = cluster.carry_profiles && mode_ == model::BackfillMode::kConservative && !predicts_;
+        carries_profiles_ = cluster.carry_profiles && mode_ != model::BackfillMode::kFcfs && !predicts_;
       }
     }
     // Arrival order is priority order only when no weight can put a newer

@@ -96,9 +96,10 @@ struct QuotaHolder {
   policy::Amount amount;
 };
 
-// A conservative pool's availability profile as a pass left it
-// (Plan::profile): each of its nodes' timelines, with every start and
-// reservation of that pass held in it.
+// An EASY or conservative pool's availability profile as a pass left it
+// (Plan::profile): each of its nodes' timelines, with the running jobs and
+// that pass's starts held in it, and (conservative) its reservations; an
+// EASY pass makes its reservation again each time.
 struct PoolProfile {
   std::string pool;
   Timestamp made_at{};                          // the pass's now
@@ -149,15 +150,15 @@ struct Snapshot {
   // changed since but that plan's starts and reservations applied, pending
   // jobs added, running jobs gone at their expected end, and the running
   // jobs in ended_early gone before it. The caller vouches for it, as for
-  // pending_order. A conservative pass in the caller's order that explains
-  // nothing starts from it, with ended_early's room given back from now,
-  // instead of building the profile from the running jobs and holding every
-  // previous reservation again, which gives the same profile: an arrival's
-  // pass then costs the new job's placement, not the queue's. Any other
-  // pass ignores it (docs/simulate.md).
+  // pending_order. An EASY or conservative pass in the caller's order that
+  // explains nothing starts from it, with ended_early's room given back from
+  // now, instead of building the profile from the running jobs (and, for
+  // conservative, holding every previous reservation again), which gives
+  // the same profile: a conservative arrival's pass then costs the new job's
+  // placement, not the queue's. Any other pass ignores it (docs/simulate.md).
   std::shared_ptr<const PoolProfile> previous_profile;
   std::vector<RunningJob> ended_early;
-  // Fill Plan::profile (a conservative pool in the caller's order).
+  // Fill Plan::profile (an EASY or conservative pool in the caller's order).
   bool keep_profile = false;
 };
 

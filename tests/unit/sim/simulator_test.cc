@@ -198,32 +198,35 @@ std::vector<TraceJob> RandomTrace(uint64_t seed, int count, int largest) {
   return jobs;
 }
 
-TEST(SimulateTest, ConservativePassesFromTheLastPassesProfileStartEveryJobAsAFreshProfile) {
-  // Each pass starts from the profile the pass before it left
-  // (SimCluster::carry_profiles), with the room of jobs that ended early
-  // since given back. One node, then four nodes with jobs spread over
+TEST(SimulateTest, PassesFromTheLastPassesProfileStartEveryJobAsAFreshProfile) {
+  // Each EASY or conservative pass starts from the profile the pass before
+  // it left (SimCluster::carry_profiles), with the room of jobs that ended
+  // early since given back. One node, then four nodes with jobs spread over
   // several.
-  SimCluster one_node = CpuCluster(10, BackfillMode::kConservative);
-  SimCluster four_nodes = CpuCluster(16, BackfillMode::kConservative);
-  four_nodes.nodes.resize(4, four_nodes.nodes[0]);
-  for (size_t i = 0; i < four_nodes.nodes.size(); ++i) {
-    four_nodes.nodes[i].spec.cpus = 4;
-    four_nodes.nodes[i].spec.name = "sim-node-0" + std::to_string(i + 1);
-  }
-  four_nodes.largest_node = 4;
-  for (const SimCluster* cluster : {&one_node, &four_nodes}) {
-    for (uint64_t seed = 1; seed <= 3; ++seed) {
-      SCOPED_TRACE("nodes " + std::to_string(cluster->nodes.size()) + ", seed " + std::to_string(seed));
-      const std::vector<TraceJob> jobs = RandomTrace(seed, 600, static_cast<int>(cluster->capacity));
-      SimCluster fresh = *cluster;
-      fresh.carry_profiles = false;
-      const SimulationResult carried = Simulate(jobs, *cluster);
-      const SimulationResult rebuilt = Simulate(jobs, fresh);
-      EXPECT_EQ(carried.start_ms, rebuilt.start_ms);
-      EXPECT_EQ(carried.estimates.estimated, rebuilt.estimates.estimated);
-      EXPECT_EQ(carried.estimates.median_error_seconds, rebuilt.estimates.median_error_seconds);
-      EXPECT_EQ(carried.estimates.p90_error_seconds, rebuilt.estimates.p90_error_seconds);
-      EXPECT_EQ(carried.never_started, 0);
+  for (BackfillMode mode : {BackfillMode::kEasy, BackfillMode::kConservative}) {
+    SimCluster one_node = CpuCluster(10, mode);
+    SimCluster four_nodes = CpuCluster(16, mode);
+    four_nodes.nodes.resize(4, four_nodes.nodes[0]);
+    for (size_t i = 0; i < four_nodes.nodes.size(); ++i) {
+      four_nodes.nodes[i].spec.cpus = 4;
+      four_nodes.nodes[i].spec.name = "sim-node-0" + std::to_string(i + 1);
+    }
+    four_nodes.largest_node = 4;
+    for (const SimCluster* cluster : {&one_node, &four_nodes}) {
+      for (uint64_t seed = 1; seed <= 3; ++seed) {
+        SCOPED_TRACE(std::string(model::ToString(mode)) + ", nodes " + std::to_string(cluster->nodes.size()) +
+                     ", seed " + std::to_string(seed));
+        const std::vector<TraceJob> jobs = RandomTrace(seed, 600, static_cast<int>(cluster->capacity));
+        SimCluster fresh = *cluster;
+        fresh.carry_profiles = false;
+        const SimulationResult carried = Simulate(jobs, *cluster);
+        const SimulationResult rebuilt = Simulate(jobs, fresh);
+        EXPECT_EQ(carried.start_ms, rebuilt.start_ms);
+        EXPECT_EQ(carried.estimates.estimated, rebuilt.estimates.estimated);
+        EXPECT_EQ(carried.estimates.median_error_seconds, rebuilt.estimates.median_error_seconds);
+        EXPECT_EQ(carried.estimates.p90_error_seconds, rebuilt.estimates.p90_error_seconds);
+        EXPECT_EQ(carried.never_started, 0);
+      }
     }
   }
 }
