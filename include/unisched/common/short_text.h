@@ -10,36 +10,34 @@
 
 namespace unisched {
 
+namespace short_text_detail {
+// Whether the first and the last sizeof(Word) bytes of x and y (n of them,
+// at least one Word) are equal: two loads each, overlapping below 2 Words.
+template <class Word>
+inline bool SameEnds(const char* x, const char* y, size_t n) {
+  Word x0, y0, x1, y1;
+  std::memcpy(&x0, x, sizeof(Word));
+  std::memcpy(&y0, y, sizeof(Word));
+  std::memcpy(&x1, x + n - sizeof(Word), sizeof(Word));
+  std::memcpy(&y1, y + n - sizeof(Word), sizeof(Word));
+  return ((x0 ^ y0) | (x1 ^ y1)) == 0;
+}
+}  // namespace short_text_detail
+
 // a == b, by loads of a fixed size: the first and the last eight (or four)
 // bytes, overlapping when the names are shorter than twice that.
 inline bool SameShortText(std::string_view a, std::string_view b) {
   const size_t n = a.size();
   if (n != b.size()) return false;
-  const char* x = a.data();
-  const char* y = b.data();
-  if (n >= 8 && n <= 16) {
-    uint64_t x0, y0, x1, y1;
-    std::memcpy(&x0, x, 8);
-    std::memcpy(&y0, y, 8);
-    std::memcpy(&x1, x + n - 8, 8);
-    std::memcpy(&y1, y + n - 8, 8);
-    return ((x0 ^ y0) | (x1 ^ y1)) == 0;
-  }
-  if (n >= 4 && n < 8) {
-    uint32_t x0, y0, x1, y1;
-    std::memcpy(&x0, x, 4);
-    std::memcpy(&y0, y, 4);
-    std::memcpy(&x1, x + n - 4, 4);
-    std::memcpy(&y1, y + n - 4, 4);
-    return ((x0 ^ y0) | (x1 ^ y1)) == 0;
-  }
+  if (n >= 8 && n <= 16) return short_text_detail::SameEnds<uint64_t>(a.data(), b.data(), n);
+  if (n >= 4 && n < 8) return short_text_detail::SameEnds<uint32_t>(a.data(), b.data(), n);
   if (n < 4) {  // (an empty view may have no data)
     for (size_t i = 0; i < n; ++i) {
-      if (x[i] != y[i]) return false;
+      if (a[i] != b[i]) return false;
     }
     return true;
   }
-  return std::memcmp(x, y, n) == 0;
+  return std::memcmp(a.data(), b.data(), n) == 0;
 }
 
 // A cheap hash of a name: its length and its first and last eight bytes,
