@@ -8,7 +8,8 @@
 # access arrays workflows console cycle agents gangs sandboxes ledger disk staging replay) FAILOVERS (50) BASELINE_BUILD (stores: another
 # revision's build directory, benchmarked first) SUBMIT_CONNECTIONS (64) SUBMIT_SECONDS (10)
 # E2E_JOBS (5000) E2E_CONNECTIONS (16) LATENCY_RUNS (200) CONFIG
-# (config/unisched.yaml) CYCLE_RUNS (7) LEDGER_ENTRIES (10000000; the ledger
+# (config/unisched.yaml) CYCLE_RUNS (the cycle bench 100: a p99 of fewer runs is
+# their slowest; the array and pass benches 7) LEDGER_ENTRIES (10000000; the ledger
 # bench writes them all through the store, about 6 minutes here) DISK_JOBS
 # (100000) BENCH_JSON
 # (a file to which each mode's JSON line is appended).
@@ -355,8 +356,8 @@ if section cycle; then
 # The scheduling cycle alone (the core, no daemon): 10,000 nodes, 100,000
 # pending jobs; p50/p99 cycle time and peak memory per backfill policy.
 echo "== cycle: one scheduling cycle, 10,000 nodes, 100,000 pending jobs"
-"$BUILD/unisched-cycle-bench" --runs "${CYCLE_RUNS:-7}" || status=1
-[[ -n ${BENCH_JSON:-} ]] && "$BUILD/unisched-cycle-bench" --runs "${CYCLE_RUNS:-7}" >>"$BENCH_JSON"
+"$BUILD/unisched-cycle-bench" --runs "${CYCLE_RUNS:-100}" || status=1
+[[ -n ${BENCH_JSON:-} ]] && "$BUILD/unisched-cycle-bench" --runs "${CYCLE_RUNS:-100}" >>"$BENCH_JSON"
 echo
 # The daemon's passes (BuildCycleSnapshot, KeptOrder, Decide): a tick's full
 # pass, and an event pass at the default depth of 1,000 for three queue
