@@ -213,10 +213,10 @@ TEST(SimulateTest, PassesFromTheLastPassesProfileStartEveryJobAsAFreshProfile) {
     }
     four_nodes.largest_node = 4;
     for (const SimCluster* cluster : {&one_node, &four_nodes}) {
-      for (uint64_t seed = 1; seed <= 3; ++seed) {
+      for (uint64_t seed = 1; seed <= 2; ++seed) {
         SCOPED_TRACE(std::string(model::ToString(mode)) + ", nodes " + std::to_string(cluster->nodes.size()) +
                      ", seed " + std::to_string(seed));
-        const std::vector<TraceJob> jobs = RandomTrace(seed, 600, static_cast<int>(cluster->capacity));
+        const std::vector<TraceJob> jobs = RandomTrace(seed, 250, static_cast<int>(cluster->capacity));
         SimCluster fresh = *cluster;
         fresh.carry_profiles = false;
         const SimulationResult carried = Simulate(jobs, *cluster);
