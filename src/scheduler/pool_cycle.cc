@@ -594,8 +594,9 @@ void PoolCycle::Run(const std::string& pool_name, std::vector<const PendingJob*>
         const Timestamp reserved_end = policy::WindowEnd(start, Planned(job));
         for (size_t i : chosen) {
           timelines_[i].Reserve(start, reserved_end, policy::PerNode(job.resources));
-          if (mode == model::BackfillMode::kEasy)
+          if (mode == model::BackfillMode::kEasy && state_.snapshot.keep_profile) {
             easy_holds_.push_back({i, {start, reserved_end, policy::PerNode(job.resources)}});
+          }
           ++node_version_[i];
           // Even a reservation from now holds room a later job must not take:
           // the job did not fit now, yet the profile has it fit (a job past

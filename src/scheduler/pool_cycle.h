@@ -224,10 +224,10 @@ class PoolCycle {
                                  ShortTextHash(k.user) * 998244353);
     }
   };
-  // A scope found this cycle. Its key views its own copy of the names where
-  // they fit in `text` in a deep queue (else the first job's strings): comparing with a key
-  // that views an old job's strings took a cache miss into a snapshot of
-  // 100,000 jobs at nearly every lookup.
+  // A scope found this cycle. In a deep queue its key views its own copy of
+  // the names where they fit in `text` (else the first job's strings):
+  // comparing with a key that views an old job's strings took a cache miss
+  // into a snapshot of 100,000 jobs at nearly every lookup.
   struct ScopeEntry {
     ScopeEntry() {}     // `text` is left as it is: only its used part is written
     uint64_t hash = 0;  // ScopeKeyHash of key
@@ -383,22 +383,23 @@ class PoolCycle {
   std::vector<ShapeEarliest> earliest_cache_;
   std::vector<uint32_t> earliest_of_shape_;  // per ranked shape, its entry in earliest_cache_ (kNoShape: none)
   bool any_future_hold_ = false;
-  std::vector<std::pair<size_t, NodeTimeline::Hold>> easy_holds_;  // an EASY pass's reservations, by node
+  // An EASY pass's reservations (node, hold), given back before its profile
+  // is handed on (Snapshot::keep_profile only).
+  std::vector<std::pair<size_t, NodeTimeline::Hold>> easy_holds_;
   int64_t pool_cpus_ = 0;
   int max_tier_ = 0;
   std::unordered_set<model::JobId> being_preempted_;
-  // Keys view the snapshot's strings, which outlive the cycle. Taken from
-  // an arena freed with the cycle: a replay's passes are many and short,
-  // and finding a pass's few scopes cost more in allocations than in lookups.
+  // The scopes, taken from an arena freed with the cycle: a replay's passes
+  // are many and short, and finding a pass's few scopes cost more in
+  // allocations than in lookups.
   std::array<std::byte, 4096> scope_memory_;
   std::pmr::monotonic_buffer_resource scope_arena_{scope_memory_.data(), scope_memory_.size()};
   // Found by probing a power-of-two table kept at most half full: with
   // 100,000 jobs from thousands of scopes, an unordered_map's lookups (a
   // division for the bucket, then a node elsewhere in memory) were most of
-  // ranking's time.
-  // Each entry is taken from the arena, where it stays put (Ranked points
-  // into it) and is never destroyed (nothing in it needs to be). A replay's
-  // pass finds a few scopes: the table is made for the second.
+  // ranking's time. Each entry stays put in the arena (Ranked points into
+  // it) and is never destroyed (nothing in it needs to be). A replay's pass
+  // finds a few scopes: the table is made for the second.
   size_t scope_count_ = 0;
   bool copy_scope_names_ = false;  // into ScopeEntry::text (Run says when)
   ScopeEntry* first_scope_ = nullptr;

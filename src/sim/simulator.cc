@@ -233,6 +233,7 @@ class Replay {
         mode_ = pool.backfill;
         predicts_ = pool.predict_run_times;
         carries_profiles_ = cluster.carry_profiles && mode_ != model::BackfillMode::kFcfs && !predicts_;
+        snapshot_.keep_profile = carries_profiles_;
       }
     }
     // Arrival order is priority order only when no weight can put a newer
@@ -423,13 +424,11 @@ class Replay {
     ++passes_;
     max_pending_ = std::max(max_pending_, static_cast<int64_t>(snapshot_.pending.size()));
     snapshot_.move_reservations = move_reservations;
-    snapshot_.keep_profile = carries_profiles_;
-    snapshot_.previous_profile = carries_profiles_ && profile_current_ ? std::move(profile_) : nullptr;
+    snapshot_.previous_profile = std::move(profile_);  // none unless carries_profiles_
     scheduler::Plan plan = scheduler_.Decide(snapshot_, FromUnixMillis(now));
     snapshot_.previous_profile.reset();
     snapshot_.ended_early.clear();
     profile_ = std::move(plan.profile);
-    profile_current_ = profile_ != nullptr;
     for (auto& start : plan.starts) Start(start, now);
     for (auto& r : plan.reservations) {
       auto position = pending_position_.find(r.job);
@@ -529,11 +528,10 @@ class Replay {
   // The pool plans with predicted run times: each job gets its prediction
   // at submission, and each end teaches the predictor.
   bool predicts_ = false;
-  // Conservative passes hand each one's profile to the next (SimCluster::
-  // carry_profiles), with the jobs that ended early in between.
+  // EASY and conservative passes hand each one's profile to the next
+  // (SimCluster::carry_profiles), with the jobs that ended early in between.
   bool carries_profiles_ = false;
-  std::shared_ptr<const scheduler::PoolProfile> profile_;
-  bool profile_current_ = false;  // profile_ is the last Decide's
+  std::shared_ptr<const scheduler::PoolProfile> profile_;  // the last Decide's
   policy::RunTimePredictor predictor_;
   PredictionAccuracy accuracy_;
   bool fifo_order_ = false;

@@ -42,10 +42,10 @@ struct SimCluster {
   int64_t capacity = 0;     // cpus (or GPUs) of the pool: the utilization's denominator
   int largest_node = 0;     // most cpus (or GPUs) on one node
   std::string description;  // for the log, e.g. "one pool of 100 processors"
-  // A conservative pass after an arrival starts from the profile the pass
-  // before it left (scheduler::Snapshot::previous_profile) where nothing
-  // else changed since. Off: every pass builds its profile (the same starts,
-  // slower; tests compare the two).
+  // Each EASY or conservative pass starts from the profile the pass before
+  // it left (scheduler::Snapshot::previous_profile), the room of jobs that
+  // ended early since given back. Off: every pass builds its profile (the
+  // same starts, slower; tests compare the two).
   bool carry_profiles = true;
 
   // The request a job of `size` cpus (or GPUs) makes: one node when one node
